@@ -1,0 +1,40 @@
+# One entry point for people and CI. Each target installs what is missing first.
+#   make test   - build and run the test suite
+#   make demo   - generate a multi-rank trace set and load it
+#   make bench  - speed and memory against the reference tool (benchmarks/RESULTS.md)
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev pkg-config cmake g++
+
+.PHONY: test demo bench build system-deps clean
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.deps: pyproject.toml | system-deps
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" ninja
+	touch $@
+
+# The build directory (build/<wheel tag>) persists, so a one-file change recompiles one file.
+build: $(VENV)/.deps
+	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
+
+test: build
+	$(PY) -m pytest tests
+
+demo: build
+	$(PY) -m hta_fast.demo
+
+bench: build
+	$(PY) benchmarks/bench_load.py
+
+clean:
+	rm -rf build $(VENV)

@@ -1,0 +1,14 @@
+// hta_fast._core: each area registers itself from its own file.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+void register_loader(py::module_& m);
+void register_arrays(py::module_& m);
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "hta_fast native core";
+  m.attr("__version__") = HTA_FAST_VERSION;
+  register_arrays(m);
+  register_loader(m);
+}

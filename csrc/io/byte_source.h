@@ -1,0 +1,30 @@
+// Sequential byte sources: a plain file, a buffer in memory, and decompressors over either.
+// The loader reads through this interface only, so it never holds a whole file.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace hta {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to n bytes into dst; returns 0 only at the end. Throws FormatError when the
+  // input is corrupt.
+  virtual size_t read(char* dst, size_t n) = 0;
+  // Starts again from the first byte.
+  virtual void rewind() = 0;
+  // The number of bytes read() will produce, when known (0 = unknown).
+  virtual uint64_t size_hint() const { return 0; }
+  // Name of the encoding, for messages ("json", "gzip", "zstd").
+  virtual const char* encoding() const { return "json"; }
+};
+
+// Opens a file; gzip and zstd are recognised by their magic bytes, not by the name.
+std::unique_ptr<ByteSource> open_file(const std::string& path);
+// Wraps bytes owned by the caller (which must outlive the source).
+std::unique_ptr<ByteSource> open_memory(const char* data, size_t size);
+
+}  // namespace hta

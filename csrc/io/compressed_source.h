@@ -1,0 +1,35 @@
+// Streaming decompressors over another ByteSource: gzip (ISA-L's igzip when built with it,
+// else zlib; concatenated members are read through) and zstd (when built with libzstd).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "io/byte_source.h"
+
+namespace hta {
+
+std::unique_ptr<ByteSource> make_gzip_source(std::unique_ptr<ByteSource> compressed);
+std::unique_ptr<ByteSource> make_zstd_source(std::unique_ptr<ByteSource> compressed);
+
+// Shared input handling: refills a buffer from the compressed source and tracks the
+// compressed offset for error messages.
+class CompressedInput {
+ public:
+  explicit CompressedInput(std::unique_ptr<ByteSource> raw) : raw_(std::move(raw)), buf_(1 << 20) {}
+  // Makes input available; false at the end of the compressed stream.
+  bool fill();
+  const unsigned char* data() const { return reinterpret_cast<const unsigned char*>(buf_.data()) + pos_; }
+  size_t available() const { return end_ - pos_; }
+  void consume(size_t n) { pos_ += n; consumed_ += n; }
+  uint64_t offset() const { return consumed_; }
+  void rewind();
+  uint64_t compressed_size() const { return raw_->size_hint(); }
+
+ private:
+  std::unique_ptr<ByteSource> raw_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  uint64_t consumed_ = 0;
+};
+
+}  // namespace hta

@@ -1,0 +1,57 @@
+#include "io/plain_source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "io/format_error.h"
+
+namespace hta {
+
+FileSource::FileSource(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), path);
+  struct stat st;
+  if (::fstat(fd_, &st) == 0) size_ = static_cast<uint64_t>(st.st_size);
+#ifdef POSIX_FADV_SEQUENTIAL
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+}
+
+FileSource::~FileSource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+size_t FileSource::read(char* dst, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::read(fd_, dst + done, n - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), path_);
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  pos_ += done;
+  return done;
+}
+
+void FileSource::rewind() {
+  if (::lseek(fd_, 0, SEEK_SET) < 0) throw std::system_error(errno, std::generic_category(), path_);
+  pos_ = 0;
+}
+
+size_t MemorySource::read(char* dst, size_t n) {
+  n = std::min(n, size_ - pos_);
+  std::memcpy(dst, data_ + pos_, n);
+  pos_ += n;
+  return n;
+}
+
+}  // namespace hta

@@ -1,0 +1,38 @@
+// Uncompressed sources: a file read with read(2) into the caller's buffer (no mmap, so
+// parsed pages never count against the process), and a caller-owned buffer.
+#pragma once
+#include <string>
+
+#include "io/byte_source.h"
+
+namespace hta {
+
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(const std::string& path);
+  ~FileSource() override;
+  size_t read(char* dst, size_t n) override;
+  void rewind() override;
+  uint64_t size_hint() const override { return size_; }
+
+ private:
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  uint64_t pos_ = 0;
+  std::string path_;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  MemorySource(const char* data, size_t size) : data_(data), size_(size) {}
+  size_t read(char* dst, size_t n) override;
+  void rewind() override { pos_ = 0; }
+  uint64_t size_hint() const override { return size_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+}  // namespace hta

@@ -1,0 +1,570 @@
+#include "parse/event_parser.h"
+
+#include <cstring>
+#include <string_view>
+
+#include "parse/arg_keys.h"
+#include "parse/number_text.h"
+
+namespace hta {
+namespace od = simdjson::ondemand;
+
+namespace {
+
+// Arguments of one event that the loader keeps, with a bit per argument group present.
+struct ArgValues {
+  enum Group : uint8_t { kKernel = 1, kOp = 2, kComm = 4, kSync = 8, kMemory = 16 };
+  uint8_t groups = 0;
+  int64_t correlation = -1, external_id = -1;
+  int32_t device = -1, stream = -1, queued = -1, context = -1;
+  int32_t grid[3] = {-1, -1, -1}, block[3] = {-1, -1, -1};
+  int32_t registers = -1, shared_memory = -1;
+  float blocks_per_sm = NAN, warps_per_sm = NAN, occupancy = NAN;
+  int64_t bytes = -1;
+  double bandwidth = NAN;
+  int64_t record_function_id = -1, sequence_number = -1, fwd_thread_id = -1, ev_idx = -1;
+  int32_t input_dims = -1, input_type = -1, input_strides = -1, concrete_inputs = -1;
+  int32_t collective_name = -1, dtype = -1, group_size = -1, pg_name = -1, pg_desc = -1;
+  int32_t pg_ranks = -1, in_split = -1, out_split = -1, rank = -1;
+  int64_t in_nelems = -1, out_nelems = -1, seq = -1;
+  int32_t wait_on_stream = -1;
+  int64_t wait_on_event_correlation = -1;
+  int32_t meta_value = -1;
+  int64_t sort_index = -1;
+  int64_t mem_bytes = -1, total_allocated = -1, total_reserved = -1, addr = -1;
+  int32_t device_type = -1, device_id = -1;
+};
+
+struct RawEvent {
+  char ph = 0;
+  int32_t name = -1, cat = -1;
+  int64_t pid = -1, tid = -1, id = -1;
+  int64_t ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false, binds_enclosing = false;
+  char scope = 0;
+  ArgValues args;
+};
+
+// Thrown inside one chunk; turned into a ChunkError at the chunk boundary.
+struct FieldError {
+  const char* what;
+  bool structural;
+};
+
+std::string_view key_text(od::raw_json_string key) {
+  // Keys in traces carry no escapes; a key that does simply matches no known key.
+  const char* start = key.raw();
+  const char* end = static_cast<const char*>(std::memchr(start, '"', 1 << 16));
+  return {start, end ? static_cast<size_t>(end - start) : 0};
+}
+
+class ChunkReader {
+ public:
+  ChunkReader(const ParseOptions& options, TraceColumns& out) : options_(options), out_(out) {}
+
+  void read_event(od::object obj, RawEvent& ev);
+  void store(RawEvent& ev, uint64_t offset, const char* where);
+
+ private:
+  static void check(simdjson::error_code e) {
+    if (e) throw FieldError{simdjson::error_message(e), true};
+  }
+  static std::string_view token(od::value& v) { return v.raw_json_token(); }
+  int32_t read_string(od::value& v);
+  int32_t read_raw_json(od::value& v);
+  int64_t read_int(od::value& v);
+  int32_t read_int32(od::value& v);
+  int64_t read_time(od::value& v);
+  double read_double(od::value& v);
+  int64_t read_id(od::value& v);
+  int32_t read_stream(od::value& v);
+  void read_dim3(od::value& v, int32_t (&out)[3]);
+  char read_char(od::value& v);
+  void read_args(od::value& v, RawEvent& ev);
+  void read_counter_args(od::value& v, RawEvent& ev);
+  void read_arg(ArgKey key, od::value& v, ArgValues& a);
+
+  const ParseOptions& options_;
+  TraceColumns& out_;
+  // Counter args are stored when the event is, since ts may follow args.
+  std::vector<std::pair<int32_t, double>> counter_values_;
+  uint64_t non_numeric_counters_ = 0;
+};
+
+int32_t ChunkReader::read_string(od::value& v) {
+  std::string_view tok = token(v);
+  if (tok.empty() || tok[0] != '"') {
+    if (tok.substr(0, 4) == "null") return -1;
+    throw FieldError{"expected a string", false};
+  }
+  const size_t close = tok.rfind('"');
+  std::string_view content = tok.substr(1, close - 1);
+  if (std::memchr(content.data(), '\\', content.size()) != nullptr) {
+    check(v.get_string().get(content));
+  }
+  return out_.strings.intern(content);
+}
+
+int32_t ChunkReader::read_raw_json(od::value& v) {
+  std::string_view text;
+  switch (v.type()) {
+    case od::json_type::array: {
+      od::array a;
+      check(v.get_array().get(a));
+      check(a.raw_json().get(text));
+      break;
+    }
+    case od::json_type::object: {
+      od::object o;
+      check(v.get_object().get(o));
+      check(o.raw_json().get(text));
+      break;
+    }
+    case od::json_type::string:
+      return read_string(v);
+    default:
+      text = trim_number_text(token(v));
+  }
+  return out_.strings.intern(text);
+}
+
+int64_t ChunkReader::read_int(od::value& v) {
+  std::string_view tok = token(v);
+  int64_t x = 0;
+  switch (parse_int64(tok, x)) {
+    case NumberStatus::kOk:
+      return x;
+    case NumberStatus::kOutOfRange:
+      throw FieldError{"integer beyond int64", false};
+    default:
+      if (tok.substr(0, 4) == "null") return -1;
+      throw FieldError{"expected an integer", false};
+  }
+}
+
+int32_t ChunkReader::read_int32(od::value& v) {
+  const int64_t x = read_int(v);
+  if (x < INT32_MIN || x > INT32_MAX) throw FieldError{"integer beyond int32", false};
+  return static_cast<int32_t>(x);
+}
+
+int64_t ChunkReader::read_time(od::value& v) {
+  int64_t ns = 0;
+  switch (micros_to_ns(token(v), ns)) {
+    case NumberStatus::kOk:
+      return ns;
+    case NumberStatus::kOutOfRange:
+      throw FieldError{"timestamp beyond int64 nanoseconds", false};
+    default:
+      throw FieldError{"expected a number of microseconds", false};
+  }
+}
+
+double ChunkReader::read_double(od::value& v) {
+  std::string_view tok = token(v);
+  double x = 0;
+  if (parse_double(tok, x) == NumberStatus::kOk) return x;
+  if (tok.substr(0, 4) == "null") return NAN;
+  throw FieldError{"expected a number", false};
+}
+
+// pid/tid: numbers, numeric strings, or names ("Spans", "stream 7", "").
+int64_t ChunkReader::read_id(od::value& v) {
+  std::string_view tok = token(v);
+  int64_t x = 0;
+  switch (parse_int64(tok, x)) {
+    case NumberStatus::kOk:
+      return x;
+    case NumberStatus::kOutOfRange:
+      throw FieldError{"id beyond int64", false};
+    default:
+      break;
+  }
+  if (tok.empty() || tok[0] != '"') throw FieldError{"expected an integer or a string id", false};
+  return kStringIdBase - read_string(v);
+}
+
+// Streams are integers; AMD runtime events write "0x0" and some tools write names.
+int32_t ChunkReader::read_stream(od::value& v) {
+  std::string_view tok = token(v);
+  int64_t x = 0;
+  if (parse_int64(tok, x) == NumberStatus::kOk && x >= INT32_MIN && x <= INT32_MAX) {
+    return static_cast<int32_t>(x);
+  }
+  if (!tok.empty() && tok[0] == '"') return -1;
+  throw FieldError{"expected a stream number", false};
+}
+
+void ChunkReader::read_dim3(od::value& v, int32_t (&out)[3]) {
+  od::array a;
+  if (v.get_array().get(a)) throw FieldError{"expected an array of 3 integers", false};
+  int i = 0;
+  for (auto item : a) {
+    od::value x;
+    check(item.get(x));
+    if (i < 3) out[i] = read_int32(x);
+    ++i;
+  }
+}
+
+char ChunkReader::read_char(od::value& v) {
+  std::string_view tok = token(v);
+  if (tok.size() < 3 || tok[0] != '"') throw FieldError{"expected a one-letter string", false};
+  return tok[1];
+}
+
+void ChunkReader::read_arg(ArgKey key, od::value& v, ArgValues& a) {
+  using G = ArgValues;
+  switch (key) {
+    case ArgKey::kUnknown: return;
+    case ArgKey::kCorrelation: a.correlation = read_int(v); return;
+    case ArgKey::kExternalId: a.external_id = read_int(v); return;
+    case ArgKey::kDevice: a.device = read_int32(v); return;
+    case ArgKey::kStream: a.stream = read_stream(v); return;
+    case ArgKey::kQueued: a.queued = read_int32(v); a.groups |= G::kKernel; return;
+    case ArgKey::kContext: a.context = read_int32(v); a.groups |= G::kKernel; return;
+    case ArgKey::kGrid: read_dim3(v, a.grid); a.groups |= G::kKernel; return;
+    case ArgKey::kBlock: read_dim3(v, a.block); a.groups |= G::kKernel; return;
+    case ArgKey::kRegisters: a.registers = read_int32(v); a.groups |= G::kKernel; return;
+    case ArgKey::kSharedMemory: a.shared_memory = read_int32(v); a.groups |= G::kKernel; return;
+    case ArgKey::kBlocksPerSm: a.blocks_per_sm = float(read_double(v)); a.groups |= G::kKernel; return;
+    case ArgKey::kWarpsPerSm: a.warps_per_sm = float(read_double(v)); a.groups |= G::kKernel; return;
+    case ArgKey::kOccupancy: a.occupancy = float(read_double(v)); a.groups |= G::kKernel; return;
+    case ArgKey::kBytes: a.bytes = read_int(v); a.groups |= G::kKernel; return;
+    case ArgKey::kBandwidth: a.bandwidth = read_double(v); a.groups |= G::kKernel; return;
+    case ArgKey::kRecordFunctionId: a.record_function_id = read_int(v); a.groups |= G::kOp; return;
+    case ArgKey::kSequenceNumber: a.sequence_number = read_int(v); a.groups |= G::kOp; return;
+    case ArgKey::kFwdThreadId: a.fwd_thread_id = read_int(v); a.groups |= G::kOp; return;
+    case ArgKey::kEvIdx: a.ev_idx = read_int(v); a.groups |= G::kOp; return;
+    case ArgKey::kInputDims: a.input_dims = read_raw_json(v); a.groups |= G::kOp; return;
+    case ArgKey::kInputType: a.input_type = read_raw_json(v); a.groups |= G::kOp; return;
+    case ArgKey::kInputStrides: a.input_strides = read_raw_json(v); a.groups |= G::kOp; return;
+    case ArgKey::kConcreteInputs: a.concrete_inputs = read_raw_json(v); a.groups |= G::kOp; return;
+    case ArgKey::kCollectiveName: a.collective_name = read_string(v); a.groups |= G::kComm; return;
+    case ArgKey::kInMsgNelems: a.in_nelems = read_int(v); a.groups |= G::kComm; return;
+    case ArgKey::kOutMsgNelems: a.out_nelems = read_int(v); a.groups |= G::kComm; return;
+    case ArgKey::kDtype: a.dtype = read_raw_json(v); a.groups |= G::kComm; return;
+    case ArgKey::kGroupSize: a.group_size = read_int32(v); a.groups |= G::kComm; return;
+    case ArgKey::kPgName: a.pg_name = read_raw_json(v); a.groups |= G::kComm; return;
+    case ArgKey::kPgDesc: a.pg_desc = read_raw_json(v); a.groups |= G::kComm; return;
+    case ArgKey::kPgRanks: a.pg_ranks = read_raw_json(v); a.groups |= G::kComm; return;
+    case ArgKey::kInSplitSize: a.in_split = read_raw_json(v); a.groups |= G::kComm; return;
+    case ArgKey::kOutSplitSize: a.out_split = read_raw_json(v); a.groups |= G::kComm; return;
+    case ArgKey::kRank: a.rank = read_int32(v); a.groups |= G::kComm; return;
+    case ArgKey::kSeq: a.seq = read_int(v); a.groups |= G::kComm; return;
+    case ArgKey::kWaitOnStream: a.wait_on_stream = read_int32(v); a.groups |= G::kSync; return;
+    case ArgKey::kWaitOnEventCorrelation:
+      a.wait_on_event_correlation = read_int(v);
+      a.groups |= G::kSync;
+      return;
+    case ArgKey::kMetaName:
+    case ArgKey::kMetaLabels: a.meta_value = read_raw_json(v); return;
+    case ArgKey::kMetaSortIndex: a.sort_index = read_int(v); return;
+    case ArgKey::kMemBytes: a.mem_bytes = read_int(v); a.groups |= G::kMemory; return;
+    case ArgKey::kMemTotalAllocated: a.total_allocated = read_int(v); a.groups |= G::kMemory; return;
+    case ArgKey::kMemTotalReserved: a.total_reserved = read_int(v); a.groups |= G::kMemory; return;
+    case ArgKey::kMemAddr: a.addr = read_int(v); a.groups |= G::kMemory; return;
+    case ArgKey::kMemDeviceType: a.device_type = read_int32(v); a.groups |= G::kMemory; return;
+    case ArgKey::kMemDeviceId: a.device_id = read_int32(v); a.groups |= G::kMemory; return;
+  }
+}
+
+void ChunkReader::read_counter_args(od::value& v, RawEvent& ev) {
+  (void)ev;
+  od::object args;
+  if (v.get_object().get(args)) throw FieldError{"args is not an object", false};
+  for (auto field : args) {
+    od::raw_json_string key;
+    check(field.key().get(key));
+    od::value value;
+    check(field.value().get(value));
+    double x = 0;
+    std::string_view tok = token(value);
+    if (parse_double(tok, x) != NumberStatus::kOk) {
+      ++non_numeric_counters_;
+      continue;
+    }
+    std::string_view k = key_text(key);
+    counter_values_.emplace_back(out_.strings.intern(k), x);
+  }
+}
+
+void ChunkReader::read_args(od::value& v, RawEvent& ev) {
+  if (ev.ph == 'C') return read_counter_args(v, ev);
+  od::object args;
+  if (v.get_object().get(args)) {
+    if (token(v).substr(0, 4) == "null") return;
+    throw FieldError{"args is not an object", false};
+  }
+  for (auto field : args) {
+    od::raw_json_string key;
+    check(field.key().get(key));
+    const ArgKey k = arg_key(key_text(key));
+    if (k == ArgKey::kUnknown) continue;
+    od::value value;
+    check(field.value().get(value));
+    read_arg(k, value, ev.args);
+  }
+}
+
+void ChunkReader::read_event(od::object obj, RawEvent& ev) {
+  bool args_before_ph = false;
+  for (auto field : obj) {
+    od::raw_json_string key;
+    check(field.key().get(key));
+    std::string_view k = key_text(key);
+    od::value v;
+    check(field.value().get(v));
+    switch (k.size()) {
+      case 2:
+        if (k == "ph") ev.ph = read_char(v);
+        else if (k == "ts") { ev.ts = read_time(v); ev.has_ts = true; }
+        else if (k == "id") ev.id = read_id(v);
+        else if (k == "bp") ev.binds_enclosing = read_char(v) == 'e';
+        break;
+      case 3:
+        if (k == "cat") ev.cat = read_string(v);
+        else if (k == "pid") ev.pid = read_id(v);
+        else if (k == "tid") ev.tid = read_id(v);
+        else if (k == "dur") { ev.dur = read_time(v); ev.has_dur = true; }
+        break;
+      case 4:
+        if (k == "name") ev.name = read_string(v);
+        else if (k == "args") {
+          if (ev.ph == 0) args_before_ph = true;  // read on a second pass, once ph is known
+          else read_args(v, ev);
+        }
+        break;
+      case 1:
+        if (k == "s") ev.scope = read_char(v);
+        break;
+      default:
+        break;
+    }
+  }
+  if (args_before_ph && ev.ph != 0) {
+    bool ignored;
+    check(obj.reset().get(ignored));
+    for (auto field : obj) {
+      od::raw_json_string key;
+      check(field.key().get(key));
+      if (key_text(key) != "args") continue;
+      od::value v;
+      check(field.value().get(v));
+      read_args(v, ev);
+      break;
+    }
+  }
+}
+
+void ChunkReader::store(RawEvent& ev, uint64_t offset, const char* where) {
+  auto snippet = [&] { return std::string_view(where, 80); };
+  if (ev.ph == 0) return out_.stats.add(Stat::missing_phase, offset, snippet());
+  if (ev.ph == 'M') {
+    auto& m = out_.meta;
+    m.name.push_back(ev.name);
+    m.pid.push_back(ev.pid);
+    m.tid.push_back(ev.tid);
+    m.value.push_back(ev.args.meta_value);
+    m.sort_index.push_back(ev.args.sort_index);
+    return;
+  }
+  if (!ev.has_ts) {
+    counter_values_.clear();
+    return out_.stats.add(Stat::missing_timestamp, offset, snippet());
+  }
+  switch (ev.ph) {
+    case 'X': {
+      if (!ev.has_dur) out_.stats.add(Stat::missing_duration, offset, snippet());
+      if (ev.dur < 0) {
+        out_.stats.add(Stat::negative_duration, offset, snippet());
+        ev.dur = 0;
+      }
+      auto& e = out_.events;
+      const int64_t row = static_cast<int64_t>(e.ts.size());
+      const ArgValues& a = ev.args;
+      e.ts.push_back(ev.ts);
+      e.dur.push_back(ev.dur);
+      e.name.push_back(ev.name);
+      e.cat.push_back(ev.cat);
+      e.pid.push_back(ev.pid);
+      e.tid.push_back(ev.tid);
+      e.kind.push_back(0);
+      e.kernel_class.push_back(0);
+      e.device.push_back(a.device);
+      e.stream.push_back(a.stream);
+      e.correlation.push_back(a.correlation);
+      e.external_id.push_back(a.external_id);
+      e.partner.push_back(-1);
+      e.parent.push_back(-1);
+      e.step.push_back(-1);
+      if (a.groups & ArgValues::kKernel) {
+        auto& k = out_.kernel_args;
+        k.row.push_back(row);
+        k.queued.push_back(a.queued);
+        k.context.push_back(a.context);
+        k.grid_x.push_back(a.grid[0]);
+        k.grid_y.push_back(a.grid[1]);
+        k.grid_z.push_back(a.grid[2]);
+        k.block_x.push_back(a.block[0]);
+        k.block_y.push_back(a.block[1]);
+        k.block_z.push_back(a.block[2]);
+        k.registers_per_thread.push_back(a.registers);
+        k.shared_memory.push_back(a.shared_memory);
+        k.blocks_per_sm.push_back(a.blocks_per_sm);
+        k.warps_per_sm.push_back(a.warps_per_sm);
+        k.est_achieved_occupancy.push_back(a.occupancy);
+        k.bytes.push_back(a.bytes);
+        k.memory_bandwidth_gbps.push_back(a.bandwidth);
+      }
+      if (a.groups & ArgValues::kOp) {
+        auto& o = out_.op_args;
+        o.row.push_back(row);
+        o.record_function_id.push_back(a.record_function_id);
+        o.sequence_number.push_back(a.sequence_number);
+        o.fwd_thread_id.push_back(a.fwd_thread_id);
+        o.ev_idx.push_back(a.ev_idx);
+        o.input_dims.push_back(a.input_dims);
+        o.input_type.push_back(a.input_type);
+        o.input_strides.push_back(a.input_strides);
+        o.concrete_inputs.push_back(a.concrete_inputs);
+      }
+      if (a.groups & ArgValues::kComm) {
+        auto& c = out_.comm_args;
+        c.row.push_back(row);
+        c.collective_name.push_back(a.collective_name);
+        c.in_msg_nelems.push_back(a.in_nelems);
+        c.out_msg_nelems.push_back(a.out_nelems);
+        c.dtype.push_back(a.dtype);
+        c.group_size.push_back(a.group_size);
+        c.process_group_name.push_back(a.pg_name);
+        c.process_group_desc.push_back(a.pg_desc);
+        c.process_group_ranks.push_back(a.pg_ranks);
+        c.in_split_size.push_back(a.in_split);
+        c.out_split_size.push_back(a.out_split);
+        c.rank.push_back(a.rank);
+        c.seq.push_back(a.seq);
+      }
+      if (a.groups & ArgValues::kSync) {
+        auto& s = out_.sync_args;
+        s.row.push_back(row);
+        s.wait_on_stream.push_back(a.wait_on_stream);
+        s.wait_on_event_correlation.push_back(a.wait_on_event_correlation);
+      }
+      return;
+    }
+    case 's':
+    case 'f':
+    case 't': {
+      auto& f = out_.flows;
+      f.ts.push_back(ev.ts);
+      f.pid.push_back(ev.pid);
+      f.tid.push_back(ev.tid);
+      f.id.push_back(ev.id);
+      f.phase.push_back(static_cast<uint8_t>(ev.ph));
+      f.binds_enclosing.push_back(ev.binds_enclosing);
+      f.cat.push_back(ev.cat);
+      f.name.push_back(ev.name);
+      f.event.push_back(-1);
+      return;
+    }
+    case 'C': {
+      auto& c = out_.counters;
+      for (auto [series, value] : counter_values_) {
+        c.ts.push_back(ev.ts);
+        c.pid.push_back(ev.pid);
+        c.tid.push_back(ev.tid);
+        c.name.push_back(ev.name);
+        c.series.push_back(series);
+        c.value.push_back(value);
+      }
+      counter_values_.clear();
+      if (non_numeric_counters_) out_.stats.add(Stat::counter_non_numeric, non_numeric_counters_);
+      non_numeric_counters_ = 0;
+      return;
+    }
+    case 'i':
+    case 'I': {
+      auto& i = out_.instants;
+      const ArgValues& a = ev.args;
+      i.ts.push_back(ev.ts);
+      i.pid.push_back(ev.pid);
+      i.tid.push_back(ev.tid);
+      i.name.push_back(ev.name);
+      i.cat.push_back(ev.cat);
+      i.scope.push_back(static_cast<uint8_t>(ev.scope));
+      i.bytes.push_back(a.mem_bytes);
+      i.total_allocated.push_back(a.total_allocated);
+      i.total_reserved.push_back(a.total_reserved);
+      i.addr.push_back(a.addr);
+      i.device_type.push_back(a.device_type);
+      i.device_id.push_back(a.device_id);
+      return;
+    }
+    default:
+      out_.stats.add(Stat::unsupported_phase, offset, snippet());
+  }
+}
+
+}  // namespace
+
+ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset,
+                              TraceColumns& out) {
+  ChunkError result;
+  auto offset_of = [&](const char* p) {
+    return file_offset + static_cast<uint64_t>(p - text) - 1;
+  };
+  auto fail = [&](const char* where, std::string message, bool field_error) {
+    result.failed = true;
+    result.field_error = field_error;
+    result.offset = offset_of(where);
+    result.message = std::move(message);
+    return result;
+  };
+
+  od::document doc;
+  auto err = parser_.iterate(text, len, len + simdjson::SIMDJSON_PADDING).get(doc);
+  if (err) return fail(text + 1, simdjson::error_message(err), false);
+  od::array events;
+  if ((err = doc.get_array().get(events))) return fail(text + 1, simdjson::error_message(err), false);
+
+  ChunkReader reader(options_, out);
+  const char* event_start = text + 1;
+  try {
+    for (auto item : events) {
+      od::value value;
+      if ((err = item.get(value))) return fail(event_start, simdjson::error_message(err), false);
+      const char* here = nullptr;
+      if (value.current_location().get(here) == simdjson::SUCCESS) event_start = here;
+      od::object obj;
+      if (value.get_object().get(obj)) {
+        out.stats.add(Stat::non_object_event, offset_of(event_start),
+                      std::string_view(event_start, 40));
+        continue;
+      }
+      RawEvent ev;
+      try {
+        reader.read_event(obj, ev);
+      } catch (const FieldError& e) {
+        if (e.structural || !options_.recover) throw;
+        // Recover mode: skip the rest of this event; the array iteration moves past it.
+        out.stats.add(Stat::bad_field, offset_of(event_start), std::string_view(event_start, 80));
+        continue;
+      }
+      reader.store(ev, offset_of(event_start), event_start);
+    }
+  } catch (const FieldError& e) {
+    const char* where = event_start;
+    std::string message = e.what;
+    if (!e.structural) message = "bad event: " + message;
+    return fail(where, message, !e.structural);
+  }
+  // The array must end exactly at the closing bracket the splitter added.
+  const char* trailing = nullptr;
+  if (doc.current_location().get(trailing) == simdjson::SUCCESS) {
+    return fail(trailing, "unexpected content after the events", false);
+  }
+  return result;
+}
+
+}  // namespace hta

@@ -1,0 +1,39 @@
+// Parses one chunk of the traceEvents array ("[" + complete events + "]", padded) into
+// columns with simdjson On-Demand. One EventParser per thread, reused across chunks.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <simdjson.h>
+
+#include "trace/trace_columns.h"
+
+namespace hta {
+
+struct ParseOptions {
+  // Skip events with fields of the wrong type (counted in stats) instead of failing.
+  bool recover = false;
+};
+
+struct ChunkError {
+  bool failed = false;
+  bool field_error = false;  // a well-formed event with a bad field (not a split problem)
+  uint64_t offset = 0;       // in the decompressed JSON text
+  std::string message;
+};
+
+class EventParser {
+ public:
+  explicit EventParser(const ParseOptions& options) : options_(options) {}
+
+  // `text` holds `len` bytes of JSON followed by at least simdjson::SIMDJSON_PADDING
+  // readable bytes. `file_offset` is the offset in the file of text[1] (text[0] is the
+  // "[" the splitter adds). Appends to `out`.
+  ChunkError parse(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
+
+ private:
+  ParseOptions options_;
+  simdjson::ondemand::parser parser_;
+};
+
+}  // namespace hta

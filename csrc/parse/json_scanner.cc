@@ -1,0 +1,152 @@
+#include "parse/json_scanner.h"
+
+#include "io/format_error.h"
+
+namespace hta {
+namespace {
+constexpr size_t npos = static_cast<size_t>(-1);
+bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+}  // namespace
+
+bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next) {
+  // Search backwards for '{' preceded (through whitespace) by ',' preceded by '}'.
+  for (size_t i = n; i-- > 0;) {
+    if (p[i] != '{') continue;
+    size_t j = i;
+    while (j > 0 && is_ws(p[j - 1])) --j;
+    if (j == 0 || p[j - 1] != ',') continue;
+    --j;
+    while (j > 0 && is_ws(p[j - 1])) --j;
+    if (j == 0 || p[j - 1] != '}') continue;
+    end = j;
+    next = i;
+    return true;
+  }
+  return false;
+}
+
+JsonScanner JsonScanner::inside_events(bool object_format) {
+  JsonScanner s;
+  s.phase_ = Phase::kEvents;
+  s.events_depth_ = object_format ? 2 : 1;
+  s.depth_ = s.events_depth_;
+  return s;
+}
+
+void JsonScanner::fail(uint64_t offset, const std::string& what) const {
+  throw FormatError(offset, what);
+}
+
+size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
+  stop = Stop::kNone;
+  last_boundary_ = npos;
+  last_complete_end_ = npos;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = p[i];
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+      } else if (c == '\\') {
+        escape_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+        if (phase_ == Phase::kHeader && depth_ == 1 && expect_key_) {
+          key_is_events_ = key_ == "traceEvents";
+          expect_key_ = false;
+        }
+      } else if (phase_ == Phase::kHeader && depth_ == 1 && expect_key_ && key_.size() < 32) {
+        key_.push_back(c);
+      }
+      continue;
+    }
+    if (is_ws(c)) continue;
+    switch (phase_) {
+      case Phase::kStart:
+        if (c == '{') {
+          phase_ = Phase::kHeader;
+          depth_ = 1;
+          expect_key_ = true;
+        } else if (c == '[') {
+          // The JSON Array Format: the file is the events array itself.
+          phase_ = Phase::kEvents;
+          events_depth_ = depth_ = 1;
+          stop = Stop::kEventsBegin;
+          return i + 1;
+        } else {
+          fail(base + i, "not a JSON trace: expected '{' or '[' but found '" + std::string(1, c) + "'");
+        }
+        break;
+      case Phase::kHeader:
+        if (after_events_key_) {
+          after_events_key_ = false;
+          if (c != '[') fail(base + i, "traceEvents is not an array");
+          phase_ = Phase::kEvents;
+          depth_ = events_depth_ = 2;
+          stop = Stop::kEventsBegin;
+          return i + 1;
+        }
+        switch (c) {
+          case '"':
+            in_string_ = true;
+            if (depth_ == 1 && expect_key_) key_.clear();
+            break;
+          case ':':
+            if (depth_ == 1 && key_is_events_) after_events_key_ = true;
+            key_is_events_ = false;
+            break;
+          case ',':
+            if (depth_ == 1) expect_key_ = true;
+            break;
+          case '{':
+          case '[':
+            ++depth_;
+            break;
+          case '}':
+          case ']':
+            if (--depth_ == 0) phase_ = Phase::kDone;
+            break;
+          default:
+            break;
+        }
+        break;
+      case Phase::kEvents:
+      case Phase::kSuffix:
+        switch (c) {
+          case '"':
+            in_string_ = true;
+            break;
+          case '{':
+          case '[':
+            ++depth_;
+            break;
+          case '}':
+          case ']':
+            --depth_;
+            if (phase_ == Phase::kEvents) {
+              if (depth_ == events_depth_ - 1) {
+                if (c != ']') fail(base + i, "unbalanced '}' in traceEvents");
+                phase_ = depth_ == 0 ? Phase::kDone : Phase::kSuffix;
+                stop = Stop::kEventsEnd;
+                return i + 1;
+              }
+              if (depth_ == events_depth_) last_complete_end_ = i + 1;
+            } else if (depth_ == 0) {
+              phase_ = Phase::kDone;
+            }
+            if (depth_ < 0) fail(base + i, "unbalanced '" + std::string(1, c) + "'");
+            break;
+          case ',':
+            if (phase_ == Phase::kEvents && depth_ == events_depth_) last_boundary_ = i + 1;
+            break;
+          default:
+            break;
+        }
+        break;
+      case Phase::kDone:
+        fail(base + i, "unexpected content after the end of the JSON document");
+    }
+  }
+  return n;
+}
+
+}  // namespace hta

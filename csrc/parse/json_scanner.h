@@ -1,0 +1,53 @@
+// An exact, byte-at-a-time scanner of a trace's JSON structure. It carries string, escape
+// and depth state across buffers and finds: where the traceEvents array begins, the
+// boundaries between its events, where it ends, and the header text around it.
+//
+// The fast path (find_last_boundary) guesses boundaries without this state and lets the
+// parser verify them; this scanner is the exact fallback and reads the file's two ends.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hta {
+
+// The last `}` ws* `,` ws* `{` in [p, p+n): sets `end` just past the `}` and `next` at the
+// `{`. Speculative: the match may sit inside a string or a nested value, which makes the
+// chunk fail to parse, and the loader then falls back to JsonScanner.
+bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next);
+
+class JsonScanner {
+ public:
+  enum class Phase : uint8_t { kStart, kHeader, kEvents, kSuffix, kDone };
+  enum class Stop : uint8_t { kNone, kEventsBegin, kEventsEnd };
+
+  // Starts at the first byte of the file.
+  JsonScanner() = default;
+  // Starts between two events of the traceEvents array (speculative chunk boundary).
+  static JsonScanner inside_events(bool object_format);
+
+  // Scans p[0..n) and returns how many bytes it consumed: all of them, or fewer when it
+  // stops at the begin or the end of the events array (the stop byte is consumed).
+  // Throws FormatError (offsets are `base` + index).
+  size_t scan(const char* p, size_t n, uint64_t base, Stop& stop);
+
+  Phase phase() const { return phase_; }
+  bool object_format() const { return events_depth_ == 2; }
+  // Within the last scan(): index just past the last `,` between events (npos if none) and
+  // just past the last complete event.
+  size_t last_boundary() const { return last_boundary_; }
+  size_t last_complete_end() const { return last_complete_end_; }
+
+ private:
+  [[noreturn]] void fail(uint64_t offset, const std::string& what) const;
+
+  Phase phase_ = Phase::kStart;
+  int depth_ = 0;
+  int events_depth_ = 2;
+  bool in_string_ = false, escape_ = false;
+  bool expect_key_ = false, key_is_events_ = false, after_events_key_ = false;
+  std::string key_;
+  size_t last_boundary_ = 0, last_complete_end_ = 0;
+};
+
+}  // namespace hta

@@ -1,0 +1,123 @@
+#include "parse/number_text.h"
+
+#include <charconv>
+#include <limits>
+
+namespace hta {
+namespace {
+
+// A decimal number as digits x 10^exponent, with up to 36 significant digits kept.
+struct Decimal {
+  bool negative = false;
+  unsigned __int128 digits = 0;
+  int exponent = 0;
+};
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+bool parse_decimal(std::string_view s, Decimal& d) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) d.negative = s[i++] == '-';
+  int kept = 0;
+  bool any = false;
+  auto take = [&](char c, bool fraction) {
+    any = true;
+    if (kept < 36) {
+      if (kept > 0 || c != '0') ++kept;
+      d.digits = d.digits * 10 + static_cast<unsigned>(c - '0');
+      if (fraction) --d.exponent;
+    } else if (!fraction) {
+      ++d.exponent;  // dropped integer digit
+    }
+  };
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) take(s[i], false);
+  if (i < s.size() && s[i] == '.') {
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) take(s[i], true);
+  }
+  if (!any) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    int exp = 0;
+    const char* end = s.data() + s.size();
+    if (i < s.size() && s[i] == '+') ++i;
+    auto r = std::from_chars(s.data() + i, end, exp);
+    if (r.ec != std::errc() || r.ptr == s.data() + i) return false;
+    i = static_cast<size_t>(r.ptr - s.data());
+    if (exp > 400 || exp < -400) return false;
+    d.exponent += exp;
+  }
+  return i == s.size();
+}
+
+// digits x 10^shift rounded half away from zero, into int64.
+NumberStatus scale_to_int64(const Decimal& d, int shift, int64_t& out) {
+  unsigned __int128 v = d.digits;
+  const unsigned __int128 limit =
+      static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()) + (d.negative ? 1 : 0);
+  if (v == 0) {
+    out = 0;
+    return NumberStatus::kOk;
+  }
+  if (shift >= 0) {
+    for (int k = 0; k < shift; ++k) {
+      if (v > limit / 10) return NumberStatus::kOutOfRange;
+      v *= 10;
+    }
+  } else {
+    if (shift < -38) {
+      v = 0;
+    } else {
+      unsigned __int128 div = 1;
+      for (int k = 0; k < -shift; ++k) div *= 10;
+      const unsigned __int128 rem = v % div;
+      v /= div;
+      if (rem * 2 >= div) ++v;
+    }
+  }
+  if (v > limit) return NumberStatus::kOutOfRange;
+  out = d.negative ? static_cast<int64_t>(-static_cast<__int128>(v)) : static_cast<int64_t>(v);
+  return NumberStatus::kOk;
+}
+
+}  // namespace
+
+std::string_view trim_number_text(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
+    s = s.substr(1, s.size() - 2);
+    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  }
+  return s;
+}
+
+NumberStatus micros_to_ns(std::string_view text, int64_t& out) {
+  // Fast path: plain integer microseconds (older traces) or exactly three decimals.
+  Decimal d;
+  if (!parse_decimal(trim_number_text(text), d)) return NumberStatus::kNotANumber;
+  return scale_to_int64(d, d.exponent + 3, out);
+}
+
+NumberStatus parse_int64(std::string_view text, int64_t& out) {
+  Decimal d;
+  if (!parse_decimal(trim_number_text(text), d)) return NumberStatus::kNotANumber;
+  if (d.exponent < 0) {
+    // Accept "12.0" but not "12.5": an integer field with a fraction is not an integer.
+    unsigned __int128 div = 1;
+    for (int k = 0; k < -d.exponent && k < 38; ++k) div *= 10;
+    if (d.exponent < -38 || d.digits % div != 0) return NumberStatus::kNotANumber;
+  }
+  return scale_to_int64(d, d.exponent, out);
+}
+
+NumberStatus parse_double(std::string_view text, double& out) {
+  std::string_view s = trim_number_text(text);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (r.ec == std::errc::result_out_of_range) return NumberStatus::kOutOfRange;
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return NumberStatus::kNotANumber;
+  return NumberStatus::kOk;
+}
+
+}  // namespace hta

@@ -1,0 +1,240 @@
+#include "parse/trace_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "io/format_error.h"
+#include "parse/chunk_pipeline.h"
+#include "parse/json_scanner.h"
+
+namespace hta {
+namespace {
+
+constexpr size_t npos = static_cast<size_t>(-1);
+
+// Thrown when a speculative split produced a chunk that does not parse; the file is then
+// read again with exact splitting.
+struct SplitFailed {};
+
+std::string_view strip(std::string_view s, char edge_char) {
+  auto is_ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!s.empty() && is_ws(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
+  if (!s.empty() && s.front() == edge_char) s.remove_prefix(1);
+  if (!s.empty() && s.back() == edge_char) s.remove_suffix(1);
+  return s;
+}
+
+class Reader {
+ public:
+  Reader(ByteSource& source, const ReadOptions& options, bool exact, ReadResult& result)
+      : source_(source), options_(options), exact_(exact), result_(result) {}
+
+  void run();
+
+ private:
+  // Reads more bytes into buf after `used` bytes; returns how many.
+  size_t fill(std::vector<char>& buf, size_t used, size_t want) {
+    if (buf.size() < used + want + simdjson::SIMDJSON_PADDING) {
+      buf.resize(used + want + simdjson::SIMDJSON_PADDING);
+    }
+    const size_t n = source_.read(buf.data() + used, want);
+    total_ += n;
+    return n;
+  }
+  void read_header_prefix();
+  void read_events(ChunkPipeline& pipeline);
+  void read_suffix(std::string_view rest, uint64_t base);
+  void dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t events_end,
+                uint64_t offset);
+  [[noreturn]] void truncated(uint64_t at) const;
+
+  ByteSource& source_;
+  const ReadOptions& options_;
+  bool exact_;
+  ReadResult& result_;
+  JsonScanner scanner_;
+  uint64_t total_ = 0;
+  std::string prefix_, suffix_;
+  std::vector<char> carry_;     // bytes after the last boundary, not yet parsed
+  uint64_t carry_offset_ = 0;   // file offset of carry_[0]
+  size_t carry_scanned_ = 0;    // leading bytes of carry_ the exact scanner has seen
+};
+
+[[noreturn]] void Reader::truncated(uint64_t at) const {
+  throw FormatError(at, "the file ends inside the traceEvents array at byte " + std::to_string(at) +
+                            " (the profiler may have stopped while writing); pass recover=True "
+                            "to keep the complete events before the cut");
+}
+
+void Reader::read_header_prefix() {
+  // Scan from the start until the events array opens; keep the header text before it.
+  std::vector<char> buf;
+  for (;;) {
+    const size_t n = fill(buf, 0, 1 << 16);
+    const uint64_t base = total_ - n;
+    if (n == 0) {
+      if (base == 0) throw FormatError(0, "empty file");
+      if (scanner_.phase() == JsonScanner::Phase::kDone) {
+        throw FormatError(0, "not a trace: the JSON object has no traceEvents array");
+      }
+      throw FormatError(base, "the file ends inside the trace header");
+    }
+    JsonScanner::Stop stop;
+    const size_t used = scanner_.scan(buf.data(), n, base, stop);
+    if (stop == JsonScanner::Stop::kEventsBegin) {
+      prefix_.append(buf.data(), used);
+      carry_.assign(buf.begin() + static_cast<long>(used), buf.begin() + static_cast<long>(n));
+      carry_offset_ = base + used;
+      result_.array_format = !scanner_.object_format();
+      return;
+    }
+    prefix_.append(buf.data(), n);
+  }
+}
+
+void Reader::dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t events_end,
+                      uint64_t offset) {
+  buf[events_end] = ']';
+  pipeline.submit(std::move(buf), events_end + 1, offset);
+  if (pipeline.error().failed && !pipeline.error().field_error && !exact_) throw SplitFailed{};
+}
+
+void Reader::read_events(ChunkPipeline& pipeline) {
+  const size_t chunk = options_.chunk_size;
+  for (;;) {
+    // The chunk buffer: "[" + carried bytes + a new block read straight into it.
+    std::vector<char> buf = pipeline.take_buffer(1 + carry_.size() + chunk);
+    buf[0] = '[';
+    std::memcpy(buf.data() + 1, carry_.data(), carry_.size());
+    const size_t carried = carry_.size();
+    const size_t n = fill(buf, 1 + carried, chunk);
+    const size_t text_len = 1 + carried + n;
+    const uint64_t offset = carry_offset_;
+
+    size_t end = npos, next = npos;
+    if (!exact_ && n > 0) {
+      // Fast path: split at the last `},{` and let the parser verify it.
+      if (find_last_boundary(buf.data() + 1, carried + n, end, next)) {
+        ++end, ++next;  // to buffer indices
+      }
+    } else {
+      // Exact path. At the end of the input, the carried bytes (which start at an event
+      // boundary) are scanned afresh so the last complete event is known.
+      size_t from = 1 + carry_scanned_;
+      if (n == 0) {
+        scanner_ = JsonScanner::inside_events(!result_.array_format);
+        from = 1;
+      }
+      JsonScanner::Stop stop;
+      const size_t used = scanner_.scan(buf.data() + from, text_len - from, offset + from - 1, stop);
+      if (stop == JsonScanner::Stop::kEventsEnd) {
+        const size_t close = from + used - 1;  // the ']' of traceEvents
+        read_suffix(std::string_view(buf.data() + close + 1, text_len - close - 1),
+                    offset + close);
+        carry_.clear();
+        dispatch(pipeline, buf, close, offset);
+        return;
+      }
+      if (scanner_.last_boundary() != npos) {
+        next = from + scanner_.last_boundary();
+        end = next - 1;  // the ',' becomes the closing ']'
+      }
+      if (n == 0) {
+        // The source ended inside the array: the file was cut short.
+        if (!options_.parse.recover) truncated(offset + text_len - 1);
+        const size_t complete = scanner_.last_complete_end();
+        const size_t cut = complete != npos ? from + complete : 1;
+        result_.columns.stats.add(Stat::truncated_tail_bytes, text_len - cut);
+        carry_.clear();
+        if (cut > 1) dispatch(pipeline, buf, cut, offset);
+        return;
+      }
+    }
+    if (end == npos) {
+      // No boundary yet (an event larger than a block): keep accumulating.
+      carry_.assign(buf.begin() + 1, buf.begin() + static_cast<long>(text_len));
+      carry_scanned_ = carry_.size();
+      continue;
+    }
+    carry_.assign(buf.begin() + static_cast<long>(next), buf.begin() + static_cast<long>(text_len));
+    carry_offset_ = offset + next - 1;
+    carry_scanned_ = carry_.size();
+    dispatch(pipeline, buf, end, offset);
+  }
+}
+
+void Reader::read_suffix(std::string_view rest, uint64_t base) {
+  // The header members after the events array, up to the end of the file.
+  JsonScanner::Stop stop;
+  scanner_.scan(rest.data(), rest.size(), base + 1, stop);
+  suffix_.assign(rest);
+  std::vector<char> buf;
+  for (;;) {
+    const size_t n = fill(buf, 0, 1 << 16);
+    if (n == 0) break;
+    scanner_.scan(buf.data(), n, total_ - n, stop);
+    suffix_.append(buf.data(), n);
+  }
+  if (scanner_.phase() != JsonScanner::Phase::kDone) {
+    throw FormatError(total_, "the file ends inside the trace header after traceEvents");
+  }
+}
+
+void Reader::run() {
+  read_header_prefix();
+  const int threads = options_.threads > 0
+                          ? options_.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  {
+    ChunkPipeline pipeline(threads, options_.parse, result_.columns);
+    try {
+      read_events(pipeline);
+    } catch (const FormatError&) {
+      // In fast mode a wrong speculative split can make the file's tail look broken; the
+      // exact pass tells a real fault from that.
+      if (!exact_) throw SplitFailed{};
+      throw;
+    }
+    const ChunkError& err = pipeline.finish();
+    if (err.failed) {
+      if (!exact_ && !err.field_error) throw SplitFailed{};
+      throw FormatError(err.offset, err.message);
+    }
+  }
+  result_.json_bytes = total_;
+  // Header: the members before and after the array, joined into one object.
+  if (result_.array_format) {
+    result_.header_json = "{}";
+    return;
+  }
+  std::string_view before = strip(std::string_view(prefix_), ',');
+  // prefix_ ends with `"traceEvents": [`; drop that key.
+  const size_t key = before.rfind("\"traceEvents\"");
+  before = strip(before.substr(0, key == std::string_view::npos ? 0 : key), ',');
+  if (!before.empty() && before.front() == '{') before = strip(before.substr(1), ',');
+  std::string_view after = strip(std::string_view(suffix_), ',');
+  if (!after.empty() && after.back() == '}') after = strip(after.substr(0, after.size() - 1), ',');
+  result_.header_json = "{";
+  result_.header_json.append(before);
+  if (!before.empty() && !after.empty()) result_.header_json += ",";
+  result_.header_json.append(after);
+  result_.header_json += "}";
+}
+
+}  // namespace
+
+void read_trace(ByteSource& source, const ReadOptions& options, ReadResult& result) {
+  try {
+    Reader(source, options, /*exact=*/false, result).run();
+  } catch (const SplitFailed&) {
+    // A speculative boundary fell inside a string or a nested value: read again, exactly.
+    source.rewind();
+    result = ReadResult{};
+    result.columns.stats.add(Stat::speculative_split_retry);
+    Reader(source, options, /*exact=*/true, result).run();
+  }
+}
+
+}  // namespace hta

@@ -1,0 +1,28 @@
+// Reads a whole trace from a ByteSource: finds the traceEvents array, splits it into
+// chunks at event boundaries, parses the chunks in parallel and keeps the header text.
+#pragma once
+#include <string>
+
+#include "io/byte_source.h"
+#include "parse/event_parser.h"
+#include "trace/trace_columns.h"
+
+namespace hta {
+
+struct ReadOptions {
+  ParseOptions parse;
+  int threads = 0;               // 0 = one per core
+  size_t chunk_size = 4 << 20;   // bytes of JSON per parsed chunk
+};
+
+struct ReadResult {
+  TraceColumns columns;
+  std::string header_json;   // the top-level members other than traceEvents, as one object
+  uint64_t json_bytes = 0;   // decompressed size
+  bool array_format = false; // the file was a bare array of events
+};
+
+// Throws FormatError for a broken file.
+void read_trace(ByteSource& source, const ReadOptions& options, ReadResult& result);
+
+}  // namespace hta

@@ -1,0 +1,249 @@
+#include "trace/link_pass.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <string_view>
+
+#include "trace/event_kind.h"
+
+namespace hta {
+namespace {
+
+using Rows = std::vector<int64_t>;
+
+void shift_times(TraceColumns& t, int64_t base) {
+  if (base == 0) return;
+  for (auto* col : {&t.events.ts, &t.flows.ts, &t.counters.ts, &t.instants.ts}) {
+    for (int64_t& v : *col) v += base;
+  }
+}
+
+void assign_kinds(TraceColumns& t, const LinkOptions& options) {
+  const int32_t n_strings = t.strings.size();
+  std::vector<int8_t> kind_of_cat(static_cast<size_t>(n_strings), -1);
+  std::vector<int8_t> class_of_name(static_cast<size_t>(n_strings), -1);
+  KernelClassifier classifier(options.kernel_class_rules);
+  auto& e = t.events;
+  for (size_t i = 0; i < e.size(); ++i) {
+    EventKind kind = EventKind::kOther;
+    if (e.cat[i] >= 0) {
+      int8_t& k = kind_of_cat[e.cat[i]];
+      if (k < 0) k = static_cast<int8_t>(kind_of_category(t.strings.at(e.cat[i])));
+      kind = static_cast<EventKind>(k);
+    }
+    e.kind[i] = static_cast<uint8_t>(kind);
+    if (!is_gpu_kind(kind)) continue;
+    // The class depends on the kind only through memcpy/memset/sync, so caching by name is
+    // safe for kernels; other GPU kinds are classified directly.
+    if (kind == EventKind::kKernel && e.name[i] >= 0) {
+      int8_t& c = class_of_name[e.name[i]];
+      if (c < 0) c = static_cast<int8_t>(classifier.classify(kind, t.strings.at(e.name[i])));
+      e.kernel_class[i] = static_cast<uint8_t>(c);
+    } else {
+      e.kernel_class[i] = static_cast<uint8_t>(classifier.classify(kind, {}));
+    }
+    // GPU events are on pid = device, tid = stream when the args do not say.
+    if (e.device[i] < 0 && e.pid[i] >= 0 && e.pid[i] <= INT32_MAX) e.device[i] = static_cast<int32_t>(e.pid[i]);
+    if (e.stream[i] < 0 && e.tid[i] >= 0 && e.tid[i] <= INT32_MAX) e.stream[i] = static_cast<int32_t>(e.tid[i]);
+  }
+}
+
+bool is_launch_side(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }
+bool is_linkable_gpu(EventKind k) { return is_gpu_kind(k) && k != EventKind::kGpuUserAnnotation; }
+
+void link(EventTable& e, int64_t gpu_row, int64_t launch_row) {
+  e.partner[gpu_row] = launch_row;
+  // A launch points at its first GPU event (a graph launch has many).
+  int64_t& first = e.partner[launch_row];
+  if (first < 0 || e.ts[gpu_row] < e.ts[first]) first = gpu_row;
+}
+
+void link_by_correlation(TraceColumns& t) {
+  auto& e = t.events;
+  std::vector<std::pair<int64_t, int64_t>> launches;  // (correlation, row)
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e.correlation[i] >= 0 && is_launch_side(static_cast<EventKind>(e.kind[i]))) {
+      launches.emplace_back(e.correlation[i], static_cast<int64_t>(i));
+    }
+  }
+  std::sort(launches.begin(), launches.end());
+  // Keep the first launch of each correlation id (file order breaks ties).
+  size_t kept = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    if (kept > 0 && launches[kept - 1].first == launches[i].first) {
+      t.stats.add(Stat::duplicate_correlation);
+      continue;
+    }
+    launches[kept++] = launches[i];
+  }
+  launches.resize(kept);
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e.correlation[i] < 0 || !is_linkable_gpu(static_cast<EventKind>(e.kind[i]))) continue;
+    auto it = std::lower_bound(launches.begin(), launches.end(),
+                               std::make_pair(e.correlation[i], int64_t{-1}));
+    if (it != launches.end() && it->first == e.correlation[i]) {
+      link(e, static_cast<int64_t>(i), it->second);
+    }
+  }
+}
+
+// Binds each flow endpoint to the innermost X event on its (pid, tid) that contains its
+// timestamp (a slice starting exactly there preferred).
+void bind_flows(TraceColumns& t) {
+  auto& e = t.events;
+  auto& f = t.flows;
+  if (f.size() == 0) return;
+  Rows order(e.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (e.pid[a] != e.pid[b]) return e.pid[a] < e.pid[b];
+    if (e.tid[a] != e.tid[b]) return e.tid[a] < e.tid[b];
+    if (e.ts[a] != e.ts[b]) return e.ts[a] < e.ts[b];
+    return e.dur[a] > e.dur[b];
+  });
+  for (size_t i = 0; i < f.size(); ++i) {
+    auto key_less = [&](int64_t row, const std::tuple<int64_t, int64_t, int64_t>& k) {
+      return std::make_tuple(e.pid[row], e.tid[row], e.ts[row]) <= k;
+    };
+    const auto key = std::make_tuple(f.pid[i], f.tid[i], f.ts[i]);
+    // First event after the key; walk back through events that start at or before it.
+    auto it = std::lower_bound(order.begin(), order.end(), key, key_less);
+    int64_t bound = -1;
+    for (int back = 0; back < 16 && it != order.begin(); ++back) {
+      --it;
+      const int64_t r = *it;
+      if (e.pid[r] != f.pid[i] || e.tid[r] != f.tid[i]) break;
+      if (e.ts[r] + e.dur[r] >= f.ts[i]) {
+        bound = r;
+        break;
+      }
+    }
+    f.event[i] = bound;
+    if (bound < 0) t.stats.add(Stat::flow_unbound);
+  }
+}
+
+bool is_launch_flow(std::string_view cat) {
+  return cat == "ac2g" || cat == "async_cpu_to_gpu" || cat == "async_gpu";
+}
+
+void link_by_flows(TraceColumns& t) {
+  auto& e = t.events;
+  auto& f = t.flows;
+  // Pair start and finish of launch flows by id.
+  std::vector<std::pair<int64_t, int64_t>> starts, finishes;  // (id, event row)
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f.event[i] < 0 || f.cat[i] < 0 || !is_launch_flow(t.strings.at(f.cat[i]))) continue;
+    (f.phase[i] == 's' ? starts : finishes).emplace_back(f.id[i], f.event[i]);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (auto [id, gpu_row] : finishes) {
+    if (e.partner[gpu_row] >= 0 || !is_linkable_gpu(static_cast<EventKind>(e.kind[gpu_row]))) continue;
+    auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(id, int64_t{-1}));
+    if (it == starts.end() || it->first != id) continue;
+    if (is_launch_side(static_cast<EventKind>(e.kind[it->second]))) link(e, gpu_row, it->second);
+  }
+}
+
+void count_unlinked(TraceColumns& t) {
+  auto& e = t.events;
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e.partner[i] < 0 && is_linkable_gpu(static_cast<EventKind>(e.kind[i]))) {
+      t.stats.add(Stat::gpu_event_unlinked);
+    }
+  }
+}
+
+// Parent = innermost enclosing CPU event on the same thread: sort by (thread, start, longer
+// first) and sweep with a stack of open events.
+void nest_cpu_events(EventTable& e) {
+  Rows order;
+  order.reserve(e.size());
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (!is_gpu_kind(static_cast<EventKind>(e.kind[i]))) order.push_back(static_cast<int64_t>(i));
+  }
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (e.pid[a] != e.pid[b]) return e.pid[a] < e.pid[b];
+    if (e.tid[a] != e.tid[b]) return e.tid[a] < e.tid[b];
+    if (e.ts[a] != e.ts[b]) return e.ts[a] < e.ts[b];
+    if (e.dur[a] != e.dur[b]) return e.dur[a] > e.dur[b];
+    return a < b;
+  });
+  Rows stack;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int64_t r = order[k];
+    if (k > 0) {
+      const int64_t p = order[k - 1];
+      if (e.pid[p] != e.pid[r] || e.tid[p] != e.tid[r]) stack.clear();
+    }
+    // Pop events that ended by r's start; one that starts with r is longer (sorted first)
+    // and holds it even when it has zero length.
+    while (!stack.empty() && e.ts[stack.back()] + e.dur[stack.back()] <= e.ts[r] &&
+           e.ts[stack.back()] != e.ts[r]) {
+      stack.pop_back();
+    }
+    e.parent[r] = stack.empty() ? -1 : stack.back();
+    stack.push_back(r);
+  }
+}
+
+// Profiler steps: CPU events named "ProfilerStep#N" define windows; CPU events take the
+// step whose window holds their start, GPU events the step of their launch.
+void assign_steps(TraceColumns& t) {
+  auto& e = t.events;
+  struct Window {
+    int64_t start, end;
+    int32_t step;
+  };
+  std::vector<int32_t> step_of_name(static_cast<size_t>(t.strings.size()), -2);
+  std::vector<Window> windows;
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  for (size_t i = 0; i < e.size(); ++i) {
+    const auto kind = static_cast<EventKind>(e.kind[i]);
+    if (e.name[i] < 0 || is_gpu_kind(kind)) continue;
+    int32_t& s = step_of_name[e.name[i]];
+    if (s == -2) {
+      std::string_view name = t.strings.at(e.name[i]);
+      s = -1;
+      if (name.substr(0, kPrefix.size()) == kPrefix && name.size() > kPrefix.size() &&
+          name.size() - kPrefix.size() < 10) {
+        char* end = nullptr;
+        const std::string digits(name.substr(kPrefix.size()));
+        const long v = std::strtol(digits.c_str(), &end, 10);
+        if (end && *end == '\0' && v >= 0) s = static_cast<int32_t>(v);
+      }
+    }
+    if (s >= 0) windows.push_back({e.ts[i], e.ts[i] + e.dur[i], s});
+  }
+  if (windows.empty()) return;
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (is_gpu_kind(static_cast<EventKind>(e.kind[i]))) continue;
+    auto it = std::upper_bound(windows.begin(), windows.end(), e.ts[i],
+                               [](int64_t ts, const Window& w) { return ts < w.start; });
+    if (it == windows.begin()) continue;
+    --it;
+    if (e.ts[i] < it->end || (e.ts[i] == it->start)) e.step[i] = it->step;
+  }
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (is_gpu_kind(static_cast<EventKind>(e.kind[i])) && e.partner[i] >= 0) {
+      e.step[i] = e.step[e.partner[i]];
+    }
+  }
+}
+
+}  // namespace
+
+void link_trace(TraceColumns& t, const LinkOptions& options) {
+  shift_times(t, options.base_time_ns);
+  assign_kinds(t, options);
+  link_by_correlation(t);
+  bind_flows(t);
+  link_by_flows(t);
+  count_unlinked(t);
+  nest_cpu_events(t.events);
+  assign_steps(t);
+}
+
+}  // namespace hta

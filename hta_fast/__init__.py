@@ -1,0 +1,10 @@
+"""hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
+from ._core import __version__
+from .errors import TraceFormatError
+from .loader import load, load_dir, rank_from_name
+from .schema import EventKind, KernelClass
+from .trace import Trace, TraceMeta
+from .traceset import TraceSet
+
+__all__ = ["load", "load_dir", "rank_from_name", "Trace", "TraceMeta", "TraceSet",
+           "TraceFormatError", "EventKind", "KernelClass", "__version__"]

@@ -1,0 +1,178 @@
+"""Trace: one rank's events as Arrow tables, plus what the header says about the run."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from functools import cached_property
+from typing import Any, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from . import _arrow
+from .schema import STRING_ID_BASE
+
+TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
+          "instants", "meta")
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceMeta:
+    """What the trace header says, normalised across eras and vendors."""
+
+    path: Optional[str]
+    rank: Optional[int]
+    world_size: Optional[int]
+    base_time_ns: int
+    devices: list[dict[str, Any]]
+    distributed: dict[str, Any]
+    json_bytes: int
+    header: dict[str, Any]
+
+    @staticmethod
+    def from_header(header: dict[str, Any], path: Optional[str], json_bytes: int) -> "TraceMeta":
+        dist = header.get("distributedInfo") or {}
+        if not isinstance(dist, dict):
+            dist = {}
+        devices = header.get("deviceProperties", header.get("computeProperties")) or []
+        rank = dist.get("rank")
+        world = dist.get("world_size")
+        return TraceMeta(
+            path=path,
+            rank=int(rank) if isinstance(rank, (int, str)) and str(rank).lstrip("-").isdigit() else None,
+            world_size=int(world) if isinstance(world, (int, str)) and str(world).isdigit() else None,
+            base_time_ns=int(header.get("baseTimeNanoseconds") or 0),
+            devices=devices if isinstance(devices, list) else [],
+            distributed=dist,
+            json_bytes=json_bytes,
+            header=header,
+        )
+
+
+class Trace:
+    """One rank of a profile. Tables are pyarrow Tables built over the core's buffers.
+
+    events       one row per complete event (ph X); ts/dur in ns; kind, kernel_class,
+                 partner (launch <-> GPU event), parent (CPU nesting), step
+    kernel_args  grid/block/registers/occupancy/bytes/bandwidth of GPU events (row -> events)
+    op_args      shapes and ids of CPU ops; comm_args collectives; sync_args waits
+    flows, counters, instants, meta_events   the other phases
+    stats        what the loader counted and skipped
+    """
+
+    def __init__(self, raw: dict[str, Any], meta: TraceMeta, rank: Optional[int] = None):
+        self._raw = raw
+        self.meta = meta
+        self.rank = rank if rank is not None else (meta.rank if meta.rank is not None else 0)
+
+    # --- tables -----------------------------------------------------------------------
+    @cached_property
+    def strings(self) -> pa.Array:
+        """The string pool: every name, category and string argument, by index."""
+        return _arrow.string_dictionary(self._raw["string_offsets"], self._raw["string_data"])
+
+    def _table(self, name: str) -> pa.Table:
+        return _arrow.table(name, self._raw["tables"][name], self.strings)
+
+    @cached_property
+    def events(self) -> pa.Table:
+        return self._table("events")
+
+    @cached_property
+    def kernel_args(self) -> pa.Table:
+        return self._table("kernel_args")
+
+    @cached_property
+    def op_args(self) -> pa.Table:
+        return self._table("op_args")
+
+    @cached_property
+    def comm_args(self) -> pa.Table:
+        return self._table("comm_args")
+
+    @cached_property
+    def sync_args(self) -> pa.Table:
+        return self._table("sync_args")
+
+    @cached_property
+    def flows(self) -> pa.Table:
+        return self._table("flows")
+
+    @cached_property
+    def counters(self) -> pa.Table:
+        return self._table("counters")
+
+    @cached_property
+    def instants(self) -> pa.Table:
+        return self._table("instants")
+
+    @cached_property
+    def meta_events(self) -> pa.Table:
+        return self._table("meta")
+
+    def column(self, table: str, name: str) -> np.ndarray:
+        """A raw column as numpy, sentinels included (-1 / NaN): for vectorised kernels."""
+        return self._raw["tables"][table][name]
+
+    @cached_property
+    def stats(self) -> pa.Table:
+        rows = self._raw["stats"]
+        return pa.table({
+            "name": [r[0] for r in rows],
+            "severity": [r[1] for r in rows],
+            "description": [r[2] for r in rows],
+            "count": pa.array([r[3] for r in rows], pa.int64()),
+            "examples": pa.array([[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
+                                 pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())]))),
+        })
+
+    def stat(self, name: str) -> int:
+        """The count of one loader statistic (see `stats`)."""
+        for r in self._raw["stats"]:
+            if r[0] == name:
+                return int(r[3])
+        raise KeyError(name)
+
+    # --- names --------------------------------------------------------------------------
+    def id_name(self, pid_or_tid: int) -> Optional[str]:
+        """The original string of a string pid/tid ("Spans", "stream 7"), else None."""
+        if pid_or_tid > STRING_ID_BASE:
+            return None
+        return self.strings[STRING_ID_BASE - pid_or_tid].as_py()
+
+    @cached_property
+    def process_names(self) -> dict[int, str]:
+        return self._names("process_name", by_tid=False)
+
+    @cached_property
+    def thread_names(self) -> dict[tuple[int, int], str]:
+        return self._names("thread_name", by_tid=True)
+
+    def _names(self, kind: str, by_tid: bool) -> dict:
+        m = self.meta_events.to_pydict()
+        out = {}
+        for name, pid, tid, value in zip(m["name"], m["pid"], m["tid"], m["value"]):
+            if name == kind and value is not None:
+                out[(pid, tid) if by_tid else pid] = value
+        return out
+
+    # --- conversions --------------------------------------------------------------------
+    def to_pandas(self, table: str = "events"):
+        """A pandas DataFrame of one table (pandas is imported only here)."""
+        return getattr(self, "meta_events" if table == "meta" else table).to_pandas()
+
+    def to_polars(self, table: str = "events"):
+        import polars as pl
+        return pl.from_arrow(getattr(self, "meta_events" if table == "meta" else table))
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.events.__arrow_c_stream__(requested_schema)
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Writes this trace as Arrow IPC files plus a manifest (see hta_fast.cache)."""
+        from . import cache
+        cache.save(self, directory)
+
+    def __repr__(self) -> str:
+        return (f"<Trace rank={self.rank} events={len(self._raw['tables']['events']['ts'])} "
+                f"path={self.meta.path!r}>")
