@@ -78,7 +78,7 @@ class ChunkReader {
   double read_double(od::value& v);
   int64_t read_id(od::value& v);
   int32_t read_stream(od::value& v);
-  void read_dim3(od::value& v, int32_t (&out)[3]);
+  bool read_dim3(od::value& v, int32_t (&out)[3]);
   char read_char(od::value& v);
   void read_args(od::value& v, RawEvent& ev);
   void read_counter_args(od::value& v, RawEvent& ev);
@@ -188,16 +188,20 @@ int64_t ChunkReader::read_id(od::value& v) {
 int32_t ChunkReader::read_stream(od::value& v) {
   std::string_view tok = token(v);
   int64_t x = 0;
-  if (parse_int64(tok, x) == NumberStatus::kOk && x >= INT32_MIN && x <= INT32_MAX) {
-    return static_cast<int32_t>(x);
+  if (parse_int64(tok, x) == NumberStatus::kOk) {
+    // CUPTI writes "no stream" as 2^32 - 1; anything else outside int32 is no stream either.
+    return x >= INT32_MIN && x <= INT32_MAX ? static_cast<int32_t>(x) : -1;
   }
   if (!tok.empty() && tok[0] == '"') return -1;
   throw FieldError{"expected a stream number", false};
 }
 
-void ChunkReader::read_dim3(od::value& v, int32_t (&out)[3]) {
+// grid/block of a kernel: [x, y, z]. Other events reuse the names for other things
+// (Triton's "grid": "grid(100,)"), which are not kernel arguments: false.
+bool ChunkReader::read_dim3(od::value& v, int32_t (&out)[3]) {
+  if (v.type() != od::json_type::array) return false;
   od::array a;
-  if (v.get_array().get(a)) throw FieldError{"expected an array of 3 integers", false};
+  check(v.get_array().get(a));
   int i = 0;
   for (auto item : a) {
     od::value x;
@@ -205,6 +209,7 @@ void ChunkReader::read_dim3(od::value& v, int32_t (&out)[3]) {
     if (i < 3) out[i] = read_int32(x);
     ++i;
   }
+  return true;
 }
 
 char ChunkReader::read_char(od::value& v) {
@@ -223,8 +228,8 @@ void ChunkReader::read_arg(ArgKey key, od::value& v, ArgValues& a) {
     case ArgKey::kStream: a.stream = read_stream(v); return;
     case ArgKey::kQueued: a.queued = read_int32(v); a.groups |= G::kKernel; return;
     case ArgKey::kContext: a.context = read_int32(v); a.groups |= G::kKernel; return;
-    case ArgKey::kGrid: read_dim3(v, a.grid); a.groups |= G::kKernel; return;
-    case ArgKey::kBlock: read_dim3(v, a.block); a.groups |= G::kKernel; return;
+    case ArgKey::kGrid: if (read_dim3(v, a.grid)) a.groups |= G::kKernel; return;
+    case ArgKey::kBlock: if (read_dim3(v, a.block)) a.groups |= G::kKernel; return;
     case ArgKey::kRegisters: a.registers = read_int32(v); a.groups |= G::kKernel; return;
     case ArgKey::kSharedMemory: a.shared_memory = read_int32(v); a.groups |= G::kKernel; return;
     case ArgKey::kBlocksPerSm: a.blocks_per_sm = float(read_double(v)); a.groups |= G::kKernel; return;

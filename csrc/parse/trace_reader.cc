@@ -204,6 +204,11 @@ void Reader::run() {
     }
   }
   result_.json_bytes = total_;
+  const auto& st = result_.columns.stats;
+  if (result_.array_format && st.count(Stat::non_object_event) > 0 && result_.columns.events.size() == 0 &&
+      result_.columns.meta.size() == 0 && result_.columns.flows.size() == 0) {
+    throw FormatError(0, "not a trace: a JSON array whose entries are not event objects");
+  }
   // Header: the members before and after the array, joined into one object.
   if (result_.array_format) {
     result_.header_json = "{}";
