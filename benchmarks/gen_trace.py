@@ -804,6 +804,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"read back and check links (<= {VERIFY_LIMIT_MB} MB)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if args.verify and args.size_mb > VERIFY_LIMIT_MB:
+        ap.error(f"--verify reads the whole file with json; use it up to {VERIFY_LIMIT_MB} MB")
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
     paths = generate(args.out, args.size_mb, args.ranks, base=args.base, layout=args.layout,

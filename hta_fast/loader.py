@@ -51,7 +51,8 @@ def _read(source, path: Optional[str], threads: int, recover: bool, chunk_size: 
 def load(source: Union[PathLike, bytes, bytearray, memoryview], *, threads: int = 0,
          recover: bool = False, cache: bool = False, cache_dir: Optional[PathLike] = None,
          kernel_classes=None, chunk_size: int = 0, rank: Optional[int] = None) -> Trace:
-    """Loads one trace file (.json, .json.gz, .json.zst) or the bytes of one.
+    """Loads one trace file (.json, .json.gz, .json.zst), the bytes of one, or a directory
+    written by Trace.save.
 
     threads         parser threads (0 = one per core)
     recover         keep the complete events of a truncated file and skip events with
@@ -67,6 +68,12 @@ def load(source: Union[PathLike, bytes, bytearray, memoryview], *, threads: int 
     path = os.fspath(source)
     if not os.path.exists(path):
         raise FileNotFoundError(path)
+    if os.path.isdir(path):
+        from . import cache as cache_mod
+        if not cache_mod.is_saved(path):
+            raise IsADirectoryError(f"{path} is a directory, not a trace or a saved trace "
+                                    "(use load_dir for one file per rank)")
+        return cache_mod.open_saved(path)
     if cache:
         from . import cache as cache_mod
         options = {"recover": recover, "kernel_classes": _rules(kernel_classes)}

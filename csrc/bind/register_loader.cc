@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+
 #include "bind/numpy_owner.h"
 #include "io/byte_source.h"
 #include "io/format_error.h"
@@ -40,6 +42,12 @@ py::dict to_python(hta::ReadResult& r) {
   out["json_bytes"] = r.json_bytes;
   out["array_format"] = r.array_format;
   out["stats"] = stats;
+  py::dict timings;
+  timings["read_s"] = r.read_seconds;
+  timings["parse_s"] = r.parse_seconds;
+  timings["merge_s"] = r.merge_seconds;
+  timings["link_s"] = r.link_seconds;
+  out["timings"] = timings;
   return out;
 }
 
@@ -58,11 +66,16 @@ py::dict load(hta::ByteSource& source, const LoadArgs& args) {
   hta::ReadResult result;
   {
     py::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
     hta::read_trace(source, options, result);
+    const auto t1 = std::chrono::steady_clock::now();
     hta::LinkOptions link;
     link.kernel_class_rules = args.kernel_class_rules;
     link.base_time_ns = hta::base_time_ns(result.header_json);
     hta::link_trace(result.columns, link);
+    const auto t2 = std::chrono::steady_clock::now();
+    result.read_seconds = std::chrono::duration<double>(t1 - t0).count();
+    result.link_seconds = std::chrono::duration<double>(t2 - t1).count();
   }
   return to_python(result);
 }

@@ -1,11 +1,25 @@
 #include "parse/chunk_pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace hta {
+namespace {
 
-ChunkPipeline::ChunkPipeline(int threads, const ParseOptions& options, TraceColumns& out)
-    : options_(options), out_(out), max_in_flight_(static_cast<size_t>(std::max(threads, 1)) + 1) {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+ChunkPipeline::ChunkPipeline(int threads, const ParseOptions& options, TraceColumns& out,
+                             uint64_t expected_bytes)
+    : options_(options),
+      out_(out),
+      expected_bytes_(expected_bytes),
+      max_in_flight_(static_cast<size_t>(std::max(threads, 1)) + 1) {
   if (threads <= 1) {
     inline_parser_ = std::make_unique<EventParser>(options_);
     return;
@@ -23,33 +37,39 @@ ChunkPipeline::~ChunkPipeline() {
 }
 
 std::vector<char> ChunkPipeline::take_buffer(size_t capacity) {
-  std::vector<char> buf;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    // Merge what is ready, then wait until a buffer may be reused.
+    // Merge what is ready, then wait until a chunk may be reused.
     while (jobs_.size() >= max_in_flight_) {
       lock.unlock();
       merge_ready(false);
       lock.lock();
       if (jobs_.size() >= max_in_flight_) cv_.wait(lock, [&] { return jobs_.front()->done; });
     }
-    if (!free_buffers_.empty()) {
-      buf = std::move(free_buffers_.back());
-      free_buffers_.pop_back();
+    if (!free_jobs_.empty()) {
+      pending_ = std::move(free_jobs_.back());
+      free_jobs_.pop_back();
     }
   }
+  if (!pending_) pending_ = std::make_unique<Job>();
+  std::vector<char> buf = std::move(pending_->buf);
   buf.resize(capacity + simdjson::SIMDJSON_PADDING);
   return buf;
 }
 
 void ChunkPipeline::submit(std::vector<char> buf, size_t len, uint64_t file_offset) {
-  auto job = std::make_unique<Job>();
+  std::unique_ptr<Job> job = std::move(pending_);
+  if (!job) job = std::make_unique<Job>();
   job->buf = std::move(buf);
   job->len = len;
   job->offset = file_offset;
-  std::fill(job->buf.begin() + static_cast<long>(len), job->buf.begin() + static_cast<long>(len) + simdjson::SIMDJSON_PADDING, ' ');
+  job->done = false;
+  job->error = ChunkError{};
+  std::fill_n(job->buf.begin() + static_cast<long>(len), simdjson::SIMDJSON_PADDING, ' ');
   if (inline_parser_) {
+    const int64_t t0 = now_ns();
     job->error = inline_parser_->parse(job->buf.data(), len, file_offset, job->columns);
+    parse_ns_ += now_ns() - t0;
     job->done = true;
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(std::move(job));
@@ -71,7 +91,9 @@ void ChunkPipeline::work() {
       if (stopping_) return;
       job = jobs_[next_to_parse_++].get();
     }
+    const int64_t t0 = now_ns();
     ChunkError err = parser.parse(job->buf.data(), job->len, job->offset, job->columns);
+    parse_ns_ += now_ns() - t0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       job->error = std::move(err);
@@ -79,6 +101,23 @@ void ChunkPipeline::work() {
     }
     cv_.notify_all();
   }
+}
+
+void ChunkPipeline::merge(Job& job) {
+  if (error_.failed) return;
+  if (job.error.failed) {
+    error_ = job.error;
+    return;
+  }
+  const int64_t t0 = now_ns();
+  if (!reserved_ && expected_bytes_ > 0 && job.len > 0) {
+    // Size the output once from the first chunk, so the columns are not regrown (and
+    // copied) as the file goes on.
+    reserved_ = true;
+    out_.reserve_like(job.columns, 1.05 * static_cast<double>(expected_bytes_) / static_cast<double>(job.len));
+  }
+  append_chunk(out_, job.columns);
+  merge_ns_ += now_ns() - t0;
 }
 
 void ChunkPipeline::merge_ready(bool wait_all) {
@@ -95,15 +134,10 @@ void ChunkPipeline::merge_ready(bool wait_all) {
       jobs_.pop_front();
       if (next_to_parse_ > 0) --next_to_parse_;
     }
-    if (!error_.failed) {
-      if (job->error.failed) {
-        error_ = job->error;
-      } else {
-        append_chunk(out_, job->columns);
-      }
-    }
+    merge(*job);
+    job->columns.clear();
     std::lock_guard<std::mutex> lock(mu_);
-    free_buffers_.push_back(std::move(job->buf));
+    free_jobs_.push_back(std::move(job));
     cv_.notify_all();
   }
 }

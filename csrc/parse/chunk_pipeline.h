@@ -1,7 +1,8 @@
 // Parses chunks of events on worker threads and appends their columns to one TraceColumns
-// in file order. At most `threads + 1` chunk buffers exist at once, so memory stays at a
-// few chunks whatever the file size.
+// in file order. At most `threads + 1` chunks exist at once, and their buffers and column
+// vectors are reused, so memory stays at a few chunks whatever the file size.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -15,7 +16,9 @@ namespace hta {
 
 class ChunkPipeline {
  public:
-  ChunkPipeline(int threads, const ParseOptions& options, TraceColumns& out);
+  // `expected_bytes`: the size of the JSON when known (0 if not), used to size the output.
+  ChunkPipeline(int threads, const ParseOptions& options, TraceColumns& out,
+                uint64_t expected_bytes);
   ~ChunkPipeline();
 
   // A buffer for the next chunk, with room for `capacity` bytes plus simdjson's padding.
@@ -26,6 +29,9 @@ class ChunkPipeline {
   const ChunkError& error() const { return error_; }
   // Waits for every chunk and merges it; returns the first error in file order.
   const ChunkError& finish();
+  // Seconds spent parsing (summed over threads) and merging chunk columns.
+  double parse_seconds() const { return static_cast<double>(parse_ns_) * 1e-9; }
+  double merge_seconds() const { return static_cast<double>(merge_ns_) * 1e-9; }
 
  private:
   struct Job {
@@ -38,18 +44,24 @@ class ChunkPipeline {
   };
   void work();
   void merge_ready(bool wait_all);
+  void merge(Job& job);
 
   ParseOptions options_;
   TraceColumns& out_;
+  uint64_t expected_bytes_;
+  bool reserved_ = false;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Job>> jobs_;  // in file order; front is the next to merge
   size_t next_to_parse_ = 0;               // index into jobs_ of the next unclaimed job
-  std::vector<std::vector<char>> free_buffers_;
+  std::vector<std::unique_ptr<Job>> free_jobs_;
+  std::unique_ptr<Job> pending_;           // handed out by take_buffer, back in submit
   size_t max_in_flight_;
   bool stopping_ = false;
   ChunkError error_;
+  std::atomic<int64_t> parse_ns_{0};
+  int64_t merge_ns_ = 0;
   std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread
 };
 

@@ -92,14 +92,83 @@ std::string_view trim_number_text(std::string_view s) {
   return s;
 }
 
+namespace {
+
+// Fast path for the common spellings: an optional '-', up to 19 digits with at most one
+// '.', no exponent. Accumulates in 64 bits; false sends the text to the general path.
+bool parse_simple(std::string_view s, bool& negative, uint64_t& digits, int& exponent) {
+  size_t i = 0;
+  negative = false;
+  if (i < s.size() && s[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  uint64_t v = 0;
+  int n = 0, frac = 0;
+  bool dot = false;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c >= '0' && c <= '9') {
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+      ++n;
+      frac += dot;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      return false;
+    }
+  }
+  if (n == 0 || n > 19) return false;
+  digits = v;
+  exponent = -frac;
+  return true;
+}
+
+NumberStatus scale_simple(bool negative, uint64_t digits, int shift, int64_t& out) {
+  Decimal d;
+  d.negative = negative;
+  d.digits = digits;
+  return scale_to_int64(d, shift, out);
+}
+
+}  // namespace
+
 NumberStatus micros_to_ns(std::string_view text, int64_t& out) {
-  // Fast path: plain integer microseconds (older traces) or exactly three decimals.
+  text = trim_number_text(text);
+  bool negative;
+  uint64_t digits;
+  int exponent;
+  if (parse_simple(text, negative, digits, exponent)) {
+    const int shift = exponent + 3;
+    if (shift >= 0 && digits <= 9223372036854775ULL) {  // no overflow for shift <= 3
+      int64_t v = static_cast<int64_t>(digits);
+      for (int k = 0; k < shift; ++k) v *= 10;
+      out = negative ? -v : v;
+      return NumberStatus::kOk;
+    }
+    return scale_simple(negative, digits, shift, out);
+  }
   Decimal d;
   if (!parse_decimal(trim_number_text(text), d)) return NumberStatus::kNotANumber;
   return scale_to_int64(d, d.exponent + 3, out);
 }
 
 NumberStatus parse_int64(std::string_view text, int64_t& out) {
+  text = trim_number_text(text);
+  bool negative;
+  uint64_t digits;
+  int exponent;
+  if (parse_simple(text, negative, digits, exponent) && exponent == 0) {
+    if (digits <= static_cast<uint64_t>(INT64_MAX)) {
+      out = negative ? -static_cast<int64_t>(digits) : static_cast<int64_t>(digits);
+      return NumberStatus::kOk;
+    }
+    if (negative && digits == static_cast<uint64_t>(INT64_MAX) + 1) {
+      out = INT64_MIN;
+      return NumberStatus::kOk;
+    }
+    return NumberStatus::kOutOfRange;
+  }
   Decimal d;
   if (!parse_decimal(trim_number_text(text), d)) return NumberStatus::kNotANumber;
   if (d.exponent < 0) {

@@ -188,7 +188,7 @@ void Reader::run() {
                           ? options_.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   {
-    ChunkPipeline pipeline(threads, options_.parse, result_.columns);
+    ChunkPipeline pipeline(threads, options_.parse, result_.columns, source_.size_hint());
     try {
       read_events(pipeline);
     } catch (const FormatError&) {
@@ -198,6 +198,8 @@ void Reader::run() {
       throw;
     }
     const ChunkError& err = pipeline.finish();
+    result_.parse_seconds = pipeline.parse_seconds();
+    result_.merge_seconds = pipeline.merge_seconds();
     if (err.failed) {
       if (!exact_ && !err.field_error) throw SplitFailed{};
       throw FormatError(err.offset, err.message);

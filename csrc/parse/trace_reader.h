@@ -20,6 +20,10 @@ struct ReadResult {
   std::string header_json;   // the top-level members other than traceEvents, as one object
   uint64_t json_bytes = 0;   // decompressed size
   bool array_format = false; // the file was a bare array of events
+  double parse_seconds = 0;  // summed over parser threads
+  double merge_seconds = 0;
+  double read_seconds = 0;   // the whole read, wall clock
+  double link_seconds = 0;
 };
 
 // Throws FormatError for a broken file.

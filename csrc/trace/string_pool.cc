@@ -1,10 +1,17 @@
 #include "trace/string_pool.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace hta {
 
 StringPool::StringPool() : offsets_{0}, slots_(1024, 0), slot_hash_(1024, 0) {}
+
+void StringPool::clear() {
+  data_.clear();
+  offsets_.assign(1, 0);
+  std::fill(slots_.begin(), slots_.end(), 0);
+}
 
 uint64_t StringPool::hash(std::string_view s) {
   // FNV-1a over 8-byte words: strings here are names (often 100s of bytes), so per-byte

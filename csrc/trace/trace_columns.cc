@@ -67,10 +67,20 @@ void append_chunk(TraceColumns& into, TraceColumns& chunk) {
           for (size_t i = start; i < dst.size(); ++i) dst[i] += row_base;
         }
       }
-      Vec().swap(src);
     });
   });
   into.stats.merge(chunk.stats);
+}
+
+void TraceColumns::reserve_like(const TraceColumns& sample, double scale) {
+  std::vector<size_t> sizes;
+  const_cast<TraceColumns&>(sample).for_each_table(
+      [&](const char*, auto& table) { sizes.push_back(table.size()); });
+  size_t t = 0;
+  for_each_table([&](const char*, auto& table) {
+    const auto want = static_cast<size_t>(static_cast<double>(sizes[t++]) * scale);
+    table.for_each_column([&](const char*, auto& col) { col.reserve(col.size() + want); });
+  });
 }
 
 }  // namespace hta

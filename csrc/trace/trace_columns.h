@@ -30,9 +30,22 @@ struct TraceColumns {
     f("instants", instants);
     f("meta", meta);
   }
+
+  // Empties every table, keeping capacity, so a chunk's columns can be reused.
+  void clear() {
+    for_each_table([](const char*, auto& table) {
+      table.for_each_column([](const char*, auto& col) { col.clear(); });
+    });
+    strings.clear();
+    stats = LoadStats{};
+  }
+
+  // Reserves room for about `events` more events in every table, scaled by each table's
+  // share in `sample` (a chunk already read).
+  void reserve_like(const TraceColumns& sample, double scale);
 };
 
-// Appends `chunk` to `into`, re-interning its strings; rows in argument tables are shifted
+// Appends `chunk` to `into` (leaving `chunk` to be cleared), re-interning its strings; rows in argument tables are shifted
 // to the merged event numbering.
 void append_chunk(TraceColumns& into, TraceColumns& chunk);
 
