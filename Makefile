@@ -31,7 +31,7 @@ test: build
 	$(PY) -m pytest tests
 
 demo: build
-	$(PY) -m hta_fast.demo
+	$(PY) benchmarks/demo.py
 
 bench: build
 	$(PY) benchmarks/bench_load.py
