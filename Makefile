@@ -33,7 +33,13 @@ test: build
 demo: build
 	$(PY) benchmarks/demo.py
 
-bench: build
+# The reference tool lives in its own environment (it pins pandas < 3).
+.venv-ref/.deps: benchmarks/requirements-ref.txt
+	$(PYTHON) -m venv .venv-ref
+	.venv-ref/bin/pip install -q -r benchmarks/requirements-ref.txt
+	touch $@
+
+bench: build .venv-ref/.deps
 	$(PY) benchmarks/bench_load.py
 
 clean:

@@ -114,7 +114,10 @@ void Reader::read_events(ChunkPipeline& pipeline) {
     const uint64_t offset = carry_offset_;
 
     size_t end = npos, next = npos;
-    if (!exact_ && n > 0) {
+    // A short read means the input is exhausted: the end of the array (and any header
+    // after it, which may hold `},{` of its own) is in this buffer, so scan it exactly.
+    const bool last_block = n < chunk;
+    if (!exact_ && !last_block) {
       // Fast path: split at the last `},{` and let the parser verify it.
       if (find_last_boundary(buf.data() + 1, carried + n, end, next)) {
         ++end, ++next;  // to buffer indices
@@ -123,7 +126,7 @@ void Reader::read_events(ChunkPipeline& pipeline) {
       // Exact path. At the end of the input, the carried bytes (which start at an event
       // boundary) are scanned afresh so the last complete event is known.
       size_t from = 1 + carry_scanned_;
-      if (n == 0) {
+      if (n == 0 || !exact_) {
         scanner_ = JsonScanner::inside_events(!result_.array_format);
         from = 1;
       }
