@@ -17,6 +17,13 @@ using hta::bind::to_numpy;
 
 namespace {
 
+// Text from the input (snippets, messages) may be invalid UTF-8: never fail on it.
+py::str safe_str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
 py::dict to_python(hta::ReadResult& r) {
   py::dict tables;
   r.columns.for_each_table([&](const char* name, auto& table) {
@@ -29,7 +36,7 @@ py::dict to_python(hta::ReadResult& r) {
     const auto s = static_cast<hta::Stat>(i);
     const auto& info = hta::stat_info(s);
     py::list examples;
-    for (const auto& ex : r.columns.stats.examples(s)) examples.append(py::make_tuple(ex.offset, ex.text));
+    for (const auto& ex : r.columns.stats.examples(s)) examples.append(py::make_tuple(ex.offset, safe_str(ex.text)));
     stats.append(py::make_tuple(info.name, info.severity, info.description, r.columns.stats.count(s), examples));
   }
   std::vector<char> chars = std::move(r.columns.strings.data());
@@ -88,7 +95,7 @@ void register_loader(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const hta::FormatError& e) {
-      py::tuple args = py::make_tuple(e.what(), e.offset());
+      py::tuple args = py::make_tuple(safe_str(e.what()), e.offset());
       PyErr_SetObject(format_error.ptr(), args.ptr());
     }
   });

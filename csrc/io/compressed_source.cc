@@ -30,6 +30,11 @@ void CompressedInput::rewind() {
 
 namespace {
 
+[[noreturn]] void cut_short(uint64_t offset, const char* format) {
+  throw TruncatedInput(offset, std::string("the ") + format + " stream ends at compressed byte " +
+                                   std::to_string(offset) + " before its end (the file was cut short)");
+}
+
 [[noreturn]] void corrupt(uint64_t offset, const std::string& what) {
   throw FormatError(offset, "corrupt compressed stream at compressed byte " +
                                 std::to_string(offset) + ": " + what);
@@ -56,7 +61,7 @@ class GzipSource : public ByteSource {
         member_done_ = false;
       }
       if (!in_.fill()) {
-        if (produced == 0 && started_) corrupt(in_.offset(), "the file ends inside a gzip member");
+        if (produced == 0 && started_) cut_short(in_.offset(), "gzip");
         break;
       }
       started_ = true;
@@ -73,7 +78,7 @@ class GzipSource : public ByteSource {
         member_done_ = true;
         started_ = false;
       } else if (before_in == state_.avail_in && before_out == state_.avail_out && !in_.fill()) {
-        corrupt(in_.offset(), "the file ends inside a gzip member");
+        cut_short(in_.offset(), "gzip");
       }
     }
     return produced;
@@ -127,7 +132,7 @@ class GzipSource : public ByteSource {
         member_done_ = false;
       }
       if (!in_.fill()) {
-        if (produced == 0 && started_) corrupt(in_.offset(), "the file ends inside a gzip member");
+        if (produced == 0 && started_) cut_short(in_.offset(), "gzip");
         break;
       }
       started_ = true;
@@ -172,7 +177,7 @@ class ZstdSource : public ByteSource {
     ZSTD_outBuffer out{dst, n, 0};
     while (out.pos < n) {
       if (!in_.fill()) {
-        if (frame_open_ && out.pos == 0) corrupt(in_.offset(), "the file ends inside a zstd frame");
+        if (frame_open_ && out.pos == 0) cut_short(in_.offset(), "zstd");
         break;
       }
       ZSTD_inBuffer in{in_.data(), in_.available(), 0};

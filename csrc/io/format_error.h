@@ -17,4 +17,10 @@ class FormatError : public std::runtime_error {
   uint64_t offset_;
 };
 
+// A compressed stream that ends before its end marker (the writer was interrupted).
+class TruncatedInput : public FormatError {
+ public:
+  using FormatError::FormatError;
+};
+
 }  // namespace hta

@@ -10,7 +10,12 @@ namespace hta {
 int64_t base_time_ns(const std::string& header_json) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(header_json).get(doc)) return 0;  // reported when Python reads the header
+  if (auto err = parser.parse(header_json).get(doc)) {
+    if (err == simdjson::NUMBER_ERROR || err == simdjson::NUMBER_OUT_OF_RANGE) {
+      throw FormatError(0, "a number in the trace header is beyond 64 bits");
+    }
+    throw FormatError(0, std::string("the trace header is not valid JSON: ") + simdjson::error_message(err));
+  }
   simdjson::dom::element base;
   if (doc["baseTimeNanoseconds"].get(base)) return 0;
   int64_t v = 0;

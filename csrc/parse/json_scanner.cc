@@ -1,11 +1,22 @@
 #include "parse/json_scanner.h"
 
+#include <cstdio>
+
 #include "io/format_error.h"
 
 namespace hta {
 namespace {
 constexpr size_t npos = static_cast<size_t>(-1);
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// A byte as text that is safe in a message: 'x' when printable, else its hex code.
+std::string describe_byte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7f) return std::string("'") + c + "'";
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", u);
+  return std::string("byte ") + hex;
+}
 }  // namespace
 
 bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next) {
@@ -73,7 +84,7 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
           stop = Stop::kEventsBegin;
           return i + 1;
         } else {
-          fail(base + i, "not a JSON trace: expected '{' or '[' but found '" + std::string(1, c) + "'");
+          fail(base + i, "not a JSON trace: expected '{' or '[' but found " + describe_byte(c));
         }
         break;
       case Phase::kHeader:
@@ -143,7 +154,7 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
         }
         break;
       case Phase::kDone:
-        fail(base + i, "unexpected content after the end of the JSON document");
+        fail(base + i, "unexpected content after the end of the JSON document: " + describe_byte(c));
     }
   }
   return n;

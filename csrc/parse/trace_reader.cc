@@ -39,7 +39,13 @@ class Reader {
     if (buf.size() < used + want + simdjson::SIMDJSON_PADDING) {
       buf.resize(used + want + simdjson::SIMDJSON_PADDING);
     }
-    const size_t n = source_.read(buf.data() + used, want);
+    size_t n = 0;
+    try {
+      n = source_.read(buf.data() + used, want);
+    } catch (const TruncatedInput&) {
+      // A compressed stream cut short: with recover, what was decompressed is the file.
+      if (!options_.parse.recover) throw;
+    }
     total_ += n;
     return n;
   }
@@ -76,6 +82,9 @@ void Reader::read_header_prefix() {
     const uint64_t base = total_ - n;
     if (n == 0) {
       if (base == 0) throw FormatError(0, "empty file");
+      if (scanner_.phase() == JsonScanner::Phase::kStart) {
+        throw FormatError(0, "no JSON in the file: it holds only whitespace");
+      }
       if (scanner_.phase() == JsonScanner::Phase::kDone) {
         throw FormatError(0, "not a trace: the JSON object has no traceEvents array");
       }
@@ -171,7 +180,7 @@ void Reader::read_events(ChunkPipeline& pipeline) {
 void Reader::read_suffix(std::string_view rest, uint64_t base) {
   // The header members after the events array, up to the end of the file.
   JsonScanner::Stop stop;
-  scanner_.scan(rest.data(), rest.size(), base + 1, stop);
+  scanner_.scan(rest.data(), rest.size(), base, stop);
   suffix_.assign(rest);
   std::vector<char> buf;
   for (;;) {

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "io/format_error.h"
 #include "trace/event_kind.h"
 
 namespace hta {
@@ -14,9 +15,11 @@ using Rows = std::vector<int64_t>;
 
 void shift_times(TraceColumns& t, int64_t base) {
   if (base == 0) return;
+  bool overflow = false;
   for (auto* col : {&t.events.ts, &t.flows.ts, &t.counters.ts, &t.instants.ts}) {
-    for (int64_t& v : *col) v += base;
+    for (int64_t& v : *col) overflow |= __builtin_add_overflow(v, base, &v);
   }
+  if (overflow) throw FormatError(0, "timestamps beyond int64 nanoseconds after adding baseTimeNanoseconds");
 }
 
 void assign_kinds(TraceColumns& t, const LinkOptions& options) {

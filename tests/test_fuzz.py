@@ -1,0 +1,365 @@
+"""Fuzzing the loader: mutated traces must load or raise TraceFormatError, nothing else.
+
+Crashes (a segfault kills the process) are caught by loading a large batch of mutants in a
+child process; the in-process hypothesis tests then search further, and also check that
+the chunk size, the thread count and recover=True do not change what a good file yields.
+A property test compares valid random traces with a reading by the json module.
+The whole file runs in well under a minute.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import hta_fast
+from hta_fast import TraceFormatError
+
+REAL_TRACE = (Path(__file__).resolve().parents[2] / "shared" / "traces" / "hta" / "critical_path"
+              / "cuda_event_sync" / "event_sync_trace.json.gz")
+if not REAL_TRACE.exists():  # a checkout elsewhere: the shared folder beside /work/main
+    REAL_TRACE = Path("/work/shared/traces/hta/critical_path/cuda_event_sync/event_sync_trace.json.gz")
+
+STRUCTURAL = b'{}[],:"\\ \n\t0123456789.-eE'
+HOSTILE_NAMES = ["}, {", '},{"ph":"X"', 'q"uote', "back\\slash\\", "é漢 😀", "] [", "\\u00e9",
+                 "\u2028", "\x00", "tab\t"]
+
+
+# --- seeds ------------------------------------------------------------------------------
+def synthetic_trace(n: int = 300, seed: int = 0) -> bytes:
+    """Every phase, hostile names, args with arrays of objects, header keys on both sides."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(n):
+        name = f"op{i}" + rng.choice(HOSTILE_NAMES)
+        kind = i % 10
+        if kind < 6:
+            e = {"ph": "X", "cat": rng.choice(["cpu_op", "cuda_runtime", "kernel", "user_annotation"]),
+                 "name": name if i % 17 else f"ProfilerStep#{i}", "pid": rng.choice([0, 1, "Spans", ""]),
+                 "tid": rng.choice([1, 7, "stream 7"]), "ts": round(i * 1.5 + 0.001 * rng.randrange(1000), 3),
+                 "dur": rng.randrange(0, 50),
+                 "args": {"correlation": i // 2, "External id": i, "x": [{"a": 1}, {"b": [2]}],
+                          "grid": [1, 2, 3], "Input Dims": [[1, 2], []]}}
+        elif kind == 6:
+            e = {"ph": rng.choice("sf"), "id": i // 2, "pid": 1, "tid": 1, "ts": i * 1.5,
+                 "cat": "ac2g", "name": "ac2g", "bp": "e"}
+        elif kind == 7:
+            e = {"ph": "C", "name": "mem", "pid": 1, "ts": i, "args": {"a": i, "b": "x"}}
+        elif kind == 8:
+            e = {"ph": "M", "name": "thread_name", "pid": 1, "tid": i, "args": {"name": name}}
+        else:
+            e = {"ph": rng.choice("iIBEb"), "name": name, "pid": 1, "tid": 1, "ts": i, "s": "t"}
+        events.append(e)
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "A }, {"}, {"id": 1}],
+           "traceEvents": events, "distributedInfo": {"rank": 0, "pg": [{"r": [0]}, {"r": [1]}]},
+           "traceName": "x", "baseTimeNanoseconds": 1700000000000000123}
+    return json.dumps(doc, ensure_ascii=bool(seed % 2), indent=None if seed % 3 else 1).encode()
+
+
+def real_trace() -> bytes:
+    return gzip.decompress(REAL_TRACE.read_bytes())
+
+
+def real_trace_large() -> bytes:
+    """The real trace's events eight times (past the loader's first 64 KiB block)."""
+    doc = json.loads(real_trace())
+    doc["traceEvents"] = doc["traceEvents"] * 8
+    return json.dumps(doc).encode()
+
+
+needs_real = pytest.mark.skipif(not REAL_TRACE.exists(), reason=f"{REAL_TRACE} not found")
+
+
+# --- mutations --------------------------------------------------------------------------
+def mutate(data: bytes, rng: random.Random, steps: int) -> tuple[bytes, list]:
+    """Applies `steps` random mutations; returns the mutant and a recipe to reproduce it."""
+    buf = bytearray(data)
+    recipe = []
+    for _ in range(steps):
+        op = rng.choice(["flip", "delete", "insert", "truncate", "duplicate", "bitflip"])
+        n = len(buf)
+        if n == 0:
+            break
+        pos = rng.randrange(n)
+        if op == "flip":
+            buf[pos] = rng.randrange(256)
+            recipe.append((op, pos, buf[pos]))
+        elif op == "bitflip":
+            buf[pos] ^= 1 << rng.randrange(8)
+            recipe.append((op, pos, buf[pos]))
+        elif op == "delete":
+            k = rng.choice([1, 1, 2, 5, 50])
+            del buf[pos:pos + k]
+            recipe.append((op, pos, k))
+        elif op == "insert":
+            c = STRUCTURAL[rng.randrange(len(STRUCTURAL))]
+            buf.insert(pos, c)
+            recipe.append((op, pos, chr(c)))
+        elif op == "truncate":
+            del buf[pos:]
+            recipe.append((op, pos))
+        else:
+            k = rng.randrange(1, 200)
+            at = rng.randrange(n)
+            buf[at:at] = buf[pos:pos + k]
+            recipe.append((op, pos, k, at))
+    return bytes(buf), recipe
+
+
+CONFIGS = [dict(recover=False, chunk_size=0, threads=1),
+           dict(recover=True, chunk_size=0, threads=2),
+           dict(recover=False, chunk_size=64, threads=2),
+           dict(recover=True, chunk_size=64, threads=1)]
+
+# The child: loads every file under every config, reports exceptions other than
+# TraceFormatError, and notes which file it is on, so a crash can be pinned to a mutant.
+CHILD = textwrap.dedent("""
+    import json, os, sys, traceback
+    import hta_fast
+    folder, configs = sys.argv[1], json.loads(sys.argv[2])
+    files = sorted(f for f in os.listdir(folder) if f.startswith("m"))
+    progress = open(os.path.join(folder, "progress"), "w")
+    bad = []
+    for f in files:
+        path = os.path.join(folder, f)
+        data = open(path, "rb").read()
+        for i, c in enumerate(configs):
+            progress.write(f"{f} {i}\\n")
+            progress.flush()
+            for src in ((data, path) if f.endswith(".gz") else (data,)):
+                try:
+                    t = hta_fast.load(src, **c)
+                    t.events, t.flows, t.counters, t.meta_events, t.stats  # build every table
+                    t.events.to_pydict()
+                except hta_fast.TraceFormatError:
+                    pass
+                except Exception as e:
+                    bad.append([f, c, type(e).__name__, str(e)[:300]])
+    json.dump({"loaded": len(files), "bad": bad}, open(os.path.join(folder, "report.json"), "w"))
+""")
+
+
+def run_batch(tmp_path: Path, mutants: dict[str, bytes], recipes: dict[str, list],
+              timeout: float = 120) -> dict:
+    for name, data in mutants.items():
+        (tmp_path / name).write_bytes(data)
+    cmd = [sys.executable, "-c", CHILD, str(tmp_path), json.dumps(CONFIGS)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        last = (tmp_path / "progress").read_text().splitlines()[-1:]
+        pytest.fail(f"the child hung on {last} (recipe {recipes.get(last[0].split()[0]) if last else None}); "
+                    f"mutants in {tmp_path}")
+    if proc.returncode != 0:
+        last = (tmp_path / "progress").read_text().splitlines()[-1:]
+        name, cfg = (last[0].split() + [None])[:2] if last else (None, None)
+        pytest.fail(f"the child died with exit code {proc.returncode} on mutant {name} "
+                    f"(config {CONFIGS[int(cfg)] if cfg else None}, recipe {recipes.get(name)}); "
+                    f"file {tmp_path / str(name)}\nstderr tail: {proc.stderr[-2000:]!r}")
+    return json.loads((tmp_path / "report.json").read_text())
+
+
+def seeds() -> dict[str, bytes]:
+    out = {"synth": synthetic_trace(300, 0), "synth_big": synthetic_trace(1200, 1),
+           "synth_indent": synthetic_trace(200, 3)}
+    if REAL_TRACE.exists():
+        out["real"] = real_trace()
+        out["real_big"] = real_trace_large()
+    return out
+
+
+# --- the crash screen ---------------------------------------------------------------------
+def test_mutants_in_child_process(tmp_path):
+    rng = random.Random(20240208)
+    mutants, recipes = {}, {}
+    for seed_name, data in seeds().items():
+        count = 500 if len(data) < 70000 else 150
+        for i in range(count):
+            steps = rng.choice([1, 1, 2, 3, 8])
+            m, recipe = mutate(data, rng, steps)
+            name = f"m_{seed_name}_{i:04d}.json"
+            mutants[name], recipes[name] = m, [seed_name] + recipe
+    # compressed mutants: damage inside the gzip stream, and mutated JSON compressed intact
+    gz = gzip.compress(seeds()["synth"], compresslevel=9)
+    for i in range(150):
+        m, recipe = mutate(gz, rng, rng.choice([1, 2]))
+        name = f"m_gz_{i:04d}.json.gz"
+        mutants[name], recipes[name] = m, ["gz(synth)"] + recipe
+    for i in range(50):
+        m, recipe = mutate(seeds()["synth"], rng, 2)
+        name = f"m_gzjson_{i:04d}.json.gz"
+        mutants[name], recipes[name] = gzip.compress(m, compresslevel=1), ["synth"] + recipe
+    report = run_batch(tmp_path, mutants, recipes)
+    assert report["loaded"] == len(mutants)
+    details = [f"{f} {c} {kind}: {msg} recipe={recipes[f]}" for f, c, kind, msg in report["bad"]]
+    assert not details, f"{len(details)} loads raised something other than TraceFormatError " \
+                        f"(mutants in {tmp_path}):\n" + "\n".join(details[:20])
+
+
+# --- in-process search ------------------------------------------------------------------
+def outcome(data: bytes, **kw):
+    """('ok', comparable tables) or ('error', TraceFormatError); anything else propagates."""
+    try:
+        t = hta_fast.load(data, **kw)
+    except TraceFormatError as e:
+        assert isinstance(e.reason, str) and e.reason
+        assert e.offset is None or 0 <= e.offset <= len(data) + 1, (e.offset, len(data))
+        return "error", e
+    stats = dict(zip(t.stats["name"].to_pylist(), t.stats["count"].to_pylist()))
+    stats.pop("speculative_split_retry")
+    return "ok", (t.events.to_pydict(), t.flows.to_pydict(), t.counters.to_pydict(),
+                  t.meta_events.to_pydict(), t.meta.header, stats)
+
+
+def check_mutant(data: bytes, chunk_size: int) -> None:
+    strict_default = outcome(data)
+    strict_small = outcome(data, chunk_size=chunk_size, threads=2)
+    recover_default = outcome(data, recover=True, threads=2)
+    recover_small = outcome(data, recover=True, chunk_size=chunk_size, threads=1)
+    # The chunking never changes the answer: the same tables, or an error at the same place.
+    assert strict_default[0] == strict_small[0]
+    assert recover_default[0] == recover_small[0]
+    if strict_default[0] == "ok":
+        assert strict_default[1] == strict_small[1]
+        # recover=True only adds leniency: a file strict mode accepts reads the same
+        assert recover_default == strict_default
+    else:
+        assert strict_default[1].offset == strict_small[1].offset, \
+            (strict_default[1], strict_small[1])
+    if recover_default[0] == "ok":
+        assert recover_default[1] == recover_small[1]
+
+
+@st.composite
+def mutations(draw, seed_name):
+    data = FUZZ_SEEDS[seed_name]
+    rng = random.Random(draw(st.integers(0, 2 ** 32 - 1)))
+    steps = draw(st.integers(1, 4))
+    return mutate(data, rng, steps)
+
+
+FUZZ_SEEDS = {"synth": synthetic_trace(300, 0), "synth_big": synthetic_trace(1200, 1)}
+if REAL_TRACE.exists():
+    FUZZ_SEEDS["real"] = real_trace()
+    FUZZ_SEEDS["real_big"] = real_trace_large()
+
+FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("seed_name", sorted(FUZZ_SEEDS))
+@FUZZ
+@given(data=st.data(), chunk_size=st.sampled_from([64, 100, 333, 4096]))
+def test_mutants_load_or_raise(seed_name, data, chunk_size):
+    mutant, recipe = data.draw(mutations(seed_name))
+    check_mutant(mutant, chunk_size)
+
+
+@pytest.mark.parametrize("seed_name", sorted(FUZZ_SEEDS))
+def test_unmutated_seeds_agree(seed_name):
+    data = FUZZ_SEEDS[seed_name]
+    check_mutant(data, 64)
+    assert outcome(data)[0] == "ok"
+
+
+# --- valid random traces against the json module --------------------------------------
+NAME_CHARS = st.one_of(st.sampled_from(list('{}[],:"\\/ \t\n') + ["}, {", '},{"ph":"X"', "é", "漢",
+                                                                   "😀", "\u2028", "\x00"]),
+                       st.characters(exclude_categories=("Cs",)))
+names = st.lists(NAME_CHARS, max_size=12).map("".join)
+
+
+@st.composite
+def micros(draw):
+    """A µs value as JSON number text (or a numeric string): ints, 3-decimal floats,
+    more decimals, exponents."""
+    kind = draw(st.sampled_from(["int", "dec3", "dec", "exp", "string", "big"]))
+    if kind == "int":
+        return str(draw(st.integers(0, 10 ** 12)))
+    if kind == "big":  # absolute epoch µs with ns decimals
+        return f"{draw(st.integers(1_600_000_000_000_000, 1_800_000_000_000_000))}." \
+               f"{draw(st.integers(0, 999)):03d}"
+    if kind == "dec3":
+        return f"{draw(st.integers(0, 10 ** 9))}.{draw(st.integers(0, 999)):03d}"
+    if kind == "dec":
+        return f"{draw(st.integers(0, 10 ** 6))}.{draw(st.integers(0, 10 ** 12))}"
+    if kind == "exp":
+        mant = f"{draw(st.integers(0, 10 ** 6))}.{draw(st.integers(0, 9999))}"
+        return f"{mant}{draw(st.sampled_from(['e', 'E']))}{draw(st.integers(-6, 5))}"
+    return json.dumps(f"{draw(st.integers(0, 10 ** 6))}.{draw(st.integers(0, 999))}")
+
+
+def exact_ns(value) -> int:
+    """µs (a Decimal from json.loads, or a numeric string) to ns, half away from zero."""
+    d = Decimal(value.strip()) if isinstance(value, str) else value
+    return int((d * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+@st.composite
+def traces(draw):
+    n = draw(st.integers(0, 60))
+    events = []
+    for i in range(n):
+        e = {"ph": "X", "name": draw(names), "cat": draw(st.sampled_from(["cpu_op", "kernel", "x"])),
+             "pid": draw(st.one_of(st.integers(-1, 5), st.sampled_from(["Spans", "", "stream 7"]))),
+             "tid": draw(st.integers(0, 3)), "ts": f"@@{i}ts@@"}
+        if draw(st.integers(0, 4)):  # sometimes no dur: read as 0
+            e["dur"] = f"@@{i}dur@@"
+        if draw(st.booleans()):
+            e["args"] = {"x": [{"a": draw(names)}, {"}": [1, {"b": None}]}], "External id": i}
+        if draw(st.booleans()):  # key order varies: ts before ph, args first
+            e = dict(reversed(list(e.items())))
+        events.append(e)
+    times = {f"@@{i}{k}@@": draw(micros()) for i in range(n) for k in ("ts", "dur")}
+    layout = draw(st.sampled_from(["line", "indent", "native", "bare"]))
+    ascii_ = draw(st.booleans())
+    # one long event first, so the generated events lie past the loader's first 64 KiB
+    filler = {"ph": "X", "name": "f" * 70000, "pid": 0, "tid": 0, "ts": "@@fts@@", "dur": 0}
+    times["@@fts@@"] = "1"
+    all_events = [filler] + events
+    if layout == "bare":
+        text = json.dumps(all_events, ensure_ascii=ascii_, indent=draw(st.sampled_from([None, 1])))
+    elif layout == "native":
+        text = ('\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
+                + ",\n".join("  " + json.dumps(e, ensure_ascii=ascii_) for e in all_events)
+                + '\n],\n  "deviceProperties": [{"id": 0}\n  ,{"id": 1}],\n  "traceName": "x"\n}')
+    else:
+        text = json.dumps({"schemaVersion": 1, "traceEvents": all_events, "traceName": "x"},
+                          ensure_ascii=ascii_, indent=2 if layout == "indent" else None,
+                          separators=(",", ":") if layout == "line" else None)
+    for key, value in times.items():
+        text = text.replace(f'"{key}"', value, 1)
+    return text.encode("utf-8")
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(text=traces(), chunk_size=st.integers(64, 4096), threads=st.integers(1, 3))
+@example(text=b'[{"ph":"X","name":"a","ts":0.0005,"dur":1.0005e0}]', chunk_size=64, threads=1)
+def test_valid_traces_match_json_module(text, chunk_size, threads):
+    doc = json.loads(text, parse_float=Decimal, parse_int=Decimal)
+    events = doc if isinstance(doc, list) else doc["traceEvents"]
+    t = hta_fast.load(text, chunk_size=chunk_size, threads=threads)
+    got = t.events.to_pydict()
+    assert len(got["name"]) == len(events)
+    assert got["name"] == [e["name"] for e in events]
+    assert got["ts"] == [exact_ns(e["ts"]) for e in events]
+    assert got["dur"] == [max(0, exact_ns(e.get("dur", Decimal(0)))) for e in events]
+    for e, pid in zip(events, got["pid"]):
+        if isinstance(e["pid"], str):
+            assert t.id_name(pid) == e["pid"]
+        else:
+            assert pid == e["pid"]
+    assert t.stat("bad_field") == 0 and t.stat("truncated_tail_bytes") == 0
+    # the same text, default chunking, one thread: the same table
+    assert hta_fast.load(text, threads=1).events.to_pydict() == got
