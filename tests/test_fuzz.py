@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -126,11 +127,11 @@ CONFIGS = [dict(recover=False, chunk_size=0, threads=1),
 CHILD = textwrap.dedent("""
     import json, os, sys, traceback
     import hta_fast
-    folder, configs = sys.argv[1], json.loads(sys.argv[2])
+    folder, configs, start = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
     files = sorted(f for f in os.listdir(folder) if f.startswith("m"))
     progress = open(os.path.join(folder, "progress"), "w")
     bad = []
-    for f in files:
+    for f in files[start:]:
         path = os.path.join(folder, f)
         data = open(path, "rb").read()
         for i, c in enumerate(configs):
@@ -145,28 +146,40 @@ CHILD = textwrap.dedent("""
                     pass
                 except Exception as e:
                     bad.append([f, c, type(e).__name__, str(e)[:300]])
-    json.dump({"loaded": len(files), "bad": bad}, open(os.path.join(folder, "report.json"), "w"))
+    json.dump({"loaded": len(files) - start, "bad": bad},
+              open(os.path.join(folder, "report.json"), "w"))
 """)
 
 
-def run_batch(tmp_path: Path, mutants: dict[str, bytes], recipes: dict[str, list],
-              timeout: float = 120) -> dict:
+def run_batch(folder: Path, mutants: dict[str, bytes], recipes: dict[str, list],
+              timeout: float = 60, max_crashes: int = 5) -> tuple[list[str], list[str]]:
+    """Loads the mutants in child processes; returns (crashes, other exceptions) described.
+    After a crash a new child goes on from the next mutant."""
     for name, data in mutants.items():
-        (tmp_path / name).write_bytes(data)
-    cmd = [sys.executable, "-c", CHILD, str(tmp_path), json.dumps(CONFIGS)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        last = (tmp_path / "progress").read_text().splitlines()[-1:]
-        pytest.fail(f"the child hung on {last} (recipe {recipes.get(last[0].split()[0]) if last else None}); "
-                    f"mutants in {tmp_path}")
-    if proc.returncode != 0:
-        last = (tmp_path / "progress").read_text().splitlines()[-1:]
-        name, cfg = (last[0].split() + [None])[:2] if last else (None, None)
-        pytest.fail(f"the child died with exit code {proc.returncode} on mutant {name} "
-                    f"(config {CONFIGS[int(cfg)] if cfg else None}, recipe {recipes.get(name)}); "
-                    f"file {tmp_path / str(name)}\nstderr tail: {proc.stderr[-2000:]!r}")
-    return json.loads((tmp_path / "report.json").read_text())
+        (folder / name).write_bytes(data)
+    files = sorted(mutants)
+    crashes, bad, start, loaded = [], [], 0, 0
+    while start < len(files) and len(crashes) < max_crashes:
+        (folder / "progress").write_text("")
+        cmd = [sys.executable, "-c", CHILD, str(folder), json.dumps(CONFIGS), str(start)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
+            died = proc.returncode != 0 and f"exit code {proc.returncode}, stderr " \
+                                            f"{proc.stderr[-600:]!r}"
+        except subprocess.TimeoutExpired:
+            died = f"no answer after {timeout} s (a hang)"
+        if not died:
+            report = json.loads((folder / "report.json").read_text())
+            loaded += report["loaded"]
+            bad += [f"{f} {c} {kind}: {msg} recipe={recipes[f]}" for f, c, kind, msg in report["bad"]]
+            break
+        last = (folder / "progress").read_text().split()
+        if not last:
+            pytest.fail(f"the child failed before loading anything: {died}")
+        name, cfg = last[-2], CONFIGS[int(last[-1])]
+        crashes.append(f"{folder / name} {cfg}: {died}; recipe={recipes[name]}")
+        start = files.index(name) + 1
+    return crashes, bad
 
 
 def seeds() -> dict[str, bytes]:
@@ -199,11 +212,10 @@ def test_mutants_in_child_process(tmp_path):
         m, recipe = mutate(seeds()["synth"], rng, 2)
         name = f"m_gzjson_{i:04d}.json.gz"
         mutants[name], recipes[name] = gzip.compress(m, compresslevel=1), ["synth"] + recipe
-    report = run_batch(tmp_path, mutants, recipes)
-    assert report["loaded"] == len(mutants)
-    details = [f"{f} {c} {kind}: {msg} recipe={recipes[f]}" for f, c, kind, msg in report["bad"]]
-    assert not details, f"{len(details)} loads raised something other than TraceFormatError " \
-                        f"(mutants in {tmp_path}):\n" + "\n".join(details[:20])
+    crashes, bad = run_batch(tmp_path, mutants, recipes)
+    assert not crashes, f"{len(crashes)} mutants killed the process:\n" + "\n".join(crashes)
+    assert not bad, f"{len(bad)} loads raised something other than TraceFormatError " \
+                    f"(mutants in {tmp_path}):\n" + "\n".join(bad[:20])
 
 
 # --- in-process search ------------------------------------------------------------------
@@ -219,6 +231,36 @@ def outcome(data: bytes, **kw):
     stats.pop("speculative_split_retry")
     return "ok", (t.events.to_pydict(), t.flows.to_pydict(), t.counters.to_pydict(),
                   t.meta_events.to_pydict(), t.meta.header, stats)
+
+
+def isolated(fn, *args, timeout: int = 20) -> None:
+    """Runs fn(*args) in a forked child, so that a crash or a hang fails this one example
+    (and hypothesis can shrink it) instead of killing pytest. Exceptions come back as
+    AssertionError with the child's message."""
+    if not hasattr(os, "fork"):
+        return fn(*args)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(r)
+        code, msg = 0, b""
+        try:
+            signal.alarm(timeout)
+            fn(*args)
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            code, msg = 1, f"{type(e).__name__}: {e}"[:8000].encode()
+        os.write(w, msg)
+        os._exit(code)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as f:
+        msg = f.read().decode(errors="replace")
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        what = "hung" if sig == signal.SIGALRM else f"crashed ({signal.Signals(sig).name})"
+        raise AssertionError(f"the loader {what}")
+    if os.WEXITSTATUS(status) != 0:
+        raise AssertionError(msg)
 
 
 def check_mutant(data: bytes, chunk_size: int) -> None:
@@ -262,13 +304,13 @@ FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
 @given(data=st.data(), chunk_size=st.sampled_from([64, 100, 333, 4096]))
 def test_mutants_load_or_raise(seed_name, data, chunk_size):
     mutant, recipe = data.draw(mutations(seed_name))
-    check_mutant(mutant, chunk_size)
+    isolated(check_mutant, mutant, chunk_size)
 
 
 @pytest.mark.parametrize("seed_name", sorted(FUZZ_SEEDS))
 def test_unmutated_seeds_agree(seed_name):
     data = FUZZ_SEEDS[seed_name]
-    check_mutant(data, 64)
+    isolated(check_mutant, data, 64)
     assert outcome(data)[0] == "ok"
 
 

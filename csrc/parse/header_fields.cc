@@ -12,7 +12,9 @@ int64_t base_time_ns(const std::string& header_json) {
   simdjson::dom::element doc;
   if (auto err = parser.parse(header_json).get(doc)) {
     if (err == simdjson::NUMBER_ERROR || err == simdjson::NUMBER_OUT_OF_RANGE) {
-      throw FormatError(0, "a number in the trace header is beyond 64 bits");
+      const bool base_key = header_json.find("\"baseTimeNanoseconds\"") != std::string::npos;
+      throw FormatError(0, base_key ? "baseTimeNanoseconds (or another header number) is beyond int64"
+                                    : "a number in the trace header is beyond 64 bits");
     }
     throw FormatError(0, std::string("the trace header is not valid JSON: ") + simdjson::error_message(err));
   }

@@ -66,6 +66,7 @@ class Reader {
   std::vector<char> carry_;     // bytes after the last boundary, not yet parsed
   uint64_t carry_offset_ = 0;   // file offset of carry_[0]
   size_t carry_scanned_ = 0;    // leading bytes of carry_ the exact scanner has seen
+  uint64_t events_end_offset_ = 0;  // file offset just past the last event handed to parsing
 };
 
 [[noreturn]] void Reader::truncated(uint64_t at) const {
@@ -95,7 +96,7 @@ void Reader::read_header_prefix() {
     if (stop == JsonScanner::Stop::kEventsBegin) {
       prefix_.append(buf.data(), used);
       carry_.assign(buf.begin() + static_cast<long>(used), buf.begin() + static_cast<long>(n));
-      carry_offset_ = base + used;
+      carry_offset_ = events_end_offset_ = base + used;
       result_.array_format = !scanner_.object_format();
       return;
     }
@@ -106,6 +107,7 @@ void Reader::read_header_prefix() {
 void Reader::dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t events_end,
                       uint64_t offset) {
   buf[events_end] = ']';
+  events_end_offset_ = offset + events_end - 1;
   pipeline.submit(std::move(buf), events_end + 1, offset);
   if (pipeline.error().failed && !pipeline.error().field_error && !exact_) throw SplitFailed{};
 }
@@ -158,7 +160,8 @@ void Reader::read_events(ChunkPipeline& pipeline) {
         if (!options_.parse.recover) truncated(offset + text_len - 1);
         const size_t complete = scanner_.last_complete_end();
         const size_t cut = complete != npos ? from + complete : 1;
-        result_.columns.stats.add(Stat::truncated_tail_bytes, text_len - cut);
+        const uint64_t kept_end = complete != npos ? offset + cut - 1 : events_end_offset_;
+        result_.columns.stats.add(Stat::truncated_tail_bytes, total_ - kept_end);
         carry_.clear();
         if (cut > 1) dispatch(pipeline, buf, cut, offset);
         return;
