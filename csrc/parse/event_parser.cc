@@ -511,6 +511,38 @@ void ChunkReader::store(RawEvent& ev, uint64_t offset, const char* where) {
   }
 }
 
+// The first byte of s[0..n) that breaks UTF-8 (for the error offset; simdjson says only
+// that the chunk is invalid). Rejects overlong forms, surrogates and code points > U+10FFFF.
+const char* first_invalid_utf8(const char* s, size_t n) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s);
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return s + i;
+    }
+    if (i + len > n) return s + i;
+    if (p[i + 1] < lo || p[i + 1] > hi) return s + i;
+    for (size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return s + i;
+    }
+    i += len;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset,
@@ -529,6 +561,10 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
 
   od::document doc;
   auto err = parser_.iterate(text, len, len + simdjson::SIMDJSON_PADDING).get(doc);
+  if (err == simdjson::UTF8_ERROR) {
+    const char* bad = first_invalid_utf8(text, len);
+    return fail(bad ? bad : text + 1, "invalid UTF-8 in the text", false);
+  }
   if (err) return fail(text + 1, simdjson::error_message(err), false);
   od::array events;
   if ((err = doc.get_array().get(events))) return fail(text + 1, simdjson::error_message(err), false);
