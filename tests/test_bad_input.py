@@ -417,7 +417,10 @@ def test_truncated_trace(trunc_doc):
             got = t.events.to_pydict()
             assert got["name"] == [p["name"] for p in complete], (cut, c)
             assert got["external_id"] == [p["args"]["External id"] for p in complete]
-            assert t.stat("truncated_tail_bytes") > 0, (cut, "truncation left no trace in stats")
+            assert t.stat("truncated_file") == 1, (cut, "truncation left no trace in stats")
+            array_open = doc.text.index(b"[", doc.text.index(b'"traceEvents"')) + 1
+            kept_end = max([end for end in doc.ends if end <= cut], default=array_open)
+            assert t.stat("truncated_tail_bytes") == cut - kept_end, cut
             assert t.stat("bad_field") == 0
 
 

@@ -161,6 +161,7 @@ void Reader::read_events(ChunkPipeline& pipeline) {
         const size_t complete = scanner_.last_complete_end();
         const size_t cut = complete != npos ? from + complete : 1;
         const uint64_t kept_end = complete != npos ? offset + cut - 1 : events_end_offset_;
+        result_.columns.stats.add(Stat::truncated_file, total_, "end of file");
         result_.columns.stats.add(Stat::truncated_tail_bytes, total_ - kept_end);
         carry_.clear();
         if (cut > 1) dispatch(pipeline, buf, cut, offset);

@@ -18,6 +18,7 @@ namespace hta {
   X(negative_duration,      "warning", "complete events with dur < 0; read as 0")                                  \
   X(non_object_event,       "warning", "traceEvents entries that are not objects; skipped")                        \
   X(bad_field,              "warning", "known fields of the wrong type or out of range; event skipped (recover=True)") \
+  X(truncated_file,         "error",   "the file ends inside the traceEvents array; complete events kept (recover=True)") \
   X(truncated_tail_bytes,   "error",   "bytes after the last complete event of a truncated file (recover=True)")   \
   X(counter_non_numeric,    "info",    "counter (ph C) arguments that are not numbers; skipped")                  \
   X(flow_unbound,           "info",    "flow endpoints whose event was not found")                                \
