@@ -107,7 +107,9 @@ int32_t ChunkReader::read_string(od::value& v) {
 
 int32_t ChunkReader::read_raw_json(od::value& v) {
   std::string_view text;
-  switch (v.type()) {
+  od::json_type type;
+  check(v.type().get(type));
+  switch (type) {
     case od::json_type::array: {
       od::array a;
       check(v.get_array().get(a));
@@ -199,7 +201,9 @@ int32_t ChunkReader::read_stream(od::value& v) {
 // grid/block of a kernel: [x, y, z]. Other events reuse the names for other things
 // (Triton's "grid": "grid(100,)"), which are not kernel arguments: false.
 bool ChunkReader::read_dim3(od::value& v, int32_t (&out)[3]) {
-  if (v.type() != od::json_type::array) return false;
+  od::json_type type;
+  check(v.type().get(type));
+  if (type != od::json_type::array) return false;
   od::array a;
   check(v.get_array().get(a));
   int i = 0;
@@ -594,6 +598,9 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
       }
       reader.store(ev, offset_of(event_start), event_start);
     }
+  } catch (const simdjson::simdjson_error& e) {
+    // No On-Demand call here should throw; if one does, it is a broken chunk, not a crash.
+    return fail(event_start, e.what(), false);
   } catch (const FieldError& e) {
     const char* where = event_start;
     std::string message = e.what;
