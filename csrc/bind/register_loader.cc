@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <thread>
 
 #include "bind/numpy_owner.h"
 #include "io/byte_source.h"
@@ -79,6 +80,8 @@ py::dict load(hta::ByteSource& source, const LoadArgs& args) {
     hta::LinkOptions link;
     link.kernel_class_rules = args.kernel_class_rules;
     link.base_time_ns = hta::base_time_ns(result.header_json);
+    link.threads = args.threads > 0 ? args.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     hta::link_trace(result.columns, link);
     const auto t2 = std::chrono::steady_clock::now();
     result.read_seconds = std::chrono::duration<double>(t1 - t0).count();

@@ -7,6 +7,7 @@
 
 #include "io/format_error.h"
 #include "trace/event_kind.h"
+#include "trace/thread_order.h"
 
 namespace hta {
 namespace {
@@ -93,31 +94,23 @@ void link_by_correlation(TraceColumns& t) {
 
 // Binds each flow endpoint to the innermost X event on its (pid, tid) that contains its
 // timestamp (a slice starting exactly there preferred).
-void bind_flows(TraceColumns& t) {
+void bind_flows(TraceColumns& t, const ThreadOrder& order) {
   auto& e = t.events;
   auto& f = t.flows;
-  if (f.size() == 0) return;
-  Rows order(e.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (e.pid[a] != e.pid[b]) return e.pid[a] < e.pid[b];
-    if (e.tid[a] != e.tid[b]) return e.tid[a] < e.tid[b];
-    if (e.ts[a] != e.ts[b]) return e.ts[a] < e.ts[b];
-    return e.dur[a] > e.dur[b];
-  });
+  const int64_t* rows = order.rows().data();
   for (size_t i = 0; i < f.size(); ++i) {
-    auto key_less = [&](int64_t row, const std::tuple<int64_t, int64_t, int64_t>& k) {
-      return std::make_tuple(e.pid[row], e.tid[row], e.ts[row]) <= k;
-    };
-    const auto key = std::make_tuple(f.pid[i], f.tid[i], f.ts[i]);
-    // First event after the key; walk back through events that start at or before it.
-    auto it = std::lower_bound(order.begin(), order.end(), key, key_less);
+    const auto [begin, end] = order.range(f.pid[i], f.tid[i]);
+    // First event of the thread starting after the flow; walk back through those that
+    // start at or before it.
+    const int64_t* it = std::upper_bound(rows + begin, rows + end, f.ts[i],
+                                         [&](int64_t ts, int64_t row) { return ts < e.ts[row]; });
     int64_t bound = -1;
-    for (int back = 0; back < 16 && it != order.begin(); ++back) {
-      --it;
-      const int64_t r = *it;
-      if (e.pid[r] != f.pid[i] || e.tid[r] != f.tid[i]) break;
+    for (int back = 0; back < 16 && it != rows + begin; ++back) {
+      int64_t r = *--it;
       if (e.ts[r] + e.dur[r] >= f.ts[i]) {
+        // Of events with the very same extent (zero-length calls at one instant, say),
+        // the first in the file.
+        while (it != rows + begin && e.ts[it[-1]] == e.ts[r] && e.dur[it[-1]] == e.dur[r]) r = *--it;
         bound = r;
         break;
       }
@@ -158,28 +151,16 @@ void count_unlinked(TraceColumns& t) {
   }
 }
 
-// Parent = innermost enclosing CPU event on the same thread: sort by (thread, start, longer
-// first) and sweep with a stack of open events.
-void nest_cpu_events(EventTable& e) {
-  Rows order;
-  order.reserve(e.size());
-  for (size_t i = 0; i < e.size(); ++i) {
-    if (!is_gpu_kind(static_cast<EventKind>(e.kind[i]))) order.push_back(static_cast<int64_t>(i));
-  }
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (e.pid[a] != e.pid[b]) return e.pid[a] < e.pid[b];
-    if (e.tid[a] != e.tid[b]) return e.tid[a] < e.tid[b];
-    if (e.ts[a] != e.ts[b]) return e.ts[a] < e.ts[b];
-    if (e.dur[a] != e.dur[b]) return e.dur[a] > e.dur[b];
-    return a < b;
-  });
+// Parent = innermost enclosing CPU event on the same thread: sweep each thread's events
+// (by start, longer first) with a stack of open events.
+void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
+  const auto& rows = order.rows();
   Rows stack;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const int64_t r = order[k];
-    if (k > 0) {
-      const int64_t p = order[k - 1];
-      if (e.pid[p] != e.pid[r] || e.tid[p] != e.tid[r]) stack.clear();
-    }
+  int64_t prev = -1;
+  for (const int64_t r : rows) {
+    if (is_gpu_kind(static_cast<EventKind>(e.kind[r]))) continue;
+    if (prev >= 0 && (e.pid[prev] != e.pid[r] || e.tid[prev] != e.tid[r])) stack.clear();
+    prev = r;
     // Pop events that ended by r's start; one that starts with r is longer (sorted first)
     // and holds it even when it has zero length.
     while (!stack.empty() && e.ts[stack.back()] + e.dur[stack.back()] <= e.ts[r] &&
@@ -242,10 +223,11 @@ void link_trace(TraceColumns& t, const LinkOptions& options) {
   shift_times(t, options.base_time_ns);
   assign_kinds(t, options);
   link_by_correlation(t);
-  bind_flows(t);
+  const ThreadOrder order(t.events, options.threads);
+  bind_flows(t, order);
   link_by_flows(t);
   count_unlinked(t);
-  nest_cpu_events(t.events);
+  nest_cpu_events(t.events, order);
   assign_steps(t);
 }
 

@@ -16,6 +16,8 @@ struct LinkOptions {
   std::vector<std::pair<std::string, int>> kernel_class_rules;
   // Added to every timestamp (baseTimeNanoseconds), so ranks share one clock.
   int64_t base_time_ns = 0;
+  // Threads for the sorts (the loader passes its own thread count).
+  int threads = 1;
 };
 
 void link_trace(TraceColumns& trace, const LinkOptions& options);

@@ -1,0 +1,86 @@
+#include "trace/thread_order.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+namespace hta {
+namespace {
+
+struct SortKey {
+  int64_t ts, neg_dur, row;
+  bool operator<(const SortKey& o) const {
+    if (ts != o.ts) return ts < o.ts;
+    if (neg_dur != o.neg_dur) return neg_dur < o.neg_dur;
+    return row < o.row;
+  }
+};
+
+// Sorts one thread's rows by (ts, longer first, row). Keys are copied out first so the
+// comparisons touch one array, not three columns through an index.
+void sort_run(const EventTable& e, int64_t* rows, size_t n, std::vector<SortKey>& keys) {
+  keys.resize(n);
+  bool sorted = true;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t r = rows[i];
+    keys[i] = {e.ts[r], -e.dur[r], r};
+    if (i > 0 && keys[i] < keys[i - 1]) sorted = false;
+  }
+  if (sorted) return;
+  std::sort(keys.begin(), keys.end());
+  for (size_t i = 0; i < n; ++i) rows[i] = keys[i].row;
+}
+
+}  // namespace
+
+ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
+  const size_t n = e.size();
+  // Group ids in order of first appearance; consecutive events usually share a thread.
+  std::vector<uint32_t> group(n);
+  std::vector<size_t> counts;
+  std::pair<int64_t, int64_t> last_key{0, 0};
+  uint32_t last_group = UINT32_MAX;
+  for (size_t i = 0; i < n; ++i) {
+    const std::pair<int64_t, int64_t> key{e.pid[i], e.tid[i]};
+    if (last_group == UINT32_MAX || key != last_key) {
+      auto [it, inserted] = group_of_.try_emplace(key, static_cast<uint32_t>(counts.size()));
+      if (inserted) counts.push_back(0);
+      last_key = key;
+      last_group = it->second;
+    }
+    group[i] = last_group;
+    ++counts[last_group];
+  }
+  begin_.assign(counts.size() + 1, 0);
+  for (size_t g = 0; g < counts.size(); ++g) begin_[g + 1] = begin_[g] + counts[g];
+  rows_.resize(n);
+  std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
+  for (size_t i = 0; i < n; ++i) rows_[fill[group[i]]++] = static_cast<int64_t>(i);
+
+  // Sort the runs, largest first, spread over the threads.
+  std::vector<uint32_t> by_size(counts.size());
+  for (uint32_t g = 0; g < by_size.size(); ++g) by_size[g] = g;
+  std::sort(by_size.begin(), by_size.end(), [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    std::vector<SortKey> keys;
+    for (size_t k; (k = next.fetch_add(1)) < by_size.size();) {
+      const uint32_t g = by_size[k];
+      sort_run(e, rows_.data() + begin_[g], counts[g], keys);
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t extra = std::min<size_t>(threads > 1 ? static_cast<size_t>(threads - 1) : 0,
+                                        by_size.size() > 1 ? by_size.size() - 1 : 0);
+  for (size_t t = 0; t < extra; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+std::pair<size_t, size_t> ThreadOrder::range(int64_t pid, int64_t tid) const {
+  auto it = group_of_.find({pid, tid});
+  if (it == group_of_.end()) return {0, 0};
+  return {begin_[it->second], begin_[it->second + 1]};
+}
+
+}  // namespace hta
