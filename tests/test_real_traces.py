@@ -312,6 +312,9 @@ def test_threads_and_chunks_agree(path: Path, trace: hta_fast.Trace):
     many = hta_fast.load(path, threads=2, chunk_size=SMALL_CHUNK)
     assert one.events.equals(many.events), "threads=1 and threads=2 with 64 KiB chunks differ"
     assert one.events.equals(trace.events), "threads=1 and the default load differ"
+    # String ids are in order of first appearance whatever the threads: same dictionary.
+    assert one.strings.equals(many.strings), "the string pools differ"
+    assert np.array_equal(one.column("events", "name"), many.column("events", "name"))
     for table in ("kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
                   "instants", "meta_events"):
         assert getattr(one, table).equals(getattr(many, table)), f"{table} differs"

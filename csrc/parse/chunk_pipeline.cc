@@ -67,14 +67,23 @@ void ChunkPipeline::submit(std::vector<char> buf, size_t len, uint64_t file_offs
   job->error = ChunkError{};
   std::fill_n(job->buf.begin() + static_cast<long>(len), simdjson::SIMDJSON_PADDING, ' ');
   if (inline_parser_) {
-    const int64_t t0 = now_ns();
-    job->error = inline_parser_->parse(job->buf.data(), len, file_offset, job->columns);
-    parse_ns_ += now_ns() - t0;
-    job->done = true;
+    // Straight into the trace: no merge. After a failure nothing more is read.
+    job->seq = submitted_++;
+    if (!error_.failed) {
+      const int64_t t0 = now_ns();
+      const size_t before = out_.events.size();
+      error_ = inline_parser_->parse(job->buf.data(), len, file_offset, out_);
+      parse_ns_ += now_ns() - t0;
+      if (!reserved_ && !error_.failed && out_.events.size() > before) reserve_output(out_, len);
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(std::move(job));
-  } else {
+    job->columns.clear();
+    free_jobs_.push_back(std::move(job));
+    return;
+  }
+  {
     std::lock_guard<std::mutex> lock(mu_);
+    job->seq = submitted_++;
     jobs_.push_back(std::move(job));
     cv_.notify_all();
   }
@@ -92,15 +101,41 @@ void ChunkPipeline::work() {
       job = jobs_[next_to_parse_++].get();
     }
     const int64_t t0 = now_ns();
-    ChunkError err = parser.parse(job->buf.data(), job->len, job->offset, job->columns);
+    job->error = parser.parse(job->buf.data(), job->len, job->offset, job->columns);
     parse_ns_ += now_ns() - t0;
+    rebase_in_turn(*job);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job->error = std::move(err);
       job->done = true;
     }
     cv_.notify_all();
   }
+}
+
+void ChunkPipeline::rebase_in_turn(Job& job) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stopping_ || rebase_turn_ == job.seq; });
+  if (stopping_) return;
+  // Only the worker whose turn it is touches the pool and rows_before_, so the lock can go.
+  lock.unlock();
+  if (!job.error.failed) {
+    const int64_t t0 = now_ns();
+    rebase_chunk(job.columns, out_.strings, rows_before_);
+    rows_before_ += static_cast<int64_t>(job.columns.events.size());
+    merge_ns_ += now_ns() - t0;
+  }
+  lock.lock();
+  ++rebase_turn_;
+  lock.unlock();
+  cv_.notify_all();
+}
+
+void ChunkPipeline::reserve_output(const TraceColumns& sample, size_t sample_len) {
+  // Size the output once from the first chunk, so the columns are not regrown (and copied)
+  // as the file goes on.
+  reserved_ = true;
+  if (expected_bytes_ == 0 || sample_len == 0) return;
+  out_.reserve_like(sample, 1.05 * static_cast<double>(expected_bytes_) / static_cast<double>(sample_len));
 }
 
 void ChunkPipeline::merge(Job& job) {
@@ -110,13 +145,8 @@ void ChunkPipeline::merge(Job& job) {
     return;
   }
   const int64_t t0 = now_ns();
-  if (!reserved_ && expected_bytes_ > 0 && job.len > 0) {
-    // Size the output once from the first chunk, so the columns are not regrown (and
-    // copied) as the file goes on.
-    reserved_ = true;
-    out_.reserve_like(job.columns, 1.05 * static_cast<double>(expected_bytes_) / static_cast<double>(job.len));
-  }
-  append_chunk(out_, job.columns);
+  if (!reserved_ && job.columns.events.size() > 0) reserve_output(job.columns, job.len);
+  append_columns(out_, job.columns);
   merge_ns_ += now_ns() - t0;
 }
 

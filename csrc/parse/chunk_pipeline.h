@@ -1,6 +1,11 @@
 // Parses chunks of events on worker threads and appends their columns to one TraceColumns
 // in file order. At most `threads + 1` chunks exist at once, and their buffers and column
 // vectors are reused, so memory stays at a few chunks whatever the file size.
+//
+// Each worker also rebases its chunk (strings into the trace's pool, argument rows shifted
+// to the trace's numbering), taking turns in file order so that string ids do not depend
+// on thread timing; the caller's thread then only copies columns. With one thread, chunks
+// are parsed on the caller's thread straight into the trace's columns.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -35,6 +40,7 @@ class ChunkPipeline {
 
  private:
   struct Job {
+    uint64_t seq = 0;  // position in the file, counting chunks
     std::vector<char> buf;
     size_t len = 0;
     uint64_t offset = 0;
@@ -43,6 +49,8 @@ class ChunkPipeline {
     bool done = false;
   };
   void work();
+  void rebase_in_turn(Job& job);
+  void reserve_output(const TraceColumns& sample, size_t sample_len);
   void merge_ready(bool wait_all);
   void merge(Job& job);
 
@@ -61,8 +69,11 @@ class ChunkPipeline {
   bool stopping_ = false;
   ChunkError error_;
   std::atomic<int64_t> parse_ns_{0};
-  int64_t merge_ns_ = 0;
+  std::atomic<int64_t> merge_ns_{0};  // rebasing (workers) and appending
   std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread
+  uint64_t submitted_ = 0;     // chunks submitted so far (the next chunk's seq)
+  uint64_t rebase_turn_ = 0;   // seq of the chunk whose turn it is to rebase
+  int64_t rows_before_ = 0;    // events in the chunks rebased so far
 };
 
 }  // namespace hta

@@ -24,49 +24,48 @@ bool is_string_column(std::string_view table, std::string_view col) {
 
 bool is_id_column(std::string_view col) { return col == "pid" || col == "tid"; }
 
-template <class T>
-void append_column(std::vector<T>& dst, const std::vector<T>& src) {
-  dst.insert(dst.end(), src.begin(), src.end());
-}
-
 }  // namespace
 
-void append_chunk(TraceColumns& into, TraceColumns& chunk) {
+void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
   std::vector<int32_t> remap(static_cast<size_t>(chunk.strings.size()));
-  for (int32_t i = 0; i < chunk.strings.size(); ++i) remap[i] = into.strings.intern(chunk.strings.at(i));
-  const int64_t row_base = static_cast<int64_t>(into.events.size());
-
-  // Walk the two TraceColumns side by side: for_each_table visits tables in the same order.
-  std::vector<std::pair<std::string_view, void*>> targets;
-  into.for_each_table([&](const char* name, auto& table) { targets.emplace_back(name, &table); });
-  size_t t = 0;
-  chunk.for_each_table([&](const char* table_name, auto& src_table) {
-    using Table = std::decay_t<decltype(src_table)>;
-    auto& dst_table = *static_cast<Table*>(targets[t++].second);
-    std::vector<std::pair<std::string_view, void*>> dst_cols;
-    dst_table.for_each_column([&](const char* col, auto& v) { dst_cols.emplace_back(col, &v); });
-    size_t c = 0;
-    src_table.for_each_column([&](const char* col, auto& src) {
-      using Vec = std::decay_t<decltype(src)>;
-      using T = typename Vec::value_type;
-      auto& dst = *static_cast<Vec*>(dst_cols[c++].second);
-      const size_t start = dst.size();
-      append_column(dst, src);
+  bool identity = true;
+  for (int32_t i = 0; i < chunk.strings.size(); ++i) {
+    remap[i] = pool.intern(chunk.strings.at(i));
+    identity &= remap[i] == i;
+  }
+  chunk.for_each_table([&](const char* table_name, auto& table) {
+    table.for_each_column([&](const char* col, auto& v) {
+      using T = typename std::decay_t<decltype(v)>::value_type;
       if constexpr (std::is_same_v<T, int32_t>) {
-        if (is_string_column(table_name, col)) {
-          for (size_t i = start; i < dst.size(); ++i) {
-            if (dst[i] >= 0) dst[i] = remap[dst[i]];
+        if (!identity && is_string_column(table_name, col)) {
+          for (auto& x : v) {
+            if (x >= 0) x = remap[x];
           }
         }
       } else if constexpr (std::is_same_v<T, int64_t>) {
-        if (is_id_column(col)) {
-          for (size_t i = start; i < dst.size(); ++i) {
-            if (is_string_id(dst[i])) dst[i] = kStringIdBase - remap[kStringIdBase - dst[i]];
+        if (!identity && is_id_column(col)) {
+          for (auto& x : v) {
+            if (is_string_id(x)) x = kStringIdBase - remap[kStringIdBase - x];
           }
         } else if (std::string_view(col) == "row" && row_base != 0) {
-          for (size_t i = start; i < dst.size(); ++i) dst[i] += row_base;
+          for (auto& x : v) x += row_base;
         }
       }
+    });
+  });
+}
+
+void append_columns(TraceColumns& into, const TraceColumns& chunk) {
+  // Walk the two TraceColumns side by side: for_each_table visits tables in the same order.
+  std::vector<void*> sources;
+  const_cast<TraceColumns&>(chunk).for_each_table([&](const char*, auto& table) {
+    table.for_each_column([&](const char*, auto& col) { sources.push_back(&col); });
+  });
+  size_t c = 0;
+  into.for_each_table([&](const char*, auto& table) {
+    table.for_each_column([&](const char*, auto& dst) {
+      const auto& src = *static_cast<const std::decay_t<decltype(dst)>*>(sources[c++]);
+      dst.insert(dst.end(), src.begin(), src.end());
     });
   });
   into.stats.merge(chunk.stats);

@@ -45,8 +45,13 @@ struct TraceColumns {
   void reserve_like(const TraceColumns& sample, double scale);
 };
 
-// Appends `chunk` to `into` (leaving `chunk` to be cleared), re-interning its strings; rows in argument tables are shifted
-// to the merged event numbering.
-void append_chunk(TraceColumns& into, TraceColumns& chunk);
+// Merging a chunk parsed with its own StringPool into the whole trace, in two steps so that
+// the first can run on the chunk's worker thread:
+//  1. rebase_chunk: interns the chunk's strings into `pool` (the trace's), rewrites its
+//     string ids (and string pids/tids) to the pool's, and shifts the event rows that
+//     argument tables point at by `row_base`, the number of events before the chunk.
+//  2. append_columns: appends the rebased columns to `into` (a plain copy) and its stats.
+void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
+void append_columns(TraceColumns& into, const TraceColumns& chunk);
 
 }  // namespace hta
