@@ -499,6 +499,36 @@ def test_structural_error_inside_events():
             assert e.offset <= doc.ends[1200] + 1
 
 
+@pytest.mark.parametrize("broken", [
+    b'"ts":} 5, "cat": "x"}',       # a stray '}' where a value should be
+    b'"ts": 5, "cat": "x"}}',       # one '}' too many
+    b'"ts": 5, "cat": ["x"}',       # '[' closed by '}'
+    b'"ts": 5 "cat": "x"}',         # a missing comma
+    b'"ts": 5, "cat" "x"}',         # a missing colon
+])
+def test_syntax_error_inside_an_event_same_for_every_chunk_size(broken):
+    # Invalid JSON in one event past the first 64 KiB: whatever the loader decides (raise,
+    # or with recover=True perhaps skip the event), the chunk size must not change it.
+    events = [ev_text(i).encode() for i in range(1400)]
+    events[1000] = b'{"ph": "X", "name": "broken", "pid": 1, "tid": 1, ' + broken
+    doc = Doc(events)
+    assert doc.starts[1000] > 65536
+    for recover in (False, True):
+        outcomes = {}
+        for c in CONFIGS + [dict(chunk_size=4096, threads=1), dict(chunk_size=64, threads=2)]:
+            try:
+                t = hta_fast.load(doc.text, recover=recover, **c)
+                names = t.events["name"].to_pylist()
+                outcomes[str(c)] = ("ok", f"{len(names)} events", "broken" in names,
+                                    f"bad_field={t.stat('bad_field')}", hash(tuple(names)))
+            except TraceFormatError as e:
+                assert doc.starts[1000] <= e.offset <= doc.ends[1000], (c, e)
+                outcomes[str(c)] = ("error",)
+        assert len(set(map(repr, outcomes.values()))) == 1, (recover, outcomes)
+        if not recover:
+            assert next(iter(outcomes.values())) == ("error",)
+
+
 # --- paths --------------------------------------------------------------------------
 def test_nonexistent_path(tmp_path):
     with pytest.raises(FileNotFoundError):

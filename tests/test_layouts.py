@@ -453,6 +453,16 @@ def test_small_chunks_really_split(texts):
         assert hta_fast.load(text, chunk_size=256, threads=2).stat("speculative_split_retry") == 1
 
 
+def test_many_chunk_sizes(texts):
+    # Chunk sizes that put the speculative cut at every kind of place: the events table
+    # must not change.
+    for layout, text in texts.items():
+        ref = hta_fast.load(text, threads=1).events
+        for chunk_size in range(64, 1200, 53):
+            got = hta_fast.load(text, chunk_size=chunk_size, threads=1 + chunk_size % 2).events
+            assert got.equals(ref), (layout, chunk_size)
+
+
 def plain_events(n):
     return [{"ph": "X", "name": f"op{i}", "cat": "cpu_op", "pid": 1, "tid": 1,
              "ts": i, "dur": 1} for i in range(n)]
@@ -501,8 +511,9 @@ def test_compressed_and_path_give_same_result(texts, tmp_path):
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(text, compresslevel=9))
     for src in (plain, str(plain), gz, gz.read_bytes()):
+        label = "gz bytes" if isinstance(src, bytes) else src
         for c in CONFIGS:
-            assert canonical(hta_fast.load(src, **c), "native") == ref, (src if not isinstance(src, bytes) else "gz bytes", c)
+            assert canonical(hta_fast.load(src, **c), "native") == ref, (label, c)
     assert hta_fast.load(plain).meta.path == str(plain)
     # concatenated gzip members are one stream
     half = len(text) // 2

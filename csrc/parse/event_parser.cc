@@ -58,6 +58,13 @@ std::string_view key_text(od::raw_json_string key) {
   return {start, end ? static_cast<size_t>(end - start) : 0};
 }
 
+// A wrong-typed value is a bad field; a "value" that is a bracket, comma or colon (or
+// nothing) is broken JSON, which no event-level recovery can step over reliably.
+[[noreturn]] void bad_value(std::string_view tok, const char* what) {
+  const bool broken = tok.empty() || tok[0] == '}' || tok[0] == ']' || tok[0] == ',' || tok[0] == ':';
+  throw FieldError{broken ? "broken JSON: a value is missing" : what, broken};
+}
+
 class ChunkReader {
  public:
   ChunkReader(const ParseOptions& options, TraceColumns& out) : options_(options), out_(out) {}
@@ -95,7 +102,7 @@ int32_t ChunkReader::read_string(od::value& v) {
   std::string_view tok = token(v);
   if (tok.empty() || tok[0] != '"') {
     if (tok.substr(0, 4) == "null") return -1;
-    throw FieldError{"expected a string", false};
+    bad_value(tok, "expected a string");
   }
   const size_t close = tok.rfind('"');
   std::string_view content = tok.substr(1, close - 1);
@@ -140,7 +147,7 @@ int64_t ChunkReader::read_int(od::value& v) {
       throw FieldError{"integer beyond int64", false};
     default:
       if (tok.substr(0, 4) == "null") return -1;
-      throw FieldError{"expected an integer", false};
+      bad_value(tok, "expected an integer");
   }
 }
 
@@ -152,13 +159,14 @@ int32_t ChunkReader::read_int32(od::value& v) {
 
 int64_t ChunkReader::read_time(od::value& v) {
   int64_t ns = 0;
-  switch (micros_to_ns(token(v), ns)) {
+  const std::string_view tok = token(v);
+  switch (micros_to_ns(tok, ns)) {
     case NumberStatus::kOk:
       return ns;
     case NumberStatus::kOutOfRange:
       throw FieldError{"timestamp beyond int64 nanoseconds", false};
     default:
-      throw FieldError{"expected a number of microseconds", false};
+      bad_value(tok, "expected a number of microseconds");
   }
 }
 
@@ -167,7 +175,7 @@ double ChunkReader::read_double(od::value& v) {
   double x = 0;
   if (parse_double(tok, x) == NumberStatus::kOk) return x;
   if (tok.substr(0, 4) == "null") return NAN;
-  throw FieldError{"expected a number", false};
+  bad_value(tok, "expected a number");
 }
 
 // pid/tid: numbers, numeric strings, or names ("Spans", "stream 7", "").
@@ -182,7 +190,7 @@ int64_t ChunkReader::read_id(od::value& v) {
     default:
       break;
   }
-  if (tok.empty() || tok[0] != '"') throw FieldError{"expected an integer or a string id", false};
+  if (tok.empty() || tok[0] != '"') bad_value(tok, "expected an integer or a string id");
   return kStringIdBase - read_string(v);
 }
 
@@ -195,7 +203,7 @@ int32_t ChunkReader::read_stream(od::value& v) {
     return x >= INT32_MIN && x <= INT32_MAX ? static_cast<int32_t>(x) : -1;
   }
   if (!tok.empty() && tok[0] == '"') return -1;
-  throw FieldError{"expected a stream number", false};
+  bad_value(tok, "expected a stream number");
 }
 
 // grid/block of a kernel: [x, y, z]. Other events reuse the names for other things
@@ -218,7 +226,7 @@ bool ChunkReader::read_dim3(od::value& v, int32_t (&out)[3]) {
 
 char ChunkReader::read_char(od::value& v) {
   std::string_view tok = token(v);
-  if (tok.size() < 3 || tok[0] != '"') throw FieldError{"expected a one-letter string", false};
+  if (tok.size() < 3 || tok[0] != '"') bad_value(tok, "expected a one-letter string");
   return tok[1];
 }
 

@@ -61,6 +61,7 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
         escape_ = true;
       } else if (c == '"') {
         in_string_ = false;
+        if (phase_ == Phase::kEvents && open_.empty()) after_event_ = true;
         if (phase_ == Phase::kHeader && depth_ == 1 && expect_key_) {
           key_is_events_ = key_ == "traceEvents";
           expect_key_ = false;
@@ -70,7 +71,10 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
       }
       continue;
     }
-    if (is_ws(c)) continue;
+    if (is_ws(c)) {
+      in_scalar_ = false;
+      continue;
+    }
     switch (phase_) {
       case Phase::kStart:
         if (c == '{') {
@@ -121,6 +125,58 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
         }
         break;
       case Phase::kEvents:
+        if (open_.empty()) {
+          // Between events: after one, only ',' or the closing ']' may come.
+          if (c == ',') {
+            if (!after_event_) fail(base + i, "two commas in a row in traceEvents");
+            after_event_ = in_scalar_ = false;
+            last_boundary_ = i + 1;
+            break;
+          }
+          if (c == ']') {
+            --depth_;
+            phase_ = depth_ == 0 ? Phase::kDone : Phase::kSuffix;
+            stop = Stop::kEventsEnd;
+            return i + 1;
+          }
+          if (in_scalar_ && c != '"' && c != '{' && c != '[' && c != '}') break;
+          in_scalar_ = false;
+          if (after_event_) {
+            fail(base + i, "expected ',' or ']' after an event in traceEvents, found " + describe_byte(c));
+          }
+          if (c == '}') fail(base + i, "unbalanced '}' in traceEvents");
+          if (c != '"' && c != '{' && c != '[') {
+            // A bare number or literal as an entry (counted later as not an event).
+            in_scalar_ = true;
+            after_event_ = true;
+            break;
+          }
+        }
+        switch (c) {
+          case '"':
+            in_string_ = true;
+            break;
+          case '{':
+          case '[':
+            ++depth_;
+            open_.push_back(c);
+            break;
+          case '}':
+          case ']':
+            if ((c == '}') != (open_.back() == '{')) {
+              fail(base + i, std::string("'") + open_.back() + "' closed by '" + c + "' in traceEvents");
+            }
+            --depth_;
+            open_.pop_back();
+            if (open_.empty()) {
+              after_event_ = true;
+              last_complete_end_ = i + 1;
+            }
+            break;
+          default:
+            break;
+        }
+        break;
       case Phase::kSuffix:
         switch (c) {
           case '"':
@@ -132,22 +188,8 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
             break;
           case '}':
           case ']':
-            --depth_;
-            if (phase_ == Phase::kEvents) {
-              if (depth_ == events_depth_ - 1) {
-                if (c != ']') fail(base + i, "unbalanced '}' in traceEvents");
-                phase_ = depth_ == 0 ? Phase::kDone : Phase::kSuffix;
-                stop = Stop::kEventsEnd;
-                return i + 1;
-              }
-              if (depth_ == events_depth_) last_complete_end_ = i + 1;
-            } else if (depth_ == 0) {
-              phase_ = Phase::kDone;
-            }
+            if (--depth_ == 0) phase_ = Phase::kDone;
             if (depth_ < 0) fail(base + i, "unbalanced '" + std::string(1, c) + "'");
-            break;
-          case ',':
-            if (phase_ == Phase::kEvents && depth_ == events_depth_) last_boundary_ = i + 1;
             break;
           default:
             break;

@@ -1,6 +1,8 @@
 // An exact, byte-at-a-time scanner of a trace's JSON structure. It carries string, escape
 // and depth state across buffers and finds: where the traceEvents array begins, the
-// boundaries between its events, where it ends, and the header text around it.
+// boundaries between its events, where it ends, and the header text around it. It checks
+// brackets and the commas between events, not the full grammar: the parser checks the
+// inside of each event.
 //
 // The fast path (find_last_boundary) guesses boundaries without this state and lets the
 // parser verify them; this scanner is the exact fallback and reads the file's two ends.
@@ -47,6 +49,11 @@ class JsonScanner {
   bool in_string_ = false, escape_ = false;
   bool expect_key_ = false, key_is_events_ = false, after_events_key_ = false;
   std::string key_;
+  // Inside traceEvents: the brackets open within the current event ('{' or '['), so a
+  // mismatched close is caught where it happens; and whether an event just ended, so that
+  // anything but ',' or ']' after it is reported there rather than at the end of the file.
+  std::string open_;
+  bool after_event_ = false, in_scalar_ = false;
   size_t last_boundary_ = 0, last_complete_end_ = 0;
 };
 
