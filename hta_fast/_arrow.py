@@ -19,6 +19,15 @@ def string_dictionary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def labels(names: list[str]) -> pa.Array:
+    """A small string array built from buffers: pa.array() on a list would import pandas."""
+    encoded = [n.encode() for n in names]
+    offsets = np.zeros(len(encoded) + 1, np.int32)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
 def _numeric(values: np.ndarray, nullable: bool) -> pa.Array:
     validity = None
     if nullable and len(values):
@@ -29,15 +38,18 @@ def _numeric(values: np.ndarray, nullable: bool) -> pa.Array:
                                  [validity, pa.py_buffer(values)])
 
 
+_PHASES = labels(["f", "s", "t"])
+
+
 def column(table: str, name: str, values: np.ndarray, dictionary: pa.Array) -> pa.Array:
     if name in STRING_COLUMNS.get(table, ()):
         return pa.DictionaryArray.from_arrays(_numeric(values, True), dictionary, safe=False)
-    labels = ENUM_COLUMNS.get((table, name))
-    if labels is not None:
-        return pa.DictionaryArray.from_arrays(_numeric(values, False), pa.array(labels), safe=False)
+    enum_labels = ENUM_COLUMNS.get((table, name))
+    if enum_labels is not None:
+        return pa.DictionaryArray.from_arrays(_numeric(values, False), labels(enum_labels), safe=False)
     if table == "flows" and name == "phase":
         codes = np.searchsorted(np.frombuffer(b"fst", np.uint8), values).astype(np.uint8)
-        return pa.DictionaryArray.from_arrays(codes, pa.array(["f", "s", "t"]), safe=False)
+        return pa.DictionaryArray.from_arrays(_numeric(codes, False), _PHASES, safe=False)
     return _numeric(values, name not in NO_SENTINEL)
 
 
