@@ -8,10 +8,11 @@
 
 namespace hta::bind {
 
-template <class T>
-pybind11::array_t<T> to_numpy(std::vector<T>&& v) {
-  auto* owned = new std::vector<T>(std::move(v));
-  pybind11::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+template <class T, class Alloc>
+pybind11::array_t<T> to_numpy(std::vector<T, Alloc>&& v) {
+  using Vec = std::vector<T, Alloc>;
+  auto* owned = new Vec(std::move(v));
+  pybind11::capsule owner(owned, [](void* p) { delete static_cast<Vec*>(p); });
   return pybind11::array_t<T>({static_cast<pybind11::ssize_t>(owned->size())}, {sizeof(T)},
                               owned->data(), owner);
 }

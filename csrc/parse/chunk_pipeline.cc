@@ -103,7 +103,7 @@ void ChunkPipeline::work() {
     const int64_t t0 = now_ns();
     job->error = parser.parse(job->buf.data(), job->len, job->offset, job->columns);
     parse_ns_ += now_ns() - t0;
-    rebase_in_turn(*job);
+    place(*job);
     {
       std::lock_guard<std::mutex> lock(mu_);
       job->done = true;
@@ -112,22 +112,33 @@ void ChunkPipeline::work() {
   }
 }
 
-void ChunkPipeline::rebase_in_turn(Job& job) {
+void ChunkPipeline::place(Job& job) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return stopping_ || rebase_turn_ == job.seq; });
   if (stopping_) return;
-  // Only the worker whose turn it is touches the pool and rows_before_, so the lock can go.
+  // Only the worker whose turn it is touches the pool, the column sizes and rows_before_.
   lock.unlock();
-  if (!job.error.failed) {
-    const int64_t t0 = now_ns();
+  const int64_t t0 = now_ns();
+  std::shared_lock<std::shared_mutex> copying;
+  std::vector<void*> places;
+  if (job.error.failed) placing_stopped_ = true;
+  if (!placing_stopped_) {
     rebase_chunk(job.columns, out_.strings, rows_before_);
     rows_before_ += static_cast<int64_t>(job.columns.events.size());
-    merge_ns_ += now_ns() - t0;
+    if (!reserved_ || !fits(out_, job.columns)) {
+      std::unique_lock<std::shared_mutex> growing(copying_);
+      if (!reserved_) reserve_output(job.columns, job.len);
+      reserve_for(out_, job.columns, 1.5);
+    }
+    copying = std::shared_lock<std::shared_mutex>(copying_);
+    places = extend_columns(out_, job.columns);
   }
   lock.lock();
   ++rebase_turn_;
   lock.unlock();
   cv_.notify_all();
+  if (!places.empty()) copy_columns(places, job.columns);
+  merge_ns_ += now_ns() - t0;
 }
 
 void ChunkPipeline::reserve_output(const TraceColumns& sample, size_t sample_len) {
@@ -144,10 +155,8 @@ void ChunkPipeline::merge(Job& job) {
     error_ = job.error;
     return;
   }
-  const int64_t t0 = now_ns();
-  if (!reserved_ && job.columns.events.size() > 0) reserve_output(job.columns, job.len);
-  append_columns(out_, job.columns);
-  merge_ns_ += now_ns() - t0;
+  // The worker has placed the columns already; what is left is the counts.
+  out_.stats.merge(job.columns.stats);
 }
 
 void ChunkPipeline::merge_ready(bool wait_all) {

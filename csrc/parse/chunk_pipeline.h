@@ -2,16 +2,19 @@
 // in file order. At most `threads + 1` chunks exist at once, and their buffers and column
 // vectors are reused, so memory stays at a few chunks whatever the file size.
 //
-// Each worker also rebases its chunk (strings into the trace's pool, argument rows shifted
-// to the trace's numbering), taking turns in file order so that string ids do not depend
-// on thread timing; the caller's thread then only copies columns. With one thread, chunks
-// are parsed on the caller's thread straight into the trace's columns.
+// Each worker also places its chunk in the trace: in turns, in file order, it rebases the
+// chunk (strings into the trace's pool, argument rows shifted to the trace's numbering) and
+// claims its rows at the end of every column; then it copies its columns there while the
+// next chunk takes its turn. String ids and rows so do not depend on thread timing, and the
+// caller's thread only reads the file. With one thread, chunks are parsed on the caller's
+// thread straight into the trace's columns.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -49,7 +52,7 @@ class ChunkPipeline {
     bool done = false;
   };
   void work();
-  void rebase_in_turn(Job& job);
+  void place(Job& job);
   void reserve_output(const TraceColumns& sample, size_t sample_len);
   void merge_ready(bool wait_all);
   void merge(Job& job);
@@ -73,7 +76,9 @@ class ChunkPipeline {
   std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread
   uint64_t submitted_ = 0;     // chunks submitted so far (the next chunk's seq)
   uint64_t rebase_turn_ = 0;   // seq of the chunk whose turn it is to rebase
-  int64_t rows_before_ = 0;    // events in the chunks rebased so far
+  int64_t rows_before_ = 0;    // events in the chunks placed so far
+  bool placing_stopped_ = false;  // a chunk failed: later chunks are not placed
+  std::shared_mutex copying_;  // shared while chunks copy into out_; unique to grow out_
 };
 
 }  // namespace hta

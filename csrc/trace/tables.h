@@ -5,9 +5,25 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace hta {
+
+// Leaves new elements uninitialised on resize(n), so that chunks can be copied into a
+// column grown at once without writing it twice. push_back and friends are unchanged.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U> struct rebind { using other = DefaultInitAllocator<U>; };
+  using std::allocator<T>::allocator;
+  template <class U> void construct(U* p) { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... Args> void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+template <class T> using Column = std::vector<T, DefaultInitAllocator<T>>;
 
 // Complete events (ph "X"): CPU ops, runtime calls, kernels, copies, annotations, ...
 #define HTA_EVENT_COLUMNS(X)                                                          \
@@ -78,7 +94,7 @@ namespace hta {
   X(int32_t, name) X(int64_t, pid) X(int64_t, tid) X(int32_t, value)                  \
   X(int64_t, sort_index)
 
-#define HTA_DECLARE_COLUMN(type, col) std::vector<type> col;
+#define HTA_DECLARE_COLUMN(type, col) Column<type> col;
 #define HTA_VISIT_COLUMN(type, col) f(#col, col);
 
 #define HTA_DEFINE_TABLE(Name, COLUMNS, first)                                        \

@@ -1,5 +1,6 @@
 #include "trace/trace_columns.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace hta {
@@ -55,19 +56,62 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
   });
 }
 
-void append_columns(TraceColumns& into, const TraceColumns& chunk) {
-  // Walk the two TraceColumns side by side: for_each_table visits tables in the same order.
-  std::vector<void*> sources;
+namespace {
+
+// Calls f(dst, src) for each column of `into` with the same column of `chunk`.
+template <class F>
+void zip_columns(TraceColumns& into, const TraceColumns& chunk, F&& f) {
+  std::vector<const void*> sources;
   const_cast<TraceColumns&>(chunk).for_each_table([&](const char*, auto& table) {
     table.for_each_column([&](const char*, auto& col) { sources.push_back(&col); });
   });
   size_t c = 0;
   into.for_each_table([&](const char*, auto& table) {
     table.for_each_column([&](const char*, auto& dst) {
-      const auto& src = *static_cast<const std::decay_t<decltype(dst)>*>(sources[c++]);
-      dst.insert(dst.end(), src.begin(), src.end());
+      f(dst, *static_cast<const std::decay_t<decltype(dst)>*>(sources[c++]));
     });
   });
+}
+
+}  // namespace
+
+bool fits(const TraceColumns& into, const TraceColumns& chunk) {
+  bool ok = true;
+  zip_columns(const_cast<TraceColumns&>(into), chunk,
+              [&](auto& dst, const auto& src) { ok &= dst.size() + src.size() <= dst.capacity(); });
+  return ok;
+}
+
+void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth) {
+  zip_columns(into, chunk, [&](auto& dst, const auto& src) {
+    const size_t need = dst.size() + src.size();
+    if (need > dst.capacity()) dst.reserve(static_cast<size_t>(static_cast<double>(need) * growth));
+  });
+}
+
+std::vector<void*> extend_columns(TraceColumns& into, const TraceColumns& chunk) {
+  std::vector<void*> places;
+  zip_columns(into, chunk, [&](auto& dst, const auto& src) {
+    const size_t at = dst.size();
+    dst.resize(at + src.size());  // uninitialised: Column's allocator
+    places.push_back(dst.data() + at);
+  });
+  return places;
+}
+
+void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk) {
+  size_t c = 0;
+  const_cast<TraceColumns&>(chunk).for_each_table([&](const char*, auto& table) {
+    table.for_each_column([&](const char*, auto& src) {
+      using T = typename std::decay_t<decltype(src)>::value_type;
+      if (!src.empty()) std::memcpy(places[c], src.data(), src.size() * sizeof(T));
+      ++c;
+    });
+  });
+}
+
+void append_columns(TraceColumns& into, const TraceColumns& chunk) {
+  zip_columns(into, chunk, [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); });
   into.stats.merge(chunk.stats);
 }
 

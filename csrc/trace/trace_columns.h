@@ -54,4 +54,13 @@ struct TraceColumns {
 void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
 void append_columns(TraceColumns& into, const TraceColumns& chunk);
 
+// The same append split for threads: chunks take turns to claim their place at the end of
+// every column (extend_columns: in file order, one at a time), then copy into it at once
+// (copy_columns: any number in parallel). Extending never reallocates: `fits` says whether
+// the capacity suffices, and reserving more must wait until no copy is in flight.
+bool fits(const TraceColumns& into, const TraceColumns& chunk);
+void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth);
+std::vector<void*> extend_columns(TraceColumns& into, const TraceColumns& chunk);
+void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk);
+
 }  // namespace hta
