@@ -5,10 +5,12 @@ namespace py = pybind11;
 
 void register_loader(py::module_& m);
 void register_arrays(py::module_& m);
+void register_ops(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "hta_fast native core";
   m.attr("__version__") = HTA_FAST_VERSION;
   register_arrays(m);
   register_loader(m);
+  register_ops(m);
 }

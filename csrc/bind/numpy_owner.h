@@ -17,4 +17,14 @@ pybind11::array_t<T> to_numpy(std::vector<T, Alloc>&& v) {
                               owned->data(), owner);
 }
 
+// The same for a row-major [rows][cols] matrix held in one vector of rows * cols values.
+template <class T>
+pybind11::array_t<T> to_numpy(std::vector<T>&& v, size_t rows, size_t cols) {
+  auto* owned = new std::vector<T>(std::move(v));
+  pybind11::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  const auto r = static_cast<pybind11::ssize_t>(rows), c = static_cast<pybind11::ssize_t>(cols);
+  const auto item = static_cast<pybind11::ssize_t>(sizeof(T));
+  return pybind11::array_t<T>({r, c}, {c * item, item}, owned->data(), owner);
+}
+
 }  // namespace hta::bind
