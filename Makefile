@@ -27,7 +27,8 @@ $(VENV)/.deps: pyproject.toml | system-deps
 build: $(VENV)/.deps
 	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
 
-test: build
+# The differential tests run the reference tool, so the test target installs it first.
+test: build .venv-ref/.deps
 	$(PY) -m pytest tests
 
 demo: build
