@@ -1,0 +1,119 @@
+"""Which ranks and which events an analysis looks at.
+
+Every analysis takes the same keywords: `ranks`, `steps`, `window`, `streams` (all
+optional), or one `Selection` that holds them. Steps follow the profiler: a CPU event
+belongs to the step whose ProfilerStep window holds its start, and a GPU event to the step
+of the launch that queued it, so a kernel that runs past the step's end stays in its step.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from ..schema import EventKind
+from ..trace import Trace
+from ..traceset import TraceSet
+
+GPU_WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
+GPU_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset,
+                      EventKind.gpu_user_annotation, EventKind.sync], np.uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """ranks    rank numbers (None: all)
+    steps       profiler step numbers (None: all events, inside steps or not)
+    window      (start, end) in ns on the trace's clock: events starting in [start, end);
+                interval analyses also clip durations to it
+    streams     GPU stream ids (None: all); CPU events are kept
+    before_last_step  drop the last profiler step and everything from its start on (GPU
+                events by their launch's start) - the reference tool's default view
+    """
+
+    ranks: Optional[Sequence[int]] = None
+    steps: Optional[Sequence[int]] = None
+    window: Optional[tuple[int, int]] = None
+    streams: Optional[Sequence[int]] = None
+    before_last_step: bool = False
+
+    def event_mask(self, trace: Trace) -> Optional[np.ndarray]:
+        """Rows of trace.events kept, as a bool array; None when every row is kept."""
+        if (self.steps is None and self.window is None and self.streams is None
+                and not self.before_last_step):
+            return None
+        col = trace.column
+        kind = col("events", "kind")
+        gpu = np.isin(kind, GPU_KINDS)
+        keep = np.ones(len(kind), bool)
+        if self.steps is not None:
+            keep &= np.isin(col("events", "step"), np.asarray(list(self.steps), np.int32))
+        if self.window is not None:
+            ts = col("events", "ts")
+            keep &= (ts >= self.window[0]) & (ts < self.window[1])
+        if self.streams is not None:
+            keep &= ~gpu | np.isin(col("events", "stream"), np.asarray(list(self.streams), np.int32))
+        if self.before_last_step:
+            cut = last_step_start(trace)
+            if cut is not None:
+                keep &= launch_start(trace) < cut
+        return keep
+
+
+def last_step_start(trace: Trace) -> Optional[int]:
+    """Start (ns) of the last profiler step, or None with fewer than two steps."""
+    rows = profiler_step_rows(trace)
+    if len(rows) < 2:
+        return None
+    return int(trace.column("events", "ts")[rows].max())
+
+
+def profiler_step_rows(trace: Trace) -> np.ndarray:
+    """Rows of the CPU events named ProfilerStep#N that define the steps."""
+    import pyarrow.compute as pc
+    is_step_name = pc.starts_with(trace.strings, "ProfilerStep#").to_numpy(zero_copy_only=False)
+    names = trace.column("events", "name")
+    kind = trace.column("events", "kind")
+    rows = np.flatnonzero((names >= 0) & ~np.isin(kind, GPU_KINDS))
+    return rows[is_step_name[names[rows]]]
+
+
+def launch_start(trace: Trace) -> np.ndarray:
+    """Per event: its own start for CPU events, its launch's start for GPU events (the
+    largest int64 when a GPU event has no launch)."""
+    ts = trace.column("events", "ts")
+    kind = trace.column("events", "kind")
+    partner = trace.column("events", "partner")
+    gpu = np.isin(kind, GPU_KINDS)
+    out = ts.copy()
+    linked = gpu & (partner >= 0)
+    out[linked] = ts[partner[linked]]
+    out[gpu & (partner < 0)] = np.iinfo(np.int64).max
+    return out
+
+
+def as_traceset(traces: Union[Trace, TraceSet]) -> TraceSet:
+    return traces if isinstance(traces, TraceSet) else TraceSet({traces.rank: traces})
+
+
+def selection_of(selection: Optional[Selection], ranks=None, steps=None, window=None,
+                 streams=None) -> Selection:
+    """The Selection an analysis runs with: an explicit one, updated by any keywords."""
+    base = selection or Selection()
+    changes = {k: v for k, v in dict(ranks=ranks, steps=steps, window=window,
+                                     streams=streams).items() if v is not None}
+    return dataclasses.replace(base, **changes) if changes else base
+
+
+def each_rank(traces: Union[Trace, TraceSet], selection: Selection
+              ) -> Iterator[tuple[int, Trace, Optional[np.ndarray]]]:
+    """(rank, trace, event mask or None) for every selected rank, in rank order."""
+    ts = as_traceset(traces)
+    wanted = None if selection.ranks is None else set(selection.ranks)
+    if wanted is not None and (missing := wanted - set(ts.ranks)):
+        raise ValueError(f"no such rank(s): {sorted(missing)}; the traces hold ranks {ts.ranks}")
+    for rank in ts.ranks:
+        if wanted is None or rank in wanted:
+            trace = ts[rank]
+            yield rank, trace, selection.event_mask(trace)
