@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <thread>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "bind/numpy_owner.h"
 #include "io/byte_source.h"
@@ -23,6 +26,14 @@ py::str safe_str(const std::string& s) {
   PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
   if (!o) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
+}
+
+// Chunk buffers and link-pass scratch, once freed, may sit in malloc's heap and still count
+// as resident memory: hand them back to the system before the next stage grows.
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 py::dict to_python(hta::ReadResult& r) {
@@ -76,6 +87,7 @@ py::dict load(hta::ByteSource& source, const LoadArgs& args) {
     py::gil_scoped_release release;
     const auto t0 = std::chrono::steady_clock::now();
     hta::read_trace(source, options, result);
+    release_free_memory();
     const auto t1 = std::chrono::steady_clock::now();
     hta::LinkOptions link;
     link.kernel_class_rules = args.kernel_class_rules;
@@ -83,6 +95,7 @@ py::dict load(hta::ByteSource& source, const LoadArgs& args) {
     link.threads = args.threads > 0 ? args.threads
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     hta::link_trace(result.columns, link);
+    release_free_memory();
     const auto t2 = std::chrono::steady_clock::now();
     result.read_seconds = std::chrono::duration<double>(t1 - t0).count();
     result.link_seconds = std::chrono::duration<double>(t2 - t1).count();

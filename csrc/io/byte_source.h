@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "io/mapped_file.h"
+
 namespace hta {
 
 class ByteSource {
@@ -20,6 +22,10 @@ class ByteSource {
   virtual uint64_t size_hint() const { return 0; }
   // Name of the encoding, for messages ("json", "gzip", "zstd").
   virtual const char* encoding() const { return "json"; }
+  // A plain file offers its bytes mapped (see MappedFile); other sources give nullptr.
+  virtual std::unique_ptr<MappedFile> map() { return nullptr; }
+  // Continues reading at byte `offset` (sources that offer map() support this).
+  virtual void seek(uint64_t offset) { (void)offset; }
 };
 
 // Opens a file; gzip and zstd are recognised by their magic bytes, not by the name.

@@ -47,6 +47,18 @@ void FileSource::rewind() {
   pos_ = 0;
 }
 
+std::unique_ptr<MappedFile> FileSource::map() {
+  if (size_ == 0) return nullptr;
+  return std::make_unique<MappedFile>(fd_, size_);
+}
+
+void FileSource::seek(uint64_t offset) {
+  if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    throw std::system_error(errno, std::generic_category(), path_);
+  }
+  pos_ = offset;
+}
+
 size_t MemorySource::read(char* dst, size_t n) {
   n = std::min(n, size_ - pos_);
   std::memcpy(dst, data_ + pos_, n);

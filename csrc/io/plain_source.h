@@ -1,5 +1,5 @@
-// Uncompressed sources: a file read with read(2) into the caller's buffer (no mmap, so
-// parsed pages never count against the process), and a caller-owned buffer.
+// Uncompressed sources: a file read with read(2) into the caller's buffer, or mapped for
+// parsing in place; and a caller-owned buffer.
 #pragma once
 #include <string>
 
@@ -14,6 +14,8 @@ class FileSource : public ByteSource {
   size_t read(char* dst, size_t n) override;
   void rewind() override;
   uint64_t size_hint() const override { return size_; }
+  std::unique_ptr<MappedFile> map() override;
+  void seek(uint64_t offset) override;
 
  private:
   int fd_ = -1;

@@ -36,7 +36,7 @@ ChunkPipeline::~ChunkPipeline() {
   for (auto& w : workers_) w.join();
 }
 
-std::vector<char> ChunkPipeline::take_buffer(size_t capacity) {
+std::unique_ptr<ChunkPipeline::Job> ChunkPipeline::next_job() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     // Merge what is ready, then wait until a chunk may be reused.
@@ -47,11 +47,16 @@ std::vector<char> ChunkPipeline::take_buffer(size_t capacity) {
       if (jobs_.size() >= max_in_flight_) cv_.wait(lock, [&] { return jobs_.front()->done; });
     }
     if (!free_jobs_.empty()) {
-      pending_ = std::move(free_jobs_.back());
+      std::unique_ptr<Job> job = std::move(free_jobs_.back());
       free_jobs_.pop_back();
+      return job;
     }
   }
-  if (!pending_) pending_ = std::make_unique<Job>();
+  return std::make_unique<Job>();
+}
+
+std::vector<char> ChunkPipeline::take_buffer(size_t capacity) {
+  pending_ = next_job();
   std::vector<char> buf = std::move(pending_->buf);
   buf.resize(capacity + simdjson::SIMDJSON_PADDING);
   return buf;
@@ -61,21 +66,33 @@ void ChunkPipeline::submit(std::vector<char> buf, size_t len, uint64_t file_offs
   std::unique_ptr<Job> job = std::move(pending_);
   if (!job) job = std::make_unique<Job>();
   job->buf = std::move(buf);
+  job->text = job->buf.data();
+  std::fill_n(job->buf.begin() + static_cast<long>(len), simdjson::SIMDJSON_PADDING, ' ');
+  enqueue(std::move(job), len, file_offset);
+}
+
+void ChunkPipeline::submit_view(const char* text, size_t len, uint64_t file_offset) {
+  std::unique_ptr<Job> job = next_job();
+  job->text = text;
+  enqueue(std::move(job), len, file_offset);
+}
+
+void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_offset) {
   job->len = len;
   job->offset = file_offset;
   job->done = false;
   job->error = ChunkError{};
-  std::fill_n(job->buf.begin() + static_cast<long>(len), simdjson::SIMDJSON_PADDING, ' ');
   if (inline_parser_) {
     // Straight into the trace: no merge. After a failure nothing more is read.
     job->seq = submitted_++;
     if (!error_.failed) {
       const int64_t t0 = now_ns();
       const size_t before = out_.events.size();
-      error_ = inline_parser_->parse(job->buf.data(), len, file_offset, out_);
+      error_ = inline_parser_->parse(job->text, len, file_offset, out_);
       parse_ns_ += now_ns() - t0;
       if (!reserved_ && !error_.failed && out_.events.size() > before) reserve_output(out_, len);
     }
+    if (on_merged_) on_merged_(file_offset - 1 + len);
     std::lock_guard<std::mutex> lock(mu_);
     job->columns.clear();
     free_jobs_.push_back(std::move(job));
@@ -101,7 +118,7 @@ void ChunkPipeline::work() {
       job = jobs_[next_to_parse_++].get();
     }
     const int64_t t0 = now_ns();
-    job->error = parser.parse(job->buf.data(), job->len, job->offset, job->columns);
+    job->error = parser.parse(job->text, job->len, job->offset, job->columns);
     parse_ns_ += now_ns() - t0;
     place(*job);
     {
@@ -146,7 +163,7 @@ void ChunkPipeline::reserve_output(const TraceColumns& sample, size_t sample_len
   // as the file goes on.
   reserved_ = true;
   if (expected_bytes_ == 0 || sample_len == 0) return;
-  out_.reserve_like(sample, 1.05 * static_cast<double>(expected_bytes_) / static_cast<double>(sample_len));
+  out_.reserve_like(sample, 1.3 * static_cast<double>(expected_bytes_) / static_cast<double>(sample_len));
 }
 
 void ChunkPipeline::merge(Job& job) {
@@ -174,6 +191,7 @@ void ChunkPipeline::merge_ready(bool wait_all) {
       if (next_to_parse_ > 0) --next_to_parse_;
     }
     merge(*job);
+    if (on_merged_) on_merged_(job->offset - 1 + job->len);
     job->columns.clear();
     std::lock_guard<std::mutex> lock(mu_);
     free_jobs_.push_back(std::move(job));

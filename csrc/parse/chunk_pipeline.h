@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -33,6 +34,12 @@ class ChunkPipeline {
   std::vector<char> take_buffer(size_t capacity);
   // Queues buf[0..len) ("[" + events + "]") for parsing; text[1] is at `file_offset`.
   void submit(std::vector<char> buf, size_t len, uint64_t file_offset);
+  // The same for text the caller owns (a mapped file), followed by at least
+  // simdjson::SIMDJSON_PADDING readable bytes, kept unchanged until the chunk is merged.
+  void submit_view(const char* text, size_t len, uint64_t file_offset);
+  // Called on the caller's thread, in file order, with the file offset just past each
+  // chunk's text once that chunk is merged and its text is no longer needed.
+  void on_merged(std::function<void(uint64_t)> hook) { on_merged_ = std::move(hook); }
   // The first failed chunk so far, in file order (merging stops there).
   const ChunkError& error() const { return error_; }
   // Waits for every chunk and merges it; returns the first error in file order.
@@ -44,6 +51,7 @@ class ChunkPipeline {
  private:
   struct Job {
     uint64_t seq = 0;  // position in the file, counting chunks
+    const char* text = nullptr;  // buf.data(), or the caller's bytes
     std::vector<char> buf;
     size_t len = 0;
     uint64_t offset = 0;
@@ -51,6 +59,8 @@ class ChunkPipeline {
     ChunkError error;
     bool done = false;
   };
+  std::unique_ptr<Job> next_job();
+  void enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_offset);
   void work();
   void place(Job& job);
   void reserve_output(const TraceColumns& sample, size_t sample_len);
@@ -73,6 +83,7 @@ class ChunkPipeline {
   ChunkError error_;
   std::atomic<int64_t> parse_ns_{0};
   std::atomic<int64_t> merge_ns_{0};  // rebasing (workers) and appending
+  std::function<void(uint64_t)> on_merged_;
   std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread
   uint64_t submitted_ = 0;     // chunks submitted so far (the next chunk's seq)
   uint64_t rebase_turn_ = 0;   // seq of the chunk whose turn it is to rebase

@@ -50,6 +50,7 @@ class Reader {
     return n;
   }
   void read_header_prefix();
+  void read_mapped_events(ChunkPipeline& pipeline, MappedFile& map);
   void read_events(ChunkPipeline& pipeline);
   void read_suffix(std::string_view rest, uint64_t base);
   void dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t events_end,
@@ -110,6 +111,41 @@ void Reader::dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t ev
   events_end_offset_ = offset + events_end - 1;
   pipeline.submit(std::move(buf), events_end + 1, offset);
   if (pipeline.error().failed && !pipeline.error().field_error && !exact_) throw SplitFailed{};
+}
+
+// Fast path for plain files: chunks are parsed where they lie in the mapped file. Each
+// chunk ends at a speculative `},{` boundary whose ',' becomes the chunk's ']'; the next
+// chunk's '[' goes into a whitespace byte before its first '{' (files with no such byte get
+// that chunk copied). The end of the file is left to read_events, which scans it exactly.
+void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
+  char* data = map.data();
+  const uint64_t size = map.size();
+  const size_t chunk = options_.chunk_size;
+  uint64_t pos = carry_offset_;  // data[pos - 1] is the '[' of traceEvents
+  pipeline.on_merged([&map](uint64_t end) { map.release_before(end); });
+  while (size - pos > 2 * chunk + simdjson::SIMDJSON_PADDING) {
+    size_t end = npos, next = npos;
+    if (!find_last_boundary(data + pos, chunk, end, next)) break;  // an event larger than a chunk
+    events_end_offset_ = pos + end;
+    if (next >= end + 2) {
+      data[pos + end] = ']';
+      data[pos + next - 1] = '[';  // the next chunk's, written before this one is parsed
+      pipeline.submit_view(data + pos - 1, end + 2, pos);
+    } else {
+      std::vector<char> buf = pipeline.take_buffer(end + 2);
+      buf[0] = '[';
+      std::memcpy(buf.data() + 1, data + pos, end);
+      buf[end + 1] = ']';
+      pipeline.submit(std::move(buf), end + 2, pos);
+    }
+    if (pipeline.error().failed && !pipeline.error().field_error) throw SplitFailed{};
+    pos += next;
+  }
+  // The rest through the buffered path.
+  carry_.clear();
+  carry_offset_ = pos;
+  source_.seek(pos);
+  total_ = pos;
 }
 
 void Reader::read_events(ChunkPipeline& pipeline) {
@@ -204,8 +240,11 @@ void Reader::run() {
                           ? options_.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   {
+    // The mapping is declared before the pipeline so that it outlives every chunk in flight.
+    std::unique_ptr<MappedFile> map = exact_ ? nullptr : source_.map();
     ChunkPipeline pipeline(threads, options_.parse, result_.columns, source_.size_hint());
     try {
+      if (map) read_mapped_events(pipeline, *map);
       read_events(pipeline);
     } catch (const FormatError&) {
       // In fast mode a wrong speculative split can make the file's tail look broken; the

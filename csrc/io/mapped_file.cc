@@ -1,0 +1,31 @@
+#include "io/mapped_file.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace hta {
+
+MappedFile::MappedFile(int fd, uint64_t size) : size_(size) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  data_ = static_cast<char*>(p);
+  ::madvise(data_, size_, MADV_SEQUENTIAL);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
+
+void MappedFile::release_before(uint64_t end) {
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  end = end / page * page;
+  if (end <= released_) return;
+  // Private pages (the brackets written) are discarded too; nothing reads them again.
+  ::madvise(data_ + released_, end - released_, MADV_DONTNEED);
+  released_ = end;
+}
+
+}  // namespace hta

@@ -1,0 +1,30 @@
+// A plain file mapped privately and writable, so the parser can work on its bytes in place:
+// the loader writes the '[' and ']' that make a run of events one JSON document into bytes
+// between events (copy-on-write: the file itself never changes). Parsed pages are dropped as
+// the loader moves on, so the mapping does not grow the process by the file's size.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace hta {
+
+class MappedFile {
+ public:
+  // Maps `size` bytes of an open file descriptor; throws std::system_error on failure.
+  MappedFile(int fd, uint64_t size);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  char* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  // Drops the whole pages in [released so far, end): they have been parsed.
+  void release_before(uint64_t end);
+
+ private:
+  char* data_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t released_ = 0;
+};
+
+}  // namespace hta

@@ -1,0 +1,109 @@
+"""Plain files are parsed in place in a private mapping (csrc/io/mapped_file.h); bytes are
+copied into chunk buffers. Both must give the same tables, errors and offsets, whatever the
+chunk size, layout and thread count: these tests load each text both ways."""
+import json
+
+import pytest
+
+import hta_fast
+from hta_fast import TraceFormatError
+
+HOSTILE = ["}, {", '},{"ph":"X"', "}\n,\n{", "plain", "é漢", "]"]
+CHUNKS = [64, 100, 257, 1000]
+
+
+def events(n, hostile=True):
+    out = []
+    for i in range(n):
+        name = f"op{i} {HOSTILE[i % len(HOSTILE)]}" if hostile else f"op{i}"
+        out.append({"ph": "X", "cat": "cpu_op", "name": name,
+                    "pid": 1, "tid": 1 + i % 3, "ts": 1000 + 7 * i, "dur": 5,
+                    "args": {"External id": i, "nested": {"a": [1, {"b": "}, {" if hostile else 2}]}}})
+        if i % 5 == 0:
+            out.append({"ph": "f", "cat": "ac2g", "id": i, "pid": 1, "tid": 1, "ts": 1000 + 7 * i,
+                        "bp": "e", "name": "launch"})
+    return out
+
+
+def layouts(n=300, hostile=True):
+    evs = events(n, hostile)
+    spaced = '{"schemaVersion": 1, "traceEvents": [\n' + ",\n  ".join(json.dumps(e) for e in evs) + "\n]}"
+    minified = json.dumps({"traceEvents": evs}, separators=(",", ":"))
+    mixed = '{"traceEvents":[' + "".join(
+        json.dumps(e, separators=(",", ":")) + (",\n" if i % 3 else ",")
+        for i, e in enumerate(evs))[:-1].rstrip(",\n") + '], "displayTimeUnit": "ns"}'
+    return {"spaced": spaced.encode(), "minified": minified.encode(), "mixed": mixed.encode()}
+
+
+TABLES = ("events", "flows", "op_args", "meta_events")
+
+
+def same_tables(a, b):
+    return all(getattr(a, t).equals(getattr(b, t)) for t in TABLES)
+
+
+@pytest.mark.parametrize("layout", ["spaced", "minified", "mixed"])
+def test_mapped_equals_buffered(layout, tmp_path):
+    text = layouts()[layout]
+    json.loads(text)  # the fixture itself is valid JSON
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    ref = hta_fast.load(text, threads=1)
+    assert ref.events.num_rows == 300
+    for chunk in CHUNKS:
+        for threads in (1, 2):
+            got = hta_fast.load(path, chunk_size=chunk, threads=threads)
+            assert same_tables(got, ref), (layout, chunk, threads)
+    # The file is unchanged by the brackets written into the private mapping.
+    assert path.read_bytes() == text
+
+
+@pytest.mark.parametrize("layout", ["spaced", "minified"])
+def test_mapped_chunks_parse_first_time(layout, tmp_path):
+    # With no boundary look-alikes inside strings, every speculative split is right: a
+    # retry would mean the brackets written into the mapping (or the copied fallback
+    # chunks of a minified file) were wrong.
+    text = layouts(hostile=False)[layout]
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    ref = hta_fast.load(text, threads=1)
+    for chunk in CHUNKS:
+        for threads in (1, 2):
+            got = hta_fast.load(path, chunk_size=chunk, threads=threads)
+            assert got.stat("speculative_split_retry") == 0, (layout, chunk, threads)
+            assert same_tables(got, ref), (layout, chunk, threads)
+
+
+@pytest.mark.parametrize("cut", [0.31, 0.62, 0.93])
+def test_truncated_plain_file(cut, tmp_path):
+    text = layouts()["spaced"]
+    part = text[:int(len(text) * cut)]
+    path = tmp_path / "t.json"
+    path.write_bytes(part)
+    for chunk in (64, 1000):
+        with pytest.raises(TraceFormatError) as from_file:
+            hta_fast.load(path, chunk_size=chunk)
+        with pytest.raises(TraceFormatError) as from_bytes:
+            hta_fast.load(part, chunk_size=chunk)
+        assert from_file.value.offset == from_bytes.value.offset
+        got = hta_fast.load(path, chunk_size=chunk, recover=True)
+        want = hta_fast.load(part, chunk_size=chunk, recover=True)
+        assert same_tables(got, want)
+        assert got.stat("truncated_tail_bytes") == want.stat("truncated_tail_bytes") > 0
+
+
+@pytest.mark.parametrize("broken", [b'"ts": "x"', b'"ts":}', b'"ts": [1}'])
+def test_errors_point_at_the_same_byte(broken, tmp_path):
+    text = layouts()["spaced"]
+    at = text.index(b'"ts": ', len(text) // 2)
+    bad = text[:at] + broken + text[text.index(b",", at):]
+    path = tmp_path / "t.json"
+    path.write_bytes(bad)
+    for chunk in (64, 257):
+        for threads in (1, 2):
+            with pytest.raises(TraceFormatError) as from_file:
+                hta_fast.load(path, chunk_size=chunk, threads=threads)
+            with pytest.raises(TraceFormatError) as from_bytes:
+                hta_fast.load(bad, chunk_size=chunk, threads=threads)
+            assert from_file.value.offset == from_bytes.value.offset
+            assert abs(from_file.value.offset - at) < 400
