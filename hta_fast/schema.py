@@ -9,6 +9,8 @@ import enum
 
 import pyarrow as pa
 
+from . import _core
+
 SCHEMA_VERSION = 1
 
 
@@ -38,17 +40,8 @@ GPU_KINDS = frozenset({EventKind.kernel, EventKind.memcpy, EventKind.memset,
                        EventKind.gpu_user_annotation, EventKind.sync})
 
 # Column roles. Anything not listed is a plain number whose missing value is -1 (NaN for
-# floats).
-STRING_COLUMNS = {
-    "events": {"name", "cat"},
-    "flows": {"name", "cat"},
-    "counters": {"name", "series"},
-    "instants": {"name", "cat"},
-    "meta": {"name", "value"},
-    "op_args": {"input_dims", "input_type", "input_strides", "concrete_inputs"},
-    "comm_args": {"collective_name", "dtype", "process_group_name", "process_group_desc",
-                  "process_group_ranks", "in_split_size", "out_split_size"},
-}
+# floats). Which int32 columns hold string ids is declared once, in the core.
+STRING_COLUMNS = {table: frozenset(cols) for table, cols in _core.string_columns().items() if cols}
 ENUM_COLUMNS = {
     ("events", "kind"): [k.name for k in EventKind],
     ("events", "kernel_class"): [c.name for c in KernelClass],

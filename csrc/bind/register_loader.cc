@@ -105,7 +105,22 @@ py::dict load(hta::ByteSource& source, const LoadArgs& args) {
 
 }  // namespace
 
+// table -> names of its columns that hold string ids: the schema reads this list.
+py::dict string_columns() {
+  py::dict out;
+  hta::TraceColumns columns;
+  columns.for_each_table([&](const char* table, auto& t) {
+    py::list names;
+    t.for_each_column([&](const char* col, auto&) {
+      if (hta::is_string_column(table, col)) names.append(col);
+    });
+    out[table] = names;
+  });
+  return out;
+}
+
 void register_loader(py::module_& m) {
+  m.def("string_columns", &string_columns);
   static py::exception<hta::FormatError> format_error(m, "FormatError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {

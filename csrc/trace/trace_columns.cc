@@ -4,10 +4,9 @@
 #include <type_traits>
 
 namespace hta {
-namespace {
 
-// Which columns hold StringPool ids and which hold event rows; named once here so the
-// merge needs no per-table code.
+// Which columns hold StringPool ids; named once here, for the merge and (through the
+// binding) for the Arrow schema.
 bool is_string_column(std::string_view table, std::string_view col) {
   if (col == "name" || col == "cat" || col == "series") return true;
   if (table == "meta") return col == "value";
@@ -22,6 +21,8 @@ bool is_string_column(std::string_view table, std::string_view col) {
   }
   return false;
 }
+
+namespace {
 
 bool is_id_column(std::string_view col) { return col == "pid" || col == "tid"; }
 

@@ -1,5 +1,7 @@
 // All tables of one trace (or of one parsed chunk of it) plus the strings they point to.
 #pragma once
+#include <string_view>
+
 #include "trace/load_stats.h"
 #include "trace/string_pool.h"
 #include "trace/tables.h"
@@ -44,6 +46,9 @@ struct TraceColumns {
   // share in `sample` (a chunk already read).
   void reserve_like(const TraceColumns& sample, double scale);
 };
+
+// True for the int32 columns that hold StringPool ids (name, cat, string arguments).
+bool is_string_column(std::string_view table, std::string_view col);
 
 // Merging a chunk parsed with its own StringPool into the whole trace, in two steps so that
 // the first can run on the chunk's worker thread:
