@@ -27,7 +27,7 @@ KIND_OF_CAT = {
     "python_function": "python_function",
     "cuda_runtime": "runtime", "Runtime": "runtime", "mtia_runtime": "runtime",
     "cuda_driver": "driver",
-    "kernel": "kernel", "Kernel": "kernel",
+    "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
     "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
     "gpu_memset": "memset", "Memset": "memset",
     "gpu_user_annotation": "gpu_user_annotation",

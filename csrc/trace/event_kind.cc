@@ -20,6 +20,7 @@ EventKind kind_of_category(std::string_view cat) {
       {"cuda_driver", EventKind::kDriver},
       {"kernel", EventKind::kKernel},
       {"Kernel", EventKind::kKernel},
+      {"mtia_ccp_events", EventKind::kKernel},  // MTIA work on the device, linked by ac2g flows
       {"gpu_memcpy", EventKind::kMemcpy},
       {"Memcpy", EventKind::kMemcpy},
       {"gpu_memset", EventKind::kMemset},
