@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
@@ -109,18 +110,37 @@ def _trace_files(source: Union[PathLike, Iterable[PathLike]]) -> list[str]:
 
 
 def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
-             **options) -> TraceSet:
+             skip_non_traces: bool = False, **options) -> TraceSet:
     """Loads one file per rank from a directory (or a list of files) into a TraceSet.
 
     The rank of each file is distributedInfo.rank, else the rank in its name, else 0 for a
-    lone file. Two files claiming one rank raise ValueError naming both.
+    lone file. Two files claiming one rank raise ValueError naming both. With
+    skip_non_traces=True, JSON files that are not Chrome traces (an execution trace beside
+    the profiler's, say) are left out with a warning instead of failing the load.
     """
     files = _trace_files(source)
     threads_each = options.pop("threads", 0) or (1 if len(files) > 1 else 0)
     workers = max_workers or min(len(files), os.cpu_count() or 1)
+
+    def load_one(f: str) -> Union[Trace, TraceFormatError]:
+        try:
+            return load(f, threads=threads_each, **options)
+        except TraceFormatError as e:
+            if skip_non_traces and e.reason.startswith("not a"):
+                return e
+            raise
+
     # The core releases the GIL while it parses, so threads load ranks in parallel.
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        traces = list(pool.map(lambda f: load(f, threads=threads_each, **options), files))
+        loaded = list(pool.map(load_one, files))
+    for f, t in zip(files, loaded):
+        if isinstance(t, TraceFormatError):
+            warnings.warn(f"{f} is left out: {t.reason}", stacklevel=2)
+    loaded = [t if isinstance(t, Trace) else None for t in loaded]
+    files = [f for f, t in zip(files, loaded) if t is not None]
+    traces = [t for t in loaded if t is not None]
+    if not traces:
+        raise FileNotFoundError(f"no Chrome trace among {len(loaded)} file(s) in {source}")
     by_rank: dict[int, Trace] = {}
     for f, t in zip(files, traces):
         rank = t.meta.rank

@@ -339,3 +339,18 @@ def test_load_dir_two_files_one_rank(traces_dir: Path):
     message = str(err.value)
     assert all(str(f) in message for f in files), message
     assert "rank 0" in message
+
+
+def test_load_dir_skips_non_traces_only_when_asked(traces_dir: Path):
+    # hta/execution_trace holds a profiler trace and a PyTorch execution trace (not a
+    # Chrome trace): strict loading names the odd file; skip_non_traces leaves it out.
+    folder = traces_dir / "hta" / "execution_trace"
+    with pytest.raises(hta_fast.TraceFormatError) as ei:
+        hta_fast.load_dir(folder)
+    assert "benchmark_simple_add_et" in str(ei.value)
+    with pytest.warns(UserWarning, match="benchmark_simple_add_et.*not a trace"):
+        ranks = hta_fast.load_dir(folder, skip_non_traces=True)
+    assert list(ranks) == [0]
+    assert Path(ranks[0].meta.path).name == "benchmark_simple_add_trace.json.gz"
+    with pytest.raises(FileNotFoundError):
+        hta_fast.load_dir([folder / "benchmark_simple_add_et.json.gz"], skip_non_traces=True)

@@ -22,11 +22,11 @@ class TraceAnalysis:
         if trace_files is None:
             if trace_dir is None:
                 raise ValueError("pass trace_dir or trace_files")
-            self.traces: TraceSet = load_dir(trace_dir)
+            self.traces: TraceSet = load_dir(trace_dir, skip_non_traces=True)
         elif isinstance(trace_files, dict):
             paths = [p if os.path.isabs(p) or trace_dir is None else os.path.join(trace_dir, p)
                      for p in trace_files.values()]
-            loaded = load_dir(paths)
+            loaded = load_dir(paths, skip_non_traces=True)
             # {rank: path} is taken as given, like the reference.
             by_path = {os.path.abspath(t.meta.path): t for t in loaded.values()}
             self.traces = TraceSet({rank: by_path[os.path.abspath(p)]
@@ -34,7 +34,7 @@ class TraceAnalysis:
         else:
             paths = [p if os.path.isabs(p) or trace_dir is None else os.path.join(trace_dir, p)
                      for p in trace_files]
-            self.traces = load_dir(paths)
+            self.traces = load_dir(paths, skip_non_traces=True)
         self.include_last_profiler_step = bool(include_last_profiler_step)
         self.selection = Selection(before_last_step=not self.include_last_profiler_step)
 
