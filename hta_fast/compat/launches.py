@@ -113,13 +113,106 @@ def get_frequent_cuda_kernel_sequences(analysis, operator_name: str, output_dir:
     raise NotImplementedError
 
 
+def shorten_name(name: str) -> str:
+    """A kernel or operator name without its template and call arguments or return type:
+    "void at::native::foo<4, float>(int, float)" -> "at::native::foo". Memcpy/Memset
+    names, and names without < or (, are returned unchanged."""
+    if name.startswith(("Memcpy", "Memset")) or ("<" not in name and "(" not in name):
+        return name
+    out: list = []
+    for ch in name.replace("->", ""):
+        if ch in ">)":
+            opener = "<" if ch == ">" else "("
+            while out and out[-1] != opener:
+                out.pop()
+            if out:
+                out.pop()
+        else:
+            out.append(ch)
+    return "".join(out).split(" ")[-1]
+
+
+def _aligned_origin(analysis) -> int:
+    """The earliest event start over all ranks (ns): the reference's time zero."""
+    starts = [int(t.column("events", "ts").min()) for t in analysis.traces.values()
+              if len(t.column("events", "ts"))]
+    return min(starts) if starts else 0
+
+
+def _has_kind(analysis, kind) -> bool:
+    return any(bool((t.column("events", "kind") == kind).any())
+               for t in analysis.traces.values())
+
+
 def get_gpu_kernels_with_user_annotations(analysis, rank: int, expand_names: bool = True,
                                           shorten_names: bool = True):
-    raise NotImplementedError
+    """GPU work events of `rank` with the innermost GPU annotation over each: columns
+    name, cat, pid, tid, ts, dur, end (µs, ts from the earliest event of all ranks), stream,
+    correlation, user_annotation (the annotation's name, "" for none) and, with
+    expand_names, s_name, s_cat, s_user_annotation (shortened with shorten_names). None
+    when no rank holds a GPU annotation."""
+    import pandas as pd
+
+    from ..schema import EventKind
+
+    if not _has_kind(analysis, EventKind.gpu_user_annotation):
+        return None
+    res = ann_mod.kernels_with_user_annotations(analysis.traces, rank,
+                                                selection=analysis.selection)
+    t = res.table
+    ts = t.column("ts").to_numpy()
+    origin = _aligned_origin(analysis)
+    df = pd.DataFrame({
+        "name": t.column("name").to_pylist(),
+        "cat": t.column("cat").to_pylist(),
+        "pid": t.column("pid").to_numpy(),
+        "tid": t.column("tid").to_numpy(),
+        "ts": (ts - origin) * US,
+        "dur": _us(t, "dur"),
+    })
+    df["end"] = df["ts"] + df["dur"]
+    df["stream"] = t.column("stream").to_numpy()
+    df["correlation"] = t.column("correlation").to_numpy()
+    df["user_annotation"] = t.column("annotation").fill_null("").to_pylist()
+    if expand_names:
+        short = shorten_name if shorten_names else (lambda s: s)
+        for col in ("name", "cat", "user_annotation"):
+            uniq = {v: short(v) if v else "" for v in set(df[col])}
+            df["s_" + col] = df[col].map(uniq)
+    return df
 
 
 def get_gpu_user_annotation_breakdown(analysis, use_gpu_annotation: bool = True,
                                       visualize: bool = False, duration_ratio: float = 0.8,
                                       num_kernels: int = 1000,
                                       allowlist_patterns: Optional[List[str]] = None):
-    raise NotImplementedError
+    """name, sum (us), max (us), min (us), stddev, mean (us), rank per rank and annotation
+    name (GPU annotations, or CPU ones with use_gpu_annotation=False), sorted by rank and
+    name; None when no rank holds that kind of annotation."""
+    import pandas as pd
+
+    from ..schema import EventKind
+
+    kind = EventKind.gpu_user_annotation if use_gpu_annotation else EventKind.user_annotation
+    if not _has_kind(analysis, kind):
+        return None
+    res = ann_mod.user_annotation_breakdown(
+        analysis.traces, use_gpu_annotation=use_gpu_annotation, duration_ratio=duration_ratio,
+        num_kernels=num_kernels, allowlist_patterns=allowlist_patterns,
+        selection=analysis.selection)
+    t = res.table
+    df = pd.DataFrame({
+        "name": t.column("name").to_pylist(),
+        "sum (us)": _us(t, "sum"),
+        "max (us)": _us(t, "max"),
+        "min (us)": _us(t, "min"),
+        "stddev": _us(t, "stddev"),
+        "mean (us)": _us(t, "mean"),
+        "rank": t.column("rank").to_numpy(),
+    })
+    if visualize:
+        import plotly.express as px
+
+        px.pie(df, values="sum (us)", names="name", facet_col="rank",
+               title="Time per user annotation").show()
+    return df
