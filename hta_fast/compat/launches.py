@@ -110,7 +110,37 @@ def get_frequent_cuda_kernel_sequences(analysis, operator_name: str, output_dir:
                                        min_pattern_len: int = 3, rank: int = 0, top_k: int = 5,
                                        visualize: bool = False,
                                        compress_other_kernels: bool = True):
-    raise NotImplementedError
+    """pattern, count, GPU kernel duration (us), CPU op duration (us) for the outermost
+    operators whose name contains operator_name (as the reference matches it), sorted by
+    count descending then pattern; writes output_dir/overlaid_<trace file>. An empty
+    operator_name, an output_dir that is not a writable folder, or no pattern: an empty
+    DataFrame."""
+    import os
+
+    import pandas as pd
+
+    if not operator_name or not os.path.isdir(output_dir) or not os.access(output_dir, os.W_OK):
+        return pd.DataFrame()
+    res = seq_mod.kernel_sequences(
+        analysis.traces, operator_name, min_pattern_len=min_pattern_len, top_k=top_k,
+        exact=False, output_dir=output_dir, compress_other_kernels=compress_other_kernels,
+        selection=analysis.selection, ranks=[rank])
+    t = res.table
+    if t.num_rows == 0:
+        return pd.DataFrame()
+    df = pd.DataFrame({
+        "pattern": t.column("pattern").to_pylist(),
+        "count": t.column("count").to_numpy().astype(np.int64),
+        "GPU kernel duration (us)": _us(t, "gpu_kernel_duration"),
+        "CPU op duration (us)": _us(t, "cpu_op_duration"),
+    })
+    if visualize:
+        import plotly.express as px
+
+        top = df[:top_k]
+        px.bar(top, x=top.index, y="count", hover_data=["pattern", "count"],
+               title=f"Top {top_k} frequent patterns for rank {rank}").show()
+    return df
 
 
 def shorten_name(name: str) -> str:
