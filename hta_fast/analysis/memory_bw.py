@@ -4,8 +4,8 @@ summed per (rank, copy type).
 The bandwidth is the trace's own "memory bandwidth (GB/s)" argument; where it is missing
 (AMD traces, for one) it is bytes / duration when the event says how many bytes it moved
 (1 byte/ns = 1 GB/s), else the event is left out and a note says how many were.
-Bandwidths are summed in fixed point (1e-9 GB/s), so a series returns exactly to 0 when its
-copies end, whatever the order of equal timestamps.
+Bandwidths are summed as doubles, and a series is exactly 0 wherever no copy runs (decided
+by a fixed-point sum at 1e-9 GB/s, which cancels exactly), so no 1e-16 residues remain.
 """
 from __future__ import annotations
 
@@ -102,12 +102,9 @@ def memory_bandwidth(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, 
         end = ts + np.maximum(trace.column("events", "dur")[rows], 0)
         if sel.window is not None:
             ts, end = np.clip(ts, *sel.window), np.clip(end, *sel.window)
-        fixed = np.rint(np.where(unknown, 0.0, bw) * FIXED).astype(np.int64)
         names, code = np.unique(types.astype(str), return_inverse=True)
         code = code.reshape(-1).astype(np.int64)
-        s = ops.step_counter(np.concatenate([code, code]), np.concatenate([ts, end]),
-                             np.concatenate([fixed, -fixed]))
-        value = s.value / FIXED
+        s, value = bandwidth_steps(code, ts, end, np.where(unknown, 0.0, bw))
         groups = np.arange(len(names))
         pid = _first_per_group(code, trace.column("events", "pid")[rows], groups)
         series.append(pa.table({
@@ -134,6 +131,17 @@ def memory_bandwidth(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, 
     return Result("memory_bandwidth", table, tables={
         "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
     }, notes=notes, params={"selection": sel})
+
+
+def bandwidth_steps(group: np.ndarray, start: np.ndarray, end: np.ndarray, bw: np.ndarray):
+    """Step functions of summed bandwidth per group: (StepSeries, values) with values exactly
+    0 where no copy of the group runs."""
+    g2 = np.concatenate([group, group])
+    t2 = np.concatenate([start, end])
+    s = ops.step_counter(g2, t2, np.concatenate([bw, -bw]).astype(np.float64))
+    fixed = np.rint(bw * FIXED).astype(np.int64)
+    z = ops.step_counter(g2, t2, np.concatenate([fixed, -fixed]))
+    return s, np.where(z.value == 0, 0.0, s.value)
 
 
 def active_stats(group: np.ndarray, ts: np.ndarray, value: np.ndarray) -> ops.WeightedStats:

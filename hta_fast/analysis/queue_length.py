@@ -1,8 +1,8 @@
 """CUDA queue length: how much work sits in each stream's queue, launched but not started.
 
-Every GPU work item (kernel, memcpy, memset) linked to the runtime call that launched it adds
-one to its stream's queue when that call starts and leaves the queue when it starts on the
-GPU. A graph launch queues each of its GPU events. The result is a step function per
+Every runtime or driver call that queued GPU work (a kernel, memcpy or memset launch, a graph
+launch) adds one to the queue of the stream its first GPU event runs on when the call starts,
+and leaves that queue when the event starts on the GPU. A graph launch is one entry. The result is a step function per
 (rank, stream), with time-weighted statistics and the time spent at or above a full queue.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
@@ -24,26 +25,32 @@ QUANTILES = (0.25, 0.5, 0.75)
 
 
 def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window=None):
-    """The GPU work rows counted in the queue and their launches.
+    """The launches counted in the queues: one entry per runtime/driver call that queued GPU
+    work, on the stream of its first GPU event, from the call's start until that event starts
+    (a graph launch is one entry, however many kernels it runs).
 
-    Returns (gpu_rows, launch_ts, gpu_ts, unlinked): GPU work rows kept by `mask` whose launch
-    is known, the start of that launch and of the GPU event (clipped to `window` when given,
-    where pairs whose time in the queue misses the window are dropped), and how many kept GPU
+    Returns (gpu_rows, launch_ts, gpu_ts, unlinked): the first GPU event of each launch kept by
+    `mask`, the start of the launch and of that event (clipped to `window` when given, where
+    entries whose time in the queue misses the window are dropped), and how many kept GPU
     work rows had no launch.
     """
     col = trace.column
     kind = col("events", "kind")
     partner = col("events", "partner")
-    gpu = np.isin(kind, select.GPU_WORK_KINDS)
+    work = np.isin(kind, select.GPU_WORK_KINDS)
+    host = np.flatnonzero(np.isin(kind, HOST_KINDS) & (partner >= 0))
+    host = host[work[partner[host]]]
+    rows = partner[host]
     if mask is not None:
-        gpu &= mask
-    rows = np.flatnonzero(gpu)
-    linked = partner[rows] >= 0
-    unlinked = int(np.count_nonzero(~linked))
-    rows = rows[linked]
+        keep = mask[rows]
+        host, rows = host[keep], rows[keep]
+        work &= mask
+    unlinked = int(np.count_nonzero(work & (partner < 0)))
     ts = col("events", "ts")
-    launch_ts = ts[partner[rows]]
+    launch_ts = ts[host]
     gpu_ts = ts[rows]
+    order = np.argsort(rows, kind="stable")
+    rows, launch_ts, gpu_ts = rows[order], launch_ts[order], gpu_ts[order]
     if window is not None:
         w0, w1 = int(window[0]), int(window[1])
         keep = (np.minimum(launch_ts, gpu_ts) < w1) & (np.maximum(launch_ts, gpu_ts) >= w0)
@@ -51,6 +58,9 @@ def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window=None):
         launch_ts = np.clip(launch_ts, w0, w1)
         gpu_ts = np.clip(gpu_ts, w0, w1)
     return rows, launch_ts, gpu_ts, unlinked
+
+
+HOST_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
 
 
 def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) -> np.ndarray:

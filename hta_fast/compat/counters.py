@@ -174,22 +174,26 @@ def get_memory_bw_time_series(analysis, ranks: Optional[List[int]] = None) -> Di
         n = len(rows)
         start = trace.column("events", "ts")[rows]
         end = start + np.maximum(trace.column("events", "dur")[rows], 0)
-        fixed = np.rint(np.nan_to_num(bw, nan=0.0) * _bw.FIXED).astype(np.int64)
+        bw = np.nan_to_num(bw, nan=0.0)
+        fixed = np.rint(bw * _bw.FIXED).astype(np.int64)
         names, code = np.unique(types.astype(str), return_inverse=True)
         code = np.tile(code.reshape(-1), 2)
         ts = np.concatenate([start, end])
-        delta = np.concatenate([fixed, -fixed])
         sign = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
         order = np.lexsort((sign, ts, code))
-        code_o, delta_o = code[order], delta[order]
-        total = np.cumsum(delta_o)
+        code_o = code[order]
         first = np.r_[True, code_o[1:] != code_o[:-1]]
-        before = np.repeat((total - delta_o)[first],
-                           np.diff(np.r_[np.flatnonzero(first), 2 * n]))
+        starts = np.flatnonzero(first)
+        value = np.empty(2 * n)
+        for a, b in zip(starts, np.r_[starts[1:], 2 * n]):  # per copy type
+            part = order[a:b]
+            value[a:b] = np.cumsum(np.concatenate([bw, -bw])[part])
+            zero_now = np.cumsum(np.concatenate([fixed, -fixed])[part]) == 0
+            value[a:b][zero_now] = 0.0
         df = pd.DataFrame({"ts": ((ts[order] - zero) / 1000.0),
                            "pid": np.tile(trace.column("events", "pid")[rows], 2)[order],
                            "name": names[code_o].astype(object),
-                           "memory_bw_gbps": (total - before) / _bw.FIXED},
+                           "memory_bw_gbps": value},
                           index=pd.Index(order.astype(np.int64)))
         out[rank] = df
     return out
