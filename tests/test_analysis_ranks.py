@@ -340,3 +340,25 @@ def test_memory_timeline_real(traces_dir):
     t = r.table.column("time").to_numpy()
     assert len(t) == 7720 and np.all(np.diff(t) > 0)
     assert r.to_pandas("summary").set_index("category").loc["total", "peak"] == 3082832104
+
+
+def test_trace_diff_gpu_annotations_take_the_step_of_their_cpu_annotation():
+    def side():
+        tb = TB(0).step(5, 0, 1000).step(6, 1000, 1000)
+        tb.cpu("## forward ##", 100, 800, cat="user_annotation", **{"External id": 42})
+        tb.cpu("## forward ##", 1100, 800, cat="user_annotation", **{"External id": 43})
+        # The GPU copy of step 5's annotation runs late, inside step 6's CPU window.
+        for ext, ts in ((42, 1200), (43, 1950)):
+            tb.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": "## forward ##",
+                              "pid": 0, "tid": 7, "ts": ts, "dur": 300,
+                              "args": {"External id": ext}})
+        return tb.load()
+
+    c = side()
+    g = trace_diff(c, side(), device="gpu").to_pandas().set_index("name")
+    assert g.loc["## forward ##", "control_counts"] == 1
+    assert g.loc["## forward ##", "control_duration"] == 300_000
+    both = trace_diff(c, side(), control_steps=[6], test_steps=[6]).to_pandas().set_index("name")
+    assert both.loc["## forward ##", "control_counts"] == 2  # step 6: CPU + GPU copy
+    cpu = trace_diff(c, side(), device="cpu").to_pandas().set_index("name")
+    assert cpu.loc["## forward ##", "control_counts"] == 1

@@ -117,3 +117,19 @@ def test_memory_timeline(traces_dir):
     assert len(ref) == len(ours) + 1 and ref["time"][0] == ref["time"][1]
     last = ref.groupby("time", sort=True).tail(1).reset_index(drop=True)
     pd.testing.assert_frame_equal(ours, last, check_dtype=False, check_column_type=False)
+
+
+def test_compare_traces_ns_trace_within_the_reference_rounding(traces_dir):
+    """nccl_parser_config has float-ns timestamps and GPU annotations: counts equal (GPU
+    annotations included), and each of the reference's durations is rounded down by less
+    than 2 µs (ceil of the start, floor of the end), so ours - ref lies in [0, 2 µs x count)."""
+    folder = "hta/nccl_parser_config"
+    ref = _ref(traces_dir, folder, folder)["trace_diff"]
+    ours = TraceDiff.compare_traces(str(traces_dir / folder), str(traces_dir / folder))
+    assert list(ours.index) == list(ref.index)
+    assert (ours["Control_counts"] == ref["Control_counts"]).all()
+    assert (ours["Test_counts"] == ref["Test_counts"]).all()
+    assert "## forward ##" in ours.index
+    d = ours["Control_total_duration"] - ref["Control_total_duration"]
+    assert (d >= -1e-6).all() and (d < 2 * ours["Control_counts"]).all()
+    assert (d > 0).any()  # the rounding shows on this trace

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
@@ -47,7 +48,8 @@ def short_name(name: str) -> str:
 
 
 def _side(traces: Union[Trace, TraceSet], ranks, steps, device: str, use_short: bool):
-    """(names, counts, total durations) of one side, grouped by (short) name."""
+    """(names, counts, total durations) of one side, grouped by (short) name. Events
+    belong to the step of steps_of()."""
     ts = select.as_traceset(traces)
     if len(ts) == 0:
         raise ValueError("the trace holds no ranks")
@@ -76,7 +78,7 @@ def _side(traces: Union[Trace, TraceSet], ranks, steps, device: str, use_short: 
     for r in ranks:
         t = ts[r]
         col = t.column
-        keep = np.isin(col("events", "step"), step_arr)
+        keep = np.isin(steps_of(t), step_arr)
         if device != "all":
             gpu = np.isin(col("events", "kind"), select.GPU_KINDS)
             keep &= gpu if device == "gpu" else ~gpu
@@ -108,6 +110,28 @@ def _side(traces: Union[Trace, TraceSet], ranks, steps, device: str, use_short: 
     return uniq.astype(object), c, d, list(ranks), [int(s) for s in steps]
 
 
+def steps_of(trace: Trace) -> np.ndarray:
+    """The step column, with GPU annotations given the step of the CPU annotation they
+    mirror (same external id), as GPU work takes its launch's step."""
+    col = trace.column
+    step = col("events", "step")
+    kind = col("events", "kind")
+    gpu_ann = np.flatnonzero((kind == EventKind.gpu_user_annotation) & (step < 0))
+    if len(gpu_ann) == 0:
+        return step
+    ext = col("events", "external_id")
+    cpu_ann = np.flatnonzero((kind == EventKind.user_annotation) & (ext >= 0) & (step >= 0))
+    if len(cpu_ann) == 0:
+        return step
+    order = cpu_ann[np.argsort(ext[cpu_ann], kind="stable")]
+    keys = ext[order]
+    pos = np.minimum(np.searchsorted(keys, ext[gpu_ann]), len(keys) - 1)
+    found = (keys[pos] == ext[gpu_ann]) & (ext[gpu_ann] >= 0)
+    step = step.copy()
+    step[gpu_ann[found]] = step[order[pos[found]]]
+    return step
+
+
 def _sum_by(code: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n, np.int64)
     np.add.at(out, code, values.astype(np.int64, copy=False))
@@ -131,6 +155,8 @@ def trace_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], *,
 
     device: "all" events; "gpu" the events on the GPU timeline (kernels, memcpy, memset,
     syncs, GPU annotations); "cpu" the rest. use_short_name groups by short_name().
+    GPU events count in the step of their launch, GPU annotations in the step of the CPU
+    annotation they mirror.
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
