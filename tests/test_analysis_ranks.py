@@ -362,3 +362,16 @@ def test_trace_diff_gpu_annotations_take_the_step_of_their_cpu_annotation():
     assert both.loc["## forward ##", "control_counts"] == 2  # step 6: CPU + GPU copy
     cpu = trace_diff(c, side(), device="cpu").to_pandas().set_index("name")
     assert cpu.loc["## forward ##", "control_counts"] == 1
+
+
+def test_trace_diff_amd_kernels_on_stream_0_count_in_their_launch_step():
+    def side(n):
+        tb = TB(0).step(1, 0, 1000)
+        for i in range(n):
+            tb.kernel("Cijk_Ailk_Bljk_SB", 10 + i, 20 + 10 * i, 5, stream=0,
+                      launch="hipLaunchKernel")
+        return tb.load()
+
+    df = trace_diff(side(1), side(3), device="gpu").to_pandas().set_index("name")
+    assert df.loc["Cijk_Ailk_Bljk_SB", ["control_counts", "test_counts"]].tolist() == [1, 3]
+    assert df.loc["Cijk_Ailk_Bljk_SB", "counts_change_categories"] == "increased"
