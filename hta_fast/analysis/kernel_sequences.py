@@ -108,7 +108,7 @@ def kernel_sequences(traces: Union[Trace, TraceSet], operator_name: str, *,
     rank, count descending, pattern. Side table "occurrences": one row per root.
 
     output_dir  when given, write for each rank a gzipped copy of its trace file,
-                `overlaid_<file name>`, whose events in the top_k patterns carry
+                `overlaid_<file name>` (when it has patterns), whose events in the top_k patterns carry
                 args["Patterns"] = {pattern: count}; with compress_other_kernels the other
                 complete events lose their args. The paths are in params["written"].
     """
@@ -119,7 +119,7 @@ def kernel_sequences(traces: Union[Trace, TraceSet], operator_name: str, *,
     for rank, trace, mask in select.each_rank(traces, sel):
         occ, gpu, root = _occurrences(rank, trace, mask, operator_name, exact, min_pattern_len)
         parts.append(occ)
-        if output_dir is not None:
+        if output_dir is not None and occ.num_rows:
             written.append(_write_overlay(trace, occ, gpu, root, top_k, output_dir,
                                           compress_other_kernels))
     occ = pa.concat_tables(parts) if parts else OCCURRENCE_SCHEMA.empty_table()
@@ -207,6 +207,7 @@ def _write_overlay(trace: Trace, occ: pa.Table, gpu: np.ndarray, root: np.ndarra
     out = os.path.join(output_dir, "overlaid_" + os.path.basename(trace.meta.path))
     if not out.endswith(".gz"):
         out += ".gz"
-    with gzip.open(out, "wt") as f:
-        json.dump(content, f)
+    text = json.dumps(content)  # one shot: the C encoder (json.dump streams in Python)
+    with gzip.open(out, "wt", compresslevel=6) as f:
+        f.write(text)
     return out

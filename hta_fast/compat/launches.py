@@ -164,8 +164,16 @@ def shorten_name(name: str) -> str:
 
 def _aligned_origin(analysis) -> int:
     """The earliest event start over all ranks (ns): the reference's time zero."""
-    starts = [int(t.column("events", "ts").min()) for t in analysis.traces.values()
-              if len(t.column("events", "ts"))]
+    import pyarrow.compute as pc
+
+    starts = []
+    for t in analysis.traces.values():
+        # the trace-span event (category "Trace") is not an event the reference keeps
+        is_span = pc.equal(t.strings, "Trace").to_numpy(zero_copy_only=False)
+        cat = t.column("events", "cat")
+        keep = ~((cat >= 0) & is_span[np.maximum(cat, 0)])
+        if keep.any():
+            starts.append(int(t.column("events", "ts")[keep].min()))
     return min(starts) if starts else 0
 
 
