@@ -202,7 +202,7 @@ def ops_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], **kw
              ) -> dict[str, list[str]]:
     """Names by change of count: {"added", "deleted", "increased", "decreased",
     "unchanged"} -> sorted names. Keywords as trace_diff."""
-    res = kwargs.pop("result", None) or trace_diff(control, test, **kwargs)
+    res = trace_diff(control, test, **kwargs)
     names = res.table.column(0).to_pylist()
     cats = res.table.column("counts_change_categories").to_pylist()
     out: dict[str, list[str]] = {c: [] for c in CHANGES}
