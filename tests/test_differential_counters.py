@@ -18,8 +18,6 @@ on a trace where it shows:
 """
 from __future__ import annotations
 
-import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

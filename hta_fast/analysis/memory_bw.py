@@ -56,16 +56,10 @@ def memory_rows(trace: Trace, mask: Optional[np.ndarray]):
     bw = np.full(len(rows), np.nan)
     ka_rows = col("kernel_args", "row")
     if len(ka_rows):
-        pos = np.searchsorted(ka_rows, rows) if np.all(ka_rows[:-1] <= ka_rows[1:]) else None
-        if pos is None:
-            order = np.argsort(ka_rows)
-            ka_sorted = ka_rows[order]
-            pos = np.searchsorted(ka_sorted, rows)
-            hit = (pos < len(ka_sorted)) & (ka_sorted[np.minimum(pos, len(ka_sorted) - 1)] == rows)
-            src = order[np.minimum(pos, len(order) - 1)]
-        else:
-            hit = (pos < len(ka_rows)) & (ka_rows[np.minimum(pos, len(ka_rows) - 1)] == rows)
-            src = np.minimum(pos, len(ka_rows) - 1)
+        order = np.argsort(ka_rows, kind="stable")
+        pos = np.minimum(np.searchsorted(ka_rows[order], rows), len(order) - 1)
+        src = order[pos]
+        hit = ka_rows[src] == rows
         gbps = col("kernel_args", "memory_bandwidth_gbps").astype(np.float64)[src]
         nbytes = col("kernel_args", "bytes").astype(np.float64)[src]
         dur = col("events", "dur")[rows].astype(np.float64)
