@@ -440,3 +440,18 @@ def test_real_trace_invariants(traces_dir, folder, tmp_path):
     assert cq["tid"].tolist() == mine["stream"].tolist()
     assert cq["ts"].tolist() == mine["ts"].tolist()
     assert cq["value"].tolist() == mine["queue_length"].tolist()
+
+
+def test_compat_rows_at_one_timestamp_never_peak(tmp_path):
+    """At one timestamp GPU starts come before launches, copy ends before copy starts, so the
+    rows of that timestamp never show a queue or a bandwidth that was never there."""
+    events = [launch(0, 1, 1), kernel(5, 5, 1, 7), launch(5, 1, 2), kernel(12, 1, 2, 7),
+              launch(1, 1, 3, name="cudaMemcpyAsync"), memcpy(20, 5, 3, 8, **{BW: 2.0}),
+              launch(2, 1, 4, name="cudaMemcpyAsync"), memcpy(25, 5, 4, 8, **{BW: 3.0})]
+    write_trace(str(tmp_path / "rank0.json"), events, distributedInfo={"rank": 0})
+    ta = TraceAnalysis(trace_dir=str(tmp_path))
+    q = ta.get_queue_length_time_series()[0]
+    assert q[q["stream"] == 7]["queue_length"].tolist() == [1, 0, 1, 0]
+    b = ta.get_memory_bw_time_series()[0]
+    assert b["memory_bw_gbps"].tolist() == [2.0, 0.0, 3.0, 0.0]
+    assert b["ts"].tolist() == [20.0, 25.0, 25.0, 30.0]
