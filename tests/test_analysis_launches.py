@@ -354,3 +354,40 @@ def test_profiler_steps_across_ranks():
     r = profiler_steps(ts)
     assert r["steps"].column("step").to_pylist() == [1, 2, 3, 4]
     assert r.table.column("rank").to_pylist() == [0, 0, 1, 1, 1]
+
+
+# --- real traces -----------------------------------------------------------------------
+
+def test_real_trace_filter_launches(traces_dir):
+    ts = hta_fast.load_dir(str(traces_dir / "hta" / "trace_filter"))
+    r = launch_stats(ts)
+    t = r.to_pandas()
+    assert set(t["rank"]) == {0, 1}
+    assert (t["launch_delay"] >= 0).all() and (t["cpu_duration"] > 0).all()
+    # every kernel, memcpy and memset of these traces has its launch
+    for rank, trace in ts.items():
+        kinds = trace.column("events", "kind")
+        work = np.isin(kinds, [hta_fast.EventKind.kernel, hta_fast.EventKind.memcpy,
+                               hta_fast.EventKind.memset]).sum()
+        assert (t["rank"] == rank).sum() == work
+    # the default view keeps fewer rows than the whole trace, and only launches before the cut
+    cut = launch_stats(ts, selection=Selection(before_last_step=True)).to_pandas()
+    assert 0 < len(cut) < len(t)
+    one = launch_stats(ts, ranks=[1]).to_pandas()
+    assert set(one["rank"]) == {1}
+    lo, hi = int(t["launch_ts"].min()), int(t["launch_ts"].median())
+    win = launch_stats(ts, window=(lo, hi)).to_pandas()
+    assert len(win) and (win["launch_ts"] < hi).all() and (win["gpu_ts"] < hi).all()
+
+
+def test_real_trace_operator_kernels_cover_launches(traces_dir):
+    t = hta_fast.load_dir(str(traces_dir / "hta" / "critical_path" / "alexnet"))
+    r = op_kernels(t)
+    inst = r["instances"].to_pandas()
+    assert r.table.column("occurrence_count").to_numpy().sum() == len(inst)
+    assert (inst["op_launch_delay"] >= 0).all()
+    assert inst["op_name"].str.startswith("aten::").all()
+    seq = kernel_sequences(t, "aten::linear")
+    assert seq.table.column("count").to_pylist() == [2]
+    occ = seq["occurrences"].to_pandas()
+    assert (occ["num_kernels"] == 3).all()

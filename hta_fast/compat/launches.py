@@ -251,6 +251,6 @@ def get_gpu_user_annotation_breakdown(analysis, use_gpu_annotation: bool = True,
     if visualize:
         import plotly.express as px
 
-        px.pie(df, values="sum (us)", names="name", facet_col="rank",
+        px.bar(df, x="name", y="sum (us)", color="rank",
                title="Time per user annotation").show()
     return df
