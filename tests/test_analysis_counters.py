@@ -455,3 +455,11 @@ def test_compat_rows_at_one_timestamp_never_peak(tmp_path):
     b = ta.get_memory_bw_time_series()[0]
     assert b["memory_bw_gbps"].tolist() == [2.0, 0.0, 3.0, 0.0]
     assert b["ts"].tolist() == [20.0, 25.0, 25.0, 30.0]
+
+
+def test_bandwidth_window_clips_copies_running_into_it():
+    events = [launch(0, 1, 1, name="cudaMemcpyAsync"), memcpy(10, 10, 1, 7, **{BW: 2.0}),
+              launch(1, 1, 2, name="cudaMemcpyAsync"), memcpy(30, 10, 2, 7, **{BW: 3.0})]
+    r = memory_bandwidth(load(events), window=(15 * US, 35 * US))
+    assert bw_series(r, "Memcpy HtoD") == [(15, 2.0), (20, 0.0), (30, 3.0), (35, 0.0)]
+    assert r["summary"].column("active_time")[0].as_py() == 10 * US

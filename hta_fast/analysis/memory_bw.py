@@ -9,6 +9,7 @@ by a fixed-point sum at 1e-9 GB/s, which cancels exactly), so no 1e-16 residues 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Union
 
 import numpy as np
@@ -83,9 +84,16 @@ def memory_bandwidth(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, 
     and change_points.
     """
     sel = select.selection_of(selection, ranks, steps, window, streams)
+    # with a window: every copy that runs in it, clipped to it (not only those starting in it)
+    mask_sel = sel if sel.window is None else dataclasses.replace(sel, window=None)
     series, summaries, notes = [], [], []
-    for rank, trace, mask in select.each_rank(traces, sel):
+    for rank, trace, mask in select.each_rank(traces, mask_sel):
         rows, types, bw = memory_rows(trace, mask)
+        if sel.window is not None and len(rows):
+            ts0 = trace.column("events", "ts")[rows]
+            end0 = ts0 + np.maximum(trace.column("events", "dur")[rows], 0)
+            keep = (ts0 < sel.window[1]) & ((end0 > sel.window[0]) | (ts0 >= sel.window[0]))
+            rows, types, bw = rows[keep], types[keep], bw[keep]
         if len(rows) == 0:
             continue
         unknown = ~np.isfinite(bw)
