@@ -400,30 +400,31 @@ def test_kernel_breakdown(folder, include_memory):
             ["kernel_type", "name", "rank"], kind="stable", ignore_index=True))
     for rank, trace, mask in each_rank(folder):
         theirs, right = (model_kernels(trace, mask, q, n_types) for q in (True, False))
-        check_kernels(want_kernels[want_kernels["rank"] == rank], theirs, reference=True)
-        check_kernels(got_kernels[got_kernels["rank"] == rank], right, reference=False)
+        slack = 0.01 + (tie_slack(trace, mask) if rounds(trace) else 0)
+        check_kernels(want_kernels[want_kernels["rank"] == rank], theirs, True, slack)
+        check_kernels(got_kernels[got_kernels["rank"] == rank], right, False, 0.01)
 
 
-def check_kernels(df, model, reference):
+def check_kernels(df, model, reference, slack):
     for ktype, rows in df.groupby("kernel_type"):
         names = {n for (t, n) in model if t == ktype}
         total = sum(v[1] for (t, _), v in model.items() if t == ktype)
-        assert rows["sum (us)"].sum() == pytest.approx(total, abs=0.01), ktype
+        assert rows["sum (us)"].sum() == pytest.approx(total, abs=slack), ktype
         folded = len(names) > 10
         for r in rows.itertuples(index=False):
             if r.name == "others":
                 assert folded
                 continue
             count, s, mx, mn, mean, std = model[(ktype, r.name)]
-            assert r[1] == pytest.approx(s, abs=0.01)
+            assert r[1] == pytest.approx(s, abs=slack)
             if reference and folded:
                 # The reference's fault: past num_kernels names, a kept kernel's
                 # max/min/mean are its total and its stddev 0.
                 assert (r[2], r[3], r[5], r[4]) == (r[1], r[1], r[1], 0.0)
                 continue
-            assert (r[2], r[3]) == (pytest.approx(mx, abs=0.01), pytest.approx(mn, abs=0.01))
-            assert r[5] == pytest.approx(mean, abs=0.01)
-            assert r[4] == pytest.approx(0.0 if math.isnan(std) else std, abs=0.01)
+            assert (r[2], r[3]) == (pytest.approx(mx, abs=slack), pytest.approx(mn, abs=slack))
+            assert r[5] == pytest.approx(mean, abs=slack)
+            assert r[4] == pytest.approx(0.0 if math.isnan(std) else std, abs=slack)
 
 
 def test_kernel_breakdown_difference_folded_statistics():
@@ -484,7 +485,9 @@ def test_idle_time(folder):
         # Streams in the reference's order (of their first kernel in the file).
         assert list(dict.fromkeys(got[got["rank"] == rank].stream)) == \
             list(dict.fromkeys(want[want["rank"] == rank].stream))
-    assert got["stream"].dtype == want["stream"].dtype
+    if not any(len(uint32_stream_rows(t)) for _, t, _ in each_rank(folder)):
+        # (a stream 4294967295 makes the reference's column int64; we read it as no stream)
+        assert got["stream"].dtype == want["stream"].dtype
     for rank, trace, mask in each_rank(folder):
         r_got, r_want = got[got["rank"] == rank], want[want["rank"] == rank]
         theirs, right = model_idle(trace, mask, True), model_idle(trace, mask, False)
@@ -496,27 +499,28 @@ def test_idle_time(folder):
                 assert row.idle_time.iloc[0] == pytest.approx(v, abs=0.011), (s, c)
         no_launch = launchless(trace, mask)
         exact = not rounds(trace) and not no_launch
+        slack = 0.011 + (tie_slack(trace, mask) if rounds(trace) else 0)
         for (s, c), (v, n) in theirs.items():
             row = r_want[(r_want.stream == s) & (r_want.idle_category == c)]
-            if exact:
+            if not no_launch:  # the model has no launch time for those (see below)
                 assert (row.idle_time.iloc[0] if len(row) else 0.0) == \
-                    pytest.approx(v, abs=0.011), (s, c)
+                    pytest.approx(v, abs=slack), (s, c)
         for s in np.unique(r_want.stream):
             tw = r_want[r_want.stream == s].idle_time.sum()
             tg = r_got[r_got.stream == s].idle_time.sum()
             tt = sum(theirs[(int(s), c)][0] for c in ("host_wait", "kernel_wait", "other"))
             tr = sum(right[(int(s), c)][0] for c in ("host_wait", "kernel_wait", "other"))
-            if not rounds(trace):
-                assert tw == pytest.approx(tt, abs=0.05)  # the stream's total idle time
+            assert tw == pytest.approx(tt, abs=slack + 0.05)  # the stream's total idle time
             if math.isclose(tt, tr) and exact:
                 # No overlapping kernels on this stream: the same intervals on both sides.
                 pd.testing.assert_frame_equal(
                     r_got[r_got.stream == s].reset_index(drop=True),
-                    r_want[r_want.stream == s].reset_index(drop=True), check_dtype=False)
+                    r_want[r_want.stream == s].reset_index(drop=True), check_dtype=False,
+                    check_column_type=False)
                 gs = got_stats[(got_stats["rank"] == rank) & (got_stats.stream == s)]
                 ws = want_stats[(want_stats["rank"] == rank) & (want_stats.stream == s)]
                 pd.testing.assert_frame_equal(gs, ws, check_dtype=False, atol=0.011,
-                                              check_index_type=False)
+                                              check_index_type=False, check_column_type=False)
             elif not rounds(trace) and not math.isclose(tt, tr):
                 # Overlapping kernels: the reference's negative intervals show.
                 assert not math.isclose(tw, tg)
