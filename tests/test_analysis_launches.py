@@ -8,7 +8,6 @@ import json
 import math
 
 import numpy as np
-import pytest
 
 import hta_fast
 from hta_fast.analysis.annotations import kernels_with_user_annotations, user_annotation_breakdown
@@ -19,8 +18,6 @@ from hta_fast.analysis.select import Selection
 from hta_fast.analysis.steps import profiler_steps
 from hta_fast.compat import launches as compat
 from hta_fast.traceset import TraceSet
-
-CPU = dict(pid=1, tid=1)
 
 
 def X(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -77,14 +77,12 @@ def _occurrences(rank: int, trace: Trace, mask: Optional[np.ndarray], operator_n
     ts, dur = col("events", "ts"), col("events", "dur")
     order = np.lexsort((ts[gpu], root))
     gpu, root = gpu[order], root[order]
-    first = np.flatnonzero(np.r_[True, root[1:] != root[:-1]]) if len(root) else np.zeros(0, int)
-    counts = np.diff(np.r_[first, len(root)])
-    long_enough = np.repeat(counts >= min_pattern_len, counts)
+    roots, counts = np.unique(root, return_counts=True)  # root is sorted
+    enough = counts >= min_pattern_len
+    long_enough = np.repeat(enough, counts)
     gpu, root = gpu[long_enough], root[long_enough]
-    first = first[counts >= min_pattern_len]
-    counts = counts[counts >= min_pattern_len]
-    first = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64) if len(counts) else first
-    roots = root[first] if len(first) else np.zeros(0, np.int64)
+    roots, counts = roots[enough], counts[enough]
+    first = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)[:len(counts)]
     offsets = np.r_[first, len(gpu)]
     kernels = joined_names(trace, offsets, gpu, SEPARATOR)
     root_names = trace.strings.take(pa.array(col("events", "name")[roots], pa.int32()))
@@ -182,7 +180,7 @@ def _write_overlay(trace: Trace, occ: pa.Table, gpu: np.ndarray, root: np.ndarra
         ok = np.isin(roots, list(root_pattern))
         for r, rt in zip(rows[ok].tolist(), roots[ok].tolist()):
             marked[r] = root_pattern[rt]
-    ts, names, pid, tid = (col("events", c) for c in ("ts", "name", "pid", "tid"))
+    ts, names = col("events", "ts"), col("events", "name")
     strings = trace.strings.to_pylist()
     keys = {(strings[names[r]], int(ts[r])): p for r, p in marked.items()}
     base = trace.meta.base_time_ns
