@@ -144,7 +144,7 @@ def test_before_last_step_drops_work_launched_in_it():
 
 def test_amd_stream_zero_is_a_stream():
     b = TraceBuilder()
-    b.gpu("Cijk_gemm", 0, 10, stream=0, launch_ts=0, )
+    b.gpu("Cijk_gemm", 0, 10, stream=0, launch_ts=0)
     b.gpu("elementwise", 20, 10, stream=0, launch_ts=1)
     t = b.load()
     r = row(temporal_breakdown(t), rank=0)

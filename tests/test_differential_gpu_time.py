@@ -1,10 +1,11 @@
 """GPU-time methods of hta_fast.compat.TraceAnalysis against the reference tool, on every
 shared trace folder the reference loads.
 
-Each comparison goes through a small model of the reference written here from its
-description (notes/spec.md §0-4): which rows it counts as GPU work (any row with a stream,
-sync events included), its nanosecond rounding (ts up, end down to whole µs) and its idle
-intervals (previous row's end). The model with those quirks must reproduce the reference;
+Each comparison goes through a small model of the reference written here from how it is
+known to compute: which rows it counts as GPU work (any row with a stream, sync events
+included; with two or more profiler steps only GPU rows whose launch it kept), its
+nanosecond rounding (ts up, end down to whole µs) and its idle intervals (from the previous
+row's end). See docs/differences.md. The model with those quirks must reproduce the reference;
 the model without them must reproduce our numbers; where the quirks change a number on a
 trace, our number must differ from the reference's (the documented difference shows).
 On integer-µs traces without quirks that makes ours equal to the reference's.
