@@ -312,6 +312,18 @@ def test_kernel_breakdown_no_gpu():
     assert res.table.num_rows == 0 and res["kernels"].num_rows == 0 and res.notes
 
 
+def test_parameters_are_checked():
+    t = mixed_trace()
+    with pytest.raises(ValueError, match="duration_ratio"):
+        kernel_breakdown(t, duration_ratio=1.5)
+    with pytest.raises(ValueError, match="num_kernels"):
+        kernel_breakdown(t, num_kernels=-1)
+    with pytest.raises(ValueError, match="consecutive_kernel_delay"):
+        idle_time_breakdown(t, consecutive_kernel_delay=-1)
+    with pytest.raises(ValueError, match="no such rank"):
+        temporal_breakdown(t, ranks=[5])
+
+
 # --- overlap ---------------------------------------------------------------------------
 def test_overlap_known_answer():
     r = row(comm_comp_overlap(mixed_trace()), rank=0)

@@ -80,8 +80,10 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
     count, mean, std (ddof=1), min, p25, p50, p75 (linear interpolation) and max of the
     interval lengths, in ns (null where undefined).
     """
-    sel = select.selection_of(selection, ranks, steps, window, streams)
     delay = int(consecutive_kernel_delay)
+    if delay < 0:
+        raise ValueError(f"consecutive_kernel_delay must be >= 0 ns, got {delay}")
+    sel = select.selection_of(selection, ranks, steps, window, streams)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
     stats: dict[str, list] = {f.name: [] for f in STATS_SCHEMA}
     notes = []

@@ -104,6 +104,10 @@ def kernel_breakdown(traces: Union[Trace, TraceSet], *, duration_ratio: float = 
     rank's GPU busy time (types COMPUTATION, COMMUNICATION, and MEMORY unless
     include_memory_kernels=False); side tables "kernels" and "distribution" (see the
     module's description). Times int64 ns."""
+    if not 0.0 <= duration_ratio <= 1.0:
+        raise ValueError(f"duration_ratio must be in [0, 1], got {duration_ratio}")
+    if num_kernels < 0:
+        raise ValueError(f"num_kernels must be >= 0, got {num_kernels}")
     sel = select.selection_of(selection, ranks, steps, window, streams)
     n_types = 3 if include_memory_kernels else 2
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
