@@ -1,0 +1,148 @@
+"""Idle time breakdown: why each GPU stream sits idle between its kernels.
+
+On each stream, GPU work (kernels, memcpy, memset) is taken in start order; an idle
+interval lies before every event that starts at or after the latest end of the events
+before it, from that end to its start (an event that starts earlier overlaps the stream's
+busy time and ends no interval). Touching events give an interval of length zero. Each
+interval is classed by the event that ends it:
+
+    host_wait    its launch began after the interval began: the CPU had not queued it yet
+    kernel_wait  otherwise, shorter than consecutive_kernel_delay: the gap between queued
+                 kernels that the launch machinery needs
+    other        otherwise (longer gaps behind already queued work, events without a launch)
+
+The first event of a stream ends no interval.
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from .. import ops
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import select
+from .result import Result
+from .temporal import NS, gpu_work
+
+CATEGORIES = ("host_wait", "kernel_wait", "other")
+HOST_WAIT, KERNEL_WAIT, OTHER = range(3)
+
+SCHEMA = pa.schema([
+    pa.field("rank", pa.int64()),
+    pa.field("stream", pa.int32()),
+    pa.field("idle_category", pa.string()),
+    pa.field("idle_time", pa.int64(), metadata=NS),
+    pa.field("idle_time_ratio", pa.float64()),
+    pa.field("intervals", pa.int64()),
+])
+STATS_SCHEMA = pa.schema([
+    pa.field("rank", pa.int64()),
+    pa.field("stream", pa.int32()),
+    pa.field("idle_category", pa.string()),
+    pa.field("count", pa.int64()),
+    *[pa.field(n, pa.float64(), metadata=NS)
+      for n in ("mean", "std", "min", "p25", "p50", "p75", "max")],
+])
+
+
+def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarray):
+    """Idle intervals of every stream: (stream, gap start, gap length, row ending it).
+
+    Rows are indexes into the inputs. Uses ops.group_gaps on doubled times with each end
+    moved half a unit earlier, so that an event starting exactly at the latest end yields a
+    gap (of length zero) while any real overlap still yields none.
+    """
+    if len(starts) == 0:
+        e = np.empty(0, np.int64)
+        return e, e, e, e
+    base = starts.min()
+    s2 = (starts - base) * 2
+    e2 = (ends - base) * 2 - 1  # zero-length events: end < start, i.e. a point at start
+    g = ops.group_gaps(stream.astype(np.int64), s2, e2)
+    gap_start = (g.starts + 1) // 2 + base
+    gap_len = (g.ends - g.starts - 1) // 2
+    return g.group, gap_start, gap_len, g.next_index
+
+
+def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_delay: int = 30_000,
+                        interval_stats: bool = False, ranks=None, steps=None, window=None,
+                        streams=None, selection: Optional[select.Selection] = None) -> Result:
+    """Per (rank, stream, idle_category): idle_time (int64 ns), idle_time_ratio (its share
+    of the stream's idle time; null when the stream is never idle) and the number of
+    intervals. consecutive_kernel_delay is in ns. Streams come in order of their first
+    event in the trace; every stream has the three categories, in the order host_wait,
+    kernel_wait, other.
+
+    interval_stats=True adds the side table "interval_stats": per (rank, stream, category)
+    count, mean, std (ddof=1), min, p25, p50, p75 (linear interpolation) and max of the
+    interval lengths, in ns (null where undefined).
+    """
+    delay = int(consecutive_kernel_delay)
+    if delay < 0:
+        raise ValueError(f"consecutive_kernel_delay must be >= 0 ns, got {delay}")
+    sel = select.selection_of(selection, ranks, steps, window, streams)
+    out: dict[str, list] = {f.name: [] for f in SCHEMA}
+    stats: dict[str, list] = {f.name: [] for f in STATS_SCHEMA}
+    notes = []
+    for rank, trace, mask in select.each_rank(traces, sel):
+        w = gpu_work(trace, mask, sel.window)
+        if len(w.rows) == 0:
+            notes.append(f"rank {rank}: no GPU work (kernels, memcpy, memset)")
+            continue
+        gstream, gstart, glen, nxt = stream_idle_intervals(w.starts, w.ends, w.stream)
+        # The launch of the event that ends each interval.
+        partner = trace.column("events", "partner")[w.rows[nxt]]
+        launch_ts = np.where(partner >= 0, trace.column("events", "ts")[np.maximum(partner, 0)],
+                             np.iinfo(np.int64).min)
+        cat = np.where(launch_ts > gstart, HOST_WAIT, np.where(glen < delay, KERNEL_WAIT, OTHER))
+
+        uniq, first = np.unique(w.stream, return_index=True)
+        order = uniq[np.argsort(first, kind="stable")]
+        if sel.streams is not None:  # the order asked for
+            order = [s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())]
+        for s in order:
+            on = gstream == s
+            lens, cats = glen[on], cat[on]
+            totals = [int(lens[cats == c].sum()) for c in range(3)]
+            whole = sum(totals)
+            for c, name in enumerate(CATEGORIES):
+                out["rank"].append(rank)
+                out["stream"].append(int(s))
+                out["idle_category"].append(name)
+                out["idle_time"].append(totals[c])
+                out["idle_time_ratio"].append(totals[c] / whole if whole else None)
+                out["intervals"].append(int(np.count_nonzero(cats == c)))
+                if interval_stats:
+                    _add_stats(stats, rank, int(s), name, lens[cats == c])
+    table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    tables = {}
+    if interval_stats:
+        tables["interval_stats"] = pa.table(
+            {f.name: pa.array(stats[f.name], f.type) for f in STATS_SCHEMA}, schema=STATS_SCHEMA)
+    return Result("idle_time_breakdown", table, tables=tables, notes=notes,
+                  params={"consecutive_kernel_delay": delay, "interval_stats": interval_stats,
+                          "selection": sel})
+
+
+def _add_stats(stats: dict, rank: int, stream: int, category: str, lens: np.ndarray) -> None:
+    n = len(lens)
+    stats["rank"].append(rank)
+    stats["stream"].append(stream)
+    stats["idle_category"].append(category)
+    stats["count"].append(n)
+    if n == 0:
+        for k in ("mean", "std", "min", "p25", "p50", "p75", "max"):
+            stats[k].append(None)
+        return
+    x = lens.astype(np.float64)
+    q = np.quantile(x, [0.25, 0.5, 0.75])
+    stats["mean"].append(float(x.mean()))
+    stats["std"].append(float(x.std(ddof=1)) if n > 1 else None)
+    stats["min"].append(float(x.min()))
+    stats["p25"].append(float(q[0]))
+    stats["p50"].append(float(q[1]))
+    stats["p75"].append(float(q[2]))
+    stats["max"].append(float(x.max()))

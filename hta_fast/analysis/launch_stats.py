@@ -1,0 +1,116 @@
+"""How long each launch call took on the CPU, how long its GPU work ran, and how long the
+GPU work waited after the call returned.
+
+One row per (launch, GPU event) pair, for every launch API the loader links to GPU work:
+runtime and driver calls alike (cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel,
+cudaGraphLaunch, cudaMemcpyAsync, hipLaunchKernel, hipExtModuleLaunchKernel, ...). A graph
+launch that queued several kernels gives one row per kernel.
+
+    launch_delay = max(0, gpu start - (launch start + launch duration))
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+
+from ..schema import EventKind
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import select
+from .result import Result
+
+NS = {"unit": "ns"}
+LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
+WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
+
+_COLUMNS = [
+    pa.field("rank", pa.int64()),
+    pa.field("correlation", pa.int64()),
+    pa.field("launch_name", pa.string()),
+    pa.field("gpu_name", pa.string()),
+    pa.field("gpu_kind", pa.string()),
+    pa.field("stream", pa.int32()),
+    pa.field("launch_ts", pa.int64(), metadata=NS),
+    pa.field("gpu_ts", pa.int64(), metadata=NS),
+    pa.field("cpu_duration", pa.int64(), metadata=NS),
+    pa.field("gpu_duration", pa.int64(), metadata=NS),
+    pa.field("launch_delay", pa.int64(), metadata=NS),
+]
+SCHEMA = pa.schema(_COLUMNS)
+
+
+def launch_pairs(trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(launch rows, GPU rows) of every launch -> GPU work link kept by `mask`, ordered by
+    launch start, then GPU start."""
+    col = trace.column
+    kind = col("events", "kind")
+    partner = col("events", "partner")
+    work = WORK_KINDS if include_memory_events else WORK_KINDS[:1]
+    gpu = np.flatnonzero(np.isin(kind, work) & (partner >= 0))
+    launch = partner[gpu]
+    ok = np.isin(kind[launch], LAUNCH_KINDS)
+    if mask is not None:
+        ok &= mask[gpu] & mask[launch]
+    gpu, launch = gpu[ok], launch[ok]
+    ts = col("events", "ts")
+    order = np.lexsort((ts[gpu], launch, ts[launch]))
+    return launch[order], gpu[order]
+
+
+def _names(trace: Trace, rows: np.ndarray) -> pa.Array:
+    ids = trace.column("events", "name")[rows]
+    return trace.strings.take(pa.array(ids, pa.int32()))
+
+
+def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray],
+                include_memory_events: bool) -> pa.Table:
+    launch, gpu = launch_pairs(trace, mask, include_memory_events)
+    col = trace.column
+    ts, dur = col("events", "ts"), col("events", "dur")
+    kind = col("events", "kind")
+    end = ts[launch] + dur[launch]
+    delay = np.maximum(ts[gpu] - end, 0)
+    kind_names = np.array([k.name for k in EventKind], dtype=object)
+    return pa.table([
+        np.full(len(gpu), rank, np.int64),
+        col("events", "correlation")[gpu].astype(np.int64),
+        _names(trace, launch).cast(pa.string()),
+        _names(trace, gpu).cast(pa.string()),
+        pa.array(kind_names[kind[gpu]], pa.string()),
+        col("events", "stream")[gpu].astype(np.int32),
+        ts[launch], ts[gpu], dur[launch], dur[gpu], delay.astype(np.int64),
+    ], schema=SCHEMA)
+
+
+def launch_stats(traces: Union[Trace, TraceSet], *, runtime_cutoff: int = 50_000,
+                 launch_delay_cutoff: int = 100_000, include_memory_events: bool = True,
+                 ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
+                 window: Optional[tuple[int, int]] = None,
+                 streams: Optional[Sequence[int]] = None,
+                 selection: Optional[select.Selection] = None) -> Result:
+    """Per launch/GPU-event pair: correlation, launch and GPU names, stream, starts,
+    cpu_duration (the launch call), gpu_duration, launch_delay (all ns).
+
+    include_memory_events  also pair memcpy/memset GPU events with their calls
+    runtime_cutoff         side table "long_runtime": pairs whose cpu_duration > this (ns)
+    launch_delay_cutoff    side table "long_delay": pairs whose launch_delay > this (ns)
+    """
+    sel = select.selection_of(selection, ranks, steps, window, streams)
+    parts = [_rank_table(rank, trace, mask, include_memory_events)
+             for rank, trace, mask in select.each_rank(traces, sel)]
+    table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+    notes = []
+    if table.num_rows == 0:
+        notes.append("no launch is linked to GPU work on the selected ranks")
+    cpu = table.column("cpu_duration").to_numpy()
+    delay = table.column("launch_delay").to_numpy()
+    return Result(
+        "launch_stats", table,
+        tables={"long_runtime": table.filter(pa.array(cpu > runtime_cutoff)),
+                "long_delay": table.filter(pa.array(delay > launch_delay_cutoff))},
+        notes=notes,
+        params=dict(runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
+                    include_memory_events=include_memory_events, selection=sel))

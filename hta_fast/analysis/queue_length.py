@@ -1,0 +1,191 @@
+"""CUDA queue length: how much work sits in each stream's queue, launched but not started.
+
+Every runtime or driver call that queued GPU work (a kernel, memcpy or memset launch, a graph
+launch) adds one to the queue of the stream its first GPU event runs on when the call starts,
+and leaves that queue when the event starts on the GPU. A graph launch is one entry. The result is a step function per
+(rank, stream), with time-weighted statistics and the time spent at or above a full queue.
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from .. import ops
+from ..schema import EventKind
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import select
+from .result import Result
+from .select import Selection
+
+NS = {"unit": "ns"}
+QUANTILES = (0.25, 0.5, 0.75)
+
+
+def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window=None):
+    """The launches counted in the queues: one entry per runtime/driver call that queued GPU
+    work, on the stream of its first GPU event, from the call's start until that event starts
+    (a graph launch is one entry, however many kernels it runs).
+
+    Returns (gpu_rows, launch_ts, gpu_ts, unlinked): the first GPU event of each launch kept by
+    `mask`, the start of the launch and of that event (clipped to `window` when given, where
+    entries whose time in the queue misses the window are dropped), and how many kept GPU
+    work rows had no launch.
+    """
+    col = trace.column
+    kind = col("events", "kind")
+    partner = col("events", "partner")
+    work = np.isin(kind, select.GPU_WORK_KINDS)
+    host = np.flatnonzero(np.isin(kind, HOST_KINDS) & (partner >= 0))
+    host = host[work[partner[host]]]
+    rows = partner[host]
+    if mask is not None:
+        keep = mask[rows]
+        host, rows = host[keep], rows[keep]
+        work &= mask
+    unlinked = int(np.count_nonzero(work & (partner < 0)))
+    ts = col("events", "ts")
+    launch_ts = ts[host]
+    gpu_ts = ts[rows]
+    order = np.argsort(rows, kind="stable")
+    rows, launch_ts, gpu_ts = rows[order], launch_ts[order], gpu_ts[order]
+    if window is not None:
+        w0, w1 = int(window[0]), int(window[1])
+        keep = (np.minimum(launch_ts, gpu_ts) < w1) & (np.maximum(launch_ts, gpu_ts) >= w0)
+        rows, launch_ts, gpu_ts = rows[keep], launch_ts[keep], gpu_ts[keep]
+        launch_ts = np.clip(launch_ts, w0, w1)
+        gpu_ts = np.clip(gpu_ts, w0, w1)
+    return rows, launch_ts, gpu_ts, unlinked
+
+
+HOST_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
+
+
+def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """values[i] of the first row i of each group in `groups` (sorted distinct)."""
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    first = np.searchsorted(g, groups, side="left")
+    return values[order][first]
+
+
+def queue_length(traces: Union[Trace, TraceSet], *, max_queue_length: int = 1024,
+                 ranks=None, steps=None, window=None, streams=None,
+                 selection: Optional[Selection] = None) -> Result:
+    """Queue length per (rank, stream) over time.
+
+    Main table: one row per change point (distinct time at which a stream's queue changes):
+    rank, stream, pid, tid (of the stream's GPU events), ts (ns), queue_length (after every
+    change at ts). The value holds until the stream's next row.
+
+    Side tables:
+      summary   per (rank, stream), time-weighted over [first change, last change]: duration,
+                mean, min, p25, p50, p75, max; change_points and change_point_mean (each change
+                point counted once, whatever time it holds)
+      blocked   per (rank, stream): blocked_time, the time the queue was at or above
+                max_queue_length, and blocked_pct, that time as a percentage of the rank's
+                trace duration (first start to last end of its selected events)
+    """
+    sel = select.selection_of(selection, ranks, steps, window, streams)
+    mask_sel = sel if sel.window is None else _without_window(sel)
+    series, summaries, blocked = [], [], []
+    notes = []
+    for rank, trace, mask in select.each_rank(traces, mask_sel):
+        rows, launch_ts, gpu_ts, unlinked = queue_pairs(trace, mask, sel.window)
+        if unlinked:
+            notes.append(f"rank {rank}: {unlinked} GPU events have no launch in the trace and "
+                         "are not counted in any queue")
+        if len(rows) == 0:
+            continue
+        early = int(np.count_nonzero(gpu_ts < launch_ts))
+        if early:
+            notes.append(f"rank {rank}: {early} GPU events start before their launch (CPU and "
+                         "GPU clocks disagree); their queue goes below zero")
+        stream = trace.column("events", "stream")[rows].astype(np.int64)
+        n = len(rows)
+        s = ops.step_counter(np.concatenate([stream, stream]),
+                             np.concatenate([launch_ts, gpu_ts]),
+                             np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
+        groups = np.unique(stream)
+        pid = _first_per_group(stream, trace.column("events", "pid")[rows], groups)
+        tid = _first_per_group(stream, trace.column("events", "tid")[rows], groups)
+        where = np.searchsorted(groups, s.group)
+        series.append(pa.table({
+            "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
+            "stream": pa.array(s.group),
+            "pid": pa.array(pid[where]),
+            "tid": pa.array(tid[where]),
+            "ts": pa.array(s.ts),
+            "queue_length": pa.array(s.value),
+        }, schema=SERIES_SCHEMA))
+        st = ops.weighted_stats(s.group, s.ts, s.value, quantiles=QUANTILES,
+                                thresholds=[max_queue_length])
+        counts = np.diff(np.searchsorted(s.group, groups, side="left"), append=len(s.group))
+        summaries.append(pa.table({
+            "rank": pa.array(np.full(len(groups), rank, np.int64)),
+            "stream": pa.array(st.groups),
+            "duration": pa.array(st.duration),
+            "mean": pa.array(st.mean),
+            "min": pa.array(st.min),
+            "p25": pa.array(st.quantiles[:, 0]),
+            "p50": pa.array(st.quantiles[:, 1]),
+            "p75": pa.array(st.quantiles[:, 2]),
+            "max": pa.array(st.max),
+            "change_points": pa.array(counts.astype(np.int64)),
+            "change_point_mean": pa.array(st.change_point_mean),
+        }, schema=SUMMARY_SCHEMA))
+        span = _trace_span(trace, mask, sel.window)
+        at_max = st.time_at_or_above[:, 0].astype(np.int64)
+        pct = at_max / span * 100.0 if span > 0 else np.zeros(len(at_max))
+        blocked.append(pa.table({
+            "rank": pa.array(np.full(len(groups), rank, np.int64)),
+            "stream": pa.array(st.groups),
+            "blocked_time": pa.array(at_max),
+            "blocked_pct": pa.array(pct.astype(np.float64)),
+        }, schema=BLOCKED_SCHEMA))
+    table = pa.concat_tables(series) if series else SERIES_SCHEMA.empty_table()
+    if not series:
+        notes.append("no GPU work linked to a launch: no queue to measure")
+    return Result("queue_length", table, tables={
+        "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
+        "blocked": pa.concat_tables(blocked) if blocked else BLOCKED_SCHEMA.empty_table(),
+    }, notes=notes, params={"max_queue_length": max_queue_length, "selection": sel})
+
+
+def _without_window(sel: Selection) -> Selection:
+    import dataclasses
+    return dataclasses.replace(sel, window=None)
+
+
+def _trace_span(trace: Trace, mask: Optional[np.ndarray], window) -> int:
+    """First start to last end of the selected events (clipped to the window)."""
+    ts = trace.column("events", "ts")
+    end = ts + np.maximum(trace.column("events", "dur"), 0)
+    if mask is not None:
+        ts, end = ts[mask], end[mask]
+    if window is not None:
+        keep = (ts < window[1]) & (end >= window[0])
+        ts, end = np.clip(ts[keep], *window), np.clip(end[keep], *window)
+    if len(ts) == 0:
+        return 0
+    return int(end.max() - ts.min())
+
+
+SERIES_SCHEMA = pa.schema([
+    pa.field("rank", pa.int64()), pa.field("stream", pa.int64()), pa.field("pid", pa.int64()),
+    pa.field("tid", pa.int64()), pa.field("ts", pa.int64(), metadata=NS),
+    pa.field("queue_length", pa.int64()),
+])
+SUMMARY_SCHEMA = pa.schema([
+    pa.field("rank", pa.int64()), pa.field("stream", pa.int64()),
+    pa.field("duration", pa.int64(), metadata=NS),
+    pa.field("mean", pa.float64()), pa.field("min", pa.float64()), pa.field("p25", pa.float64()),
+    pa.field("p50", pa.float64()), pa.field("p75", pa.float64()), pa.field("max", pa.float64()),
+    pa.field("change_points", pa.int64()), pa.field("change_point_mean", pa.float64()),
+])
+BLOCKED_SCHEMA = pa.schema([
+    pa.field("rank", pa.int64()), pa.field("stream", pa.int64()),
+    pa.field("blocked_time", pa.int64(), metadata=NS), pa.field("blocked_pct", pa.float64()),
+])

@@ -1,0 +1,208 @@
+"""Which ranks make the others wait: stragglers.
+
+A collective ends at about the same time on every rank, so the rank that starts it last is
+the one the others waited for. Among the long communication kernels (at least
+`min_duration_ratio` of the mean step time), the (stream, kernel name) whose normalised
+duration varies most across ranks is the probe; on each step every rank's last such kernel
+gives its metric, (start - first start of the selection) / mean step time, and the
+`num_candidates` latest ranks of the step are flagged. Ranks are ranked by how often they
+were flagged, then by how late they started on average.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+
+from ..schema import EventKind, KernelClass
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import select
+from .result import Result
+from .select import Selection
+
+NS = {"unit": "ns"}
+
+
+def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct key rows sorted, code of each input row) for integer key columns."""
+    stacked = np.stack([np.asarray(k, np.int64) for k in keys], axis=1)
+    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
+def _empty(notes: list[str], params: dict) -> Result:
+    table = pa.table({
+        "rank": pa.array([], pa.int64()),
+        "is_straggler": pa.array([], pa.bool_()),
+        "straggler_steps": pa.array([], pa.int64()),
+        "normalized_start_time": pa.array([], pa.float64()),
+        "start_delay": pa.array([], pa.int64()),
+        "kernel_duration": pa.array([], pa.int64()),
+    })
+    return Result("stragglers", _with_units(table, ("start_delay", "kernel_duration")),
+                  tables={"per_step": pa.table({}), "kernels": pa.table({})},
+                  notes=notes, params=params)
+
+
+def _with_units(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    fields = [f.with_metadata(NS) if f.name in columns else f for f in table.schema]
+    return table.cast(pa.schema(fields))
+
+
+def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
+               min_duration_ratio: float = 0.01, ranks=None, steps=None, window=None,
+               streams=None, selection: Optional[Selection] = None) -> Result:
+    """Potential straggler ranks.
+
+    Tables: main (one row per rank that ran the probe kernel, strongest straggler first):
+    rank, is_straggler (among the `num_candidates` returned), straggler_steps (steps where
+    the rank was among the latest starters), normalized_start_time (mean over steps),
+    start_delay (mean ns after the earliest rank's start of the probe kernel),
+    kernel_duration (mean ns); "per_step": the probe kernel of every (rank, step);
+    "kernels": the candidate (stream, name) pairs and how much their duration varies
+    across ranks. `params["stragglers"]` is the list of ranks.
+    """
+    sel = select.selection_of(selection, ranks, steps, window, streams)
+    num_candidates = max(1, int(num_candidates))
+    params = {"num_candidates": num_candidates, "min_duration_ratio": min_duration_ratio,
+              "steps": None if sel.steps is None else list(sel.steps)}
+
+    t_min = None
+    t_end = None
+    step_values: set[int] = set()
+    parts = []
+    n_ranks = 0
+    for rank, trace, mask in select.each_rank(traces, sel):
+        n_ranks += 1
+        col = trace.column
+        step = col("events", "step")
+        keep = step >= 0
+        if mask is not None:
+            keep &= mask
+        rows = np.flatnonzero(keep)
+        if len(rows) == 0:
+            continue
+        ts = col("events", "ts")[rows]
+        dur = col("events", "dur")[rows]
+        lo, hi = int(ts.min()), int((ts + np.maximum(dur, 0)).max())
+        t_min = lo if t_min is None else min(t_min, lo)
+        t_end = hi if t_end is None else max(t_end, hi)
+        step_values.update(np.unique(step[rows]).tolist())
+        comm = rows[(col("events", "kind")[rows] == EventKind.kernel)
+                    & (col("events", "kernel_class")[rows] == KernelClass.COMM)]
+        if len(comm):
+            names = trace.strings.take(pa.array(col("events", "name")[comm])).to_numpy(
+                zero_copy_only=False)
+            parts.append((np.full(len(comm), rank, np.int64), col("events", "stream")[comm]
+                          .astype(np.int64), step[comm].astype(np.int64),
+                          col("events", "ts")[comm], col("events", "dur")[comm], names))
+
+    if t_min is None:
+        return _empty(["no events inside profiler steps"], params)
+    n_steps = len(step_values)
+    mean_step = (t_end - t_min) / n_steps
+    params.update(mean_step_time=mean_step, first_start=t_min, n_steps=n_steps)
+    if not parts:
+        return _empty(["no communication kernels inside profiler steps"], params)
+    if n_ranks < 2:
+        return _empty(["stragglers compare ranks: only one rank selected"], params)
+
+    rank_a, stream_a, step_a, ts_a, dur_a, name_a = (np.concatenate(x) for x in zip(*parts))
+    long_ = dur_a >= min_duration_ratio * mean_step
+    rank_a, stream_a, step_a, ts_a, dur_a, name_a = (
+        x[long_] for x in (rank_a, stream_a, step_a, ts_a, dur_a, name_a))
+    if len(ts_a) == 0:
+        return _empty(["no communication kernel is long enough "
+                       f"(>= {min_duration_ratio:g} of the mean step time)"], params)
+    name_list, name_code = np.unique(name_a.astype(object), return_inverse=True)
+    name_code = name_code.reshape(-1)
+
+    # The last (latest-starting) long kernel of each (rank, stream, step, name).
+    order = np.lexsort((ts_a, name_code, step_a, stream_a, rank_a))
+    r, s, p, n, t, d = (x[order] for x in (rank_a, stream_a, step_a, name_code, ts_a, dur_a))
+    last = np.ones(len(r), bool)
+    last[:-1] = (r[1:] != r[:-1]) | (s[1:] != s[:-1]) | (p[1:] != p[:-1]) | (n[1:] != n[:-1])
+    r, s, p, n, t, d = (x[last] for x in (r, s, p, n, t, d))
+    norm_dur = d / mean_step
+
+    # Spread of the normalised duration across ranks per (stream, step, name), ddof=1;
+    # averaged over steps per (stream, name); the largest spread is the probe.
+    ssn_keys, ssn = _group_codes(s, p, n)
+    cnt = np.bincount(ssn)
+    mean = np.bincount(ssn, norm_dur) / cnt
+    sq = np.bincount(ssn, (norm_dur - mean[ssn]) ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = np.where(cnt > 1, sq / np.maximum(cnt - 1, 1), np.nan) ** 0.5
+    sn_keys, sn = _group_codes(ssn_keys[:, 0], ssn_keys[:, 2])
+    valid = ~np.isnan(std)
+    n_valid = np.bincount(sn, valid.astype(np.int64), minlength=len(sn_keys))
+    score = np.where(n_valid > 0, np.bincount(sn, np.where(valid, std, 0.0),
+                                              minlength=len(sn_keys)) / np.maximum(n_valid, 1),
+                     np.nan)
+    kernels = pa.table({
+        "stream": pa.array(sn_keys[:, 0], pa.int64()),
+        "name": pa.array(name_list[sn_keys[:, 1]].tolist(), pa.string()),
+        "duration_std": pa.array(score, pa.float64(), from_pandas=True),
+    })
+    if not valid.any():
+        return _empty(["no long communication kernel ran on two ranks in the same step"],
+                      params)
+    best = int(np.nanargmax(score))
+    probe_stream, probe_name = int(sn_keys[best, 0]), int(sn_keys[best, 1])
+    kernels = kernels.append_column("chosen", pa.array(np.arange(len(sn_keys)) == best))
+    params.update(stream=probe_stream, kernel=str(name_list[probe_name]))
+
+    m = (s == probe_stream) & (n == probe_name)
+    r, p, t, d = r[m], p[m], t[m], d[m]
+    metric = (t - t_min) / mean_step
+    # Per step: flag ranks at or above the num_candidates-th largest metric.
+    step_keys, step_code = np.unique(p, return_inverse=True)
+    step_code = step_code.reshape(-1)
+    order = np.lexsort((-metric, step_code))
+    starts = np.searchsorted(step_code[order], np.arange(len(step_keys)))
+    k = np.minimum(num_candidates, np.bincount(step_code)) - 1
+    threshold = metric[order][starts + k]
+    flagged = metric >= threshold[step_code]
+    step_first = np.full(len(step_keys), np.iinfo(np.int64).max)
+    np.minimum.at(step_first, step_code, t)
+    delay = t - step_first[step_code]
+
+    per_step = _with_units(pa.table({
+        "rank": pa.array(r, pa.int64()), "step": pa.array(p, pa.int64()),
+        "stream": pa.array(np.full(len(r), probe_stream), pa.int64()),
+        "name": pa.array([str(name_list[probe_name])] * len(r), pa.string()),
+        "ts": pa.array(t, pa.int64()), "dur": pa.array(d, pa.int64()),
+        "start_delay": pa.array(delay, pa.int64()),
+        "normalized_start_time": pa.array(metric, pa.float64()),
+        "normalized_duration": pa.array(d / mean_step, pa.float64()),
+        "is_straggler": pa.array(flagged),
+    }), ("ts", "dur", "start_delay"))
+
+    rank_keys, rc = np.unique(r, return_inverse=True)
+    rc = rc.reshape(-1)
+    steps_per_rank = np.bincount(rc)
+    count = np.bincount(rc, flagged.astype(np.int64)).astype(np.int64)
+    mean_metric = np.bincount(rc, metric) / steps_per_rank
+    mean_delay = np.rint(np.bincount(rc, delay) / steps_per_rank).astype(np.int64)
+    mean_dur = np.rint(np.bincount(rc, d) / steps_per_rank).astype(np.int64)
+    order = np.lexsort((rank_keys, -mean_metric, -count))
+    chosen = order[:num_candidates]
+    is_str = np.zeros(len(rank_keys), bool)
+    is_str[chosen] = True
+    table = _with_units(pa.table({
+        "rank": pa.array(rank_keys[order], pa.int64()),
+        "is_straggler": pa.array(is_str[order]),
+        "straggler_steps": pa.array(count[order], pa.int64()),
+        "normalized_start_time": pa.array(mean_metric[order], pa.float64()),
+        "start_delay": pa.array(mean_delay[order], pa.int64()),
+        "kernel_duration": pa.array(mean_dur[order], pa.int64()),
+    }), ("start_delay", "kernel_duration"))
+    params["stragglers"] = [int(x) for x in rank_keys[chosen]]
+    notes = []
+    missing = n_ranks - len(rank_keys)
+    if missing:
+        notes.append(f"{missing} selected rank(s) did not run the probe kernel")
+    return Result("stragglers", table, tables={"per_step": per_step, "kernels": kernels},
+                  notes=notes, params=params)

@@ -1,0 +1,114 @@
+"""Temporal breakdown: how a rank's GPU time splits into idle, compute and other busy time.
+
+Per rank, over the span from the first GPU work's start to the last one's end
+(`kernel_time`):
+
+    idle_time         time when no GPU work runs on any stream
+    compute_time      time when at least one compute kernel runs
+    non_compute_time  busy time without any compute kernel (copies, fills, collectives)
+
+so idle + compute + non_compute = kernel_time. GPU work is kernels, memcpy and memset
+events (see gpu_work); synchronisation events (the span a CPU waits on a stream) and GPU
+user annotations are not GPU work. The reference tool counts stream syncs as busy time.
+
+This module also holds gpu_work(), the GPU-work intervals of one rank that the other
+GPU-time analyses (idle_time, kernel_breakdown, overlap) start from.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from .. import ops
+from ..schema import KernelClass
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import select
+from .result import Result
+
+NS = {"unit": "ns"}
+PCT = {"unit": "%"}
+
+
+class GpuWork(NamedTuple):
+    """GPU-work events of one rank, in trace row order.
+
+    rows     row in trace.events
+    starts   int64 ns
+    ends     int64 ns, >= starts (negative durations count as zero; clipped to the window)
+    kclass   uint8 hta_fast.KernelClass (COMP, COMM or MEM)
+    stream   int32 stream id
+    """
+    rows: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    kclass: np.ndarray
+    stream: np.ndarray
+
+
+def gpu_work(trace: Trace, mask: Optional[np.ndarray],
+             window: Optional[tuple[int, int]] = None) -> GpuWork:
+    """The kernels, memcpy and memset events of a trace kept by mask (None: all), as
+    intervals clipped to window when given (the selection keeps events that start inside
+    it, so clipping shortens those that run past its end)."""
+    kind = trace.column("events", "kind")
+    keep = np.isin(kind, select.GPU_WORK_KINDS)
+    if mask is not None:
+        keep &= mask
+    rows = np.flatnonzero(keep)
+    starts = trace.column("events", "ts")[rows]
+    ends = starts + np.maximum(trace.column("events", "dur")[rows], 0)
+    if window is not None:
+        lo, hi = window
+        starts = np.clip(starts, lo, hi)
+        ends = np.maximum(np.clip(ends, lo, hi), starts)
+    return GpuWork(rows, starts, ends, trace.column("events", "kernel_class")[rows],
+                   trace.column("events", "stream")[rows])
+
+
+_FIELDS = [
+    pa.field("rank", pa.int64()),
+    pa.field("idle_time", pa.int64(), metadata=NS),
+    pa.field("compute_time", pa.int64(), metadata=NS),
+    pa.field("non_compute_time", pa.int64(), metadata=NS),
+    pa.field("kernel_time", pa.int64(), metadata=NS),
+    pa.field("idle_time_pctg", pa.float64(), metadata=PCT),
+    pa.field("compute_time_pctg", pa.float64(), metadata=PCT),
+    pa.field("non_compute_time_pctg", pa.float64(), metadata=PCT),
+]
+SCHEMA = pa.schema(_FIELDS)
+
+
+def temporal_breakdown(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, window=None,
+                       streams=None, selection: Optional[select.Selection] = None) -> Result:
+    """Per rank: idle_time, compute_time, non_compute_time, kernel_time (int64 ns) and the
+    first three as percentages of kernel_time.
+
+    A rank without GPU work gets zero times and null percentages, and a note.
+    """
+    sel = select.selection_of(selection, ranks, steps, window, streams)
+    cols: dict[str, list] = {f.name: [] for f in _FIELDS}
+    notes = []
+    for rank, trace, mask in select.each_rank(traces, sel):
+        w = gpu_work(trace, mask, sel.window)
+        if len(w.rows) == 0:
+            kernel_time = busy = compute = 0
+            notes.append(f"rank {rank}: no GPU work (kernels, memcpy, memset)")
+        else:
+            kernel_time = int(w.ends.max() - w.starts.min())
+            busy = ops.total_length(w.starts, w.ends)
+            comp = w.kclass == KernelClass.COMP
+            compute = ops.total_length(w.starts[comp], w.ends[comp])
+        idle = kernel_time - busy
+        non_compute = busy - compute
+        cols["rank"].append(rank)
+        for name, v in (("idle_time", idle), ("compute_time", compute),
+                        ("non_compute_time", non_compute), ("kernel_time", kernel_time)):
+            cols[name].append(v)
+            if name != "kernel_time":
+                cols[name + "_pctg"].append(100.0 * v / kernel_time if kernel_time else None)
+    table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in _FIELDS}, schema=SCHEMA)
+    return Result("temporal_breakdown", table, notes=notes,
+                  params={"selection": sel})
