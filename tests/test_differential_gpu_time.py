@@ -574,7 +574,6 @@ def test_idle_threshold_in_microseconds():
 
 
 # --- MTIA ------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="the loader does not class mtia_ccp_events as GPU work")
 @pytest.mark.parametrize("folder", MTIA)
 def test_mtia(folder):
     got = ours(folder).get_temporal_breakdown()

@@ -94,10 +94,6 @@ def test_launch_stats(folder, memory):
             ranks=[rank], include_memory_events=memory)[rank]
         assert list(mine.columns) == list(rdf.columns)
         names = _launch_names(folder, rank)
-        if folder == "hta/mtia_inference_trace" or folder == "hta/mtia_trace_single_rank":
-            # MTIA: the loader does not link runFunction calls to mtia_ccp_events
-            assert len(mine) == 0
-            continue
         extra = mine[~mine["correlation"].isin(rdf["correlation"])]
         # every row we add comes from a launch API the reference does not look at
         assert not {names[c] for c in extra["correlation"]} & allowed
@@ -181,7 +177,11 @@ def test_aten_op_kernels_and_delay(folder):
         mine = ours(folder).get_aten_op_kernels_and_delay(ranks=[rank])[rank]
         assert list(mine.columns) == list(rdf.columns)
         if folder.startswith("hta/mtia"):
-            assert mine.empty  # MTIA launches are not linked by the loader
+            # MTIA device events are linked to their launches by ac2g flows here; the
+            # reference pairs them through its own MTIA filter (spec 0.6), so the kernel
+            # sequences differ (on mtia_inference_trace no launch sits inside an aten op on
+            # its own thread). Where operators are found, they are the reference's.
+            assert mine.empty or set(rdf["aten_op_name"]) & set(mine["aten_op_name"])
             continue
         a, b = _by_sequence(rdf), _by_sequence(mine)
         assert a.index.tolist() == b.index.tolist(), (folder, rank)
