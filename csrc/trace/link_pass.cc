@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <climits>
+#include <memory>
 #include <numeric>
+#include <thread>
 #include <string_view>
 
 #include "io/format_error.h"
@@ -63,32 +66,75 @@ void link(EventTable& e, int64_t gpu_row, int64_t launch_row) {
   if (first < 0 || e.ts[gpu_row] < e.ts[first]) first = gpu_row;
 }
 
+// Launch rows by correlation id. Ids are usually dense (a counter per process), so a
+// direct table is tried first; sparse ids fall back to a sorted list.
+class LaunchIndex {
+ public:
+  explicit LaunchIndex(TraceColumns& t) {
+    const auto& e = t.events;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    size_t n = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (e.correlation[i] >= 0 && is_launch_side(static_cast<EventKind>(e.kind[i]))) {
+        lo = std::min(lo, e.correlation[i]);
+        hi = std::max(hi, e.correlation[i]);
+        ++n;
+      }
+    }
+    if (n == 0) return;
+    // int32 slots, up to 8 per launch: at most twice the memory of the sorted list.
+    dense_ = static_cast<uint64_t>(hi - lo) < 8 * static_cast<uint64_t>(n) + 1024 &&
+             e.size() < static_cast<size_t>(INT32_MAX);
+    base_ = lo;
+    if (dense_) table_.assign(static_cast<size_t>(hi - lo) + 1, -1);
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (e.correlation[i] < 0 || !is_launch_side(static_cast<EventKind>(e.kind[i]))) continue;
+      if (dense_) {
+        // The first launch of each correlation id wins (file order).
+        int32_t& slot = table_[static_cast<size_t>(e.correlation[i] - base_)];
+        if (slot >= 0) t.stats.add(Stat::duplicate_correlation);
+        else slot = static_cast<int32_t>(i);
+      } else {
+        sorted_.emplace_back(e.correlation[i], static_cast<int64_t>(i));
+      }
+    }
+    if (dense_) return;
+    std::sort(sorted_.begin(), sorted_.end());
+    size_t kept = 0;
+    for (size_t i = 0; i < sorted_.size(); ++i) {
+      if (kept > 0 && sorted_[kept - 1].first == sorted_[i].first) {
+        t.stats.add(Stat::duplicate_correlation);
+        continue;
+      }
+      sorted_[kept++] = sorted_[i];
+    }
+    sorted_.resize(kept);
+  }
+
+  // The launch row with this correlation id, or -1.
+  int64_t find(int64_t correlation) const {
+    if (dense_) {
+      const int64_t k = correlation - base_;
+      return k >= 0 && k < static_cast<int64_t>(table_.size()) ? table_[static_cast<size_t>(k)] : -1;
+    }
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, int64_t{-1}));
+    return it != sorted_.end() && it->first == correlation ? it->second : -1;
+  }
+
+ private:
+  bool dense_ = false;
+  int64_t base_ = 0;
+  std::vector<int32_t> table_;
+  std::vector<std::pair<int64_t, int64_t>> sorted_;
+};
+
 void link_by_correlation(TraceColumns& t) {
   auto& e = t.events;
-  std::vector<std::pair<int64_t, int64_t>> launches;  // (correlation, row)
-  for (size_t i = 0; i < e.size(); ++i) {
-    if (e.correlation[i] >= 0 && is_launch_side(static_cast<EventKind>(e.kind[i]))) {
-      launches.emplace_back(e.correlation[i], static_cast<int64_t>(i));
-    }
-  }
-  std::sort(launches.begin(), launches.end());
-  // Keep the first launch of each correlation id (file order breaks ties).
-  size_t kept = 0;
-  for (size_t i = 0; i < launches.size(); ++i) {
-    if (kept > 0 && launches[kept - 1].first == launches[i].first) {
-      t.stats.add(Stat::duplicate_correlation);
-      continue;
-    }
-    launches[kept++] = launches[i];
-  }
-  launches.resize(kept);
+  const LaunchIndex launches(t);
   for (size_t i = 0; i < e.size(); ++i) {
     if (e.correlation[i] < 0 || !is_linkable_gpu(static_cast<EventKind>(e.kind[i]))) continue;
-    auto it = std::lower_bound(launches.begin(), launches.end(),
-                               std::make_pair(e.correlation[i], int64_t{-1}));
-    if (it != launches.end() && it->first == e.correlation[i]) {
-      link(e, static_cast<int64_t>(i), it->second);
-    }
+    const int64_t launch = launches.find(e.correlation[i]);
+    if (launch >= 0) link(e, static_cast<int64_t>(i), launch);
   }
 }
 
@@ -98,12 +144,26 @@ void bind_flows(TraceColumns& t, const ThreadOrder& order) {
   auto& e = t.events;
   auto& f = t.flows;
   const int64_t* rows = order.rows().data();
+  // Flow endpoints come in start/finish pairs on two threads: remember the last two ranges.
+  struct Cached {
+    int64_t pid = 0, tid = 0;
+    std::pair<size_t, size_t> range{0, 0};
+    bool set = false;
+  } cache[2];
   for (size_t i = 0; i < f.size(); ++i) {
-    const auto [begin, end] = order.range(f.pid[i], f.tid[i]);
+    Cached* hit = nullptr;
+    for (Cached& c : cache) {
+      if (c.set && c.pid == f.pid[i] && c.tid == f.tid[i]) hit = &c;
+    }
+    if (!hit) {
+      hit = &cache[i & 1];
+      *hit = {f.pid[i], f.tid[i], order.range(f.pid[i], f.tid[i]), true};
+    }
+    const auto [begin, end] = hit->range;
     // First event of the thread starting after the flow; walk back through those that
     // start at or before it.
-    const int64_t* it = std::upper_bound(rows + begin, rows + end, f.ts[i],
-                                         [&](int64_t ts, int64_t row) { return ts < e.ts[row]; });
+    const int64_t* starts = order.starts().data();
+    const int64_t* it = rows + (std::upper_bound(starts + begin, starts + end, f.ts[i]) - starts);
     int64_t bound = -1;
     for (int back = 0; back < 16 && it != rows + begin; ++back) {
       int64_t r = *--it;
@@ -222,12 +282,20 @@ void assign_steps(TraceColumns& t) {
 void link_trace(TraceColumns& t, const LinkOptions& options) {
   shift_times(t, options.base_time_ns);
   assign_kinds(t, options);
-  link_by_correlation(t);
-  const ThreadOrder order(t.events, options.threads);
-  bind_flows(t, order);
+  // The per-thread order reads only pid, tid, ts and dur: build it while launches link.
+  std::unique_ptr<ThreadOrder> order;
+  if (options.threads > 1) {
+    std::thread sorter([&] { order = std::make_unique<ThreadOrder>(t.events, options.threads); });
+    link_by_correlation(t);
+    sorter.join();
+  } else {
+    link_by_correlation(t);
+    order = std::make_unique<ThreadOrder>(t.events, 1);
+  }
+  bind_flows(t, *order);
   link_by_flows(t);
   count_unlinked(t);
-  nest_cpu_events(t.events, order);
+  nest_cpu_events(t.events, *order);
   assign_steps(t);
 }
 
