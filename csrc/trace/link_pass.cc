@@ -138,19 +138,20 @@ void link_by_correlation(TraceColumns& t) {
   }
 }
 
-// Binds each flow endpoint to the innermost X event on its (pid, tid) that contains its
-// timestamp (a slice starting exactly there preferred).
-void bind_flows(TraceColumns& t, const ThreadOrder& order) {
+// Binds flows [from, to); returns how many found no event.
+size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, size_t to) {
   auto& e = t.events;
   auto& f = t.flows;
   const int64_t* rows = order.rows().data();
+  const int64_t* starts = order.starts().data();
+  size_t unbound = 0;
   // Flow endpoints come in start/finish pairs on two threads: remember the last two ranges.
   struct Cached {
     int64_t pid = 0, tid = 0;
     std::pair<size_t, size_t> range{0, 0};
     bool set = false;
   } cache[2];
-  for (size_t i = 0; i < f.size(); ++i) {
+  for (size_t i = from; i < to; ++i) {
     Cached* hit = nullptr;
     for (Cached& c : cache) {
       if (c.set && c.pid == f.pid[i] && c.tid == f.tid[i]) hit = &c;
@@ -162,7 +163,6 @@ void bind_flows(TraceColumns& t, const ThreadOrder& order) {
     const auto [begin, end] = hit->range;
     // First event of the thread starting after the flow; walk back through those that
     // start at or before it.
-    const int64_t* starts = order.starts().data();
     const int64_t* it = rows + (std::upper_bound(starts + begin, starts + end, f.ts[i]) - starts);
     int64_t bound = -1;
     for (int back = 0; back < 16 && it != rows + begin; ++back) {
@@ -176,8 +176,27 @@ void bind_flows(TraceColumns& t, const ThreadOrder& order) {
       }
     }
     f.event[i] = bound;
-    if (bound < 0) t.stats.add(Stat::flow_unbound);
+    unbound += bound < 0;
   }
+  return unbound;
+}
+
+// Binds each flow endpoint to the innermost X event on its (pid, tid) that contains its
+// timestamp (a slice starting exactly there preferred); flows are independent, so halves
+// run on two threads when there are.
+void bind_flows(TraceColumns& t, const ThreadOrder& order, int threads) {
+  const size_t n = t.flows.size();
+  size_t unbound = 0;
+  if (threads > 1 && n > 65536) {
+    size_t second = 0;
+    std::thread helper([&] { second = bind_flow_range(t, order, n / 2, n); });
+    unbound = bind_flow_range(t, order, 0, n / 2);
+    helper.join();
+    unbound += second;
+  } else {
+    unbound = bind_flow_range(t, order, 0, n);
+  }
+  if (unbound) t.stats.add(Stat::flow_unbound, unbound);
 }
 
 bool is_launch_flow(std::string_view cat) {
@@ -292,7 +311,7 @@ void link_trace(TraceColumns& t, const LinkOptions& options) {
     link_by_correlation(t);
     order = std::make_unique<ThreadOrder>(t.events, 1);
   }
-  bind_flows(t, *order);
+  bind_flows(t, *order, options.threads);
   link_by_flows(t);
   count_unlinked(t);
   nest_cpu_events(t.events, *order);
