@@ -14,13 +14,13 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import duration_stats, NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .result import Result
 
-NS = {"unit": "ns"}
 KIND_NAMES = np.array([k.name for k in EventKind], dtype=object)
 
 KERNEL_SCHEMA = pa.schema([
@@ -39,12 +39,7 @@ KERNEL_SCHEMA = pa.schema([
 BREAKDOWN_SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),
     pa.field("name", pa.string()),
-    pa.field("count", pa.int64()),
-    pa.field("sum", pa.int64(), metadata=NS),
-    pa.field("max", pa.int64(), metadata=NS),
-    pa.field("min", pa.int64(), metadata=NS),
-    pa.field("mean", pa.float64(), metadata=NS),
-    pa.field("stddev", pa.float64(), metadata=NS),
+    *duration_stats(),
 ])
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .fields import NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -24,7 +25,6 @@ from . import select
 from .result import Result
 from .select import Selection
 
-NS = {"unit": "ns"}
 RANGE_CATEGORY = "cuda_profiler_range"
 # Runtime calls that launch exactly one kernel.
 LAUNCH_PATTERN = r"^(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|hipLaunchKernel|hipExtLaunchKernel)"

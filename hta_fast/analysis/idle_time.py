@@ -25,7 +25,8 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .result import Result
-from .temporal import NS, gpu_work
+from .fields import NS
+from .temporal import gpu_work
 
 CATEGORIES = ("host_wait", "kernel_wait", "other")
 HOST_WAIT, KERNEL_WAIT, OTHER = range(3)

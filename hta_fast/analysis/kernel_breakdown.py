@@ -28,7 +28,8 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .result import Result
-from .temporal import NS, PCT, gpu_work
+from .fields import NS, PCT, duration_stats
+from .temporal import gpu_work
 
 TYPE_NAMES = ("COMPUTATION", "COMMUNICATION", "MEMORY")
 _TYPE_CLASSES = (KernelClass.COMP, KernelClass.COMM, KernelClass.MEM)
@@ -44,12 +45,7 @@ KERNELS_SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),
     pa.field("kernel_type", pa.string()),
     pa.field("name", pa.string()),
-    pa.field("count", pa.int64()),
-    pa.field("sum", pa.int64(), metadata=NS),
-    pa.field("max", pa.int64(), metadata=NS),
-    pa.field("min", pa.int64(), metadata=NS),
-    pa.field("mean", pa.float64(), metadata=NS),
-    pa.field("stddev", pa.float64(), metadata=NS),
+    *duration_stats(),
 ])
 DISTRIBUTION_SCHEMA = pa.schema([
     pa.field("kernel_type", pa.string()),

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .fields import NS
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
@@ -27,7 +28,6 @@ from .launch_stats import launch_pairs
 from .op_kernels import enclosing, joined_names
 from .result import Result
 
-NS = {"unit": "ns"}
 SEPARATOR = "|"
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),

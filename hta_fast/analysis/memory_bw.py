@@ -15,6 +15,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import NS
 from .. import ops
 from ..schema import EventKind
 from ..trace import Trace
@@ -23,7 +24,6 @@ from . import select
 from .result import Result
 from .select import Selection
 
-NS = {"unit": "ns"}
 GBPS = {"unit": "GB/s"}
 QUANTILES = (0.25, 0.5, 0.75)
 FIXED = 1e9  # fixed-point steps per GB/s

@@ -17,6 +17,7 @@ from typing import Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import NS
 from .result import Result
 
 # Index order used by torch's memory profiler.
@@ -24,7 +25,6 @@ CATEGORIES = ("Parameter", "Optimizer state", "Input", "Temporary", "Activation"
               "Autograd", "Unknown")
 COLUMNS = tuple(c.lower().replace(" ", "_") for c in CATEGORIES)
 BYTES = {"unit": "B"}
-NS = {"unit": "ns"}
 
 
 def _read(source) -> list:

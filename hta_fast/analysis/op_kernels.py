@@ -22,13 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .fields import NS
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .launch_stats import launch_pairs
 from .result import Result
 
-NS = {"unit": "ns"}
 SEPARATOR = " -> "
 
 INSTANCE_SCHEMA = pa.schema([

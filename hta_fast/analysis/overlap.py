@@ -19,7 +19,8 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .result import Result
-from .temporal import NS, PCT, gpu_work
+from .fields import NS, PCT
+from .temporal import gpu_work
 
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),

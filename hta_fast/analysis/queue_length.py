@@ -12,6 +12,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import NS
 from .. import ops
 from ..schema import EventKind
 from ..trace import Trace
@@ -20,7 +21,6 @@ from . import select
 from .result import Result
 from .select import Selection
 
-NS = {"unit": "ns"}
 QUANTILES = (0.25, 0.5, 0.75)
 
 

@@ -11,12 +11,12 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import NS
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .result import Result
 
-NS = {"unit": "ns"}
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),
     pa.field("step", pa.int64()),

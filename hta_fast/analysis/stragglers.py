@@ -15,6 +15,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import NS
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -22,7 +23,6 @@ from . import select
 from .result import Result
 from .select import Selection
 
-NS = {"unit": "ns"}
 
 
 def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .fields import NS, PCT
 from .. import ops
 from ..schema import KernelClass
 from ..trace import Trace
@@ -28,8 +29,6 @@ from ..traceset import TraceSet
 from . import select
 from .result import Result
 
-NS = {"unit": "ns"}
-PCT = {"unit": "%"}
 
 
 class GpuWork(NamedTuple):

@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .fields import NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
 from .result import Result
 
-NS = {"unit": "ns"}
 DEVICES = ("all", "cpu", "gpu")
 CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")
 
