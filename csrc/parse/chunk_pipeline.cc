@@ -81,6 +81,7 @@ void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_
   job->len = len;
   job->offset = file_offset;
   job->done = false;
+  job->parsed = false;
   job->error = ChunkError{};
   if (inline_parser_) {
     // Straight into the trace: no merge. After a failure nothing more is read.
@@ -120,42 +121,64 @@ void ChunkPipeline::work() {
     const int64_t t0 = now_ns();
     job->error = parser.parse(job->text, job->len, job->offset, job->columns);
     parse_ns_ += now_ns() - t0;
-    place(*job);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job->parsed = true;
+    }
+    place_ready();
+  }
+}
+
+ChunkPipeline::Job* ChunkPipeline::job_at(uint64_t seq) {
+  if (jobs_.empty() || seq < jobs_.front()->seq) return nullptr;
+  const uint64_t i = seq - jobs_.front()->seq;
+  return i < jobs_.size() ? jobs_[i].get() : nullptr;
+}
+
+// Places parsed chunks whose turn has come, in file order. A worker that finds its chunk's
+// turn not yet come goes back to parsing: whoever places the chunk before it places it too,
+// so no thread waits for another to finish parsing.
+void ChunkPipeline::place_ready() {
+  for (;;) {
+    Job* job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (placing_) return;  // the thread placing now comes back for the next turn
+      job = job_at(rebase_turn_);
+      if (!job || !job->parsed) return;
+      placing_ = true;
+    }
+    const int64_t t0 = now_ns();
+    // Only the placing thread touches the pool, the column sizes and rows_before_.
+    std::shared_lock<std::shared_mutex> copying;
+    std::vector<void*> places;
+    if (job->error.failed) placing_stopped_ = true;
+    if (!placing_stopped_) {
+      rebase_chunk(job->columns, out_.strings, rows_before_);
+      rows_before_ += static_cast<int64_t>(job->columns.events.size());
+      if (!reserved_ || !fits(out_, job->columns)) {
+        std::unique_lock<std::shared_mutex> growing(copying_);
+        if (!reserved_) reserve_output(job->columns, job->len);
+        reserve_for(out_, job->columns, 1.5);
+      }
+      copying = std::shared_lock<std::shared_mutex>(copying_);
+      places = extend_columns(out_, job->columns);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++rebase_turn_;
+      placing_ = false;
+    }
+    // The next chunk may be placed while this one is copied.
+    if (!places.empty()) copy_columns(places, job->columns);
+    copying = {};
+    merge_ns_ += now_ns() - t0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       job->done = true;
     }
     cv_.notify_all();
   }
-}
-
-void ChunkPipeline::place(Job& job) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return stopping_ || rebase_turn_ == job.seq; });
-  if (stopping_) return;
-  // Only the worker whose turn it is touches the pool, the column sizes and rows_before_.
-  lock.unlock();
-  const int64_t t0 = now_ns();
-  std::shared_lock<std::shared_mutex> copying;
-  std::vector<void*> places;
-  if (job.error.failed) placing_stopped_ = true;
-  if (!placing_stopped_) {
-    rebase_chunk(job.columns, out_.strings, rows_before_);
-    rows_before_ += static_cast<int64_t>(job.columns.events.size());
-    if (!reserved_ || !fits(out_, job.columns)) {
-      std::unique_lock<std::shared_mutex> growing(copying_);
-      if (!reserved_) reserve_output(job.columns, job.len);
-      reserve_for(out_, job.columns, 1.5);
-    }
-    copying = std::shared_lock<std::shared_mutex>(copying_);
-    places = extend_columns(out_, job.columns);
-  }
-  lock.lock();
-  ++rebase_turn_;
-  lock.unlock();
-  cv_.notify_all();
-  if (!places.empty()) copy_columns(places, job.columns);
-  merge_ns_ += now_ns() - t0;
 }
 
 void ChunkPipeline::reserve_output(const TraceColumns& sample, size_t sample_len) {

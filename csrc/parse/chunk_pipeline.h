@@ -2,10 +2,10 @@
 // in file order. At most `threads + 1` chunks exist at once, and their buffers and column
 // vectors are reused, so memory stays at a few chunks whatever the file size.
 //
-// Each worker also places its chunk in the trace: in turns, in file order, it rebases the
-// chunk (strings into the trace's pool, argument rows shifted to the trace's numbering) and
-// claims its rows at the end of every column; then it copies its columns there while the
-// next chunk takes its turn. String ids and rows so do not depend on thread timing, and the
+// Workers also place chunks in the trace: in turns, in file order, a chunk is rebased
+// (strings into the trace's pool, argument rows shifted to the trace's numbering) and claims
+// its rows at the end of every column; then its columns are copied there while the next
+// chunk takes its turn. String ids and rows so do not depend on thread timing, and the
 // caller's thread only reads the file. With one thread, chunks are parsed on the caller's
 // thread straight into the trace's columns.
 #pragma once
@@ -57,12 +57,14 @@ class ChunkPipeline {
     uint64_t offset = 0;
     TraceColumns columns;
     ChunkError error;
-    bool done = false;
+    bool parsed = false;  // parsed, waiting for its turn to be placed
+    bool done = false;    // placed in the trace (or failed): ready to merge
   };
   std::unique_ptr<Job> next_job();
   void enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_offset);
   void work();
-  void place(Job& job);
+  Job* job_at(uint64_t seq);
+  void place_ready();
   void reserve_output(const TraceColumns& sample, size_t sample_len);
   void merge_ready(bool wait_all);
   void merge(Job& job);
@@ -89,6 +91,7 @@ class ChunkPipeline {
   uint64_t rebase_turn_ = 0;   // seq of the chunk whose turn it is to rebase
   int64_t rows_before_ = 0;    // events in the chunks placed so far
   bool placing_stopped_ = false;  // a chunk failed: later chunks are not placed
+  bool placing_ = false;          // a thread is placing the chunk whose turn it is
   std::shared_mutex copying_;  // shared while chunks copy into out_; unique to grow out_
 };
 
