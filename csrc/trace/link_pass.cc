@@ -206,15 +206,31 @@ bool is_launch_flow(std::string_view cat) {
 void link_by_flows(TraceColumns& t) {
   auto& e = t.events;
   auto& f = t.flows;
-  // Pair start and finish of launch flows by id.
+  std::vector<int8_t> launch_cat(static_cast<size_t>(t.strings.size()), -1);
+  auto is_launch = [&](int32_t cat) {
+    if (cat < 0) return false;
+    int8_t& known = launch_cat[static_cast<size_t>(cat)];
+    if (known < 0) known = is_launch_flow(t.strings.at(cat));
+    return known == 1;
+  };
+  // Finish endpoints on GPU events that correlation ids left unlinked; usually none, and
+  // then there is nothing to pair.
   std::vector<std::pair<int64_t, int64_t>> starts, finishes;  // (id, event row)
   for (size_t i = 0; i < f.size(); ++i) {
-    if (f.event[i] < 0 || f.cat[i] < 0 || !is_launch_flow(t.strings.at(f.cat[i]))) continue;
-    (f.phase[i] == 's' ? starts : finishes).emplace_back(f.id[i], f.event[i]);
+    const int64_t row = f.event[i];
+    if (row < 0 || f.phase[i] == 's' || e.partner[row] >= 0 ||
+        !is_linkable_gpu(static_cast<EventKind>(e.kind[row])) || !is_launch(f.cat[i])) {
+      continue;
+    }
+    finishes.emplace_back(f.id[i], row);
+  }
+  if (finishes.empty()) return;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f.event[i] >= 0 && f.phase[i] == 's' && is_launch(f.cat[i])) starts.emplace_back(f.id[i], f.event[i]);
   }
   std::sort(starts.begin(), starts.end());
   for (auto [id, gpu_row] : finishes) {
-    if (e.partner[gpu_row] >= 0 || !is_linkable_gpu(static_cast<EventKind>(e.kind[gpu_row]))) continue;
+    if (e.partner[gpu_row] >= 0) continue;
     auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(id, int64_t{-1}));
     if (it == starts.end() || it->first != id) continue;
     if (is_launch_side(static_cast<EventKind>(e.kind[it->second]))) link(e, gpu_row, it->second);
