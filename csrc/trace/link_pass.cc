@@ -142,8 +142,7 @@ void link_by_correlation(TraceColumns& t) {
 size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, size_t to) {
   auto& e = t.events;
   auto& f = t.flows;
-  const int64_t* rows = order.rows().data();
-  const int64_t* starts = order.starts().data();
+  const uint32_t* rows = order.rows().data();
   size_t unbound = 0;
   // Flow endpoints come in start/finish pairs on two threads: remember the last two ranges.
   struct Cached {
@@ -163,7 +162,8 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
     const auto [begin, end] = hit->range;
     // First event of the thread starting after the flow; walk back through those that
     // start at or before it.
-    const int64_t* it = rows + (std::upper_bound(starts + begin, starts + end, f.ts[i]) - starts);
+    const uint32_t* it = std::upper_bound(rows + begin, rows + end, f.ts[i],
+                                          [&](int64_t ts, uint32_t row) { return ts < e.ts[row]; });
     int64_t bound = -1;
     for (int back = 0; back < 16 && it != rows + begin; ++back) {
       int64_t r = *--it;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <thread>
+
+#include "io/format_error.h"
 
 namespace hta {
 namespace {
@@ -18,8 +21,7 @@ struct SortKey {
 
 // Sorts one thread's rows by (ts, longer first, row). Keys are copied out first so the
 // comparisons touch one array, not three columns through an index.
-void sort_run(const EventTable& e, int64_t* rows, int64_t* starts, size_t n,
-              std::vector<SortKey>& keys) {
+void sort_run(const EventTable& e, uint32_t* rows, size_t n, std::vector<SortKey>& keys) {
   keys.resize(n);
   // A thread's events are nearly in order in the file (a few hundred descents in a million
   // events): merge the ascending stretches rather than sort from scratch.
@@ -46,16 +48,14 @@ void sort_run(const EventTable& e, int64_t* rows, int64_t* starts, size_t n,
       bounds.swap(merged);
     }
   }
-  for (size_t i = 0; i < n; ++i) {
-    rows[i] = keys[i].row;
-    starts[i] = keys[i].ts;
-  }
+  for (size_t i = 0; i < n; ++i) rows[i] = static_cast<uint32_t>(keys[i].row);
 }
 
 }  // namespace
 
 ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   const size_t n = e.size();
+  if (n > UINT32_MAX) throw FormatError(0, "more than 2^32 events in one trace");
   // Group ids in order of first appearance; consecutive events usually share a thread.
   std::vector<uint32_t> group(n);
   std::vector<size_t> counts;
@@ -75,9 +75,8 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   begin_.assign(counts.size() + 1, 0);
   for (size_t g = 0; g < counts.size(); ++g) begin_[g + 1] = begin_[g] + counts[g];
   rows_.resize(n);
-  starts_.resize(n);
   std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
-  for (size_t i = 0; i < n; ++i) rows_[fill[group[i]]++] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < n; ++i) rows_[fill[group[i]]++] = static_cast<uint32_t>(i);
 
   // Sort the runs, largest first, spread over the threads.
   std::vector<uint32_t> by_size(counts.size());
@@ -88,7 +87,7 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
     std::vector<SortKey> keys;
     for (size_t k; (k = next.fetch_add(1)) < by_size.size();) {
       const uint32_t g = by_size[k];
-      sort_run(e, rows_.data() + begin_[g], starts_.data() + begin_[g], counts[g], keys);
+      sort_run(e, rows_.data() + begin_[g], counts[g], keys);
     }
   };
   std::vector<std::thread> pool;

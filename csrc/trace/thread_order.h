@@ -17,10 +17,9 @@ class ThreadOrder {
   // `threads`: worker threads for sorting the per-thread runs (1 = the caller's only).
   ThreadOrder(const EventTable& e, int threads);
 
-  // Rows of all events: thread by thread, then by (ts, longer first, row).
-  const std::vector<int64_t>& rows() const { return rows_; }
-  // ts of rows()[k] at k: binary searches then read one contiguous array.
-  const std::vector<int64_t>& starts() const { return starts_; }
+  // Rows of all events: thread by thread, then by (ts, longer first, row). 32-bit, as this
+  // scratch is the loader's peak memory; the constructor refuses 2^32 events or more.
+  const std::vector<uint32_t>& rows() const { return rows_; }
   // The [begin, end) range of rows() holding (pid, tid)'s events; empty if none.
   std::pair<size_t, size_t> range(int64_t pid, int64_t tid) const;
 
@@ -32,8 +31,7 @@ class ThreadOrder {
   };
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> group_of_;
   std::vector<size_t> begin_;  // group g holds rows_[begin_[g], begin_[g + 1])
-  std::vector<int64_t> rows_;
-  std::vector<int64_t> starts_;
+  std::vector<uint32_t> rows_;
 };
 
 }  // namespace hta
