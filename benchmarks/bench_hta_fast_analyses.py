@@ -61,19 +61,20 @@ def main() -> None:
         native["potential_stragglers"] = lambda: stragglers.stragglers(traces)
     compat = {
         "temporal_breakdown": lambda: ta.get_temporal_breakdown(),
-        "idle_time_breakdown": lambda: ta.get_idle_time_breakdown(),
+        # ranks as tests/reference/run_reference.py passes them (all ranks)
+        "idle_time_breakdown": lambda: ta.get_idle_time_breakdown(ranks=ranks),
         "kernel_breakdown": lambda: ta.get_gpu_kernel_breakdown(),
         "comm_comp_overlap": lambda: ta.get_comm_comp_overlap(),
-        "queue_length_time_series": lambda: ta.get_queue_length_time_series(),
-        "queue_length_summary": lambda: ta.get_queue_length_summary(),
-        "memory_bw_time_series": lambda: ta.get_memory_bw_time_series(),
-        "memory_bw_summary": lambda: ta.get_memory_bw_summary(),
+        "queue_length_time_series": lambda: ta.get_queue_length_time_series(ranks=ranks),
+        "queue_length_summary": lambda: ta.get_queue_length_summary(ranks=ranks),
+        "memory_bw_time_series": lambda: ta.get_memory_bw_time_series(ranks=ranks),
+        "memory_bw_summary": lambda: ta.get_memory_bw_summary(ranks=ranks),
         "cuda_kernel_launch_stats": lambda: [ta.get_cuda_kernel_launch_stats(ranks=[r]) for r in ranks],
         "aten_op_kernels_and_delay": lambda: [ta.get_aten_op_kernels_and_delay(ranks=[r]) for r in ranks],
         "gpu_kernels_with_user_annotations": lambda: [ta.get_gpu_kernels_with_user_annotations(rank=r) for r in ranks],
         "gpu_user_annotation_breakdown": lambda: ta.get_gpu_user_annotation_breakdown(),
         "profiler_steps": lambda: ta.get_profiler_steps(),
-        "counters_trace": lambda: ta.generate_trace_with_counters(output_suffix="_bench"),
+        "counters_trace": lambda: ta.generate_trace_with_counters(ranks=ranks, output_suffix="_bench"),
     }
     if len(ranks) > 1:
         compat["potential_stragglers"] = lambda: ta.get_potential_stragglers()

@@ -39,10 +39,22 @@ class Selection:
     before_last_step: bool = False
 
     def event_mask(self, trace: Trace) -> Optional[np.ndarray]:
-        """Rows of trace.events kept, as a bool array; None when every row is kept."""
+        """Rows of trace.events kept, as a read-only bool array; None when every row is kept.
+        Masks are remembered per trace: analyses called one after another on one selection
+        (the compat facade's pattern) compute it once."""
         if (self.steps is None and self.window is None and self.streams is None
                 and not self.before_last_step):
             return None
+        key = ("event_mask", _frozen(self.steps), _frozen(self.window), _frozen(self.streams),
+               self.before_last_step)
+        memo = trace.__dict__.setdefault("_selection_memo", {})
+        if key not in memo:
+            mask = self._compute_mask(trace)
+            mask.flags.writeable = False
+            memo[key] = mask
+        return memo[key]
+
+    def _compute_mask(self, trace: Trace) -> np.ndarray:
         col = trace.column
         kind = col("events", "kind")
         gpu = np.isin(kind, GPU_KINDS)
@@ -59,6 +71,10 @@ class Selection:
             if cut is not None:
                 keep &= launch_start(trace) < cut
         return keep
+
+
+def _frozen(value):
+    return None if value is None else tuple(value)
 
 
 def last_step_start(trace: Trace) -> Optional[int]:
