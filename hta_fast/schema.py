@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from . import _core
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class EventKind(enum.IntEnum):
@@ -63,6 +63,7 @@ DESCRIPTIONS = {
     ("op_args", "row"): "row in events",
     ("comm_args", "row"): "row in events",
     ("sync_args", "row"): "row in events",
+    ("steps", "row"): "row in events of the ProfilerStep#N event",
 }
 
 STRING_ID_BASE = -(1 << 32)

@@ -13,7 +13,7 @@ from . import _arrow
 from .schema import STRING_ID_BASE
 
 TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
-          "instants", "meta")
+          "instants", "meta", "steps")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Trace:
     kernel_args  grid/block/registers/occupancy/bytes/bandwidth of GPU events (row -> events)
     op_args      shapes and ids of CPU ops; comm_args collectives; sync_args waits
     flows, counters, instants, meta_events   the other phases
+    steps        the ProfilerStep#N events that define the profiler steps
     stats        what the loader counted and skipped
     """
 
@@ -109,6 +110,11 @@ class Trace:
     @cached_property
     def meta_events(self) -> pa.Table:
         return self._table("meta")
+
+    @cached_property
+    def steps(self) -> pa.Table:
+        """The ProfilerStep#N events, in file order: row (in events), step, ts, dur."""
+        return self._table("steps")
 
     def column(self, table: str, name: str) -> np.ndarray:
         """A raw column as numpy, sentinels included (-1 / NaN): for vectorised kernels."""

@@ -316,7 +316,7 @@ def test_threads_and_chunks_agree(path: Path, trace: hta_fast.Trace):
     assert one.strings.equals(many.strings), "the string pools differ"
     assert np.array_equal(one.column("events", "name"), many.column("events", "name"))
     for table in ("kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
-                  "instants", "meta_events"):
+                  "instants", "meta_events", "steps"):
         assert getattr(one, table).equals(getattr(many, table)), f"{table} differs"
 
 

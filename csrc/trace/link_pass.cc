@@ -293,7 +293,13 @@ void assign_steps(TraceColumns& t) {
         if (end && *end == '\0' && v >= 0) s = static_cast<int32_t>(v);
       }
     }
-    if (s >= 0) windows.push_back({e.ts[i], e.ts[i] + e.dur[i], s});
+    if (s >= 0) {
+      windows.push_back({e.ts[i], e.ts[i] + e.dur[i], s});
+      t.steps.row.push_back(static_cast<int64_t>(i));
+      t.steps.step.push_back(s);
+      t.steps.ts.push_back(e.ts[i]);
+      t.steps.dur.push_back(e.dur[i]);
+    }
   }
   if (windows.empty()) return;
   std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.start < b.start; });

@@ -94,6 +94,10 @@ template <class T> using Column = std::vector<T, DefaultInitAllocator<T>>;
   X(int32_t, name) X(int64_t, pid) X(int64_t, tid) X(int32_t, value)                  \
   X(int64_t, sort_index)
 
+// Profiler steps (CPU events named ProfilerStep#N), filled by the link pass.
+#define HTA_STEP_COLUMNS(X)                                                           \
+  X(int64_t, row) X(int32_t, step) X(int64_t, ts) X(int64_t, dur)
+
 #define HTA_DECLARE_COLUMN(type, col) Column<type> col;
 #define HTA_VISIT_COLUMN(type, col) f(#col, col);
 
@@ -113,6 +117,7 @@ HTA_DEFINE_TABLE(FlowTable, HTA_FLOW_COLUMNS, ts)
 HTA_DEFINE_TABLE(CounterTable, HTA_COUNTER_COLUMNS, ts)
 HTA_DEFINE_TABLE(InstantTable, HTA_INSTANT_COLUMNS, ts)
 HTA_DEFINE_TABLE(MetaTable, HTA_META_COLUMNS, name)
+HTA_DEFINE_TABLE(StepTable, HTA_STEP_COLUMNS, row)
 
 // String pids/tids ("Spans", "stream 7", "") are stored as kStringIdBase - (pool id), far
 // below any real (possibly negative) pid, so they stay distinct and stable.

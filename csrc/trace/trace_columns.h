@@ -18,6 +18,7 @@ struct TraceColumns {
   CounterTable counters;
   InstantTable instants;
   MetaTable meta;
+  StepTable steps;
   StringPool strings;
   LoadStats stats;
 
@@ -31,6 +32,7 @@ struct TraceColumns {
     f("counters", counters);
     f("instants", instants);
     f("meta", meta);
+    f("steps", steps);
   }
 
   // Empties every table, keeping capacity, so a chunk's columns can be reused.

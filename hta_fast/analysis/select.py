@@ -79,20 +79,13 @@ def _frozen(value):
 
 def last_step_start(trace: Trace) -> Optional[int]:
     """Start (ns) of the last profiler step, or None with fewer than two steps."""
-    rows = profiler_step_rows(trace)
-    if len(rows) < 2:
-        return None
-    return int(trace.column("events", "ts")[rows].max())
+    starts = trace.column("steps", "ts")
+    return int(starts.max()) if len(starts) >= 2 else None
 
 
 def profiler_step_rows(trace: Trace) -> np.ndarray:
     """Rows of the CPU events named ProfilerStep#N that define the steps."""
-    import pyarrow.compute as pc
-    is_step_name = pc.starts_with(trace.strings, "ProfilerStep#").to_numpy(zero_copy_only=False)
-    names = trace.column("events", "name")
-    kind = trace.column("events", "kind")
-    rows = np.flatnonzero((names >= 0) & ~np.isin(kind, GPU_KINDS))
-    return rows[is_step_name[names[rows]]]
+    return trace.column("steps", "row")
 
 
 def launch_start(trace: Trace) -> np.ndarray:

@@ -5,7 +5,6 @@ copies of the marker (gpu_user_annotation rows) are not steps.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -23,29 +22,17 @@ SCHEMA = pa.schema([
     pa.field("ts", pa.int64(), metadata=NS),
     pa.field("dur", pa.int64(), metadata=NS),
 ])
-_STEP = re.compile(r"ProfilerStep\s*#\s*(\d+)")
-
-
-def step_number(name: str) -> int:
-    """N of "ProfilerStep#N", -1 when the name holds no number."""
-    m = _STEP.match(name)
-    return int(m.group(1)) if m else -1
-
-
 def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
-    rows = select.profiler_step_rows(trace)
+    # The loader lists the step events (Trace.steps) as it assigns steps.
+    rows = trace.column("steps", "row")
+    step = trace.column("steps", "step").astype(np.int64)
+    ts, dur = trace.column("steps", "ts"), trace.column("steps", "dur")
     if mask is not None:
-        rows = rows[mask[rows]]
-    name_ids = trace.column("events", "name")[rows]
-    uniq, inv = np.unique(name_ids, return_inverse=True)
-    nums = np.array([step_number(trace.strings[int(i)].as_py()) for i in uniq], np.int64)
-    step = nums[inv] if len(rows) else np.zeros(0, np.int64)
-    keep = step >= 0
-    rows, step = rows[keep], step[keep]
-    ts = trace.column("events", "ts")[rows]
+        keep = mask[rows]
+        rows, step, ts, dur = rows[keep], step[keep], ts[keep], dur[keep]
     order = np.lexsort((ts, step))
-    return pa.table([np.full(len(rows), rank, np.int64), step[order], ts[order],
-                     trace.column("events", "dur")[rows][order]], schema=SCHEMA)
+    return pa.table([np.full(len(rows), rank, np.int64), step[order], ts[order], dur[order]],
+                    schema=SCHEMA)
 
 
 def profiler_steps(traces: Union[Trace, TraceSet], *, ranks: Optional[Sequence[int]] = None,
