@@ -25,8 +25,8 @@ GPU_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset,
 class Selection:
     """ranks    rank numbers (None: all)
     steps       profiler step numbers (None: all events, inside steps or not)
-    window      (start, end) in ns on the trace's clock: events starting in [start, end);
-                interval analyses also clip durations to it
+    window      (start, end) in ns on the trace's clock: events that overlap [start, end);
+                interval analyses count only the part inside it
     streams     GPU stream ids (None: all); CPU events are kept
     before_last_step  drop the last profiler step and everything from its start on (GPU
                 events by their launch's start) - the reference tool's default view
@@ -62,8 +62,12 @@ class Selection:
         if self.steps is not None:
             keep &= np.isin(col("events", "step"), np.asarray(list(self.steps), np.int32))
         if self.window is not None:
+            # Events that overlap the window (a zero-length one: that starts in it), so a
+            # kernel running into the window counts for the part inside it.
+            lo, hi = self.window
             ts = col("events", "ts")
-            keep &= (ts >= self.window[0]) & (ts < self.window[1])
+            end = ts + np.maximum(col("events", "dur"), 0)
+            keep &= (ts < hi) & ((end > lo) | (ts >= lo))
         if self.streams is not None:
             keep &= ~gpu | np.isin(col("events", "stream"), np.asarray(list(self.streams), np.int32))
         if self.before_last_step:

@@ -50,8 +50,7 @@ class GpuWork(NamedTuple):
 def gpu_work(trace: Trace, mask: Optional[np.ndarray],
              window: Optional[tuple[int, int]] = None) -> GpuWork:
     """The kernels, memcpy and memset events of a trace kept by mask (None: all), as
-    intervals clipped to window when given (the selection keeps events that start inside
-    it, so clipping shortens those that run past its end)."""
+    intervals clipped to window when given (the selection keeps events that overlap it)."""
     kind = trace.column("events", "kind")
     keep = np.isin(kind, select.GPU_WORK_KINDS)
     if mask is not None:
