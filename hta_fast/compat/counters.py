@@ -40,19 +40,37 @@ class TimeSeriesTypes(enum.Flag):
 
 
 # --- the reference's clock ---------------------------------------------------------------
+def _memo(trace, key, compute):
+    """A value derived from a trace, computed once (traces do not change)."""
+    memo = trace.__dict__.setdefault("_compat_memo", {})
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 def _kept_rows(trace) -> np.ndarray:
-    """Events the reference loads: those with a category other than "Trace"."""
-    cat = trace.column("events", "cat")
-    strings = trace.strings.to_numpy(zero_copy_only=False)
-    trace_ids = np.flatnonzero(strings == "Trace")
-    return (cat >= 0) & ~np.isin(cat, trace_ids)
+    """Events the reference loads: those with a category other than "Trace" (read-only)."""
+    def compute():
+        import pyarrow.compute as pc
+        cat = trace.column("events", "cat")
+        trace_ids = np.flatnonzero(pc.equal(trace.strings, "Trace").to_numpy(zero_copy_only=False))
+        keep = (cat >= 0) & ~np.isin(cat, trace_ids)
+        keep.flags.writeable = False
+        return keep
+    return _memo(trace, "kept_rows", compute)
+
+
+def _first_kept_start(trace) -> Optional[int]:
+    def compute():
+        starts = trace.column("events", "ts")[_kept_rows(trace)]
+        return int(starts.min()) if len(starts) else None
+    return _memo(trace, "first_kept_start", compute)
 
 
 def origin_ns(traces) -> int:
     """The reference's time zero: the first start of any loaded event of any rank."""
-    starts = [trace.column("events", "ts")[_kept_rows(trace)] for trace in traces.values()]
-    starts = [s for s in starts if len(s)]
-    return int(min(s.min() for s in starts)) if starts else 0
+    starts = [s for s in (_first_kept_start(t) for t in traces.values()) if s is not None]
+    return min(starts) if starts else 0
 
 
 def _us(ns: np.ndarray):
@@ -80,7 +98,7 @@ def _rank_duration_us(analysis, rank: int) -> float:
     keep = _kept_rows(trace)
     mask = analysis.selection.event_mask(trace)
     if mask is not None:
-        keep &= mask
+        keep = keep & mask
     ts = trace.column("events", "ts")[keep]
     return float(ts.max() - ts.min()) / 1000.0 if len(ts) else 0.0
 
