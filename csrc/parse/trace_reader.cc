@@ -120,7 +120,7 @@ void Reader::dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t ev
 void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
   char* data = map.data();
   const uint64_t size = map.size();
-  const size_t chunk = options_.chunk_size;
+  const size_t chunk = options_.chunk_size ? options_.chunk_size : size_t{512} << 10;
   uint64_t pos = carry_offset_;  // data[pos - 1] is the '[' of traceEvents
   pipeline.on_merged([&map](uint64_t end) { map.release_before(end); });
   while (size - pos > 2 * chunk + simdjson::SIMDJSON_PADDING) {
@@ -149,7 +149,7 @@ void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
 }
 
 void Reader::read_events(ChunkPipeline& pipeline) {
-  const size_t chunk = options_.chunk_size;
+  const size_t chunk = options_.chunk_size ? options_.chunk_size : size_t{1} << 20;
   for (;;) {
     // The chunk buffer: "[" + carried bytes + a new block read straight into it.
     std::vector<char> buf = pipeline.take_buffer(1 + carry_.size() + chunk);

@@ -12,10 +12,11 @@ namespace hta {
 struct ReadOptions {
   ParseOptions parse;
   int threads = 0;               // 0 = one per core
-  // Bytes of JSON per parsed chunk. simdjson keeps ~5 bytes of index per byte of its
-  // largest document for each parser, so 512 KiB chunks keep that at ~2.5 MiB per thread;
-  // larger chunks parse no faster.
-  size_t chunk_size = 512 << 10;
+  // Bytes of JSON per parsed chunk; 0 picks one. simdjson keeps ~5 bytes of index per byte
+  // of its largest document for each parser, so mapped files use 512 KiB chunks (~2.5 MiB
+  // per thread; they parse no slower). Streams (gzip, zstd, bytes) use 1 MiB: each of their
+  // chunks is copied out of the decompressed blocks, and fewer, larger copies cost less.
+  size_t chunk_size = 0;
 };
 
 struct ReadResult {
