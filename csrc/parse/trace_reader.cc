@@ -126,19 +126,18 @@ void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
   while (size - pos > 2 * chunk + simdjson::SIMDJSON_PADDING) {
     size_t end = npos, next = npos;
     if (!find_last_boundary(data + pos, chunk, end, next)) break;  // an event larger than a chunk
-    events_end_offset_ = pos + end;
     if (next >= end + 2) {
       data[pos + end] = ']';
       data[pos + next - 1] = '[';  // the next chunk's, written before this one is parsed
+      events_end_offset_ = pos + end;
       pipeline.submit_view(data + pos - 1, end + 2, pos);
+      if (pipeline.error().failed && !pipeline.error().field_error) throw SplitFailed{};
     } else {
       std::vector<char> buf = pipeline.take_buffer(end + 2);
       buf[0] = '[';
       std::memcpy(buf.data() + 1, data + pos, end);
-      buf[end + 1] = ']';
-      pipeline.submit(std::move(buf), end + 2, pos);
+      dispatch(pipeline, buf, end + 1, pos);
     }
-    if (pipeline.error().failed && !pipeline.error().field_error) throw SplitFailed{};
     pos += next;
   }
   // The rest through the buffered path.

@@ -111,11 +111,6 @@ void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk) {
   });
 }
 
-void append_columns(TraceColumns& into, const TraceColumns& chunk) {
-  zip_columns(into, chunk, [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); });
-  into.stats.merge(chunk.stats);
-}
-
 void TraceColumns::reserve_like(const TraceColumns& sample, double scale) {
   std::vector<size_t> sizes;
   const_cast<TraceColumns&>(sample).for_each_table(

@@ -52,16 +52,13 @@ struct TraceColumns {
 // True for the int32 columns that hold StringPool ids (name, cat, string arguments).
 bool is_string_column(std::string_view table, std::string_view col);
 
-// Merging a chunk parsed with its own StringPool into the whole trace, in two steps so that
-// the first can run on the chunk's worker thread:
-//  1. rebase_chunk: interns the chunk's strings into `pool` (the trace's), rewrites its
-//     string ids (and string pids/tids) to the pool's, and shifts the event rows that
-//     argument tables point at by `row_base`, the number of events before the chunk.
-//  2. append_columns: appends the rebased columns to `into` (a plain copy) and its stats.
+// Merging a chunk parsed with its own StringPool into the whole trace. First rebase_chunk
+// (on the chunk's worker thread): interns the chunk's strings into `pool` (the trace's),
+// rewrites its string ids (and string pids/tids) to the pool's, and shifts the event rows
+// that argument tables point at by `row_base`, the number of events before the chunk.
 void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
-void append_columns(TraceColumns& into, const TraceColumns& chunk);
 
-// The same append split for threads: chunks take turns to claim their place at the end of
+// Then the append, split for threads: chunks take turns to claim their place at the end of
 // every column (extend_columns: in file order, one at a time), then copy into it at once
 // (copy_columns: any number in parallel). Extending never reallocates: `fits` says whether
 // the capacity suffices, and reserving more must wait until no copy is in flight.
