@@ -23,7 +23,7 @@ from ._core import ops as _ops
 __all__ = [
     "Intervals", "GroupedIntervals", "GroupTotals", "GroupedClassSweep", "Gaps", "StepSeries",
     "WeightedStats", "union", "total_length", "intersect", "difference", "grouped_union",
-    "grouped_total", "class_sweep", "grouped_class_sweep", "group_gaps", "step_counter",
+    "grouped_total", "class_sweep", "grouped_class_sweep", "group_order", "group_gaps", "step_counter",
     "weighted_stats",
 ]
 
@@ -76,6 +76,7 @@ class WeightedStats:
     mean: np.ndarray  # float64, time-weighted
     min: np.ndarray  # float64, smallest value held for a positive time
     max: np.ndarray  # float64, largest value held for a positive time
+    std: np.ndarray  # float64, time-weighted population standard deviation
     quantiles: np.ndarray  # float64, shape (len(groups), len(quantile_levels))
     time_at_or_above: np.ndarray  # int64 ns, shape (len(groups), len(thresholds))
     change_point_mean: np.ndarray  # float64, each row (change point) counted once
@@ -184,6 +185,13 @@ def grouped_class_sweep(group: ArrayLike, starts: ArrayLike, ends: ArrayLike, cl
 
 
 # --- gaps -------------------------------------------------------------------------------
+def group_order(group: ArrayLike, key: ArrayLike) -> np.ndarray:
+    """The permutation (int64) that sorts rows by (group, key), ties in row order: the same
+    as np.lexsort((key, group)), in linear time when each group's rows come in a few sorted
+    runs (a trace's events over a handful of streams)."""
+    return _ops.group_order(_int_column("group", group), _int_column("key", key))
+
+
 def group_gaps(group: ArrayLike, starts: ArrayLike, ends: ArrayLike) -> Gaps:
     """Gaps between the events of each group, and the event that ends each gap.
 
@@ -225,11 +233,12 @@ def weighted_stats(group: ArrayLike, ts: ArrayLike, value: ArrayLike,
     int for all groups, or one entry per distinct group in ascending group order. A group's
     window is [its first ts, its end); duration is the window length.
 
-    mean, min and max are over the values held for a positive time, weighted by that time; a
-    quantile q is the smallest held value v with time(value <= v) >= q * duration; all are NaN
-    for a group whose duration is 0. time_at_or_above[k, j] is the time group k's value is
-    >= thresholds[j]. change_point_mean is the plain mean of the group's rows. Integer values
-    are converted to float64.
+    mean, std (population), min and max are over the values held for a positive time,
+    weighted by that time; a quantile q is the smallest held value v with
+    time(value <= v) >= q * duration; all are NaN for a group whose duration is 0.
+    time_at_or_above[k, j] is the time group k's value is >= thresholds[j].
+    change_point_mean is the plain mean of the group's rows. Integer values are converted
+    to float64.
     """
     g, t = _int_column("group", group), _int_column("ts", ts)
     v = _float_column("value", value)

@@ -5,6 +5,7 @@ the elementary segments between sorted breakpoints (any int64, Python ints never
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from fractions import Fraction
 
@@ -165,6 +166,7 @@ def weighted_stats_by_ns(rows, ends, quantiles, thresholds):
         if n:
             srt = sorted(samples)
             r["mean"] = Fraction(sum(Fraction(v) for v in samples), n)
+            r["std"] = math.sqrt(sum((Fraction(v) - r["mean"]) ** 2 for v in samples) / n)
             r["min"], r["max"] = srt[0], srt[-1]
             r["quantiles"] = [next(v for v in srt if Fraction(sum(1 for x in srt if x <= v), n) >= Fraction(q))
                               for q in quantiles]

@@ -463,3 +463,15 @@ def test_bandwidth_window_clips_copies_running_into_it():
     r = memory_bandwidth(load(events), window=(15 * US, 35 * US))
     assert bw_series(r, "Memcpy HtoD") == [(15, 2.0), (20, 0.0), (30, 3.0), (35, 0.0)]
     assert r["summary"].column("active_time")[0].as_py() == 10 * US
+
+
+@pytest.mark.parametrize("folder", ["hta/trace_filter", "param_dlrm_8rank"])
+def test_compat_queue_summary_equals_summary_of_its_series(traces_dir, folder):
+    # get_queue_length_summary works from step functions, not from the series' rows
+    analysis = TraceAnalysis(trace_dir=str(traces_dir / folder))
+    ranks = analysis.traces.ranks
+    direct = analysis.get_queue_length_summary(ranks=ranks)
+    via = analysis.get_queue_length_summary_from_time_series(
+        analysis.get_queue_length_time_series(ranks=ranks))
+    assert direct.index.equals(via.index) and list(direct.columns) == list(via.columns)
+    np.testing.assert_allclose(direct.to_numpy(), via.to_numpy(), rtol=1e-12, equal_nan=True)

@@ -108,9 +108,14 @@ def test_bandwidth_pipeline():
     assert s.quantiles.tolist() == [[3.0]] and s.time_at_or_above.tolist() == [[10]]
 
 
-def series(draw_groups=3):
+QUARTERS = st.integers(-12, 12).map(lambda k: k / 4)
+# Whole numbers, some far apart: counters take the per-value path, spread ones the sort.
+WHOLE = st.one_of(st.integers(-3, 3), st.integers(-5000, 5000)).map(float)
+
+
+def series(draw_groups=3, values=QUARTERS):
     """rows sorted by (group, ts) with repeated ts, plus one end per group at or after its last ts."""
-    row = st.tuples(st.integers(0, draw_groups - 1), st.integers(-10, 10), st.integers(-12, 12).map(lambda k: k / 4))
+    row = st.tuples(st.integers(0, draw_groups - 1), st.integers(-10, 10), values)
     return st.lists(row, min_size=0, max_size=14).map(sorted).flatmap(
         lambda rows: st.tuples(st.just(rows), st.lists(st.integers(0, 6), min_size=len({r[0] for r in rows}),
                                                        max_size=len({r[0] for r in rows}))))
@@ -119,6 +124,16 @@ def series(draw_groups=3):
 @PROPERTY
 @given(series(), QUANTILES, THRESHOLDS)
 def test_weighted_stats_matches_model(case, quantiles, thresholds):
+    check_weighted_stats(case, quantiles, thresholds)
+
+
+@PROPERTY
+@given(series(values=WHOLE), QUANTILES, st.lists(st.integers(-6000, 6000).map(float), max_size=4))
+def test_weighted_stats_of_whole_values_matches_model(case, quantiles, thresholds):
+    check_weighted_stats(case, quantiles, thresholds)
+
+
+def check_weighted_stats(case, quantiles, thresholds):
     rows, extra = case
     last = {}
     for g, t, _ in rows:
@@ -133,10 +148,11 @@ def test_weighted_stats_matches_model(case, quantiles, thresholds):
         assert s.change_point_mean[k] == pytest.approx(float(w["change_point_mean"]), abs=1e-12)
         assert s.time_at_or_above[k].tolist() == w["time_at_or_above"]
         if w["duration"] == 0:
-            assert math.isnan(s.mean[k]) and math.isnan(s.min[k]) and math.isnan(s.max[k])
+            assert all(math.isnan(x) for x in (s.mean[k], s.std[k], s.min[k], s.max[k]))
             assert all(math.isnan(x) for x in s.quantiles[k])
         else:
             assert s.mean[k] == pytest.approx(float(w["mean"]), abs=1e-12)
+            assert s.std[k] == pytest.approx(w["std"], rel=1e-9, abs=1e-9)
             assert (s.min[k], s.max[k]) == (w["min"], w["max"])
             assert s.quantiles[k].tolist() == w["quantiles"]
 

@@ -12,6 +12,7 @@
 #include "bind/numpy_owner.h"
 #include "ops/class_sweep.h"
 #include "ops/group_gaps.h"
+#include "ops/group_sort.h"
 #include "ops/grouped_union.h"
 #include "ops/interval_set.h"
 #include "ops/step_counter.h"
@@ -117,6 +118,16 @@ py::tuple grouped_class_sweep(const Col<int64_t>& group, const Col<int64_t>& sta
   return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.time), rows, width));
 }
 
+py::array_t<int64_t> group_order(const Col<int64_t>& group, const Col<int64_t>& key) {
+  const size_t n = same_length({{&group, "group"}, {&key, "key"}});
+  std::vector<int64_t> r;
+  {
+    py::gil_scoped_release release;
+    r = hta::ops::group_order(group.data(), key.data(), n);
+  }
+  return to_numpy(std::move(r));
+}
+
 py::tuple group_gaps(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end) {
   const size_t n = same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}});
   hta::ops::Gaps r;
@@ -158,6 +169,7 @@ py::dict weighted_stats(const Col<int64_t>& group, const Col<int64_t>& ts, const
   out["mean"] = to_numpy(std::move(r.mean));
   out["min"] = to_numpy(std::move(r.min));
   out["max"] = to_numpy(std::move(r.max));
+  out["std"] = to_numpy(std::move(r.std));
   out["quantiles"] = to_numpy(std::move(r.quantile), rows, n_q);
   out["time_at_or_above"] = to_numpy(std::move(r.time_at_or_above), rows, n_t);
   out["change_point_mean"] = to_numpy(std::move(r.change_point_mean));
@@ -188,6 +200,7 @@ void register_ops(py::module_& m) {
           py::arg("n_classes"));
   ops.def("grouped_class_sweep", &grouped_class_sweep, py::arg("group"), py::arg("starts"), py::arg("ends"),
           py::arg("classes"), py::arg("n_classes"));
+  ops.def("group_order", &group_order, py::arg("group"), py::arg("key"));
   ops.def("group_gaps", &group_gaps, py::arg("group"), py::arg("starts"), py::arg("ends"));
   ops.def("step_counter_f64", &step_counter<double>, py::arg("group"), py::arg("ts"), py::arg("delta"));
   ops.def("step_counter_i64", &step_counter<int64_t>, py::arg("group"), py::arg("ts"), py::arg("delta"));

@@ -2,39 +2,35 @@
 
 #include <algorithm>
 
+#include "ops/group_sort.h"
+
 namespace hta::ops {
-namespace {
-
-struct Event {
-  int64_t group, start, end;
-  size_t row;
-};
-
-}  // namespace
 
 Gaps group_gaps(const int64_t* group, const int64_t* start, const int64_t* end, size_t n) {
-  std::vector<Event> ev(n);
-  for (size_t i = 0; i < n; ++i) ev[i] = {group[i], start[i], std::max(start[i], end[i]), i};
-  const auto less = [](const Event& x, const Event& y) {
-    if (x.group != y.group) return x.group < y.group;
-    if (x.start != y.start) return x.start < y.start;
-    if (x.end != y.end) return x.end < y.end;
-    return x.row < y.row;
-  };
-  if (!std::is_sorted(ev.begin(), ev.end(), less)) std::sort(ev.begin(), ev.end(), less);
+  // Sort row numbers, not copies of the rows: an 8-byte permutation is all that moves.
+  const auto end_of = [&](size_t i) { return std::max(start[i], end[i]); };
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  sort_by_group(order, [&](size_t i) { return group[i]; }, [&](size_t x, size_t y) {
+    if (start[x] != start[y]) return start[x] < start[y];
+    if (end_of(x) != end_of(y)) return end_of(x) < end_of(y);
+    return x < y;
+  });
 
   Gaps out;
-  for (size_t i = 0; i < n;) {
-    const int64_t g = ev[i].group;
-    int64_t reach = ev[i].end;  // running maximum end in this group
-    for (++i; i < n && ev[i].group == g; ++i) {
-      if (ev[i].start > reach) {
+  for (auto* column : {&out.group, &out.start, &out.end, &out.next_index}) column->reserve(n);
+  for (size_t k = 0; k < n;) {
+    const int64_t g = group[order[k]];
+    int64_t reach = end_of(order[k]);  // running maximum end in this group
+    for (++k; k < n && group[order[k]] == g; ++k) {
+      const size_t i = order[k];
+      if (start[i] > reach) {
         out.group.push_back(g);
         out.start.push_back(reach);
-        out.end.push_back(ev[i].start);
-        out.next_index.push_back(static_cast<int64_t>(ev[i].row));
+        out.end.push_back(start[i]);
+        out.next_index.push_back(static_cast<int64_t>(i));
       }
-      reach = std::max(reach, ev[i].end);
+      reach = std::max(reach, end_of(i));
     }
   }
   return out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/checked_math.h"
+#include "ops/group_sort.h"
 
 namespace hta::ops {
 namespace {
@@ -19,10 +20,8 @@ std::vector<Row> sorted_rows(const int64_t* group, const int64_t* start, const i
   for (size_t i = 0; i < n; ++i) {
     if (keep_empty || end[i] > start[i]) rows.push_back({group[i], start[i], end[i]});
   }
-  const auto less = [](const Row& x, const Row& y) {
-    return x.group != y.group ? x.group < y.group : x.start < y.start;
-  };
-  if (!std::is_sorted(rows.begin(), rows.end(), less)) std::sort(rows.begin(), rows.end(), less);
+  sort_by_group(rows, [](const Row& r) { return r.group; },
+                [](const Row& x, const Row& y) { return x.start < y.start; });
   return rows;
 }
 

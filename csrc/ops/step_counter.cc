@@ -1,39 +1,25 @@
 #include "ops/step_counter.h"
 
-#include <algorithm>
 #include <type_traits>
 
 #include "ops/checked_math.h"
+#include "ops/group_sort.h"
 
 namespace hta::ops {
-namespace {
-
-struct Change {
-  int64_t group, ts;
-  size_t row;
-};
-
-}  // namespace
 
 template <class T>
 StepSeries<T> step_counter(const int64_t* group, const int64_t* ts, const T* delta, size_t n) {
-  std::vector<Change> ch(n);
-  for (size_t i = 0; i < n; ++i) ch[i] = {group[i], ts[i], i};
-  const auto less = [](const Change& x, const Change& y) {
-    if (x.group != y.group) return x.group < y.group;
-    if (x.ts != y.ts) return x.ts < y.ts;
-    return x.row < y.row;
-  };
-  if (!std::is_sorted(ch.begin(), ch.end(), less)) std::sort(ch.begin(), ch.end(), less);
-
+  const std::vector<int64_t> order = group_order(group, ts, n);  // (group, ts, row)
   StepSeries<T> out;
+  for (auto* column : {&out.group, &out.ts}) column->reserve(n);
+  out.value.reserve(n);
   T value{};
-  for (size_t i = 0; i < n;) {
-    const int64_t g = ch[i].group, t = ch[i].ts;
-    if (i == 0 || g != ch[i - 1].group) value = T{};
-    for (; i < n && ch[i].group == g && ch[i].ts == t; ++i) {
-      if constexpr (std::is_same_v<T, int64_t>) checked_add_to(value, delta[ch[i].row]);
-      else value += delta[ch[i].row];
+  for (size_t k = 0; k < n;) {
+    const int64_t g = group[order[k]], t = ts[order[k]];
+    if (k == 0 || g != out.group.back()) value = T{};
+    for (; k < n && group[order[k]] == g && ts[order[k]] == t; ++k) {
+      if constexpr (std::is_same_v<T, int64_t>) checked_add_to(value, delta[order[k]]);
+      else value += delta[order[k]];
     }
     out.group.push_back(g);
     out.ts.push_back(t);

@@ -20,6 +20,8 @@ struct WeightedStats {
   std::vector<int64_t> duration;  // window length
   // Time-weighted; over the values held for a positive time; NaN when duration is 0.
   std::vector<double> mean, min, max;
+  // Time-weighted population standard deviation: sqrt(sum dt * (v - mean)^2 / duration).
+  std::vector<double> std;
   // Row-major [groups][quantiles]: the smallest held value v with
   // time(value <= v) >= q * duration (q * duration rounded as a double); NaN when duration is 0.
   std::vector<double> quantile;

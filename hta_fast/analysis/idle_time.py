@@ -103,21 +103,25 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
         uniq, first = np.unique(w.stream, return_index=True)
         order = uniq[np.argsort(first, kind="stable")]
         if sel.streams is not None:  # the order asked for
-            order = [s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())]
-        for s in order:
-            on = gstream == s
-            lens, cats = glen[on], cat[on]
-            totals = [int(lens[cats == c].sum()) for c in range(3)]
-            whole = sum(totals)
+            order = np.array([s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())],
+                             uniq.dtype)
+        # Per (stream, category): total length and count of intervals, in one pass.
+        slot = np.searchsorted(uniq, gstream) * 3 + cat
+        size = 3 * len(uniq)
+        totals = np.bincount(slot, weights=glen, minlength=size).astype(np.int64)
+        counts = np.bincount(slot, minlength=size)
+        for s in order.tolist():
+            k = int(np.searchsorted(uniq, s)) * 3
+            whole = int(totals[k:k + 3].sum())
             for c, name in enumerate(CATEGORIES):
                 out["rank"].append(rank)
-                out["stream"].append(int(s))
+                out["stream"].append(s)
                 out["idle_category"].append(name)
-                out["idle_time"].append(totals[c])
-                out["idle_time_ratio"].append(totals[c] / whole if whole else None)
-                out["intervals"].append(int(np.count_nonzero(cats == c)))
+                out["idle_time"].append(int(totals[k + c]))
+                out["idle_time_ratio"].append(int(totals[k + c]) / whole if whole else None)
+                out["intervals"].append(int(counts[k + c]))
                 if interval_stats:
-                    _add_stats(stats, rank, int(s), name, lens[cats == c])
+                    _add_stats(stats, rank, s, name, glen[(gstream == s) & (cat == c)])
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     tables = {}
     if interval_stats:

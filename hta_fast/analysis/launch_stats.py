@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 
 from .fields import NS
+from .. import _arrow
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
+from . import derived, select
 from .result import Result
 
 LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
@@ -28,9 +29,9 @@ WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np
 _COLUMNS = [
     pa.field("rank", pa.int64()),
     pa.field("correlation", pa.int64()),
-    pa.field("launch_name", pa.string()),
-    pa.field("gpu_name", pa.string()),
-    pa.field("gpu_kind", pa.string()),
+    pa.field("launch_name", pa.dictionary(pa.int32(), pa.large_string())),
+    pa.field("gpu_name", pa.dictionary(pa.int32(), pa.large_string())),
+    pa.field("gpu_kind", pa.dictionary(pa.uint8(), pa.string())),
     pa.field("stream", pa.int32()),
     pa.field("launch_ts", pa.int64(), metadata=NS),
     pa.field("gpu_ts", pa.int64(), metadata=NS),
@@ -45,43 +46,54 @@ def launch_pairs(trace: Trace, mask: Optional[np.ndarray], include_memory_events
                  ) -> tuple[np.ndarray, np.ndarray]:
     """(launch rows, GPU rows) of every launch -> GPU work link kept by `mask`, ordered by
     launch start, then GPU start."""
+    launch, gpu = derived.remember(trace, ("launch_pairs", include_memory_events),
+                                   lambda: _all_launch_pairs(trace, include_memory_events))
+    if mask is not None:
+        ok = mask[gpu] & mask[launch]
+        launch, gpu = launch[ok], gpu[ok]
+    return launch, gpu
+
+
+def _all_launch_pairs(trace: Trace, include_memory_events: bool) -> tuple[np.ndarray, np.ndarray]:
     col = trace.column
-    kind = col("events", "kind")
     partner = col("events", "partner")
     work = WORK_KINDS if include_memory_events else WORK_KINDS[:1]
-    gpu = np.flatnonzero(np.isin(kind, work) & (partner >= 0))
+    gpu = np.flatnonzero(derived.kind_mask(trace, work) & (partner >= 0))
+    gpu = gpu[derived.kind_mask(trace, LAUNCH_KINDS)[partner[gpu]]]
     launch = partner[gpu]
-    ok = np.isin(kind[launch], LAUNCH_KINDS)
-    if mask is not None:
-        ok &= mask[gpu] & mask[launch]
-    gpu, launch = gpu[ok], launch[ok]
     ts = col("events", "ts")
     order = np.lexsort((ts[gpu], launch, ts[launch]))
     return launch[order], gpu[order]
 
 
-def _names(trace: Trace, rows: np.ndarray) -> pa.Array:
-    ids = trace.column("events", "name")[rows]
-    return trace.strings.take(pa.array(ids, pa.int32()))
+def launch_timing(trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
+                  ) -> dict[str, np.ndarray]:
+    """The numbers of every launch/GPU-event pair (see launch_pairs), as numpy columns:
+    launch, gpu (rows), correlation, launch_ts, gpu_ts, cpu_duration, gpu_duration,
+    launch_delay (ns)."""
+    launch, gpu = launch_pairs(trace, mask, include_memory_events)
+    col = trace.column
+    ts, dur = col("events", "ts"), col("events", "dur")
+    launch_ts, gpu_ts, cpu_dur = ts[launch], ts[gpu], dur[launch]
+    return dict(launch=launch, gpu=gpu,
+                correlation=col("events", "correlation")[gpu].astype(np.int64),
+                launch_ts=launch_ts, gpu_ts=gpu_ts, cpu_duration=cpu_dur, gpu_duration=dur[gpu],
+                launch_delay=np.maximum(gpu_ts - (launch_ts + cpu_dur), 0))
 
 
 def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray],
                 include_memory_events: bool) -> pa.Table:
-    launch, gpu = launch_pairs(trace, mask, include_memory_events)
+    t = launch_timing(trace, mask, include_memory_events)
+    launch, gpu = t["launch"], t["gpu"]
     col = trace.column
-    ts, dur = col("events", "ts"), col("events", "dur")
-    kind = col("events", "kind")
-    end = ts[launch] + dur[launch]
-    delay = np.maximum(ts[gpu] - end, 0)
-    kind_names = np.array([k.name for k in EventKind], dtype=object)
+
+    def strings(name: str, rows: np.ndarray) -> pa.Array:  # dictionary-encoded, no copy of text
+        return _arrow.column("events", name, col("events", name)[rows], trace.strings)
     return pa.table([
-        np.full(len(gpu), rank, np.int64),
-        col("events", "correlation")[gpu].astype(np.int64),
-        _names(trace, launch).cast(pa.string()),
-        _names(trace, gpu).cast(pa.string()),
-        pa.array(kind_names[kind[gpu]], pa.string()),
+        np.full(len(gpu), rank, np.int64), t["correlation"],
+        strings("name", launch), strings("name", gpu), strings("kind", gpu),
         col("events", "stream")[gpu].astype(np.int32),
-        ts[launch], ts[gpu], dur[launch], dur[gpu], delay.astype(np.int64),
+        t["launch_ts"], t["gpu_ts"], t["cpu_duration"], t["gpu_duration"], t["launch_delay"],
     ], schema=SCHEMA)
 
 

@@ -17,7 +17,7 @@ from .. import ops
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
+from . import derived, select
 from .result import Result
 from .select import Selection
 
@@ -34,23 +34,16 @@ def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window=None):
     entries whose time in the queue misses the window are dropped), and how many kept GPU
     work rows had no launch.
     """
-    col = trace.column
-    kind = col("events", "kind")
-    partner = col("events", "partner")
-    work = np.isin(kind, select.GPU_WORK_KINDS)
-    host = np.flatnonzero(np.isin(kind, HOST_KINDS) & (partner >= 0))
-    host = host[work[partner[host]]]
-    rows = partner[host]
+    host, rows, unlinked_rows = derived.remember(trace, "queue_pairs",
+                                                 lambda: _all_queue_pairs(trace))
     if mask is not None:
         keep = mask[rows]
         host, rows = host[keep], rows[keep]
-        work &= mask
-    unlinked = int(np.count_nonzero(work & (partner < 0)))
-    ts = col("events", "ts")
+        unlinked_rows = unlinked_rows[mask[unlinked_rows]]
+    unlinked = len(unlinked_rows)
+    ts = trace.column("events", "ts")
     launch_ts = ts[host]
     gpu_ts = ts[rows]
-    order = np.argsort(rows, kind="stable")
-    rows, launch_ts, gpu_ts = rows[order], launch_ts[order], gpu_ts[order]
     if window is not None:
         w0, w1 = int(window[0]), int(window[1])
         keep = (np.minimum(launch_ts, gpu_ts) < w1) & (np.maximum(launch_ts, gpu_ts) >= w0)
@@ -61,6 +54,26 @@ def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window=None):
 
 
 HOST_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
+
+
+def _all_queue_pairs(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(launch rows, their first GPU event rows) in GPU row order, and the GPU work rows
+    with no launch."""
+    partner = trace.column("events", "partner")
+    work = derived.kind_mask(trace, select.GPU_WORK_KINDS)
+    host = np.flatnonzero(derived.kind_mask(trace, HOST_KINDS) & (partner >= 0))
+    host = host[work[partner[host]]]
+    rows = partner[host]
+    order = np.argsort(rows, kind="stable")
+    return host[order], rows[order], np.flatnonzero(work & (partner < 0))
+
+
+def queue_steps(stream: np.ndarray, launch_ts: np.ndarray, gpu_ts: np.ndarray) -> ops.StepSeries:
+    """Queue length per stream as a step function (one row per distinct time of a stream)
+    from its queue_pairs entries: +1 at each launch, -1 when its GPU event starts."""
+    n = len(stream)
+    return ops.step_counter(np.concatenate([stream, stream]), np.concatenate([launch_ts, gpu_ts]),
+                            np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
 
 
 def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -104,10 +117,7 @@ def queue_length(traces: Union[Trace, TraceSet], *, max_queue_length: int = 1024
             notes.append(f"rank {rank}: {early} GPU events start before their launch (CPU and "
                          "GPU clocks disagree); their queue goes below zero")
         stream = trace.column("events", "stream")[rows].astype(np.int64)
-        n = len(rows)
-        s = ops.step_counter(np.concatenate([stream, stream]),
-                             np.concatenate([launch_ts, gpu_ts]),
-                             np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
+        s = queue_steps(stream, launch_ts, gpu_ts)
         groups = np.unique(stream)
         pid = _first_per_group(stream, trace.column("events", "pid")[rows], groups)
         tid = _first_per_group(stream, trace.column("events", "tid")[rows], groups)
@@ -161,6 +171,12 @@ def _without_window(sel: Selection) -> Selection:
 
 def _trace_span(trace: Trace, mask: Optional[np.ndarray], window) -> int:
     """First start to last end of the selected events (clipped to the window)."""
+    if mask is None and window is None:  # the whole trace's: the same for every call
+        return derived.remember(trace, "span", lambda: _selected_span(trace, None, None))
+    return _selected_span(trace, mask, window)
+
+
+def _selected_span(trace: Trace, mask: Optional[np.ndarray], window) -> int:
     ts = trace.column("events", "ts")
     end = ts + np.maximum(trace.column("events", "dur"), 0)
     if mask is not None:

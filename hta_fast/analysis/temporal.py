@@ -26,7 +26,7 @@ from .. import ops
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
+from . import derived, select
 from .result import Result
 
 
@@ -51,11 +51,10 @@ def gpu_work(trace: Trace, mask: Optional[np.ndarray],
              window: Optional[tuple[int, int]] = None) -> GpuWork:
     """The kernels, memcpy and memset events of a trace kept by mask (None: all), as
     intervals clipped to window when given (the selection keeps events that overlap it)."""
-    kind = trace.column("events", "kind")
-    keep = np.isin(kind, select.GPU_WORK_KINDS)
+    rows = derived.remember(trace, "gpu_work_rows", lambda: np.flatnonzero(
+        derived.kind_mask(trace, select.GPU_WORK_KINDS)))
     if mask is not None:
-        keep &= mask
-    rows = np.flatnonzero(keep)
+        rows = rows[mask[rows]]
     starts = trace.column("events", "ts")[rows]
     ends = starts + np.maximum(trace.column("events", "dur")[rows], 0)
     if window is not None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
-from ..analysis import select
+from ..analysis import derived, select
 
 STATS = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 
@@ -40,31 +40,21 @@ class TimeSeriesTypes(enum.Flag):
 
 
 # --- the reference's clock ---------------------------------------------------------------
-def _memo(trace, key, compute):
-    """A value derived from a trace, computed once (traces do not change)."""
-    memo = trace.__dict__.setdefault("_compat_memo", {})
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
-
-
 def _kept_rows(trace) -> np.ndarray:
     """Events the reference loads: those with a category other than "Trace" (read-only)."""
     def compute():
         import pyarrow.compute as pc
         cat = trace.column("events", "cat")
         trace_ids = np.flatnonzero(pc.equal(trace.strings, "Trace").to_numpy(zero_copy_only=False))
-        keep = (cat >= 0) & ~np.isin(cat, trace_ids)
-        keep.flags.writeable = False
-        return keep
-    return _memo(trace, "kept_rows", compute)
+        return (cat >= 0) & ~np.isin(cat, trace_ids)
+    return derived.remember(trace, "kept_rows", compute)
 
 
 def _first_kept_start(trace) -> Optional[int]:
     def compute():
         starts = trace.column("events", "ts")[_kept_rows(trace)]
         return int(starts.min()) if len(starts) else None
-    return _memo(trace, "first_kept_start", compute)
+    return derived.remember(trace, "first_kept_start", compute)
 
 
 def origin_ns(traces) -> int:
@@ -104,42 +94,93 @@ def _rank_duration_us(analysis, rank: int) -> float:
 
 
 # --- queue length ------------------------------------------------------------------------
+class _Series(dict):
+    """One rank's step-function rows as numpy columns, sorted by (group, ts): "index" (event
+    row), "ts" (ns on the reference's clock), "group" (int64 code), "value", and
+    per-series extras."""
+
+
+def _queue_series(trace, mask, zero: int) -> Optional[_Series]:
+    """+1 at each launch, -1 at each GPU event's start, per stream, in time order (GPU starts
+    before launches at one timestamp)."""
+    rows, launch_ts, gpu_ts, _ = _ql.queue_pairs(trace, mask)
+    if len(rows) == 0:
+        return None
+    n = len(rows)
+    col = trace.column
+    stream = col("events", "stream")[rows].astype(np.int64)
+    # Rows 0..n-1 are the launches, n..2n-1 the GPU starts; `pair` maps each to its entry.
+    order = _by_group_time(np.tile(stream, 2), np.concatenate([launch_ts, gpu_ts]) - zero,
+                           np.repeat(np.array([1, 0], np.int8), n))
+    is_launch = order < n
+    pair = np.where(is_launch, order, order - n)
+    delta = np.where(is_launch, 1, -1)
+    stream_o = stream[pair]
+    total = np.cumsum(delta)
+    first = np.r_[True, stream_o[1:] != stream_o[:-1]]
+    before = np.repeat((total - delta)[first], np.diff(np.r_[np.flatnonzero(first), 2 * n]))
+    gpu_rows = rows[pair]
+    return _Series(index=np.where(is_launch, col("events", "partner")[gpu_rows], gpu_rows),
+                   ts=np.where(is_launch, launch_ts[pair], gpu_ts[pair]) - zero,
+                   group=stream_o, value=total - before,
+                   pid=col("events", "pid")[gpu_rows], tid=col("events", "tid")[gpu_rows])
+
+
+def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.ndarray:
+    """Rows in order of (group, ts, later: 0 before 1, then row): np.lexsort((later, ts,
+    group)), in linear time for rows that are nearly in time order already."""
+    from .. import ops
+
+    key = (ts - (ts.min() if len(ts) else 0)) * 2 + later.astype(np.int64)
+    return ops.group_order(group, key)
+
+
+def _each_series(analysis, ranks, make):
+    sel = _selection(analysis, ranks)
+    zero = origin_ns(analysis.traces)
+    for rank, trace, mask in select.each_rank(analysis.traces, sel):
+        series = make(trace, mask, zero)
+        if series is not None:
+            yield rank, series
+
+
 def get_queue_length_time_series(analysis, ranks: Optional[List[int]] = None) -> Dict:
     """{rank: DataFrame[ts, pid, tid, stream, queue_length]} indexed by event row ("index"):
     +1 at each launch, -1 at each GPU event's start, per stream (ascending), in time order.
     Ranks without queued work are left out."""
     import pandas as pd
 
-    sel = _selection(analysis, ranks)
-    zero = origin_ns(analysis.traces)
-    out = {}
-    for rank, trace, mask in select.each_rank(analysis.traces, sel):
-        rows, launch_ts, gpu_ts, _ = _ql.queue_pairs(trace, mask)
-        if len(rows) == 0:
-            continue
-        n = len(rows)
-        col = trace.column
-        index = np.concatenate([col("events", "partner")[rows], rows])
-        ts = np.concatenate([launch_ts, gpu_ts])
-        stream = np.tile(col("events", "stream")[rows].astype(np.int64), 2)
-        pid = np.tile(col("events", "pid")[rows], 2)
-        tid = np.tile(col("events", "tid")[rows], 2)
-        delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
-        order = np.lexsort((delta, ts, stream))
-        stream, ts, delta = stream[order], ts[order], delta[order]
-        total = np.cumsum(delta)
-        first = np.r_[True, stream[1:] != stream[:-1]]
-        before = np.repeat((total - delta)[first], np.diff(np.r_[np.flatnonzero(first), 2 * n]))
-        df = pd.DataFrame({"ts": _us(ts - zero), "pid": pid[order], "tid": tid[order],
-                           "stream": stream, "queue_length": total - before},
-                          index=pd.Index(index[order], name="index"))
-        out[rank] = df
-    return out
+    return {rank: pd.DataFrame({"ts": _us(s["ts"]), "pid": s["pid"], "tid": s["tid"],
+                                "stream": s["group"], "queue_length": s["value"]},
+                               index=pd.Index(s["index"], name="index"), copy=False)
+            for rank, s in _each_series(analysis, ranks, _queue_series)}
 
 
 def get_queue_length_summary(analysis, ranks: Optional[List[int]] = None):
-    return get_queue_length_summary_from_time_series(
-        analysis, get_queue_length_time_series(analysis, ranks=ranks))
+    """get_queue_length_summary_from_time_series of get_queue_length_time_series, computed
+    from each stream's step function instead of the series' rows: at a timestamp with several
+    rows, only the last holds for any time, and that is the value after every change there."""
+    from .. import ops
+
+    parts = []
+    for rank, trace, mask in select.each_rank(analysis.traces, _selection(analysis, ranks)):
+        rows, launch_ts, gpu_ts, _ = _ql.queue_pairs(trace, mask)
+        if len(rows) == 0:
+            continue
+        stream = trace.column("events", "stream")[rows].astype(np.int64)
+        steps = _ql.queue_steps(stream, launch_ts, gpu_ts)
+        st = ops.weighted_stats(steps.group, steps.ts, steps.value, quantiles=(0.25, 0.5, 0.75))
+        groups, entries = np.unique(stream, return_counts=True)
+        for k, g in enumerate(groups.tolist()):
+            count = 2.0 * entries[k]  # a launch row and a start row per entry
+            if st.duration[k] <= 0:
+                parts.append(((rank, g), [count] + [float("nan")] * 7))
+                continue
+            q = st.quantiles[k]
+            parts.append(((rank, g), [count, float(st.mean[k]), float(st.std[k]),
+                                      float(st.min[k]), float(q[0]), float(q[1]), float(q[2]),
+                                      float(st.max[k])]))
+    return _describe_frame(parts, ["rank", "stream"], "queue_length") if parts else None
 
 
 def get_queue_length_summary_from_time_series(analysis, queue_length_dict: Dict):
@@ -149,9 +190,13 @@ def get_queue_length_summary_from_time_series(analysis, queue_length_dict: Dict)
         return None
     parts = []
     for rank, df in queue_length_dict.items():
-        for stream, g in df.groupby("stream", sort=True):
-            parts.append(((rank, stream), _weighted_describe(
-                g["ts"].to_numpy(), g["queue_length"].to_numpy(), positive_only=False)))
+        stream = df["stream"].to_numpy(np.int64)
+        ts = _ns(df["ts"].to_numpy())
+        order = np.lexsort((ts, stream))
+        groups, stats = _weighted_describe(stream[order], ts[order],
+                                           df["queue_length"].to_numpy()[order],
+                                           positive_only=False)
+        parts += [((rank, g), row) for g, row in zip(groups.tolist(), stats)]
     return _describe_frame(parts, ["rank", "stream"], "queue_length")
 
 
@@ -177,62 +222,61 @@ def get_time_spent_blocked_on_full_queue(analysis, queue_length_dict: Dict,
 
 
 # --- memory bandwidth --------------------------------------------------------------------
+def _bandwidth_series(trace, mask, zero: int) -> Optional[_Series]:
+    """Each copy's start (+bandwidth) and end (-bandwidth), summed per copy type (names
+    ascending), in time order (ends before starts at one timestamp)."""
+    rows, types, bw = _bw.memory_rows(trace, mask)
+    if len(rows) == 0:
+        return None
+    n = len(rows)
+    start = trace.column("events", "ts")[rows]
+    end = start + np.maximum(trace.column("events", "dur")[rows], 0)
+    bw = np.nan_to_num(bw, nan=0.0)
+    fixed = np.rint(bw * _bw.FIXED).astype(np.int64)
+    names, code = np.unique(types.astype(str), return_inverse=True)
+    code = np.tile(code.reshape(-1), 2)
+    ts = np.concatenate([start, end])
+    sign = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
+    order = _by_group_time(code.astype(np.int64), ts, sign)
+    code_o = code[order]
+    first = np.r_[True, code_o[1:] != code_o[:-1]]
+    starts = np.flatnonzero(first)
+    value = np.empty(2 * n)
+    signed, signed_fixed = np.concatenate([bw, -bw]), np.concatenate([fixed, -fixed])
+    for a, b in zip(starts, np.r_[starts[1:], 2 * n]):  # per copy type
+        part = order[a:b]
+        value[a:b] = np.cumsum(signed[part])
+        # the float sum drifts; where the exact fixed-point sum says no copy runs, it is 0
+        value[a:b][np.cumsum(signed_fixed[part]) == 0] = 0.0
+    return _Series(index=order.astype(np.int64), ts=ts[order] - zero, group=code_o.astype(np.int64),
+                   value=value, names=names,
+                   pid=np.tile(trace.column("events", "pid")[rows], 2)[order])
+
+
 def get_memory_bw_time_series(analysis, ranks: Optional[List[int]] = None) -> Dict:
     """{rank: DataFrame[ts, pid, name, memory_bw_gbps]}: each copy's start (+bandwidth) and
     end (-bandwidth), summed per copy type (names ascending), in time order. ts in us."""
     import pandas as pd
 
-    sel = _selection(analysis, ranks)
-    zero = origin_ns(analysis.traces)
-    out = {}
-    for rank, trace, mask in select.each_rank(analysis.traces, sel):
-        rows, types, bw = _bw.memory_rows(trace, mask)
-        if len(rows) == 0:
-            continue
-        n = len(rows)
-        start = trace.column("events", "ts")[rows]
-        end = start + np.maximum(trace.column("events", "dur")[rows], 0)
-        bw = np.nan_to_num(bw, nan=0.0)
-        fixed = np.rint(bw * _bw.FIXED).astype(np.int64)
-        names, code = np.unique(types.astype(str), return_inverse=True)
-        code = np.tile(code.reshape(-1), 2)
-        ts = np.concatenate([start, end])
-        sign = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
-        order = np.lexsort((sign, ts, code))
-        code_o = code[order]
-        first = np.r_[True, code_o[1:] != code_o[:-1]]
-        starts = np.flatnonzero(first)
-        value = np.empty(2 * n)
-        for a, b in zip(starts, np.r_[starts[1:], 2 * n]):  # per copy type
-            part = order[a:b]
-            value[a:b] = np.cumsum(np.concatenate([bw, -bw])[part])
-            zero_now = np.cumsum(np.concatenate([fixed, -fixed])[part]) == 0
-            value[a:b][zero_now] = 0.0
-        df = pd.DataFrame({"ts": ((ts[order] - zero) / 1000.0),
-                           "pid": np.tile(trace.column("events", "pid")[rows], 2)[order],
-                           "name": names[code_o].astype(object),
-                           "memory_bw_gbps": value},
-                          index=pd.Index(order.astype(np.int64)))
-        out[rank] = df
-    return out
+    return {rank: pd.DataFrame({"ts": s["ts"] / 1000.0, "pid": s["pid"],
+                                "name": s["names"][s["group"]].astype(object),
+                                "memory_bw_gbps": s["value"]},
+                               index=pd.Index(s["index"]), copy=False)
+            for rank, s in _each_series(analysis, ranks, _bandwidth_series)}
 
 
 def get_memory_bw_summary(analysis, ranks: Optional[List[int]] = None):
     """Time-weighted bandwidth statistics per (rank, name) over the time a copy of that type
     runs; count = rows with a positive bandwidth. None without copies; an empty frame when no
     copy has a known bandwidth."""
-    series = get_memory_bw_time_series(analysis, ranks=ranks)
-    if not series:
-        return None
     parts = []
-    for rank, df in series.items():
-        for name, g in df.groupby("name", sort=True):
-            v = g["memory_bw_gbps"].to_numpy()
-            if not (v > 0).any():
-                continue
-            parts.append(((rank, name), _weighted_describe(g["ts"].to_numpy(), v,
-                                                           positive_only=True)))
-    return _describe_frame(parts, ["rank", "name"], "memory_bw_gbps")
+    seen = False
+    for rank, s in _each_series(analysis, ranks, _bandwidth_series):
+        seen = True
+        groups, stats = _weighted_describe(s["group"], s["ts"], s["value"], positive_only=True)
+        parts += [((rank, str(s["names"][g])), row)
+                  for g, row in zip(groups, stats) if row[0] > 0]
+    return _describe_frame(parts, ["rank", "name"], "memory_bw_gbps") if seen else None
 
 
 # --- counters in the trace ---------------------------------------------------------------
@@ -265,29 +309,41 @@ def _series_names(time_series) -> tuple:
 
 
 # --- statistics --------------------------------------------------------------------------
-def _weighted_describe(ts_us: np.ndarray, value: np.ndarray, positive_only: bool) -> list:
-    """[count, mean, std, min, 25%, 50%, 75%, max] of a step function given as rows (us,
-    in any order; the last row of a timestamp holds). Weighted by the time each value holds
-    until the next timestamp; positive_only: over the time the value is > 0 (count too)."""
-    ts = np.rint(np.asarray(ts_us, np.float64) * 1000.0).astype(np.int64)
+def _ns(ts_us: np.ndarray) -> np.ndarray:
+    return np.rint(np.asarray(ts_us, np.float64) * 1000.0).astype(np.int64)
+
+
+def _weighted_describe(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
+                       positive_only: bool) -> tuple[np.ndarray, list]:
+    """(groups, [[count, mean, std, min, 25%, 50%, 75%, max] per group]) of step functions
+    given as rows sorted by (group, ts) (ns; the last row of a timestamp holds). Weighted by
+    the time each value holds until the group's next timestamp; positive_only: over the time
+    the value is > 0 (count too)."""
+    from .. import ops
+
     value = np.asarray(value, np.float64)
-    order = np.argsort(ts, kind="stable")
-    ts, value = ts[order], value[order]
-    count = int((value > 0).sum()) if positive_only else len(value)
-    held = np.r_[np.diff(ts), 0]
+    n = len(ts)
+    last = np.r_[group[1:] != group[:-1], True]
+    held = np.where(last, 0, np.r_[np.diff(ts), 0])
     if positive_only:
         held = np.where(value > 0, held, 0)
-    group = np.zeros(len(ts), np.int64)
+    starts = np.flatnonzero(np.r_[True, last[:-1]]) if n else np.empty(0, np.int64)
+    counted = (value > 0) if positive_only else np.ones(n, bool)
+    count = np.add.reduceat(counted.astype(np.int64), starts) if n else np.empty(0, np.int64)
     clock = np.cumsum(held) - held
-    from .. import ops
     st = ops.weighted_stats(group, clock, value, quantiles=(0.25, 0.5, 0.75))
-    if len(st.groups) == 0 or st.duration[0] <= 0:
-        return [float(count)] + [float("nan")] * 7
-    mean = float(st.mean[0])
-    std = float(np.sqrt(np.sum(held * (value - mean) ** 2) / held.sum()))
-    q = st.quantiles[0]
-    return [float(count), mean, std, float(st.min[0]), float(q[0]), float(q[1]), float(q[2]),
-            float(st.max[0])]
+    weight = np.add.reduceat(held, starts) if n else np.empty(0, np.int64)
+    mean_of_row = np.repeat(st.mean, np.diff(np.r_[starts, n]))
+    spread = np.add.reduceat(held * (value - mean_of_row) ** 2, starts) if n else np.empty(0)
+    rows = []
+    for k in range(len(st.groups)):
+        if st.duration[k] <= 0 or weight[k] <= 0:
+            rows.append([float(count[k])] + [float("nan")] * 7)
+            continue
+        q = st.quantiles[k]
+        rows.append([float(count[k]), float(st.mean[k]), float(np.sqrt(spread[k] / weight[k])),
+                     float(st.min[k]), float(q[0]), float(q[1]), float(q[2]), float(st.max[k])])
+    return st.groups, rows
 
 
 def _describe_frame(parts, index_names, value_name):

@@ -68,40 +68,38 @@ def get_idle_time_breakdown(analysis, ranks: Optional[List[int]] = None,
         interval_stats=show_idle_interval_stats, ranks=ranks, streams=streams or None,
         selection=analysis.selection)
     stream_dt = _stream_dtype(analysis, ranks)
-    t = res.table.to_pandas()
-    # The reference lists the categories that some kernel falls in; every stream's first
-    # kernel falls in "other" (with no interval), so "other" is always there.
+    t = {name: res.table.column(name).to_numpy(zero_copy_only=False)
+         for name in ("rank", "stream", "idle_category", "idle_time", "intervals")}
+    # Rows come three per (rank, stream): that stream's categories. The reference lists the
+    # categories that some kernel falls in; every stream's first kernel falls in "other"
+    # (with no interval), so "other" is always there.
+    stream_total = np.repeat(np.add.reduceat(t["idle_time"], np.arange(0, len(t["idle_time"]), 3))
+                             if len(t["idle_time"]) else np.empty(0, np.int64), 3)
     present = (t["intervals"] > 0) | (t["idle_category"] == "other")
-    frames, stat_frames = [], []
-    st = res["interval_stats"].to_pandas() if show_idle_interval_stats else None
-    for rank in ranks:
-        on = (t["rank"] == rank) & present
-        part = t[on]
-        total = part.groupby("stream", sort=False)["idle_time"].transform("sum").to_numpy()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = part["idle_time"].to_numpy() / total.astype(np.float64)
-        df = pd.DataFrame({
-            "rank": np.full(len(part), rank, np.int64),
-            "stream": part["stream"].to_numpy().astype(stream_dt),
-            "idle_category": part["idle_category"].to_numpy(dtype=object),
-            "idle_time": part["idle_time"].to_numpy().astype(np.float64) / US,
-            "idle_time_ratio": ratio,
-        }).round(2)
-        frames.append(df)
-        if st is not None:
-            s = st[on.to_numpy()]
-            q = {k: s[k].to_numpy(dtype=np.float64) / US
-                 for k in ("mean", "std", "min", "p25", "p50", "p75", "max")}
-            sdf = pd.DataFrame({
-                "rank": np.full(len(s), rank, np.int64),
-                "stream": s["stream"].to_numpy().astype(stream_dt),
-                "count": s["count"].to_numpy().astype(np.float64),
-                "mean": q["mean"], "std": q["std"], "min": q["min"], "25%": q["p25"],
-                "50%": q["p50"], "75%": q["p75"], "max": q["max"],
-            }, index=pd.Index(s["idle_category"].to_numpy(dtype=object), name="idle_category"))
-            stat_frames.append(sdf.round(2))
-    result = pd.concat(frames)
-    stats = pd.concat(stat_frames) if st is not None else None
+    rows = np.concatenate([np.flatnonzero((t["rank"] == r) & present) for r in ranks])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = t["idle_time"][rows] / stream_total[rows].astype(np.float64)
+    index = np.concatenate([np.arange(np.count_nonzero((t["rank"] == r) & present))
+                            for r in ranks])
+    result = pd.DataFrame({
+        "rank": t["rank"][rows].astype(np.int64),
+        "stream": t["stream"][rows].astype(stream_dt),
+        "idle_category": t["idle_category"][rows].astype(object),
+        "idle_time": t["idle_time"][rows].astype(np.float64) / US,
+        "idle_time_ratio": ratio,
+    }, index=index).round(2)
+    stats = None
+    if show_idle_interval_stats:
+        st = res["interval_stats"]
+        q = {k: st.column(k).to_numpy(zero_copy_only=False).astype(np.float64)[rows] / US
+             for k in ("mean", "std", "min", "p25", "p50", "p75", "max")}
+        stats = pd.DataFrame({
+            "rank": t["rank"][rows].astype(np.int64),
+            "stream": t["stream"][rows].astype(stream_dt),
+            "count": st.column("count").to_numpy().astype(np.float64)[rows],
+            "mean": q["mean"], "std": q["std"], "min": q["min"], "25%": q["p25"],
+            "50%": q["p50"], "75%": q["p75"], "max": q["max"],
+        }, index=pd.Index(t["idle_category"][rows].astype(object), name="idle_category")).round(2)
     if visualize:  # pragma: no cover - drawing only
         import plotly.express as px
         ycol = "idle_time_ratio" if visualize_pctg else "idle_time"

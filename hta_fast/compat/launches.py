@@ -6,6 +6,7 @@ annotations, steps); this module only selects, renames and converts units.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import List, Optional
 
 import numpy as np
@@ -14,6 +15,7 @@ from ..analysis import annotations as ann_mod
 from ..analysis import kernel_sequences as seq_mod
 from ..analysis import launch_stats as ls_mod
 from ..analysis import op_kernels as ok_mod
+from ..analysis import select
 from ..analysis import steps as steps_mod
 
 US = 1e-3  # ns -> µs
@@ -37,21 +39,21 @@ def get_cuda_kernel_launch_stats(analysis, ranks: Optional[List[int]] = None,
     Cutoffs are in µs, as in the reference; they only drive the plots."""
     import pandas as pd
 
+    wanted = _default_ranks(analysis, ranks)
+    sel = dataclasses.replace(analysis.selection, ranks=wanted)
     out = {}
-    for rank in _default_ranks(analysis, ranks):
-        res = ls_mod.launch_stats(analysis.traces, selection=analysis.selection, ranks=[rank],
-                                  include_memory_events=include_memory_events,
-                                  runtime_cutoff=int(runtime_cutoff * 1000),
-                                  launch_delay_cutoff=int(launch_delay_cutoff * 1000))
-        t = res.table
+    for rank, trace, mask in select.each_rank(analysis.traces, sel):
+        t = ls_mod.launch_timing(trace, mask, include_memory_events)
         df = pd.DataFrame({
-            "correlation": t.column("correlation").to_numpy(),
-            "cpu_duration": _us(t, "cpu_duration"),
-            "gpu_duration": _us(t, "gpu_duration"),
-            "launch_delay": _us(t, "launch_delay"),
-        })
+            "correlation": t["correlation"],
+            "cpu_duration": t["cpu_duration"] * US,
+            "gpu_duration": t["gpu_duration"] * US,
+            "launch_delay": t["launch_delay"] * US,
+        }, copy=False)  # fresh arrays: no need to gather them into one block
         out[rank] = df
-        if visualize:
+    out = {rank: out[rank] for rank in dict.fromkeys(wanted)}  # in the order asked for
+    if visualize:
+        for rank, df in out.items():
             _plot_launch_stats(rank, df, runtime_cutoff, launch_delay_cutoff)
     return out
 
