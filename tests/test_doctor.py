@@ -196,3 +196,14 @@ def test_real_eight_rank_set(traces_dir):
     assert 0 <= imb.evidence["work_time_spread"]
     assert 0.0 < d.utilization < 1.0
     json.dumps(d.to_dict())
+
+
+def test_covered_length_and_touches():
+    import numpy as np
+    from hta_fast.doctor.intervals import covered_length, touches
+    s, e = np.array([10, 30, 50]), np.array([20, 40, 60])
+    q0 = np.array([0, 15, 0, 25, 35, 45, 60, 5])
+    q1 = np.array([5, 35, 100, 28, 55, 50, 70, 5])
+    assert covered_length(s, e, q0, q1).tolist() == [0, 10, 30, 0, 10, 0, 0, 0]
+    assert touches(s, e, q0, q1).tolist() == [False, True, True, False, True, True, True, False]
+    assert covered_length(s[:0], e[:0], q0, q1).tolist() == [0] * 8

@@ -20,8 +20,8 @@ def covered_length(set_starts: np.ndarray, set_ends: np.ndarray, q_starts: np.nd
     def upto(t: np.ndarray) -> np.ndarray:
         """Length of the set before time t."""
         k = np.searchsorted(s, t, side="right") - 1
-        inside = np.where(k >= 0, np.clip(t - s[np.maximum(k, 0)], 0, (e - s)[np.maximum(k, 0)]), 0)
-        return before[k + 1] + inside
+        kk = np.maximum(k, 0)
+        return np.where(k >= 0, before[kk] + np.clip(t - s[kk], 0, (e - s)[kk]), 0)
 
     return upto(q_ends) - upto(q_starts)
 
