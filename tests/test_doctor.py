@@ -70,6 +70,7 @@ def test_costs_match_the_construction(diagnoses):
     assert d.finding("rank_imbalance").cost_ns_per_step == pytest.approx(2.5 * MS, rel=0.001)
     assert d.finding("rank_imbalance").ranks == [1]
     assert d.finding("rank_imbalance").evidence["slowest_rank"] == 0
+    assert d.finding("rank_imbalance").evidence["stragglers"] == "0"  # starts its collective last
     assert d.finding("exposed_communication").cost_ns_per_step == pytest.approx(1.95 * MS, rel=0.001)
     # parallelism: 1000 gaps of 2 µs plus 1000 kernels of 8 µs filling 16 of 108 SMs.
     f = diagnoses["parallelism"].finding("parallelism")

@@ -1,8 +1,9 @@
 """Cause 5, exposed communication: collective time that no computation hides.
 
 Cost per step: the time of each communication kernel not covered by compute kernels (the
-complement of analysis.overlap's overlap), less the time the rank spent waiting for slower
-ranks in collectives, which rank_imbalance charges.
+complement of analysis.overlap's overlap; collectives running at once on several streams are
+counted once, by scaling to the union that analysis measures), less the time the rank spent
+waiting for slower ranks in collectives, which rank_imbalance charges.
 
 Evidence: the overlap percentage (analysis.overlap), communication time per step, and the
 bus bandwidth of collectives whose size the trace records (comm_args): algorithm bandwidth
@@ -89,18 +90,25 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         trace, w = v.trace, v.work
         kind = trace.column("events", "kind")[w.rows]
         comp = w.kclass == KernelClass.COMP
-        comm = v.selected & (w.kclass == KernelClass.COMM)
+        in_window = w.kclass == KernelClass.COMM
+        comm = v.selected & in_window
         comp_u = ops.union(w.starts[comp], w.ends[comp])
-        dur = (w.ends - w.starts)[comm]
-        exposed = dur - covered_length(comp_u.starts, comp_u.ends, w.starts[comm], w.ends[comm])
+        dur = w.ends - w.starts
+        exposed_all = dur - covered_length(comp_u.starts, comp_u.ends, w.starts, w.ends)
+        t = comm_comp_overlap(trace, window=(v.lo, v.hi)).table
+        rank_comm = float(t.column("comm_time").to_numpy().sum())
+        rank_overlap = float(t.column("overlap_time").to_numpy().sum())
+        comm_time += rank_comm
+        overlap_time += rank_overlap
+        # Collectives running at once (several streams) are exposed once: scale the
+        # per-kernel exposure to the union's, as analysis.overlap measures it.
+        per_kernel = float(exposed_all[in_window].sum())
+        scale = min(1.0, (rank_comm - rank_overlap) / per_kernel) if per_kernel > 0 else 0.0
+        exposed = exposed_all[comm] * scale
         step_cost = per_step(v, v.work_step_index[comm], exposed)
         wait = waiting.get(v.rank)
         cost[v.rank] = np.clip(step_cost - (wait if wait is not None else 0), 0, None)
-        tally.add(v, w.rows[comm], exposed, {"comm_time_ns": dur})
-        if v.span > 0 and len(w.rows):
-            t = comm_comp_overlap(trace, window=(v.lo, v.hi)).table
-            comm_time += float(t.column("comm_time").to_numpy().sum())
-            overlap_time += float(t.column("overlap_time").to_numpy().sum())
+        tally.add(v, w.rows[comm], exposed, {"comm_time_ns": dur[comm]})
         kern = comm & (kind == EventKind.kernel)
         b, bw = bus_bandwidths(trace, w.rows[kern], (w.ends - w.starts)[kern])
         all_bytes.append(b)

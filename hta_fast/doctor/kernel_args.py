@@ -9,14 +9,12 @@ import numpy as np
 from ..trace import Trace
 
 
-def kernel_arg(trace: Trace, rows: np.ndarray, column: str) -> np.ndarray:
-    """kernel_args[column] for each event row; -1 (NaN for floats) where the row has none."""
+def locate(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, src): for each event row, whether it has kernel args and their row in the
+    kernel_args table (valid where hit). Compute once, pass to kernel_arg for each column."""
     ka_row = trace.column("kernel_args", "row")
-    values = trace.column("kernel_args", column)
-    missing = np.nan if values.dtype.kind == "f" else -1
-    out = np.full(len(rows), missing, values.dtype if values.dtype.kind == "f" else np.int64)
     if len(ka_row) == 0 or len(rows) == 0:
-        return out
+        return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
     memo = trace.__dict__.setdefault("_doctor_ka_order", {})
     if "order" not in memo:
         memo["order"] = None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable")
@@ -24,16 +22,26 @@ def kernel_arg(trace: Trace, rows: np.ndarray, column: str) -> np.ndarray:
     sorted_rows = ka_row if order is None else ka_row[order]
     idx = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
     hit = sorted_rows[idx] == rows
-    src = idx if order is None else order[idx]
+    return hit, (idx if order is None else order[idx])
+
+
+def kernel_arg(trace: Trace, rows: np.ndarray, column: str, where=None) -> np.ndarray:
+    """kernel_args[column] for each event row; -1 (NaN for floats) where the row has none.
+    `where`: locate(trace, rows), when several columns of the same rows are read."""
+    values = trace.column("kernel_args", column)
+    floating = values.dtype.kind == "f"
+    out = np.full(len(rows), np.nan if floating else -1, values.dtype if floating else np.int64)
+    hit, src = where if where is not None else locate(trace, rows)
     out[hit] = values[src[hit]]
     return out
 
 
-def grid_blocks(trace: Trace, rows: np.ndarray) -> np.ndarray:
+def grid_blocks(trace: Trace, rows: np.ndarray, where=None) -> np.ndarray:
     """Thread blocks in each kernel's grid (x*y*z); -1 where unknown."""
-    gx, gy, gz = (kernel_arg(trace, rows, f"grid_{a}") for a in "xyz")
+    where = where if where is not None else locate(trace, rows)
+    gx, gy, gz = (kernel_arg(trace, rows, f"grid_{a}", where) for a in "xyz")
     known = (gx > 0) & (gy > 0) & (gz > 0)
-    return np.where(known, gx * np.maximum(gy, 1) * np.maximum(gz, 1), -1)
+    return np.where(known, gx * gy * gz, -1)
 
 
 def _device_value(device: dict, *keys: str) -> Optional[int]:

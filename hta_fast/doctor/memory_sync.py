@@ -3,7 +3,8 @@
 Cost per step, the sum of:
   - GPU idle while the host was blocked in a synchronising call when the GPU went idle
     (cudaStreamSynchronize, .item(), ...) or in an allocator call (gap_causes: memory_sync);
-  - host<->device copies (Memcpy HtoD / DtoH) not hidden behind compute kernels;
+  - host<->device copies (Memcpy HtoD / DtoH) not hidden behind compute kernels (copies
+    running at once counted once);
   - FP32 GEMMs that ran on the CUDA cores (`sgemm` kernels without a tensor-core variant in the
     name) on a device with tensor cores: duration x (1 - 1 / Thresholds.fp32_gemm_speedup).
 """
@@ -66,6 +67,11 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         copy = v.selected & (kind == EventKind.memcpy) & name_flags(trace, HOST_DEVICE_COPY)[safe]
         dur = w.ends - w.starts
         exposed = dur[copy] - covered_length(comp_u.starts, comp_u.ends, w.starts[copy], w.ends[copy])
+        # Copies running at once (both directions, several streams) are exposed once.
+        if exposed.sum() > 0:
+            union_exposed = ops.difference(w.starts[copy], w.ends[copy], comp_u.starts, comp_u.ends)
+            exposed = exposed * min(1.0, float((union_exposed.ends - union_exposed.starts).sum())
+                                    / float(exposed.sum()))
         step_cost += per_step(v, v.work_step_index[copy], exposed)
         tally.add(v, w.rows[copy], exposed)
         copies += int(np.count_nonzero(copy))

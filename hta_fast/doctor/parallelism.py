@@ -17,7 +17,7 @@ from ..schema import EventKind, KernelClass
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
-from .kernel_args import grid_blocks, kernel_arg, sm_counts
+from .kernel_args import grid_blocks, kernel_arg, locate, sm_counts
 from .thresholds import Thresholds
 
 ADVICE = ("Give the GPU bigger pieces of work: larger batches or micro-batches, fused kernels "
@@ -41,9 +41,10 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         comp = v.selected & (kind == EventKind.kernel) & (w.kclass == KernelClass.COMP)
         rows = w.rows[comp]
         dur = (w.ends - w.starts)[comp]
-        blocks = grid_blocks(trace, rows)
+        where = locate(trace, rows)
+        blocks = grid_blocks(trace, rows, where)
         sms = sm_counts(trace, rows)
-        occ = kernel_arg(trace, rows, "est_achieved_occupancy").astype(np.float64)
+        occ = kernel_arg(trace, rows, "est_achieved_occupancy", where).astype(np.float64)
         sms_seen.update(np.unique(sms[sms > 0]).tolist())
         grid_known = (blocks > 0) & (sms > 0)
         small = grid_known & (blocks < sms)

@@ -75,7 +75,9 @@ def examine(views: list[RankView], traces: TraceSet, steps) -> Estimate:
     evidence["wait_in_collectives_ns_per_step"] = float(
         np.mean([cost[v.rank].sum() / v.n_steps for v in views]))
     try:
-        st = stragglers(traces, ranks=[v.rank for v in views], steps=steps)
+        # One candidate per four ranks: with two ranks, "both are stragglers" says nothing.
+        st = stragglers(traces, num_candidates=max(1, len(views) // 4),
+                        ranks=[v.rank for v in views], steps=steps)
         found = st.params.get("stragglers")
         evidence["stragglers"] = ", ".join(str(r) for r in found) if found else "none found"
         notes.extend(f"stragglers: {n}" for n in st.notes)
