@@ -208,3 +208,20 @@ def test_covered_length_and_touches():
     assert covered_length(s, e, q0, q1).tolist() == [0, 10, 30, 0, 10, 0, 0, 0]
     assert touches(s, e, q0, q1).tolist() == [False, True, True, False, True, True, True, False]
     assert covered_length(s[:0], e[:0], q0, q1).tolist() == [0] * 8
+
+
+@pytest.mark.parametrize("name", ["hta/trace_diff/control/control.json.gz",
+                                  "hta/negative_queue_length_values_check/rank0.json.gz"])
+def test_mean_queue_length_is_the_queue_length_analysis_mean(traces_dir, name):
+    # launch_bound takes the time-weighted mean queue length by Little's law instead of
+    # building the step functions: it must equal analysis.queue_length's.
+    from hta_fast.analysis.queue_length import queue_length
+    from hta_fast.doctor.launch_bound import _queue_time
+    trace = hta_fast.load(traces_dir / name)
+    ts = trace.column("events", "ts")
+    for window in (None, (int(ts.min()) + 10**7, int(ts.min()) + 5 * 10**7)):
+        q = queue_length(trace, window=window)["summary"]
+        d = q.column("duration").to_numpy().astype(float)
+        expected = float((q.column("mean").to_numpy() * d).sum() / d.sum())
+        waited, lasted = _queue_time(trace, window)
+        assert waited / lasted == pytest.approx(expected, rel=1e-9)

@@ -5,8 +5,11 @@ went idle (the idle_time analysis' host_wait), less what the data loader, blocki
 allocator calls explain (gap_causes: launch_bound).
 
 Evidence: the host-wait share of each stream's idle time (analysis.idle_time), CPU time per
-step against GPU busy time per step, the mean CUDA queue length (analysis.queue_length: near
-0-1 means kernels are queued one at a time), launches per step and their mean CPU time.
+step against GPU busy time per step, the mean CUDA queue length (near 0-1 means kernels are
+queued one at a time), launches per step and their mean CPU time. The mean queue length is
+analysis.queue_length's time-weighted mean over streams, computed by Little's law from the
+same launch/GPU-start pairs (queue_pairs): the time all entries spent queued over the streams'
+durations, without building the step functions.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import numpy as np
 
 from ..analysis.idle_time import idle_time_breakdown
 from ..analysis.launch_stats import launch_pairs
-from ..analysis.queue_length import queue_length
+from ..analysis.queue_length import queue_pairs
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
@@ -56,11 +59,9 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             it = t.column("idle_time").to_numpy()
             host_wait += float(it[cat == "host_wait"].sum())
             idle_all += float(it.sum())
-            q = queue_length(trace, window=window)["summary"]
-            if q.num_rows:
-                d = q.column("duration").to_numpy().astype(np.float64)
-                q_weighted += float((q.column("mean").to_numpy() * d).sum())
-                q_time += float(d.sum())
+            waited, lasted = _queue_time(trace, window)
+            q_weighted += waited
+            q_time += lasted
             lrows, grows = launch_pairs(trace, None)
             ts = trace.column("events", "ts")[lrows]
             keep = (ts >= v.lo) & (ts < v.hi)
@@ -82,3 +83,19 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
              f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms; mean queue length "
              f"{evidence['mean_queue_length']:.1f})")
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
+
+
+def _queue_time(trace, window) -> tuple[float, float]:
+    """(time all launches spent queued, sum over streams of first-to-last queue change) in
+    the window: their ratio is the time-weighted mean queue length over streams."""
+    rows, launch_ts, gpu_ts, _ = queue_pairs(trace, None, window)
+    if len(rows) == 0:
+        return 0.0, 0.0
+    stream = trace.column("events", "stream")[rows]
+    _, code = np.unique(stream, return_inverse=True)
+    code = code.reshape(-1)
+    lo = np.full(code.max() + 1, np.iinfo(np.int64).max)
+    hi = np.full(code.max() + 1, np.iinfo(np.int64).min)
+    np.minimum.at(lo, code, np.minimum(launch_ts, gpu_ts))
+    np.maximum.at(hi, code, np.maximum(launch_ts, gpu_ts))
+    return float((gpu_ts - launch_ts).sum()), float((hi - lo).sum())
