@@ -225,3 +225,32 @@ def test_mean_queue_length_is_the_queue_length_analysis_mean(traces_dir, name):
         expected = float((q.column("mean").to_numpy() * d).sum() / d.sum())
         waited, lasted = _queue_time(trace, window)
         assert waited / lasted == pytest.approx(expected, rel=1e-9)
+
+
+def test_real_trace_evidence_matches_the_json(traces_dir):
+    # Count, straight from the JSON, what memory_sync and input_pipeline report for a real
+    # trace: blocking syncs, host<->device copies (launched inside the steps), pageable ones,
+    # their bytes, and data-loader calls.
+    import gzip
+    path = traces_dir / "hta/trace_diff/control/control.json.gz"
+    events = json.load(gzip.open(path))["traceEvents"]
+    steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
+    lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+    x = [e for e in events if e.get("ph") == "X" and lo <= e["ts"] <= hi]
+    syncs = sum(e["name"] in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "aten::item",
+                              "aten::_local_scalar_dense") for e in x)
+    loaders = sum(e["name"].startswith("enumerate(DataLoader)") for e in x)
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
+                 if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"
+              and ("HtoD" in e["name"] or "DtoH" in e["name"])
+              and lo <= launch_ts.get(e["args"].get("correlation"), -1) <= hi]
+    n = len(steps)
+    d = diagnose(hta_fast.load(path))
+    m = d.finding("memory_sync").evidence
+    assert m["blocking_syncs_per_step"] == pytest.approx(syncs / n)
+    assert m["host_device_copies_per_step"] == pytest.approx(len(copies) / n)
+    assert m["pageable_copies_per_step"] == pytest.approx(sum("Pageable" in e["name"] for e in copies) / n)
+    assert m["copy_bytes_per_step"] == pytest.approx(sum(e["args"]["bytes"] for e in copies) / n)
+    assert d.finding("input_pipeline").evidence["loader_calls_per_step"] == pytest.approx(loaders / n)
+    assert d.steps == sorted(int(e["name"].split("#")[1]) for e in steps)
