@@ -243,3 +243,30 @@ SCENARIOS = {
     "exposed_communication": exposed_communication,
     "rank_imbalance": rank_imbalance,
 }
+
+
+# --- other shapes of memory_sync ---------------------------------------------------------
+def allocator_churn() -> TraceSet:
+    """Each step: 5 ms of kernels, then the host spends 4.9 ms in cudaMalloc/cudaFree calls
+    with the GPU idle before it launches the next step's work."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(10):
+            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                     t0 + j * 10, t0 + 100 + j * 500, 500)
+        for j in range(7):
+            b.runtime("cudaMalloc" if j % 2 == 0 else "cudaFree", t0 + 5100 + j * 700, 700)
+    return traceset([b])
+
+
+def fp32_gemm() -> TraceSet:
+    """An A100 running FP32 GEMMs on the CUDA cores back to back: 20 per step of 499 µs."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(20):
+            b.kernel("ampere_sgemm_128x64_nn", t0 + 60 + j * 20, t0 + 100 + j * 500, 499)
+    return traceset([b])

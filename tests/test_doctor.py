@@ -254,3 +254,28 @@ def test_real_trace_evidence_matches_the_json(traces_dir):
     assert m["copy_bytes_per_step"] == pytest.approx(sum(e["args"]["bytes"] for e in copies) / n)
     assert d.finding("input_pipeline").evidence["loader_calls_per_step"] == pytest.approx(loaders / n)
     assert d.steps == sorted(int(e["name"].split("#")[1]) for e in steps)
+
+
+def test_allocator_calls_in_steady_state_are_memory_sync():
+    d = diagnose(synth.allocator_churn())
+    f = d.findings[0]
+    assert f.cause == "memory_sync" and f.above_threshold
+    # The GPU idles from 5.1 ms to the next step's first kernel at 10.1 ms; cudaMalloc and
+    # cudaFree calls cover 4.9 ms of that, the rest waits for the next launch.
+    assert f.evidence["allocator_idle_ns_per_step"] == pytest.approx(4.9 * MS, rel=0.01)
+    assert f.evidence["allocator_calls_per_step"] == 7
+    assert f.evidence["allocator_calls_after_first_step"] == 7 * (synth.STEPS - 1)
+    assert {e["name"] for e in f.top_events} == {"cudaMalloc", "cudaFree"}
+
+
+def test_fp32_gemms_on_a_tensor_core_device_are_memory_sync():
+    d = diagnose(synth.fp32_gemm())
+    f = d.findings[0]
+    assert f.cause == "memory_sync"
+    # 20 GEMMs of 499 µs per step, half of each lost at the assumed 2x tensor-core speed-up.
+    assert f.cost_ns_per_step == pytest.approx(20 * 499_000 / 2, rel=0.001)
+    assert f.top_events[0]["name"] == "ampere_sgemm_128x64_nn"
+    faster = diagnose(synth.fp32_gemm(), thresholds=Thresholds(fp32_gemm_speedup=4))
+    assert faster.finding("memory_sync").cost_ns_per_step == pytest.approx(20 * 499_000 * 0.75, rel=0.001)
+    # The same GEMMs on tensor cores (the healthy trace) cost nothing.
+    assert diagnose(synth.healthy()).finding("memory_sync").cost_ns_per_step == 0

@@ -92,6 +92,10 @@ class RankView:
                           len(self.steps) - 1)
         return np.where(own, idx_c, by_time).astype(np.int64)
 
+    def step_start(self, index: int) -> int:
+        """CPU start (ns) of the analysed step at this index (first ProfilerStep#N event)."""
+        return int(self._step_starts[index])
+
     _step_starts: np.ndarray = dataclasses.field(default=None, repr=False)
 
 

@@ -37,7 +37,7 @@ ADVICE = ("Keep the step free of host-device round trips: no .item(), .cpu(), .t
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
     cost = {}
     tally = Tally()
-    syncs = allocs = copies = pageable = 0
+    syncs = allocs = allocs_later = copies = pageable = 0
     sync_idle = alloc_idle = copy_exposed = copy_bytes = fp32_waste = 0.0
     for v in views:
         trace, w = v.trace, v.work
@@ -56,6 +56,10 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         tally.add(v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0))
         syncs += len(sync_rows)
         allocs += len(split.alloc_rows)
+        # Steady state: after the first analysed step, the caching allocator should be warm.
+        if v.n_steps > 1:
+            alloc_ts = trace.column("events", "ts")[split.alloc_rows]
+            allocs_later += int(np.count_nonzero(alloc_ts >= v.step_start(1)))
         sync_idle += float(split.memory_sync.sum())
         alloc_idle += float(split.allocator.sum())
 
@@ -94,6 +98,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "blocking_syncs_per_step": syncs / total_steps,
         "sync_idle_ns_per_step": sync_idle / total_steps,
         "allocator_calls_per_step": allocs / total_steps,
+        "allocator_calls_after_first_step": allocs_later,
         "allocator_idle_ns_per_step": alloc_idle / total_steps,
         "host_device_copies_per_step": copies / total_steps,
         "pageable_copies_per_step": pageable / total_steps,

@@ -118,7 +118,7 @@ class Diagnosis:
             lines.append(f"   costs ~{_ms(f.cost_ns_per_step)} per step "
                          f"({100.0 * f.share:.1f}% of the step)")
             if f.evidence:
-                lines.append("   evidence: " + "; ".join(f"{k}={_fmt(v)}" for k, v in f.evidence.items()))
+                lines.append("   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items()))
             if f.top_events:
                 lines.append("   top events: " + "; ".join(
                     f"{e['name'][:80]} (x{e['count']}, {_ms(e['total_ns'])})" for e in f.top_events[:3]))
@@ -145,8 +145,17 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e3:.1f} us"
 
 
-def _fmt(v: Number) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
+def _fmt(key: str, v: Number) -> str:
+    """An evidence value as people read it: times in ms/us, shares and spreads in percent."""
+    if isinstance(v, str) or isinstance(v, bool):
+        return str(v)
+    if "_ns" in key:
+        return _ms(v)
+    if key.endswith(("_share", "_spread")) or "share_of" in key:
+        return f"{100.0 * v:.1f}%"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
 
 
 def _list(xs: list[int], limit: int = 12) -> str:
