@@ -1,0 +1,218 @@
+"""What every cause reads about one rank, computed once: the analysed steps and their time
+window, the GPU work (temporal.gpu_work), its busy union, and the GPU-wide idle gaps with
+the event that ends each one."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional, Sequence
+
+import numpy as np
+import pyarrow.compute as pc
+
+from .. import ops
+from ..analysis.temporal import GpuWork, gpu_work
+from ..schema import EventKind
+from ..trace import Trace
+
+
+@dataclasses.dataclass
+class Gaps:
+    """GPU-wide idle intervals of one rank inside its window, in time order.
+
+    starts, ends  ns
+    next_row      trace row of the GPU event that ends the gap; -1 for the gap after the
+                  last GPU work
+    host_wait     the launch of that event began after the gap began (the CPU had not queued
+                  it yet); True for the gap after the last GPU work
+    step_index    index into RankView.steps of the step the gap is charged to
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    next_row: np.ndarray
+    host_wait: np.ndarray
+    step_index: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.ends - self.starts
+
+
+@dataclasses.dataclass
+class RankView:
+    """One rank as the doctor sees it.
+
+    steps       analysed step numbers, sorted ([-1] when the trace has no steps: the whole
+                trace is then one step)
+    has_steps   whether steps come from ProfilerStep#N events
+    step_time   mean CPU duration of the analysed steps (ns); the window's length without steps
+    lo, hi      the window: from the first analysed step's start (or the first GPU work, if
+                earlier) to the last one's end (or the end of its GPU work, if later)
+    selected    per GPU work row (work.rows): it belongs to an analysed step
+    work        every GPU work event overlapping the window, clipped to it
+    busy        union of work (ops.Intervals)
+    gaps        idle gaps inside the window (Gaps)
+    """
+
+    rank: int
+    trace: Trace
+    steps: np.ndarray
+    has_steps: bool
+    step_time: float
+    lo: int
+    hi: int
+    work: GpuWork
+    selected: np.ndarray
+    work_step_index: np.ndarray
+    busy: ops.Intervals
+    gaps: Gaps
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def span(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def busy_time(self) -> int:
+        return int((self.busy.ends - self.busy.starts).sum())
+
+    def step_index_of(self, step_values: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """Index into self.steps for each event: its own step when analysed, else the
+        analysed step whose CPU window holds (or last began before) its time."""
+        if not self.has_steps:
+            return np.zeros(len(step_values), np.int64)
+        idx = np.searchsorted(self.steps, step_values)
+        idx_c = np.minimum(idx, len(self.steps) - 1)
+        own = self.steps[idx_c] == step_values
+        by_time = np.clip(np.searchsorted(self._step_starts, times, side="right") - 1, 0,
+                          len(self.steps) - 1)
+        return np.where(own, idx_c, by_time).astype(np.int64)
+
+    def step_start(self, index: int) -> int:
+        """CPU start (ns) of the analysed step at this index (first ProfilerStep#N event)."""
+        return int(self._step_starts[index])
+
+    _step_starts: np.ndarray = dataclasses.field(default=None, repr=False)
+
+
+def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Optional[RankView]:
+    """The view of one rank over the requested steps (None: every step the trace has);
+    None when the rank has none of the requested steps."""
+    st_step = trace.column("steps", "step").astype(np.int64)
+    st_ts = trace.column("steps", "ts")
+    st_dur = np.maximum(trace.column("steps", "dur"), 0)
+    keep = np.ones(len(st_step), bool) if steps is None else np.isin(st_step, np.asarray(list(steps), np.int64))
+    if steps is not None and not keep.any():
+        return None
+    st_step, st_ts, st_dur = st_step[keep], st_ts[keep], st_dur[keep]
+    has_steps = len(st_step) > 0
+    all_work = gpu_work(trace, None)
+    ev_step = trace.column("events", "step")
+    if has_steps:
+        # A step recorded twice (two ProfilerStep#N events) counts once, from its first start.
+        uniq, first = np.unique(st_step, return_index=True)
+        order = np.argsort(st_ts[first], kind="stable")
+        step_values, step_starts = uniq[order], st_ts[first][order]
+        by_value = np.argsort(step_values)
+        step_values, step_starts = step_values[by_value], step_starts[by_value]
+        selected_all = np.isin(ev_step[all_work.rows], step_values)
+        lo = int(st_ts.min())
+        hi = int((st_ts + st_dur).max())
+        step_time = float(st_dur.mean())
+    else:
+        step_values = np.array([-1], np.int64)
+        step_starts = np.array([0], np.int64)
+        selected_all = np.ones(len(all_work.rows), bool)
+        lo = int(all_work.starts.min()) if len(all_work.rows) else 0
+        hi = int(all_work.ends.max()) if len(all_work.rows) else 0
+    if selected_all.any():
+        lo = min(lo, int(all_work.starts[selected_all].min()))
+        hi = max(hi, int(all_work.ends[selected_all].max()))
+    if not has_steps:
+        step_time = float(hi - lo)
+    # Everything the GPU ran inside the window counts as busy, whichever step launched it.
+    inside = (all_work.starts < hi) & (all_work.ends > lo) | (
+        (all_work.starts == all_work.ends) & (all_work.starts >= lo) & (all_work.starts < hi))
+    work = GpuWork(all_work.rows[inside], np.clip(all_work.starts[inside], lo, hi),
+                   np.clip(all_work.ends[inside], lo, hi), all_work.kclass[inside],
+                   all_work.stream[inside])
+    view = RankView(rank=rank, trace=trace, steps=step_values, has_steps=has_steps,
+                    step_time=step_time, lo=lo, hi=hi, work=work,
+                    selected=selected_all[inside], work_step_index=np.zeros(0, np.int64),
+                    busy=ops.union(work.starts, work.ends),
+                    gaps=None, _step_starts=step_starts)
+    view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
+    view.gaps = _idle_gaps(view)
+    return view
+
+
+def _idle_gaps(view: RankView) -> Gaps:
+    """Idle gaps of the GPU as a whole (all streams merged) inside the window, each with
+    the GPU event that ends it and whether the host had queued that event yet."""
+    trace, w = view.trace, view.work
+    ts = trace.column("events", "ts")
+    partner = trace.column("events", "partner")
+    ev_step = trace.column("events", "step").astype(np.int64)
+    if len(w.rows) == 0:
+        empty = np.zeros(0, np.int64)
+        starts = np.array([view.lo], np.int64) if view.span > 0 else empty
+        ends = np.array([view.hi], np.int64) if view.span > 0 else empty
+        return Gaps(starts, ends, np.full(len(starts), -1, np.int64), np.ones(len(starts), bool),
+                    np.zeros(len(starts), np.int64))
+    g = ops.group_gaps(np.zeros(len(w.rows), np.int64), w.starts, w.ends)
+    first = int(np.argmin(w.starts))
+    starts_a = np.asarray(g.starts, np.int64)
+    ends_a = np.asarray(g.ends, np.int64)
+    next_a = np.asarray(w.rows[g.next_index], np.int64)
+    head_end = int(w.starts[first])
+    tail_start = int(w.ends.max())
+    if head_end > view.lo:
+        starts_a = np.concatenate([[view.lo], starts_a])
+        ends_a = np.concatenate([[head_end], ends_a])
+        next_a = np.concatenate([[w.rows[first]], next_a])
+    if view.hi > tail_start:
+        starts_a = np.concatenate([starts_a, [tail_start]])
+        ends_a = np.concatenate([ends_a, [view.hi]])
+        next_a = np.concatenate([next_a, [-1]])
+    has_next = next_a >= 0
+    nr = np.maximum(next_a, 0)
+    launch = partner[nr]
+    launch_ts = np.where(launch >= 0, ts[np.maximum(launch, 0)], np.iinfo(np.int64).min)
+    host_wait = ~has_next | (launch_ts > starts_a)
+    step_vals = np.where(has_next, ev_step[nr], -2)
+    step_index = view.step_index_of(step_vals, starts_a)
+    return Gaps(starts_a, ends_a, next_a, host_wait, step_index)
+
+
+def name_flags(trace: Trace, pattern: str) -> np.ndarray:
+    """Per string id of the trace's pool: whether it matches the regular expression
+    (searched, case-sensitive). Remembered per trace."""
+    memo = trace.__dict__.setdefault("_doctor_names", {})
+    if pattern not in memo:
+        flags = pc.match_substring_regex(trace.strings, pattern).to_numpy(zero_copy_only=False)
+        memo[pattern] = np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
+    return memo[pattern]
+
+
+def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:
+    """Rows of events of the given kinds whose name matches the pattern."""
+    flags = name_flags(trace, pattern)
+    if not flags.any():
+        return np.zeros(0, np.int64)
+    name = trace.column("events", "name")
+    kind = trace.column("events", "kind")
+    hit = flags[np.maximum(name, 0)] & (name >= 0) & np.isin(kind, np.asarray(kinds, np.uint8))
+    return np.flatnonzero(hit)
+
+
+def names_of(trace: Trace, rows: np.ndarray) -> list[str]:
+    ids = trace.column("events", "name")[rows]
+    return [trace.strings[int(i)].as_py() if i >= 0 else "" for i in ids]
+
+
+def escape(literal: str) -> str:
+    return re.escape(literal)

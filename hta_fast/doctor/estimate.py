@@ -1,0 +1,76 @@
+"""What each cause module hands the ranking: its cost per (rank, step), evidence, the events
+involved and advice; and a tally of events by name, merged across ranks."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Optional
+
+import numpy as np
+
+from .context import RankView
+
+
+@dataclasses.dataclass
+class Estimate:
+    """cost     rank -> ns lost in each analysed step (aligned with RankView.steps)
+    evidence    the numbers behind it
+    top_events  list of dicts (name, count, total_ns, ...), most costly first
+    title       one line; advice: what usually helps
+    notes       remarks for Diagnosis.notes
+    """
+
+    cost: dict[int, np.ndarray]
+    evidence: dict[str, Any]
+    top_events: list[dict[str, Any]]
+    title: str
+    advice: str
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+def per_step(view: RankView, step_index: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    """ns summed by step index, one entry per analysed step."""
+    return np.bincount(np.asarray(step_index, np.int64), weights=np.asarray(ns, np.float64),
+                       minlength=view.n_steps)[:view.n_steps]
+
+
+class Tally:
+    """Events by name across ranks: count and total ns (plus optional extra sums)."""
+
+    def __init__(self):
+        self.count: collections.Counter = collections.Counter()
+        self.total: collections.Counter = collections.Counter()
+        self.extra: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+
+    def add(self, view: RankView, rows: np.ndarray, ns: np.ndarray,
+            extra: Optional[dict[str, np.ndarray]] = None) -> None:
+        """Adds the events at `rows` of the view's trace, each worth ns[i] (grouped by name id
+        first, so only distinct names become strings)."""
+        if len(rows) == 0:
+            return
+        ids = view.trace.column("events", "name")[rows].astype(np.int64)
+        uniq, inv = np.unique(ids, return_inverse=True)
+        inv = inv.reshape(-1)
+        cnt = np.bincount(inv, minlength=len(uniq))
+        tot = np.bincount(inv, weights=np.asarray(ns, np.float64), minlength=len(uniq))
+        sums = {k: np.bincount(inv, weights=np.asarray(v, np.float64), minlength=len(uniq))
+                for k, v in (extra or {}).items()}
+        strings = view.trace.strings
+        # Keep the strings of the costliest names only: a trace may hold many distinct names.
+        for j in np.argsort(-tot)[:50]:
+            name = strings[int(uniq[j])].as_py() if uniq[j] >= 0 else "(unnamed)"
+            self.count[name] += int(cnt[j])
+            self.total[name] += float(tot[j])
+            for k, v in sums.items():
+                self.extra[k][name] += float(v[j])
+
+    def top(self, n: int = 5) -> list[dict[str, Any]]:
+        out = []
+        for name, total in self.total.most_common(n):
+            if total <= 0:
+                break
+            row = {"name": name, "count": self.count[name], "total_ns": int(round(total))}
+            for k, v in self.extra.items():
+                row[k] = int(round(v[name]))
+            out.append(row)
+        return out

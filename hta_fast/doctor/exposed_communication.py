@@ -1,0 +1,138 @@
+"""Cause 5, exposed communication: collective time that no computation hides.
+
+Cost per step: the time of each communication kernel not covered by compute kernels (the
+complement of analysis.overlap's overlap; collectives running at once on several streams are
+counted once, by scaling to the union that analysis measures), less the time the rank spent
+waiting for slower ranks in collectives, which rank_imbalance charges.
+
+Evidence: the overlap percentage (analysis.overlap), communication time per step, and the
+bus bandwidth of collectives whose size the trace records (comm_args): algorithm bandwidth
+bytes / duration times the collective's bus factor (all_reduce 2(n-1)/n; all_gather,
+reduce_scatter, all_to_all (n-1)/n; others 1). Collectives of 1 MB or more under
+Thresholds.low_bus_bandwidth_fraction of the achievable bus bandwidth are called out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from ..analysis.overlap import comm_comp_overlap
+from ..schema import EventKind, KernelClass
+from ..trace import Trace
+from .context import RankView
+from .estimate import Estimate, Tally, per_step
+from .intervals import covered_length
+from .thresholds import Thresholds
+
+ADVICE = ("Hide communication behind computation: DDP gradient bucketing (bucket_cap_mb, "
+          "gradient_as_bucket_view), FSDP forward/backward prefetch, collectives on their own "
+          "stream issued as early as their inputs are ready; send less (bf16 gradients, "
+          "gradient accumulation, compression); when bus bandwidth is far below what the "
+          "interconnect achieves, check the topology and NCCL settings (NVLink/InfiniBand in use, "
+          "NCCL_ALGO/NCCL_PROTO, channel counts).")
+
+DTYPE_BYTES = {"float": 4, "float32": 4, "Float": 4, "double": 8, "float64": 8, "Double": 8,
+               "half": 2, "float16": 2, "Half": 2, "bfloat16": 2, "BFloat16": 2, "int": 4,
+               "int32": 4, "Int": 4, "long": 8, "int64": 8, "Long": 8, "byte": 1, "uint8": 1,
+               "Byte": 1, "char": 1, "int8": 1, "Char": 1, "bool": 1, "Bool": 1,
+               "float8_e4m3fn": 1, "float8_e5m2": 1}
+MIN_BANDWIDTH_BYTES = 1 << 20
+
+
+def _bus_factor(name: str, n: int) -> float:
+    name = name.lower().replace("_", "")
+    if n < 2:
+        return 1.0
+    if "allreduce" in name:
+        return 2.0 * (n - 1) / n
+    if any(k in name for k in ("allgather", "reducescatter", "alltoall")):
+        return (n - 1) / n
+    return 1.0
+
+
+def bus_bandwidths(trace: Trace, rows: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, bus bandwidth GB/s) of the given kernel rows that carry collective args with
+    a size and a known dtype; both arrays cover only those rows."""
+    c_row = trace.column("comm_args", "row")
+    if len(c_row) == 0 or len(rows) == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(c_row, kind="stable")
+    idx = np.minimum(np.searchsorted(c_row[order], rows), len(c_row) - 1)
+    hit = c_row[order][idx] == rows
+    src = order[idx[hit]]
+    d = dur[hit].astype(np.float64)
+    in_n = trace.column("comm_args", "in_msg_nelems")[src].astype(np.float64)
+    out_n = trace.column("comm_args", "out_msg_nelems")[src].astype(np.float64)
+    group = trace.column("comm_args", "group_size")[src].astype(np.int64)
+    dtype_id = trace.column("comm_args", "dtype")[src]
+    coll_id = trace.column("comm_args", "collective_name")[src]
+    strings = trace.strings
+    size = np.zeros(len(src))
+    factor = np.zeros(len(src))
+    for i in np.unique(dtype_id):
+        if i >= 0:
+            size[dtype_id == i] = DTYPE_BYTES.get(strings[int(i)].as_py(), 0)
+    for i in np.unique(coll_id):
+        name = strings[int(i)].as_py() if i >= 0 else ""
+        for n in np.unique(group[coll_id == i]):
+            factor[(coll_id == i) & (group == n)] = _bus_factor(name or "", int(n))
+    nbytes = np.maximum(in_n, out_n) * size
+    ok = (nbytes > 0) & (d > 0) & (factor > 0)
+    return nbytes[ok], nbytes[ok] / d[ok] * factor[ok]
+
+
+def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray]) -> Estimate:
+    cost = {}
+    tally = Tally()
+    comm_time = overlap_time = 0.0
+    all_bytes, all_bw = [], []
+    for v in views:
+        trace, w = v.trace, v.work
+        kind = trace.column("events", "kind")[w.rows]
+        comp = w.kclass == KernelClass.COMP
+        in_window = w.kclass == KernelClass.COMM
+        comm = v.selected & in_window
+        comp_u = ops.union(w.starts[comp], w.ends[comp])
+        dur = w.ends - w.starts
+        exposed_all = dur - covered_length(comp_u.starts, comp_u.ends, w.starts, w.ends)
+        t = comm_comp_overlap(trace, window=(v.lo, v.hi)).table
+        rank_comm = float(t.column("comm_time").to_numpy().sum())
+        rank_overlap = float(t.column("overlap_time").to_numpy().sum())
+        comm_time += rank_comm
+        overlap_time += rank_overlap
+        # Collectives running at once (several streams) are exposed once: scale the
+        # per-kernel exposure to the union's, as analysis.overlap measures it.
+        per_kernel = float(exposed_all[in_window].sum())
+        scale = min(1.0, (rank_comm - rank_overlap) / per_kernel) if per_kernel > 0 else 0.0
+        exposed = exposed_all[comm] * scale
+        step_cost = per_step(v, v.work_step_index[comm], exposed)
+        wait = waiting.get(v.rank)
+        cost[v.rank] = np.clip(step_cost - (wait if wait is not None else 0), 0, None)
+        tally.add(v, w.rows[comm], exposed, {"comm_time_ns": dur[comm]})
+        kern = comm & (kind == EventKind.kernel)
+        b, bw = bus_bandwidths(trace, w.rows[kern], (w.ends - w.starts)[kern])
+        all_bytes.append(b)
+        all_bw.append(bw)
+    total_steps = sum(v.n_steps for v in views) or 1
+    evidence = {
+        "comm_time_ns_per_step": comm_time / total_steps,
+        "overlap_pct": 100.0 * overlap_time / comm_time if comm_time else "no communication",
+        "exposed_comm_ns_per_step": (comm_time - overlap_time) / total_steps,
+    }
+    b = np.concatenate(all_bytes) if all_bytes else np.zeros(0)
+    bw = np.concatenate(all_bw) if all_bw else np.zeros(0)
+    big = b >= MIN_BANDWIDTH_BYTES
+    if big.any():
+        achievable = th.achievable_bus_bandwidth_gbps or float(np.percentile(bw[big], 90))
+        low = big & (bw < th.low_bus_bandwidth_fraction * achievable)
+        evidence.update({
+            "median_bus_bandwidth_gbps": float(np.median(bw[big])),
+            "achievable_bus_bandwidth_gbps": achievable,
+            "collectives_far_below_bandwidth": int(np.count_nonzero(low)),
+            "collectives_with_size": int(np.count_nonzero(big)),
+        })
+    pct = evidence["overlap_pct"]
+    hidden = f"{pct:.0f}% hidden behind compute" if isinstance(pct, float) else "none"
+    title = (f"Exposed communication: {evidence['comm_time_ns_per_step'] / 1e6:.2f} ms of "
+             f"collectives per step, {hidden}")
+    return Estimate(cost, evidence, tally.top(), title, ADVICE)

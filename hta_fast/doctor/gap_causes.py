@@ -1,0 +1,111 @@
+"""Why the GPU sat idle in each gap: what the host was doing when it went idle.
+
+Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in this order:
+
+    input_pipeline  the part of the gap during which a data-loader call runs on the host
+                    (`enumerate(DataLoader)#...__next__` and the like)
+    memory_sync     the rest of the gap, when the GPU went idle while the host was blocked in
+                    a synchronising call (cudaStreamSynchronize, cudaDeviceSynchronize,
+                    cudaEventSynchronize, synchronous cudaMemcpy, aten::item,
+                    aten::_local_scalar_dense): the host could not queue more work until the
+                    GPU had drained; then the part of the rest that an allocator call
+                    (cudaMalloc, cudaFree, ...) covers
+    launch_bound    the rest, when the event that ends the gap had not been launched yet when
+                    the gap began (the idle_time analysis' host_wait): the CPU was too slow
+    parallelism     the rest, when the next work was already queued and the gap is shorter than
+                    Thresholds.kernel_wait_us: the launch machinery's gap between back-to-back
+                    kernels, which many tiny kernels multiply
+    other           anything else (work queued behind a cross-stream dependency, ...)
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import ops
+from ..schema import EventKind
+from .context import RankView, rows_named
+from .intervals import covered_length, touches
+from .thresholds import Thresholds
+
+HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
+HOST_CALLS = (EventKind.runtime, EventKind.driver)
+
+DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)"
+BLOCKING_SYNC = (r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
+                 r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
+                 r"|aten::item|aten::_local_scalar_dense)$")
+ALLOCATOR = (r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"
+             r"|cuMemFree(_v2)?|hipMalloc|hipFree|hipHostMalloc|hipHostFree)$")
+
+
+@dataclasses.dataclass
+class GapSplit:
+    """Per gap of view.gaps: ns charged to each cause (they add up to the gap's length), and
+    the host rows behind the first three."""
+
+    input_pipeline: np.ndarray
+    memory_sync: np.ndarray
+    allocator: np.ndarray
+    launch_bound: np.ndarray
+    parallelism: np.ndarray
+    other: np.ndarray
+    loader_rows: np.ndarray
+    sync_rows: np.ndarray
+    alloc_rows: np.ndarray
+
+
+def host_rows(view: RankView, pattern: str, kinds) -> np.ndarray:
+    """Rows of host events matching pattern that overlap the view's window."""
+    trace = view.trace
+    rows = rows_named(trace, pattern, kinds)
+    ts = trace.column("events", "ts")[rows]
+    end = ts + np.maximum(trace.column("events", "dur")[rows], 0)
+    return rows[(ts <= view.hi) & (end >= view.lo)]
+
+
+def _union_of(view: RankView, rows: np.ndarray) -> ops.Intervals:
+    ts = view.trace.column("events", "ts")[rows]
+    return ops.union(ts, ts + np.maximum(view.trace.column("events", "dur")[rows], 0))
+
+
+def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
+    """The split of every gap of the view (remembered on the view)."""
+    memo = view.__dict__.setdefault("_gap_split", {})
+    key = th.kernel_wait_us
+    if key in memo:
+        return memo[key]
+    g = view.gaps
+    length = g.lengths
+    loader_rows = host_rows(view, DATALOADER, HOST_OPS)
+    sync_rows = host_rows(view, BLOCKING_SYNC, HOST_CALLS + HOST_OPS)
+    alloc_rows = host_rows(view, ALLOCATOR, HOST_CALLS)
+
+    loader = _union_of(view, loader_rows)
+    loader_ns = covered_length(loader.starts, loader.ends, g.starts, g.ends)
+    rest = length - loader_ns
+    # A sync holding the host when the GPU went idle (its interval holds the gap's start).
+    sync_ts = view.trace.column("events", "ts")[sync_rows]
+    sync_end = sync_ts + np.maximum(view.trace.column("events", "dur")[sync_rows], 0)
+    sync_hit = _holds(sync_ts, sync_end, g.starts)
+    sync_ns = np.where(sync_hit, rest, 0)
+    rest = rest - sync_ns
+    alloc = _union_of(view, alloc_rows)
+    alloc_ns = np.minimum(rest, covered_length(alloc.starts, alloc.ends, g.starts, g.ends))
+    rest = rest - alloc_ns
+    launch_ns = np.where(g.host_wait, rest, 0)
+    rest = rest - launch_ns
+    short = length < th.kernel_wait_us * 1000.0
+    par_ns = np.where(short & (g.next_row >= 0), rest, 0)
+    other = rest - par_ns
+    out = GapSplit(loader_ns, sync_ns, alloc_ns, launch_ns, par_ns, other,
+                   loader_rows, sync_rows, alloc_rows)
+    memo[key] = out
+    return out
+
+
+def _holds(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Whether some interval [starts[i], ends[i]] holds each point."""
+    u = ops.union(starts, ends + 1)  # closed intervals as half-open ones one ns longer
+    return touches(u.starts, u.ends - 1, points, points)

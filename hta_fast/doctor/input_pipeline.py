@@ -1,0 +1,50 @@
+"""Cause 2, input pipeline stalls: the GPU idles while the host waits on the data loader.
+
+Cost per step: the GPU idle time during which a data-loader call
+(`enumerate(DataLoader)#...__next__`) runs on the host (gap_causes: input_pipeline).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .context import RankView
+from .estimate import Estimate, Tally, per_step
+from .gap_causes import split_gaps
+from .intervals import covered_length
+from .thresholds import Thresholds
+
+ADVICE = ("Have the next batch ready before the GPU needs it: DataLoader with num_workers > 0, "
+          "persistent_workers=True, a larger prefetch_factor and pin_memory=True; move decoding "
+          "and augmentation off the training process or onto the GPU (e.g. DALI); cache "
+          "preprocessed data; copy batches with non_blocking=True.")
+
+
+def examine(views: list[RankView], th: Thresholds) -> Estimate:
+    cost = {}
+    tally = Tally()
+    calls = 0
+    loader_time = 0.0
+    idle_in_loader = 0.0
+    for v in views:
+        split = split_gaps(v, th)
+        cost[v.rank] = per_step(v, v.gaps.step_index, split.input_pipeline)
+        rows = split.loader_rows
+        ts = v.trace.column("events", "ts")[rows]
+        end = np.minimum(ts + np.maximum(v.trace.column("events", "dur")[rows], 0), v.hi)
+        ts = np.maximum(ts, v.lo)
+        idle = covered_length(v.gaps.starts, v.gaps.ends, ts, end)
+        tally.add(v, rows, idle, {"call_time_ns": np.maximum(end - ts, 0)})
+        calls += len(rows)
+        loader_time += float(np.maximum(end - ts, 0).sum())
+        idle_in_loader += float(idle.sum())
+    total_steps = sum(v.n_steps for v in views) or 1
+    evidence = {
+        "loader_calls_per_step": calls / total_steps,
+        "loader_time_ns_per_step": loader_time / total_steps,
+        "gpu_idle_in_loader_ns_per_step": idle_in_loader / total_steps,
+        "gpu_idle_share_of_loader_time": idle_in_loader / loader_time if loader_time else 0.0,
+    }
+    title = (f"Input pipeline stalls: the host spends {evidence['loader_time_ns_per_step'] / 1e6:.2f} ms "
+             f"per step in the data loader, {100 * evidence['gpu_idle_share_of_loader_time']:.0f}% of "
+             "it with the GPU idle")
+    return Estimate(cost, evidence, tally.top(), title, ADVICE)

@@ -1,0 +1,84 @@
+"""Kernel arguments (grid, block, occupancy, bytes) of chosen event rows, and the device
+properties the doctor compares them with."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..trace import Trace
+
+
+def locate(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, src): for each event row, whether it has kernel args and their row in the
+    kernel_args table (valid where hit). Compute once, pass to kernel_arg for each column."""
+    ka_row = trace.column("kernel_args", "row")
+    if len(ka_row) == 0 or len(rows) == 0:
+        return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
+    memo = trace.__dict__.setdefault("_doctor_ka_order", {})
+    if "order" not in memo:
+        memo["order"] = None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable")
+    order = memo["order"]
+    sorted_rows = ka_row if order is None else ka_row[order]
+    idx = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
+    hit = sorted_rows[idx] == rows
+    return hit, (idx if order is None else order[idx])
+
+
+def kernel_arg(trace: Trace, rows: np.ndarray, column: str, where=None) -> np.ndarray:
+    """kernel_args[column] for each event row; -1 (NaN for floats) where the row has none.
+    `where`: locate(trace, rows), when several columns of the same rows are read."""
+    values = trace.column("kernel_args", column)
+    floating = values.dtype.kind == "f"
+    out = np.full(len(rows), np.nan if floating else -1, values.dtype if floating else np.int64)
+    hit, src = where if where is not None else locate(trace, rows)
+    out[hit] = values[src[hit]]
+    return out
+
+
+def grid_blocks(trace: Trace, rows: np.ndarray, where=None) -> np.ndarray:
+    """Thread blocks in each kernel's grid (x*y*z); -1 where unknown."""
+    where = where if where is not None else locate(trace, rows)
+    gx, gy, gz = (kernel_arg(trace, rows, f"grid_{a}", where) for a in "xyz")
+    known = (gx > 0) & (gy > 0) & (gz > 0)
+    return np.where(known, gx * gy * gz, -1)
+
+
+def _device_value(device: dict, *keys: str) -> Optional[int]:
+    for k in keys:
+        v = device.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            return int(v)
+    return None
+
+
+def sm_counts(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The SM (NVIDIA) or compute-unit (AMD) count of each event's device from the trace
+    header (deviceProperties: numSms / multiProcessorCount / computeUnitCount); -1 unknown."""
+    by_id: dict[int, int] = {}
+    first: Optional[int] = None
+    for i, d in enumerate(trace.meta.devices):
+        if not isinstance(d, dict):
+            continue
+        n = _device_value(d, "numSms", "multiProcessorCount", "computeUnitCount", "numCUs")
+        if n is None:
+            continue
+        dev_id = d.get("id", i)
+        by_id[int(dev_id) if isinstance(dev_id, (int, float)) else i] = n
+        first = n if first is None else first
+    out = np.full(len(rows), -1, np.int64)
+    if first is None:
+        return out
+    device = trace.column("events", "device")[rows]
+    out[:] = first  # one device per process is the rule; its id may be missing on events
+    for dev_id, n in by_id.items():
+        out[device == dev_id] = n
+    return out
+
+
+def compute_capability(trace: Trace) -> Optional[int]:
+    """computeMajor of the first NVIDIA device in the header, or None."""
+    for d in trace.meta.devices:
+        if isinstance(d, dict) and isinstance(d.get("computeMajor"), int):
+            return int(d["computeMajor"])
+    return None

@@ -1,0 +1,101 @@
+"""Cause 3, launch-bound execution: the GPU waits for the CPU to queue work.
+
+Cost per step: the GPU idle time ended by work that had not been launched yet when the GPU
+went idle (the idle_time analysis' host_wait), less what the data loader, blocking syncs and
+allocator calls explain (gap_causes: launch_bound).
+
+Evidence: the host-wait share of each stream's idle time (analysis.idle_time), CPU time per
+step against GPU busy time per step, the mean CUDA queue length (near 0-1 means kernels are
+queued one at a time), launches per step and their mean CPU time. The mean queue length is
+analysis.queue_length's time-weighted mean over streams, computed by Little's law from the
+same launch/GPU-start pairs (queue_pairs): the time all entries spent queued over the streams'
+durations, without building the step functions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.idle_time import idle_time_breakdown
+from ..analysis.launch_stats import launch_pairs
+from ..analysis.queue_length import queue_pairs
+from .context import RankView
+from .estimate import Estimate, Tally, per_step
+from .gap_causes import split_gaps
+from .thresholds import Thresholds
+
+ADVICE = ("Cut the CPU time per step: capture the step in CUDA graphs (torch.compile "
+          "mode='reduce-overhead', torch.cuda.graphs), let torch.compile fuse small ops, use "
+          "larger batches, fused/foreach optimizers, and move per-step Python work (logging, "
+          "metrics, checks) out of the hot loop; check the CPU is not oversubscribed.")
+
+
+def examine(views: list[RankView], th: Thresholds) -> Estimate:
+    cost = {}
+    tally = Tally()
+    host_wait = idle_all = 0.0
+    cpu_step = gpu_busy = 0.0
+    launches = 0
+    launch_cpu = 0.0
+    q_weighted = q_time = 0.0
+    delay = int(th.kernel_wait_us * 1000)
+    for v in views:
+        trace = v.trace
+        split = split_gaps(v, th)
+        cost[v.rank] = per_step(v, v.gaps.step_index, split.launch_bound)
+        # The CPU op whose launch arrived late: the launch's enclosing op, else the launch.
+        late = (split.launch_bound > 0) & (v.gaps.next_row >= 0)
+        partner = trace.column("events", "partner")
+        parent = trace.column("events", "parent")
+        launch = partner[v.gaps.next_row[late]]
+        op = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
+        op = np.where(op >= 0, op, launch)
+        has = op >= 0
+        tally.add(v, op[has], split.launch_bound[late][has])
+        if v.span > 0 and len(v.work.rows):
+            window = (v.lo, v.hi)
+            idle = idle_time_breakdown(trace, consecutive_kernel_delay=delay, window=window)
+            t = idle.table
+            cat = np.asarray(t.column("idle_category").to_pylist(), object)
+            it = t.column("idle_time").to_numpy()
+            host_wait += float(it[cat == "host_wait"].sum())
+            idle_all += float(it.sum())
+            waited, lasted = _queue_time(trace, window)
+            q_weighted += waited
+            q_time += lasted
+            lrows, grows = launch_pairs(trace, None)
+            ts = trace.column("events", "ts")[lrows]
+            keep = (ts >= v.lo) & (ts < v.hi)
+            launches += int(np.count_nonzero(keep))
+            launch_cpu += float(np.maximum(trace.column("events", "dur")[lrows[keep]], 0).sum())
+        cpu_step += v.step_time * v.n_steps
+        gpu_busy += v.busy_time
+    total_steps = sum(v.n_steps for v in views) or 1
+    evidence = {
+        "host_wait_share_of_idle": host_wait / idle_all if idle_all else 0.0,
+        "cpu_time_ns_per_step": cpu_step / total_steps,
+        "gpu_busy_ns_per_step": gpu_busy / total_steps,
+        "mean_queue_length": q_weighted / q_time if q_time else 0.0,
+        "launches_per_step": launches / total_steps,
+        "mean_launch_cpu_us": launch_cpu / launches / 1e3 if launches else 0.0,
+    }
+    title = (f"Launch-bound: the GPU waits for the CPU to queue work (CPU "
+             f"{evidence['cpu_time_ns_per_step'] / 1e6:.2f} ms per step, GPU busy "
+             f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms; mean queue length "
+             f"{evidence['mean_queue_length']:.1f})")
+    return Estimate(cost, evidence, tally.top(), title, ADVICE)
+
+
+def _queue_time(trace, window) -> tuple[float, float]:
+    """(time all launches spent queued, sum over streams of first-to-last queue change) in
+    the window: their ratio is the time-weighted mean queue length over streams."""
+    rows, launch_ts, gpu_ts, _ = queue_pairs(trace, None, window)
+    if len(rows) == 0:
+        return 0.0, 0.0
+    stream = trace.column("events", "stream")[rows]
+    _, code = np.unique(stream, return_inverse=True)
+    code = code.reshape(-1)
+    lo = np.full(code.max() + 1, np.iinfo(np.int64).max)
+    hi = np.full(code.max() + 1, np.iinfo(np.int64).min)
+    np.minimum.at(lo, code, np.minimum(launch_ts, gpu_ts))
+    np.maximum.at(hi, code, np.maximum(launch_ts, gpu_ts))
+    return float((gpu_ts - launch_ts).sum()), float((hi - lo).sum())

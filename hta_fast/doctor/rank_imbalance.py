@@ -1,0 +1,90 @@
+"""Cause 6, imbalance between ranks: fast ranks wait in collectives for the slowest.
+
+Per analysed step present on two ranks or more, each rank's work time is the union of its
+non-communication GPU work launched in that step; a rank waits for the slowest rank by the
+difference, at most its own communication time in that step (the wait happens inside
+collectives). Cost per step: that wait.
+
+Evidence: the straggler ranks (analysis.stragglers), the spread of the mean step time and of
+the work time across ranks ((max - min) / mean), the slowest rank.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from ..analysis.stragglers import stragglers
+from ..schema import KernelClass
+from ..traceset import TraceSet
+from .context import RankView
+from .estimate import Estimate
+
+ADVICE = ("Balance the work across ranks: even data shards and sequence lengths (length "
+          "bucketing, token-based batching), even model/embedding sharding, identical hardware "
+          "and clocks; then look at the slowest rank on its own (its input pipeline, host load, "
+          "throttling) - the other causes of this report, for that rank, usually say why.")
+
+
+def per_step_times(v: RankView) -> tuple[np.ndarray, np.ndarray]:
+    """(work time, communication time) of each analysed step of a rank, ns."""
+    w = v.work
+    comm = w.kclass == KernelClass.COMM
+    out = []
+    for mask in (v.selected & ~comm, v.selected & comm):
+        g = ops.grouped_total(v.work_step_index[mask], w.starts[mask], w.ends[mask])
+        t = np.zeros(v.n_steps, np.float64)
+        t[np.asarray(g[0], np.int64)] = g[1]
+        out.append(t)
+    return out[0], out[1]
+
+
+def examine(views: list[RankView], traces: TraceSet, steps) -> Estimate:
+    cost = {v.rank: np.zeros(v.n_steps) for v in views}
+    evidence: dict = {}
+    notes = []
+    if len(views) < 2:
+        if views:
+            notes.append("one rank: no imbalance between ranks to measure")
+        return Estimate(cost, evidence, [], "Imbalance between ranks: one rank only", ADVICE, notes)
+    work_t, comm_t = {}, {}
+    for v in views:
+        work_t[v.rank], comm_t[v.rank] = per_step_times(v)
+    # Align ranks by step number.
+    all_steps = np.unique(np.concatenate([v.steps for v in views]))
+    table = np.full((len(views), len(all_steps)), np.nan)
+    for i, v in enumerate(views):
+        table[i, np.searchsorted(all_steps, v.steps)] = work_t[v.rank]
+    shared = np.sum(~np.isnan(table), axis=0) >= 2
+    slowest = np.where(shared, np.nanmax(np.where(np.isnan(table), -np.inf, table), axis=0), np.nan)
+    top = []
+    for i, v in enumerate(views):
+        cols = np.searchsorted(all_steps, v.steps)
+        wait = np.where(shared[cols], slowest[cols] - work_t[v.rank], 0.0)
+        cost[v.rank] = np.clip(np.minimum(wait, comm_t[v.rank]), 0, None)
+        top.append({"name": f"rank {v.rank}", "count": v.n_steps,
+                    "total_ns": int(work_t[v.rank].sum()),
+                    "wait_ns": int(cost[v.rank].sum())})
+    top.sort(key=lambda r: -r["total_ns"])
+    step_times = np.array([v.step_time for v in views])
+    works = np.array([work_t[v.rank].mean() for v in views])
+    evidence["step_time_spread"] = float((step_times.max() - step_times.min()) / step_times.mean()) \
+        if step_times.mean() > 0 else 0.0
+    evidence["work_time_spread"] = float((works.max() - works.min()) / works.mean()) \
+        if works.mean() > 0 else 0.0
+    evidence["slowest_rank"] = int(views[int(np.argmax(works))].rank)
+    evidence["wait_in_collectives_ns_per_step"] = float(
+        np.mean([cost[v.rank].sum() / v.n_steps for v in views]))
+    try:
+        # One candidate per four ranks: with two ranks, "both are stragglers" says nothing.
+        st = stragglers(traces, num_candidates=max(1, len(views) // 4),
+                        ranks=[v.rank for v in views], steps=steps)
+        found = st.params.get("stragglers")
+        evidence["stragglers"] = ", ".join(str(r) for r in found) if found else "none found"
+        notes.extend(f"stragglers: {n}" for n in st.notes)
+    except ValueError as e:  # e.g. steps the analysis cannot use
+        evidence["stragglers"] = "unknown"
+        notes.append(f"stragglers: {e}")
+    title = (f"Imbalance between ranks: rank {evidence['slowest_rank']} is slowest; work time "
+             f"varies {100 * evidence['work_time_spread']:.0f}% across ranks, step time "
+             f"{100 * evidence['step_time_spread']:.0f}%")
+    return Estimate(cost, evidence, top[:5], title, ADVICE, notes)

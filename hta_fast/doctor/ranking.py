@@ -1,0 +1,110 @@
+"""diagnose(): build each rank's view once, let every cause estimate its cost, and rank the
+findings by cost.
+
+A cause's cost per step is the mean over ranks of (its cost on the rank / the rank's analysed
+steps); its share is that cost over the mean step time. A finding is above threshold when its
+share reaches Thresholds.min_share. It shows on the ranks, and in the steps, where its cost
+reaches min_share of that rank's mean step time.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from ..analysis import select
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import (exposed_communication, input_pipeline, launch_bound, memory_sync, parallelism,
+               rank_imbalance)
+from .context import RankView, rank_view
+from .estimate import Estimate
+from .result import CAUSES, Diagnosis, Finding
+from .thresholds import Thresholds
+
+
+def diagnose(traces: Union[Trace, TraceSet], steps: Optional[Sequence[int]] = None,
+             thresholds: Optional[Thresholds] = None) -> Diagnosis:
+    """Why the GPU is idle: every cause of lost GPU time with its estimated cost per step,
+    evidence and advice, highest cost first (see docs/doctor.md).
+
+    traces      a Trace or a TraceSet
+    steps       profiler step numbers to analyse (None: every step each rank recorded; a
+                trace without ProfilerStep#N events is analysed whole, as one step)
+    thresholds  Thresholds (None: the defaults)
+    """
+    if not isinstance(traces, (Trace, TraceSet)):
+        raise TypeError(f"diagnose() takes a Trace or a TraceSet, got {type(traces).__name__}")
+    th = thresholds if thresholds is not None else Thresholds()
+    if not isinstance(th, Thresholds):
+        raise TypeError(f"thresholds must be a Thresholds, got {type(th).__name__}")
+    wanted = None if steps is None else sorted({int(s) for s in steps})
+    ts = select.as_traceset(traces)
+    views: list[RankView] = []
+    notes: list[str] = []
+    missing_steps = 0
+    for rank in ts.ranks:
+        v = rank_view(rank, ts[rank], wanted)
+        if v is None:
+            missing_steps += 1
+            notes.append(f"rank {rank}: none of the requested steps")
+        elif len(v.work.rows) == 0:
+            notes.append(f"rank {rank}: no GPU work (kernels, memcpy, memset) in the analysed steps")
+        else:
+            if not v.has_steps:
+                notes.append(f"rank {rank}: no ProfilerStep#N events; the whole trace counts as one step")
+            views.append(v)
+    if wanted is not None and missing_steps == len(ts.ranks):
+        present = sorted({int(s) for r in ts.ranks for s in ts[r].column("steps", "step")})
+        raise ValueError(f"none of the steps {wanted} is in the traces; their steps: {present}")
+
+    imbalance = rank_imbalance.examine(views, ts, wanted)
+    estimates: dict[str, Estimate] = {
+        "parallelism": parallelism.examine(views, th),
+        "input_pipeline": input_pipeline.examine(views, th),
+        "launch_bound": launch_bound.examine(views, th),
+        "memory_sync": memory_sync.examine(views, th),
+        "exposed_communication": exposed_communication.examine(views, th, imbalance.cost),
+        "rank_imbalance": imbalance,
+    }
+    step_time = float(np.mean([v.step_time for v in views])) if views else 0.0
+    findings = [_finding(cause, estimates[cause], views, step_time, th) for cause in CAUSES]
+    findings.sort(key=lambda f: (-f.cost_ns_per_step, CAUSES.index(f.cause)))
+    for e in estimates.values():
+        notes.extend(e.notes)
+    utilization = float(np.mean([v.busy_time / v.span if v.span > 0 else 0.0 for v in views])) \
+        if views else 0.0
+    all_steps = sorted({int(s) for v in views if v.has_steps for s in v.steps})
+    return Diagnosis(utilization=utilization, findings=findings, thresholds=th, notes=notes,
+                     step_time_ns=int(round(step_time)), ranks=[v.rank for v in views],
+                     steps=all_steps)
+
+
+def _finding(cause: str, est: Estimate, views: list[RankView], step_time: float,
+             th: Thresholds) -> Finding:
+    per_rank = {v.rank: float(est.cost[v.rank].sum()) / v.n_steps for v in views if v.rank in est.cost}
+    cost = float(np.mean(list(per_rank.values()))) if per_rank else 0.0
+    share = cost / step_time if step_time > 0 else 0.0
+    ranks, steps = [], set()
+    for v in views:
+        c = est.cost.get(v.rank)
+        if c is None or v.step_time <= 0:
+            continue
+        if per_rank[v.rank] >= th.min_share * v.step_time and per_rank[v.rank] > 0:
+            ranks.append(v.rank)
+        if v.has_steps:
+            hot = (c >= th.min_share * v.step_time) & (c > 0)
+            steps.update(int(s) for s in v.steps[hot])
+    return Finding(cause=cause, title=est.title, above_threshold=bool(cost > 0 and share >= th.min_share),
+                   cost_ns_per_step=int(round(cost)), share=float(share),
+                   evidence={k: _number(x) for k, x in est.evidence.items()},
+                   top_events=est.top_events, steps=sorted(steps), ranks=sorted(ranks),
+                   advice=est.advice)
+
+
+def _number(x):
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return float(x)
+    return x

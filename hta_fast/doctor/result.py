@@ -1,0 +1,174 @@
+"""What the doctor returns: one Finding per cause, ranked, inside a Diagnosis."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable, Optional, Union
+
+from .thresholds import Thresholds
+
+CAUSES = ("parallelism", "input_pipeline", "launch_bound", "memory_sync",
+          "exposed_communication", "rank_imbalance")
+
+Number = Union[int, float, str]
+
+
+@dataclasses.dataclass
+class Finding:
+    """One cause of lost GPU time.
+
+    cause             one of CAUSES
+    title             one line saying what was found
+    above_threshold   the cost reaches Thresholds.min_share of the step time
+    cost_ns_per_step  estimated GPU time lost per step (ns), mean over ranks
+    share             cost / mean step time
+    evidence          the numbers behind it (name -> number or string)
+    top_events        the events involved, most costly first: name, count, total_ns, ...
+    steps, ranks      where it shows (its cost reaches min_share of that step / rank)
+    advice            what usually helps
+    """
+
+    cause: str
+    title: str
+    above_threshold: bool
+    cost_ns_per_step: int
+    share: float
+    evidence: dict[str, Number]
+    top_events: list[dict[str, Any]]
+    steps: list[int]
+    ranks: list[int]
+    advice: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+
+@dataclasses.dataclass
+class Diagnosis:
+    """utilization   GPU busy time / GPU span over the analysed steps, mean over ranks (0..1)
+    findings         every cause, highest cost first
+    thresholds       the Thresholds used
+    notes            what the numbers cannot say (no steps, unknown SM count, one rank, ...)
+    step_time_ns     mean step time over ranks (the denominator of every share)
+    ranks, steps     what was analysed
+    """
+
+    utilization: float
+    findings: list[Finding]
+    thresholds: Thresholds
+    notes: list[str]
+    step_time_ns: int
+    ranks: list[int]
+    steps: list[int]
+
+    @property
+    def healthy(self) -> bool:
+        """No finding above its threshold."""
+        return not any(f.above_threshold for f in self.findings)
+
+    def finding(self, cause: str) -> Finding:
+        for f in self.findings:
+            if f.cause == cause:
+                return f
+        raise KeyError(f"no such cause {cause!r}; causes: {', '.join(CAUSES)}")
+
+    def failed(self, fail_under_utilization: Optional[float] = None,
+               fail_on: Iterable[str] = ()) -> list[str]:
+        """Reasons a CI gate fails; an empty list passes.
+
+        fail_under_utilization  percent: fail when the GPU utilization is below it
+        fail_on                 causes that fail the gate when above threshold; empty: every
+                                cause
+        """
+        wanted = list(fail_on)
+        bad = [c for c in wanted if c not in CAUSES]
+        if bad:
+            raise ValueError(f"unknown cause(s) {bad}; causes: {', '.join(CAUSES)}")
+        reasons = []
+        if fail_under_utilization is not None and 100.0 * self.utilization < fail_under_utilization:
+            reasons.append(f"GPU utilization {100.0 * self.utilization:.1f}% is under "
+                           f"{fail_under_utilization:g}%")
+        for f in self.findings:
+            if f.above_threshold and (not wanted or f.cause in wanted):
+                reasons.append(f"{f.cause}: {f.title} ({_ms(f.cost_ns_per_step)} per step, "
+                               f"{100.0 * f.share:.1f}% of the step)")
+        return reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain({
+            "utilization": self.utilization,
+            "healthy": self.healthy,
+            "step_time_ns": self.step_time_ns,
+            "ranks": self.ranks,
+            "steps": self.steps,
+            "findings": [f.to_dict() for f in self.findings],
+            "thresholds": self.thresholds.to_dict(),
+            "notes": self.notes,
+        })
+
+    def to_text(self) -> str:
+        n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
+        lines = [f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
+                 f"{len(self.ranks)} rank(s); mean step {_ms(self.step_time_ns)}"]
+        above = [f for f in self.findings if f.above_threshold]
+        if not above:
+            lines.append(f"Healthy: no cause reaches {100.0 * self.thresholds.min_share:g}% "
+                         "of the step time.")
+        for i, f in enumerate(above, 1):
+            lines.append(f"{i}. {f.cause}: {f.title}")
+            lines.append(f"   costs ~{_ms(f.cost_ns_per_step)} per step "
+                         f"({100.0 * f.share:.1f}% of the step)")
+            if f.evidence:
+                lines.append("   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items()))
+            if f.top_events:
+                lines.append("   top events: " + "; ".join(
+                    f"{e['name'][:80]} (x{e['count']}, {_ms(e['total_ns'])})" for e in f.top_events[:3]))
+            where = []
+            if f.ranks:
+                where.append("ranks " + _list(f.ranks))
+            if f.steps:
+                where.append("steps " + _list(f.steps))
+            if where:
+                lines.append("   where: " + "; ".join(where))
+            lines.append(f"   what helps: {f.advice}")
+        below = [f for f in self.findings if not f.above_threshold]
+        if below:
+            lines.append("Below threshold: " + ", ".join(
+                f"{f.cause} {100.0 * f.share:.1f}%" for f in below))
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _ms(ns: float) -> str:
+    ns = float(ns)
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e3:.1f} us"
+
+
+def _fmt(key: str, v: Number) -> str:
+    """An evidence value as people read it: times in ms/us, shares and spreads in percent."""
+    if isinstance(v, str) or isinstance(v, bool):
+        return str(v)
+    if "_ns" in key:
+        return _ms(v)
+    if key.endswith(("_share", "_spread")) or "share_of" in key:
+        return f"{100.0 * v:.1f}%"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _list(xs: list[int], limit: int = 12) -> str:
+    shown = ", ".join(str(x) for x in xs[:limit])
+    return shown + (f", ... ({len(xs)} in all)" if len(xs) > limit else "")
+
+
+def _plain(x: Any) -> Any:
+    """numpy scalars and containers as plain Python, for JSON."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if hasattr(x, "item") and callable(x.item):
+        return x.item()
+    return x

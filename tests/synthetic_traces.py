@@ -1,0 +1,272 @@
+"""A small builder of Kineto (PyTorch profiler) Chrome-trace JSON, and synthetic traces that
+show one cause of lost GPU time each, by construction (for the doctor's tests).
+
+The events are the ones a real trace has (see ../shared/FORMAT.md): ProfilerStep#N
+user annotations, CPU ops, cudaLaunchKernel / cudaMemcpyAsync runtime calls with a
+correlation id and an ac2g flow pair to their GPU event, kernels with stream, grid, block,
+occupancy args, memcpy events with bytes, NCCL kernels with collective args, data-loader
+annotations, deviceProperties and distributedInfo. Times are given in microseconds from
+the start of the trace.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional, Sequence
+
+import hta_fast
+from hta_fast import TraceSet
+
+BASE_US = 1_700_000_000_000_000  # an epoch time in µs, as older traces write it
+CPU_PID, CPU_TID = 4242, 4242
+BIG_GRID = (1024, 1, 1)
+
+
+class KinetoBuilder:
+    """Collects events of one rank; `to_bytes()` writes the trace file's JSON."""
+
+    def __init__(self, rank: int = 0, world_size: int = 1, num_sms: Optional[int] = 108,
+                 compute_major: int = 8):
+        self.rank, self.world_size = rank, world_size
+        self.events: list[dict] = []
+        self.correlation = 1000
+        self.external = 1
+        device = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
+                  "computeMajor": compute_major, "computeMinor": 0, "maxThreadsPerBlock": 1024,
+                  "maxThreadsPerMultiprocessor": 2048, "warpSize": 32}
+        if num_sms is not None:
+            device["numSms"] = num_sms
+        self.devices = [device]
+
+    # --- CPU side --------------------------------------------------------------------
+    def _x(self, cat: str, name: str, ts: float, dur: float, pid, tid, args: dict) -> dict:
+        ev = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+              "ts": round(BASE_US + ts, 3), "dur": round(dur, 3), "args": args}
+        self.events.append(ev)
+        return ev
+
+    def step(self, n: int, ts: float, dur: float) -> None:
+        self._x("user_annotation", f"ProfilerStep#{n}", ts, dur, CPU_PID, CPU_TID,
+                {"External id": self._ext()})
+
+    def cpu_op(self, name: str, ts: float, dur: float, cat: str = "cpu_op") -> None:
+        self._x(cat, name, ts, dur, CPU_PID, CPU_TID, {"External id": self._ext()})
+
+    def dataloader(self, ts: float, dur: float) -> None:
+        self.cpu_op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ts, dur,
+                    cat="user_annotation")
+
+    def runtime(self, name: str, ts: float, dur: float) -> None:
+        """A runtime call that queues no GPU work (cudaStreamSynchronize, cudaMalloc, ...)."""
+        self._x("cuda_runtime", name, ts, dur, CPU_PID, CPU_TID, {"cbid": 131})
+
+    # --- launches and GPU work -------------------------------------------------------
+    def _launch(self, api: str, cpu_ts: float, launch_dur: float, gpu_cat: str, name: str,
+                gpu_ts: float, dur: float, stream: int, args: dict) -> None:
+        corr, ext = self.correlation, self._ext()
+        self.correlation += 1
+        self._x("cuda_runtime", api, cpu_ts, launch_dur, CPU_PID, CPU_TID,
+                {"External id": ext, "cbid": 211, "correlation": corr})
+        gpu_args = {"External id": ext, "device": 0, "context": 1, "stream": stream,
+                    "correlation": corr}
+        gpu_args.update(args)
+        self._x(gpu_cat, name, gpu_ts, dur, 0, stream, gpu_args)
+        for ph, ts, pid, tid in (("s", cpu_ts, CPU_PID, CPU_TID), ("f", gpu_ts, 0, stream)):
+            flow = {"ph": ph, "id": corr, "pid": pid, "tid": tid, "ts": round(BASE_US + ts, 3),
+                    "cat": "ac2g", "name": "ac2g"}
+            if ph == "f":
+                flow["bp"] = "e"
+            self.events.append(flow)
+
+    def kernel(self, name: str, cpu_ts: float, gpu_ts: float, dur: float, *, stream: int = 7,
+               grid: Sequence[int] = BIG_GRID, block: Sequence[int] = (256, 1, 1),
+               occupancy: float = 60.0, launch_dur: float = 5.0) -> None:
+        self._launch("cudaLaunchKernel", cpu_ts, launch_dur, "kernel", name, gpu_ts, dur, stream,
+                     {"registers per thread": 32, "shared memory": 0, "blocks per SM": 8.0,
+                      "warps per SM": 64.0, "grid": list(grid), "block": list(block),
+                      "est. achieved occupancy %": occupancy, "queued": 0})
+
+    def memcpy(self, direction: str, cpu_ts: float, gpu_ts: float, dur: float, nbytes: int, *,
+               stream: int = 7, pageable: bool = True) -> None:
+        host = "Pageable" if pageable else "Pinned"
+        name = (f"Memcpy DtoH (Device -> {host})" if direction == "DtoH"
+                else f"Memcpy HtoD ({host} -> Device)")
+        self._launch("cudaMemcpyAsync", cpu_ts, 5.0, "gpu_memcpy", name, gpu_ts, dur, stream,
+                     {"bytes": nbytes, "memory bandwidth (GB/s)": nbytes / (dur * 1e3)})
+
+    def nccl(self, collective: str, cpu_ts: float, gpu_ts: float, dur: float, *, stream: int = 20,
+             nelems: int = 50_000_000, dtype: str = "Float") -> None:
+        kname = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"}
+        self._launch("cudaLaunchKernel", cpu_ts, 5.0, "kernel",
+                     kname.get(collective, f"ncclDevKernel_{collective}"), gpu_ts, dur, stream,
+                     {"Collective name": collective, "In msg nelems": nelems,
+                      "Out msg nelems": nelems, "dtype": dtype, "Group size": self.world_size,
+                      "Process Group Name": "0", "Process Group Ranks": list(range(self.world_size)),
+                      "grid": [32, 1, 1], "block": [640, 1, 1]})
+
+    def _ext(self) -> int:
+        self.external += 1
+        return self.external
+
+    def to_bytes(self) -> bytes:
+        doc = {"schemaVersion": 1, "deviceProperties": self.devices,
+               "distributedInfo": {"backend": "nccl", "rank": self.rank,
+                                   "world_size": self.world_size},
+               "traceEvents": self.events}
+        return json.dumps(doc).encode()
+
+    def load(self) -> hta_fast.Trace:
+        return hta_fast.load(self.to_bytes())
+
+
+def traceset(builders: Sequence[KinetoBuilder]) -> TraceSet:
+    return TraceSet({b.rank: b.load() for b in builders})
+
+
+STEPS = 5
+STEP_US = 10_000.0
+
+
+# --- one trace per cause ---------------------------------------------------------------
+def healthy() -> TraceSet:
+    """The CPU runs ahead; each step's 20 big kernels of 499 µs keep the GPU busy back to back
+    (1 µs apart); the data loader runs while the GPU works."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        b.dataloader(t0 + 1, 50)
+        for j in range(20):
+            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                     t0 + 60 + j * 20, t0 + 100 + j * 500, 499)
+    return traceset([b])
+
+
+def parallelism() -> TraceSet:
+    """1000 kernels of 8 µs per step, grids of 16 blocks on a 108-SM device, 2 µs apart and
+    always queued ahead of the GPU."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(1000):
+            b.kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
+                     t0 + j * 5, t0 + 100 + j * 10, 8, grid=(16, 1, 1), launch_dur=4)
+    return traceset([b])
+
+
+def input_pipeline() -> TraceSet:
+    """Each step waits 4 ms in the data loader with the GPU idle, then runs 6 ms of kernels."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        b.dataloader(t0, 4000)
+        for j in range(10):
+            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                     t0 + 4000 + j * 10, t0 + 4010 + j * 599, 598)
+    return traceset([b])
+
+
+def launch_bound() -> TraceSet:
+    """Each kernel (30 µs) is launched from a 100 µs CPU op: the GPU runs it at once and waits
+    ~70 µs for the next one."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(100):
+            ts = t0 + j * 100
+            b.cpu_op("aten::add", ts, 95)
+            b.kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
+                     ts + 80, ts + 90, 30)
+    return traceset([b])
+
+
+def memory_sync() -> TraceSet:
+    """Each step: 4 ms of kernels, a 1 ms copy to pageable host memory and an .item() that
+    blocks the host until the GPU has drained; the host then works 4.8 ms before the next
+    step's launches."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(10):
+            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                     t0 + j * 10, t0 + 200 + j * 400, 400)
+        b.cpu_op("aten::item", t0 + 100, 5110)
+        b.cpu_op("aten::_local_scalar_dense", t0 + 101, 5108)
+        b.memcpy("DtoH", t0 + 105, t0 + 4200, 1000, 4)
+        b.runtime("cudaStreamSynchronize", t0 + 120, 5085)
+    return traceset([b])
+
+
+def exposed_communication() -> TraceSet:
+    """Two identical ranks: 5 ms of compute, then a 4.9 ms all-reduce that nothing overlaps."""
+    builders = []
+    for rank in range(2):
+        b = KinetoBuilder(rank=rank, world_size=2)
+        for s in range(STEPS):
+            t0 = s * STEP_US
+            b.step(s, t0, STEP_US)
+            for j in range(10):
+                b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                         t0 + j * 10, t0 + 100 + j * 500, 500)
+            b.nccl("allreduce", t0 + 110, t0 + 5100, 4950)
+        builders.append(b)
+    return traceset(builders)
+
+
+def rank_imbalance() -> TraceSet:
+    """Rank 0 computes 8 ms per step, rank 1 3 ms; both then all-reduce until 9.95 ms, so
+    rank 1 waits 5 ms in the collective every step."""
+    builders = []
+    for rank, compute_ms in ((0, 8), (1, 3)):
+        b = KinetoBuilder(rank=rank, world_size=2)
+        n = compute_ms * 2
+        for s in range(STEPS):
+            t0 = s * STEP_US
+            b.step(s, t0, STEP_US)
+            for j in range(n):
+                b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                         t0 + j * 10, t0 + 100 + j * 500, 500)
+            end = 100 + n * 500
+            b.nccl("allreduce", t0 + 5 + n * 10, t0 + end, 10_050 - end)
+        builders.append(b)
+    return traceset(builders)
+
+
+SCENARIOS = {
+    "parallelism": parallelism,
+    "input_pipeline": input_pipeline,
+    "launch_bound": launch_bound,
+    "memory_sync": memory_sync,
+    "exposed_communication": exposed_communication,
+    "rank_imbalance": rank_imbalance,
+}
+
+
+# --- other shapes of memory_sync ---------------------------------------------------------
+def allocator_churn() -> TraceSet:
+    """Each step: 5 ms of kernels, then the host spends 4.9 ms in cudaMalloc/cudaFree calls
+    with the GPU idle before it launches the next step's work."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(10):
+            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                     t0 + j * 10, t0 + 100 + j * 500, 500)
+        for j in range(7):
+            b.runtime("cudaMalloc" if j % 2 == 0 else "cudaFree", t0 + 5100 + j * 700, 700)
+    return traceset([b])
+
+
+def fp32_gemm() -> TraceSet:
+    """An A100 running FP32 GEMMs on the CUDA cores back to back: 20 per step of 499 µs."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(20):
+            b.kernel("ampere_sgemm_128x64_nn", t0 + 60 + j * 20, t0 + 100 + j * 500, 499)
+    return traceset([b])
