@@ -6,6 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev pkg-config cmake g++
+# headless browser for the HTML report tests
+APT_PACKAGES += chromium
 
 .PHONY: test demo bench build system-deps clean
 
