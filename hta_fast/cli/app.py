@@ -33,7 +33,25 @@ class BadInput(click.ClickException):
 
 
 class Group(click.Group):
-    """Turns any exception from a command into one readable line (exit 2), unless --debug."""
+    """Turns any exception from a command into one readable line (exit 2), unless --debug;
+    usage errors too (click would print three lines)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else "hta-fast"
+            click.echo(f"hta-fast: error: {e.format_message()} (see {where} --help)", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("hta-fast: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context):
         try:

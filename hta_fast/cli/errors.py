@@ -8,8 +8,12 @@ from ..errors import TraceFormatError
 
 def describe(e: BaseException) -> str:
     if isinstance(e, TraceFormatError):
-        return (f"{e}: the file is damaged or not a PyTorch profiler trace "
-                "(--recover keeps the complete events of a truncated trace)")
+        text = str(e)
+        if "recover=True" in text:  # the loader's advice, in command-line terms
+            return text.replace("pass recover=True", "pass --recover")
+        if e.reason.startswith("not a"):
+            return f"{text} (hta-fast reads PyTorch profiler / Kineto Chrome-trace JSON files)"
+        return f"{text} (the file is damaged; --recover keeps the events that can be read)"
     if isinstance(e, IsADirectoryError):
         return str(e)
     if isinstance(e, FileNotFoundError):

@@ -67,13 +67,15 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
                 a, b = part.split(sep, 1)
                 lo, hi = int(a), int(b)
                 if hi < lo:
-                    raise click.BadParameter(f"{what} range {part!r} ends before it starts")
+                    raise click.BadParameter(f"{what} range {part!r} ends before it starts",
+                                            param_hint=f"--{what}s")
                 out.update(range(lo, hi + 1))
             else:
                 out.add(int(part))
         except ValueError:
             raise click.BadParameter(
-                f"{text!r}: expected numbers like 3, 1,4 or 2:5 (both ends included)") from None
+                f"{text!r}: expected numbers like 3, 1,4 or 2:5 (both ends included)",
+                param_hint=f"--{what}s") from None
     return sorted(out)
 
 

@@ -42,9 +42,12 @@ def figure(data: list[dict], title: str, xaxis: str, yaxis: str, *, height: int 
     return {"data": data, "layout": layout}
 
 
+IDLE = "#bab0ac"
+
+
 def bar(x: Sequence, y: Sequence, name: str, i: int = 0, *, horizontal: bool = False,
-        text: Optional[Sequence[str]] = None, **extra) -> dict:
-    trace = {"type": "bar", "name": name, "marker": {"color": COLORS[i % len(COLORS)]}}
+        text: Optional[Sequence[str]] = None, color: Optional[str] = None, **extra) -> dict:
+    trace = {"type": "bar", "name": name, "marker": {"color": color or COLORS[i % len(COLORS)]}}
     if horizontal:
         trace.update(x=_list(y), y=list(x), orientation="h")
     else:

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from .context import Context, Section
-from .figures import bar, figure
+from .figures import IDLE, bar, figure
 from .tables import html_table
 
 MS = 1e6
@@ -17,7 +17,8 @@ def temporal(ctx: Context) -> Section:
     ranks = [f"rank {r}" for r in t.column("rank").to_pylist()]
     parts = (("compute_time", "computation"), ("non_compute_time", "communication / memory"),
              ("idle_time", "idle"))
-    data = [bar(ranks, np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS, label, i)
+    data = [bar(ranks, np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS, label, i,
+                color=IDLE if c == "idle_time" else None)
             for i, (c, label) in enumerate(parts)]
     return Section(
         "temporal", "Temporal breakdown per rank",
