@@ -19,28 +19,32 @@ def _series(table: pa.Table, key: str, value: str, ctx: Context, label: str) -> 
     if table.num_rows == 0:
         return [], 0
     rank = table.column("rank").to_numpy()
-    keys = table.column(key).to_numpy(zero_copy_only=False)
-    codes, inverse = np.unique(np.stack([rank, value_codes(keys)], 1), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    keys = table.column(key)
+    if pa.types.is_string(keys.type):
+        keys = pc.dictionary_encode(keys.combine_chunks())
+        names, codes = keys.dictionary.to_pylist(), keys.indices.to_numpy()
+    else:
+        codes = keys.to_numpy()
+        names = None
+    group = (rank.astype(np.int64) << 32) + codes.astype(np.int64)
     ts = table.column("ts").to_numpy()
     y = table.column(value).to_numpy()
-    order = np.lexsort((ts, inverse))
-    bounds = np.searchsorted(inverse[order], np.arange(len(codes) + 1))
+    # The analyses give each series as one run of rows in time order; sort only if not.
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    if len(starts) != len(np.unique(group[starts])):
+        order = np.lexsort((ts, group))
+        group, ts, y, rank, codes = group[order], ts[order], y[order], rank[order], codes[order]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    bounds = np.r_[starts, len(group)]
     t0 = ts.min()
-    budget = per_series_budget(ctx.max_points, len(codes))
+    budget = per_series_budget(ctx.max_points, len(starts))
     lines, shown = [], 0
-    for i in range(len(codes)):
-        idx = order[bounds[i]:bounds[i + 1]]
-        x, v = min_max((ts[idx] - t0) / MS, y[idx], budget)
+    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        x, v = min_max((ts[a:b] - t0) / MS, y[a:b], budget)
         shown += len(x)
-        lines.append(step_line(x, v, f"rank {codes[i][0]} {label} {keys[idx[0]]}", i))
+        name = names[codes[a]] if names is not None else codes[a]
+        lines.append(step_line(x, v, f"rank {rank[a]} {label} {name}".replace("  ", " "), i))
     return lines, shown
-
-
-def value_codes(values: np.ndarray) -> np.ndarray:
-    """Integer codes of any values (strings included), in order of the sorted values."""
-    return np.unique(values.astype(str) if values.dtype == object else values,
-                     return_inverse=True)[1].reshape(-1)
 
 
 def queue(ctx: Context) -> Section:

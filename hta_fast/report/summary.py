@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..schema import EventKind
 from ..trace import Trace
@@ -35,7 +36,7 @@ def rank_info(trace: Trace) -> dict:
         "events": int(len(kind)),
         "kernels": int(np.count_nonzero(kind == EventKind.kernel)),
         "gpu_events": int(np.count_nonzero(gpu)),
-        "streams": int(len(np.unique(trace.column("events", "stream")[gpu]))),
+        "streams": pc.count_distinct(pa.array(trace.column("events", "stream")[gpu])).as_py(),
         "steps": int(len(steps)),
         "first_step": int(steps.min()) if len(steps) else None,
         "last_step": int(steps.max()) if len(steps) else None,
