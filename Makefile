@@ -1,6 +1,6 @@
 # One entry point for people and CI. Each target installs what is missing first.
 #   make test   - build and run the test suite
-#   make demo   - generate a multi-rank trace set and load it
+#   make demo   - generate a multi-rank trace set and write its HTML report
 #   make bench  - speed and memory against the reference tool (benchmarks/RESULTS.md)
 PYTHON ?= python3
 VENV := .venv
@@ -34,7 +34,7 @@ test: build .venv-ref/.deps
 	$(PY) -m pytest tests
 
 demo: build
-	$(PY) benchmarks/demo.py
+	$(VENV)/bin/hta-fast demo
 
 # The reference tool lives in its own environment (it pins pandas < 3).
 .venv-ref/.deps: benchmarks/requirements-ref.txt

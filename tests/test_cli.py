@@ -14,8 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 import hta_fast
-from hta_fast.analysis import temporal, trace_diff
+from hta_fast.analysis import Selection, temporal, trace_diff
 from hta_fast.cli import cli
+from hta_fast.cli.registry import ANALYSES
 
 import fake_doctor
 
@@ -366,3 +367,23 @@ def test_demo_without_a_base(tmp_path):
     res = run_subprocess("demo", "-o", str(tmp_path), "--base", str(tmp_path / "none.json"))
     assert res.returncode == 2
     one_error_line(res.stderr)
+
+
+# --- every analysis by name ------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(ANALYSES))
+def test_every_analysis_runs_by_name(traces_dir, name):
+    folder = traces_dir / "hta" / "trace_filter"
+    res = run("analyze", str(folder), "-a", name, "--format", "json")
+    assert res.exit_code == 0, res.output
+    tables = json.loads(res.output)["tables"]
+    expected = ANALYSES[name](hta_fast.load_dir(folder), Selection())
+    assert len(tables[name]) == expected.table.num_rows
+    assert sorted(tables) == sorted([name] + [f"{name}.{k}" for k in expected.tables])
+
+
+def test_progress_only_for_a_terminal(monkeypatch):
+    from hta_fast.cli.app import Options
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert Options().progress and not Options(quiet=True).progress
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert not Options().progress
