@@ -46,7 +46,7 @@ def demo(opts, out, n_ranks, size_mb, base, seed, cdn):
                f"in {time.perf_counter() - t0:.1f} s")
     traces, load_s = load_traces([str(f) for f in files], opts)
     report_path = os.path.join(out, "report.html")
-    info = write(traces, report_path, cdn=cdn, load_seconds=load_s,
+    info = write(traces, report_path, opts, cdn=cdn, load_seconds=load_s,
                  title=f"hta_fast demo: {n_ranks} synthetic ranks")
     click.echo(f"report: {info['path']} ({info['bytes'] / 1e6:.1f} MB); open it in a browser")
     click.echo(f"next: hta-fast doctor {out}   hta-fast analyze {out}   hta-fast info {out}")

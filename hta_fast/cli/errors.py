@@ -11,6 +11,8 @@ def describe(e: BaseException) -> str:
         text = str(e)
         if "recover=True" in text:  # the loader's advice, in command-line terms
             return text.replace("pass recover=True", "pass --recover")
+        if e.reason.startswith("empty"):
+            return f"{text} (nothing to read: was the profile written out completely?)"
         if e.reason.startswith("not a"):
             return f"{text} (hta-fast reads PyTorch profiler / Kineto Chrome-trace JSON files)"
         return f"{text} (the file is damaged; --recover keeps the events that can be read)"

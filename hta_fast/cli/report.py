@@ -6,20 +6,24 @@ import os
 import click
 
 from .app import cli
+from .progress import bar
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
                       recover_option)
 
 
-def write(traces, out, *, ranks=None, steps=None, cdn=False, load_seconds=0.0,
+def write(traces, out, opts, *, ranks=None, steps=None, cdn=False, load_seconds=0.0,
           max_points=20_000, title=None):
     from ..report import write_report  # jinja2 and the template only when a report is made
+    from ..report.build import SECTIONS
     if os.path.isdir(out):
         raise click.UsageError(f"{out} is a folder; -o takes the report's file name")
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise click.UsageError(f"{parent}: no such folder for the report")
-    return write_report(traces, out, ranks=ranks, steps=steps, cdn=cdn,
-                        load_seconds=load_seconds, max_points=max_points, title=title)
+    with bar(opts, total=len(SECTIONS) + 2, desc="report", unit="part") as progress:
+        return write_report(traces, out, ranks=ranks, steps=steps, cdn=cdn,
+                            load_seconds=load_seconds, max_points=max_points, title=title,
+                            on_section=lambda _id: progress.update(1))
 
 
 @cli.command()
@@ -39,7 +43,7 @@ def report(opts, paths, out, cdn, steps, ranks, max_points, title, recover):
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
     ranks_, steps_ = parse_ints(ranks, "rank"), parse_ints(steps, "step")
     traces, load_s = load_traces(paths, opts, recover)
-    info = write(traces, out, ranks=ranks_, steps=steps_, cdn=cdn, load_seconds=load_s,
+    info = write(traces, out, opts, ranks=ranks_, steps=steps_, cdn=cdn, load_seconds=load_s,
                  max_points=max_points, title=title)
     click.echo(f"{info['path']}: {info['bytes'] / 1e6:.1f} MB, {info['figures']} figures, "
                f"written in {load_s + info['seconds']:.2f} s (load {load_s:.2f} s)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jinja2
 
@@ -35,29 +35,41 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("hta_fast.report", "templa
                           undefined=jinja2.StrictUndefined)
 
 
-def build_sections(ctx: Context, load_seconds: float) -> tuple[list[Section], dict]:
+def build_sections(ctx: Context, load_seconds: float,
+                   on_section: Optional[Callable[[str], None]] = None
+                   ) -> tuple[list[Section], dict]:
+    done = on_section or (lambda _id: None)
     try:
         first, headline = summary(ctx, load_seconds)
     except SectionFailed as e:  # the summary needs the temporal breakdown
         first = Section("summary", "Run summary", notes=[f"not available ({e})"])
         headline = {"ranks": len(ctx.traces), "json_mb": 0.0, "events": 0, "kernels": 0,
                     "devices": "–", "load_seconds": load_seconds, "utilization": None}
-    return [first] + [run_section(b, ctx, i, t) for b, i, t in SECTIONS], headline
+    done("summary")
+    sections = [first]
+    for build, id_, title in SECTIONS:
+        sections.append(run_section(build, ctx, id_, title))
+        done(id_)
+    return sections, headline
 
 
 def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] = None,
                  steps: Optional[Sequence[int]] = None, cdn: bool = False,
                  load_seconds: float = 0.0, title: Optional[str] = None,
-                 max_points: int = 20_000, thresholds=None) -> dict:
+                 max_points: int = 20_000, thresholds=None,
+                 on_section: Optional[Callable[[str], None]] = None) -> dict:
     """Writes the report to path; returns {path, bytes, seconds, figures}.
 
     The numbers come from every event; only the time-series figures keep at most
-    max_points points (per figure, split over its series)."""
+    max_points points (per figure, split over its series). on_section(id) is called as
+    each part is done ("doctor", "summary", then each of SECTIONS), for progress bars."""
     t0 = time.perf_counter()
     selection = Selection(ranks=ranks, steps=steps)
     ctx = Context(traces, selection, max_points=max_points)
     doctor = diagnosis(traces, steps, thresholds)
-    sections, headline = build_sections(ctx, load_seconds)
+    if on_section is not None:
+        on_section("doctor")
+    sections, headline = build_sections(ctx, load_seconds, on_section)
     for s in sections:
         drawn = [f for f in s.figures if f["data"]]
         if len(drawn) < len(s.figures):
