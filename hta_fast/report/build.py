@@ -35,6 +35,15 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("hta_fast.report", "templa
                           undefined=jinja2.StrictUndefined)
 
 
+def has_values(fig: dict) -> bool:
+    """Whether a figure would draw anything: some trace with a number other than null."""
+    for trace in fig["data"]:
+        values = trace.get("x" if trace.get("orientation") == "h" else "y", ())
+        if any(v is not None for v in values):
+            return True
+    return False
+
+
 def build_sections(ctx: Context, load_seconds: float,
                    on_section: Optional[Callable[[str], None]] = None
                    ) -> tuple[list[Section], dict]:
@@ -71,7 +80,7 @@ def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] 
         on_section("doctor")
     sections, headline = build_sections(ctx, load_seconds, on_section)
     for s in sections:
-        drawn = [f for f in s.figures if f["data"]]
+        drawn = [f for f in s.figures if has_values(f)]
         if len(drawn) < len(s.figures):
             s.notes.append("nothing to plot for these traces")
         s.figures = drawn
