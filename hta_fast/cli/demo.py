@@ -40,6 +40,7 @@ def demo(opts, out, n_ranks, size_mb, base, seed, cdn):
     t0 = time.perf_counter()
     with bar(opts, total=n_ranks, desc="generating", unit="rank") as progress:
         files = synth.generate(out, size_mb, ranks=n_ranks, base=base_path, compress=True,
+                               gzip_level=1,  # fast; the files are a demo, not an archive
                                seed=seed, log=lambda msg: progress.update(1)
                                if msg.endswith("MB/s)") else None)
     click.echo(f"{len(files)} rank(s) x {size_mb:g} MB of trace JSON written to {out} "
