@@ -200,3 +200,16 @@ def test_chromium_check_sees_errors_and_blank_figures(dlrm_report, tmp_path):
     status, console, blank = check_in_chromium(broken, tmp_path)
     assert any("undefinedFunction" in m for m in console)
     assert len(blank) == 10
+
+
+def test_summary_shows_what_the_loader_skipped(traces_dir, tmp_path):
+    import gzip
+    text = gzip.decompress((traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz").read_bytes())
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(text[: len(text) // 2])
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["report", "--recover", "--cdn", str(cut), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    assert "what the loader counted and skipped" in html and "truncated_file" in html
+    assert "<title>hta_fast report: cut.json</title>" in html

@@ -43,7 +43,9 @@ def report(opts, paths, out, cdn, steps, ranks, max_points, title, recover):
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
     ranks_, steps_ = parse_ints(ranks, "rank"), parse_ints(steps, "step")
     traces, load_s = load_traces(paths, opts, recover)
+    default_title = "hta_fast report: " + ", ".join(os.path.basename(os.path.normpath(p))
+                                                    for p in paths[:3])
     info = write(traces, out, opts, ranks=ranks_, steps=steps_, cdn=cdn, load_seconds=load_s,
-                 max_points=max_points, title=title)
+                 max_points=max_points, title=title or default_title)
     click.echo(f"{info['path']}: {info['bytes'] / 1e6:.1f} MB, {info['figures']} figures, "
                f"written in {load_s + info['seconds']:.2f} s (load {load_s:.2f} s)")

@@ -71,6 +71,18 @@ def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict]:
         "gpu_busy_pct", pa.array([None if not np.isfinite(u) else 100 * u for u in util],
                                  pa.float64()))
     files = pa.table({"rank": info.column("rank"), "file": info.column("file")})
-    return Section("summary", "Run summary",
-                   tables=[html_table("ranks", shown, limit=None),
-                           html_table("files", files, limit=None)]), headline
+    tables = [html_table("ranks", shown, limit=None), html_table("files", files, limit=None)]
+    skipped = loader_counts(ctx.traces)
+    if skipped.num_rows:
+        tables.append(html_table("what the loader counted and skipped", skipped, limit=None))
+    return Section("summary", "Run summary", tables=tables), headline
+
+
+def loader_counts(traces: TraceSet) -> pa.Table:
+    """Per rank, the loader statistics with a non-zero count (Trace.stats)."""
+    parts = []
+    for rank, trace in traces.items():
+        st = trace.stats.select(["name", "severity", "count", "description"])
+        st = st.filter(pc.greater(st["count"], 0))
+        parts.append(st.add_column(0, "rank", pa.array([rank] * st.num_rows, pa.int64())))
+    return pa.concat_tables(parts) if parts else pa.table({})
