@@ -387,3 +387,12 @@ def test_progress_only_for_a_terminal(monkeypatch):
     assert Options().progress and not Options(quiet=True).progress
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     assert not Options().progress
+
+
+def test_doctor_ranks(dlrm, doctor_says):
+    mod = doctor_says()
+    assert run("doctor", str(dlrm), "--ranks", "1,3").exit_code == 0
+    assert mod.calls[-1]["ranks"] == [1, 3]
+    res = run_subprocess("report", str(dlrm), "--ranks", "8", "-o", "never.html")
+    assert res.returncode == 2
+    assert "no such rank(s) [8]" in one_error_line(res.stderr)

@@ -213,3 +213,11 @@ def test_summary_shows_what_the_loader_skipped(traces_dir, tmp_path):
     html = out.read_text()
     assert "what the loader counted and skipped" in html and "truncated_file" in html
     assert "<title>hta_fast report: cut.json</title>" in html
+
+
+def test_report_of_chosen_ranks(dlrm_traces, tmp_path):
+    out = tmp_path / "r.html"
+    write_report(dlrm_traces, str(out), ranks=[0, 1], steps=[10], cdn=True)
+    html = out.read_text()
+    assert "ranks 0, 1 · steps 10" in html
+    assert "rank 1" in html and "rank 2" not in html and "rank 7" not in html

@@ -13,7 +13,8 @@ import json
 import click
 
 from .app import BadInput, cli
-from .loading import STEPS_HELP, load_traces, parse_ints, path_arguments, recover_option
+from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
+                      recover_option, subset)
 from .output import dumps
 
 
@@ -68,6 +69,7 @@ def gate_reasons(diag, fail_under_utilization, fail_on) -> list[str]:
 @cli.command()
 @path_arguments
 @click.option("--steps", help=STEPS_HELP)
+@click.option("--ranks", help=RANKS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The diagnosis as one JSON document.")
 @click.option("--fail-under-utilization", type=click.FloatRange(0, 100), metavar="PCT",
               help="Fail (exit 1) when GPU utilisation is below PCT percent.")
@@ -80,7 +82,7 @@ def gate_reasons(diag, fail_under_utilization, fail_on) -> list[str]:
 @recover_option
 @click.pass_obj
 @click.pass_context
-def doctor(ctx, opts, paths, steps, as_json, fail_under_utilization, fail_on, threshold_pairs,
+def doctor(ctx, opts, paths, steps, ranks, as_json, fail_under_utilization, fail_on, threshold_pairs,
            thresholds_file, recover):
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
 
@@ -95,6 +97,7 @@ def doctor(ctx, opts, paths, steps, as_json, fail_under_utilization, fail_on, th
                                  f"{', '.join(mod.CAUSES)}", param_hint="--fail-on")
     thresholds = thresholds_of(mod, threshold_pairs, thresholds_file)
     traces, _ = load_traces(paths, opts, recover)
+    traces = subset(traces, parse_ints(ranks, "rank"))
     diag = mod.diagnose(traces, steps=parse_ints(steps, "step"), thresholds=thresholds)
     reasons = gate_reasons(diag, fail_under_utilization, fail_on)
     if as_json:

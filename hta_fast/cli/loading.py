@@ -79,6 +79,17 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
     return sorted(out)
 
 
+def subset(traces: TraceSet, ranks: list[int] | None) -> TraceSet:
+    """The ranks asked for (all when None); a rank the traces do not hold is bad input."""
+    if ranks is None:
+        return traces
+    missing = sorted(set(ranks) - set(traces.ranks))
+    if missing:
+        raise click.BadParameter(f"no such rank(s) {missing}; the traces hold ranks "
+                                 f"{traces.ranks}", param_hint="--ranks")
+    return TraceSet({r: traces[r] for r in ranks})
+
+
 STEPS_HELP = "Profiler steps: 3, 3,5 or 2:5 (both ends included). Default: all."
 RANKS_HELP = "Ranks: 0, 0,3 or 0:3 (both ends included). Default: all."
 

@@ -6,9 +6,9 @@ import os
 import click
 
 from .app import cli
-from .progress import bar
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
-                      recover_option)
+                      recover_option, subset)
+from .progress import bar
 
 
 def write(traces, out, opts, *, ranks=None, steps=None, cdn=False, load_seconds=0.0,
@@ -43,6 +43,7 @@ def report(opts, paths, out, cdn, steps, ranks, max_points, title, recover):
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
     ranks_, steps_ = parse_ints(ranks, "rank"), parse_ints(steps, "step")
     traces, load_s = load_traces(paths, opts, recover)
+    subset(traces, ranks_)  # an unknown rank is bad input, before any work
     default_title = "hta_fast report: " + ", ".join(os.path.basename(os.path.normpath(p))
                                                     for p in paths[:3])
     info = write(traces, out, opts, ranks=ranks_, steps=steps_, cdn=cdn, load_seconds=load_s,

@@ -73,9 +73,10 @@ def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] 
     max_points points (per figure, split over its series). on_section(id) is called as
     each part is done ("doctor", "summary", then each of SECTIONS), for progress bars."""
     t0 = time.perf_counter()
-    selection = Selection(ranks=ranks, steps=steps)
-    ctx = Context(traces, selection, max_points=max_points)
-    doctor = diagnosis(traces, steps, thresholds)
+    # Every part of the report, the summary and the doctor included, sees the chosen ranks.
+    chosen = traces if ranks is None else TraceSet({r: traces[r] for r in ranks})
+    ctx = Context(chosen, Selection(steps=steps), max_points=max_points)
+    doctor = diagnosis(chosen, steps, thresholds)
     if on_section is not None:
         on_section("doctor")
     sections, headline = build_sections(ctx, load_seconds, on_section)
