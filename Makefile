@@ -1,11 +1,13 @@
 # One entry point for people and CI. Each target installs what is missing first.
 #   make test   - build and run the test suite
-#   make demo   - generate a multi-rank trace set and load it
+#   make demo   - generate a multi-rank trace set and write its HTML report
 #   make bench  - speed and memory against the reference tool (benchmarks/RESULTS.md)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev pkg-config cmake g++
+# headless browser for the HTML report tests
+APT_PACKAGES += chromium
 
 .PHONY: test demo bench build system-deps clean
 
@@ -32,7 +34,7 @@ test: build .venv-ref/.deps
 	$(PY) -m pytest tests
 
 demo: build
-	$(PY) benchmarks/demo.py
+	$(VENV)/bin/hta-fast demo
 
 # The reference tool lives in its own environment (it pins pandas < 3).
 .venv-ref/.deps: benchmarks/requirements-ref.txt

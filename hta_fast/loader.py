@@ -7,7 +7,7 @@ import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Callable, Iterable, Optional, Sequence, Union
 
 from . import _core
 from .errors import TraceFormatError
@@ -110,13 +110,16 @@ def _trace_files(source: Union[PathLike, Iterable[PathLike]]) -> list[str]:
 
 
 def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
-             skip_non_traces: bool = False, **options) -> TraceSet:
+             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], None]] = None,
+             **options) -> TraceSet:
     """Loads one file per rank from a directory (or a list of files) into a TraceSet.
 
     The rank of each file is distributedInfo.rank, else the rank in its name, else 0 for a
     lone file. Two files claiming one rank raise ValueError naming both. With
     skip_non_traces=True, JSON files that are not Chrome traces (an execution trace beside
     the profiler's, say) are left out with a warning instead of failing the load.
+    on_loaded(path) is called as each file finishes loading (from the loading thread), for
+    progress bars.
     """
     files = _trace_files(source)
     threads_each = options.pop("threads", 0) or (1 if len(files) > 1 else 0)
@@ -129,6 +132,9 @@ def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Option
             if skip_non_traces and e.reason.startswith("not a"):
                 return e
             raise
+        finally:
+            if on_loaded is not None:
+                on_loaded(f)
 
     # The core releases the GIL while it parses, so threads load ranks in parallel.
     with ThreadPoolExecutor(max_workers=workers) as pool:

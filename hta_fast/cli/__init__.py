@@ -1,0 +1,18 @@
+"""`hta-fast`: the command line. One module per command; this one builds the group.
+
+    hta-fast info PATH...          what the traces hold
+    hta-fast analyze PATH...       run analyses, print or write their tables
+    hta-fast report PATH... -o F   one self-contained HTML report
+    hta-fast doctor PATH...        why the GPU is idle; a CI gate (exit 1)
+    hta-fast diff A B              what changed between two traces
+    hta-fast convert PATH... -o D  a Parquet dataset partitioned by rank
+    hta-fast demo                  a synthetic multi-rank trace set and its report
+
+Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
+"""
+from __future__ import annotations
+
+from .app import cli, main
+from . import analyze, convert, demo, diff, doctor, info, report  # noqa: F401 (register)
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,98 @@
+"""The click group, the global options and the one place where errors become one line."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+
+import click
+
+from .errors import describe
+
+log = logging.getLogger("hta_fast")
+
+
+@dataclasses.dataclass
+class Options:
+    quiet: bool = False
+    debug: bool = False
+
+    @property
+    def progress(self) -> bool:
+        """Progress bars only for a person watching: not with --quiet, not into a pipe."""
+        return not self.quiet and sys.stdout.isatty()
+
+
+class BadInput(click.ClickException):
+    """Bad input: one line on stderr and exit status 2."""
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"hta-fast: error: {self.format_message()}", err=True)
+
+
+class Group(click.Group):
+    """Turns any exception from a command into one readable line (exit 2), unless --debug;
+    usage errors too (click would print three lines)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else "hta-fast"
+            click.echo(f"hta-fast: error: {e.format_message()} (see {where} --help)", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("hta-fast: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # The reader left (`hta-fast analyze ... | head`): stop quietly, no message.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(0)
+        except Exception as e:  # noqa: BLE001 - the whole point: no traceback for users
+            if ctx.params.get("debug"):
+                raise
+            raise BadInput(describe(e)) from None
+
+
+def _setup_logging(quiet: bool, debug: bool) -> None:
+    # Only the hta_fast logger is configured: embedding applications keep theirs.
+    level = logging.DEBUG if debug else (logging.ERROR if quiet else logging.WARNING)
+    log.setLevel(level)
+    if not any(getattr(h, "_hta_fast_cli", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("hta-fast: %(levelname)s: %(message)s"))
+        handler._hta_fast_cli = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+    log.propagate = False
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars and no warnings.")
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
+@click.version_option(package_name="hta_fast", prog_name="hta-fast")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool, debug: bool) -> None:
+    """Fast analysis of PyTorch profiler (Kineto) traces.
+
+    PATH is a trace file (.json, .json.gz, .json.zst) or a folder with one file per rank.
+    """
+    _setup_logging(quiet, debug)
+    ctx.obj = Options(quiet=quiet, debug=debug)
+
+
+def main(argv=None) -> None:
+    cli.main(args=argv, prog_name="hta-fast")

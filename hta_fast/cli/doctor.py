@@ -1,0 +1,111 @@
+"""`hta-fast doctor`: why the GPU is idle, ranked; usable as a CI gate.
+
+Exit status: 0 healthy (or every gate passes), 1 a gate fails, 2 bad input. Without
+--fail-under-utilization / --fail-on, any finding above its threshold fails; with them,
+only those gates decide.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+
+import click
+
+from .app import BadInput, cli
+from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
+                      recover_option, subset)
+from .output import dumps
+
+
+def doctor_module():
+    """hta_fast.doctor, imported when first needed (tests may put a stand-in in its place)."""
+    try:
+        return importlib.import_module("hta_fast.doctor")
+    except ImportError as e:
+        raise BadInput(f"the doctor is not available in this installation ({e})")
+
+
+def thresholds_of(mod, pairs: tuple[str, ...], path: str | None):
+    """Thresholds from a JSON file (--thresholds) updated by KEY=VALUE pairs (--threshold)."""
+    values: dict[str, float] = {}
+    if path:
+        with open(path) as fh:
+            try:
+                loaded = json.load(fh)
+            except ValueError as e:
+                raise click.BadParameter(f"{path}: not JSON ({e})", param_hint="--thresholds")
+        if not isinstance(loaded, dict):
+            raise click.BadParameter(f"{path}: expected a JSON object of KEY: number",
+                                     param_hint="--thresholds")
+        values.update(loaded)
+    known = [f.name for f in dataclasses.fields(mod.Thresholds)]
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in known:
+            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE with KEY one of "
+                                     f"{', '.join(known)}", param_hint="--threshold")
+        try:
+            values[key] = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{pair!r}: {value!r} is not a number",
+                                     param_hint="--threshold") from None
+    if not values:
+        return None
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise click.BadParameter(f"unknown threshold(s) {', '.join(unknown)}; known: "
+                                 f"{', '.join(known)}", param_hint="--thresholds")
+    return mod.Thresholds.from_mapping(values)
+
+
+def gate_reasons(diag, fail_under_utilization, fail_on) -> list[str]:
+    if fail_under_utilization is None and not fail_on:
+        return [f"{f.cause}: {f.title}" for f in diag.findings if f.above_threshold]
+    return list(diag.failed(fail_under_utilization=fail_under_utilization, fail_on=fail_on))
+
+
+@cli.command()
+@path_arguments
+@click.option("--steps", help=STEPS_HELP)
+@click.option("--ranks", help=RANKS_HELP)
+@click.option("--json", "as_json", is_flag=True, help="The diagnosis as one JSON document.")
+@click.option("--fail-under-utilization", type=click.FloatRange(0, 100), metavar="PCT",
+              help="Fail (exit 1) when GPU utilisation is below PCT percent.")
+@click.option("--fail-on", multiple=True, metavar="CAUSE",
+              help="Fail (exit 1) when this cause is above its threshold (repeatable).")
+@click.option("--threshold", "threshold_pairs", multiple=True, metavar="KEY=VALUE",
+              help="Override one threshold (repeatable).")
+@click.option("--thresholds", "thresholds_file", type=click.Path(exists=True, dir_okay=False),
+              help="JSON file of threshold overrides.")
+@recover_option
+@click.pass_obj
+@click.pass_context
+def doctor(ctx, opts, paths, steps, ranks, as_json, fail_under_utilization, fail_on, threshold_pairs,
+           thresholds_file, recover):
+    """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
+
+    Exit status 0 when healthy, 1 when a gate fails, 2 for bad input. CAUSE is one of
+    parallelism, input_pipeline, launch_bound, memory_sync, exposed_communication,
+    rank_imbalance.
+    """
+    mod = doctor_module()
+    bad = [c for c in fail_on if c not in mod.CAUSES]
+    if bad:
+        raise click.BadParameter(f"{', '.join(bad)}: not a cause; choose from "
+                                 f"{', '.join(mod.CAUSES)}", param_hint="--fail-on")
+    thresholds = thresholds_of(mod, threshold_pairs, thresholds_file)
+    traces, _ = load_traces(paths, opts, recover)
+    traces = subset(traces, parse_ints(ranks, "rank"))
+    diag = mod.diagnose(traces, steps=parse_ints(steps, "step"), thresholds=thresholds)
+    reasons = gate_reasons(diag, fail_under_utilization, fail_on)
+    if as_json:
+        doc = diag.to_dict()
+        doc["gate"] = {"passed": not reasons, "reasons": reasons}
+        click.echo(dumps(doc))
+    else:
+        click.echo(diag.to_text())
+        for r in reasons:
+            click.echo(f"FAIL: {r}", err=True)
+    ctx.exit(1 if reasons else 0)

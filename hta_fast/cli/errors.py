@@ -1,0 +1,35 @@
+"""One line for each kind of bad input: which file, where, and what to do about it."""
+from __future__ import annotations
+
+import errno
+
+from ..errors import TraceFormatError
+
+
+def describe(e: BaseException) -> str:
+    if isinstance(e, TraceFormatError):
+        text = str(e)
+        if "recover=True" in text:  # the loader's advice, in command-line terms
+            return text.replace("pass recover=True", "pass --recover")
+        if e.reason.startswith("empty"):
+            return f"{text} (nothing to read: was the profile written out completely?)"
+        if e.reason.startswith("not a"):
+            return f"{text} (hta-fast reads PyTorch profiler / Kineto Chrome-trace JSON files)"
+        return f"{text} (the file is damaged; --recover keeps the events that can be read)"
+    if isinstance(e, IsADirectoryError):
+        return str(e)
+    if isinstance(e, FileNotFoundError):
+        name = e.filename or (e.args[0] if e.args else "")
+        if e.filename is None and len(e.args) == 1 and isinstance(name, str) and " " in name:
+            return name  # already a sentence ("no trace files (...) in DIR")
+        return f"{name}: no such file or directory"
+    if isinstance(e, PermissionError):
+        return f"{e.filename}: permission denied"
+    if isinstance(e, OSError):
+        what = e.strerror or errno.errorcode.get(e.errno or 0, "") or str(e)
+        return f"{e.filename}: {what}" if e.filename else str(e)
+    if isinstance(e, MemoryError):
+        return "out of memory: analyse fewer ranks (--ranks) or steps (--steps)"
+    if isinstance(e, (ValueError, KeyError)):
+        return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    return f"{type(e).__name__}: {e} (run with --debug for the traceback)"

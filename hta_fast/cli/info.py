@@ -1,0 +1,31 @@
+"""`hta-fast info`: ranks, devices, span, steps, event and kernel counts, sizes, load time."""
+from __future__ import annotations
+
+import click
+import pyarrow as pa
+
+from ..report.summary import rank_info
+from .app import cli
+from .loading import load_traces, path_arguments, recover_option
+from .output import dumps, echo_table
+
+
+@cli.command()
+@path_arguments
+@recover_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+@click.pass_obj
+def info(opts, paths, recover, as_json):
+    """What the traces hold: ranks, devices, span, steps, events, kernels, sizes."""
+    traces, seconds = load_traces(paths, opts, recover)
+    rows = [rank_info(t) for t in traces.values()]
+    json_mb = sum(r["json_bytes"] for r in rows) / 1e6
+    if as_json:
+        click.echo(dumps({"ranks": rows, "load_seconds": round(seconds, 3),
+                          "json_mb": round(json_mb, 3)}))
+        return
+    table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "file"} for r in rows])
+    echo_table(f"{len(rows)} rank(s), {json_mb:,.1f} MB of JSON loaded in {seconds:.2f} s",
+               table, None)
+    for r in rows:
+        click.echo(f"rank {r['rank']}: {r['file']}")

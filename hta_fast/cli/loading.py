@@ -1,0 +1,103 @@
+"""Paths on the command line to a TraceSet, with a progress bar and warnings logged."""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from ..loader import TRACE_SUFFIXES, load_dir
+from ..traceset import TraceSet
+from .app import Options
+from .progress import bar
+
+log = logging.getLogger("hta_fast")
+
+
+def trace_files(paths: Sequence[str]) -> list[str]:
+    """Files named, plus the trace files inside folders named, in order, each once."""
+    files: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            inside = sorted(str(f) for f in path.iterdir()
+                            if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            if not inside:
+                raise FileNotFoundError(
+                    f"{p}: no trace files ({', '.join(TRACE_SUFFIXES)}) in this folder")
+            files.extend(inside)
+        elif path.exists():
+            files.append(str(path))
+        else:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(p))
+    return list(dict.fromkeys(files))
+
+
+def load_traces(paths: Sequence[str], opts: Options, recover: bool = False,
+                what: str = "loading") -> tuple[TraceSet, float]:
+    """The TraceSet of the paths and the seconds it took; loader warnings go to the log."""
+    files = trace_files(paths)
+    total = sum(os.path.getsize(f) for f in files)
+    t0 = time.perf_counter()
+    with bar(opts, total=total, desc=what, unit="B", unit_scale=True) as progress, \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traces = load_dir(files, recover=recover,
+                          on_loaded=lambda f: progress.update(os.path.getsize(f)))
+    for w in caught:
+        log.warning("%s", w.message)
+    return traces, time.perf_counter() - t0
+
+
+def parse_ints(text: str | None, what: str) -> list[int] | None:
+    """'3', '1,4', '2:5' or '2-5' (2 to 5, both included), '0:3,6' -> sorted distinct ints."""
+    if text is None or text.strip() == "":
+        return None
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        sep = ":" if ":" in part else ("-" if "-" in part else None)
+        try:
+            if sep:
+                a, b = part.split(sep, 1)
+                lo, hi = int(a), int(b)
+                if hi < lo:
+                    raise click.BadParameter(f"{what} range {part!r} ends before it starts",
+                                            param_hint=f"--{what}s")
+                out.update(range(lo, hi + 1))
+            else:
+                out.add(int(part))
+        except ValueError:
+            raise click.BadParameter(
+                f"{text!r}: expected numbers like 3, 1,4 or 2:5 (both ends included)",
+                param_hint=f"--{what}s") from None
+    return sorted(out)
+
+
+def subset(traces: TraceSet, ranks: list[int] | None) -> TraceSet:
+    """The ranks asked for (all when None); a rank the traces do not hold is bad input."""
+    if ranks is None:
+        return traces
+    missing = sorted(set(ranks) - set(traces.ranks))
+    if missing:
+        raise click.BadParameter(f"no such rank(s) {missing}; the traces hold ranks "
+                                 f"{traces.ranks}", param_hint="--ranks")
+    return TraceSet({r: traces[r] for r in ranks})
+
+
+STEPS_HELP = "Profiler steps: 3, 3,5 or 2:5 (both ends included). Default: all."
+RANKS_HELP = "Ranks: 0, 0,3 or 0:3 (both ends included). Default: all."
+
+
+def path_arguments(f):
+    return click.argument("paths", nargs=-1, required=True, metavar="PATH...")(f)
+
+
+def recover_option(f):
+    return click.option("--recover", is_flag=True,
+                        help="Keep the complete events of a truncated trace instead of failing.")(f)

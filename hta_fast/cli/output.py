@@ -1,0 +1,95 @@
+"""Tables out: aligned text for a terminal, JSON, or CSV / Parquet files in a folder."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Iterable, Mapping, Optional
+
+import click
+import pyarrow as pa
+
+FORMATS = ("table", "json", "csv", "parquet")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:,.2f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    text = str(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def text_table(table: pa.Table, limit: Optional[int] = None) -> str:
+    """Aligned columns (numbers right-aligned), at most `limit` rows and a line saying how
+    many were left out. Units come from the schema's metadata (ns, %)."""
+    shown = table if limit is None or table.num_rows <= limit else table.slice(0, limit)
+    heads = []
+    for f in table.schema:
+        unit = (f.metadata or {}).get(b"unit")
+        heads.append(f"{f.name} ({unit.decode()})" if unit else f.name)
+    cols = [[_cell(v) for v in shown.column(i).to_pylist()] for i in range(table.num_columns)]
+    numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in table.schema]
+    widths = [max([len(h)] + [len(c) for c in col]) for h, col in zip(heads, cols)]
+
+    def line(cells: Iterable[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w)
+                         for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    out = [line(heads), line("-" * w for w in widths)]
+    out += [line(row) for row in zip(*cols)] if cols else []
+    if shown.num_rows < table.num_rows:
+        out.append(f"... {table.num_rows - shown.num_rows:,} more rows (--limit, or --format csv)")
+    return "\n".join(out)
+
+
+def jsonable(table: pa.Table) -> list[dict]:
+    rows = table.to_pylist()
+    for row in rows:
+        for k, v in row.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                row[k] = None  # JSON has no NaN
+    return rows
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, indent=2, default=str)
+
+
+def write_tables(tables: Mapping[str, pa.Table], fmt: str, out_dir: str) -> list[str]:
+    """Writes each table as out_dir/NAME.csv or .parquet; returns the paths."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for name, table in tables.items():
+        path = os.path.join(out_dir, f"{name}.{fmt}")
+        if fmt == "csv":
+            pacsv.write_csv(_plain(table), path)
+        else:
+            pq.write_table(table, path)
+        paths.append(path)
+    return paths
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """CSV has no dictionary or nested types: dictionaries decoded, lists as JSON text."""
+    cols = []
+    for col in table.columns:
+        t = col.type
+        if pa.types.is_dictionary(t):
+            col = col.cast(t.value_type)
+        elif pa.types.is_list(t) or pa.types.is_struct(t) or pa.types.is_large_list(t):
+            col = pa.array([None if v is None else json.dumps(v) for v in col.to_pylist()],
+                           pa.string())
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def echo_table(title: str, table: pa.Table, limit: Optional[int]) -> None:
+    click.echo(click.style(title, bold=True))
+    click.echo(text_table(table, limit))
+    click.echo()

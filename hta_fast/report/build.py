@@ -1,0 +1,103 @@
+"""Assembles the report: sections from the analyses, rendered into one HTML file."""
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from typing import Callable, Optional, Sequence
+
+import jinja2
+
+from .. import __version__
+from ..analysis.select import Selection
+from ..traceset import TraceSet
+from . import plotlyjs, sections_gpu, sections_time
+from .context import Context, Section, SectionFailed, run_section
+from .findings import diagnosis
+from .summary import summary
+
+# (builder, id, title) in the order the report shows them, after the summary.
+SECTIONS = (
+    (sections_gpu.temporal, "temporal", "Temporal breakdown per rank"),
+    (sections_gpu.kernel_types, "kernel-types", "Kernel types and their overlaps"),
+    (sections_gpu.top_kernels, "top-kernels", "Top kernels"),
+    (sections_gpu.overlap, "overlap", "Communication / computation overlap"),
+    (sections_gpu.idle, "idle", "Idle time per stream"),
+    (sections_time.queue, "queue", "CUDA queue length over time"),
+    (sections_time.bandwidth, "bandwidth", "Memory bandwidth over time"),
+    (sections_time.launch_delay, "launch-delay", "Launch delay"),
+    (sections_time.steps, "steps", "Per-step and per-rank timings"),
+    (sections_time.collectives, "collectives", "Collectives"),
+)
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("hta_fast.report", "templates"),
+                          autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                          undefined=jinja2.StrictUndefined)
+
+
+def has_values(fig: dict) -> bool:
+    """Whether a figure would draw anything: some trace with a number other than null."""
+    for trace in fig["data"]:
+        values = trace.get("x" if trace.get("orientation") == "h" else "y", ())
+        if any(v is not None for v in values):
+            return True
+    return False
+
+
+def build_sections(ctx: Context, load_seconds: float,
+                   on_section: Optional[Callable[[str], None]] = None
+                   ) -> tuple[list[Section], dict]:
+    done = on_section or (lambda _id: None)
+    try:
+        first, headline = summary(ctx, load_seconds)
+    except SectionFailed as e:  # the summary needs the temporal breakdown
+        first = Section("summary", "Run summary", notes=[f"not available ({e})"])
+        headline = {"ranks": len(ctx.traces), "json_mb": 0.0, "events": 0, "kernels": 0,
+                    "devices": "–", "load_seconds": load_seconds, "utilization": None}
+    done("summary")
+    sections = [first]
+    for build, id_, title in SECTIONS:
+        sections.append(run_section(build, ctx, id_, title))
+        done(id_)
+    return sections, headline
+
+
+def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] = None,
+                 steps: Optional[Sequence[int]] = None, cdn: bool = False,
+                 load_seconds: float = 0.0, title: Optional[str] = None,
+                 max_points: int = 20_000, thresholds=None,
+                 on_section: Optional[Callable[[str], None]] = None) -> dict:
+    """Writes the report to path; returns {path, bytes, seconds, figures}.
+
+    The numbers come from every event; only the time-series figures keep at most
+    max_points points (per figure, split over its series). on_section(id) is called as
+    each part is done ("doctor", "summary", then each of SECTIONS), for progress bars."""
+    t0 = time.perf_counter()
+    # Every part of the report, the summary and the doctor included, sees the chosen ranks.
+    chosen = traces if ranks is None else TraceSet({r: traces[r] for r in ranks})
+    ctx = Context(chosen, Selection(steps=steps), max_points=max_points)
+    doctor = diagnosis(chosen, steps, thresholds)
+    if on_section is not None:
+        on_section("doctor")
+    sections, headline = build_sections(ctx, load_seconds, on_section)
+    for s in sections:
+        drawn = [f for f in s.figures if has_values(f)]
+        if len(drawn) < len(s.figures):
+            s.notes.append("nothing to plot for these traces")
+        s.figures = drawn
+    figures = [{"id": f"fig-{s.id}-{i}", "spec": fig}
+               for s in sections for i, fig in enumerate(s.figures)]
+    html = _ENV.get_template("report.html.j2").render(
+        title=title or f"hta_fast report: {len(traces)} rank(s)",
+        headline=headline, doctor=doctor, sections=sections, figures=figures,
+        plotly_inline=None if cdn else plotlyjs.bundle(),
+        plotly_src=plotlyjs.cdn_url() if cdn else None,
+        version=__version__, created=datetime.datetime.now(datetime.timezone.utc)
+        .strftime("%Y-%m-%d %H:%M UTC"),
+        selection={"ranks": ranks, "steps": steps})
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(html)
+    os.replace(tmp, path)  # a reader never sees half a report
+    return {"path": path, "bytes": os.path.getsize(path), "figures": len(figures),
+            "seconds": time.perf_counter() - t0}

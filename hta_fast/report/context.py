@@ -1,0 +1,72 @@
+"""What the report sections share: the traces, the selection, and each analysis run once."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable
+
+from ..analysis import (idle_time, kernel_breakdown, launch_stats, memory_bw, overlap,
+                        queue_length, steps, stragglers, temporal)
+from ..analysis.result import Result
+from ..analysis.select import Selection
+from ..traceset import TraceSet
+
+log = logging.getLogger("hta_fast")
+
+RUNNERS: dict[str, Callable[[TraceSet, Selection], Result]] = {
+    "temporal": lambda t, s: temporal.temporal_breakdown(t, selection=s),
+    "idle_time": lambda t, s: idle_time.idle_time_breakdown(t, selection=s),
+    "kernel_breakdown": lambda t, s: kernel_breakdown.kernel_breakdown(t, selection=s),
+    "overlap": lambda t, s: overlap.comm_comp_overlap(t, selection=s),
+    "queue_length": lambda t, s: queue_length.queue_length(t, selection=s),
+    "memory_bw": lambda t, s: memory_bw.memory_bandwidth(t, selection=s),
+    "launch_stats": lambda t, s: launch_stats.launch_stats(t, selection=s),
+    "steps": lambda t, s: steps.profiler_steps(t, selection=s),
+    "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),
+}
+
+
+@dataclasses.dataclass
+class Section:
+    """One part of the report: figures (plotly dicts), tables (see tables.py), notes."""
+    id: str
+    title: str
+    intro: str = ""
+    figures: list[dict] = dataclasses.field(default_factory=list)
+    tables: list[dict] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+class SectionFailed(Exception):
+    """An analysis a section needs could not run on these traces."""
+
+
+class Context:
+    def __init__(self, traces: TraceSet, selection: Selection, max_points: int = 20_000):
+        self.traces = traces
+        self.selection = selection
+        self.max_points = max_points  # points per figure, over all its series
+        self._results: dict[str, Result] = {}
+
+    def result(self, name: str) -> Result:
+        if name not in self._results:
+            try:
+                self._results[name] = RUNNERS[name](self.traces, self.selection)
+            except Exception as e:  # noqa: BLE001 - one odd trace must not sink the report
+                log.warning("report: %s could not run: %s", name, e)
+                log.debug("report: %s failed", name, exc_info=True)
+                raise SectionFailed(f"{name}: {e}") from e
+        return self._results[name]
+
+    def notes(self, *names: str) -> list[str]:
+        return [n for name in names if name in self._results for n in self._results[name].notes]
+
+
+def run_section(build: Callable[[Context], Section], ctx: Context, id: str, title: str
+                ) -> Section:
+    """Builds a section; an analysis that fails leaves the section with a note instead."""
+    try:
+        return build(ctx)
+    except SectionFailed as e:
+        return Section(id, title, notes=[f"not available for these traces ({e})"])
+
