@@ -3,6 +3,7 @@
 
     python benchmarks/bench_analyses.py [--size-mb 1000] [--ranks 8 --rank-size-mb 30]
                                         [--runs 3] [--skip-ref] [--out DIR]
+                                        [--sets one|multi|both] [--analyses NAME ...]
 
 Generates (once, cached under --out) one large single-rank trace and one multi-rank set with
 benchmarks/gen_trace.py. For each, a child process loads the folder with hta_fast and times
@@ -36,9 +37,10 @@ def ensure(folder: Path, size_mb: float, ranks: int) -> Path:
     return folder
 
 
-def reference_seconds(folder: Path, timeout_s: float) -> dict:
+def reference_seconds(folder: Path, timeout_s: float, analyses: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [str(REF_PYTHON), str(REF_SCRIPT), "--out", out, "--", str(folder)]
+        only = ["--analyses", *analyses] if analyses else []
+        cmd = [str(REF_PYTHON), str(REF_SCRIPT), "--out", out, *only, "--", str(folder)]
         measured = run_measured(cmd, timeout_s=timeout_s)
         index = json.loads((Path(out) / "index.json").read_text())
     secs = {}
@@ -84,6 +86,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--ref-max-mb", type=float, default=float("inf"),
                     help="run the reference only on sets of at most this many MB in all")
+    ap.add_argument("--analyses", nargs="+",
+                    help="run only these of the reference's analyses (its names; default: all)")
+    ap.add_argument("--sets", choices=["one", "multi", "both"], default="both",
+                    help="the single large rank, the multi-rank set, or both")
     args = ap.parse_args()
     out = Path(args.out)
     sets = [(f"one rank, {args.size_mb:g} MB", ensure(out / f"an{args.size_mb:g}", args.size_mb, 1),
@@ -91,12 +97,13 @@ def main() -> None:
             (f"{args.ranks} ranks x {args.rank_size_mb:g} MB",
              ensure(out / f"an{args.ranks}x{args.rank_size_mb:g}", args.rank_size_mb, args.ranks),
              args.ranks * args.rank_size_mb)]
+    sets = {"one": sets[:1], "multi": sets[1:], "both": sets}[args.sets]
     for title, folder, total_mb in sets:
         cmd = [sys.executable, str(HERE / "bench_hta_fast_analyses.py"), str(folder),
                "--runs", str(args.runs)]
         ours = run_measured(cmd, timeout_s=args.timeout)["result"]
         skip = args.skip_ref or not REF_PYTHON.exists() or total_mb > args.ref_max_mb
-        ref = None if skip else reference_seconds(folder, args.timeout)
+        ref = None if skip else reference_seconds(folder, args.timeout, args.analyses)
         report(title, ours, ref)
 
 
