@@ -110,9 +110,11 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     namers = []
     total = 0
     for rank, trace, rows in picked:
-        g = groups.group(trace, rows, by_keys, every, origin)
+        rows, ts, end, bucket = _times(trace, rows, sel.window, every, origin)
+        g = groups.group(trace, rows, ts, bucket, by_keys)
         ordered = rows[g.order]
-        for i, col in enumerate(cols.gather(trace, m.columns, ordered, flags)):
+        for i, col in enumerate(cols.gather(trace, m.columns, ordered, flags, ts[g.order],
+                                            end[g.order])):
             parts[i].append(col)
         n_groups = len(g.offsets) - 1
         offsets.append(g.offsets[1:] + total)
@@ -141,6 +143,29 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     table[m.name] = pa.array(out)
     return Result(m.name, pa.table(table), params={
         "by": by_keys, "kinds": kinds, "every": every, "flags": flags, "selection": sel})
+
+
+def _times(trace: Trace, rows: np.ndarray, window: Optional[tuple[int, int]],
+           every: Optional[int], origin: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """(rows, ts, end, bucket start) with times clipped to the selection window; with
+    every=, a row per (event, bucket it overlaps), its times clipped to the bucket."""
+    ts = trace.column("events", "ts")[rows]
+    end = ts + np.maximum(trace.column("events", "dur")[rows], 0)
+    if window is not None:
+        ts = np.clip(ts, window[0], window[1])
+        end = np.maximum(np.clip(end, window[0], window[1]), ts)
+    if every is None:
+        return rows, ts, end, None
+    first = (ts - origin) // every
+    # The bucket holding the last ns of the event (its start for a zero-length one).
+    last = (np.maximum(end - 1, ts) - origin) // every
+    spans = last - first + 1
+    rep = np.repeat(np.arange(len(rows)), spans)
+    within = np.arange(len(rep)) - np.repeat(np.cumsum(spans) - spans, spans)
+    bucket = origin + (first[rep] + within) * every
+    return (rows[rep], np.maximum(ts[rep], bucket), np.minimum(end[rep], bucket + every),
+            bucket)
 
 
 def _names(strings: pa.Array, ids: np.ndarray) -> pa.Array:

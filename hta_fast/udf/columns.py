@@ -11,7 +11,9 @@ A metric names its columns by its parameter names. They come from three places:
                   CPU launch of a GPU event, -1 without one), and one boolean column per
                   name flag passed to apply()
 
-Values are the core's: int64 nanoseconds, string ids (name, cat) as int32 indices into
+ts, end and dur (= end - ts, so a negative duration counts as zero) are clipped to the
+selection window, and to each time bucket when grouping by "window" (an event that spans
+several buckets is in each, with the part inside it). Other values are the core's: int64 nanoseconds, string ids (name, cat) as int32 indices into
 trace.strings, enums as their uint8 codes (hta_fast.EventKind, hta_fast.KernelClass), and
 missing values as -1 (NaN for floats), so a metric can test them without nulls.
 """
@@ -75,18 +77,22 @@ def name_flags(trace: Trace, pattern: str) -> np.ndarray:
                        count=len(strings))
 
 
-def gather(trace: Trace, names: tuple[str, ...], rows: np.ndarray,
-           flags: Mapping[str, str]) -> list[np.ndarray]:
-    """The named columns at the given event rows, in order, as contiguous arrays."""
+def gather(trace: Trace, names: tuple[str, ...], rows: np.ndarray, flags: Mapping[str, str],
+           ts: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """The named columns at the given event rows, in order, as contiguous arrays; ts, end
+    and dur are the given (clipped) times."""
     out = []
     for name in names:
-        if name in EVENT_COLUMNS:
+        if name == "ts":
+            col = ts
+        elif name == "end":
+            col = end
+        elif name == "dur":
+            col = end - ts
+        elif name in EVENT_COLUMNS:
             col = trace.column("events", name)[rows]
         elif name in KERNEL_ARG_COLUMNS:
             col = _kernel_arg(trace, name, rows)
-        elif name == "end":
-            col = trace.column("events", "ts")[rows] + np.maximum(
-                trace.column("events", "dur")[rows], 0)
         elif name == "launch_ts":
             partner = trace.column("events", "partner")[rows]
             gpu = np.isin(trace.column("events", "kind")[rows], _GPU_KINDS)

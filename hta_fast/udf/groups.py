@@ -63,10 +63,10 @@ def _sort_codes(codes: np.ndarray, n: int) -> np.ndarray:
     return codes
 
 
-def group(trace: Trace, rows: np.ndarray, by: tuple[str, ...], every: Optional[int],
-          origin: int) -> Groups:
-    """Groups of the selected rows (trace.events row numbers) by the keys in `by`."""
-    ts = trace.column("events", "ts")[rows]
+def group(trace: Trace, rows: np.ndarray, ts: np.ndarray, bucket: Optional[np.ndarray],
+          by: tuple[str, ...]) -> Groups:
+    """Groups of the selected rows (trace.events row numbers, start times ts, and for
+    by "window" the start of each row's time bucket) by the keys in `by`."""
     order = np.argsort(ts, kind="stable")
     if not by:
         return Groups(order, np.array([0, len(rows)], np.int64) if len(rows) else
@@ -75,9 +75,8 @@ def group(trace: Trace, rows: np.ndarray, by: tuple[str, ...], every: Optional[i
     n = 1
     key_columns = {}
     for key in by:
-        col = trace.column("events", KEYS[key])[rows]
-        if key == "window":
-            col = (col - origin) // every
+        col = bucket if key == "window" else trace.column("events", KEYS[key])[rows]
+        assert col is not None
         codes, distinct = _dense(col)
         # Re-densified after each key, so the combined id stays below the number of rows.
         gid, first = _dense(gid * len(distinct) + codes)
@@ -88,6 +87,4 @@ def group(trace: Trace, rows: np.ndarray, by: tuple[str, ...], every: Optional[i
     np.cumsum(np.bincount(gid, minlength=n), out=offsets[1:])
     first_rows = order[offsets[:-1]]
     keys = {key: col[first_rows] for key, col in key_columns.items()}
-    if "window" in keys:
-        keys["window"] = origin + keys["window"].astype(np.int64) * every
     return Groups(order, offsets, keys)
