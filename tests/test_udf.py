@@ -182,15 +182,14 @@ def test_real_sum_per_stream_and_step_matches_numpy(real):
     kind = real.column("events", "kind")
     gpu = np.isin(kind, udf.KIND_SETS["gpu"])
     dur = np.maximum(real.column("events", "dur"), 0)[gpu]
-    got = udf.apply(total_dur, real, by=("stream", "step")).to_pandas()
+    got = rows(udf.apply(total_dur, real, by=("stream", "step")))
     stream = real.column("events", "stream")[gpu]
     step = real.column("events", "step")[gpu]
-    for r in got.itertuples():
-        s = -1 if r.stream is None or r.stream != r.stream else r.stream
-        st = -1 if r.step is None or r.step != r.step else r.step
-        sel = (stream == s) & (step == st)
-        assert (r.events, r.total_dur) == (sel.sum(), dur[sel].sum())
-    assert got["events"].sum() == gpu.sum()
+    for r in got:   # null keys are the core's -1
+        sel = (stream == (r["stream"] if r["stream"] is not None else -1)) & \
+              (step == (r["step"] if r["step"] is not None else -1))
+        assert (r["events"], r["total_dur"]) == (sel.sum(), dur[sel].sum())
+    assert sum(r["events"] for r in got) == gpu.sum()
 
 
 def test_real_busy_time_matches_temporal_breakdown(real):
@@ -203,20 +202,19 @@ def test_real_busy_time_matches_temporal_breakdown(real):
 
 
 def test_real_occupancy_matches_numpy(real):
-    got = sm_occupancy.occupancy_per_step(real).to_pandas()
+    got = rows(sm_occupancy.occupancy_per_step(real))
     arg_rows = real.column("kernel_args", "row")
     occ = real.column("kernel_args", "est_achieved_occupancy").astype(np.float64)
     kernel = real.column("events", "kind")[arg_rows] == hta_fast.EventKind.kernel
     dur = np.maximum(real.column("events", "dur")[arg_rows], 0)
     step = real.column("events", "step")[arg_rows]
     ok = kernel & ~np.isnan(occ)
-    for r in got.itertuples():
-        st = -1 if r.step != r.step else r.step
-        sel = ok & (step == st)
+    for r in got:
+        sel = ok & (step == (r["step"] if r["step"] is not None else -1))
         if dur[sel].sum() > 0:
-            assert r.occupancy == pytest.approx((dur[sel] * occ[sel]).sum() / dur[sel].sum())
+            assert r["occupancy"] == pytest.approx((dur[sel] * occ[sel]).sum() / dur[sel].sum())
         else:
-            assert np.isnan(r.occupancy)
+            assert np.isnan(r["occupancy"])
 
 
 def test_compiled_metric_is_cached_across_processes(tmp_path, traces_dir):

@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TYPE_CHECKING
 
 import numpy as np
 
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
 from ..analysis import select
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from .trace_analysis import TraceAnalysis
+    from ..trace import Trace
+    from ..traceset import TraceSet
 
 STATS = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 
@@ -40,7 +46,7 @@ class TimeSeriesTypes(enum.Flag):
 
 
 # --- the reference's clock ---------------------------------------------------------------
-def _memo(trace, key, compute):
+def _memo(trace: Trace, key: str, compute: Callable[[], Any]) -> Any:
     """A value derived from a trace, computed once (traces do not change)."""
     memo = trace.__dict__.setdefault("_compat_memo", {})
     if key not in memo:
@@ -48,9 +54,9 @@ def _memo(trace, key, compute):
     return memo[key]
 
 
-def _kept_rows(trace) -> np.ndarray:
+def _kept_rows(trace: Trace) -> np.ndarray:
     """Events the reference loads: those with a category other than "Trace" (read-only)."""
-    def compute():
+    def compute() -> np.ndarray:
         import pyarrow.compute as pc
         cat = trace.column("events", "cat")
         trace_ids = np.flatnonzero(pc.equal(trace.strings, "Trace").to_numpy(zero_copy_only=False))
@@ -60,20 +66,20 @@ def _kept_rows(trace) -> np.ndarray:
     return _memo(trace, "kept_rows", compute)
 
 
-def _first_kept_start(trace) -> Optional[int]:
-    def compute():
+def _first_kept_start(trace: Trace) -> Optional[int]:
+    def compute() -> Optional[int]:
         starts = trace.column("events", "ts")[_kept_rows(trace)]
         return int(starts.min()) if len(starts) else None
     return _memo(trace, "first_kept_start", compute)
 
 
-def origin_ns(traces) -> int:
+def origin_ns(traces: TraceSet) -> int:
     """The reference's time zero: the first start of any loaded event of any rank."""
     starts = [s for s in (_first_kept_start(t) for t in traces.values()) if s is not None]
     return min(starts) if starts else 0
 
 
-def _us(ns: np.ndarray):
+def _us(ns: np.ndarray) -> np.ndarray:
     """Nanoseconds as microseconds: int64 when all are whole, else float64."""
     ns = np.asarray(ns, np.int64)
     if np.all(ns % 1000 == 0):
@@ -81,18 +87,18 @@ def _us(ns: np.ndarray):
     return ns / 1000.0
 
 
-def _ranks(analysis, ranks: Optional[List[int]]) -> List[int]:
+def _ranks(analysis: TraceAnalysis, ranks: Optional[List[int]]) -> List[int]:
     if ranks is not None:
         return list(ranks)
     have = analysis.traces.ranks
     return [0] if 0 in have or not have else [have[0]]
 
 
-def _selection(analysis, ranks):
+def _selection(analysis: TraceAnalysis, ranks: Optional[List[int]]) -> select.Selection:
     return dataclasses.replace(analysis.selection, ranks=_ranks(analysis, ranks))
 
 
-def _rank_duration_us(analysis, rank: int) -> float:
+def _rank_duration_us(analysis: TraceAnalysis, rank: int) -> float:
     """The reference's trace duration of a rank: last start - first start of its events."""
     trace = analysis.traces[rank]
     keep = _kept_rows(trace)
@@ -104,7 +110,8 @@ def _rank_duration_us(analysis, rank: int) -> float:
 
 
 # --- queue length ------------------------------------------------------------------------
-def get_queue_length_time_series(analysis, ranks: Optional[List[int]] = None) -> Dict:
+def get_queue_length_time_series(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                                 ) -> Dict:
     """{rank: DataFrame[ts, pid, tid, stream, queue_length]} indexed by event row ("index"):
     +1 at each launch, -1 at each GPU event's start, per stream (ascending), in time order.
     Ranks without queued work are left out."""
@@ -137,12 +144,14 @@ def get_queue_length_time_series(analysis, ranks: Optional[List[int]] = None) ->
     return out
 
 
-def get_queue_length_summary(analysis, ranks: Optional[List[int]] = None):
+def get_queue_length_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                             ) -> Optional[pd.DataFrame]:
     return get_queue_length_summary_from_time_series(
         analysis, get_queue_length_time_series(analysis, ranks=ranks))
 
 
-def get_queue_length_summary_from_time_series(analysis, queue_length_dict: Dict):
+def get_queue_length_summary_from_time_series(analysis: TraceAnalysis, queue_length_dict: Dict
+                                              ) -> Optional[pd.DataFrame]:
     """Time-weighted statistics per (rank, stream) of the given series: each value weighted
     by the time it holds, from the stream's first row to its last; count = rows."""
     if not queue_length_dict:
@@ -155,8 +164,8 @@ def get_queue_length_summary_from_time_series(analysis, queue_length_dict: Dict)
     return _describe_frame(parts, ["rank", "stream"], "queue_length")
 
 
-def get_time_spent_blocked_on_full_queue(analysis, queue_length_dict: Dict,
-                                         max_queue_length: int = 1024):
+def get_time_spent_blocked_on_full_queue(analysis: TraceAnalysis, queue_length_dict: Dict,
+                                         max_queue_length: int = 1024) -> pd.DataFrame:
     """Per (rank, stream) whose queue reaches max_queue_length for some time: that time (us)
     and its share of the rank's trace duration (a fraction, as in the reference)."""
     import pandas as pd
@@ -177,7 +186,7 @@ def get_time_spent_blocked_on_full_queue(analysis, queue_length_dict: Dict,
 
 
 # --- memory bandwidth --------------------------------------------------------------------
-def get_memory_bw_time_series(analysis, ranks: Optional[List[int]] = None) -> Dict:
+def get_memory_bw_time_series(analysis: TraceAnalysis, ranks: Optional[List[int]] = None) -> Dict:
     """{rank: DataFrame[ts, pid, name, memory_bw_gbps]}: each copy's start (+bandwidth) and
     end (-bandwidth), summed per copy type (names ascending), in time order. ts in us."""
     import pandas as pd
@@ -217,7 +226,8 @@ def get_memory_bw_time_series(analysis, ranks: Optional[List[int]] = None) -> Di
     return out
 
 
-def get_memory_bw_summary(analysis, ranks: Optional[List[int]] = None):
+def get_memory_bw_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                          ) -> Optional[pd.DataFrame]:
     """Time-weighted bandwidth statistics per (rank, name) over the time a copy of that type
     runs; count = rows with a positive bandwidth. None without copies; an empty frame when no
     copy has a known bandwidth."""
@@ -236,7 +246,8 @@ def get_memory_bw_summary(analysis, ranks: Optional[List[int]] = None):
 
 
 # --- counters in the trace ---------------------------------------------------------------
-def generate_trace_with_counters(analysis, time_series=None, ranks: Optional[List[int]] = None,
+def generate_trace_with_counters(analysis: TraceAnalysis, time_series: Any = None,
+                                 ranks: Optional[List[int]] = None,
                                  output_suffix: str = "_with_counters") -> None:
     """Writes each rank's trace beside it, named with output_suffix before ".json", with
     "Queue Length" (one per stream) and memcpy bandwidth counter events added."""
@@ -247,7 +258,7 @@ def generate_trace_with_counters(analysis, time_series=None, ranks: Optional[Lis
                         selection=_selection(analysis, ranks))
 
 
-def _series_names(time_series) -> tuple:
+def _series_names(time_series: Any) -> tuple:
     if time_series is None:
         return ("queue_length", "memcpy_bandwidth")
     items = time_series if isinstance(time_series, (list, tuple, set, frozenset)) else [time_series]
@@ -290,7 +301,7 @@ def _weighted_describe(ts_us: np.ndarray, value: np.ndarray, positive_only: bool
             float(st.max[0])]
 
 
-def _describe_frame(parts, index_names, value_name):
+def _describe_frame(parts: list, index_names: List[str], value_name: str) -> pd.DataFrame:
     import pandas as pd
 
     columns = pd.MultiIndex.from_product([[value_name], STATS])

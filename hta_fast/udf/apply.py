@@ -1,6 +1,7 @@
 """apply(): run a metric over groups of events of one or many ranks, as a Result."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -107,7 +108,7 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     offsets = [np.zeros(1, np.int64)]
     rank_col, counts = [], []
     key_vals: dict[str, list[np.ndarray]] = {k: [] for k in by_keys}
-    namers = []
+    namers: list[Callable[[np.ndarray], pa.Array]] = []
     total = 0
     for rank, trace, rows in picked:
         rows, ts, end, bucket = _times(trace, rows, sel.window, every, origin)
@@ -123,13 +124,13 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
         counts.append(np.diff(g.offsets))
         for k in by_keys:
             key_vals[k].append(g.keys[k])
-        namers.append(lambda ids, s=trace.strings: _names(s, ids))
+        namers.append(functools.partial(_names, trace.strings))
     columns = [np.concatenate(p) if p else np.empty(0) for p in parts]
     offs = np.concatenate(offsets)
     dtype = m.output_dtype(columns)
     out = np.zeros(len(offs) - 1, dtype)
     if len(out):
-        driver(m.fn, m.name, m.compiled, len(columns))(offs, out, *columns)
+        driver(m.function, m.name, m.compiled, len(columns))(offs, out, *columns)
 
     table = {"rank": pa.array(np.concatenate(rank_col) if rank_col else np.empty(0, np.int64),
                               pa.int64())}

@@ -29,7 +29,7 @@ def _numba() -> Any:
 
 
 class Metric:
-    """A user metric. `fn(col_a, col_b, ...)` takes one numpy array per named column and
+    """A user metric. `function(col_a, col_b, ...)` takes one numpy array per named column and
     returns a number; `Metric(fn)` or the `@metric` decorator wraps it.
 
     name      the result column's name (default: the function's name)
@@ -38,7 +38,7 @@ class Metric:
 
     def __init__(self, fn: Callable[..., Any], name: Optional[str] = None):
         if isinstance(fn, Metric):
-            fn = fn.fn
+            fn = fn.function
         if not callable(fn):
             raise TypeError(f"a metric is a function, got {type(fn).__name__}")
         params = inspect.signature(fn).parameters.values()
@@ -46,7 +46,7 @@ class Metric:
             if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
                 raise TypeError(f"metric {fn.__name__}: parameter {p.name!r} must be a plain "
                                 f"positional parameter naming a column")
-        self.fn = fn
+        self.function: Callable[..., Any] = fn
         self.name = name or fn.__name__
         self.columns: tuple[str, ...] = tuple(p.name for p in params)
         if not self.columns:
@@ -56,7 +56,7 @@ class Metric:
 
     def __call__(self, *columns: np.ndarray) -> Any:
         """The plain Python function, uncompiled (for checking a metric by hand)."""
-        return self.fn(*columns)
+        return self.function(*columns)
 
     def __repr__(self) -> str:
         return f"<Metric {self.name}({', '.join(self.columns)})>"
@@ -68,12 +68,12 @@ class Metric:
         if self._jit is None:
             numba = _numba()
             try:
-                self._jit = numba.njit(cache=True, nogil=True)(self.fn)
+                self._jit = numba.njit(cache=True, nogil=True)(self.function)
                 self._jit.enable_caching()
             except RuntimeError:  # no file to key the disk cache on
-                self._jit = numba.njit(nogil=True)(self.fn)
+                self._jit = numba.njit(nogil=True)(self.function)
             except Exception:
-                self._jit = numba.njit(nogil=True)(self.fn)
+                self._jit = numba.njit(nogil=True)(self.function)
         return self._jit
 
     def output_dtype(self, columns: Sequence[np.ndarray]) -> np.dtype:
