@@ -69,10 +69,7 @@ class Metric:
             numba = _numba()
             try:
                 self._jit = numba.njit(cache=True, nogil=True)(self.function)
-                self._jit.enable_caching()
-            except RuntimeError:  # no file to key the disk cache on
-                self._jit = numba.njit(nogil=True)(self.function)
-            except Exception:
+            except RuntimeError:  # no source file to key the disk cache on
                 self._jit = numba.njit(nogil=True)(self.function)
         return self._jit
 
