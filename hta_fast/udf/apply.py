@@ -71,14 +71,17 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     """Runs `metric` once per (rank, group) over the selected events, in parallel.
 
     by        group keys inside each rank: "stream", "step", "name", "kind",
-              "kernel_class", "device", "pid", "tid", "window" (time buckets of every= ns
-              by start, from the selection window's start, else the earliest selected
-              event of all ranks); () gives one group per rank
+              "kernel_class", "device", "pid", "tid", "window" (time buckets of every=
+              ns from the selection window's start, else from the earliest selected
+              event of all ranks; an event that spans several buckets is in each, its
+              ts, end and dur clipped to the bucket; the key is the bucket's start);
+              () gives one group per rank
     kinds     which events: "gpu" (kernels, memcpy, memset; the default), "kernels",
               "cpu", "all", or a list of hta_fast.EventKind names
     flags     {"column": "regex"}: extra boolean columns, true for events whose name
               matches (re.search); evaluated once per distinct name
-    ranks, steps, window, streams, selection   the shared selection (analysis.select)
+    ranks, steps, window, streams, selection   the shared selection (analysis.select);
+              ts, end and dur are clipped to the selection window
 
     Returns a Result named after the metric: rank, the group keys, `events` (rows in the
     group) and the metric's value (int64, float64 or bool). Groups without events do not
