@@ -159,6 +159,19 @@ def test_bad_arguments(kwargs, message):
         udf.apply(total_dur, build([("a", 0, 1, 7, {})]), **kwargs)
 
 
+def test_metric_failing_while_running_is_named():
+    @udf.metric
+    def divides_by_zero(dur):
+        return dur[0] // (dur[0] - dur[0])
+    with pytest.raises(udf.MetricRunError, match="divides_by_zero raised ZeroDivisionError"):
+        udf.apply(divides_by_zero, build([("a", 0, 1, 7, {})]))
+
+
+def test_not_a_trace():
+    with pytest.raises(TypeError, match="over a Trace or a TraceSet.*got str"):
+        udf.apply(total_dur, "rank0.json")
+
+
 def test_unknown_column():
     with pytest.raises(ValueError, match="'duration' is not a column"):
         udf.apply(lambda duration: duration.sum(), build([("a", 0, 1, 7, {})]))

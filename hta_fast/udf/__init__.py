@@ -16,8 +16,8 @@ compiled metrics are cached on disk, so a second process does not compile them a
 """
 from .apply import KIND_SETS, apply
 from .columns import COLUMNS
-from .errors import MetricCompileError
+from .errors import MetricCompileError, MetricRunError
 from .groups import KEYS
 from .metric import Metric, metric
 
-__all__ = ["apply", "metric", "Metric", "MetricCompileError", "COLUMNS", "KEYS", "KIND_SETS"]
+__all__ = ["apply", "metric", "Metric", "MetricCompileError", "MetricRunError", "COLUMNS", "KEYS", "KIND_SETS"]

@@ -15,6 +15,7 @@ from ..traceset import TraceSet
 from . import columns as cols
 from . import groups
 from .driver import driver
+from .errors import MetricRunError
 from .metric import Metric
 
 # Named sets of event kinds for `kinds=`.
@@ -87,6 +88,9 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     group) and the metric's value (int64, float64 or bool). Groups without events do not
     appear. Each call sees its group's rows in start-time order.
     """
+    if not isinstance(traces, (Trace, TraceSet)):
+        raise TypeError(f"udf.apply runs over a Trace or a TraceSet (hta_fast.load, "
+                        f"hta_fast.load_dir), got {type(traces).__name__}")
     m = metric if isinstance(metric, Metric) else Metric(metric)
     by_keys = (by,) if isinstance(by, str) else tuple(by)
     flags = dict(flags or {})
@@ -133,7 +137,13 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     dtype = m.output_dtype(columns)
     out = np.zeros(len(offs) - 1, dtype)
     if len(out):
-        driver(m.function, m.name, m.compiled, len(columns))(offs, out, *columns)
+        run = driver(m.function, m.name, m.compiled, len(columns))
+        try:
+            run(offs, out, *columns)
+        except Exception as e:
+            cause = e.__cause__ or e.__context__ or e
+            raise MetricRunError(f"metric {m.name} raised {type(cause).__name__}: {cause} "
+                                 f"while running over the groups") from None
 
     table = {"rank": pa.array(np.concatenate(rank_col) if rank_col else np.empty(0, np.int64),
                               pa.int64())}
