@@ -172,6 +172,12 @@ def test_not_a_trace():
         udf.apply(total_dur, "rank0.json")
 
 
+def test_metric_name_clashing_with_a_key():
+    with pytest.raises(ValueError, match="metric name 'stream' is also a result column"):
+        udf.apply(udf.metric(name="stream")(lambda dur: dur.sum()),
+                  build([("a", 0, 1, 7, {})]), by="stream")
+
+
 def test_unknown_column():
     with pytest.raises(ValueError, match="'duration' is not a column"):
         udf.apply(lambda duration: duration.sum(), build([("a", 0, 1, 7, {})]))

@@ -95,6 +95,9 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     by_keys = (by,) if isinstance(by, str) else tuple(by)
     flags = dict(flags or {})
     groups.check_keys(by_keys, every)
+    if m.name in ("rank", "events") + by_keys:
+        raise ValueError(f"metric name {m.name!r} is also a result column; give the metric "
+                         f"another name (udf.metric(name=...))")
     cols.check_names(m.columns, flags)
     kind_codes = _kinds(kinds)
     sel = select.selection_of(selection, ranks, steps, window, streams)
@@ -151,9 +154,6 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
         table[k] = _key_column(k, key_vals[k], namers)
     table["events"] = pa.array(np.concatenate(counts) if counts else np.empty(0, np.int64),
                                pa.int64())
-    if m.name in table:
-        raise ValueError(f"metric name {m.name!r} clashes with a result column; "
-                         f"pass name= to metric()")
     table[m.name] = pa.array(out)
     return Result(m.name, pa.table(table), params={
         "by": by_keys, "kinds": kinds, "every": every, "flags": flags, "selection": sel})
