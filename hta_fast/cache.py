@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,7 @@ def _source_identity(path: str) -> dict[str, Any]:
     return {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _entry_dir(path: str, cache_dir: Optional[os.PathLike], options: dict) -> Path:
+def _entry_dir(path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict) -> Path:
     key = json.dumps([os.path.abspath(path), options], sort_keys=True).encode()
     return Path(cache_dir or default_cache_dir()) / hashlib.sha1(key).hexdigest()[:20]
 
@@ -110,7 +110,7 @@ def open_saved(directory: os.PathLike | str) -> Trace:
     return Trace(raw, meta, manifest.get("rank"))
 
 
-def lookup(path: str, cache_dir: Optional[os.PathLike], options: dict) -> Optional[Trace]:
+def lookup(path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict) -> Optional[Trace]:
     """The cached trace for `path`, or None when there is none or it is stale."""
     entry = _entry_dir(path, cache_dir, options)
     try:
@@ -129,6 +129,6 @@ def lookup(path: str, cache_dir: Optional[os.PathLike], options: dict) -> Option
         return None
 
 
-def store(trace: Trace, path: str, cache_dir: Optional[os.PathLike], options: dict) -> None:
+def store(trace: Trace, path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict) -> None:
     save(trace, _entry_dir(path, cache_dir, options), source=_source_identity(path),
          options=options)

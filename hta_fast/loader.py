@@ -7,7 +7,7 @@ import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from . import _core
 from .errors import TraceFormatError
@@ -19,7 +19,10 @@ PathLike = Union[str, os.PathLike]
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.zst", ".json.zstd")
 
 
-def _rules(kernel_classes: Optional[Sequence[tuple[str, Union[str, int, KernelClass]]]]):
+KernelClassRules = Optional[Sequence[tuple[str, Union[str, int, KernelClass]]]]
+
+
+def _rules(kernel_classes: KernelClassRules) -> list[tuple[str, int]]:
     """User kernel-class rules: (regex searched in the kernel name, class)."""
     out = []
     for pattern, cls in kernel_classes or ():
@@ -30,12 +33,14 @@ def _rules(kernel_classes: Optional[Sequence[tuple[str, Union[str, int, KernelCl
     return out
 
 
-def _read(source, path: Optional[str], threads: int, recover: bool, chunk_size: int,
-          kernel_classes) -> tuple[dict, TraceMeta]:
+def _read(source: Optional[Union[bytes, bytearray, memoryview]], path: Optional[str],
+          threads: int, recover: bool, chunk_size: int,
+          kernel_classes: KernelClassRules) -> tuple[dict, TraceMeta]:
     try:
         if path is not None:
             raw = _core.load_file(path, threads, recover, chunk_size, _rules(kernel_classes))
         else:
+            assert source is not None
             raw = _core.load_bytes(source, threads, recover, chunk_size, _rules(kernel_classes))
     except _core.FormatError as e:
         reason, offset = e.args
@@ -51,7 +56,7 @@ def _read(source, path: Optional[str], threads: int, recover: bool, chunk_size: 
 
 def load(source: Union[PathLike, bytes, bytearray, memoryview], *, threads: int = 0,
          recover: bool = False, cache: bool = False, cache_dir: Optional[PathLike] = None,
-         kernel_classes=None, chunk_size: int = 0, rank: Optional[int] = None) -> Trace:
+         kernel_classes: KernelClassRules = None, chunk_size: int = 0, rank: Optional[int] = None) -> Trace:
     """Loads one trace file (.json, .json.gz, .json.zst), the bytes of one, or a directory
     written by Trace.save.
 
@@ -111,7 +116,7 @@ def _trace_files(source: Union[PathLike, Iterable[PathLike]]) -> list[str]:
 
 def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
              skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], None]] = None,
-             **options) -> TraceSet:
+             **options: Any) -> TraceSet:
     """Loads one file per rank from a directory (or a list of files) into a TraceSet.
 
     The rank of each file is distributedInfo.rank, else the rank in its name, else 0 for a
@@ -142,9 +147,9 @@ def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Option
     for f, t in zip(files, loaded):
         if isinstance(t, TraceFormatError):
             warnings.warn(f"{f} is left out: {t.reason}", stacklevel=2)
-    loaded = [t if isinstance(t, Trace) else None for t in loaded]
-    files = [f for f, t in zip(files, loaded) if t is not None]
-    traces = [t for t in loaded if t is not None]
+    kept = [t if isinstance(t, Trace) else None for t in loaded]
+    files = [f for f, t in zip(files, kept) if t is not None]
+    traces = [t for t in kept if t is not None]
     if not traces:
         raise FileNotFoundError(f"no Chrome trace among {len(loaded)} file(s) in {source}")
     by_rank: dict[int, Trace] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import cast, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -248,8 +248,8 @@ def weighted_stats(group: ArrayLike, ts: ArrayLike, value: ArrayLike,
     if end_ts is not None:
         if np.ndim(end_ts) == 0:
             n_groups = int(np.count_nonzero(g[1:] != g[:-1])) + 1 if g.size else 0
-            ends = np.full(n_groups, operator.index(end_ts), dtype=np.int64)
+            ends = np.full(n_groups, operator.index(cast(int, end_ts)), dtype=np.int64)
         else:
-            ends = _int_column("end_ts", end_ts)
+            ends = _int_column("end_ts", cast(ArrayLike, end_ts))
     r = _ops.weighted_stats(g, t, v, ends, q, th)
     return WeightedStats(quantile_levels=q, thresholds=th, **r)

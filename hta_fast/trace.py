@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow
+from . import interop as _interop
 from .schema import STRING_ID_BASE
 
 TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
@@ -163,15 +164,25 @@ class Trace:
         return out
 
     # --- conversions --------------------------------------------------------------------
-    def to_pandas(self, table: str = "events"):
-        """A pandas DataFrame of one table (pandas is imported only here)."""
-        return getattr(self, "meta_events" if table == "meta" else table).to_pandas()
+    def to_arrow(self, table: str = "events") -> pa.Table:
+        """One table by name ("events", "kernel_args", ..., "meta" or "meta_events")."""
+        name = "meta_events" if table == "meta" else table
+        if name not in _interop.TRACE_TABLES:
+            raise ValueError(f"no table {table!r}; tables are {', '.join(_interop.TRACE_TABLES)}")
+        result: pa.Table = getattr(self, name)
+        return result
 
-    def to_polars(self, table: str = "events"):
-        import polars as pl
-        return pl.from_arrow(getattr(self, "meta_events" if table == "meta" else table))
+    def to_pandas(self, table: str = "events") -> Any:
+        """A pandas DataFrame of one table (pandas is imported only here); integer columns
+        with nulls are pandas nullable integers (see hta_fast.interop.to_pandas)."""
+        return _interop.to_pandas(self.to_arrow(table))
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def to_polars(self, table: str = "events") -> Any:
+        """A Polars DataFrame of one table (Polars is optional)."""
+        return _interop.to_polars(self.to_arrow(table))
+
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object:
+        """The events table as an Arrow C stream (PyCapsule)."""
         return self.events.__arrow_c_stream__(requested_schema)
 
     def save(self, directory: str | os.PathLike) -> None:

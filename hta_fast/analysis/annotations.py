@@ -66,7 +66,8 @@ def _nesting_depth(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.arange(len(ts)) - np.searchsorted(ends, ts, side="right")
 
 
-def innermost_annotation(ann_ts, ann_end, k_ts, k_end) -> np.ndarray:
+def innermost_annotation(ann_ts: np.ndarray, ann_end: np.ndarray, k_ts: np.ndarray,
+                         k_end: np.ndarray) -> np.ndarray:
     """Index into the annotations of one track of the innermost annotation overlapping
     each [k_ts, k_end) (-1: none). Overlap: a.ts < k_end and k_ts < a.end (a zero-length
     event overlaps an annotation that holds its start)."""

@@ -20,11 +20,12 @@ import gzip
 import json
 import os
 import re
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import select
@@ -38,8 +39,9 @@ _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 def trace_with_counters(traces: Union[Trace, TraceSet], *, out_dir: Optional[str] = None,
                         suffix: str = "_with_counters",
-                        series: Sequence[str] = SERIES, ranks=None, steps=None, window=None,
-                        streams=None, selection: Optional[Selection] = None) -> Result:
+                        series: Sequence[str] = SERIES,
+                        ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                        streams: Streams = None, selection: Optional[Selection] = None) -> Result:
     """Writes, for every selected rank, its trace file with counter events added.
 
     out_dir   folder for the copies (default: beside each trace); a copy is named like its
@@ -56,13 +58,14 @@ def trace_with_counters(traces: Union[Trace, TraceSet], *, out_dir: Optional[str
     if unknown:
         raise ValueError(f"unknown series {sorted(unknown)}; choose from {SERIES}")
     sel = select.selection_of(selection, ranks, steps, window, streams)
-    rows = {"rank": [], "path": [], "queue_length_events": [], "bandwidth_events": []}
+    rows: dict[str, list[Any]] = {"rank": [], "path": [], "queue_length_events": [],
+                                  "bandwidth_events": []}
     for rank, trace, _ in select.each_rank(traces, sel):
-        one = dict(selection=Selection(ranks=[rank], steps=sel.steps, window=sel.window,
-                                       streams=sel.streams,
-                                       before_last_step=sel.before_last_step))
-        q = queue_length(traces, **one).table if "queue_length" in series else None
-        b = memory_bandwidth(traces, **one).table if "memcpy_bandwidth" in series else None
+        one = Selection(ranks=[rank], steps=sel.steps, window=sel.window, streams=sel.streams,
+                        before_last_step=sel.before_last_step)
+        q = queue_length(traces, selection=one).table if "queue_length" in series else None
+        b = memory_bandwidth(traces, selection=one).table if "memcpy_bandwidth" in series \
+            else None
         path = output_path(trace, out_dir, suffix)
         nq, nb = write_counters(trace, path, queue=q, bandwidth=b)
         rows["rank"].append(rank)
@@ -147,6 +150,8 @@ def write_counters(trace: Trace, path: str, queue: Optional[pa.Table] = None,
     """Copies trace's file to path with the counter events spliced into traceEvents."""
     events, nq, nb = counter_events(trace, queue, bandwidth)
     src = trace.meta.path
+    if src is None:
+        raise ValueError("the trace was loaded from bytes: there is no file to copy")
     if os.path.abspath(src) == os.path.abspath(path):
         raise ValueError(f"the copy would overwrite its trace: {path}")
     with _open(src, "rb") as fin, _open(path, "wb") as fout:
@@ -154,7 +159,7 @@ def write_counters(trace: Trace, path: str, queue: Optional[pa.Table] = None,
     return nq, nb
 
 
-def _open(path: str, mode: str):
+def _open(path: str, mode: str) -> Any:
     if path.endswith(".gz"):
         return gzip.open(path, mode, compresslevel=6 if "w" in mode else 9)
     if path.endswith(".zst"):
@@ -166,7 +171,7 @@ def _open(path: str, mode: str):
     return open(path, mode)
 
 
-def _splice(fin, fout, events: list[str]) -> None:
+def _splice(fin: Any, fout: Any, events: list[str]) -> None:
     """Copies fin to fout, inserting `events` right after the "traceEvents": [ that holds
     the events (the first such key outside a string)."""
     head = b""

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .select import Ranks, Steps, Streams, Window
 from .fields import NS
 from ..schema import EventKind
 from ..trace import Trace
@@ -87,7 +88,7 @@ def _counter_array(values: np.ndarray) -> pa.Array:
     return arr
 
 
-def _stacks(trace: Trace, launches: np.ndarray):
+def _stacks(trace: Trace, launches: np.ndarray) -> tuple[pa.Array, pa.Array, pa.Array]:
     """op_stack (list of cpu_op names, outermost first), top and bottom op per launch row."""
     parent = trace.column("events", "parent")
     kind = trace.column("events", "kind")
@@ -121,8 +122,9 @@ def _stacks(trace: Trace, launches: np.ndarray):
     return stacks, top, bottom
 
 
-def cupti_counters(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, window=None,
-                   streams=None, selection: Optional[Selection] = None) -> Result:
+def cupti_counters(traces: Union[Trace, TraceSet], *,
+                   ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                   streams: Streams = None, selection: Optional[Selection] = None) -> Result:
     """One row per profiled kernel range: rank, ts, dur (ns), name (the kernel), pid, tid,
     launch_ts
     (start of its launch), op_stack (list of CPU op names enclosing the launch, outermost

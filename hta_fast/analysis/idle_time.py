@@ -20,6 +20,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .. import ops
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -49,7 +50,8 @@ STATS_SCHEMA = pa.schema([
 ])
 
 
-def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarray):
+def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Idle intervals of every stream: (stream, gap start, gap length, row ending it).
 
     Rows are indexes into the inputs. Uses ops.group_gaps on doubled times with each end
@@ -69,8 +71,9 @@ def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarr
 
 
 def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_delay: int = 30_000,
-                        interval_stats: bool = False, ranks=None, steps=None, window=None,
-                        streams=None, selection: Optional[select.Selection] = None) -> Result:
+                        interval_stats: bool = False,
+                        ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                        streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
     """Per (rank, stream, idle_category): idle_time (int64 ns), idle_time_ratio (its share
     of the stream's idle time; null when the stream is never idle) and the number of
     intervals. consecutive_kernel_delay is in ns. Streams come in order of their first

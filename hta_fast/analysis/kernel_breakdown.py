@@ -17,11 +17,12 @@ across ranks (number of ranks running it, min, max, mean of the per-rank totals)
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .. import ops
 from ..schema import KernelClass
 from ..trace import Trace
@@ -62,7 +63,7 @@ def type_label(mask: int, n_types: int) -> str:
     return " overlapping ".join(TYPE_NAMES[i] for i in range(n_types) if mask >> i & 1)
 
 
-def group_stats(keys: np.ndarray, values: np.ndarray):
+def group_stats(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per distinct key (ascending): count, sum, max, min, mean, stddev (ddof=1; NaN for
     one value) of int64 values."""
     order = np.argsort(keys, kind="stable")
@@ -93,9 +94,9 @@ def kept_names(sums: np.ndarray, duration_ratio: float, num_kernels: int) -> np.
 
 
 def kernel_breakdown(traces: Union[Trace, TraceSet], *, duration_ratio: float = 0.8,
-                     num_kernels: int = 10, include_memory_kernels: bool = True, ranks=None,
-                     steps=None, window=None, streams=None,
-                     selection: Optional[select.Selection] = None) -> Result:
+                     num_kernels: int = 10, include_memory_kernels: bool = True,
+                     ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                     streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
     """Per rank: time per exact set of running kernel types and its percentage of the
     rank's GPU busy time (types COMPUTATION, COMMUNICATION, and MEMORY unless
     include_memory_kernels=False); side tables "kernels" and "distribution" (see the
@@ -108,7 +109,8 @@ def kernel_breakdown(traces: Union[Trace, TraceSet], *, duration_ratio: float = 
     n_types = 3 if include_memory_kernels else 2
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
     kern: dict[str, list] = {f.name: [] for f in KERNELS_SCHEMA}
-    full = []  # (kernel_type, name, rank, sum) of every kernel, before folding
+    # (kernel_type, name, rank, sum) of every kernel, before folding
+    full: list[tuple[str, str, int, int]] = []
     notes = []
     for rank, trace, mask in select.each_rank(traces, sel):
         w = gpu_work(trace, mask, sel.window)
@@ -160,7 +162,8 @@ def kernel_breakdown(traces: Union[Trace, TraceSet], *, duration_ratio: float = 
                           "include_memory_kernels": include_memory_kernels, "selection": sel})
 
 
-def _add_kernel(kern: dict, rank, kernel_type, name, count, total, vmax, vmin, mean, std) -> None:
+def _add_kernel(kern: dict, rank: int, kernel_type: str, name: str, count: Any, total: Any,
+                vmax: Any, vmin: Any, mean: Any, std: Any) -> None:
     kern["rank"].append(rank)
     kern["kernel_type"].append(kernel_type)
     kern["name"].append(name)

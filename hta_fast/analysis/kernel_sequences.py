@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -143,13 +143,15 @@ class _Number(float):
     """A JSON number with the text it was written as, so that microsecond timestamps
     convert to nanoseconds exactly (a double cannot hold 1.7e18 to the nanosecond)."""
 
-    def __new__(cls, text: str):
+    text: str
+
+    def __new__(cls, text: str) -> "_Number":
         obj = super().__new__(cls, text)
         obj.text = text
         return obj
 
 
-def _ns(ts) -> int:
+def _ns(ts: Any) -> int:
     """A trace timestamp (µs: int, JSON number or numeric string) as integer ns."""
     from decimal import Decimal
 
@@ -196,7 +198,7 @@ def _write_overlay(trace: Trace, occ: pa.Table, gpu: np.ndarray, root: np.ndarra
             continue
         p = keys.get(key)
         if p is not None:
-            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            args: dict[str, Any] = e["args"] if isinstance(e.get("args"), dict) else {}
             args["Patterns"] = {p: counts[p]}
             e["args"] = args
         elif compress_other_kernels:

@@ -15,6 +15,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .fields import NS
 from .. import ops
 from ..schema import EventKind
@@ -39,7 +40,8 @@ def copy_type(name: str, kind: int) -> str:
     return "Memcpy Unknown"
 
 
-def memory_rows(trace: Trace, mask: Optional[np.ndarray]):
+def memory_rows(trace: Trace, mask: Optional[np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of memcpy/memset events kept by mask, their copy types (strings, per row) and
     bandwidth in GB/s (NaN where neither the bandwidth nor the bytes are known)."""
     col = trace.column
@@ -71,8 +73,9 @@ def memory_rows(trace: Trace, mask: Optional[np.ndarray]):
     return rows, types, bw
 
 
-def memory_bandwidth(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, window=None,
-                     streams=None, selection: Optional[Selection] = None) -> Result:
+def memory_bandwidth(traces: Union[Trace, TraceSet], *,
+                     ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                     streams: Streams = None, selection: Optional[Selection] = None) -> Result:
     """Bandwidth per (rank, copy type) over time.
 
     Main table: one row per change point: rank, name (copy type), pid (of the type's first
@@ -135,7 +138,8 @@ def memory_bandwidth(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, 
     }, notes=notes, params={"selection": sel})
 
 
-def bandwidth_steps(group: np.ndarray, start: np.ndarray, end: np.ndarray, bw: np.ndarray):
+def bandwidth_steps(group: np.ndarray, start: np.ndarray, end: np.ndarray, bw: np.ndarray
+                    ) -> tuple[ops.StepSeries, np.ndarray]:
     """Step functions of summed bandwidth per group: (StepSeries, values) with values exactly
     0 where no copy of the group runs."""
     g2 = np.concatenate([group, group])

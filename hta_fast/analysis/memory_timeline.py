@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,7 @@ COLUMNS = tuple(c.lower().replace(" ", "_") for c in CATEGORIES)
 BYTES = {"unit": "B"}
 
 
-def _read(source) -> list:
+def _read(source: Union[str, os.PathLike, bytes, Sequence]) -> Any:
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         if data[:2] == b"\x1f\x8b":
@@ -43,7 +43,7 @@ def _read(source) -> list:
     return list(source)
 
 
-def raw_entries(source) -> np.ndarray:
+def raw_entries(source: Union[str, os.PathLike, bytes, Sequence]) -> np.ndarray:
     """The entries as an (n, 4) int64 array: time, action, bytes, category."""
     doc = _read(source)
     if not isinstance(doc, list):

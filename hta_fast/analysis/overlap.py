@@ -13,6 +13,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .. import ops
 from ..schema import KernelClass
 from ..trace import Trace
@@ -30,8 +31,9 @@ SCHEMA = pa.schema([
 ])
 
 
-def comm_comp_overlap(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, window=None,
-                      streams=None, selection: Optional[select.Selection] = None) -> Result:
+def comm_comp_overlap(traces: Union[Trace, TraceSet], *,
+                      ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                      streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
     """Per rank: comp_comm_overlap_pctg (float64, null without communication), comm_time
     (length of the union of communication kernels) and overlap_time (the part of it during
     which computation runs), in int64 ns."""

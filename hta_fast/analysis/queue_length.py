@@ -12,6 +12,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .fields import NS
 from .. import ops
 from ..schema import EventKind
@@ -24,7 +25,8 @@ from .select import Selection
 QUANTILES = (0.25, 0.5, 0.75)
 
 
-def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window=None):
+def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window: Window = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The launches counted in the queues: one entry per runtime/driver call that queued GPU
     work, on the stream of its first GPU event, from the call's start until that event starts
     (a graph launch is one entry, however many kernels it runs).
@@ -85,8 +87,8 @@ def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) 
 
 
 def queue_length(traces: Union[Trace, TraceSet], *, max_queue_length: int = 1024,
-                 ranks=None, steps=None, window=None, streams=None,
-                 selection: Optional[Selection] = None) -> Result:
+                 ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                 streams: Streams = None, selection: Optional[Selection] = None) -> Result:
     """Queue length per (rank, stream) over time.
 
     Main table: one row per change point (distinct time at which a stream's queue changes):
@@ -169,7 +171,7 @@ def _without_window(sel: Selection) -> Selection:
     return dataclasses.replace(sel, window=None)
 
 
-def _trace_span(trace: Trace, mask: Optional[np.ndarray], window) -> int:
+def _trace_span(trace: Trace, mask: Optional[np.ndarray], window: Window) -> int:
     """First start to last end of the selected events (clipped to the window)."""
     if mask is None and window is None:  # the whole trace's: the same for every call
         return derived.remember(trace, "span", lambda: _selected_span(trace, None, None))

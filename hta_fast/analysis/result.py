@@ -7,6 +7,8 @@ from typing import Any, Iterable, Mapping, Optional
 
 import pyarrow as pa
 
+from .. import interop
+
 
 class Result:
     """An analysis result.
@@ -32,17 +34,20 @@ class Result:
         return self.table if which is None else self[which]
 
     def to_arrow(self, which: Optional[str] = None) -> pa.Table:
+        """The main table, or the side table named `which`."""
         return self._pick(which)
 
-    def to_pandas(self, which: Optional[str] = None):
-        """A pandas DataFrame (pandas is imported only here)."""
-        return self._pick(which).to_pandas()
+    def to_pandas(self, which: Optional[str] = None) -> Any:
+        """A pandas DataFrame (pandas is imported only here); integer columns with nulls
+        are pandas nullable integers (see hta_fast.interop.to_pandas)."""
+        return interop.to_pandas(self._pick(which))
 
-    def to_polars(self, which: Optional[str] = None):
-        import polars as pl
-        return pl.from_arrow(self._pick(which))
+    def to_polars(self, which: Optional[str] = None) -> Any:
+        """A Polars DataFrame (Polars is optional: an ImportError says how to install it)."""
+        return interop.to_polars(self._pick(which))
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object:
+        """The main table as an Arrow C stream (PyCapsule), for any Arrow consumer."""
         return self.table.__arrow_c_stream__(requested_schema)
 
     def __len__(self) -> int:

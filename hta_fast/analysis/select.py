@@ -8,13 +8,19 @@ of the launch that queued it, so a kernel that runs past the step's end stays in
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
+
+# The selection keywords every analysis takes.
+Ranks = Optional[Sequence[int]]
+Steps = Optional[Sequence[int]]
+Window = Optional[tuple[int, int]]
+Streams = Optional[Sequence[int]]
 
 GPU_WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
 GPU_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset,
@@ -77,7 +83,7 @@ class Selection:
         return keep
 
 
-def _frozen(value):
+def _frozen(value: Optional[Sequence[int]]) -> Optional[tuple[int, ...]]:
     return None if value is None else tuple(value)
 
 
@@ -110,11 +116,11 @@ def as_traceset(traces: Union[Trace, TraceSet]) -> TraceSet:
     return traces if isinstance(traces, TraceSet) else TraceSet({traces.rank: traces})
 
 
-def selection_of(selection: Optional[Selection], ranks=None, steps=None, window=None,
-                 streams=None) -> Selection:
+def selection_of(selection: Optional[Selection], ranks: Ranks = None, steps: Steps = None,
+                 window: Window = None, streams: Streams = None) -> Selection:
     """The Selection an analysis runs with: an explicit one, updated by any keywords."""
     base = selection or Selection()
-    changes = {k: v for k, v in dict(ranks=ranks, steps=steps, window=window,
+    changes: dict[str, Any] = {k: v for k, v in dict(ranks=ranks, steps=steps, window=window,
                                      streams=streams).items() if v is not None}
     return dataclasses.replace(base, **changes) if changes else base
 

@@ -10,11 +10,12 @@ were flagged, then by how late they started on average.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .fields import NS
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
@@ -52,8 +53,9 @@ def _with_units(table: pa.Table, columns: Sequence[str]) -> pa.Table:
 
 
 def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
-               min_duration_ratio: float = 0.01, ranks=None, steps=None, window=None,
-               streams=None, selection: Optional[Selection] = None) -> Result:
+               min_duration_ratio: float = 0.01,
+               ranks: Ranks = None, steps: Steps = None, window: Window = None,
+               streams: Streams = None, selection: Optional[Selection] = None) -> Result:
     """Potential straggler ranks.
 
     Tables: main (one row per rank that ran the probe kernel, strongest straggler first):
@@ -66,10 +68,12 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
     """
     sel = select.selection_of(selection, ranks, steps, window, streams)
     num_candidates = max(1, int(num_candidates))
-    params = {"num_candidates": num_candidates, "min_duration_ratio": min_duration_ratio,
-              "steps": None if sel.steps is None else list(sel.steps)}
+    params: dict[str, Any] = {"num_candidates": num_candidates,
+                              "min_duration_ratio": min_duration_ratio,
+                              "steps": None if sel.steps is None else list(sel.steps)}
 
-    t_min = None
+    t_min: Optional[int] = None
+    t_end: Optional[int] = None
     t_end = None
     step_values: set[int] = set()
     parts = []
@@ -99,7 +103,7 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
                           .astype(np.int64), step[comm].astype(np.int64),
                           col("events", "ts")[comm], col("events", "dur")[comm], names))
 
-    if t_min is None:
+    if t_min is None or t_end is None:
         return _empty(["no events inside profiler steps"], params)
     n_steps = len(step_values)
     mean_step = (t_end - t_min) / n_steps

@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from .select import Ranks, Steps, Streams, Window
 from .fields import NS, PCT
 from .. import ops
 from ..schema import KernelClass
@@ -78,8 +79,9 @@ _FIELDS = [
 SCHEMA = pa.schema(_FIELDS)
 
 
-def temporal_breakdown(traces: Union[Trace, TraceSet], *, ranks=None, steps=None, window=None,
-                       streams=None, selection: Optional[select.Selection] = None) -> Result:
+def temporal_breakdown(traces: Union[Trace, TraceSet], *,
+                       ranks: Ranks = None, steps: Steps = None, window: Window = None,
+                       streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
     """Per rank: idle_time, compute_time, non_compute_time, kernel_time (int64 ns) and the
     first three as percentages of kernel_time.
 

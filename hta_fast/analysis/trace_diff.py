@@ -7,7 +7,7 @@ default each side uses its smallest rank and its first profiler step.
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +47,8 @@ def short_name(name: str) -> str:
     return s.split(" ")[-1]
 
 
-def _side(traces: Union[Trace, TraceSet], ranks, steps, device: str, use_short: bool):
+def _side(traces: Union[Trace, TraceSet], ranks: Optional[Union[int, Sequence[int]]],
+          steps: Optional[Union[int, Sequence[int]]], device: str, use_short: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], list[int]]:
     """(names, counts, total durations) of one side, grouped by (short) name. Events
     belong to the step of steps_of()."""
     ts = select.as_traceset(traces)
@@ -198,7 +199,7 @@ def trace_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], *,
     return Result("trace_diff", table, params=params)
 
 
-def ops_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], **kwargs
+def ops_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], **kwargs: Any
              ) -> dict[str, list[str]]:
     """Names by change of count: {"added", "deleted", "increased", "decreased",
     "unchanged"} -> sorted names. Keywords as trace_diff."""

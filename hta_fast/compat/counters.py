@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TYPE_CHECKING
 
 import numpy as np
 
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
 from ..analysis import derived, select
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from .trace_analysis import TraceAnalysis
+    from ..trace import Trace
+    from ..traceset import TraceSet
 
 STATS = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 
@@ -40,9 +46,9 @@ class TimeSeriesTypes(enum.Flag):
 
 
 # --- the reference's clock ---------------------------------------------------------------
-def _kept_rows(trace) -> np.ndarray:
+def _kept_rows(trace: Trace) -> np.ndarray:
     """Events the reference loads: those with a category other than "Trace" (read-only)."""
-    def compute():
+    def compute() -> np.ndarray:
         import pyarrow.compute as pc
         cat = trace.column("events", "cat")
         trace_ids = np.flatnonzero(pc.equal(trace.strings, "Trace").to_numpy(zero_copy_only=False))
@@ -50,20 +56,20 @@ def _kept_rows(trace) -> np.ndarray:
     return derived.remember(trace, "kept_rows", compute)
 
 
-def _first_kept_start(trace) -> Optional[int]:
-    def compute():
+def _first_kept_start(trace: Trace) -> Optional[int]:
+    def compute() -> Optional[int]:
         starts = trace.column("events", "ts")[_kept_rows(trace)]
         return int(starts.min()) if len(starts) else None
     return derived.remember(trace, "first_kept_start", compute)
 
 
-def origin_ns(traces) -> int:
+def origin_ns(traces: TraceSet) -> int:
     """The reference's time zero: the first start of any loaded event of any rank."""
     starts = [s for s in (_first_kept_start(t) for t in traces.values()) if s is not None]
     return min(starts) if starts else 0
 
 
-def _us(ns: np.ndarray):
+def _us(ns: np.ndarray) -> np.ndarray:
     """Nanoseconds as microseconds: int64 when all are whole, else float64."""
     ns = np.asarray(ns, np.int64)
     if np.all(ns % 1000 == 0):
@@ -71,18 +77,18 @@ def _us(ns: np.ndarray):
     return ns / 1000.0
 
 
-def _ranks(analysis, ranks: Optional[List[int]]) -> List[int]:
+def _ranks(analysis: TraceAnalysis, ranks: Optional[List[int]]) -> List[int]:
     if ranks is not None:
         return list(ranks)
     have = analysis.traces.ranks
     return [0] if 0 in have or not have else [have[0]]
 
 
-def _selection(analysis, ranks):
+def _selection(analysis: TraceAnalysis, ranks: Optional[List[int]]) -> select.Selection:
     return dataclasses.replace(analysis.selection, ranks=_ranks(analysis, ranks))
 
 
-def _rank_duration_us(analysis, rank: int) -> float:
+def _rank_duration_us(analysis: TraceAnalysis, rank: int) -> float:
     """The reference's trace duration of a rank: last start - first start of its events."""
     trace = analysis.traces[rank]
     keep = _kept_rows(trace)
@@ -183,7 +189,8 @@ def get_queue_length_summary(analysis, ranks: Optional[List[int]] = None):
     return _describe_frame(parts, ["rank", "stream"], "queue_length") if parts else None
 
 
-def get_queue_length_summary_from_time_series(analysis, queue_length_dict: Dict):
+def get_queue_length_summary_from_time_series(analysis: TraceAnalysis, queue_length_dict: Dict
+                                              ) -> Optional[pd.DataFrame]:
     """Time-weighted statistics per (rank, stream) of the given series: each value weighted
     by the time it holds, from the stream's first row to its last; count = rows."""
     if not queue_length_dict:
@@ -200,8 +207,8 @@ def get_queue_length_summary_from_time_series(analysis, queue_length_dict: Dict)
     return _describe_frame(parts, ["rank", "stream"], "queue_length")
 
 
-def get_time_spent_blocked_on_full_queue(analysis, queue_length_dict: Dict,
-                                         max_queue_length: int = 1024):
+def get_time_spent_blocked_on_full_queue(analysis: TraceAnalysis, queue_length_dict: Dict,
+                                         max_queue_length: int = 1024) -> pd.DataFrame:
     """Per (rank, stream) whose queue reaches max_queue_length for some time: that time (us)
     and its share of the rank's trace duration (a fraction, as in the reference)."""
     import pandas as pd
@@ -265,7 +272,8 @@ def get_memory_bw_time_series(analysis, ranks: Optional[List[int]] = None) -> Di
             for rank, s in _each_series(analysis, ranks, _bandwidth_series)}
 
 
-def get_memory_bw_summary(analysis, ranks: Optional[List[int]] = None):
+def get_memory_bw_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                          ) -> Optional[pd.DataFrame]:
     """Time-weighted bandwidth statistics per (rank, name) over the time a copy of that type
     runs; count = rows with a positive bandwidth. None without copies; an empty frame when no
     copy has a known bandwidth."""
@@ -280,7 +288,8 @@ def get_memory_bw_summary(analysis, ranks: Optional[List[int]] = None):
 
 
 # --- counters in the trace ---------------------------------------------------------------
-def generate_trace_with_counters(analysis, time_series=None, ranks: Optional[List[int]] = None,
+def generate_trace_with_counters(analysis: TraceAnalysis, time_series: Any = None,
+                                 ranks: Optional[List[int]] = None,
                                  output_suffix: str = "_with_counters") -> None:
     """Writes each rank's trace beside it, named with output_suffix before ".json", with
     "Queue Length" (one per stream) and memcpy bandwidth counter events added."""
@@ -291,7 +300,7 @@ def generate_trace_with_counters(analysis, time_series=None, ranks: Optional[Lis
                         selection=_selection(analysis, ranks))
 
 
-def _series_names(time_series) -> tuple:
+def _series_names(time_series: Any) -> tuple:
     if time_series is None:
         return ("queue_length", "memcpy_bandwidth")
     items = time_series if isinstance(time_series, (list, tuple, set, frozenset)) else [time_series]
@@ -346,7 +355,7 @@ def _weighted_describe(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
     return st.groups, rows
 
 
-def _describe_frame(parts, index_names, value_name):
+def _describe_frame(parts: list, index_names: List[str], value_name: str) -> pd.DataFrame:
     import pandas as pd
 
     columns = pd.MultiIndex.from_product([[value_name], STATS])

@@ -9,18 +9,22 @@ without communication gives NaN instead of an exception).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, TYPE_CHECKING, Tuple
 
 import numpy as np
 
 from ..analysis import idle_time, kernel_breakdown, overlap, temporal
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from .trace_analysis import TraceAnalysis
 
 US = 1000.0  # ns per µs
 
 _TEMPORAL_COLUMNS = ["idle_time", "compute_time", "non_compute_time", "kernel_time"]
 
 
-def get_temporal_breakdown(analysis, visualize: bool = False):
+def get_temporal_breakdown(analysis: TraceAnalysis, visualize: bool = False) -> pd.DataFrame:
     import pandas as pd
     t = temporal.temporal_breakdown(analysis.traces, selection=analysis.selection).table
     df = pd.DataFrame({"rank": np.asarray(t["rank"], np.int64)})
@@ -38,7 +42,7 @@ def get_temporal_breakdown(analysis, visualize: bool = False):
     return df
 
 
-def _stream_dtype(analysis, ranks) -> np.dtype:
+def _stream_dtype(analysis: TraceAnalysis, ranks: List[int]) -> np.dtype:
     """The smallest integer dtype holding -1 and every stream id of these ranks (the
     reference downcasts its integer columns so)."""
     lo, hi = -1, -1
@@ -53,10 +57,11 @@ def _stream_dtype(analysis, ranks) -> np.dtype:
     return np.dtype(np.int64)
 
 
-def get_idle_time_breakdown(analysis, ranks: Optional[List[int]] = None,
+def get_idle_time_breakdown(analysis: TraceAnalysis, ranks: Optional[List[int]] = None,
                             streams: Optional[List[int]] = None, visualize: bool = False,
                             visualize_pctg: bool = True, show_idle_interval_stats: bool = False,
-                            consecutive_kernel_delay: int = 30) -> Tuple[object, Optional[object]]:
+                            consecutive_kernel_delay: int = 30
+                            ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     """(breakdown DataFrame, interval statistics DataFrame or None). ranks default to [0];
     consecutive_kernel_delay is in µs, as the reference applies it."""
     import pandas as pd
@@ -109,8 +114,10 @@ def get_idle_time_breakdown(analysis, ranks: Optional[List[int]] = None,
     return result, stats
 
 
-def get_gpu_kernel_breakdown(analysis, visualize: bool = False, duration_ratio: float = 0.8,
-                             num_kernels: int = 10, include_memory_kernels: bool = True):
+def get_gpu_kernel_breakdown(analysis: TraceAnalysis, visualize: bool = False,
+                             duration_ratio: float = 0.8, num_kernels: int = 10,
+                             include_memory_kernels: bool = True
+                             ) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """(kernel type DataFrame, per kernel DataFrame)."""
     import pandas as pd
     res = kernel_breakdown.kernel_breakdown(
@@ -147,7 +154,7 @@ def get_gpu_kernel_breakdown(analysis, visualize: bool = False, duration_ratio: 
     return types, kernels
 
 
-def get_comm_comp_overlap(analysis, visualize: bool = False):
+def get_comm_comp_overlap(analysis: TraceAnalysis, visualize: bool = False) -> pd.DataFrame:
     import pandas as pd
     t = overlap.comm_comp_overlap(analysis.traces, selection=analysis.selection).table
     pct = t["comp_comm_overlap_pctg"].to_numpy(zero_copy_only=False).astype(np.float64)

@@ -7,7 +7,7 @@ annotations, steps); this module only selects, renames and converts units.
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -18,23 +18,29 @@ from ..analysis import op_kernels as ok_mod
 from ..analysis import select
 from ..analysis import steps as steps_mod
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+    from .trace_analysis import TraceAnalysis
+
 US = 1e-3  # ns -> µs
 
 
-def _default_ranks(analysis, ranks: Optional[List[int]]) -> List[int]:
+def _default_ranks(analysis: TraceAnalysis, ranks: Optional[List[int]]) -> List[int]:
     if ranks:
         return list(ranks)
     known = analysis.traces.ranks
     return [0] if 0 in known or not known else [known[0]]
 
 
-def _us(table, column):
+def _us(table: pa.Table, column: str) -> np.ndarray:
     return table.column(column).to_numpy().astype(np.float64) * US
 
 
-def get_cuda_kernel_launch_stats(analysis, ranks: Optional[List[int]] = None,
+def get_cuda_kernel_launch_stats(analysis: TraceAnalysis, ranks: Optional[List[int]] = None,
                                  runtime_cutoff: int = 50, launch_delay_cutoff: int = 100,
-                                 include_memory_events: bool = True, visualize: bool = False):
+                                 include_memory_events: bool = True, visualize: bool = False
+                                 ) -> Dict[int, pd.DataFrame]:
     """{rank: DataFrame[correlation, cpu_duration, gpu_duration, launch_delay]} (µs).
     Cutoffs are in µs, as in the reference; they only drive the plots."""
     import pandas as pd
@@ -58,7 +64,8 @@ def get_cuda_kernel_launch_stats(analysis, ranks: Optional[List[int]] = None,
     return out
 
 
-def _plot_launch_stats(rank, df, runtime_cutoff, launch_delay_cutoff):
+def _plot_launch_stats(rank: int, df: pd.DataFrame, runtime_cutoff: float,
+                       launch_delay_cutoff: float) -> None:
     import plotly.express as px
 
     px.scatter(df, x="cpu_duration", y="gpu_duration",
@@ -75,8 +82,8 @@ ATEN_COLUMNS = ["aten_op_name", "kernel_sequence", "occurrence_count",
                 "avg_aten_op_launch_delay", "avg_runtime_delay"]
 
 
-def get_aten_op_kernels_and_delay(analysis, ranks: Optional[List[int]] = None,
-                                  sort_by: Optional[List[str]] = None):
+def get_aten_op_kernels_and_delay(analysis: TraceAnalysis, ranks: Optional[List[int]] = None,
+                                  sort_by: Optional[List[str]] = None) -> Dict[int, pd.DataFrame]:
     """{rank: DataFrame[aten_op_name, kernel_sequence, occurrence_count,
     avg_aten_op_launch_delay, avg_runtime_delay]} (delays in µs, rounded to 3 decimals),
     sorted by `sort_by` (default occurrence_count) descending; the index holds each row's
@@ -101,17 +108,17 @@ def get_aten_op_kernels_and_delay(analysis, ranks: Optional[List[int]] = None,
     return out
 
 
-def get_profiler_steps(analysis) -> List[int]:
+def get_profiler_steps(analysis: TraceAnalysis) -> List[int]:
     """Sorted distinct step numbers over all ranks (the dropped last step excluded unless
     include_last_profiler_step)."""
     res = steps_mod.profiler_steps(analysis.traces, selection=analysis.selection)
     return [int(s) for s in res["steps"].column("step").to_pylist()]
 
 
-def get_frequent_cuda_kernel_sequences(analysis, operator_name: str, output_dir: str,
+def get_frequent_cuda_kernel_sequences(analysis: TraceAnalysis, operator_name: str, output_dir: str,
                                        min_pattern_len: int = 3, rank: int = 0, top_k: int = 5,
-                                       visualize: bool = False,
-                                       compress_other_kernels: bool = True):
+                                       visualize: bool = False, compress_other_kernels: bool = True
+                                       ) -> pd.DataFrame:
     """pattern, count, GPU kernel duration (us), CPU op duration (us) for the outermost
     operators whose name contains operator_name (as the reference matches it), sorted by
     count descending then pattern; writes output_dir/overlaid_<trace file>. An empty
@@ -164,7 +171,7 @@ def shorten_name(name: str) -> str:
     return "".join(out).split(" ")[-1]
 
 
-def _aligned_origin(analysis) -> int:
+def _aligned_origin(analysis: TraceAnalysis) -> int:
     """The earliest event start over all ranks (ns): the reference's time zero."""
     import pyarrow.compute as pc
 
@@ -179,13 +186,14 @@ def _aligned_origin(analysis) -> int:
     return min(starts) if starts else 0
 
 
-def _has_kind(analysis, kind) -> bool:
+def _has_kind(analysis: TraceAnalysis, kind: int) -> bool:
     return any(bool((t.column("events", "kind") == kind).any())
                for t in analysis.traces.values())
 
 
-def get_gpu_kernels_with_user_annotations(analysis, rank: int, expand_names: bool = True,
-                                          shorten_names: bool = True):
+def get_gpu_kernels_with_user_annotations(analysis: TraceAnalysis, rank: int,
+                                          expand_names: bool = True, shorten_names: bool = True
+                                          ) -> Optional[pd.DataFrame]:
     """GPU work events of `rank` with the innermost GPU annotation over each: columns
     name, cat, pid, tid, ts, dur, end (µs, ts from the earliest event of all ranks), stream,
     correlation, user_annotation (the annotation's name, "" for none) and, with
@@ -222,10 +230,11 @@ def get_gpu_kernels_with_user_annotations(analysis, rank: int, expand_names: boo
     return df
 
 
-def get_gpu_user_annotation_breakdown(analysis, use_gpu_annotation: bool = True,
+def get_gpu_user_annotation_breakdown(analysis: TraceAnalysis, use_gpu_annotation: bool = True,
                                       visualize: bool = False, duration_ratio: float = 0.8,
                                       num_kernels: int = 1000,
-                                      allowlist_patterns: Optional[List[str]] = None):
+                                      allowlist_patterns: Optional[List[str]] = None
+                                      ) -> Optional[pd.DataFrame]:
     """name, sum (us), max (us), min (us), stddev, mean (us), rank per rank and annotation
     name (GPU annotations, or CPU ones with use_gpu_annotation=False), sorted by rank and
     name; None when no rank holds that kind of annotation."""

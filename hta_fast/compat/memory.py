@@ -6,9 +6,14 @@ hta_fast.analysis.memory_timeline.
 """
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import os
 
 from ..analysis.memory_timeline import CATEGORIES, COLUMNS, memory_timeline
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The reference's colours: plotly's Pastel scheme, in category order.
 _PASTEL = ["rgb(102, 197, 204)", "rgb(246, 207, 113)", "rgb(248, 156, 116)",
@@ -19,10 +24,10 @@ _PASTEL = ["rgb(102, 197, 204)", "rgb(246, 207, 113)", "rgb(248, 156, 116)",
 class MemoryAnalysis:
     """path: the raw timeline torch.profiler's export_memory_timeline writes (*.raw.json.gz)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
 
-    def get_memory_timeline(self):
+    def get_memory_timeline(self) -> pd.DataFrame:
         """A DataFrame: time (ns) and the bytes held per category (the reference's
         category names), one row per distinct timestamp."""
         import pandas as pd
@@ -33,7 +38,7 @@ class MemoryAnalysis:
             df[name] = tab.column(col).to_numpy()
         return df
 
-    def plot_memory_timeline(self, save_graph: bool = False, show: bool = True):
+    def plot_memory_timeline(self, save_graph: bool = False, show: bool = True) -> Any:
         """Stacked memory (GB) per category over time (ms from the first timestamp). With
         save_graph the figure goes to images/memory_plot.png; otherwise it is shown (unless
         show=False). Returns the plotly figure."""

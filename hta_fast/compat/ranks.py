@@ -3,7 +3,7 @@ hta_fast.analysis.cupti_counters."""
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional
+from typing import List, Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -11,9 +11,14 @@ from ..analysis import select
 from ..analysis.cupti_counters import cupti_counters
 from ..analysis.stragglers import stragglers
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from .trace_analysis import TraceAnalysis
+    from ..analysis.result import Result
 
-def _steps(analysis, selection) -> List[int]:
-    found = set()
+
+def _steps(analysis: TraceAnalysis, selection: select.Selection) -> List[int]:
+    found: set[int] = set()
     for _, trace, mask in select.each_rank(analysis.traces, selection):
         step = trace.column("events", "step")
         found.update(int(s) for s in np.unique(step if mask is None else step[mask]))
@@ -21,7 +26,7 @@ def _steps(analysis, selection) -> List[int]:
     return sorted(found)
 
 
-def get_potential_stragglers(analysis, profiler_steps: Optional[List[int]] = None,
+def get_potential_stragglers(analysis: TraceAnalysis, profiler_steps: Optional[List[int]] = None,
                              num_candidates: int = 2, visualize: bool = False) -> List[int]:
     """The ranks most often among the `num_candidates` latest to start the probe
     collective, strongest first. A step given in `profiler_steps` is used even when it is
@@ -47,7 +52,7 @@ def get_potential_stragglers(analysis, profiler_steps: Optional[List[int]] = Non
     return list(res.params.get("stragglers", []))
 
 
-def _plot(res) -> None:
+def _plot(res: Result) -> None:
     import plotly.express as px
 
     df = res.to_pandas("per_step")
@@ -60,7 +65,7 @@ def _plot(res) -> None:
            title="Potential Stragglers").show()
 
 
-def _origin(analysis) -> int:
+def _origin(analysis: TraceAnalysis) -> int:
     """The reference's time origin: the earliest event start over all ranks (ns),
     profiler "Trace" spans left out."""
     import pyarrow.compute as pc
@@ -76,7 +81,8 @@ def _origin(analysis) -> int:
     return first or 0
 
 
-def get_cupti_counter_data_with_operators(analysis, ranks: Optional[List[int]] = None):
+def get_cupti_counter_data_with_operators(analysis: TraceAnalysis,
+                                          ranks: Optional[List[int]] = None) -> List[pd.DataFrame]:
     """A list of DataFrames, one per rank with CUPTI range events (ranks: default [0]):
     cat, name, pid, tid, ts, dur (µs; ts from the earliest event of all ranks), stream,
     correlation, external_id, one column per counter, op_stack (list of op names,

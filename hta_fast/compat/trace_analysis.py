@@ -4,11 +4,14 @@ and shapes the result the reference's way."""
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, TYPE_CHECKING, Tuple, Union
 
 from ..analysis.select import Selection
 from ..loader import load_dir
 from ..traceset import TraceSet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class TraceAnalysis:
@@ -16,8 +19,9 @@ class TraceAnalysis:
     {rank: path}. include_last_profiler_step=False (the reference's default) leaves out the
     last profiler step and everything after its start, GPU work by its launch."""
 
-    def __init__(self, trace_files=None, trace_dir: Optional[str] = None,
-                 include_last_profiler_step: Optional[bool] = False):
+    def __init__(self, trace_files: Optional[Union[List[str], Dict[int, str]]] = None,
+                 trace_dir: Optional[str] = None,
+                 include_last_profiler_step: Optional[bool] = False) -> None:
         self.trace_dir = trace_dir
         if trace_files is None:
             if trace_dir is None:
@@ -28,7 +32,7 @@ class TraceAnalysis:
                      for p in trace_files.values()]
             loaded = load_dir(paths, skip_non_traces=True)
             # {rank: path} is taken as given, like the reference.
-            by_path = {os.path.abspath(t.meta.path): t for t in loaded.values()}
+            by_path = {os.path.abspath(str(t.meta.path)): t for t in loaded.values()}
             self.traces = TraceSet({rank: by_path[os.path.abspath(p)]
                                     for rank, p in zip(trace_files, paths)})
         else:
@@ -39,14 +43,15 @@ class TraceAnalysis:
         self.selection = Selection(before_last_step=not self.include_last_profiler_step)
 
     # --- GPU time (temporal, idle, kernel types, overlap) ------------------------------
-    def get_temporal_breakdown(self, visualize: bool = False):
+    def get_temporal_breakdown(self, visualize: bool = False) -> pd.DataFrame:
         from . import gpu_time
         return gpu_time.get_temporal_breakdown(self, visualize=visualize)
 
     def get_idle_time_breakdown(self, ranks: Optional[List[int]] = None,
                                 streams: Optional[List[int]] = None, visualize: bool = False,
                                 visualize_pctg: bool = True, show_idle_interval_stats: bool = False,
-                                consecutive_kernel_delay: int = 30):
+                                consecutive_kernel_delay: int = 30
+                                ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
         from . import gpu_time
         return gpu_time.get_idle_time_breakdown(
             self, ranks=ranks, streams=streams, visualize=visualize, visualize_pctg=visualize_pctg,
@@ -55,45 +60,47 @@ class TraceAnalysis:
 
     def get_gpu_kernel_breakdown(self, visualize: bool = False, duration_ratio: float = 0.8,
                                  num_kernels: int = 10, include_memory_kernels: bool = True,
-                                 image_renderer: str = ""):
+                                 image_renderer: str = "") -> Tuple[pd.DataFrame, pd.DataFrame]:
         from . import gpu_time
         return gpu_time.get_gpu_kernel_breakdown(
             self, visualize=visualize, duration_ratio=duration_ratio, num_kernels=num_kernels,
             include_memory_kernels=include_memory_kernels)
 
-    def get_comm_comp_overlap(self, visualize: bool = False):
+    def get_comm_comp_overlap(self, visualize: bool = False) -> pd.DataFrame:
         from . import gpu_time
         return gpu_time.get_comm_comp_overlap(self, visualize=visualize)
 
     # --- counters (queue length, memory bandwidth, counters in the trace) --------------
-    def get_queue_length_time_series(self, ranks: Optional[List[int]] = None):
+    def get_queue_length_time_series(self, ranks: Optional[List[int]] = None) -> Dict:
         from . import counters
         return counters.get_queue_length_time_series(self, ranks=ranks)
 
-    def get_queue_length_summary(self, ranks: Optional[List[int]] = None):
+    def get_queue_length_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
         from . import counters
         return counters.get_queue_length_summary(self, ranks=ranks)
 
-    def get_queue_length_summary_from_time_series(self, queue_length_dict: Dict):
+    def get_queue_length_summary_from_time_series(self, queue_length_dict: Dict
+                                                  ) -> Optional[pd.DataFrame]:
         from . import counters
         return counters.get_queue_length_summary_from_time_series(self, queue_length_dict)
 
     def get_time_spent_blocked_on_full_queue(self, queue_length_dict: Dict,
-                                             max_queue_length: int = 1024):
+                                             max_queue_length: int = 1024) -> pd.DataFrame:
         from . import counters
         return counters.get_time_spent_blocked_on_full_queue(
             self, queue_length_dict, max_queue_length=max_queue_length)
 
-    def get_memory_bw_time_series(self, ranks: Optional[List[int]] = None):
+    def get_memory_bw_time_series(self, ranks: Optional[List[int]] = None) -> Dict:
         from . import counters
         return counters.get_memory_bw_time_series(self, ranks=ranks)
 
-    def get_memory_bw_summary(self, ranks: Optional[List[int]] = None):
+    def get_memory_bw_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
         from . import counters
         return counters.get_memory_bw_summary(self, ranks=ranks)
 
-    def generate_trace_with_counters(self, time_series=None, ranks: Optional[List[int]] = None,
-                                     output_suffix: str = "_with_counters"):
+    def generate_trace_with_counters(self, time_series: Any = None,
+                                     ranks: Optional[List[int]] = None,
+                                     output_suffix: str = "_with_counters") -> None:
         from . import counters
         return counters.generate_trace_with_counters(
             self, time_series=time_series, ranks=ranks, output_suffix=output_suffix)
@@ -101,7 +108,8 @@ class TraceAnalysis:
     # --- launches, operators, annotations, steps ----------------------------------------
     def get_cuda_kernel_launch_stats(self, ranks: Optional[List[int]] = None,
                                      runtime_cutoff: int = 50, launch_delay_cutoff: int = 100,
-                                     include_memory_events: bool = True, visualize: bool = False):
+                                     include_memory_events: bool = True, visualize: bool = False
+                                     ) -> Dict[int, pd.DataFrame]:
         from . import launches
         return launches.get_cuda_kernel_launch_stats(
             self, ranks=ranks, runtime_cutoff=runtime_cutoff,
@@ -109,21 +117,22 @@ class TraceAnalysis:
             include_memory_events=include_memory_events, visualize=visualize)
 
     def get_aten_op_kernels_and_delay(self, ranks: Optional[List[int]] = None,
-                                      sort_by: Optional[List[str]] = None):
+                                      sort_by: Optional[List[str]] = None
+                                      ) -> Dict[int, pd.DataFrame]:
         from . import launches
         return launches.get_aten_op_kernels_and_delay(self, ranks=ranks, sort_by=sort_by)
 
     def get_frequent_cuda_kernel_sequences(self, operator_name: str, output_dir: str,
                                            min_pattern_len: int = 3, rank: int = 0,
                                            top_k: int = 5, visualize: bool = False,
-                                           compress_other_kernels: bool = True):
+                                           compress_other_kernels: bool = True) -> pd.DataFrame:
         from . import launches
         return launches.get_frequent_cuda_kernel_sequences(
             self, operator_name, output_dir, min_pattern_len=min_pattern_len, rank=rank,
             top_k=top_k, visualize=visualize, compress_other_kernels=compress_other_kernels)
 
     def get_gpu_kernels_with_user_annotations(self, rank: int, expand_names: bool = True,
-                                              shorten_names: bool = True):
+                                              shorten_names: bool = True) -> Optional[pd.DataFrame]:
         from . import launches
         return launches.get_gpu_kernels_with_user_annotations(
             self, rank, expand_names=expand_names, shorten_names=shorten_names)
@@ -132,7 +141,8 @@ class TraceAnalysis:
                                           visualize: bool = False, duration_ratio: float = 0.8,
                                           num_kernels: int = 1000,
                                           allowlist_patterns: Optional[List[str]] = None,
-                                          image_renderer: Optional[str] = None):
+                                          image_renderer: Optional[str] = None
+                                          ) -> Optional[pd.DataFrame]:
         from . import launches
         return launches.get_gpu_user_annotation_breakdown(
             self, use_gpu_annotation=use_gpu_annotation, visualize=visualize,
@@ -145,12 +155,13 @@ class TraceAnalysis:
 
     # --- across ranks and extra data ----------------------------------------------------
     def get_potential_stragglers(self, profiler_steps: Optional[List[int]] = None,
-                                 num_candidates: int = 2, visualize: bool = False):
+                                 num_candidates: int = 2, visualize: bool = False) -> List[int]:
         from . import ranks as ranks_mod
         return ranks_mod.get_potential_stragglers(
             self, profiler_steps=profiler_steps, num_candidates=num_candidates,
             visualize=visualize)
 
-    def get_cupti_counter_data_with_operators(self, ranks: Optional[List[int]] = None):
+    def get_cupti_counter_data_with_operators(self, ranks: Optional[List[int]] = None
+                                              ) -> List[pd.DataFrame]:
         from . import ranks as ranks_mod
         return ranks_mod.get_cupti_counter_data_with_operators(self, ranks=ranks)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import enum
 import os
-from typing import Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, TYPE_CHECKING, Union
 
 import numpy as np
 
 from ..analysis import trace_diff as _td
 from ..trace import Trace
 from ..traceset import TraceSet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class DeviceType(enum.Enum):
@@ -33,7 +36,8 @@ _SIGN = {"added": "+", "increased": "+", "deleted": "-", "decreased": "-", "unch
 class LabeledTrace:
     """A trace with a label; the label prefixes its columns in compare_traces."""
 
-    def __init__(self, label: Optional[str] = None, t=None, trace_dir: Optional[str] = None):
+    def __init__(self, label: Optional[str] = None, t: Any = None,
+                 trace_dir: Optional[str] = None) -> None:
         self.label = label if label else "Trace"
         if t is not None:
             self.traces = _as_traces(t)
@@ -49,7 +53,7 @@ class LabeledTrace:
 
     def iterations(self) -> List[int]:
         from ..analysis import select
-        found = set()
+        found: set[int] = set()
         for t in self.traces.values():
             rows = select.profiler_step_rows(t)
             found.update(int(s) for s in np.unique(t.column("events", "step")[rows]))
@@ -57,7 +61,7 @@ class LabeledTrace:
         return sorted(found)
 
 
-def _as_traces(t) -> TraceSet:
+def _as_traces(t: Any) -> TraceSet:
     if isinstance(t, TraceSet):
         return t
     if isinstance(t, Trace):
@@ -68,7 +72,7 @@ def _as_traces(t) -> TraceSet:
     raise ValueError(f"Invalid argument type for ({t!r}).")
 
 
-def _adapt(t, default_label: str) -> LabeledTrace:
+def _adapt(t: Any, default_label: str) -> LabeledTrace:
     if isinstance(t, LabeledTrace):
         return t
     if isinstance(t, (str, os.PathLike)):
@@ -76,7 +80,8 @@ def _adapt(t, default_label: str) -> LabeledTrace:
     return LabeledTrace(label=default_label, t=t)
 
 
-def _check(lt: LabeledTrace, rank, iteration) -> None:
+def _check(lt: LabeledTrace, rank: Optional[Union[int, List[int]]],
+           iteration: Optional[Union[int, List[int]]]) -> None:
     ranks = lt.ranks()
     if not ranks:
         raise ValueError(f"Trace {lt.label} doesn't have any rank.")
@@ -93,11 +98,13 @@ def _check(lt: LabeledTrace, rank, iteration) -> None:
 
 class TraceDiff:
     @classmethod
-    def compare_traces(cls, control, test, control_rank: Optional[Union[int, List[int]]] = None,
+    def compare_traces(cls, control: Any, test: Any,
+                       control_rank: Optional[Union[int, List[int]]] = None,
                        test_rank: Optional[Union[int, List[int]]] = None,
                        control_iteration: Optional[Union[int, List[int]]] = None,
                        test_iteration: Optional[Union[int, List[int]]] = None,
-                       device_type: DeviceType = DeviceType.ALL, use_short_name: bool = False):
+                       device_type: DeviceType = DeviceType.ALL, use_short_name: bool = False
+                       ) -> pd.DataFrame:
         """Counts and total durations (µs) per name on each side: columns
         `<label>_counts`, `<label>_total_duration` for control then test, diff_counts,
         diff_duration (test - control), counts_change_categories ("+", "-", "="); index:
@@ -121,7 +128,7 @@ class TraceDiff:
         one_sided = bool(((cat == "added") | (cat == "deleted")).any())
         count_type = np.float64 if one_sided else np.int64
 
-        def col(name, scale=None):
+        def col(name: str, scale: Optional[bool] = None) -> np.ndarray:
             v = tab.column(name).to_numpy()[order]
             return v / 1000.0 if scale else v.astype(count_type)
 
@@ -138,7 +145,7 @@ class TraceDiff:
         return df
 
     @classmethod
-    def ops_diff(cls, control, test, control_rank: Optional[Union[int, List[int]]] = None,
+    def ops_diff(cls, control: Any, test: Any, control_rank: Optional[Union[int, List[int]]] = None,
                  test_rank: Optional[Union[int, List[int]]] = None,
                  control_iteration: Optional[Union[int, List[int]]] = None,
                  test_iteration: Optional[Union[int, List[int]]] = None,
@@ -158,19 +165,20 @@ class TraceDiff:
         }
 
     @classmethod
-    def visualize_counts_diff(cls, df, show_image: bool = True,
-                              export_image_path: Optional[str] = None):
+    def visualize_counts_diff(cls, df: pd.DataFrame, show_image: bool = True,
+                              export_image_path: Optional[str] = None) -> Any:
         return cls._bars(df, "_counts", "diff_counts", "Ops Count Comparison", None,
                          show_image, export_image_path)
 
     @classmethod
-    def visualize_duration_diff(cls, df, show_image: bool = True,
-                                export_image_path: Optional[str] = None):
+    def visualize_duration_diff(cls, df: pd.DataFrame, show_image: bool = True,
+                                export_image_path: Optional[str] = None) -> Any:
         return cls._bars(df, "_total_duration", "diff_duration", "Ops Duration Comparison",
                          "Total Duration (us)", show_image, export_image_path)
 
     @staticmethod
-    def _bars(df, suffix, diff_col, title, ytitle, show_image, export_image_path):
+    def _bars(df: pd.DataFrame, suffix: str, diff_col: str, title: str, ytitle: Optional[str],
+              show_image: bool, export_image_path: Optional[str]) -> Any:
         import plotly.graph_objects as go
 
         labels = [c[: -len("_total_duration")] for c in df.columns if c.endswith("_total_duration")]

@@ -1,0 +1,170 @@
+"""Writes docs/api.md, the API reference, from the package's docstrings and signatures.
+
+    python docs/gen_api.py           # rewrite docs/api.md
+    python docs/gen_api.py --check   # exit 1 when docs/api.md is not what this writes
+
+A module's public names are those in its __all__, else the functions and classes defined
+in it whose names do not start with an underscore; they are listed in source order.
+"""
+from __future__ import annotations
+
+import argparse
+import enum
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+OUT = Path(__file__).parent / "api.md"
+
+# Modules in the order the reference presents them; each analysis module and each recipe
+# is found by walking its package.
+MODULES = ["hta_fast", "hta_fast.analysis.result", "hta_fast.analysis.select"]
+PACKAGES = ["hta_fast.analysis", "hta_fast.recipes"]
+TAIL = ["hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat"]
+SKIP = {"hta_fast.analysis.result", "hta_fast.analysis.select", "hta_fast.analysis.fields"}
+
+
+def module_names() -> list[str]:
+    names = list(MODULES)
+    for pkg in PACKAGES:
+        mod = importlib.import_module(pkg)
+        for info in sorted(pkgutil.iter_modules(mod.__path__), key=lambda i: i.name):
+            full = f"{pkg}.{info.name}"
+            if full not in SKIP:
+                names.append(full)
+    return names + TAIL
+
+
+def public(mod: ModuleType) -> list[tuple[str, Any]]:
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n, v in vars(mod).items()
+                 if not n.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
+                 and getattr(v, "__module__", None) == mod.__name__]
+    items = [(n, getattr(mod, n)) for n in names]
+    items = [(n, v) for n, v in items if inspect.isfunction(v) or inspect.isclass(v)
+             or _is_metric(v)]
+    if getattr(mod, "__all__", None) is None:
+        items.sort(key=lambda item: _line(item[1]))
+    return items
+
+
+def _is_metric(value: Any) -> bool:
+    return type(value).__name__ == "Metric"
+
+
+def _line(value: Any) -> int:
+    target = value.function if _is_metric(value) else value
+    try:
+        return inspect.getsourcelines(target)[1]
+    except (OSError, TypeError):
+        return 0
+
+
+def signature(fn: Any, drop_self: bool = False) -> str:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return "(...)"
+    parts = []
+    star_done = False
+    for i, p in enumerate(sig.parameters.values()):
+        if drop_self and i == 0 and p.name in ("self", "cls"):
+            continue
+        if p.kind == p.KEYWORD_ONLY and not star_done:
+            parts.append("*")
+            star_done = True
+        if p.kind == p.VAR_POSITIONAL:
+            star_done = True
+        prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+        text = prefix + p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {_default(p.default)}"
+        parts.append(text)
+    out = f"({', '.join(parts)})"
+    if sig.return_annotation is not sig.empty:
+        out += f" -> {_annotation(sig.return_annotation)}"
+    return out
+
+
+def _annotation(a: Any) -> str:
+    return a if isinstance(a, str) else inspect.formatannotation(a)
+
+
+def _default(d: Any) -> str:
+    if isinstance(d, (int, float, str, bool, type(None), tuple)):
+        return repr(d)
+    if hasattr(d, "name") and hasattr(type(d), "__members__"):  # an enum member
+        return f"{type(d).__name__}.{d.name}"
+    return type(d).__name__ + "(...)"
+
+
+def doc_block(obj: Any) -> list[str]:
+    doc = inspect.getdoc(obj)
+    return ["```text", doc, "```", ""] if doc else []
+
+
+def render_class(name: str, cls: type) -> list[str]:
+    if issubclass(cls, enum.Enum):
+        members = ", ".join(f"{m.name} = {m.value!r}" for m in cls)
+        own = cls.__dict__.get("__doc__")  # not the docstring Enum itself carries
+        return [f"### enum `{name}`", "", f"Members: {members}.", ""] + (
+            ["```text", inspect.cleandoc(own), "```", ""] if own else [])
+    lines = [f"### class `{name}{signature(cls.__init__, drop_self=True)}`", ""]
+    lines += doc_block(cls)
+    for attr, value in vars(cls).items():
+        if attr.startswith("_"):
+            continue
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if inspect.isfunction(value):
+            lines += [f"#### `{name}.{attr}{signature(value, drop_self=True)}`", ""]
+            lines += doc_block(value)
+        elif isinstance(value, property) or type(value).__name__ == "cached_property":
+            lines += [f"#### `{name}.{attr}` (property)", ""]
+            lines += doc_block(value)
+    return lines
+
+
+def render() -> str:
+    lines = ["# API reference", "",
+             "Generated from the docstrings by `python docs/gen_api.py`; do not edit by hand.",
+             "Times are int64 nanoseconds unless a name says otherwise.", ""]
+    for mod_name in module_names():
+        mod = importlib.import_module(mod_name)
+        lines += [f"## `{mod_name}`", ""]
+        lines += doc_block(mod)
+        for name, value in public(mod):
+            if inspect.isclass(value):
+                lines += render_class(name, value)
+            elif _is_metric(value):
+                lines += [f"### metric `{name}{signature(value.function)}`", ""]
+                lines += doc_block(value.function)
+            else:
+                lines += [f"### `{name}{signature(value)}`", ""]
+                lines += doc_block(value)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args()
+    text = render()
+    if args.check:
+        if not OUT.exists() or OUT.read_text() != text:
+            print(f"{OUT} is out of date: run python docs/gen_api.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

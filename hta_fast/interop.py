@@ -1,0 +1,103 @@
+"""Handing hta_fast's Arrow tables to other tools: pandas, Polars, DuckDB.
+
+Every Result and every Trace table is a pyarrow Table, so anything that speaks the Arrow
+C stream interface (`__arrow_c_stream__`) takes it directly. The helpers here add what a
+plain conversion would lose:
+
+    to_pandas    integer columns with missing values become pandas nullable integers
+                 (Int64, Int32, ...) rather than float64, so ids and ns stay exact;
+                 dictionary strings become Categoricals
+    to_polars    the Arrow types as Polars types (Int64, Int32, Categorical), nulls kept
+    from_pandas, from_polars   back to Arrow with the original schema (types and metadata)
+    duckdb       a DuckDB connection where the tables are views over the Arrow buffers:
+                 queries scan them in place, nothing is copied
+
+pandas, Polars and DuckDB are imported only when called.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from .analysis.result import Result
+    from .trace import Trace
+    from .traceset import TraceSet
+
+
+def _import(module: str, extra: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError:
+        raise ImportError(f"this needs {module}, which is not installed: "
+                          f"pip install {module} (or hta_fast[{extra}])") from None
+
+
+def to_pandas(table: pa.Table) -> Any:
+    """A pandas DataFrame of the table; integer columns with nulls are nullable integers."""
+    pd = _import("pandas", "interop")
+    df = table.to_pandas()
+    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+                pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+                pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+                pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype()}
+    for field in table.schema:
+        if field.type in nullable and table[field.name].null_count:
+            df[field.name] = table[field.name].to_pandas(types_mapper=nullable.get)
+    return df
+
+
+def to_polars(table: pa.Table) -> Any:
+    """A Polars DataFrame of the table (Polars reads the Arrow buffers)."""
+    pl = _import("polars", "interop")
+    return pl.from_arrow(table)
+
+
+def _restore(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    return table.select(schema.names).cast(schema).replace_schema_metadata(schema.metadata)
+
+
+def from_pandas(df: Any, schema: pa.Schema) -> pa.Table:
+    """The DataFrame as an Arrow table with `schema` (types, field metadata)."""
+    return _restore(pa.Table.from_pandas(df, schema=schema, preserve_index=False), schema)
+
+
+def from_polars(df: Any, schema: pa.Schema) -> pa.Table:
+    """The Polars DataFrame as an Arrow table with `schema` (types, field metadata)."""
+    return _restore(df.to_arrow(), schema)
+
+
+TRACE_TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows",
+                "counters", "instants", "meta_events", "steps")
+
+
+def tables_of(source: Union["Trace", "TraceSet", "Result"]) -> dict[str, pa.Table]:
+    """Name -> Arrow table: a trace's tables; a trace set's tables with a leading `rank`
+    column (the ranks' chunks side by side, not copied); a result's main and side tables."""
+    from .analysis.result import Result
+    from .trace import Trace
+    if isinstance(source, Result):
+        return {source.name: source.table, **source.tables}
+    if isinstance(source, Trace):
+        return {name: getattr(source, name) for name in TRACE_TABLES}
+    out = {}
+    for name in TRACE_TABLES:
+        parts = []
+        for rank, trace in source.items():
+            t = getattr(trace, name)
+            parts.append(t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()),
+                                                             t.num_rows)))
+        out[name] = pa.concat_tables(parts) if parts else pa.table({})
+    return out
+
+
+def duckdb(source: Union["Trace", "TraceSet", "Result"], connection: Optional[Any] = None) -> Any:
+    """A DuckDB connection (a new in-memory one unless given) in which each table of
+    `source` is a view of that name (see tables_of). DuckDB scans the Arrow buffers where
+    they are; the connection keeps them alive."""
+    db = _import("duckdb", "interop")
+    con = connection if connection is not None else db.connect()
+    for name, table in tables_of(source).items():
+        con.register(name, table)
+    return con

@@ -1,0 +1,105 @@
+"""The columns a metric can ask for, and gathering them for the selected events.
+
+A metric names its columns by its parameter names. They come from three places:
+
+    events        ts, dur, name, cat, pid, tid, kind, kernel_class, device, stream,
+                  correlation, external_id, partner, parent, step
+    kernel_args   queued, context, grid_x/y/z, block_x/y/z, registers_per_thread,
+                  shared_memory, blocks_per_sm, warps_per_sm, est_achieved_occupancy,
+                  bytes, memory_bandwidth_gbps (per GPU event; -1 or NaN where it has none)
+    derived       end (ts + dur, a negative dur counting as 0), launch_ts (start of the
+                  CPU launch of a GPU event, -1 without one), and one boolean column per
+                  name flag passed to apply()
+
+ts, end and dur (= end - ts, so a negative duration counts as zero) are clipped to the
+selection window, and to each time bucket when grouping by "window" (an event that spans
+several buckets is in each, with the part inside it). Other values are the core's: int64 nanoseconds, string ids (name, cat) as int32 indices into
+trace.strings, enums as their uint8 codes (hta_fast.EventKind, hta_fast.KernelClass), and
+missing values as -1 (NaN for floats), so a metric can test them without nulls.
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+import numpy as np
+
+from ..schema import GPU_KINDS
+from ..trace import Trace
+
+_GPU_KINDS = np.array(sorted(GPU_KINDS), np.uint8)
+
+EVENT_COLUMNS = ("ts", "dur", "name", "cat", "pid", "tid", "kind", "kernel_class", "device",
+                 "stream", "correlation", "external_id", "partner", "parent", "step")
+KERNEL_ARG_COLUMNS = ("queued", "context", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
+                      "block_z", "registers_per_thread", "shared_memory", "blocks_per_sm",
+                      "warps_per_sm", "est_achieved_occupancy", "bytes",
+                      "memory_bandwidth_gbps")
+DERIVED_COLUMNS = ("end", "launch_ts")
+COLUMNS = EVENT_COLUMNS + KERNEL_ARG_COLUMNS + DERIVED_COLUMNS
+
+
+def check_names(wanted: tuple[str, ...], flags: Mapping[str, str]) -> None:
+    """ValueError naming the first parameter that is no column and no flag."""
+    for name in wanted:
+        if name not in COLUMNS and name not in flags:
+            raise ValueError(
+                f"metric parameter {name!r} is not a column; columns are {', '.join(COLUMNS)}"
+                + (f"; flags are {', '.join(flags)}" if flags else ""))
+    for name in flags:
+        if name in COLUMNS:
+            raise ValueError(f"flag {name!r} has the name of a column; choose another name")
+
+
+def _kernel_arg(trace: Trace, name: str, rows: np.ndarray) -> np.ndarray:
+    """A kernel_args column at the given event rows, -1 / NaN where an event has none."""
+    arg_rows = trace.column("kernel_args", "row")
+    values = trace.column("kernel_args", name)
+    fill = np.nan if values.dtype.kind == "f" else -1
+    out = np.full(len(rows), fill, values.dtype)
+    if len(arg_rows) == 0 or len(rows) == 0:
+        return out
+    # kernel_args rows ascend (one per GPU event, in event order): a binary search maps
+    # each event row to its argument row.
+    pos = np.searchsorted(arg_rows, rows)
+    pos_ok = np.minimum(pos, len(arg_rows) - 1)
+    hit = arg_rows[pos_ok] == rows
+    out[hit] = values[pos_ok[hit]]
+    return out
+
+
+def name_flags(trace: Trace, pattern: str) -> np.ndarray:
+    """Per string id: does the string match the regular expression (re.search)? Evaluated
+    once per distinct string, not per event."""
+    rx = re.compile(pattern)
+    strings = trace.strings.to_pylist()
+    return np.fromiter((s is not None and rx.search(s) is not None for s in strings), bool,
+                       count=len(strings))
+
+
+def gather(trace: Trace, names: tuple[str, ...], rows: np.ndarray, flags: Mapping[str, str],
+           ts: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """The named columns at the given event rows, in order, as contiguous arrays; ts, end
+    and dur are the given (clipped) times."""
+    out = []
+    for name in names:
+        if name == "ts":
+            col = ts
+        elif name == "end":
+            col = end
+        elif name == "dur":
+            col = end - ts
+        elif name in EVENT_COLUMNS:
+            col = trace.column("events", name)[rows]
+        elif name in KERNEL_ARG_COLUMNS:
+            col = _kernel_arg(trace, name, rows)
+        elif name == "launch_ts":
+            partner = trace.column("events", "partner")[rows]
+            gpu = np.isin(trace.column("events", "kind")[rows], _GPU_KINDS)
+            col = np.where(gpu & (partner >= 0),
+                           trace.column("events", "ts")[np.maximum(partner, 0)], -1)
+        else:
+            ids = trace.column("events", "name")[rows]
+            col = name_flags(trace, flags[name])[np.maximum(ids, 0)] & (ids >= 0)
+        out.append(np.ascontiguousarray(col))
+    return out
