@@ -6,10 +6,12 @@ namespace py = pybind11;
 void register_loader(py::module_& m);
 void register_arrays(py::module_& m);
 void register_ops(py::module_& m);
+void tune_malloc();
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "hta_fast native core";
   m.attr("__version__") = HTA_FAST_VERSION;
+  tune_malloc();
   register_arrays(m);
   register_loader(m);
   register_ops(m);
