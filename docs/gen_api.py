@@ -4,7 +4,8 @@
     python docs/gen_api.py --check   # exit 1 when docs/api.md is not what this writes
 
 A module's public names are those in its __all__, else the functions and classes defined
-in it whose names do not start with an underscore; they are listed in source order.
+in it whose names do not start with an underscore; they are listed in source order. Names
+in an __all__ that hold a tuple of strings (a fixed set of choices) are listed with it.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ OUT = Path(__file__).parent / "api.md"
 # is found by walking its package.
 MODULES = ["hta_fast", "hta_fast.analysis.result", "hta_fast.analysis.select"]
 PACKAGES = ["hta_fast.analysis", "hta_fast.recipes"]
-TAIL = ["hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat"]
+TAIL = ["hta_fast.doctor", "hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat"]
 SKIP = {"hta_fast.analysis.result", "hta_fast.analysis.select", "hta_fast.analysis.fields"}
 
 
@@ -47,7 +48,7 @@ def public(mod: ModuleType) -> list[tuple[str, Any]]:
                  and getattr(v, "__module__", None) == mod.__name__]
     items = [(n, getattr(mod, n)) for n in names]
     items = [(n, v) for n, v in items if inspect.isfunction(v) or inspect.isclass(v)
-             or _is_metric(v)]
+             or _is_metric(v) or _is_choices(v)]
     if getattr(mod, "__all__", None) is None:
         items.sort(key=lambda item: _line(item[1]))
     return items
@@ -55,6 +56,10 @@ def public(mod: ModuleType) -> list[tuple[str, Any]]:
 
 def _is_metric(value: Any) -> bool:
     return type(value).__name__ == "Metric"
+
+
+def _is_choices(value: Any) -> bool:
+    return isinstance(value, tuple) and bool(value) and all(isinstance(v, str) for v in value)
 
 
 def _line(value: Any) -> int:
@@ -143,6 +148,8 @@ def render() -> str:
         for name, value in public(mod):
             if inspect.isclass(value):
                 lines += render_class(name, value)
+            elif _is_choices(value):
+                lines += [f"### `{name}`", "", "```text", ", ".join(value), "```", ""]
             elif _is_metric(value):
                 lines += [f"### metric `{name}{signature(value.function)}`", ""]
                 lines += doc_block(value.function)

@@ -115,7 +115,7 @@ def _trace_files(source: Union[PathLike, Iterable[PathLike]]) -> list[str]:
 
 
 def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
-             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], None]] = None,
+             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], object]] = None,
              **options: Any) -> TraceSet:
     """Loads one file per rank from a directory (or a list of files) into a TraceSet.
 

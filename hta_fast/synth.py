@@ -37,13 +37,14 @@ import collections
 import decimal
 import functools
 import gzip
+import io
 import json
 import math
 import random
 import re
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -340,7 +341,7 @@ def compute_shifts(events: list[dict]) -> Shifts:
                 value = args.get(key)
                 if value is not None and _shiftable(family, value):
                     see(family, value)
-    period = 1 if start is None else max(1, math.ceil(end - start))
+    period = 1 if start is None or end is None else max(1, math.ceil(end - start))
     return Shifts(period, {f: hi[f] - lo[f] + 1 for f in lo})
 
 
@@ -418,15 +419,14 @@ class Template:
 
 def build_template(et: EventTemplates, sep: str, indices: list[int] | None = None) -> Template:
     """Chunk the events `indices` (default: all, in order) into a Template."""
-    if indices is None:
-        indices = range(len(et.texts))
+    rows: Iterable[int] = range(len(et.texts)) if indices is None else indices
     chunks: list[_Chunk] = []
     parts: list[str] = []
     bases: list[int] = []
     families: list[int] = []
     size = 0
     n = 0
-    for i in indices:
+    for i in rows:
         a, b = et.slot_start[i], et.slot_start[i + 1]
         parts.append(et.texts[i])
         bases.extend(et.bases[a:b])
@@ -458,12 +458,15 @@ def partial_selection(events: list[dict], lengths: list[int], budget: int) -> li
         if key is not None:
             starts[i] = group_start[key]
     order = sorted(range(len(events)), key=starts.__getitem__)
-    total, cut = 0, None
+    total = 0
+    cut: decimal.Decimal | None = None
     for i in order:
         total += lengths[i]
         cut = starts[i]
         if total >= budget:
             break
+    if cut is None:  # no events
+        return []
     return [i for i in range(len(events)) if starts[i] <= cut]
 
 
@@ -507,7 +510,8 @@ def _rank_header(base: BaseTrace, rank: int, ranks: int, layout: Layout,
     return before, after
 
 
-def _header_text(before, after, layout: Layout) -> tuple[str, str]:
+def _header_text(before: list[tuple[str, Any]], after: list[tuple[str, Any]],
+                 layout: Layout) -> tuple[str, str]:
     enc = _Encoder(template=False)
     entries_before = [enc.string(k) + ": " + _header_value(enc, k, v, layout) for k, v in before]
     entries_after = [enc.string(k) + ": " + _header_value(enc, k, v, layout) for k, v in after]
@@ -560,7 +564,7 @@ def _once_only_events(base: BaseTrace, shifts: Shifts, reps: int,
 class _EventWriter:
     """Writes event text pieces with the layout's separator between them; counts bytes."""
 
-    def __init__(self, fh, sep: str) -> None:
+    def __init__(self, fh: io.BufferedIOBase, sep: str) -> None:
         self.fh, self.sep, self.started, self.bytes = fh, sep, False, 0
 
     def raw(self, text: str) -> None:
@@ -663,9 +667,10 @@ def write_rank(plan: Plan, path: Path, rank: int, ranks: int, seed: int,
         return out.bytes
 
 
-def generate(out_dir, size_mb: float, ranks: int = 1, *, base=None, layout: str = "native",
-             compress: bool = False, seed: int = 0, gzip_level: int = 6, verify: bool = False,
-             log=None) -> list[Path]:
+def generate(out_dir: str | Path, size_mb: float, ranks: int = 1, *,
+             base: str | Path | None = None, layout: str = "native", compress: bool = False,
+             seed: int = 0, gzip_level: int = 6, verify: bool = False,
+             log: Callable[[str], object] | None = None) -> list[Path]:
     """Write `ranks` files rank{r}.json[.gz] of about `size_mb` MB of JSON each into `out_dir`.
 
     Returns their paths. With verify=True each file is read back and its links checked
@@ -742,8 +747,8 @@ def link_stats(events: Iterable[dict]) -> collections.Counter:
             flows[(cat, ev["id"], ph)] += 1
         # GPU-side copies of a step annotation carry the same name; count the CPU one.
         name = ev.get("name")
-        is_cpu_step = isinstance(name, str) and ph == "X" and cat != "gpu_user_annotation"
-        m = STEP_RE.match(name) if is_cpu_step else None
+        is_cpu_step = ph == "X" and cat != "gpu_user_annotation"
+        m = STEP_RE.match(name) if isinstance(name, str) and is_cpu_step else None
         if m:
             steps[int(m.group(1))] += 1
     st["launch_corr_dup"] = sum(c - 1 for c in launch_corr.values())

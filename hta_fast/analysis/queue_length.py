@@ -178,7 +178,7 @@ def _trace_span(trace: Trace, mask: Optional[np.ndarray], window: Window) -> int
     return _selected_span(trace, mask, window)
 
 
-def _selected_span(trace: Trace, mask: Optional[np.ndarray], window) -> int:
+def _selected_span(trace: Trace, mask: Optional[np.ndarray], window: Window) -> int:
     ts = trace.column("events", "ts")
     end = ts + np.maximum(trace.column("events", "dur"), 0)
     if mask is not None:

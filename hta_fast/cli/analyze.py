@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 import click
+import pyarrow as pa
 
 from ..analysis.select import Selection
-from .app import cli
+from .app import Options, cli
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
                       recover_option)
 from .output import FORMATS, dumps, echo_table, jsonable, write_tables
@@ -27,7 +29,9 @@ from .registry import ANALYSES, DEFAULT
               help="Rows shown per table in the table format (0: all).")
 @recover_option
 @click.pass_obj
-def analyze(opts, paths, names, steps, ranks, fmt, out_dir, limit, recover):
+def analyze(opts: Options, paths: tuple[str, ...], names: tuple[str, ...], steps: Optional[str],
+            ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
+            recover: bool) -> None:
     """Run analyses on the traces; print their tables or write them to a folder.
 
     Times are in nanoseconds. Each analysis gives a main table and, for some, side tables
@@ -37,7 +41,8 @@ def analyze(opts, paths, names, steps, ranks, fmt, out_dir, limit, recover):
         raise click.UsageError(f"--format {fmt} writes files: give a folder with -o DIR")
     selection = Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
     traces, _ = load_traces(paths, opts, recover)
-    tables, notes = {}, {}
+    tables: dict[str, pa.Table] = {}
+    notes: dict[str, list[str]] = {}
     chosen = list(dict.fromkeys(names or DEFAULT))
     for name in bar(opts, iterable=chosen, desc="analysing", unit="analysis"):
         result = ANALYSES[name](traces, selection)
@@ -45,7 +50,7 @@ def analyze(opts, paths, names, steps, ranks, fmt, out_dir, limit, recover):
         for side, table in result.tables.items():
             tables[f"{name}.{side}"] = table
         notes[name] = result.notes
-    if fmt in ("csv", "parquet"):
+    if fmt in ("csv", "parquet") and out_dir:  # out_dir is required for these (above)
         for path in write_tables(tables, fmt, out_dir):
             click.echo(path)
     elif fmt == "json":

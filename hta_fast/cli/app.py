@@ -5,6 +5,7 @@ import dataclasses
 import logging
 import os
 import sys
+from typing import IO, Any, Optional, Sequence
 
 import click
 
@@ -28,7 +29,7 @@ class BadInput(click.ClickException):
     """Bad input: one line on stderr and exit status 2."""
     exit_code = 2
 
-    def show(self, file=None) -> None:
+    def show(self, file: Optional[IO[Any]] = None) -> None:
         click.echo(f"hta-fast: error: {self.format_message()}", err=True)
 
 
@@ -36,11 +37,13 @@ class Group(click.Group):
     """Turns any exception from a command into one readable line (exit 2), unless --debug;
     usage errors too (click would print three lines)."""
 
-    def main(self, *args, standalone_mode: bool = True, **kwargs):
+    def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None,
+             complete_var: Optional[str] = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as e:
             where = e.ctx.command_path if e.ctx is not None else "hta-fast"
             click.echo(f"hta-fast: error: {e.format_message()} (see {where} --help)", err=True)
@@ -53,7 +56,7 @@ class Group(click.Group):
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
@@ -75,7 +78,7 @@ def _setup_logging(quiet: bool, debug: bool) -> None:
     if not any(getattr(h, "_hta_fast_cli", False) for h in log.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("hta-fast: %(levelname)s: %(message)s"))
-        handler._hta_fast_cli = True  # type: ignore[attr-defined]
+        setattr(handler, "_hta_fast_cli", True)
         log.addHandler(handler)
     log.propagate = False
 
@@ -94,5 +97,5 @@ def cli(ctx: click.Context, quiet: bool, debug: bool) -> None:
     ctx.obj = Options(quiet=quiet, debug=debug)
 
 
-def main(argv=None) -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     cli.main(args=argv, prog_name="hta-fast")

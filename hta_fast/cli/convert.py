@@ -18,26 +18,29 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import click
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__
 from ..schema import SCHEMA_VERSION
 from ..trace import TABLES, Trace
-from .app import cli
+from ..traceset import TraceSet
+from .app import Options, cli
 from .loading import load_traces, path_arguments, recover_option
 from .progress import bar
 
 FORMAT = "hta_fast.parquet_dataset"
 
 
-def table_of(trace: Trace, name: str):
+def table_of(trace: Trace, name: str) -> pa.Table:
     return trace.meta_events if name == "meta" else getattr(trace, name)
 
 
 def write_rank(trace: Trace, root: str, compression: str) -> dict[str, int]:
-    rows = {}
+    rows: dict[str, int] = {}
     for name in TABLES:
         table = table_of(trace, name)
         folder = os.path.join(root, name, f"rank={trace.rank}")
@@ -47,7 +50,7 @@ def write_rank(trace: Trace, root: str, compression: str) -> dict[str, int]:
     return rows
 
 
-def manifest(traces, rows: dict[int, dict[str, int]]) -> dict:
+def manifest(traces: TraceSet, rows: dict[int, dict[str, int]]) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": 1,
@@ -71,7 +74,8 @@ def manifest(traces, rows: dict[int, dict[str, int]]) -> dict:
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset folder.")
 @recover_option
 @click.pass_obj
-def convert(opts, paths, out, compression, overwrite, recover):
+def convert(opts: Options, paths: tuple[str, ...], out: str, compression: str, overwrite: bool,
+            recover: bool) -> None:
     """Write the traces' tables as a Parquet dataset partitioned by rank."""
     if os.path.exists(out) and os.listdir(out):
         if not overwrite:
@@ -83,7 +87,7 @@ def convert(opts, paths, out, compression, overwrite, recover):
     traces, load_s = load_traces(paths, opts, recover)
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
-    rows = {}
+    rows: dict[int, dict[str, int]] = {}
     with bar(opts, total=len(traces), desc="writing", unit="rank") as progress, \
             ThreadPoolExecutor(max_workers=min(len(traces), os.cpu_count() or 1)) as pool:
         # Parquet encoding releases the GIL: ranks are written in parallel.

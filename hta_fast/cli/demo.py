@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from typing import Optional
 
 import click
 
 from .. import synth
-from .app import cli
+from .app import Options, cli
 from .loading import load_traces
 from .progress import bar
 from .report import write
@@ -30,7 +31,8 @@ from .report import write
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--cdn", is_flag=True, help="A small report that loads plotly.js from its CDN.")
 @click.pass_obj
-def demo(opts, out, n_ranks, size_mb, base, seed, cdn):
+def demo(opts: Options, out: Optional[str], n_ranks: int, size_mb: float, base: Optional[str],
+         seed: int, cdn: bool) -> None:
     """Generate a multi-rank trace set, then report on it: the whole tool, no data needed."""
     base_path = base or synth.DEFAULT_BASE
     if not os.path.isfile(base_path):

@@ -1,11 +1,13 @@
 """`hta-fast diff A B`: what changed between two traces (hta_fast.analysis.trace_diff)."""
 from __future__ import annotations
 
+from typing import Optional
+
 import click
 import numpy as np
 
 from ..analysis import trace_diff
-from .app import cli
+from .app import Options, cli
 from .loading import load_traces, parse_ints, recover_option
 from .output import FORMATS, dumps, echo_table, jsonable, write_tables
 
@@ -27,8 +29,10 @@ from .output import FORMATS, dumps, echo_table, jsonable, write_tables
               help="Rows shown in the table format, largest duration change first (0: all).")
 @recover_option
 @click.pass_obj
-def diff_command(opts, control, test, device, control_rank, test_rank, control_steps,
-                 test_steps, short_names, fmt, out_dir, limit, recover):
+def diff_command(opts: Options, control: str, test: str, device: str,
+                 control_rank: Optional[str], test_rank: Optional[str],
+                 control_steps: Optional[str], test_steps: Optional[str], short_names: bool,
+                 fmt: str, out_dir: Optional[str], limit: int, recover: bool) -> None:
     """Per operator / kernel name: counts and durations in A and in B, and the change.
 
     A and B are each a trace file or a folder of per-rank files.
@@ -42,7 +46,7 @@ def diff_command(opts, control, test, device, control_rank, test_rank, control_s
         control_rank=parse_ints(control_rank, "rank"), test_rank=parse_ints(test_rank, "rank"),
         control_steps=parse_ints(control_steps, "step"), test_steps=parse_ints(test_steps, "step"))
     table = result.table
-    if fmt in ("csv", "parquet"):
+    if fmt in ("csv", "parquet") and out_dir:  # out_dir is required for these (above)
         for path in write_tables({"trace_diff": table}, fmt, out_dir):
             click.echo(path)
         return

@@ -9,16 +9,21 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+from types import ModuleType
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import click
 
-from .app import BadInput, cli
+from .app import BadInput, Options, cli
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
                       recover_option, subset)
 from .output import dumps
 
+if TYPE_CHECKING:
+    from ..doctor import Diagnosis, Thresholds
 
-def doctor_module():
+
+def doctor_module() -> ModuleType:
     """hta_fast.doctor, imported when first needed (tests may put a stand-in in its place)."""
     try:
         return importlib.import_module("hta_fast.doctor")
@@ -26,7 +31,8 @@ def doctor_module():
         raise BadInput(f"the doctor is not available in this installation ({e})")
 
 
-def thresholds_of(mod, pairs: tuple[str, ...], path: str | None):
+def thresholds_of(mod: ModuleType, pairs: tuple[str, ...], path: str | None
+                  ) -> Optional[Thresholds]:
     """Thresholds from a JSON file (--thresholds) updated by KEY=VALUE pairs (--threshold)."""
     values: dict[str, float] = {}
     if path:
@@ -60,7 +66,8 @@ def thresholds_of(mod, pairs: tuple[str, ...], path: str | None):
     return mod.Thresholds.from_mapping(values)
 
 
-def gate_reasons(diag, fail_under_utilization, fail_on) -> list[str]:
+def gate_reasons(diag: Diagnosis, fail_under_utilization: Optional[float],
+                 fail_on: Sequence[str]) -> list[str]:
     if fail_under_utilization is None and not fail_on:
         return [f"{f.cause}: {f.title}" for f in diag.findings if f.above_threshold]
     return list(diag.failed(fail_under_utilization=fail_under_utilization, fail_on=fail_on))
@@ -82,8 +89,10 @@ def gate_reasons(diag, fail_under_utilization, fail_on) -> list[str]:
 @recover_option
 @click.pass_obj
 @click.pass_context
-def doctor(ctx, opts, paths, steps, ranks, as_json, fail_under_utilization, fail_on, threshold_pairs,
-           thresholds_file, recover):
+def doctor(ctx: click.Context, opts: Options, paths: tuple[str, ...], steps: Optional[str],
+           ranks: Optional[str], as_json: bool, fail_under_utilization: Optional[float],
+           fail_on: tuple[str, ...], threshold_pairs: tuple[str, ...],
+           thresholds_file: Optional[str], recover: bool) -> None:
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
 
     Exit status 0 when healthy, 1 when a gate fails, 2 for bad input. CAUSE is one of

@@ -5,7 +5,7 @@ import click
 import pyarrow as pa
 
 from ..report.summary import rank_info
-from .app import cli
+from .app import Options, cli
 from .loading import load_traces, path_arguments, recover_option
 from .output import dumps, echo_table
 
@@ -15,7 +15,7 @@ from .output import dumps, echo_table
 @recover_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
 @click.pass_obj
-def info(opts, paths, recover, as_json):
+def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool) -> None:
     """What the traces hold: ranks, devices, span, steps, events, kernels, sizes."""
     traces, seconds = load_traces(paths, opts, recover)
     rows = [rank_info(t) for t in traces.values()]

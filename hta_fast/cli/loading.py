@@ -7,7 +7,7 @@ import os
 import time
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import click
 
@@ -90,14 +90,16 @@ def subset(traces: TraceSet, ranks: list[int] | None) -> TraceSet:
     return TraceSet({r: traces[r] for r in ranks})
 
 
+F = TypeVar("F", bound=Callable[..., object])
+
 STEPS_HELP = "Profiler steps: 3, 3,5 or 2:5 (both ends included). Default: all."
 RANKS_HELP = "Ranks: 0, 0,3 or 0:3 (both ends included). Default: all."
 
 
-def path_arguments(f):
+def path_arguments(f: F) -> F:
     return click.argument("paths", nargs=-1, required=True, metavar="PATH...")(f)
 
 
-def recover_option(f):
+def recover_option(f: F) -> F:
     return click.option("--recover", is_flag=True,
                         help="Keep the complete events of a truncated trace instead of failing.")(f)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import click
 import pyarrow as pa
@@ -12,7 +12,7 @@ import pyarrow as pa
 FORMATS = ("table", "json", "csv", "parquet")
 
 
-def _cell(v) -> str:
+def _cell(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
@@ -46,7 +46,7 @@ def text_table(table: pa.Table, limit: Optional[int] = None) -> str:
     return "\n".join(out)
 
 
-def jsonable(table: pa.Table) -> list[dict]:
+def jsonable(table: pa.Table) -> list[dict[str, Any]]:
     rows = table.to_pylist()
     for row in rows:
         for k, v in row.items():
@@ -55,7 +55,7 @@ def jsonable(table: pa.Table) -> list[dict]:
     return rows
 
 
-def dumps(obj) -> str:
+def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=str)
 
 

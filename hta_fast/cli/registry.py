@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
-from ..analysis import (annotations, cupti_counters, idle_time, kernel_breakdown, launch_stats,
-                        memory_bw, op_kernels, overlap, queue_length, steps, stragglers,
-                        temporal)
+from ..analysis import annotations as user_annotations
+from ..analysis import (cupti_counters, idle_time, kernel_breakdown, launch_stats, memory_bw,
+                        op_kernels, overlap, queue_length, steps, stragglers, temporal)
 from ..analysis.result import Result
 from ..analysis.select import Selection
 from ..trace import Trace
@@ -22,7 +22,7 @@ ANALYSES: dict[str, Runner] = {
     "memory_bw": lambda t, s: memory_bw.memory_bandwidth(t, selection=s),
     "launch_stats": lambda t, s: launch_stats.launch_stats(t, selection=s),
     "op_kernels": lambda t, s: op_kernels.op_kernels(t, selection=s),
-    "user_annotations": lambda t, s: annotations.user_annotation_breakdown(t, selection=s),
+    "user_annotations": lambda t, s: user_annotations.user_annotation_breakdown(t, selection=s),
     "steps": lambda t, s: steps.profiler_steps(t, selection=s),
     "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),
     "cupti_counters": lambda t, s: cupti_counters.cupti_counters(t, selection=s),

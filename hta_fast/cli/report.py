@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import os
+from typing import Any, Optional, Sequence
 
 import click
 
-from .app import cli
+from ..traceset import TraceSet
+from .app import Options, cli
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
                       recover_option, subset)
 from .progress import bar
 
 
-def write(traces, out, opts, *, ranks=None, steps=None, cdn=False, load_seconds=0.0,
-          max_points=20_000, title=None):
+def write(traces: TraceSet, out: str, opts: Options, *, ranks: Optional[Sequence[int]] = None,
+          steps: Optional[Sequence[int]] = None, cdn: bool = False, load_seconds: float = 0.0,
+          max_points: int = 20_000, title: Optional[str] = None) -> dict[str, Any]:
     from ..report import write_report  # jinja2 and the template only when a report is made
     from ..report.build import SECTIONS
     if os.path.isdir(out):
@@ -39,7 +42,8 @@ def write(traces, out, opts, *, ranks=None, steps=None, cdn=False, load_seconds=
 @click.option("--title", help="Title of the report.")
 @recover_option
 @click.pass_obj
-def report(opts, paths, out, cdn, steps, ranks, max_points, title, recover):
+def report(opts: Options, paths: tuple[str, ...], out: str, cdn: bool, steps: Optional[str],
+           ranks: Optional[str], max_points: int, title: Optional[str], recover: bool) -> None:
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
     ranks_, steps_ = parse_ints(ranks, "rank"), parse_ints(steps, "step")
     traces, load_s = load_traces(paths, opts, recover)

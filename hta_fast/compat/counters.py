@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Callable, Dict, List, Optional, TYPE_CHECKING
+from typing import Any, Callable, Dict, Iterator, List, Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -100,13 +100,13 @@ def _rank_duration_us(analysis: TraceAnalysis, rank: int) -> float:
 
 
 # --- queue length ------------------------------------------------------------------------
-class _Series(dict):
+class _Series(Dict[str, np.ndarray]):
     """One rank's step-function rows as numpy columns, sorted by (group, ts): "index" (event
     row), "ts" (ns on the reference's clock), "group" (int64 code), "value", and
     per-series extras."""
 
 
-def _queue_series(trace, mask, zero: int) -> Optional[_Series]:
+def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Optional[_Series]:
     """+1 at each launch, -1 at each GPU event's start, per stream, in time order (GPU starts
     before launches at one timestamp)."""
     rows, launch_ts, gpu_ts, _ = _ql.queue_pairs(trace, mask)
@@ -141,7 +141,11 @@ def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.n
     return ops.group_order(group, key)
 
 
-def _each_series(analysis, ranks, make):
+_SeriesMaker = Callable[["Trace", Optional[np.ndarray], int], Optional[_Series]]
+
+
+def _each_series(analysis: TraceAnalysis, ranks: Optional[List[int]], make: _SeriesMaker
+                 ) -> Iterator[tuple[int, _Series]]:
     sel = _selection(analysis, ranks)
     zero = origin_ns(analysis.traces)
     for rank, trace, mask in select.each_rank(analysis.traces, sel):
@@ -150,7 +154,8 @@ def _each_series(analysis, ranks, make):
             yield rank, series
 
 
-def get_queue_length_time_series(analysis, ranks: Optional[List[int]] = None) -> Dict:
+def get_queue_length_time_series(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                                 ) -> Dict[int, pd.DataFrame]:
     """{rank: DataFrame[ts, pid, tid, stream, queue_length]} indexed by event row ("index"):
     +1 at each launch, -1 at each GPU event's start, per stream (ascending), in time order.
     Ranks without queued work are left out."""
@@ -162,7 +167,8 @@ def get_queue_length_time_series(analysis, ranks: Optional[List[int]] = None) ->
             for rank, s in _each_series(analysis, ranks, _queue_series)}
 
 
-def get_queue_length_summary(analysis, ranks: Optional[List[int]] = None):
+def get_queue_length_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                             ) -> Optional[pd.DataFrame]:
     """get_queue_length_summary_from_time_series of get_queue_length_time_series, computed
     from each stream's step function instead of the series' rows: at a timestamp with several
     rows, only the last holds for any time, and that is the value after every change there."""
@@ -229,7 +235,8 @@ def get_time_spent_blocked_on_full_queue(analysis: TraceAnalysis, queue_length_d
 
 
 # --- memory bandwidth --------------------------------------------------------------------
-def _bandwidth_series(trace, mask, zero: int) -> Optional[_Series]:
+def _bandwidth_series(trace: Trace, mask: Optional[np.ndarray], zero: int
+                      ) -> Optional[_Series]:
     """Each copy's start (+bandwidth) and end (-bandwidth), summed per copy type (names
     ascending), in time order (ends before starts at one timestamp)."""
     rows, types, bw = _bw.memory_rows(trace, mask)
@@ -260,7 +267,8 @@ def _bandwidth_series(trace, mask, zero: int) -> Optional[_Series]:
                    pid=np.tile(trace.column("events", "pid")[rows], 2)[order])
 
 
-def get_memory_bw_time_series(analysis, ranks: Optional[List[int]] = None) -> Dict:
+def get_memory_bw_time_series(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+                              ) -> Dict[int, pd.DataFrame]:
     """{rank: DataFrame[ts, pid, name, memory_bw_gbps]}: each copy's start (+bandwidth) and
     end (-bandwidth), summed per copy type (names ascending), in time order. ts in us."""
     import pandas as pd

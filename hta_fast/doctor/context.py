@@ -38,6 +38,11 @@ class Gaps:
     def lengths(self) -> np.ndarray:
         return self.ends - self.starts
 
+    @classmethod
+    def empty(cls) -> "Gaps":
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                   np.zeros(0, bool), np.zeros(0, np.int64))
+
 
 @dataclasses.dataclass
 class RankView:
@@ -88,15 +93,20 @@ class RankView:
         idx = np.searchsorted(self.steps, step_values)
         idx_c = np.minimum(idx, len(self.steps) - 1)
         own = self.steps[idx_c] == step_values
-        by_time = np.clip(np.searchsorted(self._step_starts, times, side="right") - 1, 0,
+        by_time = np.clip(np.searchsorted(self._starts(), times, side="right") - 1, 0,
                           len(self.steps) - 1)
         return np.where(own, idx_c, by_time).astype(np.int64)
 
     def step_start(self, index: int) -> int:
         """CPU start (ns) of the analysed step at this index (first ProfilerStep#N event)."""
-        return int(self._step_starts[index])
+        return int(self._starts()[index])
 
-    _step_starts: np.ndarray = dataclasses.field(default=None, repr=False)
+    def _starts(self) -> np.ndarray:
+        if self._step_starts is None:
+            raise ValueError("this RankView has no step starts (views come from rank_view)")
+        return self._step_starts
+
+    _step_starts: Optional[np.ndarray] = dataclasses.field(default=None, repr=False)
 
 
 def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Optional[RankView]:
@@ -144,7 +154,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
                     step_time=step_time, lo=lo, hi=hi, work=work,
                     selected=selected_all[inside], work_step_index=np.zeros(0, np.int64),
                     busy=ops.union(work.starts, work.ends),
-                    gaps=None, _step_starts=step_starts)
+                    gaps=Gaps.empty(), _step_starts=step_starts)
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
     view.gaps = _idle_gaps(view)
     return view

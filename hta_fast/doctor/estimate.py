@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import heapq
+import operator
 from typing import Any, Optional
 
 import numpy as np
@@ -37,10 +39,11 @@ def per_step(view: RankView, step_index: np.ndarray, ns: np.ndarray) -> np.ndarr
 class Tally:
     """Events by name across ranks: count and total ns (plus optional extra sums)."""
 
-    def __init__(self):
-        self.count: collections.Counter = collections.Counter()
-        self.total: collections.Counter = collections.Counter()
-        self.extra: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    def __init__(self) -> None:
+        self.count: collections.Counter[str] = collections.Counter()
+        self.total: collections.defaultdict[str, float] = collections.defaultdict(float)
+        self.extra: collections.defaultdict[str, collections.defaultdict[str, float]] = \
+            collections.defaultdict(lambda: collections.defaultdict(float))
 
     def add(self, view: RankView, rows: np.ndarray, ns: np.ndarray,
             extra: Optional[dict[str, np.ndarray]] = None) -> None:
@@ -66,10 +69,11 @@ class Tally:
 
     def top(self, n: int = 5) -> list[dict[str, Any]]:
         out = []
-        for name, total in self.total.most_common(n):
+        # The n largest totals, ties in first-seen order (as Counter.most_common gives them).
+        for name, total in heapq.nlargest(n, self.total.items(), key=operator.itemgetter(1)):
             if total <= 0:
                 break
-            row = {"name": name, "count": self.count[name], "total_ns": int(round(total))}
+            row: dict[str, Any] = {"name": name, "count": self.count[name], "total_ns": int(round(total))}
             for k, v in self.extra.items():
                 row[k] = int(round(v[name]))
             out.append(row)

@@ -22,6 +22,7 @@ from ..trace import Trace
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .intervals import covered_length
+from .result import Number
 from .thresholds import Thresholds
 
 ADVICE = ("Hide communication behind computation: DDP gradient bucketing (bucket_cap_mb, "
@@ -114,8 +115,9 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         all_bytes.append(b)
         all_bw.append(bw)
     total_steps = sum(v.n_steps for v in views) or 1
-    evidence = {
-        "comm_time_ns_per_step": comm_time / total_steps,
+    comm_ns_per_step = comm_time / total_steps
+    evidence: dict[str, Number] = {
+        "comm_time_ns_per_step": comm_ns_per_step,
         "overlap_pct": 100.0 * overlap_time / comm_time if comm_time else "no communication",
         "exposed_comm_ns_per_step": (comm_time - overlap_time) / total_steps,
     }
@@ -133,6 +135,6 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         })
     pct = evidence["overlap_pct"]
     hidden = f"{pct:.0f}% hidden behind compute" if isinstance(pct, float) else "none"
-    title = (f"Exposed communication: {evidence['comm_time_ns_per_step'] / 1e6:.2f} ms of "
+    title = (f"Exposed communication: {comm_ns_per_step / 1e6:.2f} ms of "
              f"collectives per step, {hidden}")
     return Estimate(cost, evidence, tally.top(), title, ADVICE)

@@ -20,6 +20,7 @@ Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in thi
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class GapSplit:
     alloc_rows: np.ndarray
 
 
-def host_rows(view: RankView, pattern: str, kinds) -> np.ndarray:
+def host_rows(view: RankView, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:
     """Rows of host events matching pattern that overlap the view's window."""
     trace = view.trace
     rows = rows_named(trace, pattern, kinds)

@@ -2,7 +2,7 @@
 properties the doctor compares them with."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -25,7 +25,8 @@ def locate(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hit, (idx if order is None else order[idx])
 
 
-def kernel_arg(trace: Trace, rows: np.ndarray, column: str, where=None) -> np.ndarray:
+def kernel_arg(trace: Trace, rows: np.ndarray, column: str,
+               where: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
     """kernel_args[column] for each event row; -1 (NaN for floats) where the row has none.
     `where`: locate(trace, rows), when several columns of the same rows are read."""
     values = trace.column("kernel_args", column)
@@ -36,7 +37,8 @@ def kernel_arg(trace: Trace, rows: np.ndarray, column: str, where=None) -> np.nd
     return out
 
 
-def grid_blocks(trace: Trace, rows: np.ndarray, where=None) -> np.ndarray:
+def grid_blocks(trace: Trace, rows: np.ndarray,
+                where: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
     """Thread blocks in each kernel's grid (x*y*z); -1 where unknown."""
     where = where if where is not None else locate(trace, rows)
     gx, gy, gz = (kernel_arg(trace, rows, f"grid_{a}", where) for a in "xyz")
@@ -44,7 +46,7 @@ def grid_blocks(trace: Trace, rows: np.ndarray, where=None) -> np.ndarray:
     return np.where(known, gx * gy * gz, -1)
 
 
-def _device_value(device: dict, *keys: str) -> Optional[int]:
+def _device_value(device: dict[str, Any], *keys: str) -> Optional[int]:
     for k in keys:
         v = device.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:

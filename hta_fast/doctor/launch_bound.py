@@ -18,6 +18,7 @@ import numpy as np
 from ..analysis.idle_time import idle_time_breakdown
 from ..analysis.launch_stats import launch_pairs
 from ..analysis.queue_length import queue_pairs
+from ..trace import Trace
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
@@ -30,7 +31,7 @@ ADVICE = ("Cut the CPU time per step: capture the step in CUDA graphs (torch.com
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
-    cost = {}
+    cost: dict[int, np.ndarray] = {}
     tally = Tally()
     host_wait = idle_all = 0.0
     cpu_step = gpu_busy = 0.0
@@ -85,7 +86,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 
-def _queue_time(trace, window) -> tuple[float, float]:
+def _queue_time(trace: Trace, window: tuple[int, int]) -> tuple[float, float]:
     """(time all launches spent queued, sum over streams of first-to-last queue change) in
     the window: their ratio is the time-weighted mean queue length over streams."""
     rows, launch_ts, gpu_ts, _ = queue_pairs(trace, None, window)

@@ -18,6 +18,7 @@ from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
 from .kernel_args import grid_blocks, kernel_arg, locate, sm_counts
+from .result import Number
 from .thresholds import Thresholds
 
 ADVICE = ("Give the GPU bigger pieces of work: larger batches or micro-batches, fused kernels "
@@ -27,14 +28,14 @@ ADVICE = ("Give the GPU bigger pieces of work: larger batches or micro-batches, 
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
-    cost = {}
+    cost: dict[int, np.ndarray] = {}
     tally = Tally()
     n_kernels = n_tiny = 0
     comp_time = small_time = occ_weighted = occ_time = 0.0
     gap_ns = 0.0
-    durations = []
+    durations: list[np.ndarray] = []
     sms_seen: set[int] = set()
-    notes = []
+    notes: list[str] = []
     for v in views:
         trace, w = v.trace, v.work
         kind = trace.column("events", "kind")[w.rows]
@@ -73,11 +74,14 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     total_steps = sum(v.n_steps for v in views) or 1
     all_dur = np.concatenate(durations) if durations else np.zeros(0)
     median_us = float(np.median(all_dur)) / 1e3 if len(all_dur) else 0.0
-    evidence = {
-        "compute_kernels_per_step": n_kernels / total_steps,
+    kernels_per_step = n_kernels / total_steps
+    tiny_share = n_tiny / n_kernels if n_kernels else 0.0
+    small_grid_share = small_time / comp_time if comp_time else 0.0
+    evidence: dict[str, Number] = {
+        "compute_kernels_per_step": kernels_per_step,
         "median_kernel_us": median_us,
-        "tiny_kernel_share": n_tiny / n_kernels if n_kernels else 0.0,
-        "small_grid_time_share": small_time / comp_time if comp_time else 0.0,
+        "tiny_kernel_share": tiny_share,
+        "small_grid_time_share": small_grid_share,
         "sm_count": ", ".join(str(s) for s in sorted(sms_seen)) or "unknown",
         "mean_achieved_occupancy_pct": occ_weighted / occ_time if occ_time else "unknown",
         "kernel_gap_ns_per_step": gap_ns / total_steps,
@@ -85,8 +89,8 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     if views and not sms_seen:
         notes.append("the traces give no SM count (deviceProperties): small grids are judged "
                      "by estimated achieved occupancy instead")
-    title = (f"Too little parallel work: {evidence['compute_kernels_per_step']:.0f} compute kernels "
-             f"per step (median {median_us:.1f} us, {100 * evidence['tiny_kernel_share']:.0f}% under "
-             f"{th.tiny_kernel_us:g} us); {100 * evidence['small_grid_time_share']:.0f}% of compute "
+    title = (f"Too little parallel work: {kernels_per_step:.0f} compute kernels "
+             f"per step (median {median_us:.1f} us, {100 * tiny_share:.0f}% under "
+             f"{th.tiny_kernel_us:g} us); {100 * small_grid_share:.0f}% of compute "
              f"time in grids smaller than the SM count")
     return Estimate(cost, evidence, tally.top(), title, ADVICE, notes)

@@ -10,6 +10,8 @@ the work time across ranks ((max - min) / mean), the slowest rank.
 """
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence
+
 import numpy as np
 
 from .. import ops
@@ -18,6 +20,7 @@ from ..schema import KernelClass
 from ..traceset import TraceSet
 from .context import RankView
 from .estimate import Estimate
+from .result import Number
 
 ADVICE = ("Balance the work across ranks: even data shards and sequence lengths (length "
           "bucketing, token-based batching), even model/embedding sharding, identical hardware "
@@ -38,15 +41,16 @@ def per_step_times(v: RankView) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def examine(views: list[RankView], traces: TraceSet, steps) -> Estimate:
+def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[int]]) -> Estimate:
     cost = {v.rank: np.zeros(v.n_steps) for v in views}
-    evidence: dict = {}
-    notes = []
+    evidence: dict[str, Number] = {}
+    notes: list[str] = []
     if len(views) < 2:
         if views:
             notes.append("one rank: no imbalance between ranks to measure")
         return Estimate(cost, evidence, [], "Imbalance between ranks: one rank only", ADVICE, notes)
-    work_t, comm_t = {}, {}
+    work_t: dict[int, np.ndarray] = {}
+    comm_t: dict[int, np.ndarray] = {}
     for v in views:
         work_t[v.rank], comm_t[v.rank] = per_step_times(v)
     # Align ranks by step number.
@@ -56,7 +60,7 @@ def examine(views: list[RankView], traces: TraceSet, steps) -> Estimate:
         table[i, np.searchsorted(all_steps, v.steps)] = work_t[v.rank]
     shared = np.sum(~np.isnan(table), axis=0) >= 2
     slowest = np.where(shared, np.nanmax(np.where(np.isnan(table), -np.inf, table), axis=0), np.nan)
-    top = []
+    top: list[dict[str, Any]] = []
     for i, v in enumerate(views):
         cols = np.searchsorted(all_steps, v.steps)
         wait = np.where(shared[cols], slowest[cols] - work_t[v.rank], 0.0)
@@ -67,11 +71,13 @@ def examine(views: list[RankView], traces: TraceSet, steps) -> Estimate:
     top.sort(key=lambda r: -r["total_ns"])
     step_times = np.array([v.step_time for v in views])
     works = np.array([work_t[v.rank].mean() for v in views])
-    evidence["step_time_spread"] = float((step_times.max() - step_times.min()) / step_times.mean()) \
+    step_spread = float((step_times.max() - step_times.min()) / step_times.mean()) \
         if step_times.mean() > 0 else 0.0
-    evidence["work_time_spread"] = float((works.max() - works.min()) / works.mean()) \
-        if works.mean() > 0 else 0.0
-    evidence["slowest_rank"] = int(views[int(np.argmax(works))].rank)
+    work_spread = float((works.max() - works.min()) / works.mean()) if works.mean() > 0 else 0.0
+    slowest_rank = int(views[int(np.argmax(works))].rank)
+    evidence["step_time_spread"] = step_spread
+    evidence["work_time_spread"] = work_spread
+    evidence["slowest_rank"] = slowest_rank
     evidence["wait_in_collectives_ns_per_step"] = float(
         np.mean([cost[v.rank].sum() / v.n_steps for v in views]))
     try:
@@ -84,7 +90,7 @@ def examine(views: list[RankView], traces: TraceSet, steps) -> Estimate:
     except ValueError as e:  # e.g. steps the analysis cannot use
         evidence["stragglers"] = "unknown"
         notes.append(f"stragglers: {e}")
-    title = (f"Imbalance between ranks: rank {evidence['slowest_rank']} is slowest; work time "
-             f"varies {100 * evidence['work_time_spread']:.0f}% across ranks, step time "
-             f"{100 * evidence['step_time_spread']:.0f}%")
+    title = (f"Imbalance between ranks: rank {slowest_rank} is slowest; work time "
+             f"varies {100 * work_spread:.0f}% across ranks, step time "
+             f"{100 * step_spread:.0f}%")
     return Estimate(cost, evidence, top[:5], title, ADVICE, notes)

@@ -8,7 +8,7 @@ reaches min_share of that rank's mean step time.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from . import (exposed_communication, input_pipeline, launch_bound, memory_sync,
                rank_imbalance)
 from .context import RankView, rank_view
 from .estimate import Estimate
-from .result import CAUSES, Diagnosis, Finding
+from .result import CAUSES, Diagnosis, Finding, Number
 from .thresholds import Thresholds
 
 
@@ -85,7 +85,8 @@ def _finding(cause: str, est: Estimate, views: list[RankView], step_time: float,
     per_rank = {v.rank: float(est.cost[v.rank].sum()) / v.n_steps for v in views if v.rank in est.cost}
     cost = float(np.mean(list(per_rank.values()))) if per_rank else 0.0
     share = cost / step_time if step_time > 0 else 0.0
-    ranks, steps = [], set()
+    ranks: list[int] = []
+    steps: set[int] = set()
     for v in views:
         c = est.cost.get(v.rank)
         if c is None or v.step_time <= 0:
@@ -102,7 +103,7 @@ def _finding(cause: str, est: Estimate, views: list[RankView], step_time: float,
                    advice=est.advice)
 
 
-def _number(x):
+def _number(x: Any) -> Number:
     if isinstance(x, (np.integer,)):
         return int(x)
     if isinstance(x, (np.floating, float)):

@@ -34,7 +34,7 @@ class Thresholds:
     low_bus_bandwidth_fraction: float = 0.25
     achievable_bus_bandwidth_gbps: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

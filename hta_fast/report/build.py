@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import jinja2
 
@@ -15,6 +15,9 @@ from . import plotlyjs, sections_gpu, sections_time
 from .context import Context, Section, SectionFailed, run_section
 from .findings import diagnosis
 from .summary import summary
+
+if TYPE_CHECKING:
+    from ..doctor import Thresholds
 
 # (builder, id, title) in the order the report shows them, after the summary.
 SECTIONS = (
@@ -35,7 +38,7 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("hta_fast.report", "templa
                           undefined=jinja2.StrictUndefined)
 
 
-def has_values(fig: dict) -> bool:
+def has_values(fig: dict[str, Any]) -> bool:
     """Whether a figure would draw anything: some trace with a number other than null."""
     for trace in fig["data"]:
         values = trace.get("x" if trace.get("orientation") == "h" else "y", ())
@@ -45,8 +48,8 @@ def has_values(fig: dict) -> bool:
 
 
 def build_sections(ctx: Context, load_seconds: float,
-                   on_section: Optional[Callable[[str], None]] = None
-                   ) -> tuple[list[Section], dict]:
+                   on_section: Optional[Callable[[str], object]] = None
+                   ) -> tuple[list[Section], dict[str, Any]]:
     done = on_section or (lambda _id: None)
     try:
         first, headline = summary(ctx, load_seconds)
@@ -65,8 +68,8 @@ def build_sections(ctx: Context, load_seconds: float,
 def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] = None,
                  steps: Optional[Sequence[int]] = None, cdn: bool = False,
                  load_seconds: float = 0.0, title: Optional[str] = None,
-                 max_points: int = 20_000, thresholds=None,
-                 on_section: Optional[Callable[[str], None]] = None) -> dict:
+                 max_points: int = 20_000, thresholds: Optional[Thresholds] = None,
+                 on_section: Optional[Callable[[str], object]] = None) -> dict[str, Any]:
     """Writes the report to path; returns {path, bytes, seconds, figures}.
 
     The numbers come from every event; only the time-series figures keep at most

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable
+from typing import Any, Callable
 
 from ..analysis import (idle_time, kernel_breakdown, launch_stats, memory_bw, overlap,
                         queue_length, steps, stragglers, temporal)
@@ -32,8 +32,8 @@ class Section:
     id: str
     title: str
     intro: str = ""
-    figures: list[dict] = dataclasses.field(default_factory=list)
-    tables: list[dict] = dataclasses.field(default_factory=list)
+    figures: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tables: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
 
 

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..traceset import TraceSet
+
+if TYPE_CHECKING:
+    from ..doctor import Thresholds
 
 log = logging.getLogger("hta_fast")
 
 
-def _number(v) -> str:
+def _number(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
     if isinstance(v, int) and not isinstance(v, bool):
@@ -18,7 +21,8 @@ def _number(v) -> str:
     return str(v)
 
 
-def diagnosis(traces: TraceSet, steps: Optional[Sequence[int]], thresholds=None) -> dict:
+def diagnosis(traces: TraceSet, steps: Optional[Sequence[int]],
+              thresholds: Optional[Thresholds] = None) -> dict[str, Any]:
     """{available, utilization, healthy, findings: [...], message} for the template."""
     try:
         doctor = importlib.import_module("hta_fast.doctor")

@@ -2,6 +2,8 @@
 over time, the launch-delay distribution, per-step and per-rank timings, collectives."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,7 +16,8 @@ from .tables import html_table
 MS = 1e6
 
 
-def _series(table: pa.Table, key: str, value: str, ctx: Context, label: str) -> tuple[list, int]:
+def _series(table: pa.Table, key: str, value: str, ctx: Context, label: str
+            ) -> tuple[list[dict[str, Any]], int]:
     """One downsampled step line per (rank, key); x in ms from the first change point."""
     if table.num_rows == 0:
         return [], 0

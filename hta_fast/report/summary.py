@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ from .tables import html_table
 GPU_WORK = (EventKind.kernel, EventKind.memcpy, EventKind.memset)
 
 
-def rank_info(trace: Trace) -> dict:
+def rank_info(trace: Trace) -> dict[str, Any]:
     """One rank: file, sizes, devices, events, kernels, streams, steps, span."""
     kind = trace.column("events", "kind")
     ts = trace.column("events", "ts")
@@ -48,7 +49,7 @@ def ranks_table(traces: TraceSet) -> pa.Table:
     return pa.Table.from_pylist([rank_info(t) for t in traces.values()])
 
 
-def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict]:
+def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]:
     """The summary section and the headline numbers shown above it."""
     info = ranks_table(ctx.traces)
     headline = {

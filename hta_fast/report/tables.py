@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import pyarrow as pa
 
 
-def _fmt(v, unit: Optional[str]) -> str:
+def _fmt(v: Any, unit: Optional[str]) -> str:
     if v is None:
         return "–"
     if isinstance(v, float) and math.isnan(v):
@@ -24,7 +24,7 @@ def _fmt(v, unit: Optional[str]) -> str:
 
 
 def html_table(caption: str, table: pa.Table, columns: Optional[Sequence[str]] = None,
-               limit: Optional[int] = 50) -> dict:
+               limit: Optional[int] = 50) -> dict[str, Any]:
     """{caption, headers, numeric, rows, more}: ns columns are shown in µs (header says so)."""
     names = [c for c in (columns or table.column_names) if c in table.column_names]
     shown = table if limit is None else table.slice(0, limit)
