@@ -119,7 +119,16 @@ def ancestor_pairs(trace: Trace, rows: np.ndarray, is_target: np.ndarray
 
 def op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str] = None
               ) -> OpGroups:
-    """Group the operator instances of one trace (see OpGroups)."""
+    """Group the operator instances of one trace (see OpGroups). Without a mask the groups
+    are computed once per trace and shared (the op table, the roofline and the prediction
+    all start from them)."""
+    if mask is None:
+        return derived.remember(trace, ("op_groups", op_prefix),
+                                lambda: _op_groups(trace, None, op_prefix))
+    return _op_groups(trace, mask, op_prefix)
+
+
+def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]) -> OpGroups:
     rows = op_instance_rows(trace, mask, op_prefix)
     n_events = len(trace.column("events", "ts"))
     position = np.full(n_events, -1, np.int64)

@@ -15,7 +15,8 @@ from typing import Optional
 import numpy as np
 
 BIN_WIDTH = 0.5          # decades of roofline time per bin
-FLOOR_QUANTILE = 0.05    # the launch floor: this quantile of the trace's kernel durations
+FLOOR_QUANTILE = 0.05    # the launch floor: this quantile of the trace's kernel durations,
+FLOOR_MAX_NS = 5_000.0   # capped: a trace without small kernels says nothing about the floor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,10 +58,10 @@ def fit_curve(roofline_ns: np.ndarray, measured_ns: np.ndarray, calls: np.ndarra
 
 
 def launch_floor(kernel_durations_ns: np.ndarray) -> float:
-    """The shortest time a kernel takes on this device (a low quantile, robust to a few
-    odd zero-length events); 0 when there are no kernels."""
+    """The shortest time a kernel takes on this device: a low quantile of the positive
+    durations (robust to a few odd events), at most FLOOR_MAX_NS; 0 without kernels."""
     d = kernel_durations_ns[kernel_durations_ns > 0]
-    return float(np.quantile(d, FLOOR_QUANTILE)) if len(d) else 0.0
+    return min(float(np.quantile(d, FLOOR_QUANTILE)), FLOOR_MAX_NS) if len(d) else 0.0
 
 
 @dataclasses.dataclass
