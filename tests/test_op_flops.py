@@ -188,3 +188,20 @@ def test_real_trace_with_concrete_inputs(traces_dir):
     mm = df[df.family == "matmul"]
     assert len(mm) > 0 and (mm.flops > 0).all()
     assert (df.family.notna() ^ df.no_model.notna()).all()
+
+
+def test_every_real_trace_costs_or_explains_every_group(traces_dir, chrome_trace):
+    """On every shared trace: the op table, its costs, the roofline and the collective bytes
+    run, and every operator group has a family or a reason (nothing dropped)."""
+    from hta_fast.analysis.roofline import roofline
+    from hta_fast.model.comm_bytes import comm_bytes
+    trace = hta_fast.load(traces_dir / chrome_trace)
+    table = with_costs(op_table(trace).table)
+    fam = table["family"].is_valid().to_pylist()
+    reason = table["no_model"].is_valid().to_pylist()
+    assert all(f != r for f, r in zip(fam, reason))
+    r = roofline(trace)
+    cov = r["coverage"].to_pylist()[0] if r["coverage"].num_rows else None
+    if cov:
+        assert cov["modelled_time"] <= cov["gpu_time"]
+    comm_bytes(trace)
