@@ -63,7 +63,7 @@ def _roofline_ns(dev: Device, flops, nbytes, precision, matrix, allow_tf32) -> n
 
 
 def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow_tf32: bool,
-                  op_prefix) -> tuple[pa.Table, pa.Table, pa.Table]:
+                  op_prefix, curves_on: bool) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     fam = cg.costs["family"].to_pylist()
     prec, mat = cg.costs["precision"].to_pylist(), cg.costs["matrix"].to_pylist()
@@ -76,7 +76,7 @@ def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow
     families = sorted({f for f, c in zip(fam, cg.calls) if f and c})
     fam_arr = np.array([f or "" for f in fam], dtype=object)
     curves = {f: fit_curve(r_src[fam_arr == f], per_call[fam_arr == f], cg.calls[fam_arr == f])
-              for f in families}
+              for f in families} if curves_on else {}
     kclass = trace.column("events", "kernel_class")
     models = KernelModels(curves, launch_floor(cg.dur))
     pred_call = np.array(per_call, np.float64)
@@ -119,12 +119,14 @@ def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow
 def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
             source_device: Union[str, Device, None] = None,
             devices_file: Optional[str] = None, allow_tf32: bool = False,
+            efficiency_curves: bool = True,
             op_prefix: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
             steps: Optional[Sequence[int]] = None, window: Optional[tuple[int, int]] = None,
             streams: Optional[Sequence[int]] = None,
             selection: Optional[select.Selection] = None) -> Result:
     """Predicted GPU time per family on `device` (a device table key or name).
-    `source_device` names the trace's own GPU when its deviceProperties do not."""
+    `source_device` names the trace's own GPU when its deviceProperties do not;
+    efficiency_curves=False scales by the roofline ratio alone (no size correction)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     table = DeviceTable.load(devices_file)
     dst = resolve_device(None, device, table) if not isinstance(device, Device) else device
@@ -136,7 +138,8 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
             raise ValueError(f"{trace.meta.path or 'trace'}: its device "
                              f"{names[0] if names else '(none recorded)'!r} is not in the "
                              "device table; pass source_device=")
-        parts.append(_predict_rank(rank, trace, mask, src, dst, allow_tf32, op_prefix))
+        parts.append(_predict_rank(rank, trace, mask, src, dst, allow_tf32, op_prefix,
+                                   efficiency_curves))
     summary = pa.concat_tables([p[0] for p in parts]) if parts else SUMMARY_SCHEMA.empty_table()
     ops = pa.concat_tables([p[1] for p in parts]) if parts else OPS_SCHEMA.empty_table()
     events = pa.concat_tables([p[2] for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
