@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How well a trace recorded on one GPU predicts the same workload on another.
 
-    python benchmarks/eval_predict.py A B [--allow-tf32] [--no-curves] [--devices-file FILE]
+    python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves] [--devices-file FILE]
 
 Predicts A's operators on B's device (hta_fast.model.predict) and compares, for every
 operator group (name + recorded shapes) found in both traces, the predicted time of one call
@@ -34,7 +34,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("a")
     ap.add_argument("b")
-    ap.add_argument("--allow-tf32", action="store_true")
+    ap.add_argument("--tf32", choices=["auto", "on", "off"], default="off",
+                    help="FP32 GEMMs at TF32 peaks: where their kernels say so (auto), always, never")
     ap.add_argument("--no-curves", action="store_true",
                     help="scale by the roofline ratio alone, without the efficiency curves")
     ap.add_argument("--devices-file")
@@ -50,7 +51,8 @@ def main() -> None:
     dev_a, dev_b = resolve_device(a, None, table), resolve_device(b, None, table)
     if dev_a is None or dev_b is None:
         raise SystemExit(f"device not in the table: A {dev_a}, B {dev_b}")
-    ops = predict(a, dev_b, allow_tf32=args.allow_tf32, devices_file=args.devices_file,
+    tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
+    ops = predict(a, dev_b, allow_tf32=tf32, devices_file=args.devices_file,
                   efficiency_curves=not args.no_curves)["ops"]
     keys = list(zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(),
                     ops["input_type"].to_pylist()))

@@ -26,13 +26,14 @@ class OpTraceBuilder(KinetoBuilder):
 
     def op_with_kernels(self, name: str, ts: float, dims: list, types: Optional[list],
                         kernel_durs: list[float], concrete: Optional[list] = None,
-                        gpu_ts: Optional[float] = None) -> float:
+                        gpu_ts: Optional[float] = None, kernel_name: Optional[str] = None
+                        ) -> float:
         """An operator at ts (µs) that launches one kernel per duration; returns its end."""
         dur = 10.0 * (len(kernel_durs) + 1)
         self.op(name, ts, dur, dims, types, concrete)
         g = ts + 100.0 if gpu_ts is None else gpu_ts
         for j, d in enumerate(kernel_durs):
-            self.kernel(f"{name}_kernel", ts + 2 + 10 * j, g, d, launch_dur=5.0)
+            self.kernel(kernel_name or f"{name}_kernel", ts + 2 + 10 * j, g, d, launch_dur=5.0)
             g += d + 1
         return ts + dur
 

@@ -118,3 +118,17 @@ def test_real_trace_roofline(traces_dir):
     cov = r["coverage"].to_pandas().iloc[0]
     assert 0 < cov.modelled_time <= cov.gpu_time - cov.host_transfer_time
     assert df.gpu_time.sum() == cov.modelled_time
+
+
+def test_tf32_peak_where_the_kernels_are_tf32_kernels():
+    b = OpTraceBuilder()
+    b.op_with_kernels("aten::mm", 0, [[512, 512], [512, 512]], ["float"] * 2, [50.0],
+                      kernel_name="ampere_tf32_s1688gemm_fp32_128x128_ldg8_stages_32x3_nn")
+    b.op_with_kernels("aten::mm", 1000, [[256, 512], [512, 512]], ["float"] * 2, [50.0],
+                      kernel_name="ampere_sgemm_128x64_nn")
+    trace = b.load()
+    peaks = roofline(trace).to_pandas().set_index("input_dims").peak_flops
+    assert peaks["[[512, 512], [512, 512]]"] == 156e12
+    assert peaks["[[256, 512], [512, 512]]"] == 19.5e12
+    off = roofline(trace, allow_tf32=False).to_pandas()
+    assert (off.peak_flops == 19.5e12).all()

@@ -127,6 +127,27 @@ class ChargedGroups:
         self.share = np.zeros(len(gpu))
         ok = charged & (inst_time[np.maximum(op, 0)] > 0)
         self.share[ok] = self.dur[ok] / inst_time[op[ok]]
+        # groups whose kernels are TF32 tensor-core kernels, by name
+        tf32_kernel = tf32_kernel_names(trace)[trace.column("events", "name")[gpu]] & charged
+        self.tf32_seen = np.bincount(self.event_group[tf32_kernel], minlength=ng) > 0
+
+    def tf32(self, allow_tf32: Union[bool, str]) -> np.ndarray:
+        """Per group: whether FP32 matrix work runs at TF32 peaks. "auto": where the group's
+        kernels are TF32 kernels by name; True/False: for every group."""
+        if allow_tf32 == "auto":
+            return self.tf32_seen
+        return np.full(self.groups.num_groups, bool(allow_tf32))
+
+
+# TF32 tensor-core kernels: cuBLAS/CUTLASS names carry "tf32" or the TF32 MMA shape s1688
+# (Ampere and later; Volta's s884 kernels are FP16 inputs).
+TF32_KERNEL = r"tf32|s1688"
+
+
+def tf32_kernel_names(trace: Trace) -> np.ndarray:
+    """Per string id: the name of a TF32 tensor-core kernel."""
+    return pc.match_substring_regex(trace.strings, TF32_KERNEL, ignore_case=True).to_numpy(
+        zero_copy_only=False)
 
 
 def host_transfer_names(trace: Trace) -> np.ndarray:
@@ -136,15 +157,15 @@ def host_transfer_names(trace: Trace) -> np.ndarray:
         zero_copy_only=False)
 
 
-def _peaks(device: Optional[Device], costs: pa.Table, allow_tf32: bool
+def _peaks(device: Optional[Device], costs: pa.Table, tf32: np.ndarray
            ) -> tuple[np.ndarray, float]:
     n = costs.num_rows
     if device is None:
         return np.full(n, np.nan), np.nan
     prec = costs["precision"].to_pylist()
     matrix = costs["matrix"].to_pylist()
-    peak = np.array([device.peak_flops(p, bool(m), allow_tf32) if p else np.nan
-                     for p, m in zip(prec, matrix)], np.float64)
+    peak = np.array([device.peak_flops(p, bool(m), bool(t)) if p else np.nan
+                     for p, m, t in zip(prec, matrix, tf32)], np.float64)
     return np.where(peak > 0, peak, np.nan), device.memory_bytes_per_s
 
 
@@ -154,9 +175,9 @@ def _ratio(a, b):
 
 
 def _rank_tables(rank: int, trace: Trace, mask, device: Optional[Device], op_prefix,
-                 allow_tf32: bool) -> tuple[pa.Table, pa.Table, pa.Table]:
+                 allow_tf32: Union[bool, str]) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
-    peak, bw = _peaks(device, cg.costs, allow_tf32)
+    peak, bw = _peaks(device, cg.costs, cg.tf32(allow_tf32))
     calls, time = cg.calls, cg.gpu_time
     tflops, tbytes = cg.flops * calls, cg.bytes * calls
     secs = time / 1e9
@@ -224,14 +245,15 @@ def resolve_device(trace: Trace, device: Union[str, Device, None],
 
 
 def roofline(traces: Union[Trace, TraceSet], *, device: Union[str, Device, None] = None,
-             devices_file: Optional[str] = None, allow_tf32: bool = False,
+             devices_file: Optional[str] = None, allow_tf32: Union[bool, str] = "auto",
              op_prefix: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
              steps: Optional[Sequence[int]] = None, window: Optional[tuple[int, int]] = None,
              streams: Optional[Sequence[int]] = None,
              selection: Optional[select.Selection] = None) -> Result:
     """Operator groups with a cost model and GPU work, ranked by time_left (descending).
     `device`: a device table key or name (default: each trace's own deviceProperties);
-    `devices_file`: a user device table tried before the built-in one. Side tables:
+    `devices_file`: a user device table tried before the built-in one; `allow_tf32`: whether
+    FP32 GEMMs run at TF32 peaks ("auto": where their kernels' names say so). Side tables:
     "kernels" (per kernel name), "coverage" (GPU time charged to modelled operators)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     dev_table = DeviceTable.load(devices_file)

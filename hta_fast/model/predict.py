@@ -54,21 +54,24 @@ EVENTS_SCHEMA = pa.schema([
 ])
 
 
-def _roofline_ns(dev: Device, flops, nbytes, precision, matrix, allow_tf32) -> np.ndarray:
-    peak = np.array([dev.peak_flops(p, bool(m), allow_tf32) if p else 0.0
-                     for p, m in zip(precision, matrix)], np.float64)
+def _roofline_ns(dev: Device, flops, nbytes, precision, matrix, tf32) -> np.ndarray:
+    peak = np.array([dev.peak_flops(p, bool(m), bool(t)) if p else 0.0
+                     for p, m, t in zip(precision, matrix, tf32)], np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         compute = np.where(peak > 0, flops / peak, 0.0)
     return np.maximum(compute, nbytes / dev.memory_bytes_per_s) * 1e9
 
 
-def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow_tf32: bool,
+def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow_tf32,
                   op_prefix, curves_on: bool) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     fam = cg.costs["family"].to_pylist()
     prec, mat = cg.costs["precision"].to_pylist(), cg.costs["matrix"].to_pylist()
-    r_src = _roofline_ns(src, cg.flops, cg.bytes, prec, mat, allow_tf32)
-    r_dst = _roofline_ns(dst, cg.flops, cg.bytes, prec, mat, allow_tf32)
+    # the same PyTorch settings on both devices: TF32 where the source ran TF32 and the
+    # destination has it (peak_flops falls back to FP32 on a device without TF32)
+    tf32 = cg.tf32(allow_tf32)
+    r_src = _roofline_ns(src, cg.flops, cg.bytes, prec, mat, tf32)
+    r_dst = _roofline_ns(dst, cg.flops, cg.bytes, prec, mat, tf32)
     calls = np.maximum(cg.calls, 1)
     per_call = cg.gpu_time / calls
     charged = cg.event_group >= 0
@@ -118,7 +121,7 @@ def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow
 
 def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
             source_device: Union[str, Device, None] = None,
-            devices_file: Optional[str] = None, allow_tf32: bool = False,
+            devices_file: Optional[str] = None, allow_tf32: Union[bool, str] = False,
             efficiency_curves: bool = True,
             op_prefix: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
             steps: Optional[Sequence[int]] = None, window: Optional[tuple[int, int]] = None,
@@ -126,7 +129,11 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
             selection: Optional[select.Selection] = None) -> Result:
     """Predicted GPU time per family on `device` (a device table key or name).
     `source_device` names the trace's own GPU when its deviceProperties do not;
-    efficiency_curves=False scales by the roofline ratio alone (no size correction)."""
+    efficiency_curves=False scales by the roofline ratio alone (no size correction);
+    allow_tf32 (False, True or "auto": where the kernels' names say TF32) picks the peaks of
+    FP32 GEMMs on both devices. False by default: on the one cross-GPU pair we have, TF32
+    GEMMs reached a small fraction of the TF32 peak, and the ratio of TF32 to FP32 peaks
+    overstated the gap (see docs/ops.md)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     table = DeviceTable.load(devices_file)
     dst = resolve_device(None, device, table) if not isinstance(device, Device) else device
