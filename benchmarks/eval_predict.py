@@ -35,7 +35,8 @@ def main() -> None:
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--tf32", choices=["auto", "on", "off"], default="off",
-                    help="FP32 GEMMs at TF32 peaks: where their kernels say so (auto), always, never")
+                    help="FP32 GEMMs at TF32 peaks: where their kernels say so (auto), "
+                         "always (on), never (off, predict's default)")
     ap.add_argument("--no-curves", action="store_true",
                     help="scale by the roofline ratio alone, without the efficiency curves")
     ap.add_argument("--devices-file")

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import hta_fast
 from hta_fast.analysis.op_table import op_table
 from hta_fast.model.cost import Cost

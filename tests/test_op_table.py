@@ -53,7 +53,8 @@ def test_example_is_the_median_instance():
     names = trace.events.column("name").to_pylist()
     assert names[mm.example_row] == "aten::mm"
     assert mm.example_ts == trace.column("events", "ts")[mm.example_row]
-    starts = sorted(trace.column("events", "ts")[[i for i, n in enumerate(names) if n == "aten::mm"]])
+    mm_rows = [i for i, n in enumerate(names) if n == "aten::mm"]
+    starts = sorted(trace.column("events", "ts")[mm_rows])
     assert mm.example_ts == starts[1]
 
 

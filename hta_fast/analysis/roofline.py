@@ -14,8 +14,10 @@ aten::addmm -> kernel` charges aten::addmm, and no kernel counts twice. Per oper
     time_left           GPU time - roofline_time: the ranking key ("time left on the table")
 
 Copies between host and device memory are left out (their limit is the host link, which
-the device table does not hold); "coverage" reports their time. The peak FLOP/s is the device's for the call's precision, on matrix units for GEMMs,
-convolutions and attention (model.devices.Device.peak_flops). Per kernel name, an
+the device table does not hold); "coverage" reports their time. The peak FLOP/s is the
+device's for the call's precision, on matrix units for GEMMs, convolutions and attention
+(model.devices.Device.peak_flops; TF32 for FP32 GEMMs whose kernels are TF32 kernels, with
+allow_tf32="auto"). Per kernel name, an
 operator's flops and bytes are split over its kernels by their share of its GPU time.
 """
 from __future__ import annotations

@@ -135,8 +135,9 @@ def _read(path: Path) -> list[_Entry]:
     except FileNotFoundError:
         raise ValueError(f"{path}: device table file not found") from None
     except (ValueError, KeyError, TypeError, re.error) as e:
-        raise ValueError(f"{path}: not a device table ({type(e).__name__}: {e}); expected "
-                         f'{{"devices": [{{"key", "match", "memory_gbps", "tflops"}}, ...]}}') from None
+        expected = '{"devices": [{"key", "match", "memory_gbps", "tflops"}, ...]}'
+        raise ValueError(f"{path}: not a device table ({type(e).__name__}: {e}); "
+                         f"expected {expected}") from None
 
 
 def _entry(r: Mapping[str, Any]) -> _Entry:

@@ -81,7 +81,8 @@ class KernelModels:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = roofline_dst / roofline_src
             if curve is not None:
-                ratio = ratio * 10 ** (curve(np.log10(roofline_src)) - curve(np.log10(roofline_dst)))
+                gain = curve(np.log10(roofline_src)) - curve(np.log10(roofline_dst))
+                ratio = ratio * 10 ** gain
         pred = np.where(np.isfinite(ratio) & (ratio > 0), measured_ns * ratio, measured_ns)
         floor = self.floor_ns if floor_dst_ns is None else floor_dst_ns
         return np.maximum(pred, kernels_per_call * floor)
