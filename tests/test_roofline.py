@@ -132,3 +132,19 @@ def test_tf32_peak_where_the_kernels_are_tf32_kernels():
     assert peaks["[[256, 512], [512, 512]]"] == 19.5e12
     off = roofline(trace, allow_tf32=False).to_pandas()
     assert (off.peak_flops == 19.5e12).all()
+
+
+def test_many_ranks_and_a_window_selection(traces_dir):
+    import hta_fast
+    from hta_fast.analysis.op_table import op_table
+    traces = hta_fast.load_dir(traces_dir / "param_dlrm_8rank")
+    r = roofline(traces)
+    assert sorted(set(r.table["rank"].to_pylist())) == list(range(8))
+    assert set(r.table["device"].to_pylist()) == {"V100-SXM2"}
+    rank0 = traces[0]
+    ts = rank0.column("events", "ts")
+    half = (int(ts.min()), int(ts.min() + (ts.max() - ts.min()) // 2))
+    whole = op_table(rank0).to_pandas()
+    one = op_table(rank0, window=half).to_pandas()
+    assert 0 < one["count"].sum() < whole["count"].sum()
+    assert one.gpu_time_sum.sum() <= whole.gpu_time_sum.sum()
