@@ -203,3 +203,15 @@ def test_every_real_trace_costs_or_explains_every_group(traces_dir, chrome_trace
     if cov:
         assert cov["modelled_time"] <= cov["gpu_time"]
     comm_bytes(trace)
+
+
+def test_op_table_with_costs_option():
+    from op_traces import OpTraceBuilder
+    b = OpTraceBuilder()
+    b.op_with_kernels("aten::mm", 0, [[4, 8], [8, 16]], ["float", "float"], [10.0])
+    b.op_with_kernels("my::op", 500, [[4]], ["float"], [5.0])
+    r = op_table(b.load(), costs=True)
+    t = r.to_pandas().set_index("name")
+    assert t.loc["aten::mm", "flops"] == 2 * 4 * 8 * 16 and t.loc["aten::mm", "family"] == "matmul"
+    nm = r["no_model"].to_pandas()
+    assert list(nm.name) == ["my::op"] and nm.gpu_time_sum[0] == 5_000

@@ -200,12 +200,15 @@ def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray],
 
 
 def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
-             ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
+             costs: bool = False, ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
              window: Optional[tuple[int, int]] = None,
              streams: Optional[Sequence[int]] = None,
              selection: Optional[select.Selection] = None) -> Result:
     """One row per (rank, operator name, shape arguments), sorted by rank, then GPU time
-    (descending), then name. `op_prefix` keeps only operators named so ("aten::")."""
+    (descending), then name. `op_prefix` keeps only operators named so ("aten::").
+    costs=True appends each group's model family, FLOPs and bytes per call and in total
+    (hta_fast.model.flops.with_costs) and adds the side table "no_model" (operators without
+    a model, with the reason, their calls and GPU time)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     parts = [_rank_table(rank, trace, mask, op_prefix)
              for rank, trace, mask in select.each_rank(traces, sel)]
@@ -217,4 +220,10 @@ def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
         notes.append("no operator shapes in this trace (profile with record_shapes=True)")
     if not table.num_rows:
         notes.append("no CPU operators selected")
-    return Result("op_table", table, notes=notes, params=dict(op_prefix=op_prefix, selection=sel))
+    tables = {}
+    if costs:
+        from ..model.flops import no_model_summary, with_costs
+        table = with_costs(table)
+        tables["no_model"] = no_model_summary(table)
+    return Result("op_table", table, tables=tables, notes=notes,
+                  params=dict(op_prefix=op_prefix, costs=costs, selection=sel))
