@@ -65,3 +65,13 @@ def test_efficiency_curve_and_floor():
     assert launch_floor(np.array([0] * 50 + [2000] * 10 + [10_000] * 90)) == 2000
     assert launch_floor(np.array([50_000] * 10)) == 5_000        # capped
     assert launch_floor(np.array([0])) == 0.0
+
+
+def test_floor_stops_the_fall_but_never_raises_a_fast_call():
+    from hta_fast.model.kernel_model import KernelModels
+    m = KernelModels({}, floor_ns=3_000.0)
+    measured = np.array([100_000.0, 4_000.0, 1_000.0])
+    roof_src = np.array([50_000.0, 1_000.0, 100.0])
+    roof_dst = roof_src / 10
+    pred = m.predict_call("x", measured, roof_src, roof_dst, np.ones(3))
+    assert list(pred) == [10_000.0, 3_000.0, 1_000.0]

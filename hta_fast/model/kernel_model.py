@@ -76,7 +76,8 @@ class KernelModels:
                      floor_dst_ns: Optional[float] = None) -> np.ndarray:
         """Time of one call on the destination device: the measured time scaled by the
         roofline ratio, corrected by the efficiency the curve gives at the two sizes, and
-        never under the launch floor times the call's kernels."""
+        not under the launch floor times the call's kernels (nor its measured time, where
+        that is lower still)."""
         curve = self.curves.get(family)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = roofline_dst / roofline_src
@@ -85,4 +86,6 @@ class KernelModels:
                 ratio = ratio * 10 ** gain
         pred = np.where(np.isfinite(ratio) & (ratio > 0), measured_ns * ratio, measured_ns)
         floor = self.floor_ns if floor_dst_ns is None else floor_dst_ns
-        return np.maximum(pred, kernels_per_call * floor)
+        # the floor stops a prediction going below it; it never raises a call that was
+        # already faster than the floor
+        return np.maximum(pred, np.minimum(measured_ns, kernels_per_call * floor))

@@ -92,7 +92,8 @@ def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow
     is_comm = kclass[cg.gpu] == KernelClass.COMM
     bw_scale = src.memory_bytes_per_s / dst.memory_bytes_per_s
     ev_pred = np.where(charged, cg.dur * scale[np.maximum(cg.event_group, 0)],
-                       np.where(is_comm, cg.dur, np.maximum(cg.dur * bw_scale, models.floor_ns)))
+                       np.where(is_comm, cg.dur, np.maximum(cg.dur * bw_scale,
+                                                           np.minimum(cg.dur, models.floor_ns))))
     ev_fam = np.where(charged, fam_arr[np.maximum(cg.event_group, 0)],
                       np.where(is_comm, COMM, UNMODELLED)).astype(object)
     events = pa.table([np.full(len(cg.gpu), rank, np.int64), cg.gpu, cg.dur.astype(np.int64),
