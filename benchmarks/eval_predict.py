@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""How well a trace recorded on one GPU predicts the same workload on another.
+
+    python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves] [--devices-file FILE]
+
+Predicts A's operators on B's device (hta_fast.model.predict) and compares, for every
+operator group (name + recorded shapes) found in both traces, the predicted time of one call
+with the time measured in B. Per family and over all matched groups it prints the
+geometric-mean error, exp(mean |ln(predicted / measured)|) - 1 (groups weighted equally),
+and end to end the summed time of the matched groups (measured on B, predicted from A, and
+measured on A: the "no model" baseline).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+
+
+def per_call(trace, rank_table) -> dict:
+    return {(n, d, t): (g / c) for n, d, t, g, c in zip(
+        rank_table["name"].to_pylist(), rank_table["input_dims"].to_pylist(),
+        rank_table["input_type"].to_pylist(), rank_table["gpu_time"].to_pylist(),
+        rank_table["calls"].to_pylist()) if c}
+
+
+def gm_error(pred: np.ndarray, meas: np.ndarray) -> float:
+    return math.exp(float(np.mean(np.abs(np.log(pred / meas))))) - 1
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--tf32", choices=["auto", "on", "off"], default="off",
+                    help="FP32 GEMMs at TF32 peaks: where their kernels say so (auto), "
+                         "always (on), never (off, predict's default)")
+    ap.add_argument("--no-curves", action="store_true",
+                    help="scale by the roofline ratio alone, without the efficiency curves")
+    ap.add_argument("--devices-file")
+    args = ap.parse_args()
+
+    import hta_fast
+    from hta_fast.analysis.roofline import ChargedGroups, resolve_device
+    from hta_fast.model.devices import DeviceTable
+    from hta_fast.model.predict import predict
+
+    a, b = hta_fast.load(args.a), hta_fast.load(args.b)
+    table = DeviceTable.load(args.devices_file)
+    dev_a, dev_b = resolve_device(a, None, table), resolve_device(b, None, table)
+    if dev_a is None or dev_b is None:
+        raise SystemExit(f"device not in the table: A {dev_a}, B {dev_b}")
+    tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
+    ops = predict(a, dev_b, allow_tf32=tf32, devices_file=args.devices_file,
+                  efficiency_curves=not args.no_curves)["ops"]
+    keys = list(zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(),
+                    ops["input_type"].to_pylist()))
+    calls = np.array(ops["calls"].to_pylist(), np.float64)
+    pred = dict(zip(keys, np.array(ops["predicted"].to_pylist()) / calls))
+    meas_a = dict(zip(keys, np.array(ops["measured"].to_pylist()) / calls))
+    family = dict(zip(keys, ops["family"].to_pylist()))
+
+    cg = ChargedGroups(b, None, None)
+    kb = list(zip(cg.head["name"].to_pylist(), cg.head["input_dims"].to_pylist(),
+                  cg.head["input_type"].to_pylist()))
+    meas_b = {k: t / c for k, t, c in zip(kb, cg.gpu_time, cg.calls) if c}
+    calls_b = {k: c for k, c in zip(kb, cg.calls) if c}
+    common = [k for k in keys if k in meas_b and pred[k] > 0 and meas_b[k] > 0]
+    rows = {}
+    for fam in sorted({family[k] for k in common}) + ["(all)"]:
+        ks = [k for k in common if fam == "(all)" or family[k] == fam]
+        p = np.array([pred[k] for k in ks])
+        m = np.array([meas_b[k] for k in ks])
+        base = np.array([meas_a[k] for k in ks])
+        w = np.array([calls_b[k] for k in ks], np.float64)
+        rows[fam] = {"groups": len(ks), "gm_error": round(gm_error(p, m), 3),
+                     "gm_error_no_model": round(gm_error(base, m), 3),
+                     "measured_b_ms": round(float((m * w).sum()) / 1e6, 3),
+                     "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
+                     "measured_a_ms": round(float((base * w).sum()) / 1e6, 3)}
+    print(f"A: {args.a} ({dev_a.key})\nB: {args.b} ({dev_b.key})")
+    print(f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}"
+          f"{'B ms':>11}{'pred ms':>11}{'A ms':>11}")
+    for fam, r in rows.items():
+        print(f"{fam:<14}{r['groups']:>7}{r['gm_error']:>9.1%}{r['gm_error_no_model']:>10.1%}"
+              f"{r['measured_b_ms']:>11.3f}{r['predicted_b_ms']:>11.3f}{r['measured_a_ms']:>11.3f}")
+    print(json.dumps({"a": dev_a.key, "b": dev_b.key, "families": rows}))
+
+
+if __name__ == "__main__":
+    main()

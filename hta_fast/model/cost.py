@@ -1,0 +1,68 @@
+"""What a FLOP model returns, and the registry that maps operator names to models.
+
+Each family module registers its models with `@model("aten::mm", ...)`. A model takes an
+OpCall and returns a Cost, or raises NoModel with the reason it cannot cost the call.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from .op_call import DTYPE_PRECISION, NoModel, OpCall
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """family     the model family ("matmul", "conv", "attention", "elementwise", ...)
+    flops         floating-point operations of one call (a multiply-add counts 2)
+    bytes         bytes one call must move to and from device memory at least
+    precision     the math precision it runs in ("fp32", "bf16", ...): a device peak's key
+    matrix        True when the work runs on matrix units (tensor cores) where the device has them
+    """
+
+    family: str
+    flops: float
+    bytes: float
+    precision: str
+    matrix: bool = False
+
+
+Model = Callable[[OpCall], Cost]
+MODELS: dict[str, Model] = {}
+
+
+def model(*names: str) -> Callable[[Model], Model]:
+    def register(fn: Model) -> Model:
+        for n in names:
+            MODELS[n] = fn
+        return fn
+    return register
+
+
+def precision_of(call: OpCall, i: int) -> str:
+    p = DTYPE_PRECISION.get(call.dtype(i))
+    if p is None:
+        raise NoModel(f"input {i} dtype {call.dtype(i)!r} has no math precision")
+    return p
+
+
+def _wrapper(call: OpCall) -> Cost:
+    return Cost("composite", 0.0, 0.0, "fp32")
+
+
+def is_autograd_wrapper(name: str) -> bool:
+    """Autograd's nodes (`MulBackward0`, `autograd::engine::evaluate_function: ...`) run
+    no kernels of their own: their work is in the aten operators they call."""
+    return (name.startswith("autograd::engine::evaluate_function") or
+            (name.rstrip("0123456789").endswith("Backward") and "::" not in name) or
+            name == "torch::autograd::AccumulateGrad")
+
+
+def lookup(name: str) -> Model | None:
+    """The model of an operator name; in-place variants (`aten::add_`) share their base's."""
+    if is_autograd_wrapper(name):
+        return _wrapper
+    fn = MODELS.get(name)
+    if fn is None and name.endswith("_") and not name.endswith("__"):
+        fn = MODELS.get(name[:-1])
+    return fn

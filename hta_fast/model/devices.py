@@ -1,0 +1,151 @@
+"""The device table: peak math throughput per precision and memory bandwidth of GPUs, keyed
+by the name a trace's deviceProperties give (see devices.json for the numbers and their
+sources). A user file in the same format overrides or extends it: its entries are tried
+first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+TABLE = Path(__file__).with_name("devices.json")
+PRECISIONS = ("fp64", "fp64_matrix", "fp32", "fp32_matrix", "tf32", "bf16", "fp16", "fp8", "int8")
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """key          the table's name for it ("H100-SXM")
+    tflops          dense peak TFLOP/s by precision ("fp32", "bf16", ...; see PRECISIONS)
+    memory_gbps     peak memory bandwidth, GB/s (10^9 B/s)
+    source          the vendor document the numbers come from
+    """
+
+    key: str
+    vendor: str
+    tflops: Mapping[str, float]
+    memory_gbps: float
+    source: str
+
+    def peak_flops(self, precision: str, matrix: bool, allow_tf32: bool = False) -> float:
+        """Peak FLOP/s for work in `precision`, on matrix units when `matrix` (GEMMs,
+        convolutions, attention) and the device has them. FP32 GEMMs use TF32 peaks only
+        when allow_tf32 (PyTorch's default leaves it off for matmuls). Falls back to the
+        vector peak of the precision, then to FP32's; 0 when nothing is known."""
+        t = self.tflops
+        order: list[str] = []
+        if matrix:
+            if precision == "fp32":
+                order += (["tf32"] if allow_tf32 else []) + ["fp32_matrix"]
+            elif precision == "fp64":
+                order.append("fp64_matrix")
+        order += [precision, "fp32"]
+        for p in order:
+            if t.get(p):
+                return float(t[p]) * 1e12
+        return 0.0
+
+    @property
+    def memory_bytes_per_s(self) -> float:
+        return float(self.memory_gbps) * 1e9
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    device: Device
+    pattern: re.Pattern
+    min_memory_gb: Optional[float]
+    max_memory_gb: Optional[float]
+    sms: Optional[int]
+
+    def matches(self, props: Mapping[str, Any]) -> bool:
+        name = str(props.get("name", "")).lower()
+        if not self.pattern.search(name):
+            return False
+        mem = props.get("totalGlobalMem")
+        gb = mem / 1e9 if isinstance(mem, (int, float)) else None
+        if self.min_memory_gb is not None and (gb is None or gb < self.min_memory_gb):
+            return False
+        if self.max_memory_gb is not None and (gb is None or gb > self.max_memory_gb):
+            return False
+        if self.sms is not None and props.get("numSms") != self.sms:
+            return False
+        return True
+
+
+class DeviceTable:
+    """Entries in match order. `DeviceTable.load(user_file)` puts a user's entries first."""
+
+    def __init__(self, entries: list[_Entry]):
+        self.entries = entries
+
+    @staticmethod
+    def load(user_file: Union[str, Path, None] = None) -> "DeviceTable":
+        entries = list(_builtin())
+        if user_file is not None:
+            entries = _read(Path(user_file)) + entries
+        return DeviceTable(entries)
+
+    def match(self, props: Mapping[str, Any]) -> Optional[Device]:
+        """The device a trace's deviceProperties entry describes, or None."""
+        for e in self.entries:
+            if e.matches(props):
+                return e.device
+        return None
+
+    def get(self, name: str) -> Device:
+        """A device by table key ("H100-SXM", case-insensitive) or by a device name as a
+        trace spells it ("NVIDIA H100 80GB HBM3"). ValueError names the known keys."""
+        for e in self.entries:
+            if e.device.key.lower() == name.lower():
+                return e.device
+        found = self.match({"name": name})
+        if found is None:
+            raise ValueError(f"unknown device {name!r}; known: "
+                             f"{', '.join(e.device.key for e in self.entries)}")
+        return found
+
+    def keys(self) -> list[str]:
+        return [e.device.key for e in self.entries]
+
+
+def trace_device(trace, table: Optional[DeviceTable] = None, device_id: int = 0
+                 ) -> Optional[Device]:
+    """The device of a trace (its deviceProperties entry `device_id`, else its first)."""
+    table = table or DeviceTable.load()
+    devices = trace.meta.devices
+    props = next((d for d in devices if isinstance(d, dict) and d.get("id") == device_id),
+                 devices[0] if devices else None)
+    return table.match(props) if isinstance(props, dict) else None
+
+
+@lru_cache(maxsize=1)
+def _builtin() -> tuple[_Entry, ...]:
+    return tuple(_read(TABLE))
+
+
+def _read(path: Path) -> list[_Entry]:
+    try:
+        doc = json.loads(path.read_text())
+        rows = doc["devices"]
+        return [_entry(r) for r in rows]
+    except FileNotFoundError:
+        raise ValueError(f"{path}: device table file not found") from None
+    except (ValueError, KeyError, TypeError, re.error) as e:
+        expected = '{"devices": [{"key", "match", "memory_gbps", "tflops"}, ...]}'
+        raise ValueError(f"{path}: not a device table ({type(e).__name__}: {e}); "
+                         f"expected {expected}") from None
+
+
+def _entry(r: Mapping[str, Any]) -> _Entry:
+    tflops = {k: float(v) for k, v in r["tflops"].items()}
+    unknown = set(tflops) - set(PRECISIONS)
+    if unknown:
+        raise ValueError(f"device {r['key']!r}: unknown precision(s) {sorted(unknown)}")
+    dev = Device(key=str(r["key"]), vendor=str(r.get("vendor", "")), tflops=tflops,
+                 memory_gbps=float(r["memory_gbps"]), source=str(r.get("source", "")))
+    return _Entry(dev, re.compile(str(r.get("match", re.escape(dev.key.lower())))),
+                  r.get("min_memory_gb"), r.get("max_memory_gb"), r.get("sms"))

@@ -1,0 +1,145 @@
+"""One operator call as the FLOP models see it: name, input shapes, dtypes and the concrete
+scalar inputs, parsed from the raw JSON text the profiler records (`Input Dims`, `Input
+type`, `Concrete Inputs`). Parsing happens once per distinct shape group, never per event."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any, Optional
+
+# Bytes per element of the dtype spellings found in `Input type`.
+DTYPE_BYTES = {
+    "double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "half": 2, "bfloat16": 2,
+    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1, "c10::Float8_e8m0fnu": 1, "c10::Float4_e2m1fn_x2": 1,
+    "long int": 8, "long": 8, "int64_t": 8, "int": 4, "short int": 2, "short": 2,
+    "signed char": 1, "unsigned char": 1, "bool": 1, "c10::complex<float>": 8,
+    "c10::complex<double>": 16, "c10::complex<c10::Half>": 4,
+    "unsigned short": 2, "unsigned int": 4, "unsigned long": 8, "c10::qint8": 1,
+    "c10::quint8": 1, "c10::qint32": 4,
+}
+
+# The math precision a dtype computes in (the key into a device's peak table).
+DTYPE_PRECISION = {
+    "double": "fp64", "float": "fp32", "c10::Half": "fp16", "half": "fp16",
+    "c10::BFloat16": "bf16", "bfloat16": "bf16", "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8", "c10::Float8_e5m2fnuz": "fp8",
+    "signed char": "int8", "unsigned char": "int8", "c10::complex<float>": "fp32",
+    "c10::complex<double>": "fp64",
+}
+
+# torch's ScalarType codes, as `dtype` arguments appear in Concrete Inputs.
+SCALAR_TYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 8: 4, 9: 8, 10: 16,
+                     11: 1, 15: 2, 23: 1, 24: 1, 25: 1, 26: 1}
+
+
+class NoModel(Exception):
+    """Raised by a FLOP model that cannot cost this call; the message is the reason."""
+
+
+@dataclasses.dataclass
+class OpCall:
+    name: str
+    dims: list            # per input: a shape (list of ints), [] for a scalar/none, or nested
+    types: list           # per input: dtype spelling, "Scalar", "TensorList", ...
+    concrete: list        # per input: the concrete value's text ("" where not recorded)
+
+    @staticmethod
+    def parse(name: str, dims_text: Optional[str], types_text: Optional[str],
+              concrete_text: Optional[str]) -> "OpCall":
+        """Raises NoModel when the shapes are missing or not JSON lists."""
+        if dims_text is None:
+            raise NoModel("no input shapes recorded (record_shapes off)")
+        dims = _json_list(dims_text, "Input Dims")
+        types = _json_list(types_text, "Input type") if types_text is not None else []
+        concrete = _json_list(concrete_text, "Concrete Inputs") if concrete_text is not None else []
+        return OpCall(name, dims, types, concrete)
+
+    # --- inputs ---------------------------------------------------------------------
+    def shape(self, i: int) -> list[int]:
+        """Input i's shape; NoModel when it is absent or not a flat list of ints."""
+        if i >= len(self.dims):
+            raise NoModel(f"input {i} not recorded")
+        s = self.dims[i]
+        if not isinstance(s, list) or not all(isinstance(d, int) for d in s):
+            raise NoModel(f"input {i} shape {s!r} is not a tensor shape")
+        if any(d < 0 for d in s):
+            raise NoModel(f"input {i} has a negative dimension {s}")
+        return s
+
+    def has_tensor(self, i: int) -> bool:
+        return (i < len(self.dims) and isinstance(self.dims[i], list)
+                and len(self.dims[i]) > 0 and all(isinstance(d, int) for d in self.dims[i]))
+
+    def numel(self, i: int) -> int:
+        return math.prod(self.shape(i))
+
+    def dtype(self, i: int) -> str:
+        return self.types[i] if i < len(self.types) else ""
+
+    def itemsize(self, i: int, default: Optional[int] = None) -> int:
+        size = DTYPE_BYTES.get(self.dtype(i))
+        if size is None:
+            if default is not None:
+                return default
+            raise NoModel(f"input {i} dtype {self.dtype(i)!r} unknown")
+        return size
+
+    def nbytes(self, i: int) -> int:
+        return self.numel(i) * self.itemsize(i)
+
+    def tensor_inputs(self) -> list[int]:
+        """Indices of inputs that are plain tensors (a shape and a known dtype)."""
+        return [i for i in range(len(self.dims)) if self.has_tensor(i)
+                and self.dtype(i) in DTYPE_BYTES]
+
+    def list_shapes(self, i: int) -> list[tuple[list[int], int]]:
+        """Shapes (and item sizes) of a TensorList input: Input Dims holds a list of shapes."""
+        if i >= len(self.dims) or not isinstance(self.dims[i], list):
+            raise NoModel(f"input {i} not recorded")
+        shapes = [s for s in self.dims[i] if isinstance(s, list)]
+        if not shapes:
+            raise NoModel(f"input {i} holds no tensor shapes")
+        return [(s, 4) for s in shapes]
+
+    def value(self, i: int) -> Any:
+        """The concrete input i parsed as JSON-ish text (ints, floats, lists, True/False);
+        None when not recorded."""
+        if i >= len(self.concrete):
+            return None
+        text = self.concrete[i]
+        if not isinstance(text, str):
+            return text
+        text = text.strip()
+        if text == "":
+            return None
+        if text in ("True", "False"):
+            return text == "True"
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def int_list(self, i: int, length: int, default: Optional[int] = None) -> list[int]:
+        """A concrete int or int list input spread to `length` values (stride=2 -> [2, 2])."""
+        v = self.value(i)
+        if v is None:
+            if default is None:
+                raise NoModel(f"concrete input {i} not recorded")
+            return [default] * length
+        if isinstance(v, int) and not isinstance(v, bool):
+            return [v] * length
+        if isinstance(v, list) and all(isinstance(x, int) for x in v):
+            return v * length if len(v) == 1 else v
+        raise NoModel(f"concrete input {i} {v!r} is not an int list")
+
+
+def _json_list(text: str, what: str) -> list:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise NoModel(f"{what} is not JSON: {text[:60]!r}") from None
+    if not isinstance(value, list):
+        raise NoModel(f"{what} is not a list: {text[:60]!r}")
+    return value
