@@ -24,7 +24,7 @@ OUT = Path(__file__).parent / "api.md"
 # Modules in the order the reference presents them; each analysis module and each recipe
 # is found by walking its package.
 MODULES = ["hta_fast", "hta_fast.analysis.result", "hta_fast.analysis.select"]
-PACKAGES = ["hta_fast.analysis", "hta_fast.recipes"]
+PACKAGES = ["hta_fast.analysis", "hta_fast.model", "hta_fast.recipes"]
 TAIL = ["hta_fast.doctor", "hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat"]
 SKIP = {"hta_fast.analysis.result", "hta_fast.analysis.select", "hta_fast.analysis.fields"}
 

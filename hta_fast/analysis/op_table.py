@@ -57,7 +57,8 @@ class OpGroups:
     gpu_time   inclusive GPU time of each instance (ns); gpu_events: their number
     """
 
-    def __init__(self, rows, group, starts, keys, gpu_time, gpu_events):
+    def __init__(self, rows: np.ndarray, group: np.ndarray, starts: np.ndarray, keys: np.ndarray,
+                 gpu_time: np.ndarray, gpu_events: np.ndarray) -> None:
         self.rows, self.group, self.starts, self.keys = rows, group, starts, keys
         self.gpu_time, self.gpu_events = gpu_time, gpu_events
 

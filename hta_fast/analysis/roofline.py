@@ -171,12 +171,13 @@ def _peaks(device: Optional[Device], costs: pa.Table, tf32: np.ndarray
     return np.where(peak > 0, peak, np.nan), device.memory_bytes_per_s
 
 
-def _ratio(a, b):
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, a / b, np.nan)
 
 
-def _rank_tables(rank: int, trace: Trace, mask, device: Optional[Device], op_prefix,
+def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray], device: Optional[Device],
+                 op_prefix: Optional[str],
                  allow_tf32: Union[bool, str]) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     peak, bw = _peaks(device, cg.costs, cg.tf32(allow_tf32))
@@ -186,7 +187,8 @@ def _rank_tables(rank: int, trace: Trace, mask, device: Optional[Device], op_pre
     compute_s = _ratio(tflops, peak)
     memory_s = tbytes / bw if bw == bw else np.full(len(time), np.nan)
     roof = np.fmax(compute_s, memory_s) * 1e9
-    bound = np.where(np.isnan(roof), None, np.where(compute_s >= memory_s, "compute", "memory"))
+    bound = np.where(np.isnan(roof), np.array(None, object),
+                     np.where(compute_s >= memory_s, "compute", "memory"))
     s = group_stats(cg.groups)
     family = cg.costs["family"]
     dev_name = device.key if device else None

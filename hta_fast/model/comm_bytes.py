@@ -90,7 +90,8 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
     n_in = trace.column("comm_args", "in_msg_nelems")
     n_out = trace.column("comm_args", "out_msg_nelems")
     group = trace.column("comm_args", "group_size").astype(np.int64)
-    out_bytes, reasons = [], []
+    out_bytes: list[Optional[float]] = []
+    reasons: list[Optional[str]] = []
     for j in range(len(rows)):
         size = COMM_DTYPE_BYTES.get(str(dtypes[j] or "").lower())
         elems = n_out[j] if _uses_output(names[j]) else n_in[j]

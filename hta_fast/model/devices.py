@@ -10,7 +10,10 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+
+if TYPE_CHECKING:
+    from ..trace import Trace
 
 TABLE = Path(__file__).with_name("devices.json")
 PRECISIONS = ("fp64", "fp64_matrix", "fp32", "fp32_matrix", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -112,7 +115,7 @@ class DeviceTable:
         return [e.device.key for e in self.entries]
 
 
-def trace_device(trace, table: Optional[DeviceTable] = None, device_id: int = 0
+def trace_device(trace: Trace, table: Optional[DeviceTable] = None, device_id: int = 0
                  ) -> Optional[Device]:
     """The device of a trace (its deviceProperties entry `device_id`, else its first)."""
     table = table or DeviceTable.load()

@@ -8,7 +8,7 @@ is counted, never dropped.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -54,10 +54,8 @@ def op_costs(table: pa.Table) -> pa.Table:
         c = memo.get(key)
         if c is None:
             c = memo[key] = cost_of(*key)
-        if isinstance(c, Cost):
-            values = (c.family, c.flops, c.bytes, c.precision, c.matrix, None)
-        else:
-            values = (None, None, None, None, None, c)
+        values: tuple[Any, ...] = ((c.family, c.flops, c.bytes, c.precision, c.matrix, None)
+                                   if isinstance(c, Cost) else (None, None, None, None, None, c))
         for f, v in zip(COST_SCHEMA.names, values):
             out[f].append(v)
     return pa.table({f.name: pa.array(out[f.name], f.type) for f in COST_SCHEMA},

@@ -54,7 +54,9 @@ EVENTS_SCHEMA = pa.schema([
 ])
 
 
-def _roofline_ns(dev: Device, flops, nbytes, precision, matrix, tf32) -> np.ndarray:
+def _roofline_ns(dev: Device, flops: np.ndarray, nbytes: np.ndarray, precision: Sequence[Optional[str]],
+                 matrix: Sequence[Optional[bool]], tf32: Union[Sequence[bool], np.ndarray]
+                 ) -> np.ndarray:
     peak = np.array([dev.peak_flops(p, bool(m), bool(t)) if p else 0.0
                      for p, m, t in zip(precision, matrix, tf32)], np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -62,8 +64,8 @@ def _roofline_ns(dev: Device, flops, nbytes, precision, matrix, tf32) -> np.ndar
     return np.maximum(compute, nbytes / dev.memory_bytes_per_s) * 1e9
 
 
-def _predict_rank(rank: int, trace: Trace, mask, src: Device, dst: Device, allow_tf32,
-                  op_prefix, curves_on: bool) -> tuple[pa.Table, pa.Table, pa.Table]:
+def _predict_rank(rank: int, trace: Trace, mask: Optional[np.ndarray], src: Device, dst: Device,
+                  allow_tf32: Union[bool, str], op_prefix: Optional[str], curves_on: bool) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     fam = cg.costs["family"].to_pylist()
     prec, mat = cg.costs["precision"].to_pylist(), cg.costs["matrix"].to_pylist()
@@ -137,7 +139,7 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
     overstated the gap (see docs/ops.md)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     table = DeviceTable.load(devices_file)
-    dst = resolve_device(None, device, table) if not isinstance(device, Device) else device
+    dst = device if isinstance(device, Device) else table.get(device)
     parts: list[tuple] = []
     for rank, trace, mask in select.each_rank(traces, sel):
         src = resolve_device(trace, source_device, table)
