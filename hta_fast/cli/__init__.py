@@ -5,6 +5,8 @@
     hta-fast report PATH... -o F   one self-contained HTML report
     hta-fast doctor PATH...        why the GPU is idle; a CI gate (exit 1)
     hta-fast diff A B              what changed between two traces
+    hta-fast ops PATH...           operators by shape: FLOPs, bytes, roofline
+    hta-fast predict PATH... --device NAME   kernel time on another GPU
     hta-fast convert PATH... -o D  a Parquet dataset partitioned by rank
     hta-fast demo                  a synthetic multi-rank trace set and its report
 
@@ -13,6 +15,6 @@ Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
 from __future__ import annotations
 
 from .app import cli, main
-from . import analyze, convert, demo, diff, doctor, info, report  # noqa: F401 (register)
+from . import analyze, convert, demo, diff, doctor, info, ops, report  # noqa: F401 (register)
 
 __all__ = ["cli", "main"]

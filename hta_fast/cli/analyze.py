@@ -1,7 +1,6 @@
 """`hta-fast analyze`: run analyses and print their tables, or write them to a folder."""
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import click
@@ -11,7 +10,7 @@ from ..analysis.select import Selection
 from .app import Options, cli
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
                       recover_option)
-from .output import FORMATS, dumps, echo_table, jsonable, write_tables
+from .output import FORMATS, check_format, emit
 from .progress import bar
 from .registry import ANALYSES, DEFAULT
 
@@ -37,8 +36,7 @@ def analyze(opts: Options, paths: tuple[str, ...], names: tuple[str, ...], steps
     Times are in nanoseconds. Each analysis gives a main table and, for some, side tables
     (NAME.SIDE): per-kernel rows, summaries, interval statistics.
     """
-    if fmt in ("csv", "parquet") and not out_dir:
-        raise click.UsageError(f"--format {fmt} writes files: give a folder with -o DIR")
+    check_format(fmt, out_dir)
     selection = Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
     traces, _ = load_traces(paths, opts, recover)
     tables: dict[str, pa.Table] = {}
@@ -50,26 +48,4 @@ def analyze(opts: Options, paths: tuple[str, ...], names: tuple[str, ...], steps
         for side, table in result.tables.items():
             tables[f"{name}.{side}"] = table
         notes[name] = result.notes
-    if fmt in ("csv", "parquet") and out_dir:  # out_dir is required for these (above)
-        for path in write_tables(tables, fmt, out_dir):
-            click.echo(path)
-    elif fmt == "json":
-        doc = {"tables": {k: jsonable(t) for k, t in tables.items()}, "notes": notes}
-        text = dumps(doc)
-        if out_dir:
-            os.makedirs(out_dir, exist_ok=True)
-            path = os.path.join(out_dir, "analyses.json")
-            with open(path, "w") as fh:
-                fh.write(text)
-            click.echo(path)
-        else:
-            click.echo(text)
-    else:
-        for key, table in tables.items():
-            echo_table(f"{key} ({table.num_rows:,} rows)", table, limit or None)
-        for name, lines in notes.items():
-            for line in lines:
-                click.echo(f"note ({name}): {line}")
-        if out_dir:
-            for path in write_tables(tables, "csv", out_dir):
-                click.echo(path)
+    emit(tables, notes, fmt, out_dir, limit)

@@ -93,3 +93,37 @@ def echo_table(title: str, table: pa.Table, limit: Optional[int]) -> None:
     click.echo(click.style(title, bold=True))
     click.echo(text_table(table, limit))
     click.echo()
+
+
+def check_format(fmt: str, out_dir: Optional[str]) -> None:
+    """csv and parquet write files, so they need a folder."""
+    if fmt in ("csv", "parquet") and not out_dir:
+        raise click.UsageError(f"--format {fmt} writes files: give a folder with -o DIR")
+
+
+def emit(tables: Mapping[str, pa.Table], notes: Mapping[str, list[str]], fmt: str,
+         out_dir: Optional[str], limit: int) -> None:
+    """Tables in the asked format: files in out_dir (csv/parquet, or analyses.json), JSON on
+    stdout, or text tables with their notes (and a csv copy when out_dir is given)."""
+    if fmt in ("csv", "parquet") and out_dir:
+        for path in write_tables(tables, fmt, out_dir):
+            click.echo(path)
+    elif fmt == "json":
+        text = dumps({"tables": {k: jsonable(t) for k, t in tables.items()}, "notes": notes})
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+            path = os.path.join(out_dir, "analyses.json")
+            with open(path, "w") as fh:
+                fh.write(text)
+            click.echo(path)
+        else:
+            click.echo(text)
+    else:
+        for key, table in tables.items():
+            echo_table(f"{key} ({table.num_rows:,} rows)", table, limit or None)
+        for name, lines in notes.items():
+            for line in lines:
+                click.echo(f"note ({name}): {line}")
+        if out_dir:
+            for path in write_tables(tables, "csv", out_dir):
+                click.echo(path)

@@ -5,7 +5,8 @@ from typing import Callable, Union
 
 from ..analysis import annotations as user_annotations
 from ..analysis import (cupti_counters, idle_time, kernel_breakdown, launch_stats, memory_bw,
-                        op_kernels, overlap, queue_length, steps, stragglers, temporal)
+                        op_kernels, op_table, overlap, queue_length, roofline, steps,
+                        stragglers, temporal)
 from ..analysis.result import Result
 from ..analysis.select import Selection
 from ..trace import Trace
@@ -26,6 +27,8 @@ ANALYSES: dict[str, Runner] = {
     "steps": lambda t, s: steps.profiler_steps(t, selection=s),
     "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),
     "cupti_counters": lambda t, s: cupti_counters.cupti_counters(t, selection=s),
+    "op_table": lambda t, s: op_table.op_table(t, costs=True, selection=s),
+    "roofline": lambda t, s: roofline.roofline(t, selection=s),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")
