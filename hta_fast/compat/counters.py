@@ -115,21 +115,18 @@ def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Option
     n = len(rows)
     col = trace.column
     stream = col("events", "stream")[rows].astype(np.int64)
-    # Rows 0..n-1 are the launches, n..2n-1 the GPU starts; `pair` maps each to its entry.
-    order = _by_group_time(np.tile(stream, 2), np.concatenate([launch_ts, gpu_ts]) - zero,
-                           np.repeat(np.array([1, 0], np.int8), n))
-    is_launch = order < n
-    pair = np.where(is_launch, order, order - n)
-    delta = np.where(is_launch, 1, -1)
-    stream_o = stream[pair]
+    # Rows 0..n-1 are the launches, n..2n-1 the GPU starts of the same entries.
+    ts = np.concatenate([launch_ts, gpu_ts])
+    order = _by_group_time(np.tile(stream, 2), ts, np.repeat(np.array([1, 0], np.int8), n))
+    delta = np.where(order < n, 1, -1)
+    both_rows = np.tile(rows, 2)[order]  # the GPU event of each row's entry
+    stream_o = stream[order % n]
     total = np.cumsum(delta)
     first = np.r_[True, stream_o[1:] != stream_o[:-1]]
     before = np.repeat((total - delta)[first], np.diff(np.r_[np.flatnonzero(first), 2 * n]))
-    gpu_rows = rows[pair]
-    return _Series(index=np.where(is_launch, col("events", "partner")[gpu_rows], gpu_rows),
-                   ts=np.where(is_launch, launch_ts[pair], gpu_ts[pair]) - zero,
-                   group=stream_o, value=total - before,
-                   pid=col("events", "pid")[gpu_rows], tid=col("events", "tid")[gpu_rows])
+    index = np.concatenate([col("events", "partner")[rows], rows])[order]
+    return {"index": index, "ts": ts[order] - zero, "group": stream_o, "value": total - before,
+            "pid": col("events", "pid")[both_rows], "tid": col("events", "tid")[both_rows]}
 
 
 def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.ndarray:
