@@ -125,8 +125,8 @@ def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Option
     first = np.r_[True, stream_o[1:] != stream_o[:-1]]
     before = np.repeat((total - delta)[first], np.diff(np.r_[np.flatnonzero(first), 2 * n]))
     index = np.concatenate([col("events", "partner")[rows], rows])[order]
-    return {"index": index, "ts": ts[order] - zero, "group": stream_o, "value": total - before,
-            "pid": col("events", "pid")[both_rows], "tid": col("events", "tid")[both_rows]}
+    return _Series(index=index, ts=ts[order] - zero, group=stream_o, value=total - before,
+                   pid=col("events", "pid")[both_rows], tid=col("events", "tid")[both_rows])
 
 
 def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.ndarray:
