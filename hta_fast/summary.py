@@ -215,3 +215,21 @@ def summarize(trace: Trace) -> RankSummary:
                      for name in TABLES}}
     return RankSummary(trace.rank, info, _steps(trace), _kernels(trace), _collectives(trace))
 
+
+
+def summaries_of(traces: Any) -> dict[int, RankSummary]:
+    """Rank -> summary of a Trace, a TraceSet (summarised here) or a TraceDataset (whose
+    summaries came back from the workers or are read from the dataset)."""
+    if isinstance(traces, Trace):
+        return {traces.rank: summarize(traces)}
+    held = getattr(traces, "summaries", None)
+    if held is not None:
+        return dict(held)
+    # Summaries are pure functions of a trace: remember them on it for the next analysis.
+    out = {}
+    for rank, trace in traces.items():
+        memo = trace.__dict__.get("_summary")
+        if memo is None:
+            memo = trace.__dict__["_summary"] = summarize(trace)
+        out[rank] = memo
+    return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
+from ..analysis import collectives as cross_rank
 from ..analysis import (annotations, cupti_counters, idle_time, kernel_breakdown, launch_stats,
                         memory_bw, op_kernels, overlap, queue_length, steps, stragglers,
                         temporal)
@@ -26,6 +27,10 @@ ANALYSES: dict[str, Runner] = {
     "steps": lambda t, s: steps.profiler_steps(t, selection=s),
     "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),
     "cupti_counters": lambda t, s: cupti_counters.cupti_counters(t, selection=s),
+    "collectives": lambda t, s: cross_rank.collectives(t, ranks=s.ranks, steps=s.steps),
+    "late_arrivals": lambda t, s: cross_rank.late_arrivals(t, ranks=s.ranks, steps=s.steps),
+    "step_spread": lambda t, s: cross_rank.step_spread(t, ranks=s.ranks, steps=s.steps),
+    "clock_offsets": lambda t, s: cross_rank.clock_offsets(t, ranks=s.ranks, steps=s.steps),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")
