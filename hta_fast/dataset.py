@@ -16,6 +16,7 @@ or any engine that knows hive partitioning (DuckDB, Spark, Polars): `rank` becom
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import posixpath
@@ -66,7 +67,8 @@ _SCHEMA_KEY = b"hta_fast:arrow_schema"
 
 def _with_schema(table: pa.Table) -> pa.Table:
     meta = dict(table.schema.metadata or {})
-    meta[_SCHEMA_KEY] = table.schema.serialize().to_pybytes()
+    # base64: Parquet metadata values must be UTF-8 for other readers (Polars checks)
+    meta[_SCHEMA_KEY] = base64.b64encode(table.schema.serialize().to_pybytes())
     return table.replace_schema_metadata(meta)
 
 
@@ -75,7 +77,7 @@ def _exact(table: pa.Table) -> pa.Table:
     blob = meta.pop(_SCHEMA_KEY, None)
     if blob is None:
         return table
-    schema = pa.ipc.read_schema(pa.py_buffer(blob))
+    schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(blob)))
     return table.select(schema.names).cast(schema)
 
 
