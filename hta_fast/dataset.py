@@ -33,6 +33,9 @@ from .trace import TABLES, Trace
 
 FORMAT = "hta_fast.parquet_dataset"
 MANIFEST = "manifest.json"
+# Present while a dataset is being written (removed with the manifest's writing): a load that
+# failed half-way leaves a folder that overwrite=True still knows to be ours.
+WRITING = "_writing"
 
 
 # --- where the dataset lives ---------------------------------------------------------------
@@ -142,39 +145,53 @@ def manifest(summaries: Mapping[int, RankSummary]) -> dict[str, Any]:
 def write_manifest(path: str, summaries: Mapping[int, RankSummary]) -> None:
     """Written last: a dataset without a manifest is one whose writing did not finish."""
     fs, root = filesystem(path)
-    text = json.dumps(manifest(summaries), indent=2)
-    target = _join(fs, root, MANIFEST)
-    if fs is None:
-        os.makedirs(root, exist_ok=True)
-        with open(target, "w") as fh:
-            fh.write(text)
+    _write_text(fs, _join(fs, root, MANIFEST), json.dumps(manifest(summaries), indent=2))
+    marker = _join(fs, root, WRITING)
+    if fs is not None:
+        fs.rm(marker)
     else:
-        fs.makedirs(root, exist_ok=True)
-        with fs.open(target, "w") as fh:
-            fh.write(text)
+        os.remove(marker)
+
+
+def _exists(fs: Any, path: str) -> bool:
+    return fs.exists(path) if fs is not None else os.path.exists(path)
+
+
+def check_free(path: str, overwrite: bool = False) -> bool:
+    """Raises FileExistsError unless the dataset path is free, or (with overwrite) holds a
+    dataset of ours; returns whether there is one to replace."""
+    fs, root = filesystem(path)
+    if not (_exists(fs, root) and (fs.ls(root) if fs is not None else os.listdir(root))):
+        return False
+    if not overwrite:
+        raise FileExistsError(f"{path} exists and is not empty (overwrite=True replaces it)")
+    if not (_exists(fs, _join(fs, root, MANIFEST)) or _exists(fs, _join(fs, root, WRITING))):
+        raise FileExistsError(f"{path} is not a dataset written by hta_fast (no {MANIFEST});"
+                              " refusing to replace it")
+    return True
 
 
 def prepare(path: str, overwrite: bool = False) -> None:
-    """Checks the dataset path is free (or, with overwrite, an earlier dataset, then removes it)."""
+    """check_free, then removes the dataset it replaces and marks the path as being written."""
     fs, root = filesystem(path)
-    exists = fs.exists(root) if fs is not None else os.path.exists(root)
-    if not exists:
-        return
-    listing = fs.ls(root) if fs is not None else os.listdir(root)
-    if not listing:
-        return
-    if not overwrite:
-        raise FileExistsError(f"{path} exists and is not empty (overwrite=True replaces it)")
-    has_manifest = (fs.exists(_join(fs, root, MANIFEST)) if fs is not None
-                    else os.path.isfile(os.path.join(root, MANIFEST)))
-    if not has_manifest:
-        raise FileExistsError(f"{path} is not a dataset written by hta_fast (no {MANIFEST}); "
-                              "refusing to replace it")
-    if fs is not None:
-        fs.rm(root, recursive=True)
+    if check_free(path, overwrite):
+        if fs is not None:
+            fs.rm(root, recursive=True)
+        else:
+            import shutil
+            shutil.rmtree(root)
+    _write_text(fs, _join(fs, root, WRITING), "")
+
+
+def _write_text(fs: Any, target: str, text: str) -> None:
+    if fs is None:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as fh:
+            fh.write(text)
     else:
-        import shutil
-        shutil.rmtree(root)
+        fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        with fs.open(target, "w") as fh:
+            fh.write(text)
 
 
 def write_dataset(traces: Mapping[int, Trace], path: str, compression: str = "zstd",

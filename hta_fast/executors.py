@@ -127,29 +127,24 @@ def dask_client(executor: Any) -> tuple[Any, bool]:
     return distributed.Client(address), True
 
 
-def run_dask(executor: Any, files: list[str], dataset: str, options: dict[str, Any],
+def run_dask(client: Any, files: list[str], dataset: str, options: dict[str, Any],
              compression: str, on_loaded: Any = None) -> list[Union[RankSummary, RankFailure]]:
     """Runs load_rank for every file on the cluster; summaries come back as they finish.
 
     A worker that dies mid-task is replaced and its tasks run again elsewhere (Dask's own
     retry of lost tasks); a rank's bad input comes back as a RankFailure, not retried."""
     import distributed
-    client, owned = dask_client(executor)
-    try:
-        lone = len(files) == 1
-        futures = client.map(load_rank, files, dataset=dataset, options=options,
-                             lone_file=lone, compression=compression, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        out: list[Any] = [None] * len(files)
-        for fut in distributed.as_completed(futures):
-            out[index[fut.key]] = fut.result()
-            fut.release()
-            if on_loaded is not None:
-                on_loaded(files[index[fut.key]])
-        return out
-    finally:
-        if owned:
-            client.close()
+    lone = len(files) == 1
+    futures = client.map(load_rank, files, dataset=dataset, options=options,
+                         lone_file=lone, compression=compression, pure=False)
+    index = {f.key: i for i, f in enumerate(futures)}
+    out: list[Any] = [None] * len(files)
+    for fut in distributed.as_completed(futures):
+        out[index[fut.key]] = fut.result()
+        fut.release()  # the summary is ours now: nothing stays on the cluster
+        if on_loaded is not None:
+            on_loaded(files[index[fut.key]])
+    return out
 
 
 def run_processes(files: list[str], dataset: str, options: dict[str, Any], compression: str,

@@ -199,13 +199,19 @@ def _load_to_dataset(files: list[str], executor: Any, dataset: str, partial: boo
     options = dict(options)
     # One parser thread per rank: ranks already run in parallel.
     options["threads"] = options.get("threads", 0) or (1 if len(files) > 1 else 0)
-    prepare(dataset, overwrite)
     if executor == "processes":
+        prepare(dataset, overwrite)
         outcomes = executors.run_processes(files, dataset, options, compression, max_workers,
                                            on_loaded)
     else:
-        outcomes = executors.run_dask(executor, files, dataset, options, compression,
-                                      on_loaded)
+        client, owned = executors.dask_client(executor)  # fails before anything is written
+        try:
+            prepare(dataset, overwrite)
+            outcomes = executors.run_dask(client, files, dataset, options, compression,
+                                          on_loaded)
+        finally:
+            if owned:
+                client.close()
     failures = [o for o in outcomes if isinstance(o, executors.RankFailure)]
     summaries: dict[int, Any] = {}
     for f, o in zip(files, outcomes):

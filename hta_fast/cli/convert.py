@@ -30,13 +30,14 @@ def convert(opts: Any, paths: tuple[str, ...], out: str, compression: str, overw
             recover: bool) -> None:
     """Write the traces' tables as a Parquet dataset partitioned by rank."""
     try:
-        dataset.prepare(out, overwrite)
+        dataset.check_free(out, overwrite)
     except FileExistsError as e:
         raise click.UsageError(str(e).replace("overwrite=True", "--overwrite")) from None
     traces, load_s = load_traces(paths, opts, recover)
     t0 = time.perf_counter()
     with bar(opts, total=len(traces), desc="writing", unit="rank") as progress:
-        dataset.write_dataset(traces, out, compression, on_written=lambda r: progress.update(1))
+        dataset.write_dataset(traces, out, compression, overwrite,
+                              on_written=lambda r: progress.update(1))
     events = sum(t.events.num_rows for t in traces.values())
     click.echo(f"{out}: {len(traces)} rank(s), {events:,} events; loaded in {load_s:.2f} s, "
                f"written in {time.perf_counter() - t0:.2f} s")
