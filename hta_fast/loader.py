@@ -126,7 +126,8 @@ def _url_trace_files(url: str) -> list[str]:
     if not fs.isdir(inner):
         return [url]
     protocol = url.split("://", 1)[0]
-    files = sorted(f"{protocol}://{p.split('://', 1)[-1].lstrip('/') if protocol != 'file' else p}"
+    # ls gives paths inside the filesystem ("bucket/key"): put the protocol back
+    files = sorted(f"{protocol}://{p.split('://', 1)[-1].lstrip('/')}"
                    for p in fs.ls(inner, detail=False) if p.endswith(TRACE_SUFFIXES))
     if not files:
         raise FileNotFoundError(f"no trace files ({', '.join(TRACE_SUFFIXES)}) in {url}")

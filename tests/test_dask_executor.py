@@ -182,3 +182,19 @@ def test_worker_killed_mid_load(traces_dir, tmp_path):
         remote = hta_fast.load_dir(folder, executor=c, dataset=str(tmp_path / "ds"))
     assert os.path.exists(marker), "no worker was killed"
     assert_same(hta_fast.load_dir(folder), remote)
+
+
+def test_inputs_and_dataset_by_fsspec_url(client, traces_dir):
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    folder = traces_dir / "param_dlrm_8rank"
+    for r in (2, 5):
+        name = f"worker{r}.pt.trace.json.gz"
+        fs.pipe(f"/hta_fast_inputs/{name}", (folder / name).read_bytes())
+    # the workers share this process's memory filesystem (processes=False)
+    ds = hta_fast.load_dir("memory://hta_fast_inputs", executor=client,
+                           dataset="memory://hta_fast_inputs_ds", overwrite=True)
+    assert ds.ranks == [2, 5]
+    local = hta_fast.load(folder / "worker5.pt.trace.json.gz")
+    assert ds[5].events.equals(local.events)
+    assert ds.summaries[5].source == "memory://hta_fast_inputs/worker5.pt.trace.json.gz"
