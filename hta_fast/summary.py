@@ -29,7 +29,8 @@ KERNELS_SCHEMA = pa.schema([("kernel_class", pa.string()), ("count", pa.int64())
                             ("total_ns", pa.int64())])
 COLLECTIVES_SCHEMA = pa.schema([
     ("group", pa.string()), ("index", pa.int64()), ("collective", pa.string()),
-    ("name", pa.string()), ("stream", pa.int64()), ("step", pa.int64()), ("ts", pa.int64()),
+    # kernel names repeat: a dictionary keeps the summary (and the coordinator) small
+    ("name", pa.dictionary(pa.int32(), pa.string())), ("stream", pa.int64()), ("step", pa.int64()), ("ts", pa.int64()),
     ("dur", pa.int64()), ("bytes", pa.int64()), ("dtype", pa.string()),
     ("group_size", pa.int64()),
 ])
@@ -197,7 +198,8 @@ def _collectives(trace: Trace) -> pa.Table:
     for i, g in enumerate(group):
         index[i] = seen.get(g, 0)
         seen[g] = index[i] + 1
-    return pa.table([group, index, collective, names, stream,
+    return pa.table([group, index, collective,
+                     pa.array(names, pa.string()).dictionary_encode(), stream,
                      trace.column("events", "step")[rows].astype(np.int64),
                      ts[order], trace.column("events", "dur")[rows],
                      pa.array(nbytes, pa.int64()), pa.array(dtype, pa.string()),
