@@ -17,19 +17,6 @@ from .summary import RankSummary
 DASK_HINT = "pip install hta_fast[dask]"
 
 
-class RankLoadError(TraceFormatError):
-    """A rank that could not be loaded: its rank (when the file name tells it), file, reason."""
-
-    def __init__(self, failure: "RankFailure", others: int = 0):
-        more = f" (and {others} more rank(s) failed; partial=True loads the rest)" if others else ""
-        super().__init__(failure.path, failure.offset, failure.reason)
-        self.rank = failure.rank
-        self.args = (f"{failure.describe()}{more}",)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
 @dataclasses.dataclass(frozen=True)
 class RankFailure:
     """Why one file did not load; returned (not raised) by workers so that Dask does not retry
@@ -47,9 +34,11 @@ class RankFailure:
         return f"{who}: {self.path}{at}: {self.reason}"
 
     def exception(self, others: int = 0) -> Exception:
+        """What strict loading raises: TraceFormatError (or the OSError) naming rank and file."""
+        more = (f" (and {others} more rank(s) failed; partial=True loads the rest)"
+                if others else "")
         if self.error == "TraceFormatError":
-            return RankLoadError(self, others)
-        more = f" (and {others} more)" if others else ""
+            return TraceFormatError(self.path, self.offset, self.reason + more, rank=self.rank)
         cls = {"FileNotFoundError": FileNotFoundError, "PermissionError": PermissionError,
                "IsADirectoryError": IsADirectoryError}.get(self.error, OSError)
         return cls(self.describe() + more)

@@ -7,7 +7,8 @@ import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Literal, Optional, Sequence, Union,
+                    overload)
 
 from . import _core
 from .errors import TraceFormatError
@@ -132,6 +133,22 @@ def _url_trace_files(url: str) -> list[str]:
     if not files:
         raise FileNotFoundError(f"no trace files ({', '.join(TRACE_SUFFIXES)}) in {url}")
     return files
+
+
+@overload
+def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
+             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], None]] = None,
+             executor: Optional[Literal["threads"]] = None, dataset: Optional[str] = None,
+             partial: bool = False, compression: str = "zstd", overwrite: bool = False,
+             **options: Any) -> TraceSet: ...
+
+
+@overload
+def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
+             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], None]] = None,
+             executor: object, dataset: Optional[str] = None,
+             partial: bool = False, compression: str = "zstd", overwrite: bool = False,
+             **options: Any) -> "TraceDataset": ...
 
 
 def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,

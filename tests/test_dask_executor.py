@@ -13,7 +13,6 @@ import hta_fast
 from hta_fast import synth
 from hta_fast.analysis import collectives as cross
 from hta_fast.dataset import open_dataset
-from hta_fast.executors import RankLoadError
 from hta_fast.summary import summarize
 from hta_fast.trace import TABLES
 
@@ -121,9 +120,10 @@ def damaged(traces_dir, tmp_path):
 def test_truncated_rank_is_named_and_partial_loads_the_rest(damaged, client, tmp_path, executor):
     folder, bad = damaged
     kw = {"executor": client, "dataset": str(tmp_path / "ds")} if executor == "dask" else {}
-    with pytest.raises(RankLoadError) as err:
+    with pytest.raises(hta_fast.TraceFormatError) as err:
         hta_fast.load_dir(folder, **kw)
     message = str(err.value)
+    assert err.value.rank == 3 and err.value.path == str(bad)
     assert "\n" not in message and message.startswith("rank 3: ") and str(bad) in message
     if executor == "dask":
         kw["overwrite"] = True
