@@ -25,10 +25,9 @@ from functools import cached_property
 from typing import Any, Iterator, Mapping, Optional
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .schema import SCHEMA_VERSION
-from .summary import SUMMARY_TABLES, RankSummary, summarize
+from .summary import SUMMARY_TABLES, RankSummary, split_by_rank, summarize
 from .trace import TABLES, Trace
 
 FORMAT = "hta_fast.parquet_dataset"
@@ -85,6 +84,7 @@ def _exact(table: pa.Table) -> pa.Table:
 
 
 def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> None:
+    import pyarrow.parquet as pq  # here, not at import: `import hta_fast` stays light
     table = _with_schema(table)
     folder = posixpath.dirname(path) if fs is not None else os.path.dirname(path)
     if fs is None:
@@ -97,6 +97,7 @@ def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> Non
 
 
 def _read_parquet(fs: Any, path: str) -> pa.Table:
+    import pyarrow.parquet as pq
     if fs is None:
         return _exact(pq.read_table(path))
     with fs.open(path, "rb") as fh:
@@ -340,10 +341,9 @@ class TraceDataset(Mapping[int, RankTables]):
     def summaries(self) -> dict[int, RankSummary]:
         if self._summaries is not None:
             return self._summaries
-        info = self.manifest["ranks"]
+        info = {int(r): v for r, v in self.manifest["ranks"].items()}
         tables = {name: self.dataset(f"summary/{name}").to_table() for name in SUMMARY_TABLES}
-        return {int(r): RankSummary.from_tables(info[r], int(r), tables)
-                for r in sorted(info, key=int)}
+        return split_by_rank(info, tables)
 
     def __repr__(self) -> str:
         return f"<TraceDataset {self.path} ranks={len(self)}>"

@@ -96,17 +96,6 @@ class RankSummary:
     def tables(self) -> dict[str, pa.Table]:
         return {"steps": self.steps, "kernels": self.kernels, "collectives": self.collectives}
 
-    @staticmethod
-    def from_tables(info: dict[str, Any], rank: int, tables: dict[str, pa.Table]) -> "RankSummary":
-        """The summary of `rank` out of every rank's summary tables (a `rank` column each)."""
-        schemas = {"steps": STEPS_SCHEMA, "kernels": KERNELS_SCHEMA,
-                   "collectives": COLLECTIVES_SCHEMA}
-        parts = {}
-        for name, table in tables.items():
-            mask = pa.compute.equal(table["rank"], rank)
-            parts[name] = table.filter(mask).select(schemas[name].names).cast(schemas[name])
-        return RankSummary(rank, info, parts["steps"], parts["kernels"], parts["collectives"])
-
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, RankSummary) and self.rank == other.rank
                 and self.tables() == other.tables())
@@ -114,6 +103,26 @@ class RankSummary:
     def __repr__(self) -> str:
         return (f"<RankSummary rank={self.rank} steps={self.steps.num_rows} "
                 f"collectives={self.collectives.num_rows}>")
+
+
+def split_by_rank(info: dict[int, dict[str, Any]], tables: dict[str, pa.Table]
+                  ) -> dict[int, RankSummary]:
+    """Every rank's summary out of the summary tables of all ranks (a `rank` column each, as
+    a hive-partitioned dataset reads them): one sort per table, then slices."""
+    schemas = {"steps": STEPS_SCHEMA, "kernels": KERNELS_SCHEMA,
+               "collectives": COLLECTIVES_SCHEMA}
+    sliced: dict[str, dict[int, pa.Table]] = {}
+    for name, table in tables.items():
+        ranks = np.asarray(table["rank"].to_numpy(zero_copy_only=False), np.int64)
+        order = np.argsort(ranks, kind="stable")  # keeps each rank's rows in file order
+        body = table.take(pa.array(order)).select(schemas[name].names).cast(schemas[name])
+        ranks = ranks[order]
+        bounds = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="left")
+        ends = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="right")
+        sliced[name] = {r: body.slice(int(lo), int(hi - lo))
+                        for r, lo, hi in zip(sorted(info), bounds, ends)}
+    return {r: RankSummary(r, info[r], sliced["steps"][r], sliced["kernels"][r],
+                           sliced["collectives"][r]) for r in sorted(info)}
 
 
 def _steps(trace: Trace) -> pa.Table:
