@@ -140,14 +140,15 @@ def run_processes(files: list[str], dataset: str, options: dict[str, Any], compr
                   max_workers: Optional[int], on_loaded: Any = None
                   ) -> list[Union[RankSummary, RankFailure]]:
     """load_rank in a local process pool (one rank per process at a time)."""
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
     workers = max_workers or min(len(files), os.cpu_count() or 1)
     lone = len(files) == 1
+    out: list[Any] = [None] * len(files)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(load_rank, f, dataset, options, lone, compression) for f in files]
-        out = []
-        for f, fut in zip(files, futures):
-            out.append(fut.result())
+        futures = {pool.submit(load_rank, f, dataset, options, lone, compression): i
+                   for i, f in enumerate(files)}
+        for fut in as_completed(futures):
+            out[futures[fut]] = fut.result()
             if on_loaded is not None:
-                on_loaded(f)
+                on_loaded(files[futures[fut]])
     return out
