@@ -27,6 +27,7 @@ class RankFailure:
     reason: str
     offset: Optional[int] = None
     error: str = "TraceFormatError"   # the exception's class, re-raised in strict mode
+    errno: Optional[int] = None        # an OSError's
 
     def describe(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "rank ?"
@@ -41,7 +42,9 @@ class RankFailure:
             return TraceFormatError(self.path, self.offset, self.reason + more, rank=self.rank)
         cls = {"FileNotFoundError": FileNotFoundError, "PermissionError": PermissionError,
                "IsADirectoryError": IsADirectoryError}.get(self.error, OSError)
-        return cls(self.describe() + more)
+        # errno and filename as the OSError had them; the rank goes with the reason
+        who = f"rank {self.rank}: " if self.rank is not None else ""
+        return cls(self.errno or 0, f"{who}{self.reason}{more}", self.path)
 
 
 def failure_of(path: str, error: Exception) -> RankFailure:
@@ -50,7 +53,8 @@ def failure_of(path: str, error: Exception) -> RankFailure:
     if isinstance(error, TraceFormatError):
         return RankFailure(rank, path, error.reason, error.offset)
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-    return RankFailure(rank, path, reason or type(error).__name__, None, type(error).__name__)
+    return RankFailure(rank, path, reason or type(error).__name__, None, type(error).__name__,
+                       error.errno if isinstance(error, OSError) else None)
 
 
 def read_trace(path: str, options: dict[str, Any]) -> Any:

@@ -137,8 +137,9 @@ def test_truncated_rank_is_named_and_partial_loads_the_rest(damaged, client, tmp
 def test_missing_rank_file_is_named(client, traces_dir, tmp_path):
     files = [str(f) for f in sorted((traces_dir / "param_dlrm_8rank").iterdir())]
     gone = str(tmp_path / "worker8.pt.trace.json.gz")
-    with pytest.raises(FileNotFoundError, match=r"^rank 8: .*worker8\.pt\.trace\.json\.gz"):
+    with pytest.raises(FileNotFoundError, match=r"rank 8: .*worker8\.pt\.trace\.json\.gz") as err:
         hta_fast.load_dir(files + [gone], executor=client, dataset=str(tmp_path / "ds"))
+    assert err.value.filename == gone and "\n" not in str(err.value)
     with pytest.warns(UserWarning, match="rank 8"):
         ds = hta_fast.load_dir(files + [gone], executor=client, dataset=str(tmp_path / "ds"),
                                partial=True, overwrite=True)
@@ -198,3 +199,19 @@ def test_inputs_and_dataset_by_fsspec_url(client, traces_dir):
     local = hta_fast.load(folder / "worker5.pt.trace.json.gz")
     assert ds[5].events.equals(local.events)
     assert ds.summaries[5].source == "memory://hta_fast_inputs/worker5.pt.trace.json.gz"
+
+
+def test_convert_on_dask(client, traces_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from hta_fast.cli import cli
+    folder = traces_dir / "param_dlrm_8rank"
+    out = tmp_path / "ds"
+    res = CliRunner().invoke(cli, ["convert", str(folder), "-o", str(out), "--dask",
+                                    client.scheduler.address])
+    assert res.exit_code == 0, res.output
+    assert "8 rank(s)" in res.output and "on the cluster" in res.output
+    ds = open_dataset(str(out))
+    local = hta_fast.load_dir(folder)
+    assert ds[4].events.equals(local[4].events)
+    assert_same(local, ds)
