@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import pickle
 import shutil
 import sys
 
@@ -59,6 +60,10 @@ def test_dlrm_on_dask_equals_local(client, traces_dir, tmp_path):
     remote = hta_fast.load_dir(folder, executor=client, dataset=str(tmp_path / "ds"))
     assert isinstance(remote, hta_fast.TraceDataset) and remote.failed == []
     assert_same(local, remote)
+    # What came back from the workers is the summaries, a small fraction of the tables.
+    for r in local:
+        sent = len(pickle.dumps(remote.summaries[r]))
+        assert sent < local[r].events.nbytes / 20, (r, sent)
     for name in TABLES:  # per-rank tables come back from the dataset on demand
         assert remote[6].to_arrow(name).equals(local[6].to_arrow(name)), name
     # the same dataset opened afresh, summaries read from it
