@@ -25,7 +25,8 @@ OUT = Path(__file__).parent / "api.md"
 # is found by walking its package.
 MODULES = ["hta_fast", "hta_fast.analysis.result", "hta_fast.analysis.select"]
 PACKAGES = ["hta_fast.analysis", "hta_fast.model", "hta_fast.recipes"]
-TAIL = ["hta_fast.doctor", "hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat"]
+TAIL = ["hta_fast.doctor", "hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat",
+        "hta_fast.dataset", "hta_fast.summary", "hta_fast.executors"]
 SKIP = {"hta_fast.analysis.result", "hta_fast.analysis.select", "hta_fast.analysis.fields"}
 
 

@@ -1,5 +1,6 @@
 """hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
 from ._core import __version__
+from .dataset import TraceDataset, open_dataset
 from .errors import TraceFormatError
 from .loader import load, load_dir, rank_from_name
 from .schema import EventKind, KernelClass
@@ -7,4 +8,5 @@ from .trace import Trace, TraceMeta
 from .traceset import TraceSet
 
 __all__ = ["load", "load_dir", "rank_from_name", "Trace", "TraceMeta", "TraceSet",
-           "TraceFormatError", "EventKind", "KernelClass", "__version__"]
+           "TraceFormatError", "EventKind", "KernelClass", "__version__", "open_dataset",
+           "TraceDataset"]

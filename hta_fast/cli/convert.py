@@ -1,68 +1,20 @@
 """`hta-fast convert PATH... -o DATASET`: the loaded tables as a Parquet dataset.
 
-Layout (hive partitioning by rank, one folder per table):
-
-    DATASET/manifest.json
-    DATASET/events/rank=0/part-0.parquet
-    DATASET/events/rank=1/part-0.parquet
-    DATASET/kernel_args/rank=0/part-0.parquet ...
-
-Read it back with `pyarrow.dataset.dataset("DATASET/events", partitioning="hive")` (or
-DuckDB, Spark, polars: `rank` becomes a column). Every rank has a file for every table, an
-empty one where the rank has no such rows, so the schema is always there.
+The layout (hive partitioning by rank, one folder per table, a manifest) and its writing are
+hta_fast.dataset's: `hta_fast.open_dataset(DATASET)` reads it back, and so do DuckDB, Spark or
+Polars (`rank` becomes a column).
 """
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Optional
 
 import click
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from .. import __version__
-from ..schema import SCHEMA_VERSION
-from ..trace import TABLES, Trace
-from ..traceset import TraceSet
-from .app import Options, cli
-from .loading import load_traces, path_arguments, recover_option
+from .. import dataset
+from .app import cli
+from .loading import load_traces, path_arguments, recover_option, trace_files
 from .progress import bar
-
-FORMAT = "hta_fast.parquet_dataset"
-
-
-def table_of(trace: Trace, name: str) -> pa.Table:
-    return trace.meta_events if name == "meta" else getattr(trace, name)
-
-
-def write_rank(trace: Trace, root: str, compression: str) -> dict[str, int]:
-    rows: dict[str, int] = {}
-    for name in TABLES:
-        table = table_of(trace, name)
-        folder = os.path.join(root, name, f"rank={trace.rank}")
-        os.makedirs(folder, exist_ok=True)
-        pq.write_table(table, os.path.join(folder, "part-0.parquet"), compression=compression)
-        rows[name] = table.num_rows
-    return rows
-
-
-def manifest(traces: TraceSet, rows: dict[int, dict[str, int]]) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "format_version": 1,
-        "hta_fast_version": __version__,
-        "schema_version": SCHEMA_VERSION,
-        "partitioning": "hive: TABLE/rank=N/part-0.parquet",
-        "tables": list(TABLES),
-        "ranks": {str(r): {"source": t.meta.path, "world_size": t.meta.world_size,
-                           "base_time_ns": t.meta.base_time_ns, "json_bytes": t.meta.json_bytes,
-                           "rows": rows[r]}
-                  for r, t in traces.items()},
-    }
 
 
 @cli.command()
@@ -72,31 +24,42 @@ def manifest(traces: TraceSet, rows: dict[int, dict[str, int]]) -> dict[str, Any
 @click.option("--compression", type=click.Choice(["zstd", "snappy", "gzip", "none"]),
               default="zstd", show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset folder.")
+@click.option("--dask", "dask_address", metavar="ADDRESS",
+              help="Load and write on a Dask cluster (its scheduler address; 'env' reads "
+                   "DASK_SCHEDULER_ADDRESS): each worker writes its ranks, PATH and -o may "
+                   "be fsspec URLs every worker reaches. Needs hta_fast[dask].")
 @recover_option
 @click.pass_obj
-def convert(opts: Options, paths: tuple[str, ...], out: str, compression: str, overwrite: bool,
-            recover: bool) -> None:
+def convert(opts: Any, paths: tuple[str, ...], out: str, compression: str, overwrite: bool,
+            dask_address: Optional[str], recover: bool) -> None:
     """Write the traces' tables as a Parquet dataset partitioned by rank."""
-    if os.path.exists(out) and os.listdir(out):
-        if not overwrite:
-            raise click.UsageError(f"{out} exists and is not empty (--overwrite replaces it)")
-        if not os.path.isfile(os.path.join(out, "manifest.json")):
-            raise click.UsageError(f"{out} is not a dataset written by hta-fast convert; "
-                                   "refusing to replace it")
-        shutil.rmtree(out)
+    try:
+        dataset.check_free(out, overwrite)
+    except FileExistsError as e:
+        raise click.UsageError(str(e).replace("overwrite=True", "--overwrite")) from None
+    if dask_address:
+        _convert_on_dask(paths, out, compression, overwrite, dask_address, recover)
+        return
     traces, load_s = load_traces(paths, opts, recover)
     t0 = time.perf_counter()
-    os.makedirs(out, exist_ok=True)
-    rows: dict[int, dict[str, int]] = {}
-    with bar(opts, total=len(traces), desc="writing", unit="rank") as progress, \
-            ThreadPoolExecutor(max_workers=min(len(traces), os.cpu_count() or 1)) as pool:
-        # Parquet encoding releases the GIL: ranks are written in parallel.
-        futures = {r: pool.submit(write_rank, t, out, compression) for r, t in traces.items()}
-        for r, fut in futures.items():
-            rows[r] = fut.result()
-            progress.update(1)
-    with open(os.path.join(out, "manifest.json"), "w") as fh:
-        json.dump(manifest(traces, rows), fh, indent=2)
-    events = sum(r["events"] for r in rows.values())
+    with bar(opts, total=len(traces), desc="writing", unit="rank") as progress:
+        dataset.write_dataset(traces, out, compression, overwrite,
+                              on_written=lambda r: progress.update(1))
+    events = sum(t.events.num_rows for t in traces.values())
     click.echo(f"{out}: {len(traces)} rank(s), {events:,} events; loaded in {load_s:.2f} s, "
                f"written in {time.perf_counter() - t0:.2f} s")
+
+
+def _convert_on_dask(paths: tuple[str, ...], out: str, compression: str, overwrite: bool,
+                     address: str, recover: bool) -> None:
+    from ..loader import load_dir
+    urls = [p for p in paths if "://" in p]
+    if urls and len(paths) > 1:
+        raise click.UsageError("with a URL, give one PATH: the folder (or file) of the traces")
+    source: Any = paths[0] if urls else trace_files(paths)
+    t0 = time.perf_counter()
+    ds = load_dir(source, executor="dask" if address == "env" else address, dataset=out,
+                  compression=compression, overwrite=overwrite, recover=recover)
+    events = sum(s.info()["rows"]["events"] for s in ds.summaries.values())
+    click.echo(f"{out}: {len(ds)} rank(s), {events:,} events; loaded and written on the "
+               f"cluster in {time.perf_counter() - t0:.2f} s")

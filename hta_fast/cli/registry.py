@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Callable, Union
 
 from ..analysis import annotations as user_annotations
+from ..analysis import collectives as cross_rank
 from ..analysis import (cupti_counters, idle_time, kernel_breakdown, launch_stats, memory_bw,
                         op_kernels, op_table, overlap, queue_length, roofline, steps,
                         stragglers, temporal)
@@ -29,6 +30,10 @@ ANALYSES: dict[str, Runner] = {
     "cupti_counters": lambda t, s: cupti_counters.cupti_counters(t, selection=s),
     "op_table": lambda t, s: op_table.op_table(t, costs=True, selection=s),
     "roofline": lambda t, s: roofline.roofline(t, selection=s),
+    "collectives": lambda t, s: cross_rank.collectives(t, ranks=s.ranks, steps=s.steps),
+    "late_arrivals": lambda t, s: cross_rank.late_arrivals(t, ranks=s.ranks, steps=s.steps),
+    "step_spread": lambda t, s: cross_rank.step_spread(t, ranks=s.ranks, steps=s.steps),
+    "clock_offsets": lambda t, s: cross_rank.clock_offsets(t, ranks=s.ranks, steps=s.steps),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")
