@@ -26,6 +26,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 import pyarrow as pa
 
+from ._named_tables import NamedTables
 from .schema import SCHEMA_VERSION
 from .summary import SUMMARY_TABLES, RankSummary, split_by_rank, summarize
 from .trace import TABLES, Trace
@@ -212,7 +213,7 @@ def write_dataset(traces: Mapping[int, Trace], path: str, compression: str = "zs
 
 
 # --- reading ---------------------------------------------------------------------------------
-class RankTables:
+class RankTables(NamedTables):
     """One rank of a dataset: its tables, each read from the dataset when first asked for."""
 
     def __init__(self, dataset: "TraceDataset", rank: int):
@@ -221,46 +222,6 @@ class RankTables:
 
     def _table(self, name: str) -> pa.Table:
         return self._dataset.read(name, self.rank)
-
-    @cached_property
-    def events(self) -> pa.Table:
-        return self._table("events")
-
-    @cached_property
-    def kernel_args(self) -> pa.Table:
-        return self._table("kernel_args")
-
-    @cached_property
-    def op_args(self) -> pa.Table:
-        return self._table("op_args")
-
-    @cached_property
-    def comm_args(self) -> pa.Table:
-        return self._table("comm_args")
-
-    @cached_property
-    def sync_args(self) -> pa.Table:
-        return self._table("sync_args")
-
-    @cached_property
-    def flows(self) -> pa.Table:
-        return self._table("flows")
-
-    @cached_property
-    def counters(self) -> pa.Table:
-        return self._table("counters")
-
-    @cached_property
-    def instants(self) -> pa.Table:
-        return self._table("instants")
-
-    @cached_property
-    def meta_events(self) -> pa.Table:
-        return self._table("meta")
-
-    @cached_property
-    def steps(self) -> pa.Table:
-        return self._table("steps")
 
     def to_arrow(self, table: str = "events") -> pa.Table:
         if table not in TABLES and table != "meta_events":

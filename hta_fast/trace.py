@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from . import _arrow
 from . import interop as _interop
+from ._named_tables import NamedTables
 from .schema import STRING_ID_BASE
 
 TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
@@ -50,7 +51,7 @@ class TraceMeta:
         )
 
 
-class Trace:
+class Trace(NamedTables):
     """One rank of a profile. Tables are pyarrow Tables built over the core's buffers.
 
     events       one row per complete event (ph X); ts/dur in ns; kind, kernel_class,
@@ -75,47 +76,6 @@ class Trace:
 
     def _table(self, name: str) -> pa.Table:
         return _arrow.table(name, self._raw["tables"][name], self.strings)
-
-    @cached_property
-    def events(self) -> pa.Table:
-        return self._table("events")
-
-    @cached_property
-    def kernel_args(self) -> pa.Table:
-        return self._table("kernel_args")
-
-    @cached_property
-    def op_args(self) -> pa.Table:
-        return self._table("op_args")
-
-    @cached_property
-    def comm_args(self) -> pa.Table:
-        return self._table("comm_args")
-
-    @cached_property
-    def sync_args(self) -> pa.Table:
-        return self._table("sync_args")
-
-    @cached_property
-    def flows(self) -> pa.Table:
-        return self._table("flows")
-
-    @cached_property
-    def counters(self) -> pa.Table:
-        return self._table("counters")
-
-    @cached_property
-    def instants(self) -> pa.Table:
-        return self._table("instants")
-
-    @cached_property
-    def meta_events(self) -> pa.Table:
-        return self._table("meta")
-
-    @cached_property
-    def steps(self) -> pa.Table:
-        """The ProfilerStep#N events, in file order: row (in events), step, ts, dur."""
-        return self._table("steps")
 
     def column(self, table: str, name: str) -> np.ndarray:
         """A raw column as numpy, sentinels included (-1 / NaN): for vectorised kernels."""
