@@ -22,6 +22,7 @@ Graph build_graph(const GraphInput& in) {
   add_cpu_edges(in, g);
   add_gpu_edges(in, g);
   add_sync_edges(in, g);
+  add_thread_edges(in, g);
 
   // Every node that nothing else leads to starts from the window's start.
   const size_t nodes = 2 * in.n + 1;

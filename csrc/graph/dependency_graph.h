@@ -24,8 +24,9 @@ enum class EdgeType : uint8_t {
   cross_stream = 8,   // recorded GPU work end -> first GPU event after the stream wait
   sync_wait = 9,      // GPU work end -> end of the blocking call that waits for it
   sync_self = 10,     // blocking call start -> end, the part that is not waiting
+  cross_thread = 11,  // the last CPU event to end before a thread's first event -> its start
 };
-constexpr int kEdgeTypes = 11;
+constexpr int kEdgeTypes = 12;
 
 // Rigid edges hold a measured CPU or GPU duration; the others are waits whose length the
 // calibration reads off the trace (calibrate.h).
@@ -81,6 +82,7 @@ inline int64_t end_node(int64_t row) { return 2 * row + 1; }
 void add_cpu_edges(const GraphInput& in, Graph& g);
 void add_gpu_edges(const GraphInput& in, Graph& g);
 void add_sync_edges(const GraphInput& in, Graph& g);
+void add_thread_edges(const GraphInput& in, Graph& g);
 
 // All of the above, then release edges for nodes left without a predecessor and the
 // topological order. Throws std::runtime_error when the edges form a cycle.

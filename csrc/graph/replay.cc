@@ -17,7 +17,9 @@ std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, 
   const Csr out = by_node(g.src, nodes);
   std::vector<int64_t> time(nodes, kUnset);
   for (int64_t v : g.order) {
-    if (time[v] == kUnset) time[v] = 0;
+    // Nothing happens before the window's start: a node whose edges were all dropped (or
+    // shrunk below it by a what-if) starts there.
+    if (time[v] == kUnset || time[v] < 0) time[v] = 0;
     for (int64_t j = out.begin[v]; j < out.begin[v + 1]; ++j) {
       const int64_t e = out.edge[j];
       if (skipped(g.type[e], skip_types)) continue;

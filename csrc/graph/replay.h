@@ -13,7 +13,7 @@
 namespace hta::graph {
 
 // Node times relative to the source (ns). Edges whose type bit is set in skip_types are left
-// out; a node left with no edge starts at the source's time.
+// out; a node left with no edge, or before the source, starts at the source's time.
 std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight,
                             uint32_t skip_types = 0);
 

@@ -17,7 +17,7 @@ from ..trace import Trace
 from . import sync_calls
 
 EDGE_TYPES = ["release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "gpu_self",
-              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self"]
+              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self", "cross_thread"]
 EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
 CPU_EDGES = ("release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self")
 
@@ -143,6 +143,15 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
                 sync_kind[i] = sync_calls.NONE
             else:
                 wait_lane[i], wait_corr[i], target_lane[i] = src, arg_corr[s], dst
+
+    # A sync call without a correlation id waits for what was launched before it started.
+    blind = np.flatnonzero((sync_kind != 0) & (corr < 0))
+    if len(blind):
+        launched = np.flatnonzero(~is_gpu & (corr >= 0))
+        order = launched[np.argsort(ts[launched], kind="stable")]
+        running_max = np.maximum.accumulate(corr[order]) if len(order) else order
+        k = np.searchsorted(ts[order], ts[blind], side="right")
+        corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
 
     start = int(ts.min()) if window_start is None and len(ts) else int(window_start or 0)
     core = _core.graph.build(
