@@ -103,3 +103,13 @@ def test_bad_edits_are_clear_errors():
         what_if(control(), kernel_class={"GEMM": 0.5})
     with pytest.raises(ValueError, match="factors must be numbers >= 0"):
         what_if(control(), cpu=-1.0)
+
+
+def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():
+    from hta_fast.analysis.critical_path import critical_path
+    b = KinetoBuilder()
+    b.step(0, 0, 1000)
+    b.kernel(GEMM, 10, 20, 100)
+    notes = critical_path(b.load()).notes
+    assert len(notes) == 1 and "no sync or stream-wait events" in notes[0]
+    assert critical_path(sync_bound_job(400, 2000)).notes == []
