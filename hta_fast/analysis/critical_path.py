@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..model.dependency_graph import EDGE_TYPES
-from ..model.path_bounds import BOUND_BY, bound_by, charged_events, shares
+from ..model.path_bounds import BOUND_BY, bound_by, charged_events, names_of, shares
 from ..model.windows import each_window
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -50,10 +50,8 @@ def critical_path(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps:
         types = g.edge_type[path]
         weight = g.weight[path]
         event = charged_events(g, path)
-        strings = trace.strings
-        names = [strings[int(i)].as_py() if i >= 0 else "" for i in trace.column("events", "name")[event]]
-        cats = [strings[int(i)].as_py() if i >= 0 else "" for i in trace.column("events", "cat")[event]]
-        type_names = [EDGE_TYPES[t] for t in types]
+        names, cats = names_of(trace, "name", event), names_of(trace, "cat", event)
+        type_names = np.array(EDGE_TYPES, object)[types]
         bound = bound_by(g, trace, path)
         length = int(weight.sum())
         summary["rank"].append(w.rank)
@@ -67,12 +65,12 @@ def critical_path(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps:
         parts.append(pa.table({
             "rank": pa.array(np.full(len(path), w.rank), pa.int64()),
             "step": pa.array([w.step] * len(path), pa.int64()),
-            "duration": pa.array(weight, pa.int64()), "type": pa.array(type_names, pa.string()),
-            "name": pa.array(names, pa.string()), "cat": pa.array(cats, pa.string()),
+            "duration": pa.array(weight, pa.int64()), "type": pa.array(type_names.tolist(), pa.string()),
+            "name": names, "cat": cats,
             "pid": pa.array(trace.column("events", "pid")[event], pa.int64()),
             "tid": pa.array(trace.column("events", "tid")[event], pa.int64()),
             "stream": pa.array(np.where(gpu, stream, 0), pa.int64(), mask=~gpu),
-            "bound_by": pa.array(bound, pa.string()),
+            "bound_by": pa.array(bound.tolist(), pa.string()),
         }, schema=BREAKDOWN))
         if g.n_sync_edges == 0:
             notes.append(f"rank {w.rank} step {w.step}: the trace has no sync or stream-wait "

@@ -72,30 +72,49 @@ def graph_rows(trace: Trace, keep: Optional[np.ndarray] = None) -> np.ndarray:
     return np.flatnonzero(on)
 
 
+def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """wait_on_stream and wait_on_event_correlation of these cuda_sync rows (by row)."""
+    srow = trace.column("sync_args", "row")
+    order = np.argsort(srow, kind="stable")
+    srow = srow[order]
+    wait_stream = trace.column("sync_args", "wait_on_stream")[order]
+    wait_corr = trace.column("sync_args", "wait_on_event_correlation")[order]
+    pos = np.searchsorted(srow, sync_rows)
+    streams, corrs = {}, {}
+    for r, k in zip(sync_rows, pos):
+        if 0 <= r and k < len(srow) and srow[k] == r:
+            streams[int(r)], corrs[int(r)] = int(wait_stream[k]), int(wait_corr[k])
+    return streams, corrs
+
+
 def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None) -> DependencyGraph:
     """The calibrated dependency graph of these event rows of one trace."""
     col = trace.column
-    n_all = len(col("events", "ts"))
     ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
     kind = col("events", "kind")
     is_gpu = np.isin(kind[rows], GPU_WORK)
     pid, tid = col("events", "pid"), col("events", "tid")
-    stream = col("events", "stream").astype(np.int64)
+    stream = col("events", "stream")
     partner, parent = col("events", "partner"), col("events", "parent")
     corr_all = col("events", "correlation")
 
-    local = np.full(n_all, -1, np.int64)
-    local[rows] = np.arange(len(rows))
+    rows = np.asarray(rows, np.int64)
+    if len(rows) > 1 and not (np.diff(rows) > 0).all():
+        raise ValueError("graph rows must be increasing")
 
     def to_local(target: np.ndarray) -> np.ndarray:
-        out = np.full(len(target), -1, np.int64)
-        ok = target >= 0
-        out[ok] = local[target[ok]]
-        return out
+        # rows is sorted: a binary search maps trace rows to graph events without an array
+        # as long as the whole trace (a step's graph costs its own size, not the trace's).
+        pos = np.minimum(np.searchsorted(rows, target), max(len(rows) - 1, 0))
+        return np.where((target >= 0) & (rows[pos] == target), pos, -1).astype(np.int64)
 
     # Lanes: one per (pid, tid) thread and one per (pid, stream); the flag keeps kinds apart.
-    lane_keys = np.stack([is_gpu.astype(np.int64), pid[rows], np.where(is_gpu, stream[rows], tid[rows])], 1)
-    _, lane = np.unique(lane_keys, axis=0, return_inverse=True)
+    _, pid_code = np.unique(pid[rows], return_inverse=True)
+    _, sub_code = np.unique(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]),
+                            return_inverse=True)
+    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code.reshape(-1)) \
+        * (sub_code.max(initial=0) + 1) + sub_code.reshape(-1)
+    _, lane = np.unique(key, return_inverse=True)
     lane = lane.reshape(-1).astype(np.int64)
     lane_of_stream = {(int(p), int(s)): int(l) for p, s, l in
                       zip(pid[rows][is_gpu], stream[rows][is_gpu], lane[is_gpu])}
@@ -113,17 +132,14 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     wait_lane = np.full(len(rows), -1, np.int64)
     wait_corr = np.full(len(rows), -1, np.int64)
     target_lane = np.full(len(rows), -1, np.int64)
-    arg_stream = np.full(n_all, -1, np.int64)
-    arg_corr = np.full(n_all, -1, np.int64)
-    if len(trace.column("sync_args", "row")):
-        srow = trace.column("sync_args", "row")
-        arg_stream[srow] = trace.column("sync_args", "wait_on_stream")
-        arg_corr[srow] = trace.column("sync_args", "wait_on_event_correlation")
-    for i in np.flatnonzero(sync_kind):
+    calls = np.flatnonzero(sync_kind)
+    arg_stream, arg_corr = _sync_args(trace, partner[rows[calls]]) if len(calls) else ({}, {})
+    for i in calls:
         r = rows[i]
         k = int(sync_kind[i])
-        s = partner[r]  # the cuda_sync row that records what this call waited on
+        s = int(partner[r])  # the cuda_sync row that records what this call waited on
         p = int(pid[r])
+        a_stream, a_corr = arg_stream.get(s, -1), arg_corr.get(s, -1)
         if k == sync_calls.STREAM:
             lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
             if lane_id is None:
@@ -131,18 +147,18 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
             else:
                 wait_lane[i] = lane_id
         elif k == sync_calls.EVENT:
-            lane_id = lane_of_stream.get((p, int(arg_stream[s]))) if s >= 0 else None
-            if lane_id is None or arg_corr[s] < 0:
+            lane_id = lane_of_stream.get((p, a_stream))
+            if lane_id is None or a_corr < 0:
                 sync_kind[i] = sync_calls.DEVICE
             else:
-                wait_lane[i], wait_corr[i] = lane_id, arg_corr[s]
+                wait_lane[i], wait_corr[i] = lane_id, a_corr
         elif k == sync_calls.STREAM_WAIT:
-            src = lane_of_stream.get((p, int(arg_stream[s]))) if s >= 0 else None
+            src = lane_of_stream.get((p, a_stream))
             dst = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
-            if src is None or dst is None or arg_corr[s] < 0:
+            if src is None or dst is None or a_corr < 0:
                 sync_kind[i] = sync_calls.NONE
             else:
-                wait_lane[i], wait_corr[i], target_lane[i] = src, arg_corr[s], dst
+                wait_lane[i], wait_corr[i], target_lane[i] = src, a_corr, dst
 
     # A sync call without a correlation id waits for what was launched before it started.
     blind = np.flatnonzero((sync_kind != 0) & (corr < 0))

@@ -10,10 +10,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..schema import KernelClass
 from ..trace import Trace
-from .dependency_graph import EDGE, EDGE_TYPES, DependencyGraph
+from .dependency_graph import EDGE, DependencyGraph
 
 BOUND_BY = ["cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
             "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead", "data_loading"]
@@ -31,26 +33,28 @@ def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
     return graph.rows[np.minimum(node // 2, len(graph.rows) - 1)]
 
 
-def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> list[str]:
-    """The BOUND_BY category of each edge."""
+def names_of(trace: Trace, column: str, rows: np.ndarray) -> pa.Array:
+    """The string column ("name", "cat") of these event rows, as an Arrow array."""
+    ids = trace.column("events", column)[rows]
+    return trace.strings.take(pa.array(np.maximum(ids, 0), mask=ids < 0))
+
+
+def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
+    """The BOUND_BY category of each edge (an object array of str)."""
     events = charged_events(graph, edges)
-    strings = trace.strings
-    names = [strings[int(i)].as_py() if i >= 0 else "" for i in trace.column("events", "name")[events]]
-    kclass = trace.column("events", "kernel_class")[events]
-    out = []
-    for t, k, nm in zip(graph.edge_type[edges], kclass, names):
-        kind = EDGE_TYPES[t]
-        if kind == "gpu_self":
-            out.append("gpu_communication_bound" if k == KernelClass.COMM else "gpu_compute_bound")
-        elif kind in _BOUND:
-            out.append(_BOUND[kind])
-        else:
-            out.append("data_loading" if "DataLoader" in nm else "cpu_bound")
+    loading = pc.fill_null(pc.match_substring(names_of(trace, "name", events), "DataLoader"), False)
+    out = np.where(loading.to_numpy(zero_copy_only=False), "data_loading", "cpu_bound").astype(object)
+    types = graph.edge_type[edges]
+    gpu = types == EDGE["gpu_self"]
+    comm = trace.column("events", "kernel_class")[events] == KernelClass.COMM
+    out[gpu & comm] = "gpu_communication_bound"
+    out[gpu & ~comm] = "gpu_compute_bound"
+    for kind, bound in _BOUND.items():
+        out[types == EDGE[kind]] = bound
     return out
 
 
-def shares(bounds: list[str], weight: np.ndarray) -> dict[str, float | None]:
+def shares(bounds: np.ndarray, weight: np.ndarray) -> dict[str, float | None]:
     """Each category's share of the path length, in percent (None for an empty path)."""
     total = int(weight.sum())
-    arr = np.array(bounds, object)
-    return {b: (100.0 * float(weight[arr == b].sum()) / total if total else None) for b in BOUND_BY}
+    return {b: (100.0 * float(weight[bounds == b].sum()) / total if total else None) for b in BOUND_BY}

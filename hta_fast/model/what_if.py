@@ -111,7 +111,7 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
     return out
 
 
-def _top(bounds: list[str], weight: np.ndarray) -> Optional[str]:
+def _top(bounds: np.ndarray, weight: np.ndarray) -> Optional[str]:
     s = {k: v for k, v in shares(bounds, weight).items() if v is not None}
     return max(s, key=lambda k: s[k]) if s else None
 

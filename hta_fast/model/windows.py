@@ -29,13 +29,11 @@ def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterat
             if len(rows):
                 yield Window(rank, None, trace, build_graph(trace, rows))
             continue
-        step_col = trace.column("events", "step")
+        all_rows = graph_rows(trace, mask)
+        step_of = trace.column("events", "step")[all_rows]
         for step, start in zip(steps, trace.column("steps", "ts")):
             if sel.steps is not None and int(step) not in sel.steps:
                 continue
-            keep = step_col == step
-            if mask is not None:
-                keep &= mask
-            rows = graph_rows(trace, keep)
+            rows = all_rows[step_of == step]
             if len(rows):
                 yield Window(rank, int(step), trace, build_graph(trace, rows, int(start)))
