@@ -25,8 +25,10 @@ def load(folder):
 
 @pytest.mark.parametrize("folder", REPLAYED)
 def test_replay_reproduces_every_step(folder):
-    r = replay_steps(load(folder)).to_pandas()
+    res = replay_steps(load(folder))
+    r, events = res.to_pandas(), res.to_pandas("gpu_events")
     assert len(r) and (r.gpu_events > 0).all()
+    assert len(events) == r.gpu_events.sum() and (events.start_error == 0).all()
     assert (r.error_pct == 0).all() and (r.gpu_start_error_max == 0).all()
     # Summing kernel times is far off: CPU time, launches and syncs decide these steps (a
     # GPU-bound step can come close with the GPU alone, so the medians are compared).

@@ -101,6 +101,8 @@ def test_edits_only_shorten_when_they_shrink():
 def test_bad_edits_are_clear_errors():
     with pytest.raises(ValueError, match="unknown kernel class 'GEMM'"):
         what_if(control(), kernel_class={"GEMM": 0.5})
+    with pytest.raises(ValueError, match="bad name pattern '\\('"):
+        what_if(control(), name={"(": 0.5})
     with pytest.raises(ValueError, match="factors must be numbers >= 0"):
         what_if(control(), cpu=-1.0)
 

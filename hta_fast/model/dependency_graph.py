@@ -36,7 +36,7 @@ class DependencyGraph:
     """rows: the trace's event rows the graph holds (event i of the graph is rows[i]); nodes
     2i (start) and 2i + 1 (end), and 2 * len(rows) (the window start). weight/binding: the
     calibrated weight (ns) of each edge and whether it decided its target's measured time."""
-    core: object
+    core: _core._DependencyGraph
     rows: np.ndarray
     window_start: int
     weight: np.ndarray

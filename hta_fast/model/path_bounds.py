@@ -28,8 +28,8 @@ _BOUND = {"launch": "gpu_kernel_launch_overhead", "kernel_kernel": "gpu_kernel_k
 
 def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
     """The trace row each edge's time is charged to."""
-    node = np.where(np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE),
-                    graph.core.src[edges], graph.core.dst[edges])
+    node: np.ndarray = np.where(np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE),
+                                graph.core.src[edges], graph.core.dst[edges])
     return graph.rows[np.minimum(node // 2, len(graph.rows) - 1)]
 
 

@@ -39,6 +39,13 @@ SCHEMA = pa.schema(
     + [f for a in ABLATIONS for f in (pa.field(a, pa.int64(), metadata=NS),
                                       pa.field(a + "_error_pct", pa.float64(), metadata=PCT))])
 
+GPU_EVENTS = pa.schema([
+    pa.field("rank", pa.int64()), pa.field("step", pa.int64()), pa.field("row", pa.int64()),
+    pa.field("measured_start", pa.int64(), metadata=NS),
+    pa.field("replayed_start", pa.int64(), metadata=NS),
+    pa.field("start_error", pa.int64(), metadata=NS),
+])
+
 GPU_ONLY_SKIP = skip_mask("release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling",
                           "launch", "sync_wait", "sync_self")
 
@@ -69,17 +76,30 @@ def _error(predicted: int, measured: int) -> Optional[float]:
 def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
                  selection: Optional[select.Selection] = None) -> Result:
     """One row per (rank, profiler step): measured and replayed step time, the error, the GPU
-    start-time errors and the ablations. A rank without profiler steps is one row, step null."""
+    start-time errors and the ablations. A rank without profiler steps is one row, step null.
+    Side table "gpu_events": each GPU event's measured and replayed start (ns on the trace's
+    clock) and start_error = replayed - measured."""
     sel = select.selection_of(selection, ranks, steps)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
     notes = []
+    per_event = []
     for w in each_window(traces, sel):
         g = w.graph
         times = g.replay()
         measured, replayed = g.measured_end, int(times.max())
         kind = w.trace.column("events", "kind")[g.rows]
         gpu = np.flatnonzero(np.isin(kind, GPU_WORK))
-        start_err = np.abs(times[2 * gpu] + g.window_start - g.core.measured[2 * gpu])
+        replayed_start = times[2 * gpu] + g.window_start
+        measured_start = g.core.measured[2 * gpu]
+        start_err = np.abs(replayed_start - measured_start)
+        per_event.append(pa.table({
+            "rank": pa.array(np.full(len(gpu), w.rank), pa.int64()),
+            "step": pa.array([w.step] * len(gpu), pa.int64()),
+            "row": pa.array(g.rows[gpu], pa.int64()),
+            "measured_start": pa.array(measured_start, pa.int64()),
+            "replayed_start": pa.array(replayed_start, pa.int64()),
+            "start_error": pa.array(replayed_start - measured_start, pa.int64()),
+        }, schema=GPU_EVENTS))
         row = {"rank": w.rank, "step": w.step, "measured": measured, "replayed": replayed,
                "error_pct": _error(replayed, measured), "gpu_events": len(gpu),
                "gpu_start_error_max": int(start_err.max()) if len(gpu) else None,
@@ -92,4 +112,6 @@ def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
             notes.append(f"rank {w.rank} step {w.step}: no sync or stream-wait events, so the "
                          "graph has no GPU -> CPU or cross-stream edges")
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
-    return Result("replay", table, notes=notes, params={"selection": sel})
+    events = pa.concat_tables(per_event) if per_event else GPU_EVENTS.empty_table()
+    return Result("replay", table, tables={"gpu_events": events}, notes=notes,
+                  params={"selection": sel})

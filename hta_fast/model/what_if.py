@@ -21,7 +21,7 @@ and the host waiting for it, move up.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -64,8 +64,14 @@ def _match_factor(trace: Trace, ids: np.ndarray, table: Mapping[str, float], reg
     names = _names(trace, uniq)
     per = np.ones(len(uniq))
     for key, f in table.items():
-        pattern = re.compile(key) if regex else None
-        hit = [bool(pattern.search(n)) if regex else n == key for n in names]
+        if regex:
+            try:
+                pattern = re.compile(key)
+            except re.error as e:
+                raise ValueError(f"bad name pattern {key!r}: {e}") from None
+            hit = [bool(pattern.search(n)) for n in names]
+        else:
+            hit = [n == key for n in names]
         per[np.array(hit, bool)] *= f
     return per[inv.reshape(-1)]
 
@@ -125,8 +131,9 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
     change_pct = (predicted - measured) / measured × 100, the category that bounds most of the
     critical path before and after, and the new path's shares."""
-    edits = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
-                 zero_launch_overhead=zero_launch_overhead, drop_comm_waits=drop_comm_waits)
+    edits: dict[str, Any] = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
+                                 zero_launch_overhead=zero_launch_overhead,
+                                 drop_comm_waits=drop_comm_waits)
     sel = select.selection_of(selection, ranks, steps)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
     notes = []
