@@ -131,3 +131,19 @@ def test_sync_call_names():
     assert list(kinds) == [sync_calls.STREAM, sync_calls.EVENT, sync_calls.DEVICE,
                            sync_calls.OWN_COPY, sync_calls.NONE, sync_calls.STREAM_WAIT,
                            sync_calls.NONE, sync_calls.STREAM]
+
+
+def test_a_worker_thread_is_woken_and_joined():
+    # Main thread (lane 0): P [0, 1000] holds A [10, 90] and B [100, 900], which waits for a
+    # worker (lane 5) running W1 [120, 500] and W2 [510, 880]. Rows: P=0, A=1, B=2, W1=3, W2=4.
+    ev = [dict(ts=0, dur=1000, lane=0), dict(ts=10, dur=80, lane=0, parent=0),
+          dict(ts=100, dur=800, lane=0, parent=0),
+          dict(ts=120, dur=380, lane=5), dict(ts=510, dur=370, lane=5)]
+    g = build(ev)
+    assert {(3, 6, "cross_thread"), (9, 5, "thread_join"), (4, 5, "join_tail")} <= edges(g)
+    w, _ = g.calibrate()
+    assert np.array_equal(g.replay(w, 0), g.measured)
+    shorter = w.copy()
+    shorter[(g.src == 8) & (g.dst == 9)] -= 200  # W2 takes 170 instead of 370
+    t = g.replay(shorter, 0)
+    assert t[5] == 700 and t[1] == 800  # B waits 200 less, and P ends 200 earlier

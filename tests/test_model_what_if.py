@@ -4,6 +4,8 @@ a stream sync returns a few µs after the stream drains), and edits on a real tr
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 
 import numpy as np
 import pytest
@@ -115,3 +117,23 @@ def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():
     notes = critical_path(b.load()).notes
     assert len(notes) == 1 and "no sync or stream-wait events" in notes[0]
     assert critical_path(sync_bound_job(400, 2000)).notes == []
+
+
+def test_the_path_trace_loads_back_and_marks_the_path(tmp_path):
+    from hta_fast.analysis.critical_path import critical_path
+    from hta_fast.model.path_trace import write_critical_path_trace
+    job = sync_bound_job(400, 2000, steps=2)
+    out = write_critical_path_trace(job, tmp_path / "path.json.gz")
+    back = hta_fast.load(out)
+    assert len(back.column("events", "ts")) == len(job.column("events", "ts")) - \
+        int(np.count_nonzero(job.column("events", "kind") == 0))  # "other" rows are not in graphs
+    flows = back.flows.to_pandas()
+    assert (flows.phase == "s").sum() == (flows.phase == "f").sum() > 0
+    # Every wait on the path is an arrow: launches, the sync wait, ...
+    b = critical_path(job).to_pandas("breakdown")
+    assert {"launch", "sync_wait"} <= set(b.type)
+    doc = json.loads(gzip.open(out).read())
+    names = {e["name"] for e in doc["traceEvents"] if e["ph"] == "s"}
+    assert {"launch", "sync_wait"} <= names
+    critical = [e["name"] for e in doc["traceEvents"] if e["ph"] == "X" and e["args"]["critical"]]
+    assert "cudaStreamSynchronize" in critical and GEMM in critical

@@ -25,8 +25,11 @@ enum class EdgeType : uint8_t {
   sync_wait = 9,      // GPU work end -> end of the blocking call that waits for it
   sync_self = 10,     // blocking call start -> end, the part that is not waiting
   cross_thread = 11,  // the last CPU event to end before a thread's first event -> its start
+  thread_join = 12,   // a worker thread's last event end -> end of the event waiting for it
+  join_tail = 13,     // the waiting event's own last stretch (its last child's end or its
+                      // start -> its end), the part that is not waiting
 };
-constexpr int kEdgeTypes = 12;
+constexpr int kEdgeTypes = 14;
 
 // Rigid edges hold a measured CPU or GPU duration; the others are waits whose length the
 // calibration reads off the trace (calibrate.h).

@@ -17,9 +17,9 @@ from ..trace import Trace
 from . import sync_calls
 
 EDGE_TYPES = ["release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "gpu_self",
-              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self", "cross_thread"]
+              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self", "cross_thread",
+              "thread_join", "join_tail"]
 EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
-CPU_EDGES = ("release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self")
 
 CPU_KINDS = np.array([EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
                       EventKind.runtime, EventKind.driver], np.uint8)

@@ -22,7 +22,7 @@ from .windows import each_window
 
 
 # The path's edges drawn as arrows: those that join two events by a wait.
-ARROWS = {"launch", "kernel_kernel", "cross_stream", "sync_wait", "cross_thread"}
+ARROWS = {"launch", "kernel_kernel", "cross_stream", "sync_wait", "cross_thread", "thread_join"}
 
 
 def _id(trace: Trace, value: int) -> Union[int, str]:

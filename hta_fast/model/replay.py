@@ -47,7 +47,8 @@ GPU_EVENTS = pa.schema([
 ])
 
 GPU_ONLY_SKIP = skip_mask("release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling",
-                          "launch", "sync_wait", "sync_self")
+                          "launch", "sync_wait", "sync_self", "cross_thread", "thread_join",
+                          "join_tail")
 
 
 def ablations(graph: DependencyGraph, trace: Trace) -> dict[str, int]:

@@ -39,7 +39,8 @@ from .windows import each_window
 
 DROPPED = -(1 << 50)  # a weight that no path through it can win with
 
-CPU_EDGES = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self")]
+CPU_EDGES = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self",
+                                "join_tail")]
 
 SCHEMA = pa.schema(
     [pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
