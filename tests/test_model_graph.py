@@ -147,3 +147,12 @@ def test_a_worker_thread_is_woken_and_joined():
     shorter[(g.src == 8) & (g.dst == 9)] -= 200  # W2 takes 170 instead of 370
     t = g.replay(shorter, 0)
     assert t[5] == 700 and t[1] == 800  # B waits 200 less, and P ends 200 earlier
+
+
+def test_graph_rows_must_be_increasing():
+    import hta_fast
+    from hta_fast.model.dependency_graph import build_graph
+    from tests.conftest import TRACES_DIR
+    trace = hta_fast.load(TRACES_DIR / "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz")
+    with pytest.raises(ValueError, match="graph rows must be increasing"):
+        build_graph(trace, np.array([3, 1]))

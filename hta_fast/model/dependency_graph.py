@@ -89,6 +89,9 @@ def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dic
 
 def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None) -> DependencyGraph:
     """The calibrated dependency graph of these event rows of one trace."""
+    rows = np.asarray(rows, np.int64)
+    if len(rows) > 1 and not (np.diff(rows) > 0).all():
+        raise ValueError("graph rows must be increasing")
     col = trace.column
     ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
     kind = col("events", "kind")
@@ -97,10 +100,6 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     stream = col("events", "stream")
     partner, parent = col("events", "partner"), col("events", "parent")
     corr_all = col("events", "correlation")
-
-    rows = np.asarray(rows, np.int64)
-    if len(rows) > 1 and not (np.diff(rows) > 0).all():
-        raise ValueError("graph rows must be increasing")
 
     def to_local(target: np.ndarray) -> np.ndarray:
         # rows is sorted: a binary search maps trace rows to graph events without an array
