@@ -6,6 +6,7 @@ namespace py = pybind11;
 void register_loader(py::module_& m);
 void register_arrays(py::module_& m);
 void register_ops(py::module_& m);
+void register_graph(py::module_& m);
 void tune_malloc();
 
 PYBIND11_MODULE(_core, m) {
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   register_arrays(m);
   register_loader(m);
   register_ops(m);
+  register_graph(m);
 }

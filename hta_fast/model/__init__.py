@@ -1,10 +1,20 @@
 """Models of the work in a trace: FLOPs and bytes per operator (flops), the devices' peaks
 (devices), bytes of collectives (comm_bytes.comm_bytes), kernel time models and prediction on
 another GPU (kernel_model, predict.predict). The per-operator analyses that use them live in
-hta_fast.analysis.op_table and hta_fast.analysis.roofline."""
+hta_fast.analysis.op_table and hta_fast.analysis.roofline.
+
+The performance model (docs/model.md): the dependency graph of a rank's events
+(dependency_graph.build_graph), its replay against the measured steps with ablations
+(replay.replay_steps) and what-if edits replayed (what_if.what_if); the critical path is
+hta_fast.analysis.critical_path, and path_trace writes it as a trace to open in Perfetto."""
 from .cost import Cost
 from .devices import Device, DeviceTable, trace_device
+from .dependency_graph import DependencyGraph, build_graph
 from .flops import cost_of, no_model_summary, op_costs, with_costs
+from .path_trace import critical_path_trace, write_critical_path_trace
+from .replay import replay_steps
+from .what_if import what_if
 
 __all__ = ["Cost", "Device", "DeviceTable", "trace_device", "cost_of", "no_model_summary",
-           "op_costs", "with_costs"]
+           "op_costs", "with_costs", "DependencyGraph", "build_graph", "replay_steps", "what_if",
+           "critical_path_trace", "write_critical_path_trace"]

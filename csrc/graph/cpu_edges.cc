@@ -1,0 +1,50 @@
+// CPU edges: each thread's events in call order. Children of one parent (or the top-level
+// events of a thread) are taken in order of (ts, row); the first child hangs from its parent's
+// start, each next one from the previous one's end, and the parent's end from its last child.
+// An event without children spans its own duration; a blocking call's span is split into
+// waiting and not waiting by sync_edges.cc instead.
+#include <algorithm>
+
+#include "graph/dependency_graph.h"
+
+namespace hta::graph {
+
+namespace {
+void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
+  g.src.push_back(s);
+  g.dst.push_back(d);
+  g.type.push_back(static_cast<uint8_t>(t));
+}
+}  // namespace
+
+void add_cpu_edges(const GraphInput& in, Graph& g) {
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < in.n; ++i)
+    if (!in.is_gpu[i]) rows.push_back(static_cast<int64_t>(i));
+  // Siblings share (lane, parent); sort so that each sibling group is contiguous and in time.
+  std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
+    if (in.lane[a] != in.lane[b]) return in.lane[a] < in.lane[b];
+    if (in.parent[a] != in.parent[b]) return in.parent[a] < in.parent[b];
+    if (in.ts[a] != in.ts[b]) return in.ts[a] < in.ts[b];
+    return a < b;
+  });
+  std::vector<uint8_t> has_child(in.n, 0);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t r = rows[k];
+    const int64_t p = in.parent[r];
+    const bool first = k == 0 || in.lane[rows[k - 1]] != in.lane[r] || in.parent[rows[k - 1]] != p;
+    const bool last = k + 1 == rows.size() || in.lane[rows[k + 1]] != in.lane[r] ||
+                      in.parent[rows[k + 1]] != p;
+    if (!first) add(g, end_node(rows[k - 1]), start_node(r), EdgeType::cpu_sibling);
+    if (p >= 0) {
+      has_child[p] = 1;
+      if (first) add(g, start_node(p), start_node(r), EdgeType::cpu_nest_down);
+      if (last) add(g, end_node(r), end_node(p), EdgeType::cpu_nest_up);
+    }
+  }
+  for (int64_t r : rows)
+    if (!has_child[r] && !is_blocking(static_cast<SyncKind>(in.sync_kind[r])))
+      add(g, start_node(r), end_node(r), EdgeType::cpu_self);
+}
+
+}  // namespace hta::graph

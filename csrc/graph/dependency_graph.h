@@ -1,0 +1,97 @@
+// The dependency graph of one rank's events: the performance model's skeleton.
+//
+// Why: the time a step takes is decided by what waits on what (a kernel on its launch and on the
+// kernel before it on its stream, a host sync on the GPU work it waits for), not by the sum of
+// durations. Every event becomes two nodes (start 2i, end 2i+1) plus one source node (2n, the
+// window's start); each edge carries the time that must pass between its ends and a type that
+// says what that time is. docs/model.md lists the rules and the fields each one reads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hta::graph {
+
+enum class EdgeType : uint8_t {
+  release = 0,        // window start -> an event with no other predecessor
+  cpu_self = 1,       // start -> end of a CPU event without children: its duration
+  cpu_nest_down = 2,  // parent start -> first child start
+  cpu_nest_up = 3,    // last child end -> parent end
+  cpu_sibling = 4,    // end -> start of the next event on the thread with the same parent
+  gpu_self = 5,       // GPU event start -> end: its duration
+  launch = 6,         // launch call start -> GPU event start
+  kernel_kernel = 7,  // GPU event end -> start of the next one on its stream
+  cross_stream = 8,   // recorded GPU work end -> first GPU event after the stream wait
+  sync_wait = 9,      // GPU work end -> end of the blocking call that waits for it
+  sync_self = 10,     // blocking call start -> end, the part that is not waiting
+  cross_thread = 11,  // the last CPU event to end before a thread's first event -> its start
+  thread_join = 12,   // a worker thread's last event end -> end of the event waiting for it
+  join_tail = 13,     // the waiting event's own last stretch (its last child's end or its
+                      // start -> its end), the part that is not waiting
+};
+constexpr int kEdgeTypes = 14;
+
+// Rigid edges hold a measured CPU or GPU duration; the others are waits whose length the
+// calibration reads off the trace (calibrate.h).
+inline bool is_rigid(EdgeType t) {
+  return t == EdgeType::cpu_self || t == EdgeType::cpu_nest_down || t == EdgeType::cpu_nest_up ||
+         t == EdgeType::cpu_sibling || t == EdgeType::gpu_self || t == EdgeType::release;
+}
+
+// What a CPU event waits on (sync_kind). GPU rows use none.
+enum class SyncKind : uint8_t {
+  none = 0,
+  stream = 1,       // waits for the GPU work on wait_lane launched before it (corr < own)
+  event = 2,        // waits for the GPU work on wait_lane launched before the record (wait_corr)
+  device = 3,       // waits for the GPU work on every GPU lane launched before it
+  own_copy = 4,     // a synchronous copy: waits for its own GPU event (the one it launched)
+  stream_wait = 5,  // cudaStreamWaitEvent: GPU work on target_lane after it waits for the
+                    // work on wait_lane launched before the record (wait_corr)
+};
+
+inline bool is_blocking(SyncKind k) {
+  return k == SyncKind::stream || k == SyncKind::event || k == SyncKind::device ||
+         k == SyncKind::own_copy;
+}
+
+// One row per event, indices local to this graph (-1: none).
+struct GraphInput {
+  size_t n = 0;
+  const int64_t* ts = nullptr;      // ns
+  const int64_t* dur = nullptr;     // ns
+  const int64_t* lane = nullptr;    // thread (CPU) or stream (GPU) key; lanes never mix kinds
+  const uint8_t* is_gpu = nullptr;
+  const int64_t* parent = nullptr;  // CPU: enclosing CPU event
+  const int64_t* launch = nullptr;  // GPU: the call that launched it
+  const int64_t* corr = nullptr;    // launch order: GPU events carry their launch's correlation
+  const uint8_t* sync_kind = nullptr;
+  const int64_t* wait_lane = nullptr;
+  const int64_t* wait_corr = nullptr;
+  const int64_t* target_lane = nullptr;
+  int64_t window_start = 0;  // ns: the source node's time
+};
+
+struct Graph {
+  size_t n_events = 0;
+  std::vector<int64_t> src, dst;
+  std::vector<uint8_t> type;
+  std::vector<int64_t> order;  // nodes in topological order, source first
+};
+
+inline int64_t start_node(int64_t row) { return 2 * row; }
+inline int64_t end_node(int64_t row) { return 2 * row + 1; }
+
+// Edge builders, one file each; they append to g.
+void add_cpu_edges(const GraphInput& in, Graph& g);
+void add_gpu_edges(const GraphInput& in, Graph& g);
+void add_sync_edges(const GraphInput& in, Graph& g);
+void add_thread_edges(const GraphInput& in, Graph& g);
+
+// All of the above, then release edges for nodes left without a predecessor and the
+// topological order. Throws std::runtime_error when the edges form a cycle.
+Graph build_graph(const GraphInput& in);
+
+// Measured time of every node: ts, ts + dur, and window_start for the source.
+std::vector<int64_t> measured_times(const GraphInput& in);
+
+}  // namespace hta::graph

@@ -1,0 +1,35 @@
+// GPU edges: each GPU event spans its duration, starts after its launch call started, and
+// after the event before it on its stream ended (streams run their work in order).
+#include <algorithm>
+
+#include "graph/dependency_graph.h"
+
+namespace hta::graph {
+
+namespace {
+void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
+  g.src.push_back(s);
+  g.dst.push_back(d);
+  g.type.push_back(static_cast<uint8_t>(t));
+}
+}  // namespace
+
+void add_gpu_edges(const GraphInput& in, Graph& g) {
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < in.n; ++i)
+    if (in.is_gpu[i]) rows.push_back(static_cast<int64_t>(i));
+  std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
+    if (in.lane[a] != in.lane[b]) return in.lane[a] < in.lane[b];
+    if (in.ts[a] != in.ts[b]) return in.ts[a] < in.ts[b];
+    return a < b;
+  });
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t r = rows[k];
+    add(g, start_node(r), end_node(r), EdgeType::gpu_self);
+    if (in.launch[r] >= 0) add(g, start_node(in.launch[r]), start_node(r), EdgeType::launch);
+    if (k > 0 && in.lane[rows[k - 1]] == in.lane[r])
+      add(g, end_node(rows[k - 1]), start_node(r), EdgeType::kernel_kernel);
+  }
+}
+
+}  // namespace hta::graph

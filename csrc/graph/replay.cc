@@ -1,0 +1,57 @@
+#include "graph/replay.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "graph/csr.h"
+
+namespace hta::graph {
+
+namespace {
+constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+bool skipped(uint8_t type, uint32_t skip_types) { return (skip_types >> type) & 1u; }
+}  // namespace
+
+std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, uint32_t skip_types) {
+  const size_t nodes = 2 * g.n_events + 1;
+  const Csr out = by_node(g.src, nodes);
+  std::vector<int64_t> time(nodes, kUnset);
+  for (int64_t v : g.order) {
+    // Nothing happens before the window's start: a node whose edges were all dropped (or
+    // shrunk below it by a what-if) starts there.
+    if (time[v] == kUnset || time[v] < 0) time[v] = 0;
+    for (int64_t j = out.begin[v]; j < out.begin[v + 1]; ++j) {
+      const int64_t e = out.edge[j];
+      if (skipped(g.type[e], skip_types)) continue;
+      const int64_t d = g.dst[e];
+      time[d] = std::max(time[d], time[v] + weight[e]);
+    }
+  }
+  return time;
+}
+
+std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& weight,
+                                   const std::vector<int64_t>& times, uint32_t skip_types) {
+  const size_t nodes = times.size();
+  const Csr in = by_node(g.dst, nodes);
+  int64_t v = static_cast<int64_t>(std::max_element(times.begin(), times.end()) - times.begin());
+  std::vector<int64_t> path;
+  for (;;) {
+    // Of the tight edges into v, follow the one from the latest source (ties: the last added,
+    // a rigid duration before the wait that shares its time).
+    int64_t pick = -1;
+    for (int64_t j = in.begin[v]; j < in.begin[v + 1]; ++j) {
+      const int64_t e = in.edge[j];
+      if (skipped(g.type[e], skip_types)) continue;
+      if (times[g.src[e]] + weight[e] != times[v]) continue;
+      if (pick < 0 || times[g.src[e]] >= times[g.src[pick]]) pick = e;
+    }
+    if (pick < 0) break;
+    path.push_back(pick);
+    v = g.src[pick];
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace hta::graph

@@ -1,0 +1,25 @@
+// Replay: when each node happens, given the graph and its edge weights.
+//
+// Why: with every lane's order fixed by the trace, a discrete-event simulation of the graph
+// (each node fires once all its predecessors have, after their edges' weights) is one pass in
+// topological order: time(v) = max over edges u->v of time(u) + weight. The step it predicts is
+// the latest node time, and the edges that were tight on the way there are the critical path.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "graph/dependency_graph.h"
+
+namespace hta::graph {
+
+// Node times relative to the source (ns). Edges whose type bit is set in skip_types are left
+// out; a node left with no edge, or before the source, starts at the source's time.
+std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight,
+                            uint32_t skip_types = 0);
+
+// The edges of a longest path from the source to the latest node, in order, over the times
+// replay() returned for the same weights and skip_types.
+std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& weight,
+                                   const std::vector<int64_t>& times, uint32_t skip_types = 0);
+
+}  // namespace hta::graph

@@ -1,0 +1,87 @@
+// Cross-thread edges: a thread that starts working inside the window (an autograd worker, a
+// data loader thread) was woken by something another thread did, and another thread may wait
+// for it to finish. A thread's first event hangs from the last CPU event on any other thread
+// that ended before it started (cross_thread); its last event's end leads to the end of the
+// innermost event on another thread that was running when it ended (thread_join), whose own
+// last stretch then becomes a wait (join_tail) like a sync call's. The thread holding the
+// window's first event gets neither. Happens-before guesses, not recorded dependencies: the
+// trace does not say which call woke a thread or which one waited for it.
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "graph/dependency_graph.h"
+
+namespace hta::graph {
+
+namespace {
+void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
+  g.src.push_back(s);
+  g.dst.push_back(d);
+  g.type.push_back(static_cast<uint8_t>(t));
+}
+
+struct LaneSpan {
+  int64_t first = -1, last = -1;  // rows of the earliest start and the latest end
+};
+}  // namespace
+
+void add_thread_edges(const GraphInput& in, Graph& g) {
+  const auto end_of = [&](int64_t r) { return in.ts[r] + in.dur[r]; };
+  std::unordered_map<int64_t, LaneSpan> lanes;
+  std::vector<int64_t> cpu;
+  for (size_t i = 0; i < in.n; ++i) {
+    if (in.is_gpu[i]) continue;
+    const auto r = static_cast<int64_t>(i);
+    cpu.push_back(r);
+    LaneSpan& s = lanes[in.lane[i]];
+    if (s.first < 0 || in.ts[r] < in.ts[s.first]) s.first = r;
+    if (s.last < 0 || end_of(r) > end_of(s.last)) s.last = r;
+  }
+  if (lanes.size() < 2) return;
+  int64_t main_lane = -1, earliest = std::numeric_limits<int64_t>::max();
+  for (const auto& [lane, s] : lanes)
+    if (in.ts[s.first] < earliest || (in.ts[s.first] == earliest && lane < main_lane)) {
+      earliest = in.ts[s.first];
+      main_lane = lane;
+    }
+
+  std::vector<int64_t> by_end(cpu);
+  std::sort(by_end.begin(), by_end.end(), [&](int64_t a, int64_t b) {
+    return end_of(a) != end_of(b) ? end_of(a) < end_of(b) : a < b;
+  });
+  std::vector<int64_t> join_targets;
+  for (const auto& [lane, s] : lanes) {
+    if (lane == main_lane) continue;
+    // Woken: the last end at or before its first start (on another thread: nothing on this
+    // lane ends before its first event starts).
+    const int64_t x = s.first;
+    auto pos = std::upper_bound(by_end.begin(), by_end.end(), in.ts[x],
+                                [&](int64_t t, int64_t r) { return t < end_of(r); });
+    if (pos != by_end.begin() && in.lane[*(pos - 1)] != lane)
+      add(g, end_node(*(pos - 1)), start_node(x), EdgeType::cross_thread);
+    // Joined: the shortest event on another thread running when this thread's work ended.
+    const int64_t done = end_of(s.last);
+    int64_t y = -1;
+    for (int64_t r : cpu)
+      if (in.lane[r] != lane && in.ts[r] <= done && done < end_of(r) &&
+          (y < 0 || in.dur[r] < in.dur[y]))
+        y = r;
+    if (y < 0) continue;
+    add(g, end_node(s.last), end_node(y), EdgeType::thread_join);
+    join_targets.push_back(end_node(y));
+  }
+  // The joined event's end was reached through a rigid edge (its duration or its last child's
+  // end plus a gap) that holds the waiting; it becomes a wait edge so that the worker's end can
+  // decide it.
+  if (join_targets.empty()) return;
+  std::sort(join_targets.begin(), join_targets.end());
+  for (size_t e = 0; e < g.dst.size(); ++e) {
+    const auto t = static_cast<EdgeType>(g.type[e]);
+    if ((t == EdgeType::cpu_self || t == EdgeType::cpu_nest_up) &&
+        std::binary_search(join_targets.begin(), join_targets.end(), g.dst[e]))
+      g.type[e] = static_cast<uint8_t>(EdgeType::join_tail);
+  }
+}
+
+}  // namespace hta::graph

@@ -1,0 +1,179 @@
+"""The dependency graph of one rank's events in a window, with weights read off the trace.
+
+Columns of the trace are turned into the core's graph input here (csrc/graph, rules in
+docs/model.md); the core builds the edges, calibrates their weights so that a replay meets the
+measured timeline, replays and finds the critical path.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from .. import _core
+from ..schema import EventKind
+from ..trace import Trace
+from . import sync_calls
+
+EDGE_TYPES = ["release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "gpu_self",
+              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self", "cross_thread",
+              "thread_join", "join_tail"]
+EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
+
+CPU_KINDS = np.array([EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
+                      EventKind.runtime, EventKind.driver], np.uint8)
+GPU_WORK = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
+
+
+def skip_mask(*edge_types: str) -> int:
+    """The core's skip_types bit set for these edge type names."""
+    return sum(1 << EDGE[name] for name in edge_types)
+
+
+@dataclasses.dataclass
+class DependencyGraph:
+    """rows: the trace's event rows the graph holds (event i of the graph is rows[i]); nodes
+    2i (start) and 2i + 1 (end), and 2 * len(rows) (the window start). weight/binding: the
+    calibrated weight (ns) of each edge and whether it decided its target's measured time."""
+    core: _core._DependencyGraph
+    rows: np.ndarray
+    window_start: int
+    weight: np.ndarray
+    binding: np.ndarray
+    n_sync_edges: int
+
+    @property
+    def edge_type(self) -> np.ndarray:
+        return self.core.type
+
+    def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0) -> np.ndarray:
+        """Node times (ns since the window start) with these weights (default: calibrated)."""
+        return self.core.replay(self.weight if weight is None else weight, skip)
+
+    def critical_path(self, weight: Optional[np.ndarray] = None, skip: int = 0) -> np.ndarray:
+        """Edge ids of the longest path from the window start to the latest node, in order."""
+        w = self.weight if weight is None else weight
+        return self.core.critical_path(w, self.core.replay(w, skip), skip)
+
+    @property
+    def measured_end(self) -> int:
+        """The latest measured node time, ns since the window start."""
+        return int(self.core.measured.max()) - self.window_start
+
+
+def graph_rows(trace: Trace, keep: Optional[np.ndarray] = None) -> np.ndarray:
+    """Rows that become graph events: CPU events with a thread and GPU kernels, copies and
+    sets (not cuda_sync rows, which mark waits rather than work, nor GPU annotations)."""
+    kind = trace.column("events", "kind")
+    on = np.isin(kind, CPU_KINDS) | np.isin(kind, GPU_WORK)
+    if keep is not None:
+        on &= keep
+    return np.flatnonzero(on)
+
+
+def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """wait_on_stream and wait_on_event_correlation of these cuda_sync rows (by row)."""
+    srow = trace.column("sync_args", "row")
+    order = np.argsort(srow, kind="stable")
+    srow = srow[order]
+    wait_stream = trace.column("sync_args", "wait_on_stream")[order]
+    wait_corr = trace.column("sync_args", "wait_on_event_correlation")[order]
+    pos = np.searchsorted(srow, sync_rows)
+    streams, corrs = {}, {}
+    for r, k in zip(sync_rows, pos):
+        if 0 <= r and k < len(srow) and srow[k] == r:
+            streams[int(r)], corrs[int(r)] = int(wait_stream[k]), int(wait_corr[k])
+    return streams, corrs
+
+
+def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None) -> DependencyGraph:
+    """The calibrated dependency graph of these event rows of one trace."""
+    rows = np.asarray(rows, np.int64)
+    if len(rows) > 1 and not (np.diff(rows) > 0).all():
+        raise ValueError("graph rows must be increasing")
+    col = trace.column
+    ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
+    kind = col("events", "kind")
+    is_gpu = np.isin(kind[rows], GPU_WORK)
+    pid, tid = col("events", "pid"), col("events", "tid")
+    stream = col("events", "stream")
+    partner, parent = col("events", "partner"), col("events", "parent")
+    corr_all = col("events", "correlation")
+
+    def to_local(target: np.ndarray) -> np.ndarray:
+        # rows is sorted: a binary search maps trace rows to graph events without an array
+        # as long as the whole trace (a step's graph costs its own size, not the trace's).
+        pos = np.minimum(np.searchsorted(rows, target), max(len(rows) - 1, 0))
+        return np.where((target >= 0) & (rows[pos] == target), pos, -1).astype(np.int64)
+
+    # Lanes: one per (pid, tid) thread and one per (pid, stream); the flag keeps kinds apart.
+    _, pid_code = np.unique(pid[rows], return_inverse=True)
+    _, sub_code = np.unique(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]),
+                            return_inverse=True)
+    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code.reshape(-1)) \
+        * (sub_code.max(initial=0) + 1) + sub_code.reshape(-1)
+    _, lane = np.unique(key, return_inverse=True)
+    lane = lane.reshape(-1).astype(np.int64)
+    lane_of_stream = {(int(p), int(s)): int(l) for p, s, l in
+                      zip(pid[rows][is_gpu], stream[rows][is_gpu], lane[is_gpu])}
+
+    par = np.where(is_gpu, -1, to_local(parent[rows]))
+    launch = np.where(is_gpu, to_local(partner[rows]), -1)
+    corr = corr_all[rows].astype(np.int64)
+
+    # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
+    names = col("events", "name")[rows]
+    uniq, inv = np.unique(names, return_inverse=True)
+    strings = trace.strings
+    kind_of = sync_calls.sync_kind_of_names([strings[int(i)].as_py() if i >= 0 else "" for i in uniq])
+    sync_kind = np.where(is_gpu, 0, kind_of[inv.reshape(-1)]).astype(np.uint8)
+    wait_lane = np.full(len(rows), -1, np.int64)
+    wait_corr = np.full(len(rows), -1, np.int64)
+    target_lane = np.full(len(rows), -1, np.int64)
+    calls = np.flatnonzero(sync_kind)
+    arg_stream, arg_corr = _sync_args(trace, partner[rows[calls]]) if len(calls) else ({}, {})
+    for i in calls:
+        r = rows[i]
+        k = int(sync_kind[i])
+        s = int(partner[r])  # the cuda_sync row that records what this call waited on
+        p = int(pid[r])
+        a_stream, a_corr = arg_stream.get(s, -1), arg_corr.get(s, -1)
+        if k == sync_calls.STREAM:
+            lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
+            if lane_id is None:
+                sync_kind[i] = sync_calls.DEVICE  # which stream is unknown: wait for all
+            else:
+                wait_lane[i] = lane_id
+        elif k == sync_calls.EVENT:
+            lane_id = lane_of_stream.get((p, a_stream))
+            if lane_id is None or a_corr < 0:
+                sync_kind[i] = sync_calls.DEVICE
+            else:
+                wait_lane[i], wait_corr[i] = lane_id, a_corr
+        elif k == sync_calls.STREAM_WAIT:
+            src = lane_of_stream.get((p, a_stream))
+            dst = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
+            if src is None or dst is None or a_corr < 0:
+                sync_kind[i] = sync_calls.NONE
+            else:
+                wait_lane[i], wait_corr[i], target_lane[i] = src, a_corr, dst
+
+    # A sync call without a correlation id waits for what was launched before it started.
+    blind = np.flatnonzero((sync_kind != 0) & (corr < 0))
+    if len(blind):
+        launched = np.flatnonzero(~is_gpu & (corr >= 0))
+        order = launched[np.argsort(ts[launched], kind="stable")]
+        running_max = np.maximum.accumulate(corr[order]) if len(order) else order
+        k = np.searchsorted(ts[order], ts[blind], side="right")
+        corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
+
+    start = int(ts.min()) if window_start is None and len(ts) else int(window_start or 0)
+    core = _core.graph.build(
+        np.ascontiguousarray(ts, np.int64), np.ascontiguousarray(dur, np.int64), lane,
+        is_gpu.astype(np.uint8), par.astype(np.int64), launch.astype(np.int64), corr, sync_kind,
+        wait_lane, wait_corr, target_lane, start)
+    weight, binding = core.calibrate()
+    types = core.type
+    n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))
+    return DependencyGraph(core, rows, start, weight, binding, n_sync)
