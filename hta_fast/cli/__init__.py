@@ -7,6 +7,7 @@
     hta-fast diff A B              what changed between two traces
     hta-fast ops PATH...           operators by shape: FLOPs, bytes, roofline
     hta-fast predict PATH... --device NAME   kernel time on another GPU
+    hta-fast critical-path PATH... what bounds each step; replay, whatif: the graph model
     hta-fast convert PATH... -o D  a Parquet dataset partitioned by rank
     hta-fast demo                  a synthetic multi-rank trace set and its report
 
@@ -15,6 +16,6 @@ Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
 from __future__ import annotations
 
 from .app import cli, main
-from . import analyze, convert, demo, diff, doctor, info, ops, report  # noqa: F401 (register)
+from . import analyze, convert, demo, diff, doctor, info, model, ops, report  # noqa: F401 (register)
 
 __all__ = ["cli", "main"]

@@ -1,0 +1,120 @@
+"""`hta-fast critical-path`, `hta-fast replay` and `hta-fast whatif`: the dependency-graph
+model (hta_fast.analysis.critical_path, hta_fast.model.replay, hta_fast.model.what_if)."""
+from __future__ import annotations
+
+from typing import Callable, Optional, TypeVar
+
+import click
+
+from ..analysis.select import Selection
+from .app import Options, cli
+from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
+                      recover_option)
+from .output import FORMATS, check_format, emit
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def _common(f: F) -> F:
+    """PATH..., --steps, --ranks, --format, -o, --limit, --recover."""
+    for option in reversed([
+            click.option("--steps", help=STEPS_HELP), click.option("--ranks", help=RANKS_HELP),
+            click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+                         show_default=True),
+            click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
+                         help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json)."),
+            click.option("--limit", type=int, default=20, show_default=True,
+                         help="Rows shown per table in the table format (0: all).")]):
+        f = option(f)
+    return recover_option(path_arguments(f))
+
+
+def _selection(ranks: Optional[str], steps: Optional[str]) -> Selection:
+    return Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
+
+
+@cli.command("critical-path")
+@_common
+@click.option("--trace-out", type=click.Path(dir_okay=False),
+              help="Also write the path as a Chrome trace (open in Perfetto); .gz compresses.")
+@click.pass_obj
+def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
+                          ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
+                          recover: bool, trace_out: Optional[str]) -> None:
+    """The longest path through each step's dependency graph and what bounds it: CPU, GPU
+    compute, communication, kernel-to-kernel and launch overhead, data loading."""
+    from ..analysis.critical_path import critical_path
+    from ..model.path_trace import write_critical_path_trace
+
+    check_format(fmt, out_dir)
+    traces, _ = load_traces(paths, opts, recover)
+    result = critical_path(traces, selection=_selection(ranks, steps))
+    emit({result.name: result.table, **{f"{result.name}.{k}": t for k, t in result.tables.items()}},
+         {result.name: result.notes}, fmt, out_dir, limit)
+    if trace_out:
+        click.echo(write_critical_path_trace(traces, trace_out, rank=(parse_ints(ranks, "rank")
+                                                                      or [None])[0],
+                                             steps=parse_ints(steps, "step")))
+
+
+@cli.command("replay")
+@_common
+@click.pass_obj
+def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
+                   ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
+                   recover: bool) -> None:
+    """Replay each step's dependency graph with the measured durations: the replayed step
+    time against the measured one, and the ablations (kernel sum, busiest stream, no
+    cross-stream edges, GPU only) beside it."""
+    from ..model.replay import replay_steps
+
+    check_format(fmt, out_dir)
+    traces, _ = load_traces(paths, opts, recover)
+    result = replay_steps(traces, selection=_selection(ranks, steps))
+    emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
+
+
+def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for pair in pairs:
+        key, sep, value = pair.rpartition("=")
+        try:
+            out[key] = float(value)
+        except ValueError:
+            key = ""
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r}: expected KEY=FACTOR, e.g. COMM=0.5",
+                                     param_hint=what)
+    return out
+
+
+@cli.command("whatif")
+@_common
+@click.option("--scale", "classes", multiple=True, metavar="CLASS=F",
+              help="Scale GPU time of a kernel class: COMM, COMP or MEM (repeatable).")
+@click.option("--scale-name", "names", multiple=True, metavar="REGEX=F",
+              help="Scale GPU events whose name matches (repeatable).")
+@click.option("--scale-category", "categories", multiple=True, metavar="CAT=F",
+              help="Scale events of a trace category, e.g. cpu_op=0.5 (repeatable).")
+@click.option("--cpu", type=float, default=1.0, show_default=True, help="Scale CPU time.")
+@click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
+@click.option("--drop-comm-waits", is_flag=True,
+              help="Nothing waits on communication (perfect overlap bound).")
+@click.pass_obj
+def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
+                   ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
+                   recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
+                   categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
+                   drop_comm_waits: bool) -> None:
+    """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
+    ...) and replay it: predicted step time per rank and step, and the bound that changed."""
+    from ..model.what_if import what_if
+
+    check_format(fmt, out_dir)
+    edits = dict(kernel_class=_factors(classes, "--scale") or None,
+                 name=_factors(names, "--scale-name") or None,
+                 category=_factors(categories, "--scale-category") or None)
+    traces, _ = load_traces(paths, opts, recover)
+    result = what_if(traces, cpu=cpu, zero_launch_overhead=zero_launch_overhead,
+                     drop_comm_waits=drop_comm_waits, selection=_selection(ranks, steps), **edits)
+    emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)

@@ -1,0 +1,55 @@
+"""`hta-fast critical-path`, `replay` and `whatif` on the real critical-path traces."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+import hta_fast
+from hta_fast.analysis.critical_path import critical_path
+from hta_fast.cli import cli
+from hta_fast.model.what_if import what_if
+
+from test_cli import one_error_line, run_subprocess
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def folder(traces_dir, name="cuda_event_sync"):
+    return traces_dir / "hta" / "critical_path" / name
+
+
+def test_critical_path_json_equals_the_analysis(traces_dir, tmp_path):
+    out = tmp_path / "path.json.gz"
+    res = run("critical-path", str(folder(traces_dir)), "--format", "json", "--trace-out", str(out))
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output[:res.output.rindex("}") + 1])
+    expected = critical_path(hta_fast.load_dir(folder(traces_dir)))
+    assert doc["tables"]["critical_path"] == expected.table.to_pylist()
+    assert doc["tables"]["critical_path.breakdown"] == expected["breakdown"].to_pylist()
+    assert hta_fast.load(str(out)).events.num_rows > 0  # the overlay opens as a trace
+
+
+def test_replay_reproduces_the_steps(traces_dir):
+    res = run("replay", str(folder(traces_dir, "simple_add")), "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["tables"]["replay"]
+    assert rows and all(r["replayed"] == r["measured"] for r in rows)
+
+
+def test_whatif_equals_the_model(traces_dir):
+    res = run("whatif", str(folder(traces_dir)), "--scale", "COMP=0.5", "--cpu", "0.5",
+              "--format", "json")
+    assert res.exit_code == 0, res.output
+    expected = what_if(hta_fast.load_dir(folder(traces_dir)), kernel_class={"COMP": 0.5}, cpu=0.5)
+    rows = json.loads(res.output)["tables"]["what_if"]
+    assert rows == expected.table.to_pylist()
+    assert all(r["predicted"] < r["measured"] for r in rows)  # everything got faster
+
+
+def test_whatif_bad_factor_is_one_line(traces_dir):
+    res = run_subprocess("whatif", str(folder(traces_dir)), "--scale", "COMM")
+    assert res.returncode == 2
+    assert "KEY=FACTOR" in one_error_line(res.stderr)
