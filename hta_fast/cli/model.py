@@ -111,10 +111,11 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     from ..model.what_if import what_if
 
     check_format(fmt, out_dir)
-    edits = dict(kernel_class=_factors(classes, "--scale") or None,
-                 name=_factors(names, "--scale-name") or None,
-                 category=_factors(categories, "--scale-category") or None)
+    by_class = _factors(classes, "--scale") or None
+    by_name = _factors(names, "--scale-name") or None
+    by_category = _factors(categories, "--scale-category") or None
     traces, _ = load_traces(paths, opts, recover)
-    result = what_if(traces, cpu=cpu, zero_launch_overhead=zero_launch_overhead,
-                     drop_comm_waits=drop_comm_waits, selection=_selection(ranks, steps), **edits)
+    result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category, cpu=cpu,
+                     zero_launch_overhead=zero_launch_overhead, drop_comm_waits=drop_comm_waits,
+                     selection=_selection(ranks, steps))
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
