@@ -51,9 +51,9 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
     result = critical_path(traces, selection=_selection(ranks, steps))
     emit({result.name: result.table, **{f"{result.name}.{k}": t for k, t in result.tables.items()}},
          {result.name: result.notes}, fmt, out_dir, limit)
-    if trace_out:
-        click.echo(write_critical_path_trace(traces, trace_out, rank=(parse_ints(ranks, "rank")
-                                                                      or [None])[0],
+    if trace_out:  # of the first rank asked for (default: the smallest)
+        asked = parse_ints(ranks, "rank")
+        click.echo(write_critical_path_trace(traces, trace_out, rank=asked[0] if asked else None,
                                              steps=parse_ints(steps, "step")))
 
 
