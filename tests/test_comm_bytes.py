@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 import hta_fast
-from hta_fast.model.comm_bytes import bus_factor, comm_bytes
+from hta_fast.analysis.collectives import bus_factor
+from hta_fast.model.comm_bytes import comm_bytes
 from synthetic_traces import KinetoBuilder
 
 

@@ -28,13 +28,16 @@ GBPS = {"unit": "GB/s"}
 
 
 def bus_factor(collective: str, n: int) -> float:
-    """nccl-tests' bus bandwidth factor for a collective over n ranks (1.0 where none is
-    defined: send/recv, barrier, unknown kernels)."""
-    if n <= 0:
-        return float("nan")
-    if collective == "all_reduce":
+    """nccl-tests' bus bandwidth factor for a collective over n ranks: all-reduce 2(n-1)/n;
+    all-gather, reduce-scatter, all-to-all (n-1)/n; 1.0 otherwise (broadcast, reduce,
+    send/recv, unknown kernels) and for groups of one. The name may be a collective kind
+    ("all_reduce"), a torch name ("_allgather_base") or an NCCL one ("AllReduce")."""
+    c = collective.lower().replace("_", "")
+    if n <= 1:
+        return 1.0
+    if "allreduce" in c:
         return 2.0 * (n - 1) / n
-    if collective in ("all_gather", "reduce_scatter", "all_to_all"):
+    if any(k in c for k in ("allgather", "reducescatter", "alltoall")):
         return (n - 1) / n
     return 1.0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..analysis.collectives import bus_factor
 from ..analysis.overlap import comm_comp_overlap
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
@@ -38,17 +39,6 @@ DTYPE_BYTES = {"float": 4, "float32": 4, "Float": 4, "double": 8, "float64": 8, 
                "Byte": 1, "char": 1, "int8": 1, "Char": 1, "bool": 1, "Bool": 1,
                "float8_e4m3fn": 1, "float8_e5m2": 1}
 MIN_BANDWIDTH_BYTES = 1 << 20
-
-
-def _bus_factor(name: str, n: int) -> float:
-    name = name.lower().replace("_", "")
-    if n < 2:
-        return 1.0
-    if "allreduce" in name:
-        return 2.0 * (n - 1) / n
-    if any(k in name for k in ("allgather", "reducescatter", "alltoall")):
-        return (n - 1) / n
-    return 1.0
 
 
 def bus_bandwidths(trace: Trace, rows: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +66,7 @@ def bus_bandwidths(trace: Trace, rows: np.ndarray, dur: np.ndarray) -> tuple[np.
     for i in np.unique(coll_id):
         name = strings[int(i)].as_py() if i >= 0 else ""
         for n in np.unique(group[coll_id == i]):
-            factor[(coll_id == i) & (group == n)] = _bus_factor(name or "", int(n))
+            factor[(coll_id == i) & (group == n)] = bus_factor(name or "", int(n))
     nbytes = np.maximum(in_n, out_n) * size
     ok = (nbytes > 0) & (d > 0) & (factor > 0)
     return nbytes[ok], nbytes[ok] / d[ok] * factor[ok]

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..analysis import select
+from ..analysis.collectives import bus_factor
 from ..analysis.fields import NS
 from ..analysis.launch_stats import launch_pairs
 from ..analysis.op_table import ancestor_pairs
@@ -32,17 +33,6 @@ COMM_DTYPE_BYTES = {"float": 4, "float32": 4, "bfloat16": 2, "half": 2, "float16
                     "short": 2, "byte": 1, "uint8": 1, "char": 1, "int8": 1, "bool": 1,
                     "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
                     "float8_e5m2fnuz": 1, "complexfloat": 8, "complexdouble": 16}
-
-
-def bus_factor(collective: str, n: int) -> float:
-    c = collective.lower().replace("_", "")
-    if n <= 1:
-        return 1.0
-    if "allreduce" in c:
-        return 2.0 * (n - 1) / n
-    if any(k in c for k in ("allgather", "reducescatter", "alltoall")):
-        return (n - 1) / n
-    return 1.0
 
 
 def _uses_output(collective: str) -> bool:
