@@ -99,7 +99,7 @@ class CostModel:
         """Result "collective_cost": one row per fitted curve: collective, group_size,
         transport, form (linear / piecewise / bandwidth / latency), collectives, sizes,
         latency_ns, bandwidth_gbps (algorithm), busbw_gbps, knee_bytes (null unless
-        piecewise), fit_error_pct, holdout_error_pct, one_rank."""
+        piecewise), fit_error_pct, holdout_error_pct (null under three sizes), one_rank."""
         fits = [self.fits[k] for k in sorted(self.fits)]
         bw = [f.fit.bandwidth_gbps for f in fits]
         t = pa.table({
