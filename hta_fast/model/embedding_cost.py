@@ -220,8 +220,8 @@ def improve_plan(tables: Sequence[TableSpec], ranks: int, *, cost: LookupCostMod
                  max_rounds: int = 1000) -> dict[str, int]:
     """A plan whose slowest rank is as fast as a greedy search finds.
 
-    Start: `plan`, or largest tables first, each on the rank whose predicted time grows
-    least (longest processing time first). Then, while it helps, move one table off the
+    Start: `plan`, or largest tables first, each on the rank that would finish it
+    earliest (longest processing time first). Then, while it helps, move one table off the
     slowest rank or swap one of its tables with another rank's, taking the change that
     lowers the slowest rank's time most (ties: the lower sum of times)."""
     names = [t.name for t in tables]
@@ -232,11 +232,9 @@ def improve_plan(tables: Sequence[TableSpec], ranks: int, *, cost: LookupCostMod
     else:
         owner = np.zeros(len(tables), np.int64)
         load = np.zeros(ranks)
-        count = np.zeros(ranks, np.int64)
         for i in np.argsort(-nbytes, kind="stable"):
-            grown = fit.predict(load + nbytes[i]) - np.where(count > 0, fit.predict(load), 0.0)
-            r = int(np.argmin(grown))
-            owner[i], load[r], count[r] = r, load[r] + nbytes[i], count[r] + 1
+            r = int(np.argmin(fit.predict(load + nbytes[i])))  # the earliest to finish
+            owner[i], load[r] = r, load[r] + nbytes[i]
 
     def score(o: np.ndarray) -> tuple[float, float]:
         t = _rank_times(fit, o, nbytes, ranks)
