@@ -82,7 +82,8 @@ class CostModel:
         if (scale is None) == (busbw_gbps is None):
             raise ValueError("with_bandwidth takes one of scale or busbw_gbps")
         value = scale if scale is not None else busbw_gbps
-        if not (value is not None and value > 0 and math.isfinite(value)):
+        assert value is not None
+        if not (value > 0 and math.isfinite(value)):
             raise ValueError(f"bandwidth change must be a positive number, got {value!r}")
         wanted = None if kinds is None else set(kinds)
         out = {}
@@ -91,7 +92,7 @@ class CostModel:
                 out[key] = f
                 continue
             factor = scale if scale is not None else \
-                busbw_gbps / bus_factor(key[0], key[1]) / f.fit.bandwidth_gbps
+                value / bus_factor(key[0], key[1]) / f.fit.bandwidth_gbps
             out[key] = dataclasses.replace(f, fit=f.fit.scaled(float(factor)))
         return CostModel(out, self.notes)
 

@@ -20,7 +20,7 @@ bytes = indices x dim x the weights' element size (rows read from the tables).
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -72,8 +72,10 @@ def _work(op: str, call: OpCall, dim: Optional[float]) -> tuple[int, int, int, f
     w = call.shape(0)
     if len(w) != 2:
         raise NoModel(f"{op}: weight of shape {w}")
-    idx = call.shape(1)
-    bags = idx[0] if len(idx) == 2 else max(call.numel(2) - 1, 0) if call.has_tensor(2) else 0
+    idx_shape = call.shape(1)
+    # 2-D indices are fixed-size bags (one row each); else offsets mark where bags start
+    bags = idx_shape[0] if len(idx_shape) == 2 else \
+        max(call.numel(2) - 1, 0) if call.has_tensor(2) else 0
     return 1, bags, call.numel(1), float(w[1]), call.itemsize(0, 4)
 
 
@@ -104,20 +106,21 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray],
     types = trace.op_args["input_type"].to_pylist() if trace.op_args.num_rows else []
     out = []
     for k, g in enumerate(gpu):
-        row = {"rank": rank, "row": int(g), "family": kernel_family(kname[k]), "op": None,
-               "dur": int(dur[g]), "tables": None, "bags": None, "indices": None,
-               "dim": None, "bytes": None, "no_model": None}
+        row: dict[str, Any] = {
+            "rank": rank, "row": int(g), "family": kernel_family(kname[k]), "op": None,
+            "dur": int(dur[g]), "tables": None, "bags": None, "indices": None, "dim": None,
+            "bytes": None, "no_model": None}
         o = int(op_of[k])
         if o < 0:
             row["no_model"] = "no embedding operator above the kernel"
         else:
-            row["op"] = names[name_id[o]]
+            op = row["op"] = names[int(name_id[o])]
             j = args_row.get(o)
             try:
                 if j is None:
                     raise NoModel("no input shapes recorded (record_shapes off)")
-                call = OpCall.parse(row["op"], dims[j], types[j], None)
-                tables, bags, indices, d, size = _work(row["op"], call, dim)
+                call = OpCall.parse(op, dims[j], types[j], None)
+                tables, bags, indices, d, size = _work(op, call, dim)
                 row.update(tables=tables, bags=bags, indices=indices)
                 if np.isnan(d):
                     row["no_model"] = "table dimension not recorded (give dim=)"
@@ -130,7 +133,10 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray],
 
 
 def lookup_kernels(traces: Union[Trace, TraceSet], *, dim: Optional[float] = None,
-                   ranks=None, steps=None, window=None, streams=None,
+                   ranks: Optional[Sequence[int]] = None,
+                   steps: Optional[Sequence[int]] = None,
+                   window: Optional[tuple[int, int]] = None,
+                   streams: Optional[Sequence[int]] = None,
                    selection: Optional[select.Selection] = None) -> Result:
     """One row per embedding lookup kernel: rank, row, family, op (the launching
     operator), dur, tables, bags, indices (rows touched), dim, bytes (rows read: indices x
