@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import hta_fast
-from hta_fast.model.collective_cost import fit_collectives
+from hta_fast.model.collective_cost import collective_time_factors, fit_collectives
 from hta_fast.model.time_fit import fit_piecewise, fit_time, lower_envelope
 from hta_fast.summary import COLLECTIVES_SCHEMA, KERNELS_SCHEMA, STEPS_SCHEMA, RankSummary
 
@@ -140,6 +140,11 @@ def test_observation_table_needs_its_columns():
                                   "bytes": [10]}))
 
 
+def test_wrong_input_is_one_clear_error():
+    with pytest.raises(TypeError, match="takes a Trace.*not str"):
+        fit_collectives("rank0.json")
+
+
 def test_trace_without_sizes_says_so(traces_dir):
     model = fit_collectives(hta_fast.load_dir(traces_dir / "param_dlrm_8rank"))
     assert not model.fits
@@ -167,3 +172,20 @@ def test_every_real_trace_fits_without_error(traces_dir, chrome_trace):
     table = model.table().table
     for col in ("latency_ns", "bandwidth_gbps", "fit_error_pct"):
         assert all(math.isfinite(v) for v in table[col].to_pylist())
+
+
+def test_time_factors_for_a_what_if():
+    """Doubling bandwidth: a bandwidth-bound collective's time nearly halves, a
+    latency-bound one barely moves; a collective without a curve keeps its time."""
+    s = summaries("all_reduce", SIZES, 8, seed=7)
+    base = fit_collectives(s)
+    f = collective_time_factors(s, base, base.with_bandwidth(2.0)).to_pylist()
+    assert len(f) == len(SIZES) * 12
+    for row in f:
+        true = LATENCY_NS + row["bytes"] / BANDWIDTH_GBPS
+        want = (LATENCY_NS + row["bytes"] / (2 * BANDWIDTH_GBPS)) / true
+        assert row["factor"] == pytest.approx(want, rel=0.005)
+    assert min(r["factor"] for r in f) < 0.51 and max(r["factor"] for r in f) > 0.95
+    other = fit_collectives(summaries("all_gather", SIZES, 8, seed=8))
+    kept = collective_time_factors(s, other, other.with_bandwidth(2.0)).to_pylist()
+    assert all(r["factor"] == 1.0 and r["base_ns"] is None for r in kept)

@@ -27,6 +27,8 @@ from ..analysis.collectives import bus_factor, collectives
 from ..analysis.fields import NS
 from ..analysis.result import Result
 from ..summary import RankSummary
+from ..trace import Trace
+from ..traceset import TraceSet
 from .time_fit import TimeFit, fit_time
 
 Key = tuple[str, int, str]  # (collective, group size, transport)
@@ -144,6 +146,10 @@ def _observations(source: Any) -> tuple[pa.Table, list[str]]:
     if isinstance(source, dict) and source and \
             all(isinstance(s, RankSummary) for s in source.values()):
         source = types.SimpleNamespace(summaries=source)
+    elif not (isinstance(source, (Trace, TraceSet)) or hasattr(source, "summaries")):
+        raise TypeError(f"fit_collectives takes a Trace, TraceSet, TraceDataset, "
+                        f"{{rank: RankSummary}}, collectives Result or Arrow table, not "
+                        f"{type(source).__name__}")
     result = collectives(source)
     return result.table, list(result.notes)
 
@@ -182,3 +188,36 @@ def fit_collectives(source: Any, *, transport: str = "unknown") -> CostModel:
             notes.append(f"{c} over {g} ranks has one size only: latency cannot be told "
                          "from bandwidth (all time counted as bandwidth)")
     return CostModel(fits, notes)
+
+
+def collective_time_factors(source: Any, base: CostModel, changed: CostModel) -> pa.Table:
+    """How much each matched collective of `source` speeds up or slows down when the
+    base model is replaced by the changed one (a what-if edit multiplies each
+    collective's time moving data by its factor): one row per matched collective with
+    group, index, collective, group_size, bytes, data_time, base_ns, changed_ns and
+    factor = changed_ns / base_ns. A collective without a size or a curve keeps factor
+    1.0 (its time is not changed) and null predictions."""
+    table, _ = _observations(source)
+    kind = table["collective"].to_pylist()
+    n = table["group_size"].to_pylist()
+    nbytes = table["bytes"].to_pylist()
+    base_ns: list[Optional[float]] = []
+    changed_ns: list[Optional[float]] = []
+    for c, g, b in zip(kind, n, nbytes):
+        try:
+            if b is None or g is None or (isinstance(b, float) and math.isnan(b)):
+                raise KeyError("no size")
+            base_ns.append(float(base.predict(c, float(b), int(g))))
+            changed_ns.append(float(changed.predict(c, float(b), int(g))))
+        except KeyError:
+            base_ns.append(None)
+            changed_ns.append(None)
+    factor = [1.0 if a is None or not a > 0 or c is None else c / a
+              for a, c in zip(base_ns, changed_ns)]
+    keep = [c for c in ("group", "index", "collective", "group_size", "bytes", "data_time")
+            if c in table.column_names]
+    return table.select(keep).append_column(
+        pa.field("base_ns", pa.float64(), metadata=NS), pa.array(base_ns, pa.float64())
+    ).append_column(pa.field("changed_ns", pa.float64(), metadata=NS),
+                    pa.array(changed_ns, pa.float64())
+                    ).append_column("factor", pa.array(factor, pa.float64()))
