@@ -198,26 +198,29 @@ def collective_time_factors(source: Any, base: CostModel, changed: CostModel) ->
     factor = changed_ns / base_ns. A collective without a size or a curve keeps factor
     1.0 (its time is not changed) and null predictions."""
     table, _ = _observations(source)
-    kind = table["collective"].to_pylist()
-    n = table["group_size"].to_pylist()
-    nbytes = table["bytes"].to_pylist()
-    base_ns: list[Optional[float]] = []
-    changed_ns: list[Optional[float]] = []
-    for c, g, b in zip(kind, n, nbytes):
+    kind = np.asarray(table["collective"].to_pylist(), dtype=object).astype(str) \
+        if table.num_rows else np.zeros(0, str)
+    n = np.asarray(table["group_size"].to_numpy(zero_copy_only=False), np.float64)
+    nbytes = np.asarray(table["bytes"].to_numpy(zero_copy_only=False), np.float64)
+    base_ns = np.full(len(kind), np.nan)
+    changed_ns = np.full(len(kind), np.nan)
+    sized = np.isfinite(nbytes) & np.isfinite(n)
+    # One prediction per (collective, group size), over all its collectives at once.
+    for c, g in {(kind[i], int(n[i])) for i in np.flatnonzero(sized)}:
+        rows = sized & (kind == c) & (n == g)
         try:
-            if b is None or g is None or (isinstance(b, float) and math.isnan(b)):
-                raise KeyError("no size")
-            base_ns.append(float(base.predict(c, float(b), int(g))))
-            changed_ns.append(float(changed.predict(c, float(b), int(g))))
+            b, a = base.predict(c, nbytes[rows], g), changed.predict(c, nbytes[rows], g)
         except KeyError:
-            base_ns.append(None)
-            changed_ns.append(None)
-    factor = [1.0 if a is None or not a > 0 or c is None else c / a
-              for a, c in zip(base_ns, changed_ns)]
+            continue
+        base_ns[rows], changed_ns[rows] = b, a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(base_ns > 0, changed_ns / base_ns, 1.0)
+    factor = np.where(np.isfinite(factor), factor, 1.0)
     keep = [c for c in ("group", "index", "collective", "group_size", "bytes", "data_time")
             if c in table.column_names]
     return table.select(keep).append_column(
-        pa.field("base_ns", pa.float64(), metadata=NS), pa.array(base_ns, pa.float64())
+        pa.field("base_ns", pa.float64(), metadata=NS),
+        pa.array(base_ns, pa.float64(), from_pandas=True)
     ).append_column(pa.field("changed_ns", pa.float64(), metadata=NS),
-                    pa.array(changed_ns, pa.float64())
+                    pa.array(changed_ns, pa.float64(), from_pandas=True)
                     ).append_column("factor", pa.array(factor, pa.float64()))
