@@ -90,7 +90,7 @@ class CostModel:
         wanted = None if kinds is None else set(kinds)
         out = {}
         for key, f in self.fits.items():
-            if wanted is not None and key[0] not in wanted or f.fit.form == "latency":
+            if (wanted is not None and key[0] not in wanted) or f.fit.form == "latency":
                 out[key] = f
                 continue
             factor = scale if scale is not None else \
