@@ -179,7 +179,8 @@ def get_queue_length_summary(analysis: TraceAnalysis, ranks: Optional[List[int]]
         stream = trace.column("events", "stream")[rows].astype(np.int64)
         steps = _ql.queue_steps(stream, launch_ts, gpu_ts)
         st = ops.weighted_stats(steps.group, steps.ts, steps.value, quantiles=(0.25, 0.5, 0.75))
-        groups, entries = np.unique(stream, return_counts=True)
+        groups = st.groups  # every stream with an entry, ascending
+        entries = np.bincount(np.searchsorted(groups, stream), minlength=len(groups))
         for k, g in enumerate(groups.tolist()):
             count = 2.0 * entries[k]  # a launch row and a start row per entry
             if st.duration[k] <= 0:
