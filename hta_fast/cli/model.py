@@ -88,6 +88,23 @@ def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
     return out
 
 
+def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
+    """--comm-bandwidth: "2" or "2x" -> (scale, None); "150GB/s" -> (None, bus GB/s)."""
+    if text is None:
+        return None, None
+    t = text.strip().lower().replace(" ", "")
+    busbw = t.endswith("gb/s") or t.endswith("gbps")
+    number = t.removesuffix("gb/s").removesuffix("gbps").removesuffix("x")
+    try:
+        value = float(number)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise click.BadParameter(f"{text!r}: expected a positive scale (2, 2x) or a bus "
+                                 "bandwidth (150GB/s)", param_hint="--comm-bandwidth")
+    return (None, value) if busbw else (value, None)
+
+
 @cli.command("whatif")
 @_common
 @click.option("--scale", "classes", multiple=True, metavar="CLASS=F",
@@ -100,12 +117,15 @@ def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
 @click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
 @click.option("--drop-comm-waits", is_flag=True,
               help="Nothing waits on communication (perfect overlap bound).")
+@click.option("--comm-bandwidth", metavar="S|GBPS", default=None,
+              help="Interconnect bandwidth through the collective cost model fitted to the "
+                   "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).")
 @click.pass_obj
 def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
                    recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
                    categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
-                   drop_comm_waits: bool) -> None:
+                   drop_comm_waits: bool, comm_bandwidth: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
     from ..model.what_if import what_if
@@ -114,8 +134,13 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     by_class = _factors(classes, "--scale") or None
     by_name = _factors(names, "--scale-name") or None
     by_category = _factors(categories, "--scale-category") or None
+    scale, busbw = _bandwidth(comm_bandwidth)
     traces, _ = load_traces(paths, opts, recover)
-    result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category, cpu=cpu,
-                     zero_launch_overhead=zero_launch_overhead, drop_comm_waits=drop_comm_waits,
-                     selection=_selection(ranks, steps))
+    try:
+        result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category,
+                         cpu=cpu, zero_launch_overhead=zero_launch_overhead,
+                         drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
+                         collective_busbw_gbps=busbw, selection=_selection(ranks, steps))
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)

@@ -13,6 +13,11 @@ Edits (all optional, applied together):
                    CUDA graphs approach)
     drop_comm_waits  nothing waits for communication: cross-stream and host-sync edges from
                    communication kernels are dropped (the perfect-overlap bound)
+    collective_bandwidth / collective_busbw_gbps  a faster or slower interconnect: each
+                   collective's time moving data (its data_time, hta_fast.analysis.collectives)
+                   changes by the factor the collective cost model fitted to the trace predicts
+                   for its size (hta_fast.model.bandwidth_edit); the rest of a kernel's
+                   duration, waiting for other ranks, is kept
 
 Factors on one event multiply. The replay keeps each lane's order and each wait's measured or
 typical cost (docs/model.md, "Weights"), so a shorter kernel lets the work queued behind it,
@@ -33,6 +38,9 @@ from ..analysis.select import Ranks, Steps
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
+from .bandwidth_edit import collective_bandwidth_factors
+from .collective_cost import CostModel
+from .collective_links import match_collectives
 from .dependency_graph import EDGE, DependencyGraph
 from .path_bounds import BOUND_BY, bound_by, shares
 from .windows import each_window
@@ -81,8 +89,11 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
                    kernel_class: Optional[Mapping[str, float]] = None,
                    name: Optional[Mapping[str, float]] = None,
                    category: Optional[Mapping[str, float]] = None, cpu: float = 1.0,
-                   zero_launch_overhead: bool = False, drop_comm_waits: bool = False) -> np.ndarray:
-    """The graph's calibrated weights with the edits applied (see the module doc)."""
+                   zero_launch_overhead: bool = False, drop_comm_waits: bool = False,
+                   comm_change: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+    """The graph's calibrated weights with the edits applied (see the module doc).
+    comm_change: (event rows, ns) added to those GPU events' durations before the factors
+    (a collective's changed time moving data)."""
     factors = [*(kernel_class or {}).values(), *(name or {}).values(), *(category or {}).values(), cpu]
     if any(not f >= 0 for f in factors):
         raise ValueError(f"what-if factors must be numbers >= 0, got {factors}")
@@ -101,6 +112,12 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
                              f"{[k.name for k in KernelClass if k.name not in ('NONE', 'SYNC')]}") from None
     factor *= _match_factor(trace, trace.column("events", "name")[rows], name or {}, regex=True)
     factor *= _match_factor(trace, trace.column("events", "cat")[rows], category or {}, regex=False)
+    if comm_change is not None and len(comm_change[0]):
+        order = np.argsort(comm_change[0])
+        changed_rows, delta = comm_change[0][order], comm_change[1][order]
+        pos = np.minimum(np.searchsorted(changed_rows, rows), len(changed_rows) - 1)
+        hit = changed_rows[pos] == rows
+        w[gpu_self[hit]] = np.maximum(w[gpu_self[hit]] + delta[pos[hit]], 0)
     w[gpu_self] *= factor
     if cpu != 1.0:
         w[np.isin(types, CPU_EDGES)] *= cpu
@@ -123,25 +140,50 @@ def _top(bounds: np.ndarray, weight: np.ndarray) -> Optional[str]:
     return max(s, key=lambda k: s[k]) if s else None
 
 
+def comm_changes(traces: Union[Trace, TraceSet], *, scale: Optional[float] = None,
+                 busbw_gbps: Optional[float] = None, cost: Optional[CostModel] = None
+                 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], list[str]]:
+    """Per rank, (communication kernel rows, ns added to each one's duration) for a bandwidth
+    change: its collective's time moving data times (factor - 1); and the notes."""
+    matched = match_collectives(traces)
+    factor, notes = collective_bandwidth_factors(matched, scale=scale, busbw_gbps=busbw_gbps,
+                                                 cost=cost)
+    out = {}
+    for rank, rc in matched.per_rank.items():
+        delta = matched.data_time[rc.match] * (factor[rc.match] - 1.0)
+        out[rank] = (rc.rows, delta)
+    return out, notes
+
+
 def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[str, float]] = None,
             name: Optional[Mapping[str, float]] = None,
             category: Optional[Mapping[str, float]] = None, cpu: float = 1.0,
             zero_launch_overhead: bool = False, drop_comm_waits: bool = False,
+            collective_bandwidth: Optional[float] = None,
+            collective_busbw_gbps: Optional[float] = None,
+            collective_cost: Optional[CostModel] = None,
             ranks: Ranks = None, steps: Steps = None,
             selection: Optional[select.Selection] = None) -> Result:
     """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
     change_pct = (predicted - measured) / measured × 100, the category that bounds most of the
-    critical path before and after, and the new path's shares."""
+    critical path before and after, and the new path's shares. collective_bandwidth scales
+    the interconnect's bandwidth (2.0: twice as fast), collective_busbw_gbps sets its bus
+    bandwidth; either goes through `collective_cost` (default: fitted to the traces)."""
     edits: dict[str, Any] = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
                                  zero_launch_overhead=zero_launch_overhead,
                                  drop_comm_waits=drop_comm_waits)
     sel = select.selection_of(selection, ranks, steps)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
-    notes = []
+    notes: list[str] = []
+    changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if collective_bandwidth is not None or collective_busbw_gbps is not None:
+        changes, bw_notes = comm_changes(traces, scale=collective_bandwidth,
+                                         busbw_gbps=collective_busbw_gbps, cost=collective_cost)
+        notes += bw_notes
     for win in each_window(traces, sel):
         g = win.graph
         before = g.critical_path()
-        w = edited_weights(g, win.trace, **edits)
+        w = edited_weights(g, win.trace, comm_change=changes.get(win.rank), **edits)
         times = g.replay(w)
         after = g.core.critical_path(w, times, 0)
         measured, predicted = g.measured_end, int(times.max())
@@ -158,4 +200,6 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             notes.append(f"rank {win.rank} step {win.step}: the step is now mostly "
                          f"{row['bound_after']} (was {row['bound_before']})")
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    edits.update(collective_bandwidth=collective_bandwidth,
+                 collective_busbw_gbps=collective_busbw_gbps)
     return Result("what_if", table, notes=notes, params={"selection": sel, **edits})
