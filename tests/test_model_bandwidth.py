@@ -14,6 +14,8 @@ import hta_fast
 from hta_fast.cli import cli
 from hta_fast.model.collective_cost import collective_time_factors, fit_collectives
 from hta_fast.model.dependency_graph import EDGE
+from hta_fast.model.bandwidth_edit import collective_bandwidth_factors
+from hta_fast.model.collective_links import match_collectives
 from hta_fast.model.what_if import comm_changes, edited_weights, what_if
 from hta_fast.model.windows import each_window
 from hta_fast.analysis.select import Selection
@@ -105,7 +107,9 @@ def test_real_trace_each_collective_changes_by_the_model(traces_dir):
     base = fit_collectives(trace)
     factors = collective_time_factors(trace, base, base.with_bandwidth(2.0)).to_pandas()
     assert len(factors) == 21 and (factors.factor < 1).all()
-    changes, notes = comm_changes(trace, scale=2.0)
+    matched = match_collectives(trace)
+    factor, notes = collective_bandwidth_factors(matched, scale=2.0)
+    changes = comm_changes(matched, factor)
     rows, delta = changes[trace.rank]
     # One rank: the time moving data is the kernel's whole duration, so each kernel's new
     # duration is its duration times its collective's factor (kernels in start order, the

@@ -59,18 +59,23 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
 
 @cli.command("replay")
 @_common
+@click.option("--together", is_flag=True,
+              help="Replay all ranks of a step together (a collective ends when the last rank "
+                   "has reached it), with the no-cross-rank ablation.")
 @click.pass_obj
 def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                   recover: bool) -> None:
+                   recover: bool, together: bool) -> None:
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one, and the ablations (kernel sum, busiest stream, no
     cross-stream edges, GPU only) beside it."""
     from ..model.replay import replay_steps
+    from ..model.replay_ranks import replay_ranks
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
-    result = replay_steps(traces, selection=_selection(ranks, steps))
+    result = (replay_ranks if together else replay_steps)(traces,
+                                                          selection=_selection(ranks, steps))
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
 
@@ -117,6 +122,10 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
 @click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
 @click.option("--drop-comm-waits", is_flag=True,
               help="Nothing waits on communication (perfect overlap bound).")
+@click.option("--edit-ranks", help="Apply the edits (not --comm-bandwidth) to these ranks only, "
+                                  "e.g. 0,3 or 0-3 (default: all).")
+@click.option("--no-cross-rank", is_flag=True,
+              help="Replay each rank alone (default: the ranks of a step together).")
 @click.option("--comm-bandwidth", metavar="S|GBPS", default=None,
               help="Interconnect bandwidth through the collective cost model fitted to the "
                    "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).")
@@ -125,7 +134,8 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
                    recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
                    categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
-                   drop_comm_waits: bool, comm_bandwidth: Optional[str]) -> None:
+                   drop_comm_waits: bool, edit_ranks: Optional[str], no_cross_rank: bool,
+                   comm_bandwidth: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
     from ..model.what_if import what_if
@@ -140,7 +150,8 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
         result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category,
                          cpu=cpu, zero_launch_overhead=zero_launch_overhead,
                          drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
-                         collective_busbw_gbps=busbw, selection=_selection(ranks, steps))
+                         collective_busbw_gbps=busbw, edit_ranks=parse_ints(edit_ranks, "rank"),
+                         cross_rank=not no_cross_rank, selection=_selection(ranks, steps))
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
