@@ -122,7 +122,7 @@ def test_real_trace_each_collective_changes_by_the_model(traces_dir):
     # The graph's comm kernels get those durations.
     for win in each_window(trace, Selection(steps=[4])):
         g = win.graph
-        w = edited_weights(g, trace, comm_change=changes[trace.rank])
+        w = edited_weights(g, trace, duration_change=changes[trace.rank])
         gpu_self = np.flatnonzero(g.edge_type == EDGE["gpu_self"])
         ev_rows = g.rows[g.core.src[gpu_self] // 2]
         hit = np.isin(ev_rows, rows)

@@ -25,13 +25,14 @@ GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 
 
 def collective_job(compute: Sequence[Sequence[Sequence[int]]],
-                   data: Sequence[Sequence[int]]) -> hta_fast.TraceSet:
+                   data: Sequence[Sequence[int]], first_kernel: str = GEMM) -> hta_fast.TraceSet:
     """compute[rank][step][j]: µs of the GEMM before the step's j-th all-reduce, which moves
     data for data[step][j] µs. Each step, on every rank: the host launches GEMM j at
     10 + 20j µs and all-reduce j 5 µs later (each reaches the GPU 10 µs after its launch),
     on one stream; all-reduce j ends data µs after the last rank starts it; the host waits in
     cudaStreamSynchronize (returns 3 µs after the last all-reduce) and the step ends 5 µs
-    later. Every rank's step starts at the same time."""
+    later. Every rank's step starts at the same time. first_kernel names each step's first
+    compute kernel (an embedding lookup for a DLRM-like job)."""
     ranks = len(compute)
     builders = [KinetoBuilder(rank=r, world_size=ranks) for r in range(ranks)]
     t0 = 0
@@ -53,8 +54,8 @@ def collective_job(compute: Sequence[Sequence[Sequence[int]]],
         step_end = max(free) + 3 + 5
         for r, b in enumerate(builders):
             b.step(s, t0, step_end - t0)
-            for (gl, gs, gd), (cl, cs, cd) in zip(gemm[r], comm[r]):
-                b.kernel(GEMM, gl, gs, gd)
+            for j, ((gl, gs, gd), (cl, cs, cd)) in enumerate(zip(gemm[r], comm[r])):
+                b.kernel(first_kernel if j == 0 else GEMM, gl, gs, gd)
                 b.nccl("allreduce", cl, cs, cd, stream=7, nelems=1_000_000)
             sync_start = t0 + 10 + 20 * n
             b.runtime("cudaStreamSynchronize", sync_start, free[r] + 3 - sync_start)

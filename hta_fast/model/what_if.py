@@ -95,10 +95,10 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
                    name: Optional[Mapping[str, float]] = None,
                    category: Optional[Mapping[str, float]] = None, cpu: float = 1.0,
                    zero_launch_overhead: bool = False, drop_comm_waits: bool = False,
-                   comm_change: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+                   duration_change: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
     """The graph's calibrated weights with the edits applied (see the module doc).
-    comm_change: (event rows, ns) added to those GPU events' durations before the factors
-    (a collective's changed time moving data)."""
+    duration_change: (event rows, ns) added to those GPU events' durations before the
+    factors (a collective's changed time moving data, a lookup's planned time)."""
     factors = [*(kernel_class or {}).values(), *(name or {}).values(), *(category or {}).values(), cpu]
     if any(not f >= 0 for f in factors):
         raise ValueError(f"what-if factors must be numbers >= 0, got {factors}")
@@ -117,9 +117,9 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
                              f"{[k.name for k in KernelClass if k.name not in ('NONE', 'SYNC')]}") from None
     factor *= _match_factor(trace, trace.column("events", "name")[rows], name or {}, regex=True)
     factor *= _match_factor(trace, trace.column("events", "cat")[rows], category or {}, regex=False)
-    if comm_change is not None and len(comm_change[0]):
-        order = np.argsort(comm_change[0])
-        changed_rows, delta = comm_change[0][order], comm_change[1][order]
+    if duration_change is not None and len(duration_change[0]):
+        order = np.argsort(duration_change[0])
+        changed_rows, delta = duration_change[0][order], duration_change[1][order]
         pos = np.minimum(np.searchsorted(changed_rows, rows), len(changed_rows) - 1)
         hit = changed_rows[pos] == rows
         w[gpu_self[hit]] = np.maximum(w[gpu_self[hit]] + delta[pos[hit]], 0)
@@ -165,7 +165,7 @@ def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Op
     w_edit, w_base = [], []
     for win in group:
         e = edits if edit_ranks is None or win.rank in edit_ranks else NO_EDITS
-        w_edit.append(edited_weights(win.graph, win.trace, comm_change=changes.get(win.rank), **e))
+        w_edit.append(edited_weights(win.graph, win.trace, duration_change=changes.get(win.rank), **e))
         w_base.append(win.graph.weight)
     notes: list[str] = []
     if matched is not None:
@@ -232,6 +232,7 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             collective_bandwidth: Optional[float] = None,
             collective_busbw_gbps: Optional[float] = None,
             collective_cost: Optional[CostModel] = None,
+            duration_change: Optional[Mapping[int, tuple[np.ndarray, np.ndarray]]] = None,
             edit_ranks: Ranks = None, cross_rank: bool = True,
             ranks: Ranks = None, steps: Steps = None,
             selection: Optional[select.Selection] = None) -> Result:
@@ -240,7 +241,9 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     critical path before and after, and the new path's shares. collective_bandwidth scales
     the interconnect's bandwidth (2.0: twice as fast), collective_busbw_gbps sets its bus
     bandwidth; either goes through `collective_cost` (default: fitted to the traces).
-    edit_ranks: the ranks the other edits apply to (default: all). With several ranks and
+    duration_change: per rank, (event rows, ns added to each one's duration), for edits
+    computed elsewhere (hta_fast.model.plan_replay). edit_ranks: the ranks the factor edits
+    apply to (default: all). With several ranks and
     cross_rank, the ranks of a step are replayed together (hta_fast.model.cross_rank): a
     collective ends on no rank before the last rank has reached it, so slowing one rank
     delays the others; on a rank, the critical path then stops where another rank held it."""
@@ -263,6 +266,13 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             cost=collective_cost)
         changes = comm_changes(matched, factor)
         notes += bw_notes
+    for rank, (ev_rows, delta) in (duration_change or {}).items():
+        if rank in changes:  # both: the changes to one row add up
+            ev_rows = np.concatenate([changes[rank][0], np.asarray(ev_rows, np.int64)])
+            delta = np.concatenate([changes[rank][1], np.asarray(delta, np.float64)])
+            ev_rows, inv = np.unique(ev_rows, return_inverse=True)
+            delta = np.bincount(inv.reshape(-1), delta, minlength=len(ev_rows))
+        changes[int(rank)] = (np.asarray(ev_rows, np.int64), np.asarray(delta, np.float64))
     only = None if edit_ranks is None else {int(r) for r in edit_ranks}
     groups = step_groups(traces, sel) if together else ([w] for w in each_window(traces, sel))
     for group in groups:
