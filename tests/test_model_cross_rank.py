@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import hta_fast
 from hta_fast.analysis.select import Selection
+from hta_fast.model.collective_cost import fit_collectives
 from hta_fast.model.collective_links import match_collectives
 from hta_fast.model.cross_rank import link_windows, replay_together
 from hta_fast.model.dependency_graph import EDGE
@@ -219,3 +220,13 @@ def test_cli_together_and_edit_ranks_equal_the_model(traces_dir):
     assert tables("whatif", folder, "--cpu", "1.5", "--edit-ranks", "7", "--no-cross-rank"
                   )["what_if"] == what_if(dlrm(), cpu=1.5, edit_ranks=[7],
                                           cross_rank=False).table.to_pylist()
+
+
+def test_bandwidth_edit_across_ranks():
+    # Every all-reduce has the same size: the fitted curve is bandwidth only, so twice the
+    # bandwidth halves each collective's data time on every rank, as COMM x 0.5 does.
+    job = collective_job(BASE, DATA)
+    by_bandwidth = what_if(job, collective_bandwidth=2.0)
+    assert by_bandwidth.to_pandas().predicted.tolist() == \
+        what_if(job, kernel_class={"COMM": 0.5}).to_pandas().predicted.tolist()
+    assert any("one size only" in n for n in fit_collectives(job).notes)
