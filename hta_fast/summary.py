@@ -166,13 +166,18 @@ def _comm_arg_of_kernel(trace: Trace, kernels: np.ndarray) -> np.ndarray:
     return found
 
 
-def _collectives(trace: Trace) -> pa.Table:
+def collective_rows(trace: Trace) -> np.ndarray:
+    """The event rows of the communication kernels, in the order of the summary's
+    collectives table (start order): row i of that table is event collective_rows()[i]."""
     kind = trace.column("events", "kind")
     cls = trace.column("events", "kernel_class")
     rows = np.flatnonzero((kind == EventKind.kernel) & (cls == KernelClass.COMM))
+    return rows[np.argsort(trace.column("events", "ts")[rows], kind="stable")]
+
+
+def _collectives(trace: Trace) -> pa.Table:
+    rows = collective_rows(trace)
     ts = trace.column("events", "ts")[rows]
-    order = np.argsort(ts, kind="stable")
-    rows = rows[order]
     n = len(rows)
     names = trace.events["name"].take(pa.array(rows)).cast(pa.string()).to_pylist() if n else []
     arg = _comm_arg_of_kernel(trace, rows) if n else np.zeros(0, np.int64)
@@ -210,7 +215,7 @@ def _collectives(trace: Trace) -> pa.Table:
     return pa.table([group, index, collective,
                      pa.array(names, pa.string()).dictionary_encode(), stream,
                      trace.column("events", "step")[rows].astype(np.int64),
-                     ts[order], trace.column("events", "dur")[rows],
+                     ts, trace.column("events", "dur")[rows],
                      pa.array(nbytes, pa.int64()), pa.array(dtype, pa.string()),
                      pa.array([g if g is not None and g > 0 else None for g in gsize],
                               pa.int64())],

@@ -2,7 +2,9 @@
 // numpy columns. hta_fast/model/dependency_graph.py builds the columns and names the results.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -110,15 +112,21 @@ void register_graph(py::module_& m) {
         }
         return py::make_tuple(to_numpy(std::move(c.weight)), to_numpy(std::move(c.binding)));
       })
-      .def("replay", [](const PyGraph& g, const Col<int64_t>& weight, uint32_t skip_types) {
+      .def("replay", [](const PyGraph& g, const Col<int64_t>& weight, uint32_t skip_types,
+                        std::optional<Col<int64_t>> floor) {
         auto w = weights_of(g, weight);
+        std::vector<int64_t> f;
+        if (floor) {
+          check_length(*floor, "floor", 2 * g.g.n_events + 1);
+          f.assign(floor->data(), floor->data() + floor->size());
+        }
         std::vector<int64_t> t;
         {
           py::gil_scoped_release release;
-          t = hta::graph::replay(g.g, w, skip_types);
+          t = hta::graph::replay(g.g, w, skip_types, f);
         }
         return to_numpy(std::move(t));
-      }, py::arg("weight"), py::arg("skip_types") = 0)
+      }, py::arg("weight"), py::arg("skip_types") = 0, py::arg("floor") = py::none())
       .def("critical_path", [](const PyGraph& g, const Col<int64_t>& weight, const Col<int64_t>& times,
                                uint32_t skip_types) {
         auto w = weights_of(g, weight);

@@ -12,7 +12,8 @@ constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
 bool skipped(uint8_t type, uint32_t skip_types) { return (skip_types >> type) & 1u; }
 }  // namespace
 
-std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, uint32_t skip_types) {
+std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, uint32_t skip_types,
+                            const std::vector<int64_t>& floor) {
   const size_t nodes = 2 * g.n_events + 1;
   const Csr out = by_node(g.src, nodes);
   std::vector<int64_t> time(nodes, kUnset);
@@ -20,6 +21,7 @@ std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, 
     // Nothing happens before the window's start: a node whose edges were all dropped (or
     // shrunk below it by a what-if) starts there.
     if (time[v] == kUnset || time[v] < 0) time[v] = 0;
+    if (!floor.empty()) time[v] = std::max(time[v], floor[v]);
     for (int64_t j = out.begin[v]; j < out.begin[v + 1]; ++j) {
       const int64_t e = out.edge[j];
       if (skipped(g.type[e], skip_types)) continue;

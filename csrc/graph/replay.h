@@ -13,12 +13,15 @@
 namespace hta::graph {
 
 // Node times relative to the source (ns). Edges whose type bit is set in skip_types are left
-// out; a node left with no edge, or before the source, starts at the source's time.
+// out; a node left with no edge, or before the source, starts at the source's time. floor, when
+// not empty (one per node), is a time no node happens before: what another rank's graph imposes
+// (a collective cannot end before the last rank has reached it).
 std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight,
-                            uint32_t skip_types = 0);
+                            uint32_t skip_types = 0, const std::vector<int64_t>& floor = {});
 
 // The edges of a longest path from the source to the latest node, in order, over the times
-// replay() returned for the same weights and skip_types.
+// replay() returned for the same weights and skip_types. It stops at a node held by its floor
+// (no edge into it is tight): the path goes on on another rank.
 std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& weight,
                                    const std::vector<int64_t>& times, uint32_t skip_types = 0);
 

@@ -59,18 +59,23 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
 
 @cli.command("replay")
 @_common
+@click.option("--together", is_flag=True,
+              help="Replay all ranks of a step together (a collective ends when the last rank "
+                   "has reached it), with the no-cross-rank ablation.")
 @click.pass_obj
 def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                   recover: bool) -> None:
+                   recover: bool, together: bool) -> None:
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one, and the ablations (kernel sum, busiest stream, no
     cross-stream edges, GPU only) beside it."""
     from ..model.replay import replay_steps
+    from ..model.replay_ranks import replay_ranks
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
-    result = replay_steps(traces, selection=_selection(ranks, steps))
+    result = (replay_ranks if together else replay_steps)(traces,
+                                                          selection=_selection(ranks, steps))
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
 
@@ -88,6 +93,23 @@ def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
     return out
 
 
+def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
+    """--comm-bandwidth: "2" or "2x" -> (scale, None); "150GB/s" -> (None, bus GB/s)."""
+    if text is None:
+        return None, None
+    t = text.strip().lower().replace(" ", "")
+    busbw = t.endswith("gb/s") or t.endswith("gbps")
+    number = t.removesuffix("gb/s").removesuffix("gbps").removesuffix("x")
+    try:
+        value = float(number)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise click.BadParameter(f"{text!r}: expected a positive scale (2, 2x) or a bus "
+                                 "bandwidth (150GB/s)", param_hint="--comm-bandwidth")
+    return (None, value) if busbw else (value, None)
+
+
 @cli.command("whatif")
 @_common
 @click.option("--scale", "classes", multiple=True, metavar="CLASS=F",
@@ -100,12 +122,20 @@ def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
 @click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
 @click.option("--drop-comm-waits", is_flag=True,
               help="Nothing waits on communication (perfect overlap bound).")
+@click.option("--edit-ranks", help="Apply the edits (not --comm-bandwidth) to these ranks only, "
+                                  "e.g. 0,3 or 0-3 (default: all).")
+@click.option("--no-cross-rank", is_flag=True,
+              help="Replay each rank alone (default: the ranks of a step together).")
+@click.option("--comm-bandwidth", metavar="S|GBPS", default=None,
+              help="Interconnect bandwidth through the collective cost model fitted to the "
+                   "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).")
 @click.pass_obj
 def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
                    recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
                    categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
-                   drop_comm_waits: bool) -> None:
+                   drop_comm_waits: bool, edit_ranks: Optional[str], no_cross_rank: bool,
+                   comm_bandwidth: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
     from ..model.what_if import what_if
@@ -114,8 +144,14 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     by_class = _factors(classes, "--scale") or None
     by_name = _factors(names, "--scale-name") or None
     by_category = _factors(categories, "--scale-category") or None
+    scale, busbw = _bandwidth(comm_bandwidth)
     traces, _ = load_traces(paths, opts, recover)
-    result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category, cpu=cpu,
-                     zero_launch_overhead=zero_launch_overhead, drop_comm_waits=drop_comm_waits,
-                     selection=_selection(ranks, steps))
+    try:
+        result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category,
+                         cpu=cpu, zero_launch_overhead=zero_launch_overhead,
+                         drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
+                         collective_busbw_gbps=busbw, edit_ranks=parse_ints(edit_ranks, "rank"),
+                         cross_rank=not no_cross_rank, selection=_selection(ranks, steps))
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)

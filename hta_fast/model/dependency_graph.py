@@ -47,9 +47,11 @@ class DependencyGraph:
     def edge_type(self) -> np.ndarray:
         return self.core.type
 
-    def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0) -> np.ndarray:
-        """Node times (ns since the window start) with these weights (default: calibrated)."""
-        return self.core.replay(self.weight if weight is None else weight, skip)
+    def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0,
+               floor: Optional[np.ndarray] = None) -> np.ndarray:
+        """Node times (ns since the window start) with these weights (default: calibrated);
+        floor: per node, a time it cannot happen before (set by other ranks' graphs)."""
+        return self.core.replay(self.weight if weight is None else weight, skip, floor)
 
     def critical_path(self, weight: Optional[np.ndarray] = None, skip: int = 0) -> np.ndarray:
         """Edge ids of the longest path from the window start to the latest node, in order."""

@@ -13,6 +13,11 @@ Edits (all optional, applied together):
                    CUDA graphs approach)
     drop_comm_waits  nothing waits for communication: cross-stream and host-sync edges from
                    communication kernels are dropped (the perfect-overlap bound)
+    collective_bandwidth / collective_busbw_gbps  a faster or slower interconnect: each
+                   collective's time moving data (its data_time, hta_fast.analysis.collectives)
+                   changes by the factor the collective cost model fitted to the trace predicts
+                   for its size (hta_fast.model.bandwidth_edit); the rest of a kernel's
+                   duration, waiting for other ranks, is kept
 
 Factors on one event multiply. The replay keeps each lane's order and each wait's measured or
 typical cost (docs/model.md, "Weights"), so a shorter kernel lets the work queued behind it,
@@ -33,11 +38,18 @@ from ..analysis.select import Ranks, Steps
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
+from .bandwidth_edit import collective_bandwidth_factors
+from .collective_cost import CostModel
+from .collective_links import MatchedCollectives, match_collectives
+from .cross_rank import link_windows, replay_together
 from .dependency_graph import EDGE, DependencyGraph
 from .path_bounds import BOUND_BY, bound_by, shares
-from .windows import each_window
+from .windows import Window, each_window, step_groups
 
-DROPPED = -(1 << 50)  # a weight that no path through it can win with
+DROPPED = -(1 << 50)
+# The share of a rank's predicted step spent before its critical path begins: waiting at a
+# collective for another rank (held_by) to arrive, in a cross-rank replay.
+WAITING = "waiting_for_rank"  # a weight that no path through it can win with
 
 CPU_EDGES = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self",
                                 "join_tail")]
@@ -48,7 +60,8 @@ SCHEMA = pa.schema(
      pa.field("predicted", pa.int64(), metadata=NS),
      pa.field("change_pct", pa.float64(), metadata=PCT),
      pa.field("bound_before", pa.string()), pa.field("bound_after", pa.string())]
-    + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY])
+    + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY]
+    + [pa.field(WAITING, pa.float64(), metadata=PCT), pa.field("held_by", pa.int64())])
 
 
 def _names(trace: Trace, ids: np.ndarray) -> list[str]:
@@ -81,8 +94,11 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
                    kernel_class: Optional[Mapping[str, float]] = None,
                    name: Optional[Mapping[str, float]] = None,
                    category: Optional[Mapping[str, float]] = None, cpu: float = 1.0,
-                   zero_launch_overhead: bool = False, drop_comm_waits: bool = False) -> np.ndarray:
-    """The graph's calibrated weights with the edits applied (see the module doc)."""
+                   zero_launch_overhead: bool = False, drop_comm_waits: bool = False,
+                   duration_change: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+    """The graph's calibrated weights with the edits applied (see the module doc).
+    duration_change: (event rows, ns) added to those GPU events' durations before the
+    factors (a collective's changed time moving data, a lookup's planned time)."""
     factors = [*(kernel_class or {}).values(), *(name or {}).values(), *(category or {}).values(), cpu]
     if any(not f >= 0 for f in factors):
         raise ValueError(f"what-if factors must be numbers >= 0, got {factors}")
@@ -101,6 +117,12 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
                              f"{[k.name for k in KernelClass if k.name not in ('NONE', 'SYNC')]}") from None
     factor *= _match_factor(trace, trace.column("events", "name")[rows], name or {}, regex=True)
     factor *= _match_factor(trace, trace.column("events", "cat")[rows], category or {}, regex=False)
+    if duration_change is not None and len(duration_change[0]):
+        order = np.argsort(duration_change[0])
+        changed_rows, delta = duration_change[0][order], duration_change[1][order]
+        pos = np.minimum(np.searchsorted(changed_rows, rows), len(changed_rows) - 1)
+        hit = changed_rows[pos] == rows
+        w[gpu_self[hit]] = np.maximum(w[gpu_self[hit]] + delta[pos[hit]], 0)
     w[gpu_self] *= factor
     if cpu != 1.0:
         w[np.isin(types, CPU_EDGES)] *= cpu
@@ -123,39 +145,145 @@ def _top(bounds: np.ndarray, weight: np.ndarray) -> Optional[str]:
     return max(s, key=lambda k: s[k]) if s else None
 
 
+def comm_changes(matched: MatchedCollectives, factor: np.ndarray
+                 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per rank, (communication kernel rows, ns added to each one's duration) when each
+    matched collective's time moving data is multiplied by `factor` (one per collective)."""
+    return {rank: (rc.rows, matched.data_time[rc.match] * (factor[rc.match] - 1.0))
+            for rank, rc in matched.per_rank.items()}
+
+
+NO_EDITS: dict[str, Any] = {}
+
+
+def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Optional[set[int]],
+                   changes: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                   matched: Optional[MatchedCollectives], factor: Optional[np.ndarray]
+                   ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of one step's windows: replayed together when `matched` is given (cross-rank),
+    else each alone."""
+    w_edit, w_base = [], []
+    for win in group:
+        e = edits if edit_ranks is None or win.rank in edit_ranks else NO_EDITS
+        w_edit.append(edited_weights(win.graph, win.trace, duration_change=changes.get(win.rank), **e))
+        w_base.append(win.graph.weight)
+    notes: list[str] = []
+    if matched is not None:
+        linked = link_windows([(w.rank, w.graph) for w in group], matched)
+        after = []
+        for i, (win, lw) in enumerate(zip(group, linked)):
+            se = lw.self_edges()
+            e = edits if edit_ranks is None or win.rank in edit_ranks else NO_EDITS
+            plain = edited_weights(win.graph, win.trace, **e)[se].astype(np.float64)
+            measured = win.graph.weight[se].astype(np.float64)
+            # The class / name / category factors the kernel got, applied to its data time.
+            k = np.divide(plain, measured, out=np.ones(len(se)), where=measured > 0)
+            f = factor[lw.match] if factor is not None else np.ones(len(se))
+            data = np.rint(lw.data * f * k).astype(np.int64)
+            w_edit[i] = w_edit[i].copy()
+            w_edit[i][se] = data
+            after.append(lw.after_last - lw.data + data)
+            w_base[i] = w_base[i].copy()
+            w_base[i][se] = lw.data
+        base_times = replay_together(linked, w_base).times
+        together = replay_together(linked, w_edit, after)
+        times, holder = together.times, together.last_rank
+        codes = [dict(zip((2 * lw.comm + 1).tolist(), lw.match.tolist())) for lw in linked]
+    else:
+        base_times = [win.graph.replay() for win in group]
+        times = [win.graph.replay(w) for win, w in zip(group, w_edit)]
+        holder, codes = np.zeros(0, np.int64), [{} for _ in group]
+    rows = []
+    for win, wb, tb, w, t, code_of in zip(group, w_base, base_times, w_edit, times, codes):
+        g = win.graph
+        before = g.core.critical_path(wb, tb, 0)
+        after_path = g.core.critical_path(w, t, 0)
+        measured, predicted = g.measured_end, int(t.max())
+        b_after = bound_by(g, win.trace, after_path)
+        # Where this rank's path begins: the window start, or a collective's end that
+        # another rank held (the time before it is spent waiting for that rank).
+        first = int(g.core.src[after_path[0]]) if len(after_path) else int(np.argmax(t))
+        waited = int(t[first]) if first in code_of else 0
+        held_by = int(holder[code_of[first]]) if waited else None
+        row = {"rank": win.rank, "step": win.step, "measured": measured,
+               "replayed": int(tb.max()), "predicted": predicted,
+               "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
+               "bound_before": _top(bound_by(g, win.trace, before), wb[before]),
+               "bound_after": _top(b_after, w[after_path])}
+        on_path = predicted - waited
+        row.update({k: (v * on_path / predicted if v is not None and predicted else v)
+                    for k, v in shares(b_after, w[after_path]).items()})
+        row[WAITING] = 100.0 * waited / predicted if predicted else None
+        row["held_by"] = held_by
+        if waited and (row["bound_after"] is None or row[WAITING] > max(
+                (row[b] or 0.0) for b in BOUND_BY)):
+            row["bound_after"] = WAITING
+        rows.append(row)
+        if row["bound_before"] != row["bound_after"]:
+            notes.append(f"rank {win.rank} step {win.step}: the step is now mostly "
+                         f"{row['bound_after']} (was {row['bound_before']})")
+    return rows, notes
+
+
 def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[str, float]] = None,
             name: Optional[Mapping[str, float]] = None,
             category: Optional[Mapping[str, float]] = None, cpu: float = 1.0,
             zero_launch_overhead: bool = False, drop_comm_waits: bool = False,
+            collective_bandwidth: Optional[float] = None,
+            collective_busbw_gbps: Optional[float] = None,
+            collective_cost: Optional[CostModel] = None,
+            duration_change: Optional[Mapping[int, tuple[np.ndarray, np.ndarray]]] = None,
+            edit_ranks: Ranks = None, cross_rank: bool = True,
             ranks: Ranks = None, steps: Steps = None,
             selection: Optional[select.Selection] = None) -> Result:
     """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
     change_pct = (predicted - measured) / measured × 100, the category that bounds most of the
-    critical path before and after, and the new path's shares."""
+    critical path before and after, and the new path's shares. collective_bandwidth scales
+    the interconnect's bandwidth (2.0: twice as fast), collective_busbw_gbps sets its bus
+    bandwidth; either goes through `collective_cost` (default: fitted to the traces).
+    duration_change: per rank, (event rows, ns added to each one's duration), for edits
+    computed elsewhere (hta_fast.model.plan_replay). edit_ranks: the ranks the factor edits
+    apply to (default: all). With several ranks and
+    cross_rank, the ranks of a step are replayed together (hta_fast.model.cross_rank): a
+    collective ends on no rank before the last rank has reached it, so slowing one rank
+    delays the others; on a rank, the critical path then stops where another rank held it."""
     edits: dict[str, Any] = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
                                  zero_launch_overhead=zero_launch_overhead,
                                  drop_comm_waits=drop_comm_waits)
     sel = select.selection_of(selection, ranks, steps)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
-    notes = []
-    for win in each_window(traces, sel):
-        g = win.graph
-        before = g.critical_path()
-        w = edited_weights(g, win.trace, **edits)
-        times = g.replay(w)
-        after = g.core.critical_path(w, times, 0)
-        measured, predicted = g.measured_end, int(times.max())
-        b_after = bound_by(g, win.trace, after)
-        row = {"rank": win.rank, "step": win.step, "measured": measured,
-               "replayed": int(g.replay().max()), "predicted": predicted,
-               "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
-               "bound_before": _top(bound_by(g, win.trace, before), g.weight[before]),
-               "bound_after": _top(b_after, w[after])}
-        row.update(shares(b_after, w[after]))
-        for k, v in row.items():
-            out[k].append(v)
-        if row["bound_before"] != row["bound_after"]:
-            notes.append(f"rank {win.rank} step {win.step}: the step is now mostly "
-                         f"{row['bound_after']} (was {row['bound_before']})")
+    notes: list[str] = []
+    changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    factor = None
+    together = cross_rank and len(select.as_traceset(traces)) > 1
+    matched = match_collectives(traces) \
+        if together or collective_bandwidth is not None or collective_busbw_gbps is not None \
+        else None
+    if collective_bandwidth is not None or collective_busbw_gbps is not None:
+        assert matched is not None
+        factor, bw_notes = collective_bandwidth_factors(
+            matched, scale=collective_bandwidth, busbw_gbps=collective_busbw_gbps,
+            cost=collective_cost)
+        changes = comm_changes(matched, factor)
+        notes += bw_notes
+    for rank, (ev_rows, delta) in (duration_change or {}).items():
+        if rank in changes:  # both: the changes to one row add up
+            ev_rows = np.concatenate([changes[rank][0], np.asarray(ev_rows, np.int64)])
+            delta = np.concatenate([changes[rank][1], np.asarray(delta, np.float64)])
+            ev_rows, inv = np.unique(ev_rows, return_inverse=True)
+            delta = np.bincount(inv.reshape(-1), delta, minlength=len(ev_rows))
+        changes[int(rank)] = (np.asarray(ev_rows, np.int64), np.asarray(delta, np.float64))
+    only = None if edit_ranks is None else {int(r) for r in edit_ranks}
+    groups = step_groups(traces, sel) if together else ([w] for w in each_window(traces, sel))
+    for group in groups:
+        rows, group_notes = _predict_group(group, edits, only, changes,
+                                           matched if together else None, factor)
+        notes += group_notes
+        for row in rows:
+            for k, v in row.items():
+                out[k].append(v)
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    edits.update(collective_bandwidth=collective_bandwidth,
+                 collective_busbw_gbps=collective_busbw_gbps,
+                 edit_ranks=None if only is None else sorted(only), cross_rank=together)
     return Result("what_if", table, notes=notes, params={"selection": sel, **edits})

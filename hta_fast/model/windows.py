@@ -1,5 +1,6 @@
 """The windows a model runs over: each profiler step of each rank, or the whole trace of a rank
-without steps. A step holds the CPU events inside it and the GPU events they launched."""
+without steps. A step holds the CPU events inside it and the GPU events they launched.
+step_groups gathers the ranks' windows of one step, for replaying them together."""
 from __future__ import annotations
 
 import dataclasses
@@ -37,3 +38,14 @@ def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterat
             rows = all_rows[step_of == step]
             if len(rows):
                 yield Window(rank, int(step), trace, build_graph(trace, rows, int(start)))
+
+
+def step_groups(traces: Union[Trace, TraceSet], sel: select.Selection
+                ) -> Iterator[list[Window]]:
+    """The windows of each profiler step, all selected ranks together (ranks without
+    profiler steps form one group of whole traces), steps in order."""
+    groups: dict[Optional[int], list[Window]] = {}
+    for win in each_window(traces, sel):
+        groups.setdefault(win.step, []).append(win)
+    for step in sorted(groups, key=lambda s: (s is not None, s or 0)):
+        yield groups[step]

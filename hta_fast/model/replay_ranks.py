@@ -1,0 +1,70 @@
+"""Replay of all ranks of each step together (hta_fast.model.cross_rank): does the model with
+its cross-rank collective rule reproduce every rank's measured steps? Per (rank, step):
+
+    error_pct = |replayed - measured| / measured × 100
+
+Beside it the ablation no_cross_rank: each rank replayed alone with every collective taking
+only its time moving data, as if no rank ever waited for another (what the cross-rank rule
+buys).
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from ..analysis import select
+from ..analysis.fields import NS, PCT
+from ..analysis.result import Result
+from ..analysis.select import Ranks, Steps
+from ..trace import Trace
+from ..traceset import TraceSet
+from .collective_links import match_collectives
+from .cross_rank import link_windows, replay_together
+from .windows import step_groups
+
+SCHEMA = pa.schema([
+    pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
+    pa.field("measured", pa.int64(), metadata=NS), pa.field("replayed", pa.int64(), metadata=NS),
+    pa.field("error_pct", pa.float64(), metadata=PCT),
+    pa.field("collectives", pa.int64()), pa.field("passes", pa.int64()),
+    pa.field("no_cross_rank", pa.int64(), metadata=NS),
+    pa.field("no_cross_rank_error_pct", pa.float64(), metadata=PCT),
+])
+
+
+def _error(predicted: int, measured: int) -> Optional[float]:
+    return 100.0 * abs(predicted - measured) / measured if measured > 0 else None
+
+
+def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
+                 selection: Optional[select.Selection] = None) -> Result:
+    """One row per (rank, step): measured and replayed step time (all ranks of the step
+    replayed together), the error, the collectives tied to other ranks, the fixed point's
+    passes, and the no_cross_rank ablation with its error."""
+    sel = select.selection_of(selection, ranks, steps)
+    matched = match_collectives(traces)
+    out: dict[str, list] = {f.name: [] for f in SCHEMA}
+    for group in step_groups(traces, sel):
+        linked = link_windows([(w.rank, w.graph) for w in group], matched)
+        weights = []
+        for lw in linked:
+            w = lw.graph.weight.copy()
+            w[lw.self_edges()] = lw.data
+            weights.append(w)
+        together = replay_together(linked, weights)
+        times, passes = together.times, together.passes
+        for win, lw, t, w in zip(group, linked, times, weights):
+            measured = win.graph.measured_end
+            alone = int(win.graph.replay(w).max())
+            row = {"rank": win.rank, "step": win.step, "measured": measured,
+                   "replayed": int(t.max()), "error_pct": _error(int(t.max()), measured),
+                   "collectives": len(lw.comm), "passes": passes, "no_cross_rank": alone,
+                   "no_cross_rank_error_pct": _error(alone, measured)}
+            for k, v in row.items():
+                out[k].append(v)
+    table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    notes = [] if table.num_rows == 0 or max(out["collectives"]) > 0 else \
+        ["no collective is shared by two of the selected ranks in a step: each rank replays alone"]
+    return Result("replay_ranks", table, notes=notes, params={"selection": sel})
