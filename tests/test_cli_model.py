@@ -53,3 +53,20 @@ def test_whatif_bad_factor_is_one_line(traces_dir):
     res = run_subprocess("whatif", str(folder(traces_dir)), "--scale", "COMM")
     assert res.returncode == 2
     assert "KEY=FACTOR" in one_error_line(res.stderr)
+
+
+def test_whatif_device_equals_the_model(traces_dir):
+    control = traces_dir / "hta" / "trace_diff" / "control"
+    res = run("whatif", str(control), "--device", "V100-SXM2", "--format", "json")
+    assert res.exit_code == 0, res.output
+    expected = what_if(hta_fast.load_dir(control), device="V100-SXM2")
+    rows = json.loads(res.output[:res.output.rindex("}") + 1])["tables"]["what_if"]
+    assert rows == expected.table.to_pylist()
+    assert all(r["predicted"] > r["measured"] for r in rows)  # a V100 is slower than an A100
+
+
+def test_whatif_unknown_device_is_one_line(traces_dir):
+    res = run_subprocess("whatif", str(folder(traces_dir)), "--device", "Nope",
+                         "--source-device", "A100-SXM4-40GB")
+    assert res.returncode == 2
+    assert "unknown device 'Nope'" in one_error_line(res.stderr)

@@ -7,7 +7,7 @@ from typing import Callable, Optional, TypeVar
 import click
 
 from ..analysis.select import Selection
-from .app import Options, cli
+from .app import BadInput, Options, cli
 from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
                       recover_option)
 from .output import FORMATS, check_format, emit
@@ -129,13 +129,21 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
 @click.option("--comm-bandwidth", metavar="S|GBPS", default=None,
               help="Interconnect bandwidth through the collective cost model fitted to the "
                    "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).")
+@click.option("--device", default=None,
+              help="This step on another GPU (device table key or name): kernels take the "
+                   "times `hta-fast predict` gives there.")
+@click.option("--source-device", default=None,
+              help="With --device: the trace's own GPU, when its header does not name it.")
+@click.option("--devices-file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="With --device: a JSON device table tried before the built-in one.")
 @click.pass_obj
 def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
                    recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
                    categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
                    drop_comm_waits: bool, edit_ranks: Optional[str], no_cross_rank: bool,
-                   comm_bandwidth: Optional[str]) -> None:
+                   comm_bandwidth: Optional[str], device: Optional[str],
+                   source_device: Optional[str], devices_file: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
     from ..model.what_if import what_if
@@ -151,7 +159,8 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                          cpu=cpu, zero_launch_overhead=zero_launch_overhead,
                          drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
                          collective_busbw_gbps=busbw, edit_ranks=parse_ints(edit_ranks, "rank"),
-                         cross_rank=not no_cross_rank, selection=_selection(ranks, steps))
+                         cross_rank=not no_cross_rank, selection=_selection(ranks, steps),
+                         device=device, source_device=source_device, devices_file=devices_file)
     except ValueError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)

@@ -18,6 +18,9 @@ Edits (all optional, applied together):
                    changes by the factor the collective cost model fitted to the trace predicts
                    for its size (hta_fast.model.bandwidth_edit); the rest of a kernel's
                    duration, waiting for other ranks, is kept
+    device         this step on another GPU: each launched GPU event's duration becomes the
+                   one hta_fast.model.predict gives on that device (hta_fast.model.device_edit);
+                   the host, the waits and the launch order stay as recorded
 
 Factors on one event multiply. The replay keeps each lane's order and each wait's measured or
 typical cost (docs/model.md, "Weights"), so a shorter kernel lets the work queued behind it,
@@ -43,6 +46,7 @@ from .collective_cost import CostModel
 from .collective_links import MatchedCollectives, match_collectives
 from .cross_rank import link_windows, replay_together
 from .dependency_graph import EDGE, DependencyGraph
+from .devices import Device
 from .path_bounds import BOUND_BY, bound_by, shares
 from .windows import Window, each_window, step_groups
 
@@ -156,6 +160,19 @@ def comm_changes(matched: MatchedCollectives, factor: np.ndarray
 NO_EDITS: dict[str, Any] = {}
 
 
+def _add_changes(changes: dict[int, tuple[np.ndarray, np.ndarray]],
+                 more: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
+    """Merge `more` into `changes`: the changes to one row add up."""
+    for rank, (ev_rows, delta) in more.items():
+        ev_rows, delta = np.asarray(ev_rows, np.int64), np.asarray(delta, np.float64)
+        if rank in changes:
+            ev_rows = np.concatenate([changes[rank][0], ev_rows])
+            delta = np.concatenate([changes[rank][1], delta])
+            ev_rows, inv = np.unique(ev_rows, return_inverse=True)
+            delta = np.bincount(inv.reshape(-1), delta, minlength=len(ev_rows))
+        changes[int(rank)] = (ev_rows, delta)
+
+
 def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Optional[set[int]],
                    changes: Mapping[int, tuple[np.ndarray, np.ndarray]],
                    matched: Optional[MatchedCollectives], factor: Optional[np.ndarray]
@@ -233,6 +250,9 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             collective_busbw_gbps: Optional[float] = None,
             collective_cost: Optional[CostModel] = None,
             duration_change: Optional[Mapping[int, tuple[np.ndarray, np.ndarray]]] = None,
+            device: Union[str, Device, None] = None,
+            source_device: Union[str, Device, None] = None, devices_file: Optional[str] = None,
+            allow_tf32: Union[bool, str] = False,
             edit_ranks: Ranks = None, cross_rank: bool = True,
             ranks: Ranks = None, steps: Steps = None,
             selection: Optional[select.Selection] = None) -> Result:
@@ -242,7 +262,10 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     the interconnect's bandwidth (2.0: twice as fast), collective_busbw_gbps sets its bus
     bandwidth; either goes through `collective_cost` (default: fitted to the traces).
     duration_change: per rank, (event rows, ns added to each one's duration), for edits
-    computed elsewhere (hta_fast.model.plan_replay). edit_ranks: the ranks the factor edits
+    computed elsewhere (hta_fast.model.plan_replay). device: this step on another GPU (a
+    device table key or name; source_device, devices_file and allow_tf32 as in
+    hta_fast.model.predict): every launched GPU event takes its predicted duration there,
+    the host stays as it was. edit_ranks: the ranks the factor edits
     apply to (default: all). With several ranks and
     cross_rank, the ranks of a step are replayed together (hta_fast.model.cross_rank): a
     collective ends on no rank before the last rank has reached it, so slowing one rank
@@ -266,14 +289,16 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             cost=collective_cost)
         changes = comm_changes(matched, factor)
         notes += bw_notes
-    for rank, (ev_rows, delta) in (duration_change or {}).items():
-        if rank in changes:  # both: the changes to one row add up
-            ev_rows = np.concatenate([changes[rank][0], np.asarray(ev_rows, np.int64)])
-            delta = np.concatenate([changes[rank][1], np.asarray(delta, np.float64)])
-            ev_rows, inv = np.unique(ev_rows, return_inverse=True)
-            delta = np.bincount(inv.reshape(-1), delta, minlength=len(ev_rows))
-        changes[int(rank)] = (np.asarray(ev_rows, np.int64), np.asarray(delta, np.float64))
+    _add_changes(changes, duration_change or {})
     only = None if edit_ranks is None else {int(r) for r in edit_ranks}
+    if device is not None:
+        # imported here: predict reaches analysis.roofline, which imports this package
+        from .device_edit import device_changes
+        on_device, device_notes = device_changes(
+            traces, device, source_device=source_device, devices_file=devices_file,
+            allow_tf32=allow_tf32, selection=select.Selection(ranks=sel.ranks))
+        _add_changes(changes, {r: c for r, c in on_device.items() if only is None or r in only})
+        notes += device_notes
     groups = step_groups(traces, sel) if together else ([w] for w in each_window(traces, sel))
     for group in groups:
         rows, group_notes = _predict_group(group, edits, only, changes,
@@ -285,5 +310,6 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     edits.update(collective_bandwidth=collective_bandwidth,
                  collective_busbw_gbps=collective_busbw_gbps,
-                 edit_ranks=None if only is None else sorted(only), cross_rank=together)
+                 edit_ranks=None if only is None else sorted(only), cross_rank=together,
+                 device=device if device is None or isinstance(device, str) else device.key)
     return Result("what_if", table, notes=notes, params={"selection": sel, **edits})
