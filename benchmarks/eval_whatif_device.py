@@ -45,7 +45,7 @@ def main() -> None:
     from hta_fast.analysis.roofline import resolve_device
     from hta_fast.model.devices import DeviceTable
     from hta_fast.model.what_if import what_if
-    import hta_fast.model.predict as predict_mod
+    from hta_fast.model.device_edit import device_changes
 
     def load(path: str):  # a trace file, or a folder holding one rank's trace
         if path.endswith((".json", ".gz")):
@@ -59,17 +59,16 @@ def main() -> None:
     if None in dev.values():
         raise SystemExit(f"device not in the table: {dev}")
     tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
-    if args.no_curves:  # what_if has no switch for it: the benchmark's own ablation
-        real = predict_mod.predict
-        predict_mod.predict = lambda *p, **k: real(*p, **{**k, "efficiency_curves": False})
     out = {}
     for src_name, src, dst_name, dst in (("A", a, "B", b), ("B", b, "A", a)):
         measured = what_if(dst).to_pandas().measured.mean()
         own = what_if(src).to_pandas().measured.mean()
         cpu_ratio = cpu_op_time_per_step(dst) / cpu_op_time_per_step(src)
-        dev_only = what_if(src, device=dev[dst_name], allow_tf32=tf32).to_pandas().predicted.mean()
-        dev_cpu = what_if(src, device=dev[dst_name], allow_tf32=tf32,
-                          cpu=cpu_ratio).to_pandas().predicted.mean()
+        # what_if(src, device=...) with the curves switchable (what_if keeps predict's default)
+        change, _ = device_changes(src, dev[dst_name], allow_tf32=tf32,
+                                   efficiency_curves=not args.no_curves)
+        dev_only = what_if(src, duration_change=change).to_pandas().predicted.mean()
+        dev_cpu = what_if(src, duration_change=change, cpu=cpu_ratio).to_pandas().predicted.mean()
         key = f"{dev[src_name].key} -> {dev[dst_name].key}"
         out[key] = {"source_step_ms": round(own / 1e6, 3), "target_step_ms": round(measured / 1e6, 3),
                     "no_model_err_pct": round(100 * (own - measured) / measured, 1),
