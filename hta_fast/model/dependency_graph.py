@@ -35,13 +35,16 @@ def skip_mask(*edge_types: str) -> int:
 class DependencyGraph:
     """rows: the trace's event rows the graph holds (event i of the graph is rows[i]); nodes
     2i (start) and 2i + 1 (end), and 2 * len(rows) (the window start). weight/binding: the
-    calibrated weight (ns) of each edge and whether it decided its target's measured time."""
+    calibrated weight (ns) of each edge and whether it decided its target's measured time.
+    carried: per event, whether it is GPU work launched before the window (a backlog it
+    holds as the predecessors of its own GPU work; started no earlier than the window)."""
     core: _core._DependencyGraph
     rows: np.ndarray
     window_start: int
     weight: np.ndarray
     binding: np.ndarray
     n_sync_edges: int
+    carried: np.ndarray
 
     @property
     def edge_type(self) -> np.ndarray:
@@ -89,13 +92,46 @@ def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dic
     return streams, corrs
 
 
-def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None) -> DependencyGraph:
-    """The calibrated dependency graph of these event rows of one trace."""
+def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, lane: np.ndarray,
+                          is_gpu: np.ndarray, corr: np.ndarray, sync_kind: np.ndarray,
+                          wait_lane: np.ndarray) -> None:
+    """A stream sync whose trace lacks its cuda_sync row (older traces) names no stream. Of
+    the streams with work launched before the call, it waited for one whose last such work
+    ended by the call's return: the one that ended latest. Without one it waits for every
+    stream (a device sync). Without this, a sync on a copy stream is tied to a backlogged
+    compute stream that it did not wait for, and calibrates negative."""
+    gpu = np.flatnonzero(is_gpu & (corr >= 0))
+    per_lane = []
+    for ln in np.unique(lane[gpu]):
+        ev = gpu[lane[gpu] == ln]
+        ev = ev[np.argsort(corr[ev], kind="stable")]
+        per_lane.append((int(ln), corr[ev], ts[ev] + dur[ev]))
+    for i in calls:
+        best, best_end = -1, None
+        for ln, c, end in per_lane:
+            k = int(np.searchsorted(c, corr[i], side="left")) - 1
+            if k >= 0 and end[k] <= ts[i] + dur[i] and (best_end is None or end[k] > best_end):
+                best, best_end = ln, end[k]
+        if best >= 0:
+            sync_kind[i], wait_lane[i] = sync_calls.STREAM, best
+
+
+def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None,
+                carried: Optional[np.ndarray] = None) -> DependencyGraph:
+    """The calibrated dependency graph of these event rows of one trace. carried (a mask over
+    rows): GPU work launched before the window; its launch is not in the graph, and an event
+    that began before window_start enters the graph at window_start with what was left of it."""
     rows = np.asarray(rows, np.int64)
     if len(rows) > 1 and not (np.diff(rows) > 0).all():
         raise ValueError("graph rows must be increasing")
+    carried = np.zeros(len(rows), bool) if carried is None else np.asarray(carried, bool)
     col = trace.column
     ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
+    if carried.any() and window_start is not None:
+        # The part of a carried event before the window ran in the previous window.
+        end = ts + dur
+        ts = np.where(carried, np.maximum(ts, window_start), ts)
+        dur = np.where(carried, end - ts, dur)
     kind = col("events", "kind")
     is_gpu = np.isin(kind[rows], GPU_WORK)
     pid, tid = col("events", "pid"), col("events", "tid")
@@ -121,7 +157,7 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
                       zip(pid[rows][is_gpu], stream[rows][is_gpu], lane[is_gpu])}
 
     par = np.where(is_gpu, -1, to_local(parent[rows]))
-    launch = np.where(is_gpu, to_local(partner[rows]), -1)
+    launch = np.where(is_gpu & ~carried, to_local(partner[rows]), -1)
     corr = corr_all[rows].astype(np.int64)
 
     # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
@@ -134,6 +170,7 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     wait_corr = np.full(len(rows), -1, np.int64)
     target_lane = np.full(len(rows), -1, np.int64)
     calls = np.flatnonzero(sync_kind)
+    unknown_stream: list[int] = []
     arg_stream, arg_corr = _sync_args(trace, partner[rows[calls]]) if len(calls) else ({}, {})
     for i in calls:
         r = rows[i]
@@ -144,7 +181,8 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
         if k == sync_calls.STREAM:
             lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
             if lane_id is None:
-                sync_kind[i] = sync_calls.DEVICE  # which stream is unknown: wait for all
+                sync_kind[i] = sync_calls.DEVICE  # which stream is unknown: inferred below
+                unknown_stream.append(int(i))
             else:
                 wait_lane[i] = lane_id
         elif k == sync_calls.EVENT:
@@ -170,6 +208,10 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
         k = np.searchsorted(ts[order], ts[blind], side="right")
         corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
 
+    if unknown_stream:
+        _infer_synced_streams(np.array(unknown_stream), ts, dur, lane, is_gpu, corr, sync_kind,
+                              wait_lane)
+
     start = int(ts.min()) if window_start is None and len(ts) else int(window_start or 0)
     core = _core.graph.build(
         np.ascontiguousarray(ts, np.int64), np.ascontiguousarray(dur, np.int64), lane,
@@ -178,4 +220,4 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     weight, binding = core.calibrate()
     types = core.type
     n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))
-    return DependencyGraph(core, rows, start, weight, binding, n_sync)
+    return DependencyGraph(core, rows, start, weight, binding, n_sync, carried)

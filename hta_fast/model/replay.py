@@ -5,7 +5,8 @@ measured timeline? Per window (profiler step) and rank:
 
 where measured is the latest end of the step's events minus the step's start and replayed is
 the latest node time of the replay; gpu_start_error_* are |replayed - measured| start times of
-the step's GPU events. Beside it, the ablations (each a predicted step time and its error):
+the step's GPU events (its own: carried-over GPU work launched before the step is in its graph
+as predecessors, not counted here). Beside it, the ablations (each a predicted step time and its error):
 sum_kernels (GPU work durations added up), busiest_stream (the stream with the most GPU work,
 alone, back to back), no_cross_stream (the graph without cross-stream edges) and gpu_only (the
 GPU events with their stream order and cross-stream edges only: no CPU, no launches, no host
@@ -54,7 +55,7 @@ GPU_ONLY_SKIP = skip_mask("release", "cpu_self", "cpu_nest_down", "cpu_nest_up",
 def ablations(graph: DependencyGraph, trace: Trace) -> dict[str, int]:
     """Predicted step time (ns) of each ablation."""
     kind = trace.column("events", "kind")[graph.rows]
-    gpu = np.isin(kind, GPU_WORK)
+    gpu = np.isin(kind, GPU_WORK) & ~graph.carried  # the step's own GPU work
     dur = np.maximum(trace.column("events", "dur")[graph.rows], 0)
     out = {"sum_kernels": int(dur[gpu].sum())}
     if gpu.any():
@@ -64,7 +65,11 @@ def ablations(graph: DependencyGraph, trace: Trace) -> dict[str, int]:
     else:
         out["busiest_stream"] = 0
     out["no_cross_stream"] = int(graph.replay(skip=skip_mask("cross_stream")).max())
-    t = graph.replay(skip=GPU_ONLY_SKIP)
+    # The step's own GPU work alone: carried-over work takes no time here.
+    w = graph.weight.copy()
+    carried_node = np.append(graph.carried, False)  # the last entry: the window start
+    w[(graph.edge_type == EDGE["gpu_self"]) & carried_node[graph.core.src // 2]] = 0
+    t = graph.replay(w, skip=GPU_ONLY_SKIP)
     gpu_ends = 2 * np.flatnonzero(gpu) + 1
     out["gpu_only"] = int(t[gpu_ends].max()) if len(gpu_ends) else 0
     return out
@@ -89,7 +94,7 @@ def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
         times = g.replay()
         measured, replayed = g.measured_end, int(times.max())
         kind = w.trace.column("events", "kind")[g.rows]
-        gpu = np.flatnonzero(np.isin(kind, GPU_WORK))
+        gpu = np.flatnonzero(np.isin(kind, GPU_WORK) & ~g.carried)
         replayed_start = times[2 * gpu] + g.window_start
         measured_start = g.core.measured[2 * gpu]
         start_err = np.abs(replayed_start - measured_start)
