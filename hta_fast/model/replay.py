@@ -65,10 +65,11 @@ def ablations(graph: DependencyGraph, trace: Trace) -> dict[str, int]:
     else:
         out["busiest_stream"] = 0
     out["no_cross_stream"] = int(graph.replay(skip=skip_mask("cross_stream")).max())
-    # The step's own GPU work alone: carried-over work takes no time here.
+    # The step's own GPU work alone: nothing carried over holds it (a very negative weight
+    # leaves an edge without effect, as what_if's dropped waits).
     w = graph.weight.copy()
     carried_node = np.append(graph.carried, False)  # the last entry: the window start
-    w[(graph.edge_type == EDGE["gpu_self"]) & carried_node[graph.core.src // 2]] = 0
+    w[carried_node[graph.core.src // 2]] = -(1 << 50)
     t = graph.replay(w, skip=GPU_ONLY_SKIP)
     gpu_ends = 2 * np.flatnonzero(gpu) + 1
     out["gpu_only"] = int(t[gpu_ends].max()) if len(gpu_ends) else 0

@@ -41,7 +41,7 @@ def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterat
                 continue
             own = all_rows[step_of == step]
             if len(own):
-                carried = gpu.carried_into(int(step), int(start), int(end))
+                carried = gpu.carried_into(trace, own, int(step), int(start), int(end))
                 rows = np.union1d(own, carried)
                 graph = build_graph(trace, rows, int(start), carried=np.isin(rows, carried))
                 yield Window(rank, int(step), trace, graph)
@@ -53,18 +53,52 @@ class _GpuRows:
     step: np.ndarray
     start: np.ndarray
     end: np.ndarray
+    launched: np.ndarray  # the launch call's ts; -1 where the trace holds no launch
+    stream: np.ndarray  # (pid, stream) as one key
 
-    def carried_into(self, step: int, start: int, end: int) -> np.ndarray:
-        """GPU events of other steps (launched before this one) running in [start, end)."""
-        return self.rows[(self.step != step) & (self.end > start) & (self.start < end)]
+    def carried_into(self, trace: Trace, own: np.ndarray, step: int, start: int,
+                     end: int) -> np.ndarray:
+        """GPU events of other steps running in [start, end) that were launched before it:
+        their launch is before start or, where the trace holds no launch (recording began
+        with work queued), they start before the step's own first GPU event on their stream."""
+        near = (self.step != step) & (self.end > start) & (self.start < end)
+        known = near & (self.launched >= 0)
+        out = self.rows[known & (self.launched < start)]
+        blind = np.flatnonzero(near & (self.launched < 0))
+        if len(blind):
+            own_gpu = own[np.isin(trace.column("events", "kind")[own], GPU_WORK)]
+            keys, first = _first_per_stream(trace, own_gpu)
+            pos = np.minimum(np.searchsorted(keys, self.stream[blind]), max(len(keys) - 1, 0))
+            ahead = (len(keys) > 0) & (keys[pos] == self.stream[blind]) & \
+                (self.start[blind] < first[pos])
+            out = np.union1d(out, self.rows[blind[ahead]])
+        return out
+
+
+def _stream_key(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    return (trace.column("events", "pid")[rows].astype(np.int64) << 32) + \
+        trace.column("events", "stream")[rows].astype(np.int64)
+
+
+def _first_per_stream(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted stream keys of these GPU rows and the earliest start on each."""
+    keys = _stream_key(trace, rows)
+    ts = trace.column("events", "ts")[rows]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    first = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inv.reshape(-1), ts)
+    return uniq, first
 
 
 def carry_candidates(trace: Trace, rows: np.ndarray) -> _GpuRows:
-    """The GPU work among these rows, with its step and measured span."""
+    """The GPU work among these rows, with its step, measured span, launch time and stream."""
     gpu = rows[np.isin(trace.column("events", "kind")[rows], GPU_WORK)]
-    ts = trace.column("events", "ts")[gpu]
-    return _GpuRows(gpu, trace.column("events", "step")[gpu], ts,
-                    ts + np.maximum(trace.column("events", "dur")[gpu], 0))
+    ts = trace.column("events", "ts")
+    partner = trace.column("events", "partner")[gpu]
+    launched = np.where(partner >= 0, ts[np.maximum(partner, 0)], -1)
+    return _GpuRows(gpu, trace.column("events", "step")[gpu], ts[gpu],
+                    ts[gpu] + np.maximum(trace.column("events", "dur")[gpu], 0), launched,
+                    _stream_key(trace, gpu))
 
 
 def step_groups(traces: Union[Trace, TraceSet], sel: select.Selection
