@@ -130,3 +130,25 @@ def test_the_v100_trace_on_an_a100_moves_toward_the_a100_step():
     r = what_if(trace, device="A100-SXM4-40GB", cpu=0.536).to_pandas()
     assert r.predicted.mean() < 135e6
     assert r.predicted.mean() > 77.5e6  # the host as recorded still holds it (docs/model.md)
+
+
+def test_a_stream_sync_without_its_sync_row_waits_for_the_stream_it_drained():
+    # A long kernel queued on stream 7, a short copy on stream 14, then a stream sync whose
+    # trace has no cuda_sync row: it returned after the copy, long before the kernel ended,
+    # so it waited for stream 14. Tied to every stream it would calibrate to -800 µs.
+    b = KinetoBuilder()
+    b.step(0, 0, 1200)
+    b.kernel(GEMM, 10, 20, 1000, stream=7)
+    b.memcpy("DtoH", 30, 40, 50, 1 << 20, stream=14)
+    b.runtime("cudaStreamSynchronize", 40, 55)
+    b.cpu_op("aten::host_work", 100, 50)
+    trace = b.load()
+    (w,) = each_window(trace, select.selection_of(None, None, None))
+    g = w.graph
+    kind = trace.column("events", "kind")[g.rows]
+    copy = int(np.flatnonzero(kind == hta_fast.schema.EventKind.memcpy)[0])
+    waits = np.flatnonzero(g.edge_type == EDGE["sync_wait"])
+    assert [int(g.core.src[e]) for e in waits] == [2 * copy + 1]
+    assert g.weight[waits].tolist() == [5_000]  # returned 5 µs after the copy ended
+    r = what_if(trace, name={"gemm": 2.0}).to_pandas()
+    assert r.predicted.tolist() == [2_020_000]  # only the kernel's own end moves
