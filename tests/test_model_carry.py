@@ -152,3 +152,12 @@ def test_a_stream_sync_without_its_sync_row_waits_for_the_stream_it_drained():
     assert g.weight[waits].tolist() == [5_000]  # returned 5 µs after the copy ended
     r = what_if(trace, name={"gemm": 2.0}).to_pandas()
     assert r.predicted.tolist() == [2_020_000]  # only the kernel's own end moves
+
+
+def test_selecting_a_step_keeps_what_it_carries():
+    trace = backlogged_job(400)
+    every = replay_steps(trace).to_pandas()
+    one = what_if(trace, name={"gemm": 0.5}, steps=[3]).to_pandas()
+    assert one.predicted.tolist() == what_if(trace, name={"gemm": 0.5}).to_pandas(
+    ).predicted.tolist()[3:4]
+    assert replay_steps(trace, steps=[3]).to_pandas().measured.tolist() == every.measured.tolist()[3:4]

@@ -34,7 +34,10 @@ def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterat
             continue
         all_rows = graph_rows(trace, mask)
         step_of = trace.column("events", "step")[all_rows]
-        gpu = carry_candidates(trace, all_rows)
+        # Carried work comes from the steps before, selected or not.
+        any_step = dataclasses.replace(sel, steps=None).event_mask(trace) \
+            if sel.steps is not None else mask
+        gpu = carry_candidates(trace, graph_rows(trace, any_step))
         step_ends = trace.column("steps", "ts") + np.maximum(trace.column("steps", "dur"), 0)
         for step, start, end in zip(steps, trace.column("steps", "ts"), step_ends):
             if sel.steps is not None and int(step) not in sel.steps:
