@@ -97,8 +97,8 @@ def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, la
                           wait_lane: np.ndarray) -> None:
     """A stream sync whose trace lacks its cuda_sync row (older traces) names no stream. Of
     the streams with work launched before the call, it waited for one whose last such work
-    ended by the call's return: the one that ended latest. Without one it waits for every
-    stream (a device sync). Without this, a sync on a copy stream is tied to a backlogged
+    ended by the call's return: the one that ended latest. Where every such stream ended by
+    then, or none did, it waits for every stream (a device sync), as before. Without this, a sync on a copy stream is tied to a backlogged
     compute stream that it did not wait for, and calibrates negative."""
     gpu = np.flatnonzero(is_gpu & (corr >= 0))
     per_lane = []
@@ -107,12 +107,15 @@ def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, la
         ev = ev[np.argsort(corr[ev], kind="stable")]
         per_lane.append((int(ln), corr[ev], ts[ev] + dur[ev]))
     for i in calls:
-        best, best_end = -1, None
+        best, best_end, later = -1, None, False
         for ln, c, end in per_lane:
             k = int(np.searchsorted(c, corr[i], side="left")) - 1
-            if k >= 0 and end[k] <= ts[i] + dur[i] and (best_end is None or end[k] > best_end):
+            if k < 0:
+                continue
+            later |= bool(end[k] > ts[i] + dur[i])
+            if end[k] <= ts[i] + dur[i] and (best_end is None or end[k] > best_end):
                 best, best_end = ln, end[k]
-        if best >= 0:
+        if later and best >= 0:  # a device-wide wait contradicts the trace: name the stream
             sync_kind[i], wait_lane[i] = sync_calls.STREAM, best
 
 
