@@ -12,6 +12,7 @@ same numbers but is not installed everywhere.
 from __future__ import annotations
 
 import json
+import statistics
 import os
 import signal
 import subprocess
@@ -104,3 +105,14 @@ if __name__ == "__main__":
     import sys
 
     print(json.dumps(run_measured(sys.argv[1:], check=False)))
+
+
+def timed(fn: Any, runs: int) -> float:
+    """Median wall seconds of `runs` calls of fn()."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+

@@ -14,7 +14,6 @@ call apart from its load.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,19 +22,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_analyses import ensure, reference_seconds  # noqa: E402
+from _measure import timed  # noqa: E402
 
 import hta_fast  # noqa: E402
 from hta_fast.analysis.critical_path import critical_path  # noqa: E402
 from hta_fast.model import replay_steps  # noqa: E402
-
-
-def timed(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> int:

@@ -9,14 +9,6 @@
 
 namespace hta::graph {
 
-namespace {
-void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
-  g.src.push_back(s);
-  g.dst.push_back(d);
-  g.type.push_back(static_cast<uint8_t>(t));
-}
-}  // namespace
-
 void add_cpu_edges(const GraphInput& in, Graph& g) {
   std::vector<int64_t> rows;
   for (size_t i = 0; i < in.n; ++i)
@@ -35,16 +27,16 @@ void add_cpu_edges(const GraphInput& in, Graph& g) {
     const bool first = k == 0 || in.lane[rows[k - 1]] != in.lane[r] || in.parent[rows[k - 1]] != p;
     const bool last = k + 1 == rows.size() || in.lane[rows[k + 1]] != in.lane[r] ||
                       in.parent[rows[k + 1]] != p;
-    if (!first) add(g, end_node(rows[k - 1]), start_node(r), EdgeType::cpu_sibling);
+    if (!first) g.add_edge(end_node(rows[k - 1]), start_node(r), EdgeType::cpu_sibling);
     if (p >= 0) {
       has_child[p] = 1;
-      if (first) add(g, start_node(p), start_node(r), EdgeType::cpu_nest_down);
-      if (last) add(g, end_node(r), end_node(p), EdgeType::cpu_nest_up);
+      if (first) g.add_edge(start_node(p), start_node(r), EdgeType::cpu_nest_down);
+      if (last) g.add_edge(end_node(r), end_node(p), EdgeType::cpu_nest_up);
     }
   }
   for (int64_t r : rows)
     if (!has_child[r] && !is_blocking(static_cast<SyncKind>(in.sync_kind[r])))
-      add(g, start_node(r), end_node(r), EdgeType::cpu_self);
+      g.add_edge(start_node(r), end_node(r), EdgeType::cpu_self);
 }
 
 }  // namespace hta::graph

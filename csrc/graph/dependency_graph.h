@@ -76,6 +76,12 @@ struct Graph {
   std::vector<int64_t> src, dst;
   std::vector<uint8_t> type;
   std::vector<int64_t> order;  // nodes in topological order, source first
+
+  void add_edge(int64_t from, int64_t to, EdgeType t) {
+    src.push_back(from);
+    dst.push_back(to);
+    type.push_back(static_cast<uint8_t>(t));
+  }
 };
 
 inline int64_t start_node(int64_t row) { return 2 * row; }

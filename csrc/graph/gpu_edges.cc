@@ -6,14 +6,6 @@
 
 namespace hta::graph {
 
-namespace {
-void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
-  g.src.push_back(s);
-  g.dst.push_back(d);
-  g.type.push_back(static_cast<uint8_t>(t));
-}
-}  // namespace
-
 void add_gpu_edges(const GraphInput& in, Graph& g) {
   std::vector<int64_t> rows;
   for (size_t i = 0; i < in.n; ++i)
@@ -25,10 +17,10 @@ void add_gpu_edges(const GraphInput& in, Graph& g) {
   });
   for (size_t k = 0; k < rows.size(); ++k) {
     const int64_t r = rows[k];
-    add(g, start_node(r), end_node(r), EdgeType::gpu_self);
-    if (in.launch[r] >= 0) add(g, start_node(in.launch[r]), start_node(r), EdgeType::launch);
+    g.add_edge(start_node(r), end_node(r), EdgeType::gpu_self);
+    if (in.launch[r] >= 0) g.add_edge(start_node(in.launch[r]), start_node(r), EdgeType::launch);
     if (k > 0 && in.lane[rows[k - 1]] == in.lane[r])
-      add(g, end_node(rows[k - 1]), start_node(r), EdgeType::kernel_kernel);
+      g.add_edge(end_node(rows[k - 1]), start_node(r), EdgeType::kernel_kernel);
   }
 }
 

@@ -11,11 +11,6 @@
 namespace hta::graph {
 
 namespace {
-void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
-  g.src.push_back(s);
-  g.dst.push_back(d);
-  g.type.push_back(static_cast<uint8_t>(t));
-}
 
 // The GPU events of each lane in launch order.
 struct LaneIndex {
@@ -60,25 +55,25 @@ void add_sync_edges(const GraphInput& in, Graph& g) {
     const auto kind = static_cast<SyncKind>(in.sync_kind[i]);
     const auto r = static_cast<int64_t>(i);
     if (kind == SyncKind::none || in.is_gpu[i]) continue;
-    if (is_blocking(kind)) add(g, start_node(r), end_node(r), EdgeType::sync_self);
+    if (is_blocking(kind)) g.add_edge(start_node(r), end_node(r), EdgeType::sync_self);
     switch (kind) {
       case SyncKind::stream:
       case SyncKind::event: {
         const int64_t bound = kind == SyncKind::stream ? in.corr[i] : in.wait_corr[i];
         const int64_t w = idx.last_before(in.wait_lane[i], bound);
-        if (w >= 0) add(g, end_node(w), end_node(r), EdgeType::sync_wait);
+        if (w >= 0) g.add_edge(end_node(w), end_node(r), EdgeType::sync_wait);
         break;
       }
       case SyncKind::device:
         for (const auto& [lane, v] : idx.rows) {
           const int64_t w = idx.last_before(lane, in.corr[i]);
-          if (w >= 0) add(g, end_node(w), end_node(r), EdgeType::sync_wait);
+          if (w >= 0) g.add_edge(end_node(w), end_node(r), EdgeType::sync_wait);
         }
         break;
       case SyncKind::stream_wait: {
         const int64_t w = idx.last_before(in.wait_lane[i], in.wait_corr[i]);
         const int64_t next = idx.first_after(in.target_lane[i], in.corr[i]);
-        if (w >= 0 && next >= 0) add(g, end_node(w), start_node(next), EdgeType::cross_stream);
+        if (w >= 0 && next >= 0) g.add_edge(end_node(w), start_node(next), EdgeType::cross_stream);
         break;
       }
       default:
@@ -87,7 +82,7 @@ void add_sync_edges(const GraphInput& in, Graph& g) {
   }
   for (int64_t k : own_gpu)
     if (in.sync_kind[in.launch[k]] == static_cast<uint8_t>(SyncKind::own_copy))
-      add(g, end_node(k), end_node(in.launch[k]), EdgeType::sync_wait);
+      g.add_edge(end_node(k), end_node(in.launch[k]), EdgeType::sync_wait);
 }
 
 }  // namespace hta::graph

@@ -15,11 +15,6 @@
 namespace hta::graph {
 
 namespace {
-void add(Graph& g, int64_t s, int64_t d, EdgeType t) {
-  g.src.push_back(s);
-  g.dst.push_back(d);
-  g.type.push_back(static_cast<uint8_t>(t));
-}
 
 struct LaneSpan {
   int64_t first = -1, last = -1;  // rows of the earliest start and the latest end
@@ -59,7 +54,7 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     auto pos = std::upper_bound(by_end.begin(), by_end.end(), in.ts[x],
                                 [&](int64_t t, int64_t r) { return t < end_of(r); });
     if (pos != by_end.begin() && in.lane[*(pos - 1)] != lane)
-      add(g, end_node(*(pos - 1)), start_node(x), EdgeType::cross_thread);
+      g.add_edge(end_node(*(pos - 1)), start_node(x), EdgeType::cross_thread);
     // Joined: the shortest event on another thread running when this thread's work ended.
     const int64_t done = end_of(s.last);
     int64_t y = -1;
@@ -68,7 +63,7 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
           (y < 0 || in.dur[r] < in.dur[y]))
         y = r;
     if (y < 0) continue;
-    add(g, end_node(s.last), end_node(y), EdgeType::thread_join);
+    g.add_edge(end_node(s.last), end_node(y), EdgeType::thread_join);
     join_targets.push_back(end_node(y));
   }
   // The joined event's end was reached through a rigid edge (its duration or its last child's

@@ -2,39 +2,18 @@
 model (hta_fast.analysis.critical_path, hta_fast.model.replay, hta_fast.model.what_if)."""
 from __future__ import annotations
 
-from typing import Callable, Optional, TypeVar
+from typing import Optional
 
 import click
 
-from ..analysis.select import Selection
 from .app import BadInput, Options, cli
-from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
-                      recover_option)
-from .output import FORMATS, check_format, emit
-
-F = TypeVar("F", bound=Callable[..., object])
-
-
-def _common(f: F) -> F:
-    """PATH..., --steps, --ranks, --format, -o, --limit, --recover."""
-    for option in reversed([
-            click.option("--steps", help=STEPS_HELP), click.option("--ranks", help=RANKS_HELP),
-            click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-                         show_default=True),
-            click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
-                         help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json)."),
-            click.option("--limit", type=int, default=20, show_default=True,
-                         help="Rows shown per table in the table format (0: all).")]):
-        f = option(f)
-    return recover_option(path_arguments(f))
-
-
-def _selection(ranks: Optional[str], steps: Optional[str]) -> Selection:
-    return Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
+from .loading import load_traces, parse_ints
+from .options import result_tables, selection, table_command
+from .output import check_format, emit
 
 
 @cli.command("critical-path")
-@_common
+@table_command
 @click.option("--trace-out", type=click.Path(dir_okay=False),
               help="Also write the path as a Chrome trace (open in Perfetto); .gz compresses.")
 @click.pass_obj
@@ -48,9 +27,8 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
-    result = critical_path(traces, selection=_selection(ranks, steps))
-    emit({result.name: result.table, **{f"{result.name}.{k}": t for k, t in result.tables.items()}},
-         {result.name: result.notes}, fmt, out_dir, limit)
+    result = critical_path(traces, selection=selection(ranks, steps))
+    emit(*result_tables([result]), fmt, out_dir, limit)
     if trace_out:  # of the first rank asked for (default: the smallest)
         asked = parse_ints(ranks, "rank")
         click.echo(write_critical_path_trace(traces, trace_out, rank=asked[0] if asked else None,
@@ -58,7 +36,7 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
 
 
 @cli.command("replay")
-@_common
+@table_command
 @click.option("--together", is_flag=True,
               help="Replay all ranks of a step together (a collective ends when the last rank "
                    "has reached it), with the no-cross-rank ablation.")
@@ -75,7 +53,7 @@ def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
     result = (replay_ranks if together else replay_steps)(traces,
-                                                          selection=_selection(ranks, steps))
+                                                          selection=selection(ranks, steps))
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
 
@@ -111,7 +89,7 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
 
 
 @cli.command("whatif")
-@_common
+@table_command
 @click.option("--scale", "classes", multiple=True, metavar="CLASS=F",
               help="Scale GPU time of a kernel class: COMM, COMP or MEM (repeatable).")
 @click.option("--scale-name", "names", multiple=True, metavar="REGEX=F",
@@ -159,7 +137,7 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                          cpu=cpu, zero_launch_overhead=zero_launch_overhead,
                          drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
                          collective_busbw_gbps=busbw, edit_ranks=parse_ints(edit_ranks, "rank"),
-                         cross_rank=not no_cross_rank, selection=_selection(ranks, steps),
+                         cross_rank=not no_cross_rank, selection=selection(ranks, steps),
                          device=device, source_device=source_device, devices_file=devices_file)
     except ValueError as e:
         raise BadInput(str(e)) from None

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from .. import ops
+from ..analysis import derived
 from ..analysis.temporal import GpuWork, gpu_work
 from ..schema import EventKind
 from ..trace import Trace
@@ -201,11 +202,10 @@ def _idle_gaps(view: RankView) -> Gaps:
 def name_flags(trace: Trace, pattern: str) -> np.ndarray:
     """Per string id of the trace's pool: whether it matches the regular expression
     (searched, case-sensitive). Remembered per trace."""
-    memo = trace.__dict__.setdefault("_doctor_names", {})
-    if pattern not in memo:
+    def compute() -> np.ndarray:
         flags = pc.match_substring_regex(trace.strings, pattern).to_numpy(zero_copy_only=False)
-        memo[pattern] = np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
-    return memo[pattern]
+        return np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
+    return derived.remember(trace, ("name_flags", pattern), compute)
 
 
 def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:

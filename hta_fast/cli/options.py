@@ -1,0 +1,44 @@
+"""What the table-printing commands (ops, predict, critical-path, replay, whatif) share: their
+options, the selection they describe, and their results as named tables."""
+from __future__ import annotations
+
+from typing import Callable, Optional, TypeVar
+
+import click
+import pyarrow as pa
+
+from ..analysis.result import Result
+from ..analysis.select import Selection
+from .loading import RANKS_HELP, STEPS_HELP, parse_ints, path_arguments, recover_option
+from .output import FORMATS
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def table_command(f: F) -> F:
+    """PATH..., --steps, --ranks, --format, -o, --limit, --recover."""
+    for option in reversed([
+            click.option("--steps", help=STEPS_HELP), click.option("--ranks", help=RANKS_HELP),
+            click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+                         show_default=True),
+            click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
+                         help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json)."),
+            click.option("--limit", type=int, default=20, show_default=True,
+                         help="Rows shown per table in the table format (0: all).")]):
+        f = option(f)
+    return recover_option(path_arguments(f))
+
+
+def selection(ranks: Optional[str], steps: Optional[str]) -> Selection:
+    return Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
+
+
+def result_tables(results: list[Result]) -> tuple[dict[str, pa.Table], dict[str, list[str]]]:
+    """Each result's main table under its name, side tables as NAME.SIDE, and its notes."""
+    tables: dict[str, pa.Table] = {}
+    notes: dict[str, list[str]] = {}
+    for r in results:
+        tables[r.name] = r.table
+        tables.update({f"{r.name}.{side}": t for side, t in r.tables.items()})
+        notes[r.name] = r.notes
+    return tables, notes
