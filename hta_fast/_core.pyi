@@ -8,6 +8,7 @@ __version__: str
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+U8 = npt.NDArray[np.uint8]
 
 class FormatError(ValueError):
     """A broken trace; args are (message, byte offset)."""
@@ -50,6 +51,8 @@ class _Ops:
     def group_order(group: I64, key: I64) -> I64: ...
     @staticmethod
     def group_gaps(group: I64, starts: I64, ends: I64) -> tuple[I64, I64, I64, I64]: ...
+    @staticmethod
+    def occupancy(group: I64, enter: I64, leave: I64) -> tuple[I64, U8, I64, I64, I64]: ...
     @staticmethod
     def step_counter_f64(group: I64, ts: I64, delta: F64) -> tuple[I64, I64, F64]: ...
     @staticmethod

@@ -23,7 +23,7 @@ from ._core import ops as _ops
 __all__ = [
     "Intervals", "GroupedIntervals", "GroupTotals", "GroupedClassSweep", "Gaps", "StepSeries",
     "WeightedStats", "union", "total_length", "intersect", "difference", "grouped_union",
-    "grouped_total", "class_sweep", "grouped_class_sweep", "group_order", "group_gaps", "step_counter",
+    "grouped_total", "class_sweep", "grouped_class_sweep", "group_order", "group_gaps", "Occupancy", "occupancy", "step_counter",
     "weighted_stats",
 ]
 
@@ -66,6 +66,15 @@ class StepSeries(NamedTuple):
     group: np.ndarray  # int64
     ts: np.ndarray  # int64
     value: np.ndarray  # float64 or int64, as the deltas
+
+
+class Occupancy(NamedTuple):
+    """Entries and exits in the order occupancy() gives them, one row each."""
+    item: np.ndarray  # int64, the item of the row
+    entering: np.ndarray  # bool, True for the item's entry, False for its exit
+    group: np.ndarray  # int64
+    ts: np.ndarray  # int64
+    level: np.ndarray  # int64, items inside the row's group after it
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,21 @@ def group_gaps(group: ArrayLike, starts: ArrayLike, ends: ArrayLike) -> Gaps:
 
 
 # --- step functions ---------------------------------------------------------------------
+def occupancy(group: ArrayLike, enter: ArrayLike, leave: ArrayLike) -> Occupancy:
+    """Items entering and leaving groups, one row per entry and per exit, with the number of
+    items inside the group after each row (a CUDA stream's launch queue, row by row).
+
+    Item i enters group[i] at enter[i] and leaves at leave[i]. Rows are sorted by (group, ts);
+    at one timestamp exits come before entries (an item leaving as another enters is no peak),
+    except that an item entering and leaving at once leaves after the entries (no level is
+    below zero); then by row. Each group starts empty. Unlike
+    step_counter, every change keeps its own row.
+    """
+    item, entering, g, ts, level = _ops.occupancy(
+        _int_column("group", group), _int_column("enter", enter), _int_column("leave", leave))
+    return Occupancy(item, entering.view(np.bool_), g, ts, level)
+
+
 def step_counter(group: ArrayLike, ts: ArrayLike, delta: ArrayLike) -> StepSeries:
     """A step function per group that starts at 0 and changes by delta[i] at ts[i].
 

@@ -15,6 +15,7 @@
 #include "ops/group_sort.h"
 #include "ops/grouped_union.h"
 #include "ops/interval_set.h"
+#include "ops/occupancy.h"
 #include "ops/step_counter.h"
 #include "ops/weighted_stats.h"
 
@@ -139,6 +140,17 @@ py::tuple group_gaps(const Col<int64_t>& group, const Col<int64_t>& start, const
                         to_numpy(std::move(r.next_index)));
 }
 
+py::tuple occupancy(const Col<int64_t>& group, const Col<int64_t>& enter, const Col<int64_t>& leave) {
+  const size_t n = same_length({{&group, "group"}, {&enter, "enter"}, {&leave, "leave"}});
+  hta::ops::Occupancy r;
+  {
+    py::gil_scoped_release release;
+    r = hta::ops::occupancy(group.data(), enter.data(), leave.data(), n);
+  }
+  return py::make_tuple(to_numpy(std::move(r.item)), to_numpy(std::move(r.entering)), to_numpy(std::move(r.group)),
+                        to_numpy(std::move(r.ts)), to_numpy(std::move(r.level)));
+}
+
 template <class T>
 py::tuple step_counter(const Col<int64_t>& group, const Col<int64_t>& ts, const Col<T>& delta) {
   const size_t n = same_length({{&group, "group"}, {&ts, "ts"}, {&delta, "delta"}});
@@ -202,6 +214,7 @@ void register_ops(py::module_& m) {
           py::arg("classes"), py::arg("n_classes"));
   ops.def("group_order", &group_order, py::arg("group"), py::arg("key"));
   ops.def("group_gaps", &group_gaps, py::arg("group"), py::arg("starts"), py::arg("ends"));
+  ops.def("occupancy", &occupancy, py::arg("group"), py::arg("enter"), py::arg("leave"));
   ops.def("step_counter_f64", &step_counter<double>, py::arg("group"), py::arg("ts"), py::arg("delta"));
   ops.def("step_counter_i64", &step_counter<int64_t>, py::arg("group"), py::arg("ts"), py::arg("delta"));
   ops.def("weighted_stats", &weighted_stats, py::arg("group"), py::arg("ts"), py::arg("value"), py::arg("end_ts"),

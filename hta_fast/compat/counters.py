@@ -69,12 +69,22 @@ def origin_ns(traces: TraceSet) -> int:
     return min(starts) if starts else 0
 
 
-def _us(ns: np.ndarray) -> np.ndarray:
-    """Nanoseconds as microseconds: int64 when all are whole, else float64."""
+def _us(ns: np.ndarray, whole: Optional[bool] = None) -> np.ndarray:
+    """Nanoseconds as microseconds: int64 when all are whole (known to the caller, or
+    checked), else float64."""
     ns = np.asarray(ns, np.int64)
-    if np.all(ns % 1000 == 0):
+    if whole if whole is not None else np.all(ns % 1000 == 0):
         return ns // 1000
     return ns / 1000.0
+
+
+def _whole_us(traces: TraceSet) -> bool:
+    """Whether every event of every rank starts on a whole microsecond (integer-µs traces),
+    so that every difference of two starts is whole too."""
+    def check(trace: Trace) -> bool:
+        return derived.remember(trace, "starts_whole_us", lambda: bool(
+            np.all(trace.column("events", "ts") % 1000 == 0)))
+    return all(check(t) for t in traces.values())
 
 
 def _ranks(analysis: TraceAnalysis, ranks: Optional[List[int]]) -> List[int]:
@@ -109,24 +119,18 @@ class _Series(Dict[str, np.ndarray]):
 def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Optional[_Series]:
     """+1 at each launch, -1 at each GPU event's start, per stream, in time order (GPU starts
     before launches at one timestamp)."""
+    from .. import ops
+
     rows, launch_ts, gpu_ts, _ = _ql.queue_pairs(trace, mask)
     if len(rows) == 0:
         return None
-    n = len(rows)
     col = trace.column
     stream = col("events", "stream")[rows].astype(np.int64)
-    # Rows 0..n-1 are the launches, n..2n-1 the GPU starts of the same entries.
-    ts = np.concatenate([launch_ts, gpu_ts])
-    order = _by_group_time(np.tile(stream, 2), ts, np.repeat(np.array([1, 0], np.int8), n))
-    delta = np.where(order < n, 1, -1)
-    both_rows = np.tile(rows, 2)[order]  # the GPU event of each row's entry
-    stream_o = stream[order % n]
-    total = np.cumsum(delta)
-    first = np.r_[True, stream_o[1:] != stream_o[:-1]]
-    before = np.repeat((total - delta)[first], np.diff(np.r_[np.flatnonzero(first), 2 * n]))
-    index = np.concatenate([col("events", "partner")[rows], rows])[order]
-    return _Series(index=index, ts=ts[order] - zero, group=stream_o, value=total - before,
-                   pid=col("events", "pid")[both_rows], tid=col("events", "tid")[both_rows])
+    occ = ops.occupancy(stream, launch_ts, gpu_ts)
+    gpu_rows = rows[occ.item]  # the GPU event of each row's launch
+    index = np.where(occ.entering, col("events", "partner")[gpu_rows], gpu_rows)
+    return _Series(index=index, ts=occ.ts - zero, group=occ.group, value=occ.level,
+                   pid=col("events", "pid")[gpu_rows], tid=col("events", "tid")[gpu_rows])
 
 
 def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.ndarray:
@@ -158,7 +162,8 @@ def get_queue_length_time_series(analysis: TraceAnalysis, ranks: Optional[List[i
     Ranks without queued work are left out."""
     import pandas as pd
 
-    return {rank: pd.DataFrame({"ts": _us(s["ts"]), "pid": s["pid"], "tid": s["tid"],
+    whole = True if _whole_us(analysis.traces) else None
+    return {rank: pd.DataFrame({"ts": _us(s["ts"], whole), "pid": s["pid"], "tid": s["tid"],
                                 "stream": s["group"], "queue_length": s["value"]},
                                index=pd.Index(s["index"], name="index"), copy=False)
             for rank, s in _each_series(analysis, ranks, _queue_series)}
