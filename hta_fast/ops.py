@@ -201,17 +201,22 @@ def group_order(group: ArrayLike, key: ArrayLike) -> np.ndarray:
     return _ops.group_order(_int_column("group", group), _int_column("key", key))
 
 
-def group_gaps(group: ArrayLike, starts: ArrayLike, ends: ArrayLike) -> Gaps:
+def group_gaps(group: ArrayLike, starts: ArrayLike, ends: ArrayLike, *,
+               touching: bool = False) -> Gaps:
     """Gaps between the events of each group, and the event that ends each gap.
 
     Per group the events are taken in order of (start, end, row). A gap lies before each event
     whose start exceeds the running maximum end of the events before it; it runs from that
     maximum to the event's start, and next_index is that event's input row. Zero-length events
     take part (they end a gap); an event with end < start counts as zero-length at its start.
-    Rows sorted by (group, start); zero-length gaps are not reported.
+    Rows sorted by (group, start).
+
+    Zero-length gaps are reported only with touching=True: before an event that starts
+    exactly where the events before it end. Ends are open ([a, b) leaves b free) but a
+    zero-length event covers its own instant, so an event starting on it ends no gap.
     """
     return Gaps(*_ops.group_gaps(_int_column("group", group), _int_column("starts", starts),
-                                 _int_column("ends", ends)))
+                                 _int_column("ends", ends), bool(touching)))
 
 
 # --- step functions ---------------------------------------------------------------------

@@ -204,6 +204,17 @@ def test_idle_touching_kernels_give_zero_length_intervals():
     assert r["idle_time"] == 0 and r["intervals"] == 2
 
 
+def test_idle_gap_after_a_zero_length_kernel_has_its_full_length():
+    # the marker at 20 µs covers its instant only: the gap after it is [20, 30) µs, whole
+    b = TraceBuilder()
+    b.gpu("a", 0, 10, launch_ts=0)
+    b.gpu("marker", 20, 0, launch_ts=1)
+    b.gpu("b", 30, 10, launch_ts=2)
+    res = idle_time_breakdown(b.load())
+    r = row(res, idle_category="kernel_wait")
+    assert r["idle_time"] == 20 * US and r["intervals"] == 2
+
+
 def test_idle_graph_launch_kernels_share_a_launch():
     b = TraceBuilder()
     b.gpu("first", 0, 10, launch_ts=0)

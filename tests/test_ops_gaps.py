@@ -52,3 +52,40 @@ def test_matches_holes_model(rows):
 def test_extreme_values():
     g = ops.group_gaps([0, 0, 0], [INT64_MIN, INT64_MAX - 1, 0], [INT64_MIN + 1, INT64_MAX, 0])
     assert rows_of(g) == [(0, INT64_MIN + 1, 0, 2), (0, 0, INT64_MAX - 1, 1)]
+
+
+def touching_model(rows):
+    """Gaps with touching=True, by doubling times: an event [a, b) covers the closed doubled
+    range [2a, 2b - 1], a zero-length one the point 2a; a gap lies wherever the next start
+    (doubled) exceeds the doubled reach, from (reach + 1) // 2 to the start."""
+    out = []
+    for g in sorted({r[0] for r in rows}):
+        mine = sorted((s, max(s, e), i) for i, (gg, s, e) in enumerate(rows) if gg == g)
+        reach = None
+        for s, e, i in mine:
+            if reach is not None and 2 * s > reach:
+                out.append((g, (reach + 1) // 2, s, i))
+            covered = 2 * e - 1 if e > s else 2 * s
+            reach = covered if reach is None else max(reach, covered)
+    return out
+
+
+def test_touching_reports_zero_length_gaps():
+    # [0,10) then [10,20): a zero-length gap at 10; a marker at 20 then [20,30): one gap, at 20
+    g = ops.group_gaps([0, 0, 0, 0], [0, 10, 20, 20], [10, 20, 20, 30], touching=True)
+    assert rows_of(g) == [(0, 10, 10, 1), (0, 20, 20, 2)]
+
+
+def test_touching_gap_after_a_marker_has_its_full_length():
+    # the marker at 20 covers 20 only: the gap after it is [20, 30), 10 long
+    g = ops.group_gaps([1, 1, 1], [0, 20, 30], [10, 20, 40], touching=True)
+    assert rows_of(g) == [(1, 10, 20, 1), (1, 20, 30, 2)]
+
+
+@PROPERTY
+@given(grouped_intervals(max_size=14))
+def test_touching_matches_doubled_model(rows):
+    got = rows_of(ops.group_gaps(*columns(rows, 3), touching=True))
+    assert got == touching_model(rows)
+    # without touching, the same gaps less the zero-length ones
+    assert rows_of(ops.group_gaps(*columns(rows, 3))) == [r for r in got if r[1] < r[2]]

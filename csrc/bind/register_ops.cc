@@ -129,12 +129,12 @@ py::array_t<int64_t> group_order(const Col<int64_t>& group, const Col<int64_t>& 
   return to_numpy(std::move(r));
 }
 
-py::tuple group_gaps(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end) {
+py::tuple group_gaps(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end, bool touching) {
   const size_t n = same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}});
   hta::ops::Gaps r;
   {
     py::gil_scoped_release release;
-    r = hta::ops::group_gaps(group.data(), start.data(), end.data(), n);
+    r = hta::ops::group_gaps(group.data(), start.data(), end.data(), n, touching);
   }
   return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.start)), to_numpy(std::move(r.end)),
                         to_numpy(std::move(r.next_index)));
@@ -213,7 +213,8 @@ void register_ops(py::module_& m) {
   ops.def("grouped_class_sweep", &grouped_class_sweep, py::arg("group"), py::arg("starts"), py::arg("ends"),
           py::arg("classes"), py::arg("n_classes"));
   ops.def("group_order", &group_order, py::arg("group"), py::arg("key"));
-  ops.def("group_gaps", &group_gaps, py::arg("group"), py::arg("starts"), py::arg("ends"));
+  ops.def("group_gaps", &group_gaps, py::arg("group"), py::arg("starts"), py::arg("ends"),
+          py::arg("touching") = false);
   ops.def("occupancy", &occupancy, py::arg("group"), py::arg("enter"), py::arg("leave"));
   ops.def("step_counter_f64", &step_counter<double>, py::arg("group"), py::arg("ts"), py::arg("delta"));
   ops.def("step_counter_i64", &step_counter<int64_t>, py::arg("group"), py::arg("ts"), py::arg("delta"));

@@ -25,6 +25,12 @@ struct Gaps {
 // from that maximum to the event's start. Zero-length events take part (they end a gap); an
 // event with end < start counts as zero-length at its start. No gap is reported before a
 // group's first event or after its last.
-Gaps group_gaps(const int64_t* group, const int64_t* start, const int64_t* end, size_t n);
+//
+// touching: also report the gaps of length zero, before an event that starts exactly where
+// the events before it end. Ends are open (an event [a, b) leaves b free), while a zero-length
+// event covers its own instant: an event starting there ends no gap, as on a GPU stream where
+// a marker and the kernel after it run back to back.
+Gaps group_gaps(const int64_t* group, const int64_t* start, const int64_t* end, size_t n,
+                bool touching = false);
 
 }  // namespace hta::ops

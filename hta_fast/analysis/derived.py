@@ -5,7 +5,8 @@ that asks (the compat facade calls many analyses one after another on the same t
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, TypeVar
+import dataclasses
+from typing import Callable, Hashable, Iterable, Optional, TypeVar
 
 import numpy as np
 
@@ -19,11 +20,40 @@ def remember(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:
     memo = trace.__dict__.setdefault("_derived", {})
     if key not in memo:
         value = compute()
-        for a in value if isinstance(value, tuple) else (value,):
-            if isinstance(a, np.ndarray):
-                a.flags.writeable = False
+        _freeze(value)
         memo[key] = value
     return memo[key]
+
+
+def remember_under(trace: Trace, key: Hashable, mask: Optional[np.ndarray],
+                   compute: Callable[[], T]) -> T:
+    """compute(), once per (trace, key, mask) for the read-only masks a Selection keeps
+    (select.Selection.event_mask): the value is kept with the mask it was computed under and
+    used only for that very mask. Other masks (writeable ones could change) compute anew."""
+    if mask is None:
+        return remember(trace, key, compute)
+    if mask.flags.writeable:
+        return compute()
+    memo = trace.__dict__.setdefault("_derived", {})
+    held = memo.get((key, id(mask)))
+    if held is None or held[0] is not mask:  # holding the mask keeps its id from reuse
+        value = compute()
+        _freeze(value)
+        held = memo[(key, id(mask))] = (mask, value)
+    return held[1]
+
+
+def _freeze(value: object) -> None:
+    """Make the arrays of a value (an array, a tuple or a dataclass of them) read-only."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        parts: Iterable[object] = (getattr(value, f.name) for f in dataclasses.fields(value))
+    elif isinstance(value, tuple):
+        parts = value
+    else:
+        parts = (value,)
+    for a in parts:
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
 
 
 def kind_mask(trace: Trace, kinds: Iterable[int]) -> np.ndarray:

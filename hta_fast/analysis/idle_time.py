@@ -24,10 +24,10 @@ from .select import Ranks, Steps, Streams, Window
 from .. import ops
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
+from . import derived, select
 from .result import Result
 from .fields import NS
-from .temporal import gpu_work
+from .temporal import GpuWork, gpu_work
 
 CATEGORIES = ("host_wait", "kernel_wait", "other")
 HOST_WAIT, KERNEL_WAIT, OTHER = range(3)
@@ -54,20 +54,12 @@ def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarr
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Idle intervals of every stream: (stream, gap start, gap length, row ending it).
 
-    Rows are indexes into the inputs. Uses ops.group_gaps on doubled times with each end
-    moved half a unit earlier, so that an event starting exactly at the latest end yields a
-    gap (of length zero) while any real overlap still yields none.
+    Rows are indexes into the inputs. An event starting exactly at the latest end yields a
+    gap of length zero, while any real overlap still yields none (ops.group_gaps with
+    touching=True).
     """
-    if len(starts) == 0:
-        e = np.empty(0, np.int64)
-        return e, e, e, e
-    base = starts.min()
-    s2 = (starts - base) * 2
-    e2 = (ends - base) * 2 - 1  # zero-length events: end < start, i.e. a point at start
-    g = ops.group_gaps(stream.astype(np.int64), s2, e2)
-    gap_start = (g.starts + 1) // 2 + base
-    gap_len = (g.ends - g.starts - 1) // 2
-    return g.group, gap_start, gap_len, g.next_index
+    g = ops.group_gaps(stream.astype(np.int64), starts, ends, touching=True)
+    return g.group, g.starts, g.ends - g.starts, g.next_index
 
 
 def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_delay: int = 30_000,
@@ -103,8 +95,7 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
                              np.iinfo(np.int64).min)
         cat = np.where(launch_ts > gstart, HOST_WAIT, np.where(glen < delay, KERNEL_WAIT, OTHER))
 
-        uniq, first = np.unique(w.stream, return_index=True)
-        order = uniq[np.argsort(first, kind="stable")]
+        uniq, order = _streams(trace, w, mask)
         if sel.streams is not None:  # the order asked for
             order = np.array([s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())],
                              uniq.dtype)
@@ -133,6 +124,15 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
     return Result("idle_time_breakdown", table, tables=tables, notes=notes,
                   params={"consecutive_kernel_delay": delay, "interval_stats": interval_stats,
                           "selection": sel})
+
+
+def _streams(trace: Trace, w: GpuWork, mask: Optional[np.ndarray]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The streams of this GPU work: ascending, and in order of their first event."""
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        uniq, first = np.unique(w.stream, return_index=True)
+        return uniq, uniq[np.argsort(first, kind="stable")]
+    return derived.remember_under(trace, "gpu_work_streams", mask, compute)
 
 
 def _add_stats(stats: dict, rank: int, stream: int, category: str, lens: np.ndarray) -> None:

@@ -51,17 +51,23 @@ class GpuWork(NamedTuple):
 def gpu_work(trace: Trace, mask: Optional[np.ndarray],
              window: Optional[tuple[int, int]] = None) -> GpuWork:
     """The kernels, memcpy and memset events of a trace kept by mask (None: all), as
-    intervals clipped to window when given (the selection keeps events that overlap it)."""
+    intervals clipped to window when given (the selection keeps events that overlap it).
+    The arrays are read-only: for a selection's mask they are worked out once and shared."""
+    w = derived.remember_under(trace, "gpu_work", mask, lambda: _gpu_work(trace, mask))
+    if window is None:
+        return w
+    lo, hi = window
+    starts = np.clip(w.starts, lo, hi)
+    return w._replace(starts=starts, ends=np.maximum(np.clip(w.ends, lo, hi), starts))
+
+
+def _gpu_work(trace: Trace, mask: Optional[np.ndarray]) -> GpuWork:
     rows = derived.remember(trace, "gpu_work_rows", lambda: np.flatnonzero(
         derived.kind_mask(trace, select.GPU_WORK_KINDS)))
     if mask is not None:
         rows = rows[mask[rows]]
     starts = trace.column("events", "ts")[rows]
     ends = starts + np.maximum(trace.column("events", "dur")[rows], 0)
-    if window is not None:
-        lo, hi = window
-        starts = np.clip(starts, lo, hi)
-        ends = np.maximum(np.clip(ends, lo, hi), starts)
     return GpuWork(rows, starts, ends, trace.column("events", "kernel_class")[rows],
                    trace.column("events", "stream")[rows])
 
