@@ -133,8 +133,34 @@ def test_what_if_path_equals_the_path_of_the_job_regenerated_with_the_change():
 def test_per_rank_output_is_unchanged_by_default():
     ts = tail_job(gemm=[1000, 2000, 1000], tail=[300, 300, 700])
     r = critical_path(ts)
-    assert r.table.column_names[:2] == ["rank", "step"] and len(r.table) == 3
-    assert "from_rank" not in r["breakdown"].column_names
+    assert r.table.column_names == [
+        "rank", "step", "critical_path_length", "measured_step", "cpu_bound", "gpu_compute_bound",
+        "gpu_communication_bound", "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead",
+        "data_loading"]
+    assert r["breakdown"].column_names == ["rank", "step", "duration", "type", "name", "cat",
+                                           "pid", "tid", "stream", "bound_by"]
+    # Each rank alone: its all-reduce takes its measured time, waiting for rank 1 included.
+    per_rank = r.to_pandas()
+    assert (per_rank.critical_path_length == per_rank.measured_step).all()
+    comm = r.to_pandas("breakdown").query("bound_by == 'gpu_communication_bound'")
+    assert comm.duration.tolist() == [1100 * US, 100 * US, 1100 * US]
+
+
+def test_one_rank_alone_has_the_per_rank_path():
+    one = tail_job(gemm=[1000], tail=[300])
+    summary, rows = path_of(one)
+    alone = critical_path(one)
+    assert summary.jumps[0] == 0 and summary.critical_path_length[0] == \
+        alone.table["critical_path_length"][0].as_py()
+    assert rows.drop(columns="from_rank").astype(str).values.tolist() == \
+        alone.to_pandas("breakdown").astype(str).values.tolist()
+
+
+def test_core_walk_from_a_node_outside_the_graph_is_refused():
+    (linked, together, _), = joint_paths(tail_job(gemm=[1000, 2000], tail=[300, 300]))
+    g = linked[0].graph
+    with pytest.raises(ValueError, match="not a node"):
+        g.core.critical_path(g.weight, together.times[0], 0, len(together.times[0]))
 
 
 # --- properties ----------------------------------------------------------------------------
