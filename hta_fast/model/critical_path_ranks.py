@@ -56,5 +56,6 @@ def critical_path_across_ranks(traces: Union[Trace, TraceSet], sel: select.Selec
         if not any(len(lw.comm) for lw in linked):
             notes.append(f"step {group[0].step}: no collective is shared by two of the selected "
                          "ranks: the path stays on the rank that ends last")
-    return Result("critical_path", summary_table(rows), tables={"breakdown": breakdown_table(parts)},
-                  notes=notes, params={"selection": sel, "cross_rank": True})
+    return Result("critical_path", summary_table(rows),
+                  tables={"breakdown": breakdown_table(parts)}, notes=notes,
+                  params={"selection": sel, "cross_rank": True})
