@@ -5,9 +5,10 @@
 
 FOLDER holds one trace per rank (../shared/traces/param_dlrm_8rank, or a set written by
 benchmarks/gen_trace.py --ranks 8). Times (medians of --runs rounds, each stage once a
-round): load; the per-rank critical path of every rank (critical_path); the joint replay (replay_ranks); the path across ranks
-(critical_path(cross_rank=True): graphs, joint replay, walk and tables); and the walk alone
-(path_across_ranks over graphs and a joint replay already made, plus its tables).
+round): load; the per-rank critical path of every rank (critical_path); the joint replay
+(replay_ranks); the path across ranks (critical_path(cross_rank=True): graphs, joint replay,
+walk and tables); and the walk alone (path_across_ranks over graphs and a joint replay
+already made, plus its tables).
 """
 from __future__ import annotations
 
