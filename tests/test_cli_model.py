@@ -70,3 +70,22 @@ def test_whatif_unknown_device_is_one_line(traces_dir):
                          "--source-device", "A100-SXM4-40GB")
     assert res.returncode == 2
     assert "unknown device 'Nope'" in one_error_line(res.stderr)
+
+
+def test_critical_path_together_equals_the_analysis(traces_dir):
+    path = traces_dir / "param_dlrm_8rank"
+    res = run("critical-path", str(path), "--together", "--format", "json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output[:res.output.rindex("}") + 1])
+    expected = critical_path(hta_fast.load_dir(path), cross_rank=True)
+    assert doc["tables"]["critical_path"] == expected.table.to_pylist()
+    assert doc["tables"]["critical_path.breakdown"] == expected["breakdown"].to_pylist()
+    (row,) = doc["tables"]["critical_path"]
+    assert row["end_rank"] == 4 and "cross_rank" in row  # one row per step, not per rank
+
+
+def test_critical_path_together_refuses_trace_out_in_one_line(traces_dir, tmp_path):
+    res = run_subprocess("critical-path", str(traces_dir / "param_dlrm_8rank"), "--together",
+                         "--trace-out", str(tmp_path / "p.json"))
+    assert res.returncode == 2
+    assert "--together" in one_error_line(res.stderr)

@@ -128,17 +128,19 @@ void register_graph(py::module_& m) {
         return to_numpy(std::move(t));
       }, py::arg("weight"), py::arg("skip_types") = 0, py::arg("floor") = py::none())
       .def("critical_path", [](const PyGraph& g, const Col<int64_t>& weight, const Col<int64_t>& times,
-                               uint32_t skip_types) {
+                               uint32_t skip_types, int64_t from) {
         auto w = weights_of(g, weight);
         check_length(times, "times", 2 * g.g.n_events + 1);
+        if (from >= static_cast<int64_t>(2 * g.g.n_events + 1))
+          throw std::invalid_argument("critical_path: `from` is not a node of this graph");
         std::vector<int64_t> t(times.data(), times.data() + times.size());
         std::vector<int64_t> p;
         {
           py::gil_scoped_release release;
-          p = hta::graph::critical_path(g.g, w, t, skip_types);
+          p = hta::graph::critical_path(g.g, w, t, skip_types, from);
         }
         return to_numpy(std::move(p));
-      }, py::arg("weight"), py::arg("times"), py::arg("skip_types") = 0);
+      }, py::arg("weight"), py::arg("times"), py::arg("skip_types") = 0, py::arg("from_node") = -1);
   sub.def("build", &build, py::arg("ts"), py::arg("dur"), py::arg("lane"), py::arg("is_gpu"),
           py::arg("parent"), py::arg("launch"), py::arg("corr"), py::arg("sync_kind"),
           py::arg("wait_lane"), py::arg("wait_corr"), py::arg("target_lane"),

@@ -33,10 +33,13 @@ std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, 
 }
 
 std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& weight,
-                                   const std::vector<int64_t>& times, uint32_t skip_types) {
+                                   const std::vector<int64_t>& times, uint32_t skip_types,
+                                   int64_t from) {
   const size_t nodes = times.size();
   const Csr in = by_node(g.dst, nodes);
-  int64_t v = static_cast<int64_t>(std::max_element(times.begin(), times.end()) - times.begin());
+  int64_t v = from >= 0 ? from
+                        : static_cast<int64_t>(std::max_element(times.begin(), times.end()) -
+                                               times.begin());
   std::vector<int64_t> path;
   for (;;) {
     // Of the tight edges into v, follow the one from the latest source (ties: the last added,

@@ -19,10 +19,12 @@ namespace hta::graph {
 std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight,
                             uint32_t skip_types = 0, const std::vector<int64_t>& floor = {});
 
-// The edges of a longest path from the source to the latest node, in order, over the times
-// replay() returned for the same weights and skip_types. It stops at a node held by its floor
-// (no edge into it is tight): the path goes on on another rank.
+// The edges of a longest path from the source to the latest node (or to `from`, when it is a
+// node: where a path across ranks enters this rank's graph), in order, over the times replay()
+// returned for the same weights and skip_types. It stops at a node held by its floor (no edge
+// into it is tight): the path goes on on another rank.
 std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& weight,
-                                   const std::vector<int64_t>& times, uint32_t skip_types = 0);
+                                   const std::vector<int64_t>& times, uint32_t skip_types = 0,
+                                   int64_t from = -1);
 
 }  // namespace hta::graph

@@ -16,18 +16,23 @@ from .output import check_format, emit
 @table_command
 @click.option("--trace-out", type=click.Path(dir_okay=False),
               help="Also write the path as a Chrome trace (open in Perfetto); .gz compresses.")
+@click.option("--together", is_flag=True,
+              help="One path per step across the ranks replayed together: where a collective "
+                   "waited for the last rank, the path goes on on that rank.")
 @click.pass_obj
 def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                           ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                          recover: bool, trace_out: Optional[str]) -> None:
+                          recover: bool, trace_out: Optional[str], together: bool) -> None:
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
     compute, communication, kernel-to-kernel and launch overhead, data loading."""
     from ..analysis.critical_path import critical_path
     from ..model.path_trace import write_critical_path_trace
 
     check_format(fmt, out_dir)
+    if together and trace_out:
+        raise BadInput("--trace-out draws one rank's path: it does not go with --together")
     traces, _ = load_traces(paths, opts, recover)
-    result = critical_path(traces, selection=selection(ranks, steps))
+    result = critical_path(traces, selection=selection(ranks, steps), cross_rank=together)
     emit(*result_tables([result]), fmt, out_dir, limit)
     if trace_out:  # of the first rank asked for (default: the smallest)
         asked = parse_ints(ranks, "rank")

@@ -44,7 +44,9 @@ from ..traceset import TraceSet
 from .bandwidth_edit import collective_bandwidth_factors
 from .collective_cost import CostModel
 from .collective_links import MatchedCollectives, match_collectives
+from .critical_path_ranks import step_path
 from .cross_rank import link_windows, replay_together
+from .cross_rank_path_rows import breakdown_table, summary_table
 from .dependency_graph import EDGE, DependencyGraph
 from .devices import Device
 from .path_bounds import BOUND_BY, bound_by, shares
@@ -176,9 +178,10 @@ def _add_changes(changes: dict[int, tuple[np.ndarray, np.ndarray]],
 def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Optional[set[int]],
                    changes: Mapping[int, tuple[np.ndarray, np.ndarray]],
                    matched: Optional[MatchedCollectives], factor: Optional[np.ndarray]
-                   ) -> tuple[list[dict[str, Any]], list[str]]:
+                   ) -> tuple[list[dict[str, Any]], list[str], Optional[tuple[dict, pa.Table]]]:
     """Rows of one step's windows: replayed together when `matched` is given (cross-rank),
-    else each alone."""
+    else each alone; together, also the predicted path across the ranks (its summary row and
+    breakdown rows)."""
     w_edit, w_base = [], []
     for win in group:
         e = edits if edit_ranks is None or win.rank in edit_ranks else NO_EDITS
@@ -206,10 +209,12 @@ def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Op
         together = replay_together(linked, w_edit, after)
         times, holder = together.times, together.last_rank
         codes = [dict(zip((2 * lw.comm + 1).tolist(), lw.match.tolist())) for lw in linked]
+        across = step_path(group[0].step, linked, [w.trace for w in group], w_edit, together)
     else:
         base_times = [win.graph.replay() for win in group]
         times = [win.graph.replay(w) for win, w in zip(group, w_edit)]
         holder, codes = np.zeros(0, np.int64), [{} for _ in group]
+        across = None
     rows = []
     for win, wb, tb, w, t, code_of in zip(group, w_base, base_times, w_edit, times, codes):
         g = win.graph
@@ -239,7 +244,7 @@ def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Op
         if row["bound_before"] != row["bound_after"]:
             notes.append(f"rank {win.rank} step {win.step}: the step is now mostly "
                          f"{row['bound_after']} (was {row['bound_before']})")
-    return rows, notes
+    return rows, notes, across
 
 
 def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[str, float]] = None,
@@ -269,7 +274,9 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     apply to (default: all). With several ranks and
     cross_rank, the ranks of a step are replayed together (hta_fast.model.cross_rank): a
     collective ends on no rank before the last rank has reached it, so slowing one rank
-    delays the others; on a rank, the critical path then stops where another rank held it."""
+    delays the others; on a rank, the critical path then stops where another rank held it,
+    and the side tables "path_across_ranks" (per step) and "path_across_ranks_breakdown"
+    follow the predicted path across the ranks (as critical_path(cross_rank=True))."""
     edits: dict[str, Any] = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
                                  zero_launch_overhead=zero_launch_overhead,
                                  drop_comm_waits=drop_comm_waits)
@@ -300,10 +307,14 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
         _add_changes(changes, {r: c for r, c in on_device.items() if only is None or r in only})
         notes += device_notes
     groups = step_groups(traces, sel) if together else ([w] for w in each_window(traces, sel))
+    path_rows, path_parts = [], []
     for group in groups:
-        rows, group_notes = _predict_group(group, edits, only, changes,
-                                           matched if together else None, factor)
+        rows, group_notes, across = _predict_group(group, edits, only, changes,
+                                                   matched if together else None, factor)
         notes += group_notes
+        if across is not None:
+            path_rows.append(across[0])
+            path_parts.append(across[1])
         for row in rows:
             for k, v in row.items():
                 out[k].append(v)
@@ -312,4 +323,8 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
                  collective_busbw_gbps=collective_busbw_gbps,
                  edit_ranks=None if only is None else sorted(only), cross_rank=together,
                  device=device if device is None or isinstance(device, str) else device.key)
-    return Result("what_if", table, notes=notes, params={"selection": sel, **edits})
+    # Together, the predicted path of each step across the ranks (hta_fast.model.cross_rank_path).
+    paths = {"path_across_ranks": summary_table(path_rows),
+             "path_across_ranks_breakdown": breakdown_table(path_parts)} if together else {}
+    return Result("what_if", table, tables=paths, notes=notes,
+                  params={"selection": sel, **edits})
