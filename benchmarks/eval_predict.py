@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How well a trace recorded on one GPU predicts the same workload on another.
 
-    python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves] [--devices-file FILE]
+    python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves]
+        [--curve-weights groups|calls] [--devices-file FILE]
 
 Predicts A's operators on B's device (hta_fast.model.predict) and compares, for every
 operator group (name + recorded shapes) found in both traces, the predicted time of one call
@@ -42,6 +43,9 @@ def main() -> None:
                          "always (on), never (off, predict's default)")
     ap.add_argument("--no-curves", action="store_true",
                     help="scale by the roofline ratio alone, without the efficiency curves")
+    ap.add_argument("--curve-weights", choices=["groups", "calls"], default="groups",
+                    help="each operator group once in its family's efficiency curve "
+                         "(predict's default), or weighted by its calls (the earlier default)")
     ap.add_argument("--devices-file")
     args = ap.parse_args()
 
@@ -57,7 +61,8 @@ def main() -> None:
         raise SystemExit(f"device not in the table: A {dev_a}, B {dev_b}")
     tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
     ops = predict(a, dev_b, allow_tf32=tf32, devices_file=args.devices_file,
-                  efficiency_curves=not args.no_curves)["ops"]
+                  efficiency_curves=not args.no_curves,
+                  curve_weights=args.curve_weights)["ops"]
     keys = list(zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(),
                     ops["input_type"].to_pylist()))
     calls = np.array(ops["calls"].to_pylist(), np.float64)
