@@ -44,6 +44,8 @@ def model(*names: str) -> Callable[[Model], Model]:
 
 
 def pattern_model(pattern: re.Pattern, fn: Model) -> None:
+    """Register a model for every operator name the pattern matches (tried after the exact
+    names)."""
     PATTERN_MODELS.append((pattern, fn))
 
 

@@ -34,12 +34,12 @@ class Device:
     tflops: Mapping[str, float]
     memory_gbps: float
     source: str
-    provenance: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    provenance: Optional[Mapping[str, str]] = None
 
     def figure_source(self, figure: str) -> str:
         """Where one figure ("memory_gbps" or a precision) comes from: its provenance note,
         else the datasheet of `source`."""
-        return self.provenance.get(figure, f"datasheet: {self.source}")
+        return (self.provenance or {}).get(figure, f"datasheet: {self.source}")
 
     def peak_flops(self, precision: str, matrix: bool, allow_tf32: bool = False) -> float:
         """Peak FLOP/s for work in `precision`, on matrix units when `matrix` (GEMMs,
