@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import flops_attention, flops_conv, flops_embedding, flops_matmul, flops_norm  # noqa: F401
-from . import flops_fbgemm, flops_pointwise  # noqa: F401  (each module registers its models on import)
+from . import flops_fbgemm, flops_fbgemm_sparse, flops_pointwise  # noqa: F401  (each module registers its models on import)
 from .cost import Cost, lookup
 from .flops_fbgemm import optimizer_of, tbe_widths
 from .op_call import NoModel, OpCall
