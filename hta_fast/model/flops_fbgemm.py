@@ -4,7 +4,8 @@ A TBE lookup (`fbgemm::split_embedding_codegen_lookup_<optimizer>_function`,
 `fbgemm::dense_embedding_codegen_lookup_function`) pools rows of T tables in one call. Its
 recorded tensors give the work but one number: `indices` (every table's looked-up rows, one
 list: rows = its elements), `offsets` (bag boundaries: bags = its length - 1 = T x B),
-`D_offsets` (T + 1 entries), the weights (all tables flattened into one tensor). The output,
+`D_offsets` (T + 1 entries), the weights (all tables flattened into one tensor, on the
+device or in UVM; UVM rows are counted as device memory traffic). The output,
 B x total_D (one pooled row of every table per sample), has the width total_D, a scalar
 argument: profilers record it only in Concrete Inputs. Where it is missing it is taken from
 the lookup's autograd node, `torch::autograd::CppNode<SplitLookupFunction_<optimizer>_Op>`,
@@ -209,7 +210,8 @@ def tbe_widths(groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Op
             width = assigned.get(config)
             if width is None:
                 reason = (f"output width total_D not recorded and no autograd node with a "
-                          f"[{cls[1]}, total_D] gradient for this lookup" if not seen else
+                          f"[{cls[1]}, total_D] gradient for this lookup among the selected "
+                          "operators" if not seen else
                           f"output width total_D not recorded; autograd node widths "
                           f"{sorted(seen)} for batch {cls[1]} fit more than one lookup")
                 for k in keys:
