@@ -48,14 +48,16 @@ def cost_of(name: str, dims: Optional[str], types: Optional[str],
         return f"shapes do not fit the model ({type(e).__name__}: {e})"
 
 
-def op_costs(table: pa.Table) -> pa.Table:
+def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     """COST_SCHEMA columns for each row of an op table (name, input_dims, input_type,
     concrete_inputs; and rank, when it holds several: what one operator tells about another
-    is looked for within its rank)."""
+    is looked for within its rank). `extras`: what the trace tells about some groups beyond
+    their shapes, {(rank, name, dims, types, concrete): extra} (rank 0 without a rank
+    column; model.cat_sizes.cat_extras)."""
     cols = [table[c].to_pylist() for c in ("name", "input_dims", "input_type", "concrete_inputs")]
     ranks = (table["rank"].to_pylist() if "rank" in table.column_names
              else [0] * table.num_rows)
-    extras = _extras(ranks, cols)
+    extras = {**(extras or {}), **_extras(ranks, cols)}
     memo: dict = {}
     out: dict[str, list] = {f.name: [] for f in COST_SCHEMA}
     for rank, key in zip(ranks, zip(*cols)):
@@ -85,10 +87,10 @@ def _extras(ranks: list, cols: list[list]) -> dict:
     return out
 
 
-def with_costs(table: pa.Table) -> pa.Table:
+def with_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     """An op table with the cost columns appended, and the totals over all calls:
-    total_flops = flops * count, total_bytes = bytes * count."""
-    costs = op_costs(table)
+    total_flops = flops * count, total_bytes = bytes * count. `extras` as in op_costs."""
+    costs = op_costs(table, extras)
     count = table["count"].to_numpy().astype(np.float64)
     out = table
     for f in COST_SCHEMA:

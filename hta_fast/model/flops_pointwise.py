@@ -138,7 +138,8 @@ def concatenate(call: OpCall) -> Cost:
     bytes read = bytes written = the inputs' sum. The TensorList's shapes are its Input Dims
     entry when the profiler records them (a list of shapes; their dtypes are not recorded:
     the out tensor's, else 4 bytes). Older profilers write [] for a list of tensors; then
-    only an `out=` tensor (the third input) gives the size."""
+    an `out=` tensor (the third input) gives the size, or the calls' autograd nodes
+    (call.extra["out_bytes"], see model.cat_sizes)."""
     out_size = call.itemsize(2) if call.has_tensor(2) and call.dtype(2) in DTYPE_BYTES else None
     lists = call.dims[0] if call.dims and isinstance(call.dims[0], list) else []
     shapes = [s for s in lists if isinstance(s, list)]
@@ -151,8 +152,11 @@ def concatenate(call: OpCall) -> Cost:
     if call.dtype(0) == "TensorList" and out_size is not None:
         return Cost("copy", 0.0, float(2 * call.nbytes(2)), "fp32")
     if call.dtype(0) == "TensorList" and call.dims and call.dims[0] == []:
+        tied = (call.extra or {}).get("out_bytes")
+        if tied is not None:            # from the calls' CatBackward0 nodes (model.cat_sizes)
+            return Cost("copy", 0.0, float(2 * tied), "fp32")
         raise NoModel("TensorList shapes not recorded (this profiler writes [] for a list of "
-                      "tensors) and no out= tensor")
+                      "tensors), no out= tensor, and no CatBackward0 node tied to these calls")
     raise NoModel(f"TensorList input not recorded as a list of shapes: {call.dims[:1]!r} "
                   f"of type {call.types[:1]!r}")
 
