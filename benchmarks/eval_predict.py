@@ -12,7 +12,9 @@ and end to end the summed time of the matched groups (measured on B, predicted f
 measured on A: the "no model" baseline). Column "1 ratio": the error left when every group of
 a family is scaled by the one ratio that fits B best (the median of B/A over the family's
 groups, FITTED ON B: not a prediction, but a floor under the error of any model that moves a
-family's groups together, as a device's peaks and bandwidth do).
+family's groups together, as a device's peaks and bandwidth do). Groups whose shapes hold a
+list of tensors recorded as [] (older profilers' cat) are not compared: such a key stands
+for every call site of the operator, not for one workload.
 """
 from __future__ import annotations
 
@@ -28,6 +30,15 @@ def per_call(trace, rank_table) -> dict:
         rank_table["name"].to_pylist(), rank_table["input_dims"].to_pylist(),
         rank_table["input_type"].to_pylist(), rank_table["gpu_time"].to_pylist(),
         rank_table["calls"].to_pylist()) if c}
+
+
+def _unrecorded_list(dims, types) -> bool:
+    """True when an input is a TensorList whose shapes were recorded as []."""
+    try:
+        d, t = json.loads(dims), json.loads(types)
+    except (TypeError, ValueError):
+        return False
+    return any(ti == "TensorList" and di == [] for di, ti in zip(d, t))
 
 
 def gm_error(pred: np.ndarray, meas: np.ndarray) -> float:
@@ -76,6 +87,11 @@ def main() -> None:
     meas_b = {k: t / c for k, t, c in zip(kb, cg.gpu_time, cg.calls) if c}
     calls_b = {k: c for k, c in zip(kb, cg.calls) if c}
     common = [k for k in keys if k in meas_b and pred[k] > 0 and meas_b[k] > 0]
+    # a group whose shapes hold a list of tensors recorded as [] (older profilers' cat) is
+    # every call site of that operator at once: the same key in the two traces is not the
+    # same work, so it is not compared
+    unknown = [k for k in common if _unrecorded_list(k[1], k[2])]
+    common = [k for k in common if k not in unknown]
     rows = {}
     for fam in sorted({family[k] for k in common}) + ["(all)"]:
         ks = [k for k in common if fam == "(all)" or family[k] == fam]
@@ -92,6 +108,9 @@ def main() -> None:
                      "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
                      "measured_a_ms": round(float((base * w).sum()) / 1e6, 3)}
     print(f"A: {args.a} ({dev_a.key})\nB: {args.b} ({dev_b.key})")
+    if unknown:
+        print(f"not compared: {len(unknown)} group(s) with a list of tensors recorded as [] "
+              f"({', '.join(sorted({k[0] for k in unknown}))})")
     print(f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}{'1 ratio':>9}"
           f"{'B ms':>11}{'pred ms':>11}{'A ms':>11}")
     for fam, r in rows.items():
