@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How well a trace recorded on one GPU predicts the same workload on another.
 
-    python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves] [--devices-file FILE]
+    python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves]
+        [--curve-weights groups|calls] [--devices-file FILE]
 
 Predicts A's operators on B's device (hta_fast.model.predict) and compares, for every
 operator group (name + recorded shapes) found in both traces, the predicted time of one call
@@ -11,7 +12,9 @@ and end to end the summed time of the matched groups (measured on B, predicted f
 measured on A: the "no model" baseline). Column "1 ratio": the error left when every group of
 a family is scaled by the one ratio that fits B best (the median of B/A over the family's
 groups, FITTED ON B: not a prediction, but a floor under the error of any model that moves a
-family's groups together, as a device's peaks and bandwidth do).
+family's groups together, as a device's peaks and bandwidth do). Groups whose shapes hold a
+list of tensors recorded as [] (older profilers' cat) are not compared: such a key stands
+for every call site of the operator, not for one workload.
 """
 from __future__ import annotations
 
@@ -29,6 +32,15 @@ def per_call(trace, rank_table) -> dict:
         rank_table["calls"].to_pylist()) if c}
 
 
+def _unrecorded_list(dims, types) -> bool:
+    """True when an input is a TensorList whose shapes were recorded as []."""
+    try:
+        d, t = json.loads(dims), json.loads(types)
+    except (TypeError, ValueError):
+        return False
+    return any(ti == "TensorList" and di == [] for di, ti in zip(d, t))
+
+
 def gm_error(pred: np.ndarray, meas: np.ndarray) -> float:
     return math.exp(float(np.mean(np.abs(np.log(pred / meas))))) - 1
 
@@ -42,6 +54,9 @@ def main() -> None:
                          "always (on), never (off, predict's default)")
     ap.add_argument("--no-curves", action="store_true",
                     help="scale by the roofline ratio alone, without the efficiency curves")
+    ap.add_argument("--curve-weights", choices=["groups", "calls"], default="groups",
+                    help="each operator group once in its family's efficiency curve "
+                         "(predict's default), or weighted by its calls (the earlier default)")
     ap.add_argument("--devices-file")
     args = ap.parse_args()
 
@@ -57,7 +72,8 @@ def main() -> None:
         raise SystemExit(f"device not in the table: A {dev_a}, B {dev_b}")
     tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
     ops = predict(a, dev_b, allow_tf32=tf32, devices_file=args.devices_file,
-                  efficiency_curves=not args.no_curves)["ops"]
+                  efficiency_curves=not args.no_curves,
+                  curve_weights=args.curve_weights)["ops"]
     keys = list(zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(),
                     ops["input_type"].to_pylist()))
     calls = np.array(ops["calls"].to_pylist(), np.float64)
@@ -71,6 +87,11 @@ def main() -> None:
     meas_b = {k: t / c for k, t, c in zip(kb, cg.gpu_time, cg.calls) if c}
     calls_b = {k: c for k, c in zip(kb, cg.calls) if c}
     common = [k for k in keys if k in meas_b and pred[k] > 0 and meas_b[k] > 0]
+    # a group whose shapes hold a list of tensors recorded as [] (older profilers' cat) is
+    # every call site of that operator at once: the same key in the two traces is not the
+    # same work, so it is not compared
+    unknown = [k for k in common if _unrecorded_list(k[1], k[2])]
+    common = [k for k in common if k not in unknown]
     rows = {}
     for fam in sorted({family[k] for k in common}) + ["(all)"]:
         ks = [k for k in common if fam == "(all)" or family[k] == fam]
@@ -87,6 +108,9 @@ def main() -> None:
                      "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
                      "measured_a_ms": round(float((base * w).sum()) / 1e6, 3)}
     print(f"A: {args.a} ({dev_a.key})\nB: {args.b} ({dev_b.key})")
+    if unknown:
+        print(f"not compared: {len(unknown)} group(s) with a list of tensors recorded as [] "
+              f"({', '.join(sorted({k[0] for k in unknown}))})")
     print(f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}{'1 ratio':>9}"
           f"{'B ms':>11}{'pred ms':>11}{'A ms':>11}")
     for fam, r in rows.items():

@@ -79,12 +79,12 @@ def op_instance_rows(trace: Trace, mask: Optional[np.ndarray], op_prefix: Option
     return np.flatnonzero(ok)
 
 
-def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
-    """(len(rows), 4) int32 string ids of each row's shape arguments; -1 where absent."""
+def op_arg_positions(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pos, found): each event row's position in the op_args table, and whether it has
+    one (pos is meaningless where not found)."""
     arg_row = trace.column("op_args", "row")
-    out = np.full((len(rows), 4), -1, np.int32)
     if not len(arg_row) or not len(rows):
-        return out
+        return np.zeros(len(rows), np.int64), np.zeros(len(rows), bool)
     order = None
     if np.any(arg_row[1:] < arg_row[:-1]):
         order = np.argsort(arg_row, kind="stable")
@@ -93,8 +93,16 @@ def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
     found = arg_row[pos] == rows
     if order is not None:
         pos = order[pos]
+    return pos, found
+
+
+def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """(len(rows), 4) int32 string ids of each row's shape arguments; -1 where absent."""
+    out = np.full((len(rows), 4), -1, np.int32)
+    pos, found = op_arg_positions(trace, rows)
     for j, c in enumerate(SHAPE_COLUMNS):
-        out[found, j] = trace.column("op_args", c)[pos[found]]
+        if found.any():
+            out[found, j] = trace.column("op_args", c)[pos[found]]
     return out
 
 
@@ -223,8 +231,15 @@ def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
         notes.append("no CPU operators selected")
     tables = {}
     if costs:
+        from ..model.cat_sizes import cat_extras
         from ..model.flops import no_model_summary, with_costs
-        table = with_costs(table)
+        extras: dict = {}
+        for rank, trace, mask in select.each_rank(traces, sel):
+            extras.update(cat_extras(trace, op_instance_rows(trace, mask, op_prefix), rank))
+        table = with_costs(table, extras)
+        notes += [f"{k[1]} {k[2]} (rank {k[0]}): output size from the CatBackward0 nodes of "
+                  f"{e['tied']} of {e['calls']} calls; the others are assumed their mean size"
+                  for k, e in extras.items() if e["tied"] < e["calls"]]
         tables["no_model"] = no_model_summary(table)
     return Result("op_table", table, tables=tables, notes=notes,
                   params=dict(op_prefix=op_prefix, costs=costs, selection=sel))

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..model.devices import Device, DeviceTable, trace_device
+from ..model.cat_sizes import cat_extras
 from ..model.flops import op_costs
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -94,7 +95,7 @@ class ChargedGroups:
                          **{c: strings_of(trace, keys[:, 1 + j])
                             for j, c in enumerate(SHAPE_COLUMNS)}})
         self.head = head
-        self.costs = op_costs(head)
+        self.costs = op_costs(head, cat_extras(trace, g.rows))
         flops = self.costs["flops"].to_numpy(zero_copy_only=False)
         nbytes = self.costs["bytes"].to_numpy(zero_copy_only=False)
         self.flops = np.nan_to_num(flops.astype(np.float64))

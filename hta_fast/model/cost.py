@@ -6,6 +6,7 @@ OpCall and returns a Cost, or raises NoModel with the reason it cannot cost the 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable
 
 from .op_call import DTYPE_PRECISION, NoModel, OpCall
@@ -29,6 +30,9 @@ class Cost:
 
 Model = Callable[[OpCall], Cost]
 MODELS: dict[str, Model] = {}
+# models of operators named by pattern (one name per optimizer, dtype, ...), tried in order
+# after the exact names
+PATTERN_MODELS: list[tuple[re.Pattern, Model]] = []
 
 
 def model(*names: str) -> Callable[[Model], Model]:
@@ -37,6 +41,12 @@ def model(*names: str) -> Callable[[Model], Model]:
             MODELS[n] = fn
         return fn
     return register
+
+
+def pattern_model(pattern: re.Pattern, fn: Model) -> None:
+    """Register a model for every operator name the pattern matches (tried after the exact
+    names)."""
+    PATTERN_MODELS.append((pattern, fn))
 
 
 def precision_of(call: OpCall, i: int) -> str:
@@ -65,4 +75,6 @@ def lookup(name: str) -> Model | None:
     fn = MODELS.get(name)
     if fn is None and name.endswith("_") and not name.endswith("__"):
         fn = MODELS.get(name[:-1])
+    if fn is None:
+        fn = next((m for p, m in PATTERN_MODELS if p.match(name)), None)
     return fn

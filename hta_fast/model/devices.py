@@ -25,6 +25,8 @@ class Device:
     tflops          dense peak TFLOP/s by precision ("fp32", "bf16", ...; see PRECISIONS)
     memory_gbps     peak memory bandwidth, GB/s (10^9 B/s)
     source          the vendor document the numbers come from
+    provenance      figure ("memory_gbps", "fp32", ...) -> where it comes from, for each
+                    figure that source does not print (derived, a whitepaper, ...)
     """
 
     key: str
@@ -32,6 +34,12 @@ class Device:
     tflops: Mapping[str, float]
     memory_gbps: float
     source: str
+    provenance: Optional[Mapping[str, str]] = None
+
+    def figure_source(self, figure: str) -> str:
+        """Where one figure ("memory_gbps" or a precision) comes from: its provenance note,
+        else the datasheet of `source`."""
+        return (self.provenance or {}).get(figure, f"datasheet: {self.source}")
 
     def peak_flops(self, precision: str, matrix: bool, allow_tf32: bool = False) -> float:
         """Peak FLOP/s for work in `precision`, on matrix units when `matrix` (GEMMs,
@@ -148,7 +156,12 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
     unknown = set(tflops) - set(PRECISIONS)
     if unknown:
         raise ValueError(f"device {r['key']!r}: unknown precision(s) {sorted(unknown)}")
+    provenance = {str(k): str(v) for k, v in r.get("provenance", {}).items()}
+    unknown = set(provenance) - set(PRECISIONS) - {"memory_gbps"}
+    if unknown:
+        raise ValueError(f"device {r['key']!r}: provenance of unknown figure(s) {sorted(unknown)}")
     dev = Device(key=str(r["key"]), vendor=str(r.get("vendor", "")), tflops=tflops,
-                 memory_gbps=float(r["memory_gbps"]), source=str(r.get("source", "")))
+                 memory_gbps=float(r["memory_gbps"]), source=str(r.get("source", "")),
+                 provenance=provenance)
     return _Entry(dev, re.compile(str(r.get("match", re.escape(dev.key.lower())))),
                   r.get("min_memory_gb"), r.get("max_memory_gb"), r.get("sms"))

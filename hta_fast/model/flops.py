@@ -14,8 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from . import flops_attention, flops_conv, flops_embedding, flops_matmul, flops_norm  # noqa: F401
-from . import flops_pointwise  # noqa: F401  (each module registers its models on import)
+from . import flops_fbgemm, flops_fbgemm_sparse, flops_pointwise  # noqa: F401  (each module registers its models on import)
 from .cost import Cost, lookup
+from .flops_fbgemm import optimizer_of, tbe_widths
 from .op_call import NoModel, OpCall
 
 COST_SCHEMA = pa.schema([
@@ -29,13 +30,16 @@ COST_SCHEMA = pa.schema([
 
 
 def cost_of(name: str, dims: Optional[str], types: Optional[str],
-            concrete: Optional[str] = None) -> Cost | str:
-    """The Cost of one call, or the reason there is none (a string)."""
+            concrete: Optional[str] = None, extra: Optional[dict] = None) -> Cost | str:
+    """The Cost of one call, or the reason there is none (a string). `extra`: what other
+    operators of the trace tell about this one (op_costs finds it: an FBGEMM lookup's
+    output width from its autograd node, see flops_fbgemm.tbe_widths)."""
     fn = lookup(name)
     if fn is None:
         return "no model for this operator"
     try:
         call = OpCall.parse(name, dims, types, concrete)
+        call.extra = extra
         return fn(call)
     except NoModel as e:
         return str(e)
@@ -44,16 +48,24 @@ def cost_of(name: str, dims: Optional[str], types: Optional[str],
         return f"shapes do not fit the model ({type(e).__name__}: {e})"
 
 
-def op_costs(table: pa.Table) -> pa.Table:
+def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     """COST_SCHEMA columns for each row of an op table (name, input_dims, input_type,
-    concrete_inputs)."""
+    concrete_inputs; and rank, when it holds several: what one operator tells about another
+    is looked for within its rank). `extras`: what the trace tells about some groups beyond
+    their shapes, {(rank, name, dims, types, concrete): extra} (rank 0 without a rank
+    column; model.cat_sizes.cat_extras)."""
     cols = [table[c].to_pylist() for c in ("name", "input_dims", "input_type", "concrete_inputs")]
+    ranks = (table["rank"].to_pylist() if "rank" in table.column_names
+             else [0] * table.num_rows)
+    extras = {**(extras or {}), **_extras(ranks, cols)}
     memo: dict = {}
     out: dict[str, list] = {f.name: [] for f in COST_SCHEMA}
-    for key in zip(*cols):
-        c = memo.get(key)
+    for rank, key in zip(ranks, zip(*cols)):
+        extra = extras.get((rank, *key))
+        mkey = key if extra is None else (rank, *key)
+        c = memo.get(mkey)
         if c is None:
-            c = memo[key] = cost_of(*key)
+            c = memo[mkey] = cost_of(key[0], key[1], key[2], key[3], extra=extra)
         values: tuple[Any, ...] = ((c.family, c.flops, c.bytes, c.precision, c.matrix, None)
                                    if isinstance(c, Cost) else (None, None, None, None, None, c))
         for f, v in zip(COST_SCHEMA.names, values):
@@ -62,10 +74,23 @@ def op_costs(table: pa.Table) -> pa.Table:
                     schema=COST_SCHEMA)
 
 
-def with_costs(table: pa.Table) -> pa.Table:
+def _extras(ranks: list, cols: list[list]) -> dict:
+    """(rank, name, dims, types, concrete) -> extra, for the operators that need another's
+    shapes (FBGEMM lookups and their autograd nodes); one pass over the group names."""
+    per_rank: dict = {}
+    for rank, key in zip(ranks, zip(*cols)):
+        if optimizer_of(key[0]) is not None:
+            per_rank.setdefault(rank, {})[(rank, *key)] = key
+    out: dict = {}
+    for groups in per_rank.values():
+        out.update(tbe_widths((k, *v) for k, v in groups.items()))
+    return out
+
+
+def with_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     """An op table with the cost columns appended, and the totals over all calls:
-    total_flops = flops * count, total_bytes = bytes * count."""
-    costs = op_costs(table)
+    total_flops = flops * count, total_bytes = bytes * count. `extras` as in op_costs."""
+    costs = op_costs(table, extras)
     count = table["count"].to_numpy().astype(np.float64)
     out = table
     for f in COST_SCHEMA:

@@ -38,7 +38,7 @@ resize_ lift_fresh resolve_conj resolve_neg split chunk unbind unflatten view_as
 record_stream set_ split_with_sizes numpy_T lift_fresh_copy
 """.split()
 # Operators whose work, if any, is done by the operators they call (counted there).
-COMPOSITES = "to contiguous type_as reshape_as reshape flatten".split()
+COMPOSITES = "to contiguous type_as reshape_as reshape flatten concat concatenate".split()
 
 
 def _broadcast(shapes: list[list[int]]) -> list[int]:
@@ -132,19 +132,33 @@ def to_copy(call: OpCall) -> Cost:
     return Cost("copy", 0.0, float(call.nbytes(0) + call.numel(0) * out_size), "fp32")
 
 
-@model("aten::cat", "aten::stack", "aten::_cat")
+@model("aten::cat", "aten::stack", "aten::_cat", "aten::cat_out", "aten::_cat_out")
 def concatenate(call: OpCall) -> Cost:
-    """cat(tensors, dim): each input read and written once. Needs the TensorList's shapes
-    (recorded by newer profilers as a list of shapes)."""
-    shapes = [s for s in call.dims[0] if isinstance(s, list) and s] if call.dims and \
-        isinstance(call.dims[0], list) else []
-    if not shapes or not all(isinstance(d, int) for s in shapes for d in s):
-        raise NoModel("TensorList shapes not recorded")
-    types = call.types[0] if call.types and isinstance(call.types[0], list) else None
-    sizes = ([DTYPE_BYTES.get(t, 4) for t in types] if types and len(types) == len(shapes)
-             else [4] * len(shapes))
-    nbytes = sum(math.prod(s) * z for s, z in zip(shapes, sizes))
-    return Cost("copy", 0.0, float(2 * nbytes), "fp32")
+    """cat(tensors, dim[, out]): every input read once and written once into the output, so
+    bytes read = bytes written = the inputs' sum. The TensorList's shapes are its Input Dims
+    entry when the profiler records them (a list of shapes; their dtypes are not recorded:
+    the out tensor's, else 4 bytes). Older profilers write [] for a list of tensors; then
+    an `out=` tensor (the third input) gives the size, or the calls' autograd nodes
+    (call.extra["out_bytes"], see model.cat_sizes)."""
+    out_size = call.itemsize(2) if call.has_tensor(2) and call.dtype(2) in DTYPE_BYTES else None
+    lists = call.dims[0] if call.dims and isinstance(call.dims[0], list) else []
+    shapes = [s for s in lists if isinstance(s, list)]
+    if shapes and all(isinstance(d, int) for s in shapes for d in s):
+        types = call.types[0] if call.types and isinstance(call.types[0], list) else None
+        sizes = ([DTYPE_BYTES.get(t, out_size or 4) for t in types]
+                 if types and len(types) == len(shapes) else [out_size or 4] * len(shapes))
+        nbytes = sum(math.prod(s) * z for s, z in zip(shapes, sizes))
+        return Cost("copy", 0.0, float(2 * nbytes), "fp32")
+    if call.dtype(0) == "TensorList" and out_size is not None:
+        return Cost("copy", 0.0, float(2 * call.nbytes(2)), "fp32")
+    if call.dtype(0) == "TensorList" and call.dims and call.dims[0] == []:
+        tied = (call.extra or {}).get("out_bytes")
+        if tied is not None:            # from the calls' CatBackward0 nodes (model.cat_sizes)
+            return Cost("copy", 0.0, float(2 * tied), "fp32")
+        raise NoModel("TensorList shapes not recorded (this profiler writes [] for a list of "
+                      "tensors), no out= tensor, and no CatBackward0 node tied to these calls")
+    raise NoModel(f"TensorList input not recorded as a list of shapes: {call.dims[:1]!r} "
+                  f"of type {call.types[:1]!r}")
 
 
 @model(*[f"aten::{n}" for n in VIEWS])

@@ -4,8 +4,10 @@ launch floor (the shortest time a kernel takes, whatever its work).
 
 Efficiency e = roofline time / measured time of one call. Small calls reach a smaller
 fraction of the device's peaks than large ones, so e is fitted against x = log10(roofline
-time): calls are binned by half decades of x, each bin's value is the call-weighted median
-of log10(e), and between bin centres the curve is linear (flat beyond the first and last).
+time): operator groups are binned by half decades of x, each bin's value is the weighted
+median of log10(e) (predict weighs each group once by default, so that a few groups called
+many times do not set a family's curve; or by calls), and between bin centres the curve is
+linear (flat beyond the first and last).
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
 
 def fit_curve(roofline_ns: np.ndarray, measured_ns: np.ndarray, calls: np.ndarray
               ) -> EfficiencyCurve:
-    """Fit one family's curve from per-call roofline and measured times of its groups."""
+    """Fit one family's curve from per-call roofline and measured times of its groups,
+    each weighted by `calls` (its calls, or 1 to count each group once)."""
     ok = (roofline_ns > 0) & (measured_ns > 0) & (calls > 0)
     if not ok.any():
         return EfficiencyCurve(np.zeros(0), np.zeros(0))

@@ -44,6 +44,9 @@ class OpCall:
     dims: list            # per input: a shape (list of ints), [] for a scalar/none, or nested
     types: list           # per input: dtype spelling, "Scalar", "TensorList", ...
     concrete: list        # per input: the concrete value's text ("" where not recorded)
+    # what other operators of the trace tell about this call (flops_fbgemm: a lookup's
+    # output width read from its autograd node); None when nothing
+    extra: Optional[dict] = None
 
     @staticmethod
     def parse(name: str, dims_text: Optional[str], types_text: Optional[str],

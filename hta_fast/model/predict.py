@@ -65,7 +65,8 @@ def _roofline_ns(dev: Device, flops: np.ndarray, nbytes: np.ndarray, precision: 
 
 
 def _predict_rank(rank: int, trace: Trace, mask: Optional[np.ndarray], src: Device, dst: Device,
-                  allow_tf32: Union[bool, str], op_prefix: Optional[str], curves_on: bool) -> tuple[pa.Table, pa.Table, pa.Table]:
+                  allow_tf32: Union[bool, str], op_prefix: Optional[str], curves_on: bool,
+                  curve_weights: str = "groups") -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     fam = cg.costs["family"].to_pylist()
     prec, mat = cg.costs["precision"].to_pylist(), cg.costs["matrix"].to_pylist()
@@ -80,7 +81,9 @@ def _predict_rank(rank: int, trace: Trace, mask: Optional[np.ndarray], src: Devi
     k_per_call = np.bincount(cg.event_group[charged], minlength=len(calls)) / calls
     families = sorted({f for f, c in zip(fam, cg.calls) if f and c})
     fam_arr = np.array([f or "" for f in fam], dtype=object)
-    curves = {f: fit_curve(r_src[fam_arr == f], per_call[fam_arr == f], cg.calls[fam_arr == f])
+    # each operator group counts once in its family's curve ("groups"), or by its calls
+    weight = cg.calls if curve_weights == "calls" else (cg.calls > 0).astype(np.int64)
+    curves = {f: fit_curve(r_src[fam_arr == f], per_call[fam_arr == f], weight[fam_arr == f])
               for f in families} if curves_on else {}
     kclass = trace.column("events", "kernel_class")
     models = KernelModels(curves, launch_floor(cg.dur))
@@ -125,7 +128,7 @@ def _predict_rank(rank: int, trace: Trace, mask: Optional[np.ndarray], src: Devi
 def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
             source_device: Union[str, Device, None] = None,
             devices_file: Optional[str] = None, allow_tf32: Union[bool, str] = False,
-            efficiency_curves: bool = True,
+            efficiency_curves: bool = True, curve_weights: str = "groups",
             op_prefix: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
             steps: Optional[Sequence[int]] = None, window: Optional[tuple[int, int]] = None,
             streams: Optional[Sequence[int]] = None,
@@ -133,10 +136,14 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
     """Predicted GPU time per family on `device` (a device table key or name).
     `source_device` names the trace's own GPU when its deviceProperties do not;
     efficiency_curves=False scales by the roofline ratio alone (no size correction);
+    curve_weights: "groups" (each operator group counts once in its family's curve, so a
+    few groups called many times do not set it) or "calls" (each call counts);
     allow_tf32 (False, True or "auto": where the kernels' names say TF32) picks the peaks of
     FP32 GEMMs on both devices. False by default: on the one cross-GPU pair we have, TF32
     GEMMs reached a small fraction of the TF32 peak, and the ratio of TF32 to FP32 peaks
     overstated the gap (see docs/ops.md)."""
+    if curve_weights not in ("groups", "calls"):
+        raise ValueError(f"curve_weights must be 'groups' or 'calls', not {curve_weights!r}")
     sel = select.selection_of(selection, ranks, steps, window, streams)
     table = DeviceTable.load(devices_file)
     dst = device if isinstance(device, Device) else table.get(device)
@@ -149,7 +156,7 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
                              f"{names[0] if names else '(none recorded)'!r} is not in the "
                              "device table; pass source_device=")
         parts.append(_predict_rank(rank, trace, mask, src, dst, allow_tf32, op_prefix,
-                                   efficiency_curves))
+                                   efficiency_curves, curve_weights))
     summary = pa.concat_tables([p[0] for p in parts]) if parts else SUMMARY_SCHEMA.empty_table()
     ops = pa.concat_tables([p[1] for p in parts]) if parts else OPS_SCHEMA.empty_table()
     events = pa.concat_tables([p[2] for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
@@ -159,4 +166,5 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
     p = summary["predicted"].to_numpy().sum() if summary.num_rows else 0.0
     notes = [f"GPU time measured {m / 1e6:.3f} ms, predicted on {dst.key} {p / 1e6:.3f} ms"]
     return Result("predict", summary, tables={"ops": ops, "events": events}, notes=notes,
-                  params=dict(device=dst.key, allow_tf32=allow_tf32, selection=sel))
+                  params=dict(device=dst.key, allow_tf32=allow_tf32, curve_weights=curve_weights,
+                              selection=sel))

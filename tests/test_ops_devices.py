@@ -1,0 +1,57 @@
+"""The device table: B300, provenance of figures not printed in a datasheet, and coverage of
+every GPU named in the shared traces' deviceProperties."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import hta_fast
+from hta_fast.model.devices import DeviceTable, trace_device
+
+# deviceProperties names that are not GPUs with published peaks: Meta's MTIA accelerator
+NOT_IN_TABLE = {"ARTEMIS"}
+
+
+def test_b300_figures_and_their_provenance():
+    t = DeviceTable.load()
+    b300 = t.match({"name": "NVIDIA B300 SXM6 AC"})
+    assert b300 is not None and b300.key == "B300"
+    # HGX B300 table / 8 GPUs, sparsity halved
+    assert b300.peak_flops("bf16", matrix=True) == 2250e12
+    assert b300.peak_flops("fp8", matrix=True) == 4500e12
+    assert b300.peak_flops("fp32", matrix=True, allow_tf32=True) == 1125e12
+    assert b300.peak_flops("fp64", matrix=True) == 1.25e12
+    assert "int8" not in b300.tflops
+    # the bandwidth is not in that table: marked as derived; the rest is the datasheet's
+    assert b300.figure_source("memory_gbps").startswith("derived")
+    assert b300.figure_source("bf16").startswith("datasheet: NVIDIA HGX")
+    # a Grace Blackwell Ultra superchip is another product: not matched by B300
+    assert t.match({"name": "NVIDIA GB300"}) is None
+
+
+def test_provenance_names_known_figures(tmp_path):
+    f = tmp_path / "d.json"
+    f.write_text(json.dumps({"devices": [{"key": "X", "match": "x", "memory_gbps": 1,
+                                          "tflops": {"fp32": 1}, "provenance": {"fp99": "?"}}]}))
+    with pytest.raises(ValueError, match="provenance of unknown figure"):
+        DeviceTable.load(f)
+    f.write_text(json.dumps({"devices": [{"key": "X", "match": "x", "memory_gbps": 1,
+                                          "tflops": {"fp32": 1},
+                                          "provenance": {"fp32": "measured"}}]}))
+    assert DeviceTable.load(f).get("X").figure_source("fp32") == "measured"
+
+
+def test_every_gpu_in_the_shared_traces_is_in_the_table(traces_dir):
+    names = {}
+    for path in sorted(traces_dir.rglob("*.json*")):
+        if "memory_timeline" in path.name or path.name.endswith("_et.json.gz"):
+            continue
+        trace = hta_fast.load(str(path))
+        for props in trace.meta.devices:
+            if isinstance(props, dict) and props.get("name") not in NOT_IN_TABLE:
+                dev = trace_device(trace, device_id=props.get("id", 0))
+                names[props.get("name")] = dev.key if dev else None
+    assert names.get("Quadro GP100") == "Quadro-GP100"
+    assert names.get("Tesla V100-SXM2-16GB") == "V100-SXM2"
+    assert len(names) >= 6 and all(names.values()), names
