@@ -24,9 +24,14 @@ class Window:
     graph: DependencyGraph
 
 
-def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterator[Window]:
+def each_window(traces: Union[Trace, TraceSet], sel: select.Selection,
+                whole_traces_only: bool = False) -> Iterator[Window]:
+    """The windows of the selection, rank by rank, steps in order; whole_traces_only: only
+    those of ranks without profiler steps (the steps being replayed in chains)."""
     for rank, trace, mask in select.each_rank(traces, sel):
         steps = trace.column("steps", "step")
+        if whole_traces_only and len(steps):
+            continue
         if len(steps) == 0:
             rows = graph_rows(trace, mask)
             if len(rows):
@@ -104,12 +109,12 @@ def carry_candidates(trace: Trace, rows: np.ndarray) -> _GpuRows:
                     _stream_key(trace, gpu))
 
 
-def step_groups(traces: Union[Trace, TraceSet], sel: select.Selection
-                ) -> Iterator[list[Window]]:
+def step_groups(traces: Union[Trace, TraceSet], sel: select.Selection,
+                whole_traces_only: bool = False) -> Iterator[list[Window]]:
     """The windows of each profiler step, all selected ranks together (ranks without
     profiler steps form one group of whole traces), steps in order."""
     groups: dict[Optional[int], list[Window]] = {}
-    for win in each_window(traces, sel):
+    for win in each_window(traces, sel, whole_traces_only):
         groups.setdefault(win.step, []).append(win)
     for step in sorted(groups, key=lambda s: (s is not None, s or 0)):
         yield groups[step]
