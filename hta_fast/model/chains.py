@@ -31,7 +31,7 @@ from ..analysis import select
 from ..trace import Trace
 from ..traceset import TraceSet
 from .dependency_graph import CPU_KINDS, GPU_WORK, DependencyGraph, build_graph, graph_rows
-from .windows import carry_candidates
+from .windows import GpuRows, carry_candidates
 
 
 @dataclasses.dataclass
@@ -110,7 +110,7 @@ def each_chain(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterato
                 yield chain
 
 
-def _chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarray, gpu,
+def _chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarray, gpu: GpuRows,
            steps: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Optional[Chain]:
     per_step = []
     for step, start, end in zip(steps, starts, ends):

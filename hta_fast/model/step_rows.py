@@ -43,7 +43,7 @@ def step_row(rank: int, step: Optional[int], graph: DependencyGraph, trace: Trac
     `first`, `waited` ns)."""
     b_after = bound_by(graph, trace, after_path)
     held_by = int(holder[r.code_of[first]]) if waited else None
-    row = {"rank": rank, "step": step, "measured": measured, "replayed": replayed,
+    row: dict[str, Any] = {"rank": rank, "step": step, "measured": measured, "replayed": replayed,
            "predicted": predicted,
            "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
            "bound_before": _top(bound_by(graph, trace, before), before_w),
@@ -53,7 +53,8 @@ def step_row(rank: int, step: Optional[int], graph: DependencyGraph, trace: Trac
                 for k, v in shares(b_after, after_w).items()})
     row[WAITING] = 100.0 * waited / predicted if predicted else None
     row["held_by"] = held_by
-    if waited and (row["bound_after"] is None or row[WAITING] > max(
-            (row[b] or 0.0) for b in BOUND_BY)):
+    waiting_share = float(row[WAITING] or 0.0)
+    if waited and (row["bound_after"] is None or waiting_share > max(
+            float(row[b] or 0.0) for b in BOUND_BY)):
         row["bound_after"] = WAITING
     return row

@@ -56,7 +56,7 @@ def each_window(traces: Union[Trace, TraceSet], sel: select.Selection,
 
 
 @dataclasses.dataclass
-class _GpuRows:
+class GpuRows:
     rows: np.ndarray
     step: np.ndarray
     start: np.ndarray
@@ -98,13 +98,13 @@ def _first_per_stream(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return uniq, first
 
 
-def carry_candidates(trace: Trace, rows: np.ndarray) -> _GpuRows:
+def carry_candidates(trace: Trace, rows: np.ndarray) -> GpuRows:
     """The GPU work among these rows, with its step, measured span, launch time and stream."""
     gpu = rows[np.isin(trace.column("events", "kind")[rows], GPU_WORK)]
     ts = trace.column("events", "ts")
     partner = trace.column("events", "partner")[gpu]
     launched = np.where(partner >= 0, ts[np.maximum(partner, 0)], -1)
-    return _GpuRows(gpu, trace.column("events", "step")[gpu], ts[gpu],
+    return GpuRows(gpu, trace.column("events", "step")[gpu], ts[gpu],
                     ts[gpu] + np.maximum(trace.column("events", "dur")[gpu], 0), launched,
                     _stream_key(trace, gpu))
 
