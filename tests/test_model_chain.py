@@ -144,3 +144,23 @@ def test_each_steps_critical_path_spans_the_step(spec, k):
     t = g.replay(w)
     for (path, counts), span in zip(step_paths(chain, w, t), chain.spans(t)):
         assert int(counts.sum()) == span
+
+
+def test_ranks_replay_together_as_chains():
+    # 4 ranks × 2 steps, 2 and 1 all-reduces: every rank's chain replayed jointly reproduces
+    # each step, as the windows did, and rank 3's slower compute in both steps lands on the
+    # regenerated job on every rank (its step 0 holds every rank's step 1 start).
+    from tests.test_model_cross_rank import collective_job
+    from hta_fast.model.replay_ranks import replay_ranks
+    compute = [[[700, 100], [400]], [[500, 300], [900]], [[650, 120], [300]], [[600, 90], [500]]]
+    data = [[60, 40], [80]]
+    job = collective_job(compute, data)
+    r = replay_ranks(job).to_pandas()
+    assert (r.error_pct == 0).all() and len(r) == 8
+    assert r.measured.tolist() == replay_ranks(job, chained=False).to_pandas().measured.tolist()
+    assert r.collectives.tolist() == [2] * 4 + [1] * 4
+    slower = [[[c * 2 for c in s] if k == 3 else s for s in per] for k, per in enumerate(compute)]
+    predicted = what_if(job, kernel_class={"COMP": 2.0}, edit_ranks=[3]).to_pandas()
+    assert predicted.predicted.tolist() == replay_ranks(collective_job(slower, data)).to_pandas(
+    ).measured.tolist()
+    assert (predicted.predicted > predicted.measured).all()
