@@ -35,7 +35,7 @@ def _gpu_only(chain: Chain, gpu_only_skip: int) -> np.ndarray:
     step_of = np.full(n + 1, -1, np.int64)  # the last entry: the chain's start
     step_of[chain.own_gpu] = chain.own_gpu_step
     w = g.weight.copy()
-    w[step_of[g.core.src // 2] != step_of[g.core.dst // 2]] = DROPPED
+    w[step_of[g.src // 2] != step_of[g.dst // 2]] = DROPPED
     measured_start = chain.start - g.window_start
     floor = np.zeros(2 * n + 1, np.int64)
     floor[2 * chain.own_gpu] = measured_start[chain.own_gpu_step]

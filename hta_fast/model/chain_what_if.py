@@ -34,7 +34,7 @@ def step_paths(chain: Chain, weight: np.ndarray, times: np.ndarray
         p = paths[offsets[k]:offsets[k + 1]]
         w = weight[p].astype(np.int64)
         if len(p):
-            src, dst = g.core.src[p[0]], g.core.dst[p[0]]
+            src, dst = g.src[p[0]], g.dst[p[0]]
             if times[src] < starts[k]:  # the edge that crosses the step's start
                 w[0] = times[dst] - starts[k]
         out.append((p, w))
@@ -57,7 +57,7 @@ def chain_rows(chains: Sequence[Chain], replayed: Sequence[Replayed], holder: np
             path, path_w = after[k]
             # Where the step's path begins: at or before its start, or at a collective's end
             # that another rank held (the time from the step's start to it is spent waiting).
-            first = int(g.core.src[path[0]]) if len(path) else int(last[k])
+            first = int(g.src[path[0]]) if len(path) else int(last[k])
             held = first in r.code_of and r.times[first] > starts[k]
             waited = int(r.times[first] - starts[k]) if held else 0
             rows.append(step_row(chain.rank, step, g, chain.trace, r, holder, int(measured[k]),

@@ -77,6 +77,13 @@ class Chain:
         return self.graph.core.measured - self.graph.window_start
 
 
+def _sorted_union(*parts: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of these integer arrays (a sort, not a hash: a chain's
+    rows run to millions)."""
+    c = np.sort(np.concatenate(parts).astype(np.int64))
+    return c[np.append(True, c[1:] != c[:-1])] if len(c) else c
+
+
 def _runs(steps: np.ndarray, chosen: np.ndarray) -> list[np.ndarray]:
     """Indices into steps of each run of chosen steps consecutive in the trace's step order."""
     idx = np.flatnonzero(chosen)
@@ -120,8 +127,8 @@ def _chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarray, g
             per_step.append((int(step), int(start), own, carried))
     if not per_step:
         return None
-    own_all = np.unique(np.concatenate([own for _, _, own, _ in per_step]))
-    rows = np.union1d(own_all, np.concatenate([c for _, _, _, c in per_step]))
+    own_all = _sorted_union(*(own for _, _, own, _ in per_step))
+    rows = _sorted_union(own_all, *(c for _, _, _, c in per_step))
     kind = trace.column("events", "kind")
     ts = trace.column("events", "ts")
     anchor, gpu_ev, gpu_of, members, member_of = [], [], [], [], []
@@ -137,10 +144,10 @@ def _chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarray, g
         own_gpu = local_own[np.isin(kind[own], GPU_WORK)]
         gpu_ev.append(own_gpu)
         gpu_of.append(np.full(len(own_gpu), k, np.int64))
-        member = np.union1d(local_own, np.searchsorted(rows, carried))
+        member = _sorted_union(local_own, np.searchsorted(rows, carried))
         members.append(member)
         member_of.append(np.full(len(member), k, np.int64))
-    carried_in = ~np.isin(rows, own_all)
+    carried_in = own_all[np.minimum(np.searchsorted(own_all, rows), len(own_all) - 1)] != rows
     # The thread that holds the first step's start runs on from step to step; every other
     # thread's calls of a step are a lane of their own, woken and joined within the step by
     # the cross-thread rules as in a window, not tied to their last call of the step before

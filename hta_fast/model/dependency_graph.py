@@ -7,6 +7,7 @@ measured timeline, replays and finds the critical path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import numpy as np
@@ -46,9 +47,20 @@ class DependencyGraph:
     n_sync_edges: int
     carried: np.ndarray
 
-    @property
+    # The core hands out copies: a chain's steps read them once per step, so they are kept.
+    @functools.cached_property
     def edge_type(self) -> np.ndarray:
         return self.core.type
+
+    @functools.cached_property
+    def src(self) -> np.ndarray:
+        """Each edge's source node."""
+        return self.core.src
+
+    @functools.cached_property
+    def dst(self) -> np.ndarray:
+        """Each edge's target node."""
+        return self.core.dst
 
     def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0,
                floor: Optional[np.ndarray] = None) -> np.ndarray:

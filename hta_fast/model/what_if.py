@@ -108,7 +108,7 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
         raise ValueError(f"what-if factors must be numbers >= 0, got {factors}")
     w = graph.weight.astype(np.float64)
     types = graph.edge_type
-    src_row = graph.rows[np.minimum(graph.core.src // 2, len(graph.rows) - 1)]
+    src_row = graph.rows[np.minimum(graph.src // 2, len(graph.rows) - 1)]
     gpu_self = np.flatnonzero(types == EDGE["gpu_self"])
     rows = src_row[gpu_self]
     factor = np.ones(len(gpu_self))
@@ -134,8 +134,8 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
         w[types == EDGE["launch"]] = 0
         # The calls that launched GPU work: their own CPU time goes too.
         is_launch = np.zeros(len(graph.rows) + 1, bool)
-        is_launch[graph.core.src[types == EDGE["launch"]] // 2] = True
-        w[(types == EDGE["cpu_self"]) & is_launch[graph.core.src // 2]] = 0
+        is_launch[graph.src[types == EDGE["launch"]] // 2] = True
+        w[(types == EDGE["cpu_self"]) & is_launch[graph.src // 2]] = 0
     out = np.rint(w).astype(np.int64)
     if drop_comm_waits:
         comm_src = trace.column("events", "kernel_class")[src_row] == KernelClass.COMM
