@@ -59,21 +59,21 @@ def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
                 weights.append(w)
             together = replay_together(linked, weights)
             for c, lw, t, w in zip(chains, linked, together.times, weights):
-                measured = c.spans(c.measured_times())
-                replayed, alone = c.spans(t), c.spans(c.graph.replay(w))
+                m_span = c.spans(c.measured_times())
+                r_span, a_span = c.spans(t), c.spans(c.graph.replay(w))
                 # A linked collective counts for the step that launched it.
                 step_of = np.full(len(c.graph.rows), -1, np.int64)
                 step_of[c.own_gpu] = c.own_gpu_step
                 n_comm = np.bincount(step_of[lw.comm][step_of[lw.comm] >= 0],
                                      minlength=len(c.step))
-                for k, step in enumerate(c.step.tolist()):
-                    row = {"rank": c.rank, "step": step, "measured": int(measured[k]),
-                           "replayed": int(replayed[k]),
-                           "error_pct": _error(int(replayed[k]), int(measured[k])),
-                           "collectives": int(n_comm[k]), "passes": together.passes,
-                           "no_cross_rank": int(alone[k]),
-                           "no_cross_rank_error_pct": _error(int(alone[k]), int(measured[k]))}
-                    for key, v in row.items():
+                for i, step in enumerate(c.step.tolist()):
+                    crow = {"rank": c.rank, "step": step, "measured": int(m_span[i]),
+                           "replayed": int(r_span[i]),
+                           "error_pct": _error(int(r_span[i]), int(m_span[i])),
+                           "collectives": int(n_comm[i]), "passes": together.passes,
+                           "no_cross_rank": int(a_span[i]),
+                           "no_cross_rank_error_pct": _error(int(a_span[i]), int(m_span[i]))}
+                    for key, v in crow.items():
                         out[key].append(v)
     for group in step_groups(traces, sel, whole_traces_only=chained):
         linked = link_windows([(w.rank, w.graph) for w in group], matched)
