@@ -76,6 +76,8 @@ class GpuRows:
         if len(blind):
             own_gpu = own[np.isin(trace.column("events", "kind")[own], GPU_WORK)]
             keys, first = _first_per_stream(trace, own_gpu)
+            if not len(keys):  # no own GPU work: nothing it could have been queued ahead of
+                return out
             pos = np.minimum(np.searchsorted(keys, self.stream[blind]), max(len(keys) - 1, 0))
             ahead = (len(keys) > 0) & (keys[pos] == self.stream[blind]) & \
                 (self.start[blind] < first[pos])
