@@ -40,7 +40,7 @@ def test_replay_reproduces_the_steps(traces_dir):
 
 
 def test_whatif_equals_the_model(traces_dir):
-    res = run("whatif", str(folder(traces_dir)), "--scale", "COMP=0.5", "--cpu", "0.5",
+    res = run("whatif", str(folder(traces_dir)), "--scale", "COMP=3", "--cpu", "0.5",
               "--format", "json")
     assert res.exit_code == 0, res.output
     expected = what_if(hta_fast.load_dir(folder(traces_dir)), kernel_class={"COMP": 0.5}, cpu=0.5)
@@ -70,3 +70,17 @@ def test_whatif_unknown_device_is_one_line(traces_dir):
                          "--source-device", "A100-SXM4-40GB")
     assert res.returncode == 2
     assert "unknown device 'Nope'" in one_error_line(res.stderr)
+
+
+def test_whatif_windows_flag_replays_each_window_alone(traces_dir):
+    trace_dir = traces_dir / "hta" / "trace_diff" / "control"
+    rows = {}
+    for flag in ([], ["--windows"]):
+        res = run("whatif", str(trace_dir), "--scale", "COMP=3", "--format", "json", *flag)
+        assert res.exit_code == 0, res.output
+        rows[bool(flag)] = json.loads(res.output)["tables"]["what_if"]
+    trace = hta_fast.load_dir(trace_dir)
+    for windows, got in rows.items():
+        expected = what_if(trace, kernel_class={"COMP": 3.0}, chained=not windows)
+        assert [r["predicted"] for r in got] == expected.to_pandas().predicted.tolist()
+    assert rows[True] != rows[False]  # the chain changes the prediction on this trace
