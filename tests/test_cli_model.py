@@ -40,7 +40,7 @@ def test_replay_reproduces_the_steps(traces_dir):
 
 
 def test_whatif_equals_the_model(traces_dir):
-    res = run("whatif", str(folder(traces_dir)), "--scale", "COMP=3", "--cpu", "0.5",
+    res = run("whatif", str(folder(traces_dir)), "--scale", "COMP=0.5", "--cpu", "0.5",
               "--format", "json")
     assert res.exit_code == 0, res.output
     expected = what_if(hta_fast.load_dir(folder(traces_dir)), kernel_class={"COMP": 0.5}, cpu=0.5)
