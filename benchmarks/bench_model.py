@@ -7,7 +7,9 @@ Generates (once, cached under --out) a single-rank trace with benchmarks/gen_tra
 with hta_fast, checks the model's answer (every step replays with 0 error; each critical path is
 as long as its step), then times graph build + calibration + critical path for the first
 profiler step (what the reference computes: critical_path_analysis for ProfilerStep instance
-0), the same for every step, and replay with ablations for every step. The reference runs in a
+0), the same for every step, replay with ablations for every step and a what-if (every kernel
+x 0.5) for every step, each with the steps as one chain (the default) and each window alone
+(chained=False). The reference runs in a
 child process (tests/reference/run_reference.py --analyses critical_path), which times its
 call apart from its load.
 """
@@ -26,7 +28,7 @@ from _measure import timed  # noqa: E402
 
 import hta_fast  # noqa: E402
 from hta_fast.analysis.critical_path import critical_path  # noqa: E402
-from hta_fast.model import replay_steps  # noqa: E402
+from hta_fast.model import replay_steps, what_if  # noqa: E402
 
 
 def main() -> int:
@@ -49,18 +51,26 @@ def main() -> int:
     r = replay_steps(trace).to_pandas()
     cp = critical_path(trace).to_pandas()
     assert (r.error_pct.fillna(0) == 0).all(), "replay does not reproduce the trace"
+    assert (replay_steps(trace, chained=False).to_pandas().error_pct.fillna(0) == 0).all()
     assert (cp.critical_path_length == cp.measured_step).all(), "critical path != step"
 
     first_s = timed(lambda: critical_path(trace, steps=first), args.runs)
     all_s = timed(lambda: critical_path(trace), args.runs)
     replay_s = timed(lambda: replay_steps(trace), args.runs)
+    windows_s = timed(lambda: replay_steps(trace, chained=False), args.runs)
+    whatif_s = timed(lambda: what_if(trace, kernel_class={"COMP": 0.5}), args.runs)
+    whatif_windows_s = timed(lambda: what_if(trace, kernel_class={"COMP": 0.5}, chained=False),
+                             args.runs)
     events = len(trace[trace.ranks[0]].column("events", "ts"))
     print(f"\n## bench_model: {args.size_mb:g} MB, {events:,} events, {len(steps)} steps\n")
     print(f"hta_fast load: {load_s:.2f} s")
     print("| stage | hta_fast s |\n|---|---|")
     print(f"| critical path, first step | {first_s:.3f} |")
     print(f"| critical path, all steps | {all_s:.3f} |")
-    print(f"| replay + ablations, all steps | {replay_s:.3f} |")
+    print(f"| replay + ablations, all steps (one chain) | {replay_s:.3f} |")
+    print(f"| replay + ablations, all steps (each window alone) | {windows_s:.3f} |")
+    print(f"| what-if COMP x 0.5, all steps (one chain) | {whatif_s:.3f} |")
+    print(f"| what-if COMP x 0.5, all steps (each window alone) | {whatif_windows_s:.3f} |")
     if not args.skip_ref:
         ref = reference_seconds(folder, args.ref_timeout, ["critical_path"])
         ref_s = ref["seconds"].get("critical_path")

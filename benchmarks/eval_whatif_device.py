@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How well "this step on another GPU" (what_if(device=...)) predicts a trace recorded there.
 
-    python benchmarks/eval_whatif_device.py A B [--tf32 auto|on|off] [--no-curves]
+    python benchmarks/eval_whatif_device.py A B [--tf32 auto|on|off] [--no-curves] [--windows]
 
 Predicts A's steps on B's GPU and compares the mean predicted step with B's mean measured
 step, both directions (A on B's device, B on A's):
@@ -12,7 +12,8 @@ step, both directions (A on B's device, B on A's):
                   time per step, a number READ FROM THE TARGET TRACE: an upper bound on what
                   knowing the other host would add, not a prediction.
 
-Error: (predicted - measured) / measured of the mean step, in percent.
+Error: (predicted - measured) / measured of the mean step, in percent. --windows replays each
+profiler step's window alone (default: the steps as one chain, hta_fast.model.chains).
 """
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def main() -> None:
     ap.add_argument("b")
     ap.add_argument("--tf32", choices=["auto", "on", "off"], default="off")
     ap.add_argument("--no-curves", action="store_true")
+    ap.add_argument("--windows", action="store_true",
+                    help="each step's window alone (default: consecutive steps as one chain)")
     args = ap.parse_args()
 
     import hta_fast
@@ -67,8 +70,10 @@ def main() -> None:
         # what_if(src, device=...) with the curves switchable (what_if keeps predict's default)
         change, _ = device_changes(src, dev[dst_name], allow_tf32=tf32,
                                    efficiency_curves=not args.no_curves)
-        dev_only = what_if(src, duration_change=change).to_pandas().predicted.mean()
-        dev_cpu = what_if(src, duration_change=change, cpu=cpu_ratio).to_pandas().predicted.mean()
+        chained = not args.windows
+        dev_only = what_if(src, duration_change=change, chained=chained).to_pandas().predicted.mean()
+        dev_cpu = what_if(src, duration_change=change, cpu=cpu_ratio,
+                          chained=chained).to_pandas().predicted.mean()
         key = f"{dev[src_name].key} -> {dev[dst_name].key}"
         out[key] = {"source_step_ms": round(own / 1e6, 3), "target_step_ms": round(measured / 1e6, 3),
                     "no_model_err_pct": round(100 * (own - measured) / measured, 1),

@@ -80,12 +80,15 @@ class _DependencyGraph:
     def replay(self, weight: I64, skip_types: int = 0, floor: Optional[I64] = None) -> I64: ...
     def critical_path(self, weight: I64, times: I64, skip_types: int = 0,
                       from_node: int = -1) -> I64: ...
+    def critical_paths(self, weight: I64, times: I64, skip_types: int, from_nodes: I64,
+                       stop_at: I64) -> tuple[I64, I64]: ...
 
 class _Graph:
     Graph = _DependencyGraph
     @staticmethod
     def build(ts: I64, dur: I64, lane: I64, is_gpu: npt.NDArray[np.uint8], parent: I64,
               launch: I64, corr: I64, sync_kind: npt.NDArray[np.uint8], wait_lane: I64,
-              wait_corr: I64, target_lane: I64, window_start: int) -> _DependencyGraph: ...
+              wait_corr: I64, target_lane: I64, window_start: int,
+              release_from: Optional[I64] = None) -> _DependencyGraph: ...
 
 graph: _Graph

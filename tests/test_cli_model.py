@@ -89,3 +89,17 @@ def test_critical_path_together_refuses_trace_out_in_one_line(traces_dir, tmp_pa
                          "--trace-out", str(tmp_path / "p.json"))
     assert res.returncode == 2
     assert "--together" in one_error_line(res.stderr)
+
+
+def test_whatif_windows_flag_replays_each_window_alone(traces_dir):
+    trace_dir = traces_dir / "hta" / "trace_diff" / "control"
+    rows = {}
+    for flag in ([], ["--windows"]):
+        res = run("whatif", str(trace_dir), "--scale", "COMP=3", "--format", "json", *flag)
+        assert res.exit_code == 0, res.output
+        rows[bool(flag)] = json.loads(res.output)["tables"]["what_if"]
+    trace = hta_fast.load_dir(trace_dir)
+    for windows, got in rows.items():
+        expected = what_if(trace, kernel_class={"COMP": 3.0}, chained=not windows)
+        assert [r["predicted"] for r in got] == expected.to_pandas().predicted.tolist()
+    assert rows[True] != rows[False]  # the chain changes the prediction on this trace

@@ -3,6 +3,8 @@ the step's graph holds it as the predecessors of its own GPU work, so a what-if 
 the kernels shortens the backlog too, instead of keeping a launch wait calibrated to it."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ import hta_fast
 from hta_fast.model.replay import replay_steps
 from hta_fast.model.dependency_graph import EDGE
 from hta_fast.model.what_if import what_if
+from hta_fast.model.chains import each_chain
 from hta_fast.model.windows import each_window
 from hta_fast.analysis import select
 from tests.conftest import TRACES_DIR
@@ -19,11 +22,12 @@ GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 WAKE, HOST = 3.0, 20.0  # the event sync's return after the kernel, the host work after it
 
 
-def backlogged_job(kernel_us: float, steps: int = 6, kernels: int = 10) -> hta_fast.Trace:
+def backlogged_job(kernel_us: float, steps: int = 6, kernels: int = 10,
+                   extra_host: Optional[dict[int, float]] = None) -> hta_fast.Trace:
     """GPU bound, one step behind the host. Each step launches `kernels` kernels 10 µs apart
     (10 µs to reach the GPU, in stream order), records an event after them, then waits on the
     previous step's event (cudaEventSynchronize, returning WAKE µs after that step's last
-    kernel ends) and does HOST µs of host work. A kernel starts once launched and once the
+    kernel ends) and does HOST µs of host work (plus extra_host[s] in step s). A kernel starts once launched and once the
     stream is free, so each step's kernels run in the next step's window."""
     b = KinetoBuilder()
     t0, free, prev_record = 0.0, -1.0, None
@@ -37,18 +41,19 @@ def backlogged_job(kernel_us: float, steps: int = 6, kernels: int = 10) -> hta_f
             free = start + kernel_us
         last_end.append(free)
         record_ts = t0 + 10 + 10 * kernels
-        record = b.correlation
-        b.correlation += 1
         sync_start = record_ts + 5
         if prev_record is not None:
             sync_end = max(sync_start + 5, last_end[s - 1] + WAKE)
         else:
             sync_end = sync_start + 5
         work_start = sync_end + 2
-        end = work_start + HOST + 1
+        host = HOST + (extra_host or {}).get(s, 0.0)
+        end = work_start + host + 1
         b.step(s, t0, end - t0)
         for launch, start in step_events:
             b.kernel(GEMM, launch, start, kernel_us)
+        record = b.correlation  # recorded after the step's kernels were launched
+        b.correlation += 1
         b._x("cuda_runtime", "cudaEventRecord", record_ts, 3, CPU_PID, CPU_TID,
              {"cbid": 135, "correlation": record})
         if prev_record is not None:
@@ -60,7 +65,7 @@ def backlogged_job(kernel_us: float, steps: int = 6, kernels: int = 10) -> hta_f
                  {"cuda_sync_kind": "Event Sync", "wait_on_stream": 7, "stream": -1,
                   "wait_on_cuda_event_record_corr_id": prev_record, "correlation": corr,
                   "device": 0, "context": 1})
-        b.cpu_op("aten::host_work", work_start, HOST)
+        b.cpu_op("aten::host_work", work_start, host)
         prev_record, t0 = record, end
     return b.load()
 
@@ -82,23 +87,68 @@ def test_each_step_holds_the_previous_steps_kernels_that_run_in_it():
     assert (r.gpu_events == 10).all()  # a step's own kernels, not the carried ones
 
 
-@pytest.mark.parametrize("factor", [0.5, 0.75])
+@pytest.mark.parametrize("factor", [0.5, 0.75, 1.5])
 def test_faster_kernels_shorten_the_backlog(factor):
     base = backlogged_job(400)
     actual = measured_steps(backlogged_job(400 * factor))
     predicted = what_if(base, name={"gemm": factor}).to_pandas().predicted.to_numpy()
+    # The steps replayed as one chain: the backlog a step starts with is the previous step's
+    # replayed kernels, so the prediction is the regenerated job's, step for step.
+    assert predicted.tolist() == actual.tolist()
+    # The knob matters: the measured steps are far from the faster job's.
+    assert np.all(np.abs(measured_steps(base)[2:] - actual[2:]) / actual[2:] > 0.2)
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.75])
+def test_each_window_alone_misses_the_hosts_share(factor):
+    base = backlogged_job(400)
+    actual = measured_steps(backlogged_job(400 * factor))
+    predicted = what_if(base, name={"gemm": factor}, chained=False).to_pandas().predicted.to_numpy()
     # Steady state from step 2 on. By construction a step lasts one step of GPU work
     # (kernels × kernel time) and its own kernels end a backlog later; the backlog a window
     # starts with is that work less the host's share (the wake-up, the gap and the host work
-    # after the sync: 3 + 2 + 20 + 1 = 26 µs), which does not scale with the kernels. The
-    # prediction anchors the carried kernels at the window's start and scales them, so it is
-    # that share × (1 - factor) long: the host's time a real run would have spent earlier.
+    # after the sync: 3 + 2 + 20 + 1 = 26 µs), which does not scale with the kernels. A window
+    # alone anchors the carried kernels at its start and scales them, so it is that share ×
+    # (1 - factor) long: the host's time a real run would have spent earlier.
     host_share = 26_000 * (1 - factor)
     err = predicted[2:] - actual[2:]
     assert np.all(np.abs(err - host_share) <= 10), (predicted, actual)
-    assert np.all(np.abs(err) / actual[2:] < 0.01)
-    # The knob matters: the measured steps are far from the faster job's.
-    assert np.all(np.abs(measured_steps(base)[2:] - actual[2:]) / actual[2:] > 0.2)
+
+
+def _host_longer(trace: hta_fast.Trace, step: int, extra_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's replayed start and span, as one chain, with step `step`'s host work
+    extra_ns longer (its cpu_self edge: no what-if knob edits one step's host)."""
+    (chain,) = each_chain(trace, select.selection_of(None, None, None))
+    g = chain.graph
+    names = [trace.strings[int(i)].as_py() for i in trace.column("events", "name")[g.rows]]
+    step_of = trace.column("events", "step")[g.rows]
+    host = [i for i, n in enumerate(names) if n == "aten::host_work" and step_of[i] == step]
+    edge = np.flatnonzero((g.core.src == 2 * host[0]) & (g.edge_type == EDGE["cpu_self"]))
+    w = g.weight.copy()
+    w[edge] += extra_ns
+    t = g.replay(w)
+    return chain.step_starts(t) + g.window_start, chain.spans(t)
+
+
+@pytest.mark.parametrize("kernel_us, name", [(5, "host bound"), (400, "GPU bound, backlogged")])
+def test_a_longer_host_in_one_step_pushes_the_next(kernel_us, name):
+    # Step 2's host work 300 µs longer, against the job regenerated with it so. Host bound,
+    # every later step starts 300 µs later and lasts as long as before; backlogged, the GPU's
+    # queue absorbs it: step 3 starts 300 µs later but waits for the same kernels, so it is
+    # 300 µs shorter, and the steps after it do not move.
+    trace = backlogged_job(kernel_us)
+    longer = backlogged_job(kernel_us, extra_host={2: 300.0})
+    starts, spans = _host_longer(trace, 2, 300_000)
+    assert spans.tolist() == measured_steps(longer).tolist(), name
+    assert starts.tolist() == longer.column("steps", "ts").tolist()
+    before = measured_steps(trace)
+    if kernel_us == 5:
+        assert (spans - before).tolist() == [0, 0, 300_000, 0, 0, 0]
+    else:
+        assert (spans - before).tolist() == [0, 0, 0, -300_000, 0, 0]
+    # Each window alone cannot show it: the next step's window starts where it was measured.
+    wins = list(each_window(trace, select.selection_of(None, None, None)))
+    assert [w.graph.window_start for w in wins] == trace.column("steps", "ts").tolist()
 
 
 def _v100_trace() -> hta_fast.Trace:
@@ -158,6 +208,11 @@ def test_selecting_a_step_keeps_what_it_carries():
     trace = backlogged_job(400)
     every = replay_steps(trace).to_pandas()
     one = what_if(trace, name={"gemm": 0.5}, steps=[3]).to_pandas()
-    assert one.predicted.tolist() == what_if(trace, name={"gemm": 0.5}).to_pandas(
+    # A chain begins at the first selected step: what it carries hangs from its start at its
+    # measured time, as in a window alone.
+    assert one.predicted.tolist() == what_if(trace, name={"gemm": 0.5}, chained=False).to_pandas(
     ).predicted.tolist()[3:4]
+    two = what_if(trace, name={"gemm": 0.5}, steps=[3, 4]).to_pandas()
+    assert two.predicted.tolist()[1] == what_if(trace, name={"gemm": 0.5}).to_pandas(
+    ).predicted.tolist()[4]
     assert replay_steps(trace, steps=[3]).to_pandas().measured.tolist() == every.measured.tolist()[3:4]

@@ -118,7 +118,7 @@ def test_windows_that_start_apart_count_from_where_the_path_begins():
 def test_what_if_path_equals_the_path_of_the_job_regenerated_with_the_change():
     # Rank 0's GEMM twice as long in a what-if against a job recorded that way: same rows.
     base = tail_job(gemm=[1000, 900, 1100], tail=[300, 500, 400])
-    predicted = what_if(base, name={"gemm": 2.0}, edit_ranks=[0])
+    predicted = what_if(base, name={"gemm": 2.0}, edit_ranks=[0], chained=False)
     actual_summary, actual = path_of(tail_job(gemm=[2000, 900, 1100], tail=[300, 500, 400]))
     p = predicted.to_pandas("path_across_ranks_breakdown")
     cols = ["rank", "type", "name", "duration", "from_rank"]
@@ -245,6 +245,6 @@ def test_real_dlrm_with_slow_collectives_jumps_to_the_last_arrivals(traces_dir):
     assert sum(linked[j.last].rank != linked[j.held].rank for j in jumps) >= 2
     check_path(linked, together, path)
     # what_if reports the same path.
-    summary = what_if(dlrm(), kernel_class={"COMM": 100.0}).to_pandas("path_across_ranks")
+    summary = what_if(dlrm(), kernel_class={"COMM": 100.0}, chained=False).to_pandas("path_across_ranks")
     assert summary.critical_path_length[0] == path.length
     assert summary.end_rank[0] == linked[path.end_window].rank

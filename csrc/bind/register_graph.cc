@@ -37,7 +37,8 @@ void check_length(const py::array& a, const char* name, size_t n) {
 PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t>& lane,
               const Col<uint8_t>& is_gpu, const Col<int64_t>& parent, const Col<int64_t>& launch,
               const Col<int64_t>& corr, const Col<uint8_t>& sync_kind, const Col<int64_t>& wait_lane,
-              const Col<int64_t>& wait_corr, const Col<int64_t>& target_lane, int64_t window_start) {
+              const Col<int64_t>& wait_corr, const Col<int64_t>& target_lane, int64_t window_start,
+              std::optional<Col<int64_t>> release_from) {
   const auto n = static_cast<size_t>(ts.size());
   check_length(ts, "ts", n);
   check_length(dur, "dur", n);
@@ -50,6 +51,12 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
   check_length(wait_lane, "wait_lane", n);
   check_length(wait_corr, "wait_corr", n);
   check_length(target_lane, "target_lane", n);
+  if (release_from) {
+    check_length(*release_from, "release_from", n);
+    for (size_t i = 0; i < n; ++i)
+      if (release_from->data()[i] >= static_cast<int64_t>(2 * n))
+        throw py::value_error("release_from of row " + std::to_string(i) + " is not a node");
+  }
   const auto sn = static_cast<int64_t>(n);
   for (size_t i = 0; i < n; ++i) {
     if (parent.data()[i] >= sn || launch.data()[i] >= sn)
@@ -69,6 +76,7 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
   in.wait_corr = wait_corr.data();
   in.target_lane = target_lane.data();
   in.window_start = window_start;
+  if (release_from) in.release_from = release_from->data();
   PyGraph out;
   {
     py::gil_scoped_release release;
@@ -140,9 +148,31 @@ void register_graph(py::module_& m) {
           p = hta::graph::critical_path(g.g, w, t, skip_types, from);
         }
         return to_numpy(std::move(p));
-      }, py::arg("weight"), py::arg("times"), py::arg("skip_types") = 0, py::arg("from_node") = -1);
+      }, py::arg("weight"), py::arg("times"), py::arg("skip_types") = 0, py::arg("from_node") = -1)
+      .def("critical_paths", [](const PyGraph& g, const Col<int64_t>& weight,
+                                const Col<int64_t>& times, uint32_t skip_types,
+                                const Col<int64_t>& from, const Col<int64_t>& stop_at) {
+        auto w = weights_of(g, weight);
+        const size_t nodes = 2 * g.g.n_events + 1;
+        check_length(times, "times", nodes);
+        check_length(stop_at, "stop_at", static_cast<size_t>(from.size()));
+        std::vector<int64_t> t(times.data(), times.data() + times.size());
+        std::vector<int64_t> f(from.data(), from.data() + from.size());
+        for (int64_t v : f)
+          if (v < 0 || static_cast<size_t>(v) >= nodes)
+            throw std::invalid_argument("critical_paths: node " + std::to_string(v) +
+                                        " is not in the graph");
+        std::vector<int64_t> s(stop_at.data(), stop_at.data() + stop_at.size());
+        std::vector<int64_t> p, offsets;
+        {
+          py::gil_scoped_release release;
+          p = hta::graph::critical_paths(g.g, w, t, skip_types, f, s, offsets);
+        }
+        return py::make_tuple(to_numpy(std::move(p)), to_numpy(std::move(offsets)));
+      }, py::arg("weight"), py::arg("times"), py::arg("skip_types"), py::arg("from_nodes"),
+         py::arg("stop_at"));
   sub.def("build", &build, py::arg("ts"), py::arg("dur"), py::arg("lane"), py::arg("is_gpu"),
           py::arg("parent"), py::arg("launch"), py::arg("corr"), py::arg("sync_kind"),
           py::arg("wait_lane"), py::arg("wait_corr"), py::arg("target_lane"),
-          py::arg("window_start"));
+          py::arg("window_start"), py::arg("release_from") = py::none());
 }

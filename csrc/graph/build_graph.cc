@@ -24,14 +24,16 @@ Graph build_graph(const GraphInput& in) {
   add_sync_edges(in, g);
   add_thread_edges(in, g);
 
-  // Every node that nothing else leads to starts from the window's start.
+  // Every node that nothing else leads to starts from the window's start (or the node
+  // release_from names).
   const size_t nodes = 2 * in.n + 1;
   const auto source = static_cast<int64_t>(2 * in.n);
   std::vector<uint8_t> has_pred(nodes, 0);
   for (int64_t d : g.dst) has_pred[d] = 1;
   for (size_t v = 0; v + 1 < nodes; ++v)
     if (!has_pred[v]) {
-      g.src.push_back(source);
+      const int64_t from = in.release_from ? in.release_from[v / 2] : -1;
+      g.src.push_back(from >= 0 && from != static_cast<int64_t>(v) ? from : source);
       g.dst.push_back(static_cast<int64_t>(v));
       g.type.push_back(static_cast<uint8_t>(EdgeType::release));
     }

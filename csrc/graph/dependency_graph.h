@@ -69,6 +69,10 @@ struct GraphInput {
   const int64_t* wait_corr = nullptr;
   const int64_t* target_lane = nullptr;
   int64_t window_start = 0;  // ns: the source node's time
+  // Optional, per event: the node its nodes without a predecessor are released from instead
+  // of the source (-1: the source). A chain of profiler steps releases a step's nodes from
+  // the step's start, so that they move with it.
+  const int64_t* release_from = nullptr;
 };
 
 struct Graph {

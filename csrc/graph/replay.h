@@ -27,4 +27,14 @@ std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& w
                                    const std::vector<int64_t>& times, uint32_t skip_types = 0,
                                    int64_t from = -1);
 
+// Several paths over one replay, for the steps of a chain of profiler steps replayed as one
+// graph: path k runs back from node from[k] and stops at the first node at or before
+// stop_at[k] (the step's replayed start), so each costs its own length, not the chain's. The
+// paths are concatenated; path k is [offsets[k], offsets[k + 1]).
+std::vector<int64_t> critical_paths(const Graph& g, const std::vector<int64_t>& weight,
+                                    const std::vector<int64_t>& times, uint32_t skip_types,
+                                    const std::vector<int64_t>& from,
+                                    const std::vector<int64_t>& stop_at,
+                                    std::vector<int64_t>& offsets);
+
 }  // namespace hta::graph

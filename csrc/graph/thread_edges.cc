@@ -8,6 +8,9 @@
 // trace does not say which call woke a thread or which one waited for it.
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <utility>
+#include <vector>
 #include <unordered_map>
 
 #include "graph/dependency_graph.h"
@@ -19,6 +22,43 @@ namespace {
 struct LaneSpan {
   int64_t first = -1, last = -1;  // rows of the earliest start and the latest end
 };
+// Per lane other than main_lane: the shortest CPU event on another lane running when the lane's
+// work ended (ts <= done < end; ties: the lowest row), where there is one. One sweep over the
+// lanes' ends in time order, with the events started by then in a set ordered by duration: an
+// event that has ended by one lane's end has ended by every later one and leaves the set, so a
+// chain of many steps (a lane per worker thread and step) costs n log n, not lanes x n.
+std::unordered_map<int64_t, int64_t> joined_events(
+    const GraphInput& in, const std::vector<int64_t>& cpu,
+    const std::unordered_map<int64_t, LaneSpan>& lanes, int64_t main_lane) {
+  const auto end_of = [&](int64_t r) { return in.ts[r] + in.dur[r]; };
+  std::vector<std::pair<int64_t, int64_t>> queries;  // (done, lane)
+  for (const auto& [lane, s] : lanes)
+    if (lane != main_lane) queries.emplace_back(end_of(s.last), lane);
+  std::sort(queries.begin(), queries.end());
+  std::vector<int64_t> by_start(cpu);
+  std::sort(by_start.begin(), by_start.end(), [&](int64_t a, int64_t b) {
+    return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b;
+  });
+  std::set<std::pair<int64_t, int64_t>> running;  // (dur, row) of events started by now
+  std::unordered_map<int64_t, int64_t> out;
+  size_t next = 0;
+  for (const auto& [done, lane] : queries) {
+    for (; next < by_start.size() && in.ts[by_start[next]] <= done; ++next)
+      running.emplace(in.dur[by_start[next]], by_start[next]);
+    for (auto it = running.begin(); it != running.end();) {
+      const int64_t r = it->second;
+      if (end_of(r) <= done) {
+        it = running.erase(it);  // ended: not running at this or any later lane's end
+      } else if (in.lane[r] == lane) {
+        ++it;  // the lane's own enclosing calls
+      } else {
+        out[lane] = r;
+        break;
+      }
+    }
+  }
+  return out;
+}
 }  // namespace
 
 void add_thread_edges(const GraphInput& in, Graph& g) {
@@ -45,6 +85,7 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
   std::sort(by_end.begin(), by_end.end(), [&](int64_t a, int64_t b) {
     return end_of(a) != end_of(b) ? end_of(a) < end_of(b) : a < b;
   });
+  const std::unordered_map<int64_t, int64_t> joined = joined_events(in, cpu, lanes, main_lane);
   std::vector<int64_t> join_targets;
   for (const auto& [lane, s] : lanes) {
     if (lane == main_lane) continue;
@@ -56,13 +97,9 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     if (pos != by_end.begin() && in.lane[*(pos - 1)] != lane)
       g.add_edge(end_node(*(pos - 1)), start_node(x), EdgeType::cross_thread);
     // Joined: the shortest event on another thread running when this thread's work ended.
-    const int64_t done = end_of(s.last);
-    int64_t y = -1;
-    for (int64_t r : cpu)
-      if (in.lane[r] != lane && in.ts[r] <= done && done < end_of(r) &&
-          (y < 0 || in.dur[r] < in.dur[y]))
-        y = r;
-    if (y < 0) continue;
+    const auto found = joined.find(lane);
+    if (found == joined.end()) continue;
+    const int64_t y = found->second;
     g.add_edge(end_node(s.last), end_node(y), EdgeType::thread_join);
     join_targets.push_back(end_node(y));
   }

@@ -45,10 +45,13 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
 @click.option("--together", is_flag=True,
               help="Replay all ranks of a step together (a collective ends when the last rank "
                    "has reached it), with the no-cross-rank ablation.")
+@click.option("--windows", is_flag=True,
+              help="Replay each profiler step's window alone (default: a rank's consecutive "
+                   "steps as one chain, each starting where the one before it ends).")
 @click.pass_obj
 def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                   recover: bool, together: bool) -> None:
+                   recover: bool, together: bool, windows: bool) -> None:
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one, and the ablations (kernel sum, busiest stream, no
     cross-stream edges, GPU only) beside it."""
@@ -57,7 +60,7 @@ def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
-    result = (replay_ranks if together else replay_steps)(traces,
+    result = (replay_ranks if together else replay_steps)(traces, chained=not windows,
                                                           selection=selection(ranks, steps))
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
@@ -109,6 +112,9 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
                                   "e.g. 0,3 or 0-3 (default: all).")
 @click.option("--no-cross-rank", is_flag=True,
               help="Replay each rank alone (default: the ranks of a step together).")
+@click.option("--windows", is_flag=True,
+              help="Replay each profiler step's window alone (default: a rank's consecutive "
+                   "steps as one chain, each starting where the one before it ends).")
 @click.option("--comm-bandwidth", metavar="S|GBPS", default=None,
               help="Interconnect bandwidth through the collective cost model fitted to the "
                    "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).")
@@ -125,7 +131,7 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
                    categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
                    drop_comm_waits: bool, edit_ranks: Optional[str], no_cross_rank: bool,
-                   comm_bandwidth: Optional[str], device: Optional[str],
+                   windows: bool, comm_bandwidth: Optional[str], device: Optional[str],
                    source_device: Optional[str], devices_file: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
@@ -142,7 +148,8 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                          cpu=cpu, zero_launch_overhead=zero_launch_overhead,
                          drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
                          collective_busbw_gbps=busbw, edit_ranks=parse_ints(edit_ranks, "rank"),
-                         cross_rank=not no_cross_rank, selection=selection(ranks, steps),
+                         cross_rank=not no_cross_rank, chained=not windows,
+                         selection=selection(ranks, steps),
                          device=device, source_device=source_device, devices_file=devices_file)
     except ValueError as e:
         raise BadInput(str(e)) from None

@@ -7,6 +7,7 @@ measured timeline, replays and finds the critical path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import numpy as np
@@ -46,9 +47,20 @@ class DependencyGraph:
     n_sync_edges: int
     carried: np.ndarray
 
-    @property
+    # The core hands out copies: a chain's steps read them once per step, so they are kept.
+    @functools.cached_property
     def edge_type(self) -> np.ndarray:
         return self.core.type
+
+    @functools.cached_property
+    def src(self) -> np.ndarray:
+        """Each edge's source node."""
+        return self.core.src
+
+    @functools.cached_property
+    def dst(self) -> np.ndarray:
+        """Each edge's target node."""
+        return self.core.dst
 
     def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0,
                floor: Optional[np.ndarray] = None) -> np.ndarray:
@@ -120,10 +132,16 @@ def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, la
 
 
 def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None,
-                carried: Optional[np.ndarray] = None) -> DependencyGraph:
+                carried: Optional[np.ndarray] = None,
+                release_from: Optional[np.ndarray] = None,
+                thread_part: Optional[np.ndarray] = None) -> DependencyGraph:
     """The calibrated dependency graph of these event rows of one trace. carried (a mask over
     rows): GPU work launched before the window; its launch is not in the graph, and an event
-    that began before window_start enters the graph at window_start with what was left of it."""
+    that began before window_start enters the graph at window_start with what was left of it.
+    release_from (per row, a node or -1): where a node of that event without a predecessor
+    is released from, instead of the window's start; thread_part (per row, >= 0): CPU events
+    of one thread with different parts are on different lanes, as if on different threads
+    (hta_fast.model.chains: a worker thread's calls in each step)."""
     rows = np.asarray(rows, np.int64)
     if len(rows) > 1 and not (np.diff(rows) > 0).all():
         raise ValueError("graph rows must be increasing")
@@ -154,6 +172,9 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
                             return_inverse=True)
     key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code.reshape(-1)) \
         * (sub_code.max(initial=0) + 1) + sub_code.reshape(-1)
+    if thread_part is not None:
+        part = np.where(is_gpu, 0, np.asarray(thread_part, np.int64))
+        key = key * (int(part.max(initial=0)) + 1) + part
     _, lane = np.unique(key, return_inverse=True)
     lane = lane.reshape(-1).astype(np.int64)
     lane_of_stream = {(int(p), int(s)): int(l) for p, s, l in
@@ -179,7 +200,8 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
         r = rows[i]
         k = int(sync_kind[i])
         s = int(partner[r])  # the cuda_sync row that records what this call waited on
-        p = int(pid[r])
+        # Streams belong to the device's pid (the cuda_sync row's), not the calling thread's.
+        p = int(pid[s]) if s >= 0 else int(pid[r])
         a_stream, a_corr = arg_stream.get(s, -1), arg_corr.get(s, -1)
         if k == sync_calls.STREAM:
             lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
@@ -219,7 +241,8 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     core = _core.graph.build(
         np.ascontiguousarray(ts, np.int64), np.ascontiguousarray(dur, np.int64), lane,
         is_gpu.astype(np.uint8), par.astype(np.int64), launch.astype(np.int64), corr, sync_kind,
-        wait_lane, wait_corr, target_lane, start)
+        wait_lane, wait_corr, target_lane, start,
+        None if release_from is None else np.ascontiguousarray(release_from, np.int64))
     weight, binding = core.calibrate()
     types = core.type
     n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))

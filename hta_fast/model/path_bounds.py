@@ -29,7 +29,7 @@ _BOUND = {"launch": "gpu_kernel_launch_overhead", "kernel_kernel": "gpu_kernel_k
 def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
     """The trace row each edge's time is charged to."""
     node: np.ndarray = np.where(np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE),
-                                graph.core.src[edges], graph.core.dst[edges])
+                                graph.src[edges], graph.dst[edges])
     return graph.rows[np.minimum(node // 2, len(graph.rows) - 1)]
 
 

@@ -26,6 +26,8 @@ from ..analysis.select import Ranks, Steps
 from ..trace import Trace
 from ..traceset import TraceSet
 from .dependency_graph import EDGE, GPU_WORK, DependencyGraph, skip_mask
+from .chain_replay import chain_step_rows
+from .chains import each_chain
 from .windows import each_window
 
 ABLATIONS = ["sum_kernels", "busiest_stream", "no_cross_stream", "gpu_only"]
@@ -81,16 +83,32 @@ def _error(predicted: int, measured: int) -> Optional[float]:
 
 
 def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
-                 selection: Optional[select.Selection] = None) -> Result:
+                 selection: Optional[select.Selection] = None, chained: bool = True) -> Result:
     """One row per (rank, profiler step): measured and replayed step time, the error, the GPU
     start-time errors and the ablations. A rank without profiler steps is one row, step null.
     Side table "gpu_events": each GPU event's measured and replayed start (ns on the trace's
-    clock) and start_error = replayed - measured."""
+    clock) and start_error = replayed - measured. chained (default): each rank's consecutive
+    selected steps are replayed as one graph (hta_fast.model.chains), a step's replayed time
+    being its span in that replay; False: each step's window alone."""
     sel = select.selection_of(selection, ranks, steps)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
     notes = []
     per_event = []
-    for w in each_window(traces, sel):
+    rows: list[dict] = []
+    if chained:
+        for chain in each_chain(traces, sel):
+            chain_rows, events = chain_step_rows(chain, GPU_ONLY_SKIP, GPU_EVENTS)
+            for row in chain_rows:
+                row["error_pct"] = _error(row["replayed"], row["measured"])
+                for name in ABLATIONS:
+                    row[name + "_error_pct"] = _error(row[name], row["measured"])
+            rows += chain_rows
+            per_event.append(events)
+            if chain.graph.n_sync_edges == 0:
+                notes.append(f"rank {chain.rank} steps {chain.step[0]}-{chain.step[-1]}: no "
+                             "sync or stream-wait events, so the graph has no GPU -> CPU or "
+                             "cross-stream edges")
+    for w in each_window(traces, sel, whole_traces_only=chained):
         g = w.graph
         times = g.replay()
         measured, replayed = g.measured_end, int(times.max())
@@ -113,11 +131,13 @@ def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
                "gpu_start_error_median": float(np.median(start_err)) if len(gpu) else None}
         for name, value in ablations(g, w.trace).items():
             row[name], row[name + "_error_pct"] = value, _error(value, measured)
-        for k, v in row.items():
-            out[k].append(v)
+        rows.append(row)
         if g.n_sync_edges == 0:
             notes.append(f"rank {w.rank} step {w.step}: no sync or stream-wait events, so the "
                          "graph has no GPU -> CPU or cross-stream edges")
+    for row in sorted(rows, key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0)):
+        for k, v in row.items():
+            out[k].append(v)
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     events = pa.concat_tables(per_event) if per_event else GPU_EVENTS.empty_table()
     return Result("replay", table, tables={"gpu_events": events}, notes=notes,

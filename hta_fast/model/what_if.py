@@ -29,7 +29,7 @@ and the host waiting for it, move up.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -45,17 +45,17 @@ from .bandwidth_edit import collective_bandwidth_factors
 from .collective_cost import CostModel
 from .collective_links import MatchedCollectives, match_collectives
 from .critical_path_ranks import step_path
-from .cross_rank import link_windows, replay_together
+from .cross_rank import LinkedWindow, Together, link_windows, replay_together
 from .cross_rank_path_rows import breakdown_table, summary_table
 from .dependency_graph import EDGE, DependencyGraph
 from .devices import Device
-from .path_bounds import BOUND_BY, bound_by, shares
+from .path_bounds import BOUND_BY
+from .chain_what_if import chain_rows
+from .chains import chain_groups, each_chain
+from .step_rows import WAITING, Replayed, step_row
 from .windows import Window, each_window, step_groups
 
-DROPPED = -(1 << 50)
-# The share of a rank's predicted step spent before its critical path begins: waiting at a
-# collective for another rank (held_by) to arrive, in a cross-rank replay.
-WAITING = "waiting_for_rank"  # a weight that no path through it can win with
+DROPPED = -(1 << 50)  # a weight that no path through it can win with
 
 CPU_EDGES = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self",
                                 "join_tail")]
@@ -110,7 +110,7 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
         raise ValueError(f"what-if factors must be numbers >= 0, got {factors}")
     w = graph.weight.astype(np.float64)
     types = graph.edge_type
-    src_row = graph.rows[np.minimum(graph.core.src // 2, len(graph.rows) - 1)]
+    src_row = graph.rows[np.minimum(graph.src // 2, len(graph.rows) - 1)]
     gpu_self = np.flatnonzero(types == EDGE["gpu_self"])
     rows = src_row[gpu_self]
     factor = np.ones(len(gpu_self))
@@ -136,19 +136,14 @@ def edited_weights(graph: DependencyGraph, trace: Trace, *,
         w[types == EDGE["launch"]] = 0
         # The calls that launched GPU work: their own CPU time goes too.
         is_launch = np.zeros(len(graph.rows) + 1, bool)
-        is_launch[graph.core.src[types == EDGE["launch"]] // 2] = True
-        w[(types == EDGE["cpu_self"]) & is_launch[graph.core.src // 2]] = 0
+        is_launch[graph.src[types == EDGE["launch"]] // 2] = True
+        w[(types == EDGE["cpu_self"]) & is_launch[graph.src // 2]] = 0
     out = np.rint(w).astype(np.int64)
     if drop_comm_waits:
         comm_src = trace.column("events", "kernel_class")[src_row] == KernelClass.COMM
         waits = np.isin(types, [EDGE["cross_stream"], EDGE["sync_wait"]]) & comm_src
         out[waits] = DROPPED
     return out
-
-
-def _top(bounds: np.ndarray, weight: np.ndarray) -> Optional[str]:
-    s = {k: v for k, v in shares(bounds, weight).items() if v is not None}
-    return max(s, key=lambda k: s[k]) if s else None
 
 
 def comm_changes(matched: MatchedCollectives, factor: np.ndarray
@@ -175,27 +170,28 @@ def _add_changes(changes: dict[int, tuple[np.ndarray, np.ndarray]],
         changes[int(rank)] = (ev_rows, delta)
 
 
-def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Optional[set[int]],
-                   changes: Mapping[int, tuple[np.ndarray, np.ndarray]],
-                   matched: Optional[MatchedCollectives], factor: Optional[np.ndarray]
-                   ) -> tuple[list[dict[str, Any]], list[str], Optional[tuple[dict, pa.Table]]]:
-    """Rows of one step's windows: replayed together when `matched` is given (cross-rank),
-    else each alone; together, also the predicted path across the ranks (its summary row and
-    breakdown rows)."""
+def _replay_group(graphs: Sequence[tuple[int, Trace, DependencyGraph]], edits: Mapping[str, Any],
+                  edit_ranks: Optional[set[int]],
+                  changes: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                  matched: Optional[MatchedCollectives], factor: Optional[np.ndarray]
+                  ) -> tuple[list[Replayed], np.ndarray,
+                             Optional[tuple[list[LinkedWindow], Together]]]:
+    """These graphs (one per rank, the same steps) replayed as measured and edited: together
+    when `matched` is given (cross-rank), else each alone; per collective code the rank that
+    reached it last; and, together, the linked graphs and their edited joint replay."""
     w_edit, w_base = [], []
-    for win in group:
-        e = edits if edit_ranks is None or win.rank in edit_ranks else NO_EDITS
-        w_edit.append(edited_weights(win.graph, win.trace, duration_change=changes.get(win.rank), **e))
-        w_base.append(win.graph.weight)
-    notes: list[str] = []
+    for rank, trace, graph in graphs:
+        e = edits if edit_ranks is None or rank in edit_ranks else NO_EDITS
+        w_edit.append(edited_weights(graph, trace, duration_change=changes.get(rank), **e))
+        w_base.append(graph.weight)
     if matched is not None:
-        linked = link_windows([(w.rank, w.graph) for w in group], matched)
+        linked = link_windows([(rank, g) for rank, _, g in graphs], matched)
         after = []
-        for i, (win, lw) in enumerate(zip(group, linked)):
+        for i, ((rank, trace, graph), lw) in enumerate(zip(graphs, linked)):
             se = lw.self_edges()
-            e = edits if edit_ranks is None or win.rank in edit_ranks else NO_EDITS
-            plain = edited_weights(win.graph, win.trace, **e)[se].astype(np.float64)
-            measured = win.graph.weight[se].astype(np.float64)
+            e = edits if edit_ranks is None or rank in edit_ranks else NO_EDITS
+            plain = edited_weights(graph, trace, **e)[se].astype(np.float64)
+            measured = graph.weight[se].astype(np.float64)
             # The class / name / category factors the kernel got, applied to its data time.
             k = np.divide(plain, measured, out=np.ones(len(se)), where=measured > 0)
             f = factor[lw.match] if factor is not None else np.ones(len(se))
@@ -209,42 +205,36 @@ def _predict_group(group: list[Window], edits: Mapping[str, Any], edit_ranks: Op
         together = replay_together(linked, w_edit, after)
         times, holder = together.times, together.last_rank
         codes = [dict(zip((2 * lw.comm + 1).tolist(), lw.match.tolist())) for lw in linked]
-        across = step_path(group[0].step, linked, [w.trace for w in group], w_edit, together)
+        joint: Optional[tuple[list[LinkedWindow], Together]] = (linked, together)
     else:
-        base_times = [win.graph.replay() for win in group]
-        times = [win.graph.replay(w) for win, w in zip(group, w_edit)]
-        holder, codes = np.zeros(0, np.int64), [{} for _ in group]
-        across = None
+        base_times = [g.replay() for _, _, g in graphs]
+        times = [g.replay(w) for (_, _, g), w in zip(graphs, w_edit)]
+        holder, codes = np.zeros(0, np.int64), [{} for _ in graphs]
+        joint = None
+    return [Replayed(*r) for r in zip(w_base, base_times, w_edit, times, codes)], holder, joint
+
+
+def _window_rows(group: list[Window], replayed: list[Replayed], holder: np.ndarray
+                 ) -> list[dict[str, Any]]:
     rows = []
-    for win, wb, tb, w, t, code_of in zip(group, w_base, base_times, w_edit, times, codes):
-        g = win.graph
-        before = g.core.critical_path(wb, tb, 0)
-        after_path = g.core.critical_path(w, t, 0)
-        measured, predicted = g.measured_end, int(t.max())
-        b_after = bound_by(g, win.trace, after_path)
+    for win, r in zip(group, replayed):
+        g, t = win.graph, r.times
+        before = g.core.critical_path(r.w_base, r.base_times, 0)
+        after_path = g.core.critical_path(r.w_edit, t, 0)
         # Where this rank's path begins: the window start, or a collective's end that
         # another rank held (the time before it is spent waiting for that rank).
         first = int(g.core.src[after_path[0]]) if len(after_path) else int(np.argmax(t))
-        waited = int(t[first]) if first in code_of else 0
-        held_by = int(holder[code_of[first]]) if waited else None
-        row = {"rank": win.rank, "step": win.step, "measured": measured,
-               "replayed": int(tb.max()), "predicted": predicted,
-               "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
-               "bound_before": _top(bound_by(g, win.trace, before), wb[before]),
-               "bound_after": _top(b_after, w[after_path])}
-        on_path = predicted - waited
-        row.update({k: (v * on_path / predicted if v is not None and predicted else v)
-                    for k, v in shares(b_after, w[after_path]).items()})
-        row[WAITING] = 100.0 * waited / predicted if predicted else None
-        row["held_by"] = held_by
-        if waited and (row["bound_after"] is None or row[WAITING] > max(
-                (row[b] or 0.0) for b in BOUND_BY)):
-            row["bound_after"] = WAITING
-        rows.append(row)
-        if row["bound_before"] != row["bound_after"]:
-            notes.append(f"rank {win.rank} step {win.step}: the step is now mostly "
-                         f"{row['bound_after']} (was {row['bound_before']})")
-    return rows, notes, across
+        waited = int(t[first]) if first in r.code_of else 0
+        rows.append(step_row(win.rank, win.step, g, win.trace, r, holder, g.measured_end,
+                             int(r.base_times.max()), int(t.max()), before,
+                             r.w_base[before], after_path, r.w_edit[after_path], first, waited))
+    return rows
+
+
+def _notes(rows: list[dict[str, Any]]) -> list[str]:
+    return [f"rank {row['rank']} step {row['step']}: the step is now mostly "
+            f"{row['bound_after']} (was {row['bound_before']})"
+            for row in rows if row["bound_before"] != row["bound_after"]]
 
 
 def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[str, float]] = None,
@@ -258,7 +248,7 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             device: Union[str, Device, None] = None,
             source_device: Union[str, Device, None] = None, devices_file: Optional[str] = None,
             allow_tf32: Union[bool, str] = False,
-            edit_ranks: Ranks = None, cross_rank: bool = True,
+            edit_ranks: Ranks = None, cross_rank: bool = True, chained: bool = True,
             ranks: Ranks = None, steps: Steps = None,
             selection: Optional[select.Selection] = None) -> Result:
     """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
@@ -274,9 +264,13 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     apply to (default: all). With several ranks and
     cross_rank, the ranks of a step are replayed together (hta_fast.model.cross_rank): a
     collective ends on no rank before the last rank has reached it, so slowing one rank
-    delays the others; on a rank, the critical path then stops where another rank held it,
-    and the side tables "path_across_ranks" (per step) and "path_across_ranks_breakdown"
-    follow the predicted path across the ranks (as critical_path(cross_rank=True))."""
+    delays the others; on a rank, the critical path then stops where another rank held it.
+    chained (default): each rank's consecutive selected steps are replayed as one graph
+    (hta_fast.model.chains), so a step starts where the one before it ends and the GPU work
+    it carries over follows the replayed previous step; False: each step's window alone,
+    its carried-over work at its measured time, and (with cross_rank) the side tables
+    "path_across_ranks" (per step) and "path_across_ranks_breakdown" follow each step's
+    predicted path across the ranks (as critical_path(cross_rank=True))."""
     edits: dict[str, Any] = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
                                  zero_launch_overhead=zero_launch_overhead,
                                  drop_comm_waits=drop_comm_waits)
@@ -306,25 +300,44 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
             allow_tf32=allow_tf32, selection=select.Selection(ranks=sel.ranks))
         _add_changes(changes, {r: c for r, c in on_device.items() if only is None or r in only})
         notes += device_notes
-    groups = step_groups(traces, sel) if together else ([w] for w in each_window(traces, sel))
+    link = matched if together else None
+    rows: list[dict[str, Any]] = []
+    if chained:
+        for chains in (chain_groups(traces, sel) if together else
+                       ([c] for c in each_chain(traces, sel))):
+            replayed, holder, _ = _replay_group([(c.rank, c.trace, c.graph) for c in chains],
+                                                edits, only, changes, link, factor)
+            rows += chain_rows(chains, replayed, holder)
+    # With chains, only ranks without profiler steps are left: each is one window.
+    windows = (step_groups(traces, sel, chained) if together else
+               ([w] for w in each_window(traces, sel, chained)))
     path_rows, path_parts = [], []
-    for group in groups:
-        rows, group_notes, across = _predict_group(group, edits, only, changes,
-                                                   matched if together else None, factor)
-        notes += group_notes
-        if across is not None:
-            path_rows.append(across[0])
-            path_parts.append(across[1])
-        for row in rows:
-            for k, v in row.items():
-                out[k].append(v)
+    for group in windows:
+        replayed, holder, joint = _replay_group([(w.rank, w.trace, w.graph) for w in group],
+                                                edits, only, changes, link, factor)
+        rows += _window_rows(group, replayed, holder)
+        if joint is not None and group[0].step is not None:
+            # The predicted path of this step across its ranks (hta_fast.model.cross_rank_path).
+            row, part = step_path(group[0].step, joint[0], [w.trace for w in group],
+                                  [r.w_edit for r in replayed], joint[1])
+            path_rows.append(row)
+            path_parts.append(part)
+    if together:
+        rows.sort(key=lambda row: (row["step"] is not None, row["step"] or 0, row["rank"]))
+    else:
+        rows.sort(key=lambda row: (row["rank"], row["step"] is not None, row["step"] or 0))
+    notes += _notes(rows)
+    for row in rows:
+        for k, v in row.items():
+            out[k].append(v)
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     edits.update(collective_bandwidth=collective_bandwidth,
                  collective_busbw_gbps=collective_busbw_gbps,
                  edit_ranks=None if only is None else sorted(only), cross_rank=together,
+                 chained=chained,
                  device=device if device is None or isinstance(device, str) else device.key)
-    # Together, the predicted path of each step across the ranks (hta_fast.model.cross_rank_path).
     paths = {"path_across_ranks": summary_table(path_rows),
-             "path_across_ranks_breakdown": breakdown_table(path_parts)} if together else {}
+             "path_across_ranks_breakdown": breakdown_table(path_parts)} \
+        if together and not chained else {}
     return Result("what_if", table, tables=paths, notes=notes,
                   params={"selection": sel, **edits})

@@ -24,9 +24,14 @@ class Window:
     graph: DependencyGraph
 
 
-def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterator[Window]:
+def each_window(traces: Union[Trace, TraceSet], sel: select.Selection,
+                whole_traces_only: bool = False) -> Iterator[Window]:
+    """The windows of the selection, rank by rank, steps in order; whole_traces_only: only
+    those of ranks without profiler steps (the steps being replayed in chains)."""
     for rank, trace, mask in select.each_rank(traces, sel):
         steps = trace.column("steps", "step")
+        if whole_traces_only and len(steps):
+            continue
         if len(steps) == 0:
             rows = graph_rows(trace, mask)
             if len(rows):
@@ -51,7 +56,7 @@ def each_window(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterat
 
 
 @dataclasses.dataclass
-class _GpuRows:
+class GpuRows:
     rows: np.ndarray
     step: np.ndarray
     start: np.ndarray
@@ -71,6 +76,8 @@ class _GpuRows:
         if len(blind):
             own_gpu = own[np.isin(trace.column("events", "kind")[own], GPU_WORK)]
             keys, first = _first_per_stream(trace, own_gpu)
+            if not len(keys):  # no own GPU work: nothing it could have been queued ahead of
+                return out
             pos = np.minimum(np.searchsorted(keys, self.stream[blind]), max(len(keys) - 1, 0))
             ahead = (len(keys) > 0) & (keys[pos] == self.stream[blind]) & \
                 (self.start[blind] < first[pos])
@@ -93,23 +100,23 @@ def _first_per_stream(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return uniq, first
 
 
-def carry_candidates(trace: Trace, rows: np.ndarray) -> _GpuRows:
+def carry_candidates(trace: Trace, rows: np.ndarray) -> GpuRows:
     """The GPU work among these rows, with its step, measured span, launch time and stream."""
     gpu = rows[np.isin(trace.column("events", "kind")[rows], GPU_WORK)]
     ts = trace.column("events", "ts")
     partner = trace.column("events", "partner")[gpu]
     launched = np.where(partner >= 0, ts[np.maximum(partner, 0)], -1)
-    return _GpuRows(gpu, trace.column("events", "step")[gpu], ts[gpu],
+    return GpuRows(gpu, trace.column("events", "step")[gpu], ts[gpu],
                     ts[gpu] + np.maximum(trace.column("events", "dur")[gpu], 0), launched,
                     _stream_key(trace, gpu))
 
 
-def step_groups(traces: Union[Trace, TraceSet], sel: select.Selection
-                ) -> Iterator[list[Window]]:
+def step_groups(traces: Union[Trace, TraceSet], sel: select.Selection,
+                whole_traces_only: bool = False) -> Iterator[list[Window]]:
     """The windows of each profiler step, all selected ranks together (ranks without
     profiler steps form one group of whole traces), steps in order."""
     groups: dict[Optional[int], list[Window]] = {}
-    for win in each_window(traces, sel):
+    for win in each_window(traces, sel, whole_traces_only):
         groups.setdefault(win.step, []).append(win)
     for step in sorted(groups, key=lambda s: (s is not None, s or 0)):
         yield groups[step]
