@@ -13,6 +13,8 @@ from hypothesis import given, settings
 import hta_fast
 from hta_fast.analysis.critical_path import critical_path
 from hta_fast.analysis.select import Selection
+from hta_fast.model.chain_what_if import step_end_nodes
+from hta_fast.model.chains import chain_groups
 from hta_fast.model.collective_links import match_collectives
 from hta_fast.model.critical_path_ranks import measured_weights
 from hta_fast.model.cross_rank import link_windows, replay_together
@@ -53,22 +55,30 @@ def tail_job(gemm: Sequence[int], tail: Sequence[int], data: int = 100,
     return traceset(builders)
 
 
-def path_of(ts: hta_fast.TraceSet):
-    r = critical_path(ts, cross_rank=True)
+# Every test of the path runs over chained steps (the default) and window by window.
+CHAINED = pytest.mark.parametrize("chained", [True, False], ids=["chained", "windows"])
+
+
+def path_of(ts: hta_fast.TraceSet, chained: bool = True):
+    r = critical_path(ts, cross_rank=True, chained=chained)
     return r.to_pandas(), r.to_pandas("breakdown")
 
 
-def test_late_rank_holds_the_all_reduce_and_the_last_rank_ends_it():
+@CHAINED
+def test_late_rank_holds_the_all_reduce_and_the_last_rank_ends_it(chained):
     # Rank 1's GEMM is twice as long: it reaches the all-reduce last; rank 2's tail is the
     # longest: it ends the step. The path: rank 1's start, its GEMM, then on rank 2 the
     # all-reduce from rank 1's arrival (one cross_rank row), rank 2's sync and tail.
-    summary, rows = path_of(tail_job(gemm=[1000, 2000, 1000], tail=[300, 300, 700]))
+    summary, rows = path_of(tail_job(gemm=[1000, 2000, 1000], tail=[300, 300, 700]), chained)
     s = summary.iloc[0]
     assert (s.end_rank, s.start_rank, s.jumps) == (2, 1, 1)
-    assert rows["rank"].tolist() == [1] * 5 + [2] * 5
-    assert rows.type.tolist() == ["release", "cpu_nest_down", "launch", "gpu_self",
-                                  "kernel_kernel", "cross_rank", "sync_wait", "cpu_sibling",
-                                  "cpu_self", "cpu_nest_up"]
+    # A window's path begins with the release from its start to the ProfilerStep (0 µs); a
+    # chained step's path stops at the step's start, the ProfilerStep's.
+    first = [] if chained else ["release"]
+    assert rows["rank"].tolist() == [1] * (4 + len(first)) + [2] * 5
+    assert rows.type.tolist() == first + ["cpu_nest_down", "launch", "gpu_self",
+                                          "kernel_kernel", "cross_rank", "sync_wait",
+                                          "cpu_sibling", "cpu_self", "cpu_nest_up"]
     gemm = rows[rows.type == "gpu_self"].iloc[0]
     assert (gemm["rank"], gemm["name"], gemm.duration) == (1, GEMM, 2000 * US)
     jump = rows[rows.type == "cross_rank"].iloc[0]
@@ -77,7 +87,8 @@ def test_late_rank_holds_the_all_reduce_and_the_last_rank_ends_it():
     assert "AllReduce" in jump["name"]
     assert rows[rows["rank"] == 2].duration.tolist()[-2] == 700 * US  # rank 2's tail
     # Its length is the joint-replayed step of the last rank: 20 + 2000 + 100 + 3 + 700 + 2 µs.
-    replayed = replay_ranks(tail_job([1000, 2000, 1000], [300, 300, 700])).to_pandas().replayed
+    replayed = replay_ranks(tail_job([1000, 2000, 1000], [300, 300, 700]),
+                            chained=chained).to_pandas().replayed
     assert s.critical_path_length == rows.duration.sum() == s.replayed_step == replayed.max() \
         == 2825 * US
     assert s[SHARES].sum() == pytest.approx(100.0)
@@ -85,29 +96,32 @@ def test_late_rank_holds_the_all_reduce_and_the_last_rank_ends_it():
     assert s.gpu_compute_bound == pytest.approx(100 * 2000 / 2825)
 
 
-def test_the_late_rank_that_also_ends_last_never_jumps():
+@CHAINED
+def test_the_late_rank_that_also_ends_last_never_jumps(chained):
     # Rank 1 arrives last and ends last: its own all-reduce takes only the data time, so its
     # path never leaves it.
-    summary, rows = path_of(tail_job(gemm=[1000, 2000, 1000], tail=[300, 900, 700]))
+    summary, rows = path_of(tail_job(gemm=[1000, 2000, 1000], tail=[300, 900, 700]), chained)
     assert (summary.end_rank[0], summary.start_rank[0], summary.jumps[0]) == (1, 1, 0)
     assert set(rows["rank"]) == {1} and "cross_rank" not in set(rows.type)
     assert summary.cross_rank[0] == 0.0
     assert rows[rows.type == "gpu_self"].duration.tolist() == [2000 * US, 100 * US]
 
 
-def test_a_job_with_no_late_rank_never_jumps():
-    summary, rows = path_of(tail_job(gemm=[1000, 1000, 1000], tail=[300, 300, 300]))
+@CHAINED
+def test_a_job_with_no_late_rank_never_jumps(chained):
+    summary, rows = path_of(tail_job(gemm=[1000, 1000, 1000], tail=[300, 300, 300]), chained)
     assert summary.jumps[0] == 0 and "cross_rank" not in set(rows.type)
     assert set(rows["rank"]) == {0}  # ties: the first rank
     assert summary.critical_path_length[0] == 20 * US + 1000 * US + 100 * US + 3 * US + 302 * US
 
 
-def test_windows_that_start_apart_count_from_where_the_path_begins():
+@CHAINED
+def test_windows_that_start_apart_count_from_where_the_path_begins(chained):
     # Rank 1 starts 400 µs before the others and arrives last (its GEMM is 1500 µs); rank 0
     # ends last. The path begins at rank 1's start: the latest end minus rank 1's start,
     # 400 µs longer than rank 0's own step.
     ts = tail_job(gemm=[1000, 1500, 1000], tail=[600, 300, 300], start=[400, 0, 400])
-    summary, rows = path_of(ts)
+    summary, rows = path_of(ts, chained)
     s = summary.iloc[0]
     assert (s.end_rank, s.start_rank, s.jumps) == (0, 1, 1)
     end = 0 + 20 + 1500 + 100 + 3 + 600 + 2  # on the traces' clock, from rank 1's start
@@ -115,11 +129,13 @@ def test_windows_that_start_apart_count_from_where_the_path_begins():
     assert s.replayed_step == (end - 400) * US  # rank 0's own step
 
 
-def test_what_if_path_equals_the_path_of_the_job_regenerated_with_the_change():
+@CHAINED
+def test_what_if_path_equals_the_path_of_the_job_regenerated_with_the_change(chained):
     # Rank 0's GEMM twice as long in a what-if against a job recorded that way: same rows.
     base = tail_job(gemm=[1000, 900, 1100], tail=[300, 500, 400])
-    predicted = what_if(base, name={"gemm": 2.0}, edit_ranks=[0], chained=False)
-    actual_summary, actual = path_of(tail_job(gemm=[2000, 900, 1100], tail=[300, 500, 400]))
+    predicted = what_if(base, name={"gemm": 2.0}, edit_ranks=[0], chained=chained)
+    actual_summary, actual = path_of(tail_job(gemm=[2000, 900, 1100], tail=[300, 500, 400]),
+                                     chained)
     p = predicted.to_pandas("path_across_ranks_breakdown")
     cols = ["rank", "type", "name", "duration", "from_rank"]
     assert p[cols].astype(str).values.tolist() == actual[cols].astype(str).values.tolist()
@@ -146,10 +162,11 @@ def test_per_rank_output_is_unchanged_by_default():
     assert comm.duration.tolist() == [1100 * US, 100 * US, 1100 * US]
 
 
-def test_one_rank_alone_has_the_per_rank_path():
+@CHAINED
+def test_one_rank_alone_has_the_per_rank_path(chained):
     one = tail_job(gemm=[1000], tail=[300])
-    summary, rows = path_of(one)
-    alone = critical_path(one)
+    summary, rows = path_of(one, chained)
+    alone = critical_path(one, chained=chained)
     assert summary.jumps[0] == 0 and summary.critical_path_length[0] == \
         alone.table["critical_path_length"][0].as_py()
     assert rows.drop(columns="from_rank").astype(str).values.tolist() == \
@@ -157,33 +174,55 @@ def test_one_rank_alone_has_the_per_rank_path():
 
 
 def test_core_walk_from_a_node_outside_the_graph_is_refused():
-    (linked, together, _), = joint_paths(tail_job(gemm=[1000, 2000], tail=[300, 300]))
+    (linked, together, _, _, _), = joint_paths(tail_job(gemm=[1000, 2000], tail=[300, 300]))
     g = linked[0].graph
     with pytest.raises(ValueError, match="not a node"):
         g.core.critical_path(g.weight, together.times[0], 0, len(together.times[0]))
 
 
 # --- properties ----------------------------------------------------------------------------
-def joint_paths(ts: hta_fast.TraceSet, comm_factor: int = 1):
-    """Per step: the linked windows, their joint replay and the path across them, the
-    collectives' data time scaled by comm_factor."""
+def _slower(linked, comm_factor: int):
+    """The measured weights and after_last with the collectives' data time × comm_factor."""
+    weights = measured_weights(linked)
+    after = []
+    for lw, w in zip(linked, weights):
+        w[lw.self_edges()] *= comm_factor
+        after.append(lw.after_last + (comm_factor - 1) * lw.data)
+    return weights, after
+
+
+def joint_paths(ts: hta_fast.TraceSet, comm_factor: int = 1, chained: bool = False):
+    """Per step: the linked windows (or chains), their joint replay, the path across them and
+    where each window's step ends and starts on the traces' clock, the collectives' data time
+    scaled by comm_factor."""
     matched = match_collectives(ts)
     out = []
+    if chained:
+        for chains in chain_groups(ts, Selection()):
+            linked = link_windows([(c.rank, c.graph) for c in chains], matched)
+            weights, after = _slower(linked, comm_factor)
+            together = replay_together(linked, weights, after)
+            nodes = [step_end_nodes(c, t) for c, t in zip(chains, together.times)]
+            begins = [c.step_starts(t) for c, t in zip(chains, together.times)]
+            for k in range(len(chains[0].step)):
+                end_nodes = [int(n[k]) for n in nodes]
+                stop_at = [int(b[k]) for b in begins]
+                path = path_across_ranks(linked, weights, together, end_nodes, stop_at)
+                clock = np.array([lw.graph.window_start for lw in linked])
+                ends = clock + np.array([int(t[n]) for t, n in zip(together.times, end_nodes)])
+                out.append((linked, together, path, ends, clock + np.array(stop_at)))
+        return out
     for group in step_groups(ts, Selection()):
         linked = link_windows([(w.rank, w.graph) for w in group], matched)
-        weights = measured_weights(linked)
-        after = []
-        for lw, w in zip(linked, weights):
-            w[lw.self_edges()] *= comm_factor
-            after.append(lw.after_last + (comm_factor - 1) * lw.data)
+        weights, after = _slower(linked, comm_factor)
         together = replay_together(linked, weights, after)
-        out.append((linked, together, path_across_ranks(linked, weights, together)))
+        clock = np.array([lw.graph.window_start for lw in linked])
+        ends = clock + np.array([int(t.max()) for t in together.times])
+        out.append((linked, together, path_across_ranks(linked, weights, together), ends, clock))
     return out
 
 
-def check_path(linked, together, path) -> None:
-    starts = np.array([lw.graph.window_start for lw in linked])
-    ends = starts + np.array([int(t.max()) for t in together.times])
+def check_path(linked, together, path, ends, starts) -> None:
     assert path.length == ends.max() - starts[path.start_window]
     assert ends[path.end_window] == ends.max()
     for piece in path.pieces:
@@ -195,28 +234,33 @@ def check_path(linked, together, path) -> None:
             latest = max(int(a.max()) for a in arrivals if len(a))
             assert int(arrivals[piece.last][0]) == latest
             assert piece.wait >= 0
+    durations = sum(int(p.durations.sum()) if hasattr(p, "durations") else p.wait
+                    for p in path.pieces)
+    assert durations == path.length
 
 
+@CHAINED
 @settings(max_examples=40, deadline=None)
-@given(jobs())
-def test_property_path_length_is_the_latest_replayed_step(job):
+@given(job=jobs())
+def test_property_path_length_is_the_latest_replayed_step(chained, job):
     ts = collective_job(*job)
-    summary, rows = path_of(ts)
-    replayed = replay_ranks(ts).to_pandas()
+    summary, rows = path_of(ts, chained)
+    replayed = replay_ranks(ts, chained=chained).to_pandas()
     # Every rank's step starts together here: the path is as long as the longest step.
     assert summary.critical_path_length.tolist() == \
         replayed.groupby("step").replayed.max().tolist()
     assert rows.groupby("step").duration.sum().tolist() == summary.critical_path_length.tolist()
     assert np.allclose(summary[SHARES].sum(axis=1), 100.0)
-    for linked, together, path in joint_paths(ts):
-        check_path(linked, together, path)
+    for linked, together, path, ends, starts in joint_paths(ts, chained=chained):
+        check_path(linked, together, path, ends, starts)
 
 
+@CHAINED
 @settings(max_examples=25, deadline=None)
-@given(jobs())
-def test_property_path_holds_under_slower_collectives(job):
-    for linked, together, path in joint_paths(collective_job(*job), comm_factor=7):
-        check_path(linked, together, path)
+@given(job=jobs())
+def test_property_path_holds_under_slower_collectives(chained, job):
+    for linked, together, path, ends, starts in joint_paths(collective_job(*job), 7, chained):
+        check_path(linked, together, path, ends, starts)
 
 
 # --- the real 8-rank DLRM trace --------------------------------------------------------------
@@ -225,26 +269,29 @@ def dlrm():
     return hta_fast.load_dir(TRACES_DIR / "param_dlrm_8rank")
 
 
-def test_real_dlrm_path_is_the_last_ranks_replayed_step(traces_dir):
-    summary, rows = path_of(dlrm())
-    replayed = replay_ranks(dlrm()).to_pandas().set_index("rank").replayed
-    (linked, together, path), = joint_paths(dlrm())
+@CHAINED
+def test_real_dlrm_path_is_the_last_ranks_replayed_step(traces_dir, chained):
+    summary, rows = path_of(dlrm(), chained)
+    replayed = replay_ranks(dlrm(), chained=chained).to_pandas().set_index("rank").replayed
+    (linked, together, path, ends, starts), = joint_paths(dlrm(), chained=chained)
     s = summary.iloc[0]
     # Rank 4 ends last on the traces' clock; its step ends on host work after its last
     # collective, so the path never reaches a held collective and stays on rank 4.
     assert s.end_rank == 4 and s.start_rank == 4 and s.jumps == 0
     assert s.critical_path_length == replayed[4] == s.replayed_step == rows.duration.sum()
     assert set(rows["rank"]) == {4}
-    check_path(linked, together, path)
+    check_path(linked, together, path, ends, starts)
 
 
-def test_real_dlrm_with_slow_collectives_jumps_to_the_last_arrivals(traces_dir):
+@CHAINED
+def test_real_dlrm_with_slow_collectives_jumps_to_the_last_arrivals(traces_dir, chained):
     # Collectives 100x longer: the path now crosses ranks at the collectives.
-    (linked, together, path), = joint_paths(dlrm(), comm_factor=100)
+    (linked, together, path, ends, starts), = joint_paths(dlrm(), 100, chained)
     jumps = [p for p in path.pieces if isinstance(p, Jump)]
     assert sum(linked[j.last].rank != linked[j.held].rank for j in jumps) >= 2
-    check_path(linked, together, path)
+    check_path(linked, together, path, ends, starts)
     # what_if reports the same path.
-    summary = what_if(dlrm(), kernel_class={"COMM": 100.0}, chained=False).to_pandas("path_across_ranks")
+    summary = what_if(dlrm(), kernel_class={"COMM": 100.0},
+                      chained=chained).to_pandas("path_across_ranks")
     assert summary.critical_path_length[0] == path.length
     assert summary.end_rank[0] == linked[path.end_window].rank

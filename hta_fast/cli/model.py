@@ -19,10 +19,14 @@ from .output import check_format, emit
 @click.option("--together", is_flag=True,
               help="One path per step across the ranks replayed together: where a collective "
                    "waited for the last rank, the path goes on on that rank.")
+@click.option("--windows", is_flag=True,
+              help="Walk each profiler step's window alone (default: a rank's consecutive "
+                   "steps replayed as one chain, each step's path back to its replayed start).")
 @click.pass_obj
 def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                           ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                          recover: bool, trace_out: Optional[str], together: bool) -> None:
+                          recover: bool, trace_out: Optional[str], together: bool,
+                          windows: bool) -> None:
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
     compute, communication, kernel-to-kernel and launch overhead, data loading."""
     from ..analysis.critical_path import critical_path
@@ -32,12 +36,14 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
     if together and trace_out:
         raise BadInput("--trace-out draws one rank's path: it does not go with --together")
     traces, _ = load_traces(paths, opts, recover)
-    result = critical_path(traces, selection=selection(ranks, steps), cross_rank=together)
+    result = critical_path(traces, selection=selection(ranks, steps), cross_rank=together,
+                           chained=not windows)
     emit(*result_tables([result]), fmt, out_dir, limit)
     if trace_out:  # of the first rank asked for (default: the smallest)
         asked = parse_ints(ranks, "rank")
         click.echo(write_critical_path_trace(traces, trace_out, rank=asked[0] if asked else None,
-                                             steps=parse_ints(steps, "step")))
+                                             steps=parse_ints(steps, "step"),
+                                             chained=not windows))
 
 
 @cli.command("replay")

@@ -12,7 +12,7 @@ from .chains import Chain
 from .step_rows import Replayed, step_row
 
 
-def _last_nodes(chain: Chain, times: np.ndarray) -> np.ndarray:
+def step_end_nodes(chain: Chain, times: np.ndarray) -> np.ndarray:
     """Each step's latest member end node (its anchor's start where none ends after it)."""
     ends = 2 * chain.members + 1
     order = np.lexsort((times[ends], chain.member_step))
@@ -28,7 +28,7 @@ def step_paths(chain: Chain, weight: np.ndarray, times: np.ndarray
     """Per step, its critical path's edges and the time each counts for within the step."""
     g = chain.graph
     starts = chain.step_starts(times)
-    paths, offsets = g.core.critical_paths(weight, times, 0, _last_nodes(chain, times), starts)
+    paths, offsets = g.core.critical_paths(weight, times, 0, step_end_nodes(chain, times), starts)
     out = []
     for k in range(len(chain.step)):
         p = paths[offsets[k]:offsets[k + 1]]
@@ -52,7 +52,7 @@ def chain_rows(chains: Sequence[Chain], replayed: Sequence[Replayed], holder: np
         starts = chain.step_starts(r.times)
         before = step_paths(chain, r.w_base, r.base_times)
         after = step_paths(chain, r.w_edit, r.times)
-        last = _last_nodes(chain, r.times)
+        last = step_end_nodes(chain, r.times)
         for k, step in enumerate(chain.step.tolist()):
             path, path_w = after[k]
             # Where the step's path begins: at or before its start, or at a collective's end

@@ -48,20 +48,22 @@ def _jump_row(step: Optional[int], held: LinkedWindow, trace: Trace, jump: Jump,
 
 def path_tables(step: Optional[int], windows: Sequence[LinkedWindow], traces: Sequence[Trace],
                 weights: Sequence[np.ndarray], replayed: Sequence[int],
-                path: PathAcrossRanks) -> tuple[dict[str, Any], pa.Table]:
-    """The step's SUMMARY row and its BREAKDOWN_ACROSS rows. replayed: each window's
-    replayed step (ns since its own start); replayed_step and measured_step are those of the
-    rank that ends last."""
+                path: PathAcrossRanks, measured: Optional[Sequence[int]] = None
+                ) -> tuple[dict[str, Any], pa.Table]:
+    """The step's SUMMARY row and its BREAKDOWN_ACROSS rows. replayed (and measured, default:
+    each window's measured end): each window's replayed step (ns since its own start, or a
+    chained step's span); replayed_step and measured_step are those of the rank that ends
+    last."""
     parts, bounds, durations = [], [], []
     jumps = 0
     for piece in path.pieces:
         if isinstance(piece, Stretch):
             w = windows[piece.window]
             rows, bound = breakdown_rows(w.rank, step, w.graph, traces[piece.window],
-                                         piece.edges, weights[piece.window])
+                                         piece.edges, weights[piece.window], piece.durations)
             parts.append(rows.append_column("from_rank", pa.nulls(rows.num_rows, pa.int64())))
             bounds.append(bound)
-            durations.append(weights[piece.window][piece.edges])
+            durations.append(piece.durations)
         else:
             last = windows[piece.last].rank
             parts.append(_jump_row(step, windows[piece.held], traces[piece.held], piece, last))
@@ -74,7 +76,8 @@ def path_tables(step: Optional[int], windows: Sequence[LinkedWindow], traces: Se
     row: dict[str, Any] = {
         "step": step, "critical_path_length": path.length,
         "replayed_step": replayed[path.end_window],
-        "measured_step": windows[path.end_window].graph.measured_end,
+        "measured_step": windows[path.end_window].graph.measured_end if measured is None
+        else measured[path.end_window],
         "end_rank": windows[path.end_window].rank, "start_rank": windows[path.start_window].rank,
         "jumps": jumps}
     row.update({b: (100.0 * float(duration[bound_all == b].sum()) / total if total else None)

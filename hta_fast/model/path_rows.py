@@ -3,6 +3,8 @@ type, the event it is charged to (name, cat, pid, tid, stream) and what it is bo
 (hta_fast.model.path_bounds). Shared by the per-rank path and the path across ranks."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import pyarrow as pa
 
@@ -30,10 +32,13 @@ def event_columns(trace: Trace, events: np.ndarray, gpu: np.ndarray) -> dict[str
 
 
 def breakdown_rows(rank: int, step: object, graph: DependencyGraph, trace: Trace,
-                   edges: np.ndarray, weight: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+                   edges: np.ndarray, weight: np.ndarray,
+                   durations: Optional[np.ndarray] = None) -> tuple[pa.Table, np.ndarray]:
     """The BREAKDOWN rows of these path edges (weights: the graph's, one per edge) and each
-    edge's bound_by category."""
-    w = weight[edges]
+    edge's bound_by category. durations: the time each path edge counts for, where it is not
+    its weight (a chained step's path: the edge that crosses the step's start counts for the
+    part inside the step)."""
+    w = weight[edges] if durations is None else durations
     type_names = np.array(EDGE_TYPES, object)[graph.edge_type[edges]]
     bound = bound_by(graph, trace, edges)
     events = charged_events(graph, edges)

@@ -44,7 +44,7 @@ from ..traceset import TraceSet
 from .bandwidth_edit import collective_bandwidth_factors
 from .collective_cost import CostModel
 from .collective_links import MatchedCollectives, match_collectives
-from .critical_path_ranks import step_path
+from .critical_path_ranks import chain_step_paths, step_path
 from .cross_rank import LinkedWindow, Together, link_windows, replay_together
 from .cross_rank_path_rows import breakdown_table, summary_table
 from .dependency_graph import EDGE, DependencyGraph
@@ -268,9 +268,10 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
     chained (default): each rank's consecutive selected steps are replayed as one graph
     (hta_fast.model.chains), so a step starts where the one before it ends and the GPU work
     it carries over follows the replayed previous step; False: each step's window alone,
-    its carried-over work at its measured time, and (with cross_rank) the side tables
-    "path_across_ranks" (per step) and "path_across_ranks_breakdown" follow each step's
-    predicted path across the ranks (as critical_path(cross_rank=True))."""
+    its carried-over work at its measured time. With several ranks replayed together, the
+    side tables "path_across_ranks" (per step) and "path_across_ranks_breakdown" follow each
+    step's predicted path across the ranks (as critical_path(cross_rank=True), chained or
+    not)."""
     edits: dict[str, Any] = dict(kernel_class=kernel_class, name=name, category=category, cpu=cpu,
                                  zero_launch_overhead=zero_launch_overhead,
                                  drop_comm_waits=drop_comm_waits)
@@ -302,16 +303,23 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
         notes += device_notes
     link = matched if together else None
     rows: list[dict[str, Any]] = []
+    path_rows: list[dict[str, Any]] = []
+    path_parts: list[pa.Table] = []
     if chained:
         for chains in (chain_groups(traces, sel) if together else
                        ([c] for c in each_chain(traces, sel))):
-            replayed, holder, _ = _replay_group([(c.rank, c.trace, c.graph) for c in chains],
-                                                edits, only, changes, link, factor)
+            replayed, holder, joint = _replay_group([(c.rank, c.trace, c.graph) for c in chains],
+                                                    edits, only, changes, link, factor)
             rows += chain_rows(chains, replayed, holder)
+            if joint is not None:
+                # The predicted path of each step across its ranks (hta_fast.model.cross_rank_path).
+                for row, part in chain_step_paths(chains, joint[0], [r.w_edit for r in replayed],
+                                                  joint[1]):
+                    path_rows.append(row)
+                    path_parts.append(part)
     # With chains, only ranks without profiler steps are left: each is one window.
     windows = (step_groups(traces, sel, chained) if together else
                ([w] for w in each_window(traces, sel, chained)))
-    path_rows, path_parts = [], []
     for group in windows:
         replayed, holder, joint = _replay_group([(w.rank, w.trace, w.graph) for w in group],
                                                 edits, only, changes, link, factor)
@@ -337,7 +345,6 @@ def what_if(traces: Union[Trace, TraceSet], *, kernel_class: Optional[Mapping[st
                  chained=chained,
                  device=device if device is None or isinstance(device, str) else device.key)
     paths = {"path_across_ranks": summary_table(path_rows),
-             "path_across_ranks_breakdown": breakdown_table(path_parts)} \
-        if together and not chained else {}
+             "path_across_ranks_breakdown": breakdown_table(path_parts)} if together else {}
     return Result("what_if", table, tables=paths, notes=notes,
                   params={"selection": sel, **edits})
