@@ -32,6 +32,23 @@ def test_critical_path_json_equals_the_analysis(traces_dir, tmp_path):
     assert hta_fast.load(str(out)).events.num_rows > 0  # the overlay opens as a trace
 
 
+def test_critical_path_windows_walks_each_window_alone(traces_dir, tmp_path):
+    # trace_diff/control: 6 steps. Chained (the default), each step's path stops at its
+    # start; --windows begins each with the window's 0 µs release.
+    path = traces_dir / "hta" / "trace_diff" / "control"
+    rows = {}
+    for flag in ([], ["--windows"]):
+        out = tmp_path / f"path{len(flag)}.json"
+        res = run("critical-path", str(path), "--format", "json", "--trace-out", str(out), *flag)
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.output[:res.output.rindex("}") + 1])
+        expected = critical_path(hta_fast.load_dir(path), chained=not flag)
+        assert doc["tables"]["critical_path.breakdown"] == expected["breakdown"].to_pylist()
+        rows[len(flag)] = expected["breakdown"].num_rows
+        assert hta_fast.load(str(out)).events.num_rows > 0
+    assert rows[1] == rows[0] + 6
+
+
 def test_replay_reproduces_the_steps(traces_dir):
     res = run("replay", str(folder(traces_dir, "simple_add")), "--format", "json")
     assert res.exit_code == 0, res.output
