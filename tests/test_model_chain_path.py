@@ -24,8 +24,6 @@ from tests.test_model_carry import backlogged_job
 from tests.test_model_chain import job, jobs
 from tests.test_model_cross_rank import collective_job
 
-US = 1000
-
 
 def gpu_rows(trace: hta_fast.Trace) -> np.ndarray:
     """The rows of the trace's GPU work, by start."""

@@ -33,26 +33,26 @@ def _id(trace: Trace, value: int) -> Union[int, str]:
     return name if name is not None else int(value)
 
 
-def _events(trace: Trace, g: DependencyGraph, draw: np.ndarray, step_of: list,
-            paths: list[np.ndarray], flow_id: int) -> tuple[list[dict[str, Any]], int]:
-    """The slices of graph events `draw` (step_of: each one's step) and the arrows of these
+def _events(trace: Trace, g: DependencyGraph, step_of: list, paths: list[np.ndarray],
+            flow_id: int) -> tuple[list[dict[str, Any]], int]:
+    """The slices of the graph's events (step_of: each one's step) and the arrows of these
     path edges, flows numbered after flow_id."""
     on_path = np.zeros(len(g.rows), bool)
     for path in paths:
         ends = np.concatenate([g.core.src[path], g.core.dst[path]]) // 2
         on_path[ends[ends < len(g.rows)]] = True
-    rows = g.rows[draw]
+    rows = g.rows
     names = names_of(trace, "name", rows).to_pylist()
     cats = names_of(trace, "cat", rows).to_pylist()
-    pid, tid = trace.column("events", "pid")[g.rows], trace.column("events", "tid")[g.rows]
+    pid, tid = trace.column("events", "pid")[rows], trace.column("events", "tid")[rows]
     start = trace.column("events", "ts")[rows]
     dur = np.maximum(trace.column("events", "dur")[rows], 0)
     events: list[dict[str, Any]] = []
-    for i, ev in enumerate(draw.tolist()):
+    for i in range(len(rows)):
         events.append({"ph": "X", "name": names[i] or "", "cat": cats[i] or "",
-                       "pid": _id(trace, pid[ev]), "tid": _id(trace, tid[ev]),
+                       "pid": _id(trace, pid[i]), "tid": _id(trace, tid[i]),
                        "ts": start[i] / 1000, "dur": dur[i] / 1000,
-                       "args": {"critical": int(on_path[ev]), "step": step_of[i]}})
+                       "args": {"critical": int(on_path[i]), "step": step_of[i]}})
     times = g.core.measured
     for path in paths:
         for e, bound in zip(path, bound_by(g, trace, path)):
@@ -95,13 +95,12 @@ def critical_path_trace(traces: Union[Trace, TraceSet], *, rank: Optional[int] =
             # Carried into the chain's first step from an unselected step: drawn with it.
             own = np.isin(step_col, chain.step)
             step_of = np.where(own, step_col, chain.step[0]).tolist()
-            drawn, flow_id = _events(chain.trace, g, np.arange(len(g.rows)), step_of, paths,
-                                     flow_id)
+            drawn, flow_id = _events(chain.trace, g, step_of, paths, flow_id)
             events += drawn
     for w in each_window(traces, sel, whole_traces_only=chained):
         g = w.graph
-        drawn, flow_id = _events(w.trace, g, np.arange(len(g.rows)), [w.step] * len(g.rows),
-                                 [g.critical_path()], flow_id)
+        drawn, flow_id = _events(w.trace, g, [w.step] * len(g.rows), [g.critical_path()],
+                                 flow_id)
         events += drawn
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
