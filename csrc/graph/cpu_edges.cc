@@ -10,16 +10,25 @@
 namespace hta::graph {
 
 void add_cpu_edges(const GraphInput& in, Graph& g) {
-  std::vector<int64_t> rows;
-  for (size_t i = 0; i < in.n; ++i)
-    if (!in.is_gpu[i]) rows.push_back(static_cast<int64_t>(i));
   // Siblings share (lane, parent); sort so that each sibling group is contiguous and in time.
-  std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
-    if (in.lane[a] != in.lane[b]) return in.lane[a] < in.lane[b];
-    if (in.parent[a] != in.parent[b]) return in.parent[a] < in.parent[b];
-    if (in.ts[a] != in.ts[b]) return in.ts[a] < in.ts[b];
-    return a < b;
-  });
+  // The keys are copied next to their rows: a sort that reads them from the columns misses
+  // the cache at every comparison once a graph holds millions of events (a chain).
+  struct Key {
+    int64_t lane, parent, ts, row;
+    bool operator<(const Key& o) const {
+      if (lane != o.lane) return lane < o.lane;
+      if (parent != o.parent) return parent < o.parent;
+      return ts != o.ts ? ts < o.ts : row < o.row;
+    }
+  };
+  std::vector<Key> keys;
+  keys.reserve(in.n);
+  for (size_t i = 0; i < in.n; ++i)
+    if (!in.is_gpu[i]) keys.push_back({in.lane[i], in.parent[i], in.ts[i], static_cast<int64_t>(i)});
+  std::sort(keys.begin(), keys.end());
+  std::vector<int64_t> rows(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) rows[k] = keys[k].row;
+  keys = {};
   std::vector<uint8_t> has_child(in.n, 0);
   for (size_t k = 0; k < rows.size(); ++k) {
     const int64_t r = rows[k];

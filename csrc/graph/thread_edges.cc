@@ -35,16 +35,21 @@ std::unordered_map<int64_t, int64_t> joined_events(
   for (const auto& [lane, s] : lanes)
     if (lane != main_lane) queries.emplace_back(end_of(s.last), lane);
   std::sort(queries.begin(), queries.end());
-  std::vector<int64_t> by_start(cpu);
-  std::sort(by_start.begin(), by_start.end(), [&](int64_t a, int64_t b) {
-    return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b;
-  });
+  // (ts, row) pairs: sorted in place, without reaching into the columns per comparison.
+  std::vector<std::pair<int64_t, int64_t>> by_start;
+  by_start.reserve(cpu.size());
+  for (int64_t r : cpu) by_start.emplace_back(in.ts[r], r);
+  std::sort(by_start.begin(), by_start.end());
   std::set<std::pair<int64_t, int64_t>> running;  // (dur, row) of events started by now
   std::unordered_map<int64_t, int64_t> out;
   size_t next = 0;
   for (const auto& [done, lane] : queries) {
-    for (; next < by_start.size() && in.ts[by_start[next]] <= done; ++next)
-      running.emplace(in.dur[by_start[next]], by_start[next]);
+    for (; next < by_start.size() && by_start[next].first <= done; ++next) {
+      const int64_t r = by_start[next].second;
+      // One that has ended by now is running at no later lane's end either: most events
+      // never enter the set.
+      if (end_of(r) > done) running.emplace(in.dur[r], r);
+    }
     for (auto it = running.begin(); it != running.end();) {
       const int64_t r = it->second;
       if (end_of(r) <= done) {
@@ -81,10 +86,10 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
       main_lane = lane;
     }
 
-  std::vector<int64_t> by_end(cpu);
-  std::sort(by_end.begin(), by_end.end(), [&](int64_t a, int64_t b) {
-    return end_of(a) != end_of(b) ? end_of(a) < end_of(b) : a < b;
-  });
+  std::vector<std::pair<int64_t, int64_t>> ends;  // (end, row), sorted
+  ends.reserve(cpu.size());
+  for (int64_t r : cpu) ends.emplace_back(end_of(r), r);
+  std::sort(ends.begin(), ends.end());
   const std::unordered_map<int64_t, int64_t> joined = joined_events(in, cpu, lanes, main_lane);
   std::vector<int64_t> join_targets;
   for (const auto& [lane, s] : lanes) {
@@ -92,10 +97,11 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     // Woken: the last end at or before its first start (on another thread: nothing on this
     // lane ends before its first event starts).
     const int64_t x = s.first;
-    auto pos = std::upper_bound(by_end.begin(), by_end.end(), in.ts[x],
-                                [&](int64_t t, int64_t r) { return t < end_of(r); });
-    if (pos != by_end.begin() && in.lane[*(pos - 1)] != lane)
-      g.add_edge(end_node(*(pos - 1)), start_node(x), EdgeType::cross_thread);
+    auto pos = std::upper_bound(
+        ends.begin(), ends.end(), in.ts[x],
+        [](int64_t t, const std::pair<int64_t, int64_t>& e) { return t < e.first; });
+    if (pos != ends.begin() && in.lane[(pos - 1)->second] != lane)
+      g.add_edge(end_node((pos - 1)->second), start_node(x), EdgeType::cross_thread);
     // Joined: the shortest event on another thread running when this thread's work ended.
     const auto found = joined.find(lane);
     if (found == joined.end()) continue;
