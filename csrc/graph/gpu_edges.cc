@@ -3,25 +3,19 @@
 #include <algorithm>
 
 #include "graph/dependency_graph.h"
+#include "ops/group_sort.h"
 
 namespace hta::graph {
 
 void add_gpu_edges(const GraphInput& in, Graph& g) {
-  // lane, ts, row kept together for the sort (reading them from the columns misses the
-  // cache at every comparison once a graph holds millions of events: a chain)
-  struct Key {
-    int64_t lane, ts, row;
-    bool operator<(const Key& o) const {
-      if (lane != o.lane) return lane < o.lane;
-      return ts != o.ts ? ts < o.ts : row < o.row;
-    }
-  };
-  std::vector<Key> keys;
+  // By (lane, ts, row): a stable counting sort by lane keeps each lane's rows in their
+  // near-time order, whose sorted runs are then merged (linear for a chain's millions).
+  std::vector<int64_t> rows;
   for (size_t i = 0; i < in.n; ++i)
-    if (in.is_gpu[i]) keys.push_back({in.lane[i], in.ts[i], static_cast<int64_t>(i)});
-  std::sort(keys.begin(), keys.end());
-  std::vector<int64_t> rows(keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) rows[k] = keys[k].row;
+    if (in.is_gpu[i]) rows.push_back(static_cast<int64_t>(i));
+  hta::ops::sort_by_group(rows, [&](int64_t r) { return in.lane[r]; }, [&](int64_t a, int64_t b) {
+    return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b;
+  });
   for (size_t k = 0; k < rows.size(); ++k) {
     const int64_t r = rows[k];
     g.add_edge(start_node(r), end_node(r), EdgeType::gpu_self);
