@@ -38,11 +38,11 @@ std::unordered_map<int64_t, int64_t> joined_events(
   for (const auto& [lane, s] : lanes)
     if (lane != main_lane) queries.emplace_back(end_of(s.last), lane);
   std::sort(queries.begin(), queries.end());
-  // (ts, row) pairs: sorted in place, without reaching into the columns per comparison.
+  // (ts, row) pairs in order. cpu comes in row order, nearly in time: merging its sorted
+  // runs is linear.
   std::vector<std::pair<int64_t, int64_t>> by_start;
   by_start.reserve(cpu.size());
   for (int64_t r : cpu) by_start.emplace_back(in.ts[r], r);
-  // cpu comes in row order, nearly in time: merging its sorted runs is linear
   hta::ops::detail::sort_runs(by_start.begin(), by_start.end(),
                               std::less<std::pair<int64_t, int64_t>>());
   std::set<std::pair<int64_t, int64_t>> running;  // (dur, row) of events started by now
