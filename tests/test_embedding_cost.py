@@ -9,6 +9,7 @@ so its pick can be wrong: with no hidden factor it picks the best plan every tim
 +-5 % about 80 % of the time (docs/model_costs.md)."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -19,6 +20,8 @@ import hta_fast
 from hta_fast.model.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
                                            fit_lookup_costs, improve_plan)
 from hta_fast.model.embedding_lookups import kernel_family, lookup_kernels
+from synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from test_flops_fbgemm import RW_NODE, split_lookup
 
 TRUE_LATENCY_NS = 12_000.0
 TRUE_BANDWIDTH_GBPS = 600.0
@@ -203,21 +206,34 @@ def dlrm(traces_dir):
 
 def test_dlrm_lookups(dlrm):
     """Every rank runs one FBGEMM split lookup (3 tables, 384 bags = 3 x 128 samples) and
-    one dense lookup (2 tables, 32 bags); FBGEMM does not record the dimension."""
+    one dense lookup (2 tables, 32 bags). Neither records its width; the autograd nodes'
+    gradients do: split [128, 48] (D = 48 / 3 = 16), dense [16, 32] (D = 32 / 2 = 16)."""
     r = lookup_kernels(dlrm)
     t = r.table.to_pylist()
     assert len(t) == 16 and {x["rank"] for x in t} == set(range(8))
     split = [x for x in t if x["family"].startswith("split_embedding")]
     assert len(split) == 8 and all(x["tables"] == 3 and x["bags"] == 384 for x in split)
     assert {x["indices"] for x in split if x["rank"] == 0} == {768}
-    assert all(x["bytes"] is None and "dim" in x["no_model"] for x in t)
-    with pytest.raises(ValueError, match="dimension"):
-        fit_lookup_costs(r)
+    assert all(x["no_model"] is None and x["dim_source"] == "autograd_node" for x in t)
+    assert all(x["dim"] == 16 and x["bytes"] == x["indices"] * 16 * 4 for x in t)
+    assert [x["bytes"] for x in split if x["rank"] == 0] == [768 * 16 * 4]
+
+
+def test_trace_diff_lookups_take_their_nodes_widths(traces_dir):
+    """trace_diff's control rank runs a one-table weighted lookup, its node [8192, 96], and
+    a 122-table lookup, its node [8192, 8720]: D = 96 and 8720 / 122."""
+    t = hta_fast.load(traces_dir / "hta/trace_diff/control/control.json.gz")
+    rows = lookup_kernels(t).table.to_pylist()
+    assert rows and all(x["dim_source"] == "autograd_node" for x in rows)
+    dims = {x["tables"]: x["dim"] for x in rows}
+    assert dims == {1: 96.0, 122: pytest.approx(8720 / 122)}
+    assert all(x["bytes"] == pytest.approx(x["indices"] * x["dim"] * 4) for x in rows)
 
 
 def test_dlrm_lookup_cost_fit(dlrm):
-    r = lookup_kernels(dlrm, dim=64)
-    assert all(x["bytes"] == x["indices"] * 64 * 4 for x in r.table.to_pylist())
+    r = lookup_kernels(dlrm, dim=64)  # dim= overrides the width the trace records
+    assert all(x["bytes"] == x["indices"] * 64 * 4 and x["dim_source"] == "given"
+               for x in r.table.to_pylist())
     model = fit_lookup_costs(r)
     rows = {x["family"]: x for x in model.table().table.to_pylist()}
     split = rows["split_embedding_codegen_forward_unweighted_kernel"]
@@ -227,3 +243,60 @@ def test_dlrm_lookup_cost_fit(dlrm):
     assert math.isfinite(split["fit_error_pct"]) and math.isfinite(split["holdout_error_pct"])
     dense = rows["dense_embedding_codegen_forward_unweighted_kernel"]
     assert dense["sizes"] == 1 and dense["form"] == "bandwidth"
+
+
+# --- FBGEMM lookups' dimension on synthetic traces -----------------------------------
+def tbe_trace(total_d: int | None = None, node_width: int | None = None,
+              node_batch: int = 8) -> hta_fast.Trace:
+    """A split lookup of 2 tables, 100 rows, 16 bags (B = 8) launching its forward kernel;
+    total_d in its Concrete Inputs, and an autograd node with a [node_batch, node_width]
+    gradient, when given."""
+    b = KinetoBuilder()
+    name, dims, types, concrete = split_lookup(2, 800, 100, 16, 800, total_d=total_d)
+    args = {"External id": 2, "Input Dims": json.loads(dims), "Input type": json.loads(types)}
+    if concrete is not None:
+        args["Concrete Inputs"] = json.loads(concrete)
+    b._x("cpu_op", name, 0, 50, CPU_PID, CPU_TID, args)
+    b.kernel("void split_embedding_codegen_forward_unweighted_kernel<float, float>(int)",
+             10, 20, 30)
+    if node_width is not None:
+        b._x("cpu_op", RW_NODE, 100, 40, CPU_PID, CPU_TID,
+             {"External id": 9, "Input Dims": [[node_batch, node_width]],
+              "Input type": ["float"]})
+    return b.load()
+
+
+def _lookup_row(trace: hta_fast.Trace, **kw) -> dict:
+    rows = lookup_kernels(trace, **kw).table.to_pylist()
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_fbgemm_dim_from_concrete_inputs():
+    r = _lookup_row(tbe_trace(total_d=48))
+    assert (r["tables"], r["bags"], r["indices"]) == (2, 16, 100)
+    assert r["dim"] == 24 and r["dim_source"] == "concrete_inputs"
+    assert r["bytes"] == 100 * 24 * 4 and r["no_model"] is None
+
+
+def test_fbgemm_dim_from_the_autograd_node():
+    r = _lookup_row(tbe_trace(node_width=40))
+    assert r["dim"] == 20 and r["dim_source"] == "autograd_node" and r["bytes"] == 100 * 20 * 4
+    # Concrete Inputs come first: they are the call's own record
+    r = _lookup_row(tbe_trace(total_d=48, node_width=40))
+    assert r["dim"] == 24 and r["dim_source"] == "concrete_inputs"
+
+
+def test_fbgemm_dim_given_overrides_the_trace():
+    r = _lookup_row(tbe_trace(total_d=48, node_width=40), dim=32)
+    assert r["dim"] == 32 and r["dim_source"] == "given" and r["bytes"] == 100 * 32 * 4
+
+
+def test_fbgemm_dim_unknown_says_why():
+    r = _lookup_row(tbe_trace())
+    assert (r["tables"], r["bags"], r["indices"]) == (2, 16, 100)
+    assert r["dim"] is None and r["bytes"] is None and r["dim_source"] is None
+    assert "no autograd node" in r["no_model"] and "give dim=" in r["no_model"]
+    # a node whose batch is not the lookup's (B = 8) is not its node
+    r = _lookup_row(tbe_trace(node_width=40, node_batch=4))
+    assert r["bytes"] is None and "[8, total_D]" in r["no_model"]

@@ -19,6 +19,11 @@ std::vector<int64_t> measured_times(const GraphInput& in) {
 Graph build_graph(const GraphInput& in) {
   Graph g;
   g.n_events = in.n;
+  // About two edges per event and a release edge per few: reserved once, not regrown from
+  // small (a chain's graph has millions).
+  g.src.reserve(3 * in.n);
+  g.dst.reserve(3 * in.n);
+  g.type.reserve(3 * in.n);
   add_cpu_edges(in, g);
   add_gpu_edges(in, g);
   add_sync_edges(in, g);
@@ -39,7 +44,8 @@ Graph build_graph(const GraphInput& in) {
     }
 
   // Kahn's algorithm; nodes left over lie on a cycle.
-  const Csr out = by_node(g.src, nodes);
+  g.out = by_node(g.src, nodes);
+  const Csr& out = g.out;
   std::vector<int64_t> indegree(nodes, 0);
   for (int64_t d : g.dst) ++indegree[d];
   g.order.reserve(nodes);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "graph/csr.h"
+
 namespace hta::graph {
 
 enum class EdgeType : uint8_t {
@@ -80,6 +82,7 @@ struct Graph {
   std::vector<int64_t> src, dst;
   std::vector<uint8_t> type;
   std::vector<int64_t> order;  // nodes in topological order, source first
+  Csr out;                     // edges by source node, kept for every replay of the graph
 
   void add_edge(int64_t from, int64_t to, EdgeType t) {
     src.push_back(from);

@@ -3,17 +3,18 @@
 #include <algorithm>
 
 #include "graph/dependency_graph.h"
+#include "ops/group_sort.h"
 
 namespace hta::graph {
 
 void add_gpu_edges(const GraphInput& in, Graph& g) {
+  // By (lane, ts, row): a stable counting sort by lane keeps each lane's rows in their
+  // near-time order, whose sorted runs are then merged (linear for a chain's millions).
   std::vector<int64_t> rows;
   for (size_t i = 0; i < in.n; ++i)
     if (in.is_gpu[i]) rows.push_back(static_cast<int64_t>(i));
-  std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
-    if (in.lane[a] != in.lane[b]) return in.lane[a] < in.lane[b];
-    if (in.ts[a] != in.ts[b]) return in.ts[a] < in.ts[b];
-    return a < b;
+  hta::ops::sort_by_group(rows, [&](int64_t r) { return in.lane[r]; }, [&](int64_t a, int64_t b) {
+    return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b;
   });
   for (size_t k = 0; k < rows.size(); ++k) {
     const int64_t r = rows[k];

@@ -15,7 +15,7 @@ bool skipped(uint8_t type, uint32_t skip_types) { return (skip_types >> type) & 
 std::vector<int64_t> replay(const Graph& g, const std::vector<int64_t>& weight, uint32_t skip_types,
                             const std::vector<int64_t>& floor) {
   const size_t nodes = 2 * g.n_events + 1;
-  const Csr out = by_node(g.src, nodes);
+  const Csr& out = g.out;
   std::vector<int64_t> time(nodes, kUnset);
   for (int64_t v : g.order) {
     // Nothing happens before the window's start: a node whose edges were all dropped (or

@@ -7,6 +7,8 @@
 // window's first event gets neither. Happens-before guesses, not recorded dependencies: the
 // trace does not say which call woke a thread or which one waited for it.
 #include <algorithm>
+#include <cstddef>
+#include <functional>
 #include <limits>
 #include <set>
 #include <utility>
@@ -14,6 +16,7 @@
 #include <unordered_map>
 
 #include "graph/dependency_graph.h"
+#include "ops/group_sort.h"
 
 namespace hta::graph {
 
@@ -35,16 +38,23 @@ std::unordered_map<int64_t, int64_t> joined_events(
   for (const auto& [lane, s] : lanes)
     if (lane != main_lane) queries.emplace_back(end_of(s.last), lane);
   std::sort(queries.begin(), queries.end());
-  std::vector<int64_t> by_start(cpu);
-  std::sort(by_start.begin(), by_start.end(), [&](int64_t a, int64_t b) {
-    return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b;
-  });
+  // (ts, row) pairs in order. cpu comes in row order, nearly in time: merging its sorted
+  // runs is linear.
+  std::vector<std::pair<int64_t, int64_t>> by_start;
+  by_start.reserve(cpu.size());
+  for (int64_t r : cpu) by_start.emplace_back(in.ts[r], r);
+  hta::ops::detail::sort_runs(by_start.begin(), by_start.end(),
+                              std::less<std::pair<int64_t, int64_t>>());
   std::set<std::pair<int64_t, int64_t>> running;  // (dur, row) of events started by now
   std::unordered_map<int64_t, int64_t> out;
   size_t next = 0;
   for (const auto& [done, lane] : queries) {
-    for (; next < by_start.size() && in.ts[by_start[next]] <= done; ++next)
-      running.emplace(in.dur[by_start[next]], by_start[next]);
+    for (; next < by_start.size() && by_start[next].first <= done; ++next) {
+      const int64_t r = by_start[next].second;
+      // One that has ended by now is running at no later lane's end either: most events
+      // never enter the set.
+      if (end_of(r) > done) running.emplace(in.dur[r], r);
+    }
     for (auto it = running.begin(); it != running.end();) {
       const int64_t r = it->second;
       if (end_of(r) <= done) {
@@ -57,6 +67,36 @@ std::unordered_map<int64_t, int64_t> joined_events(
       }
     }
   }
+  return out;
+}
+
+// Per lane other than main_lane: the CPU event with the latest (end, row) among those that
+// ended by the lane's first start, or -1. The events are binned by the first of those starts
+// they ended by, in one pass (the starts are few: one per lane), and the latest carried
+// forward: no sort of every event by its end.
+std::unordered_map<int64_t, int64_t> waking_events(
+    const GraphInput& in, const std::vector<int64_t>& cpu,
+    const std::unordered_map<int64_t, LaneSpan>& lanes, int64_t main_lane) {
+  std::vector<int64_t> starts;
+  for (const auto& [lane, s] : lanes)
+    if (lane != main_lane) starts.push_back(in.ts[s.first]);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  using EndRow = std::pair<int64_t, int64_t>;
+  std::vector<EndRow> latest(starts.size(), {std::numeric_limits<int64_t>::min(), -1});
+  for (int64_t r : cpu) {
+    const int64_t end = in.ts[r] + in.dur[r];
+    const auto bin = std::lower_bound(starts.begin(), starts.end(), end) - starts.begin();
+    if (bin < static_cast<std::ptrdiff_t>(starts.size()))
+      latest[bin] = std::max(latest[bin], EndRow{end, r});
+  }
+  for (size_t k = 1; k < latest.size(); ++k) latest[k] = std::max(latest[k], latest[k - 1]);
+  std::unordered_map<int64_t, int64_t> out;
+  for (const auto& [lane, s] : lanes)
+    if (lane != main_lane) {
+      const auto k = std::lower_bound(starts.begin(), starts.end(), in.ts[s.first]) - starts.begin();
+      out[lane] = latest[k].second;
+    }
   return out;
 }
 }  // namespace
@@ -81,10 +121,7 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
       main_lane = lane;
     }
 
-  std::vector<int64_t> by_end(cpu);
-  std::sort(by_end.begin(), by_end.end(), [&](int64_t a, int64_t b) {
-    return end_of(a) != end_of(b) ? end_of(a) < end_of(b) : a < b;
-  });
+  const std::unordered_map<int64_t, int64_t> woken = waking_events(in, cpu, lanes, main_lane);
   const std::unordered_map<int64_t, int64_t> joined = joined_events(in, cpu, lanes, main_lane);
   std::vector<int64_t> join_targets;
   for (const auto& [lane, s] : lanes) {
@@ -92,10 +129,9 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     // Woken: the last end at or before its first start (on another thread: nothing on this
     // lane ends before its first event starts).
     const int64_t x = s.first;
-    auto pos = std::upper_bound(by_end.begin(), by_end.end(), in.ts[x],
-                                [&](int64_t t, int64_t r) { return t < end_of(r); });
-    if (pos != by_end.begin() && in.lane[*(pos - 1)] != lane)
-      g.add_edge(end_node(*(pos - 1)), start_node(x), EdgeType::cross_thread);
+    const int64_t w = woken.at(lane);
+    if (w >= 0 && in.lane[w] != lane)
+      g.add_edge(end_node(w), start_node(x), EdgeType::cross_thread);
     // Joined: the shortest event on another thread running when this thread's work ended.
     const auto found = joined.find(lane);
     if (found == joined.end()) continue;

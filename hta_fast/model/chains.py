@@ -77,11 +77,18 @@ class Chain:
         return self.graph.core.measured - self.graph.window_start
 
 
-def _sorted_union(*parts: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of these integer arrays (a sort, not a hash: a chain's
-    rows run to millions)."""
-    c = np.sort(np.concatenate(parts).astype(np.int64))
-    return c[np.append(True, c[1:] != c[:-1])] if len(c) else c
+def _merged(big: np.ndarray, small: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct values of a sorted, distinct `big` and any `small`, and a mask of
+    those taken from small only: a merge, linear in big (a chain's rows run to millions,
+    what its steps carry to thousands), where a sort of both would cost n log n."""
+    small = np.unique(np.asarray(small, np.int64))
+    pos = np.searchsorted(big, small)
+    new = (pos >= len(big)) | (big[np.minimum(pos, max(len(big) - 1, 0))] != small) \
+        if len(big) else np.ones(len(small), bool)
+    out = np.insert(big.astype(np.int64), pos[new], small[new])
+    added = np.zeros(len(out), bool)
+    added[pos[new] + np.arange(int(new.sum()))] = True
+    return out, added
 
 
 def _runs(steps: np.ndarray, chosen: np.ndarray) -> list[np.ndarray]:
@@ -119,44 +126,54 @@ def each_chain(traces: Union[Trace, TraceSet], sel: select.Selection) -> Iterato
 
 def _chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarray, gpu: GpuRows,
            steps: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Optional[Chain]:
+    # The steps' own rows in one pass: all_rows is sorted and the steps partition it, so
+    # the chain's own rows are a mask of it, and one stable grouping by step (near-sorted:
+    # a step's events are mostly together) gives each step's rows, still sorted.
+    in_chain = np.flatnonzero(np.isin(step_of, steps))
+    own_all = all_rows[in_chain]
+    chain_step = step_of[in_chain]
+    order = np.argsort(chain_step, kind="stable")
+    bounds = np.searchsorted(chain_step[order], steps, side="left"), \
+        np.searchsorted(chain_step[order], steps, side="right")
     per_step = []
-    for step, start, end in zip(steps, starts, ends):
-        own = all_rows[step_of == step]
-        if len(own):
-            carried = gpu.carried_into(trace, own, int(step), int(start), int(end))
-            per_step.append((int(step), int(start), own, carried))
+    for step, start, end, lo, hi in zip(steps, starts, ends, *bounds):
+        if hi > lo:
+            at = order[lo:hi]  # positions in own_all of the step's own rows, increasing
+            carried = gpu.carried_into(trace, own_all[at], int(step), int(start), int(end))
+            per_step.append((int(step), int(start), at, carried))
     if not per_step:
         return None
-    own_all = _sorted_union(*(own for _, _, own, _ in per_step))
-    rows = _sorted_union(own_all, *(c for _, _, _, c in per_step))
+    rows, carried_in = _merged(own_all, np.concatenate([c for _, _, _, c in per_step]))
+    local_of_own = np.flatnonzero(~carried_in)  # own_all[j] is graph event local_of_own[j]
     kind = trace.column("events", "kind")
     ts = trace.column("events", "ts")
+    pid, tid = trace.column("events", "pid"), trace.column("events", "tid")
     anchor, gpu_ev, gpu_of, members, member_of = [], [], [], [], []
     release_from = np.full(len(rows), -1, np.int64)
-    for k, (step, start, own, carried) in enumerate(per_step):
-        local_own = np.searchsorted(rows, own)
-        cpu = local_own[np.isin(kind[own], CPU_KINDS)]
+    # The thread that holds the first step's start runs on from step to step; every other
+    # thread's calls of a step are a lane of their own, woken and joined within the step by
+    # the cross-thread rules as in a window, not tied to their last call of the step before
+    # by its measured gap.
+    part = np.zeros(len(rows), np.int64)
+    main = -1
+    for k, (step, start, at, carried) in enumerate(per_step):
+        own = own_all[at]
+        local_own = local_of_own[at]
+        own_kind = kind[own]
+        cpu = local_own[np.isin(own_kind, CPU_KINDS)]
         pick = cpu if len(cpu) else local_own
         first = int(pick[np.argmin(ts[rows[pick]])])
         anchor.append(first)
         if k:  # what nothing else leads to hangs from its step's start, and moves with it
             release_from[local_own] = 2 * first
-        own_gpu = local_own[np.isin(kind[own], GPU_WORK)]
+        else:
+            main = int(rows[first])
+        own_gpu = local_own[np.isin(own_kind, GPU_WORK)]
         gpu_ev.append(own_gpu)
         gpu_of.append(np.full(len(own_gpu), k, np.int64))
-        member = _sorted_union(local_own, np.searchsorted(rows, carried))
+        member = _merged(local_own, np.searchsorted(rows, carried))[0]
         members.append(member)
         member_of.append(np.full(len(member), k, np.int64))
-    carried_in = own_all[np.minimum(np.searchsorted(own_all, rows), len(own_all) - 1)] != rows
-    # The thread that holds the first step's start runs on from step to step; every other
-    # thread's calls of a step are a lane of their own, woken and joined within the step by
-    # the cross-thread rules as in a window, not tied to their last call of the step before
-    # by its measured gap.
-    pid, tid = trace.column("events", "pid"), trace.column("events", "tid")
-    main = rows[anchor[0]]
-    part = np.zeros(len(rows), np.int64)
-    for k, (_, _, own, _) in enumerate(per_step):
-        local_own = np.searchsorted(rows, own)
         other = (pid[own] != pid[main]) | (tid[own] != tid[main])
         part[local_own[other]] = k
     try:

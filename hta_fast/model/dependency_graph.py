@@ -89,6 +89,13 @@ def graph_rows(trace: Trace, keep: Optional[np.ndarray] = None) -> np.ndarray:
     return np.flatnonzero(on)
 
 
+def _dense_codes(values: np.ndarray) -> np.ndarray:
+    """Each value's index among the sorted distinct values (np.unique's inverse, without its
+    sort of every value: a chain's graph holds millions of events and a few hundred distinct
+    threads, streams or names, so a hashed unique and a binary search cost far less)."""
+    return np.searchsorted(np.unique(values), values).astype(np.int64)
+
+
 def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
     """wait_on_stream and wait_on_event_correlation of these cuda_sync rows (by row)."""
     srow = trace.column("sync_args", "row")
@@ -160,25 +167,34 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     partner, parent = col("events", "partner"), col("events", "parent")
     corr_all = col("events", "correlation")
 
+    n_trace = len(kind)
+    local_of: Optional[np.ndarray] = None
+    if 4 * len(rows) >= n_trace:  # most of the trace (a chain): a table beats a search
+        local_of = np.full(n_trace + 1, -1, np.int64)  # the last entry answers row -1
+        local_of[rows] = np.arange(len(rows))
+
     def to_local(target: np.ndarray) -> np.ndarray:
+        if local_of is not None:
+            return local_of[np.where(target >= 0, target, n_trace)]
         # rows is sorted: a binary search maps trace rows to graph events without an array
         # as long as the whole trace (a step's graph costs its own size, not the trace's).
         pos = np.minimum(np.searchsorted(rows, target), max(len(rows) - 1, 0))
         return np.where((target >= 0) & (rows[pos] == target), pos, -1).astype(np.int64)
 
     # Lanes: one per (pid, tid) thread and one per (pid, stream); the flag keeps kinds apart.
-    _, pid_code = np.unique(pid[rows], return_inverse=True)
-    _, sub_code = np.unique(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]),
-                            return_inverse=True)
-    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code.reshape(-1)) \
-        * (sub_code.max(initial=0) + 1) + sub_code.reshape(-1)
+    pid_code = _dense_codes(pid[rows])
+    sub_code = _dense_codes(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]))
+    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code) \
+        * (sub_code.max(initial=0) + 1) + sub_code
     if thread_part is not None:
         part = np.where(is_gpu, 0, np.asarray(thread_part, np.int64))
         key = key * (int(part.max(initial=0)) + 1) + part
-    _, lane = np.unique(key, return_inverse=True)
-    lane = lane.reshape(-1).astype(np.int64)
-    lane_of_stream = {(int(p), int(s)): int(l) for p, s, l in
-                      zip(pid[rows][is_gpu], stream[rows][is_gpu], lane[is_gpu])}
+    lane = _dense_codes(key)
+    # One event per GPU lane names its (pid, stream).
+    gpu_at = np.full(int(lane.max(initial=-1)) + 1, -1, np.int64)
+    gpu_at[lane[is_gpu]] = rows[is_gpu]
+    lane_of_stream = {(int(pid[r]), int(stream[r])): int(ln)
+                      for ln, r in enumerate(gpu_at.tolist()) if r >= 0}
 
     par = np.where(is_gpu, -1, to_local(parent[rows]))
     launch = np.where(is_gpu & ~carried, to_local(partner[rows]), -1)
@@ -186,10 +202,10 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
 
     # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
     names = col("events", "name")[rows]
-    uniq, inv = np.unique(names, return_inverse=True)
+    uniq = np.unique(names)
     strings = trace.strings
     kind_of = sync_calls.sync_kind_of_names([strings[int(i)].as_py() if i >= 0 else "" for i in uniq])
-    sync_kind = np.where(is_gpu, 0, kind_of[inv.reshape(-1)]).astype(np.uint8)
+    sync_kind = np.where(is_gpu, 0, kind_of[np.searchsorted(uniq, names)]).astype(np.uint8)
     wait_lane = np.full(len(rows), -1, np.int64)
     wait_corr = np.full(len(rows), -1, np.int64)
     target_lane = np.full(len(rows), -1, np.int64)
