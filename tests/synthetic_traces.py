@@ -59,6 +59,25 @@ class KinetoBuilder:
         """A runtime call that queues no GPU work (cudaStreamSynchronize, cudaMalloc, ...)."""
         self._x("cuda_runtime", name, ts, dur, CPU_PID, CPU_TID, {"cbid": 131})
 
+    def event_record(self, ts: float) -> int:
+        """cudaEventRecord on stream 7 at ts; returns its correlation id (what a sync waits on)."""
+        record = self.correlation
+        self.correlation += 1
+        self._x("cuda_runtime", "cudaEventRecord", ts, 3, CPU_PID, CPU_TID,
+                {"cbid": 135, "correlation": record})
+        return record
+
+    def event_synchronize(self, start: float, end: float, record: int) -> None:
+        """cudaEventSynchronize from start to end on the event `record`, with its cuda_sync row."""
+        corr = self.correlation
+        self.correlation += 1
+        self._x("cuda_runtime", "cudaEventSynchronize", start, end - start, CPU_PID, CPU_TID,
+                {"cbid": 137, "correlation": corr})
+        self._x("cuda_sync", "Event Sync", start + 1, end - start - 1, 0, -1,
+                {"cuda_sync_kind": "Event Sync", "wait_on_stream": 7, "stream": -1,
+                 "wait_on_cuda_event_record_corr_id": record, "correlation": corr,
+                 "device": 0, "context": 1})
+
     # --- launches and GPU work -------------------------------------------------------
     def _launch(self, api: str, cpu_ts: float, launch_dur: float, gpu_cat: str, name: str,
                 gpu_ts: float, dur: float, stream: int, args: dict) -> None:

@@ -53,19 +53,9 @@ def job(kernels: Sequence[Sequence[float]], host: Sequence[float], scale: float 
         b.step(s, t0, end - t0)
         for launch, start, dur in launches:
             b.kernel(GEMM, launch, start, dur)
-        record = b.correlation
-        b.correlation += 1
-        b._x("cuda_runtime", "cudaEventRecord", record_ts, 3, CPU_PID, CPU_TID,
-             {"cbid": 135, "correlation": record})
+        record = b.event_record(record_ts)  # after the step's kernels were launched
         if prev is not None:
-            corr = b.correlation
-            b.correlation += 1
-            b._x("cuda_runtime", "cudaEventSynchronize", sync_start, sync_end - sync_start,
-                 CPU_PID, CPU_TID, {"cbid": 137, "correlation": corr})
-            b._x("cuda_sync", "Event Sync", sync_start + 1, sync_end - sync_start - 1, 0, -1,
-                 {"cuda_sync_kind": "Event Sync", "wait_on_stream": 7, "stream": -1,
-                  "wait_on_cuda_event_record_corr_id": prev, "correlation": corr,
-                  "device": 0, "context": 1})
+            b.event_synchronize(sync_start, sync_end, prev)
         b.cpu_op("aten::host_work", work, h)
         prev, t0 = record, end
     return b.load()

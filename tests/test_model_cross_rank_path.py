@@ -16,7 +16,7 @@ from hta_fast.analysis.select import Selection
 from hta_fast.model.chain_what_if import step_end_nodes
 from hta_fast.model.chains import chain_groups
 from hta_fast.model.collective_links import match_collectives
-from hta_fast.model.critical_path_ranks import measured_weights
+from hta_fast.model.cross_rank import measured_weights
 from hta_fast.model.cross_rank import link_windows, replay_together
 from hta_fast.model.cross_rank_path import Jump, path_across_ranks
 from hta_fast.model.cross_rank_path_rows import SHARES

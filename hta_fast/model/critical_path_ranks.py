@@ -18,21 +18,10 @@ from ..traceset import TraceSet
 from .chain_what_if import step_end_nodes
 from .chains import Chain, chain_groups
 from .collective_links import match_collectives
-from .cross_rank import LinkedWindow, Together, link_windows, replay_together
+from .cross_rank import LinkedWindow, Together, link_windows, measured_weights, replay_together
 from .cross_rank_path import path_across_ranks
 from .cross_rank_path_rows import breakdown_table, path_tables, summary_table
 from .windows import step_groups
-
-
-def measured_weights(linked: Sequence[LinkedWindow]) -> list[np.ndarray]:
-    """Each window's calibrated weights, its linked collectives' kernels taking only their
-    time moving data (the rest is the wait for the last rank, the floor)."""
-    out = []
-    for lw in linked:
-        w = lw.graph.weight.copy()
-        w[lw.self_edges()] = lw.data
-        out.append(w)
-    return out
 
 
 def step_path(step: Optional[int], linked: Sequence[LinkedWindow], traces: Sequence[Trace],

@@ -121,3 +121,14 @@ def replay_together(windows: Sequence[LinkedWindow], weights: Sequence[np.ndarra
     raise RuntimeError(f"the ranks' collectives did not settle after {MAX_PASSES} passes: "
                        "they wait on each other in a cycle (collectives of different groups "
                        "in different orders on different ranks)")
+
+
+def measured_weights(linked: Sequence[LinkedWindow]) -> list[np.ndarray]:
+    """Each window's calibrated weights, its linked collectives' kernels taking only their
+    time moving data (the rest is the wait for the last rank, the floor)."""
+    out = []
+    for lw in linked:
+        w = lw.graph.weight.copy()
+        w[lw.self_edges()] = lw.data
+        out.append(w)
+    return out

@@ -21,7 +21,7 @@ from ..analysis.select import Ranks, Steps
 from ..trace import Trace
 from ..traceset import TraceSet
 from .collective_links import match_collectives
-from .cross_rank import link_windows, replay_together
+from .cross_rank import link_windows, measured_weights, replay_together
 from .chains import chain_groups
 from .windows import step_groups
 
@@ -52,11 +52,7 @@ def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
     if chained:
         for chains in chain_groups(traces, sel):
             linked = link_windows([(c.rank, c.graph) for c in chains], matched)
-            weights = []
-            for lw in linked:
-                w = lw.graph.weight.copy()
-                w[lw.self_edges()] = lw.data
-                weights.append(w)
+            weights = measured_weights(linked)
             together = replay_together(linked, weights)
             for c, lw, t, w in zip(chains, linked, together.times, weights):
                 m_span = c.spans(c.measured_times())
@@ -77,11 +73,7 @@ def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
                         out[key].append(v)
     for group in step_groups(traces, sel, whole_traces_only=chained):
         linked = link_windows([(w.rank, w.graph) for w in group], matched)
-        weights = []
-        for lw in linked:
-            w = lw.graph.weight.copy()
-            w[lw.self_edges()] = lw.data
-            weights.append(w)
+        weights = measured_weights(linked)
         together = replay_together(linked, weights)
         times, passes = together.times, together.passes
         for win, lw, t, w in zip(group, linked, times, weights):
