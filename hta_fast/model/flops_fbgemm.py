@@ -35,12 +35,12 @@ from typing import Any, Iterable, Optional, Union
 from .cost import Cost, pattern_model
 from .op_call import DTYPE_BYTES, DTYPE_PRECISION, NoModel, OpCall
 
-LOOKUP = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)|(dense)_embedding_codegen_lookup)"
-                    r"_function$")
+LOOKUP = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)"
+                    r"|(dense)_embedding_codegen_lookup)_function$")
 BACKWARD = re.compile(r"^torch::autograd::CppNode<SplitLookupFunction_(\w+)_Op>$")
 # optimizer state values read and written per looked-up row, in units of D ("D") or 1
-STATE_PER_ROW: dict[str, Union[int, str]] = {"sgd": 0, "dense": 0, "rowwise_adagrad": 1, "rowwise_adagrad_with_counter": 1,
-                 "adagrad": "D"}
+STATE_PER_ROW: dict[str, Union[int, str]] = {
+    "sgd": 0, "dense": 0, "rowwise_adagrad": 1, "rowwise_adagrad_with_counter": 1, "adagrad": "D"}
 
 
 def optimizer_of(name: str) -> Optional[str]:
