@@ -24,13 +24,13 @@ sys.path.insert(0, str(HERE))
 from _measure import timed  # noqa: E402
 
 import hta_fast  # noqa: E402
-from hta_fast.analysis import select  # noqa: E402
-from hta_fast.analysis.critical_path import critical_path  # noqa: E402
-from hta_fast.model.collective_links import match_collectives  # noqa: E402
-from hta_fast.model.critical_path_ranks import measured_weights, step_path  # noqa: E402
-from hta_fast.model.cross_rank import link_windows, replay_together  # noqa: E402
-from hta_fast.model.replay_ranks import replay_ranks  # noqa: E402
-from hta_fast.model.windows import step_groups  # noqa: E402
+from hta_fast.frame import select  # noqa: E402
+from hta_fast.model.path.critical_path import critical_path  # noqa: E402
+from hta_fast.model.comm.collective_links import match_collectives  # noqa: E402
+from hta_fast.model.path.ranks import measured_weights, step_path  # noqa: E402
+from hta_fast.model.replay.cross_rank import link_windows, replay_together  # noqa: E402
+from hta_fast.model.replay.ranks import replay_ranks  # noqa: E402
+from hta_fast.model.graph.windows import step_groups  # noqa: E402
 
 
 def main() -> int:

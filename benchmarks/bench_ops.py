@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 def one_pass(trace):
     from hta_fast.analysis.op_table import op_table
     from hta_fast.analysis.roofline import roofline
-    from hta_fast.model.flops import with_costs
+    from hta_fast.costs.flops import with_costs
     table = with_costs(op_table(trace).table)
     roof = roofline(trace)
     return table, roof

@@ -49,7 +49,7 @@ def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 def replicated(base: Any, n_events: int) -> Any:
     """A Trace whose events are the base's GPU work repeated until there are n_events."""
     import hta_fast
-    from hta_fast.analysis.select import GPU_WORK_KINDS
+    from hta_fast.frame.select import GPU_WORK_KINDS
 
     raw = base._raw
     ev = raw["tables"]["events"]

@@ -62,7 +62,7 @@ def main() -> None:
 
     import hta_fast
     from hta_fast.analysis.roofline import ChargedGroups, resolve_device
-    from hta_fast.model.devices import DeviceTable
+    from hta_fast.costs.devices import DeviceTable
     from hta_fast.model.predict import predict
 
     a, b = hta_fast.load(args.a), hta_fast.load(args.b)

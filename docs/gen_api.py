@@ -23,11 +23,11 @@ OUT = Path(__file__).parent / "api.md"
 
 # Modules in the order the reference presents them; each analysis module and each recipe
 # is found by walking its package.
-MODULES = ["hta_fast", "hta_fast.analysis.result", "hta_fast.analysis.select"]
+MODULES = ["hta_fast", "hta_fast.frame.result", "hta_fast.frame.select"]
 PACKAGES = ["hta_fast.analysis", "hta_fast.model", "hta_fast.recipes"]
 TAIL = ["hta_fast.doctor", "hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat",
-        "hta_fast.dataset", "hta_fast.summary", "hta_fast.executors"]
-SKIP = {"hta_fast.analysis.result", "hta_fast.analysis.select", "hta_fast.analysis.fields"}
+        "hta_fast.loading.dataset", "hta_fast.loading.summary", "hta_fast.loading.executors"]
+SKIP = {"hta_fast.frame.result", "hta_fast.frame.select", "hta_fast.frame.fields"}
 
 
 def module_names() -> list[str]:

@@ -1,8 +1,8 @@
 """hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
 from ._core import __version__
-from .dataset import TraceDataset, open_dataset
+from .loading.dataset import TraceDataset, open_dataset
 from .errors import TraceFormatError
-from .loader import load, load_dir, rank_from_name
+from .loading.loader import load, load_dir, rank_from_name
 from .schema import EventKind, KernelClass
 from .trace import Trace, TraceMeta
 from .traceset import TraceSet

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from .analysis.result import Result
+    from .frame.result import Result
     from .trace import Trace
     from .traceset import TraceSet
 
@@ -75,7 +75,7 @@ TRACE_TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "f
 def tables_of(source: Union["Trace", "TraceSet", "Result"]) -> dict[str, pa.Table]:
     """Name -> Arrow table: a trace's tables; a trace set's tables with a leading `rank`
     column (the ranks' chunks side by side, not copied); a result's main and side tables."""
-    from .analysis.result import Result
+    from .frame.result import Result
     from .trace import Trace
     if isinstance(source, Result):
         return {source.name: source.table, **source.tables}

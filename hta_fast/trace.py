@@ -146,8 +146,8 @@ class Trace(NamedTables):
         return self.events.__arrow_c_stream__(requested_schema)
 
     def save(self, directory: str | os.PathLike) -> None:
-        """Writes this trace as Arrow IPC files plus a manifest (see hta_fast.cache)."""
-        from . import cache
+        """Writes this trace as Arrow IPC files plus a manifest (see hta_fast.loading.cache)."""
+        from .loading import cache
         cache.save(self, directory)
 
     def __repr__(self) -> str:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.analysis import Selection, temporal, trace_diff
 from hta_fast.cli import cli
-from hta_fast.cli.registry import ANALYSES
+from hta_fast.analysis.registry import ANALYSES
 
 import fake_doctor
 

@@ -6,7 +6,7 @@ import pytest
 
 import hta_fast
 from hta_fast.analysis import collectives as cross
-from hta_fast.summary import collective_of, dtype_of_kernel, summarize
+from hta_fast.loading.summary import collective_of, dtype_of_kernel, summarize
 
 from synthetic_traces import KinetoBuilder, traceset
 

@@ -5,7 +5,7 @@ import pytest
 
 import hta_fast
 from hta_fast.analysis.collectives import bus_factor
-from hta_fast.model.comm_bytes import comm_bytes
+from hta_fast.model.comm.comm_bytes import comm_bytes
 from synthetic_traces import KinetoBuilder
 
 

@@ -13,8 +13,8 @@ import pytest
 import hta_fast
 from hta_fast import synth
 from hta_fast.analysis import collectives as cross
-from hta_fast.dataset import open_dataset
-from hta_fast.summary import summarize
+from hta_fast.loading.dataset import open_dataset
+from hta_fast.loading.summary import summarize
 from hta_fast.trace import TABLES
 
 distributed = pytest.importorskip("distributed")  # in the test extra: `make test` installs it

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import hta_fast
-from hta_fast.dataset import open_dataset, write_dataset
-from hta_fast.summary import summarize
+from hta_fast.loading.dataset import open_dataset, write_dataset
+from hta_fast.loading.summary import summarize
 from hta_fast.trace import TABLES
 
 

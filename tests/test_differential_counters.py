@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 import hta_fast
-from hta_fast.analysis.counters_trace import trace_with_counters
+from hta_fast.compat.counters_trace import trace_with_counters
 from hta_fast.analysis.queue_length import queue_pairs
 from hta_fast.compat import TraceAnalysis
 from hta_fast.compat import counters as cc

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hta_fast.analysis.select import GPU_KINDS, GPU_WORK_KINDS, profiler_step_rows
+from hta_fast.frame.select import GPU_KINDS, GPU_WORK_KINDS, profiler_step_rows
 from hta_fast.compat import TraceAnalysis
 from hta_fast.schema import EventKind, KernelClass
 from tests.conftest import TRACES_DIR

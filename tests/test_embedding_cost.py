@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 import hta_fast
-from hta_fast.model.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
-                                           fit_lookup_costs, improve_plan)
-from hta_fast.model.embedding_lookups import kernel_family, lookup_kernels
+from hta_fast.model.plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
+                                                 fit_lookup_costs, improve_plan)
+from hta_fast.model.plans.embedding_lookups import kernel_family, lookup_kernels
 from synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
 from test_flops_fbgemm import RW_NODE, split_lookup
 
@@ -165,7 +165,7 @@ def test_plan_evaluation_numbers():
 
 
 def test_all_to_all_time_through_the_collective_model():
-    from hta_fast.model.collective_cost import fit_collectives
+    from hta_fast.model.comm.collective_cost import fit_collectives
     comm = fit_collectives(pa.table({"collective": ["all_to_all"] * 3, "group_size": [2] * 3,
                                      "bytes": [1e5, 1e6, 1e7],
                                      "data_time": [1e4 + 1e5 / 50, 1e4 + 1e6 / 50,

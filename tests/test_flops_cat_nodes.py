@@ -6,7 +6,7 @@ from __future__ import annotations
 import hta_fast
 from hta_fast.analysis.op_table import op_instance_rows, op_table
 from hta_fast.analysis.roofline import roofline
-from hta_fast.model.cat_sizes import cat_extras
+from hta_fast.costs.cat_sizes import cat_extras
 
 from op_traces import OpTraceBuilder
 from synthetic_traces import CPU_PID, CPU_TID

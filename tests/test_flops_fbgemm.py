@@ -9,8 +9,8 @@ from pytest import approx
 
 import hta_fast
 from hta_fast.analysis.op_table import op_table
-from hta_fast.model.cost import Cost
-from hta_fast.model.flops import cost_of, op_costs, with_costs
+from hta_fast.costs.cost import Cost
+from hta_fast.costs.flops import cost_of, op_costs, with_costs
 
 RW = "fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function"
 RW_NODE = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"

@@ -7,8 +7,8 @@ import json
 
 import hta_fast
 from hta_fast.analysis.op_table import op_table
-from hta_fast.model.cost import Cost
-from hta_fast.model.flops import cost_of, with_costs
+from hta_fast.costs.cost import Cost
+from hta_fast.costs.flops import cost_of, with_costs
 
 
 def cost(name, dims, types, concrete=None):

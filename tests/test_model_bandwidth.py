@@ -12,13 +12,13 @@ import pytest
 
 import hta_fast
 from hta_fast.cli import cli
-from hta_fast.model.collective_cost import collective_time_factors, fit_collectives
-from hta_fast.model.dependency_graph import EDGE
-from hta_fast.model.bandwidth_edit import collective_bandwidth_factors
-from hta_fast.model.collective_links import match_collectives
-from hta_fast.model.what_if import comm_changes, edited_weights, what_if
-from hta_fast.model.windows import each_window
-from hta_fast.analysis.select import Selection
+from hta_fast.model.comm.collective_cost import collective_time_factors, fit_collectives
+from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.whatif.bandwidth_edit import collective_bandwidth_factors
+from hta_fast.model.comm.collective_links import match_collectives
+from hta_fast.model.whatif.what_if import comm_changes, edited_weights, what_if
+from hta_fast.model.graph.windows import each_window
+from hta_fast.frame.select import Selection
 from tests.synthetic_traces import KinetoBuilder
 
 LATENCY_US, GBPS = 20.0, 50.0          # the interconnect every collective below runs on

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.model.replay import replay_steps
-from hta_fast.model.dependency_graph import EDGE
-from hta_fast.model.what_if import what_if
-from hta_fast.model.chains import each_chain
-from hta_fast.model.windows import each_window
-from hta_fast.analysis import select
+from hta_fast.model.replay.steps import replay_steps
+from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.whatif.what_if import what_if
+from hta_fast.model.graph.chains import each_chain
+from hta_fast.model.graph.windows import each_window
+from hta_fast.frame import select
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
 

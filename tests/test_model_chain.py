@@ -1,4 +1,4 @@
-"""Consecutive profiler steps replayed as one chain (hta_fast.model.chains) on random jobs whose
+"""Consecutive profiler steps replayed as one chain (hta_fast.model.graph.chains) on random jobs whose
 GPU runs behind its host (hypothesis): the measured times are made by the rules the graph
 encodes, so the replay must reproduce them, a what-if must land on the job regenerated with the
 change, and the chain must keep the replay's properties step by step."""
@@ -10,12 +10,12 @@ import numpy as np
 from hypothesis import assume, given, settings, strategies as st
 
 import hta_fast
-from hta_fast.analysis import select
-from hta_fast.model.chain_what_if import step_paths
-from hta_fast.model.chains import each_chain
-from hta_fast.model.dependency_graph import EDGE
-from hta_fast.model.replay import replay_steps
-from hta_fast.model.what_if import what_if
+from hta_fast.frame import select
+from hta_fast.model.whatif.chain import step_paths
+from hta_fast.model.graph.chains import each_chain
+from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.replay.steps import replay_steps
+from hta_fast.model.whatif.what_if import what_if
 from tests.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
@@ -141,7 +141,7 @@ def test_ranks_replay_together_as_chains():
     # each step, as the windows did, and rank 3's slower compute in both steps lands on the
     # regenerated job on every rank (its step 0 holds every rank's step 1 start).
     from tests.test_model_cross_rank import collective_job
-    from hta_fast.model.replay_ranks import replay_ranks
+    from hta_fast.model.replay.ranks import replay_ranks
     compute = [[[700, 100], [400]], [[500, 300], [900]], [[650, 120], [300]], [[600, 90], [500]]]
     data = [[60, 40], [80]]
     job = collective_job(compute, data)

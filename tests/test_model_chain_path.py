@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 
 import hta_fast
-from hta_fast.analysis import select
-from hta_fast.analysis.critical_path import BOUND_BY, critical_path
-from hta_fast.model.chain_what_if import step_paths
-from hta_fast.model.chains import each_chain
-from hta_fast.model.dependency_graph import EDGE, GPU_WORK
-from hta_fast.model.replay import replay_steps
-from hta_fast.model.replay_ranks import replay_ranks
-from hta_fast.model.what_if import edited_weights, what_if
+from hta_fast.frame import select
+from hta_fast.model.path.critical_path import BOUND_BY, critical_path
+from hta_fast.model.whatif.chain import step_paths
+from hta_fast.model.graph.chains import each_chain
+from hta_fast.model.graph.dependency_graph import EDGE, GPU_WORK
+from hta_fast.model.replay.steps import replay_steps
+from hta_fast.model.replay.ranks import replay_ranks
+from hta_fast.model.whatif.what_if import edited_weights, what_if
 from tests.conftest import TRACES_DIR
 from tests.test_model_carry import backlogged_job
 from tests.test_model_chain import job, jobs
@@ -158,7 +158,7 @@ def test_chained_path_of_every_step_is_its_replayed_step(folder):
 
 
 def test_the_overlay_follows_the_chained_path():
-    from hta_fast.model.path_trace import ARROWS, critical_path_trace
+    from hta_fast.model.path.overlay import ARROWS, critical_path_trace
     trace = backlogged_job(400)
     doc = critical_path_trace(trace)
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import hta_fast
-from hta_fast.analysis.select import Selection
-from hta_fast.model.collective_cost import fit_collectives
-from hta_fast.model.collective_links import match_collectives
-from hta_fast.model.cross_rank import link_windows, replay_together
-from hta_fast.model.dependency_graph import EDGE
-from hta_fast.model.replay_ranks import replay_ranks
-from hta_fast.model.what_if import what_if
-from hta_fast.model.windows import step_groups
+from hta_fast.frame.select import Selection
+from hta_fast.model.comm.collective_cost import fit_collectives
+from hta_fast.model.comm.collective_links import match_collectives
+from hta_fast.model.replay.cross_rank import link_windows, replay_together
+from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.replay.ranks import replay_ranks
+from hta_fast.model.whatif.what_if import what_if
+from hta_fast.model.graph.windows import step_groups
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder, traceset
 

@@ -11,18 +11,18 @@ import pytest
 from hypothesis import given, settings
 
 import hta_fast
-from hta_fast.analysis.critical_path import critical_path
-from hta_fast.analysis.select import Selection
-from hta_fast.model.chain_what_if import step_end_nodes
-from hta_fast.model.chains import chain_groups
-from hta_fast.model.collective_links import match_collectives
-from hta_fast.model.cross_rank import measured_weights
-from hta_fast.model.cross_rank import link_windows, replay_together
-from hta_fast.model.cross_rank_path import Jump, path_across_ranks
-from hta_fast.model.cross_rank_path_rows import SHARES
-from hta_fast.model.replay_ranks import replay_ranks
-from hta_fast.model.what_if import what_if
-from hta_fast.model.windows import step_groups
+from hta_fast.model.path.critical_path import critical_path
+from hta_fast.frame.select import Selection
+from hta_fast.model.whatif.chain import step_end_nodes
+from hta_fast.model.graph.chains import chain_groups
+from hta_fast.model.comm.collective_links import match_collectives
+from hta_fast.model.replay.cross_rank import measured_weights
+from hta_fast.model.replay.cross_rank import link_windows, replay_together
+from hta_fast.model.path.across_ranks import Jump, path_across_ranks
+from hta_fast.model.path.across_ranks_rows import SHARES
+from hta_fast.model.replay.ranks import replay_ranks
+from hta_fast.model.whatif.what_if import what_if
+from hta_fast.model.graph.windows import step_groups
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder, traceset
 from tests.test_model_cross_rank import GEMM, collective_job, jobs

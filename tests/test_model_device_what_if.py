@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.model.replay import replay_steps
-from hta_fast.model.what_if import what_if
+from hta_fast.model.replay.steps import replay_steps
+from hta_fast.model.whatif.what_if import what_if
 from op_traces import OpTraceBuilder
 from tests.conftest import TRACES_DIR
 

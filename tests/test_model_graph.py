@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from hta_fast import _core
-from hta_fast.model import sync_calls
-from hta_fast.model.dependency_graph import EDGE, EDGE_TYPES, skip_mask
+from hta_fast.model.graph import sync_calls
+from hta_fast.model.graph.dependency_graph import EDGE, EDGE_TYPES, skip_mask
 
 
 def build(events, window_start=0):
@@ -151,7 +151,7 @@ def test_a_worker_thread_is_woken_and_joined():
 
 def test_graph_rows_must_be_increasing():
     import hta_fast
-    from hta_fast.model.dependency_graph import build_graph
+    from hta_fast.model.graph.dependency_graph import build_graph
     from tests.conftest import TRACES_DIR
     trace = hta_fast.load(TRACES_DIR / "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz")
     with pytest.raises(ValueError, match="graph rows must be increasing"):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from hta_fast.model import sync_calls
-from hta_fast.model.dependency_graph import EDGE
+from hta_fast.model.graph import sync_calls
+from hta_fast.model.graph.dependency_graph import EDGE
 from tests.test_model_graph import build
 
 op = st.tuples(st.integers(0, 50),            # gap before the call

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.analysis.critical_path import BOUND_BY, critical_path
-from hta_fast.model.replay import replay_steps
+from hta_fast.model.path.critical_path import BOUND_BY, critical_path
+from hta_fast.model.replay.steps import replay_steps
 from tests.conftest import TRACES_DIR
 
 CRITICAL_PATH = ["cuda_event_sync", "cuda_event_sync_multi_stream", "simple_add", "alexnet"]

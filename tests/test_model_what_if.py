@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.model.replay import replay_steps
-from hta_fast.model.what_if import what_if
+from hta_fast.model.replay.steps import replay_steps
+from hta_fast.model.whatif.what_if import what_if
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder
 
@@ -110,7 +110,7 @@ def test_bad_edits_are_clear_errors():
 
 
 def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():
-    from hta_fast.analysis.critical_path import critical_path
+    from hta_fast.model.path.critical_path import critical_path
     b = KinetoBuilder()
     b.step(0, 0, 1000)
     b.kernel(GEMM, 10, 20, 100)
@@ -120,8 +120,8 @@ def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():
 
 
 def test_the_path_trace_loads_back_and_marks_the_path(tmp_path):
-    from hta_fast.analysis.critical_path import critical_path
-    from hta_fast.model.path_trace import write_critical_path_trace
+    from hta_fast.model.path.critical_path import critical_path
+    from hta_fast.model.path.overlay import write_critical_path_trace
     job = sync_bound_job(400, 2000, steps=2)
     out = write_critical_path_trace(job, tmp_path / "path.json.gz")
     back = hta_fast.load(out)

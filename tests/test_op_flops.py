@@ -5,8 +5,8 @@ import json
 
 import hta_fast
 from hta_fast.analysis.op_table import op_table
-from hta_fast.model.cost import Cost
-from hta_fast.model.flops import cost_of, no_model_summary, with_costs
+from hta_fast.costs.cost import Cost
+from hta_fast.costs.flops import cost_of, no_model_summary, with_costs
 
 
 def cost(name, dims, types=None, concrete=None):
@@ -192,7 +192,7 @@ def test_every_real_trace_costs_or_explains_every_group(traces_dir, chrome_trace
     """On every shared trace: the op table, its costs, the roofline and the collective bytes
     run, and every operator group has a family or a reason (nothing dropped)."""
     from hta_fast.analysis.roofline import roofline
-    from hta_fast.model.comm_bytes import comm_bytes
+    from hta_fast.model.comm.comm_bytes import comm_bytes
     trace = hta_fast.load(traces_dir / chrome_trace)
     table = with_costs(op_table(trace).table)
     fam = table["family"].is_valid().to_pylist()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import hta_fast
-from hta_fast.model.devices import DeviceTable, trace_device
+from hta_fast.costs.devices import DeviceTable, trace_device
 
 # deviceProperties names that are not GPUs with published peaks: Meta's MTIA accelerator
 NOT_IN_TABLE = {"ARTEMIS"}

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.model.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
-                                           fit_lookup_costs, improve_plan)
-from hta_fast.model.embedding_lookups import lookup_kernels
-from hta_fast.model.plan_replay import compare_plans, plan_step_time
+from hta_fast.model.plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
+                                                 fit_lookup_costs, improve_plan)
+from hta_fast.model.plans.embedding_lookups import lookup_kernels
+from hta_fast.model.plans.plan_replay import compare_plans, plan_step_time
 from tests.conftest import TRACES_DIR
 from tests.test_model_cross_rank import collective_job, steps_of
 

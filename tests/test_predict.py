@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hta_fast.model.kernel_model import fit_curve, launch_floor
+from hta_fast.costs.kernel_model import fit_curve, launch_floor
 from hta_fast.model.predict import predict
 from op_traces import OpTraceBuilder
 
@@ -68,7 +68,7 @@ def test_efficiency_curve_and_floor():
 
 
 def test_floor_stops_the_fall_but_never_raises_a_fast_call():
-    from hta_fast.model.kernel_model import KernelModels
+    from hta_fast.costs.kernel_model import KernelModels
     m = KernelModels({}, floor_ns=3_000.0)
     measured = np.array([100_000.0, 4_000.0, 1_000.0])
     roof_src = np.array([50_000.0, 1_000.0, 100.0])

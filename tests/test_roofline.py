@@ -6,7 +6,7 @@ import json
 import pytest
 
 from hta_fast.analysis.roofline import roofline
-from hta_fast.model.devices import DeviceTable
+from hta_fast.costs.devices import DeviceTable
 from op_traces import OpTraceBuilder
 
 N = 4096

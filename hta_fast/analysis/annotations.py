@@ -14,12 +14,12 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .fields import duration_stats, NS
+from ..frame.fields import duration_stats, NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .result import Result
+from ..frame import select
+from ..frame.result import Result
 
 KIND_NAMES = np.array([k.name for k in EventKind], dtype=object)
 

@@ -1,6 +1,6 @@
 """Cross-rank analyses of collectives and steps, computed from the ranks' summaries.
 
-They read only hta_fast.summary.RankSummary (a few KB a rank), so they run the same on a
+They read only hta_fast.loading.summary.RankSummary (a few KB a rank), so they run the same on a
 TraceSet in memory and on a TraceDataset loaded on a Dask cluster, whatever the number of ranks.
 
 Matching: the n-th collective of a process group on one rank is the n-th of that group on every
@@ -20,9 +20,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..summary import RankSummary, summaries_of
-from .fields import NS
-from .result import Result
+from ..loading.summary import RankSummary, summaries_of
+from ..frame.fields import NS
+from ..frame.result import Result
 
 GBPS = {"unit": "GB/s"}
 
@@ -56,7 +56,7 @@ def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence
                                                                   np.int64)))
              for r, s in summaries.items()]
     if not parts:
-        from ..summary import COLLECTIVES_SCHEMA
+        from ..loading.summary import COLLECTIVES_SCHEMA
         return COLLECTIVES_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
     table = pa.concat_tables(parts)
     if steps is not None:
@@ -294,7 +294,7 @@ def step_spread(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     summaries = _pick(summaries_of(traces), ranks)
     parts = [s.steps.append_column("rank", pa.array(np.full(s.steps.num_rows, r, np.int64)))
              for r, s in summaries.items()]
-    from ..summary import STEPS_SCHEMA
+    from ..loading.summary import STEPS_SCHEMA
     table = pa.concat_tables(parts) if parts else \
         STEPS_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
     if steps is not None:

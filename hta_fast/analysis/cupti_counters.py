@@ -17,14 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .select import Ranks, Steps, Streams, Window
-from .fields import NS
+from ..frame.select import Ranks, Steps, Streams, Window
+from ..frame.fields import NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .result import Result
-from .select import Selection
+from ..frame import select
+from ..frame.result import Result
+from ..frame.select import Selection
 
 RANGE_CATEGORY = "cuda_profiler_range"
 # Runtime calls that launch exactly one kernel.

@@ -20,13 +20,13 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from .select import Ranks, Steps, Streams, Window
+from ..frame.select import Ranks, Steps, Streams, Window
 from .. import ops
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import derived, select
-from .result import Result
-from .fields import NS
+from ..frame import memo as derived, select
+from ..frame.result import Result
+from ..frame.fields import NS
 from .temporal import GpuWork, gpu_work
 
 CATEGORIES = ("host_wait", "kernel_wait", "other")

@@ -15,13 +15,13 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .fields import NS
+from ..frame.fields import NS
 from .. import _arrow
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import derived, select
-from .result import Result
+from ..frame import memo as derived, select
+from ..frame.result import Result
 
 LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
 WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)

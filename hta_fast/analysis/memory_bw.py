@@ -15,15 +15,15 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from .select import Ranks, Steps, Streams, Window
-from .fields import NS
+from ..frame.select import Ranks, Steps, Streams, Window
+from ..frame.fields import NS
 from .. import ops
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .result import Result
-from .select import Selection
+from ..frame import select
+from ..frame.result import Result
+from ..frame.select import Selection
 
 GBPS = {"unit": "GB/s"}
 QUANTILES = (0.25, 0.5, 0.75)

@@ -17,8 +17,8 @@ from typing import Any, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .fields import NS
-from .result import Result
+from ..frame.fields import NS
+from ..frame.result import Result
 
 # Index order used by torch's memory profiler.
 CATEGORIES = ("Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient",

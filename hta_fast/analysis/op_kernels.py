@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .fields import NS
+from ..frame.fields import NS
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
+from ..frame import select
 from .launch_stats import launch_pairs
-from .result import Result
+from ..frame.result import Result
 
 SEPARATOR = " -> "
 

@@ -19,13 +19,13 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .fields import NS
+from ..frame.fields import NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import derived, select
+from ..frame import memo as derived, select
 from .launch_stats import launch_pairs
-from .result import Result
+from ..frame.result import Result
 
 SHAPE_COLUMNS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
 
@@ -216,7 +216,7 @@ def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
     """One row per (rank, operator name, shape arguments), sorted by rank, then GPU time
     (descending), then name. `op_prefix` keeps only operators named so ("aten::").
     costs=True appends each group's model family, FLOPs and bytes per call and in total
-    (hta_fast.model.flops.with_costs) and adds the side table "no_model" (operators without
+    (hta_fast.costs.flops.with_costs) and adds the side table "no_model" (operators without
     a model, with the reason, their calls and GPU time)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     parts = [_rank_table(rank, trace, mask, op_prefix)
@@ -231,8 +231,8 @@ def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
         notes.append("no CPU operators selected")
     tables = {}
     if costs:
-        from ..model.cat_sizes import cat_extras
-        from ..model.flops import no_model_summary, with_costs
+        from ..costs.cat_sizes import cat_extras
+        from ..costs.flops import no_model_summary, with_costs
         extras: dict = {}
         for rank, trace, mask in select.each_rank(traces, sel):
             extras.update(cat_extras(trace, op_instance_rows(trace, mask, op_prefix), rank))

@@ -1,7 +1,7 @@
 """Roofline of every operator group and kernel: how close each runs to the device's limits.
 
 Each GPU event (kernel, memcpy, memset) is charged to the innermost operator around its
-launch that has a cost model with work in it (hta_fast.model.flops), so `aten::linear ->
+launch that has a cost model with work in it (hta_fast.costs.flops), so `aten::linear ->
 aten::addmm -> kernel` charges aten::addmm, and no kernel counts twice. Per operator group
 (name + recorded shapes), over the calls that launched GPU work:
 
@@ -28,17 +28,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model.devices import Device, DeviceTable, trace_device
-from ..model.cat_sizes import cat_extras
-from ..model.flops import op_costs
+from ..costs.devices import Device, DeviceTable, trace_device
+from ..costs.cat_sizes import cat_extras
+from ..costs.flops import op_costs
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .fields import NS, PCT
+from ..frame import select
+from ..frame.fields import NS, PCT
 from .launch_stats import launch_pairs
 from .op_kernels import enclosing
 from .op_table import SHAPE_COLUMNS, group_stats, op_groups, strings_of
-from .result import Result
+from ..frame.result import Result
 
 FLOPS_S = {"unit": "FLOP/s"}
 BYTES_S = {"unit": "B/s"}

@@ -10,11 +10,11 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .fields import NS
+from ..frame.fields import NS
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .result import Result
+from ..frame import select
+from ..frame.result import Result
 
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),

@@ -15,14 +15,14 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .select import Ranks, Steps, Streams, Window
-from .fields import NS
+from ..frame.select import Ranks, Steps, Streams, Window
+from ..frame.fields import NS
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .result import Result
-from .select import Selection
+from ..frame import select
+from ..frame.result import Result
+from ..frame.select import Selection
 
 
 

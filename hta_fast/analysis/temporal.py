@@ -21,14 +21,14 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from .select import Ranks, Steps, Streams, Window
-from .fields import NS, PCT
+from ..frame.select import Ranks, Steps, Streams, Window
+from ..frame.fields import NS, PCT
 from .. import ops
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import derived, select
-from .result import Result
+from ..frame import memo as derived, select
+from ..frame.result import Result
 
 
 

@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .fields import NS
+from ..frame.fields import NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import select
-from .result import Result
+from ..frame import select
+from ..frame.result import Result
 
 DEVICES = ("all", "cpu", "gpu")
 CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")

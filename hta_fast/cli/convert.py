@@ -1,7 +1,7 @@
 """`hta-fast convert PATH... -o DATASET`: the loaded tables as a Parquet dataset.
 
 The layout (hive partitioning by rank, one folder per table, a manifest) and its writing are
-hta_fast.dataset's: `hta_fast.open_dataset(DATASET)` reads it back, and so do DuckDB, Spark or
+hta_fast.loading.dataset's: `hta_fast.open_dataset(DATASET)` reads it back, and so do DuckDB, Spark or
 Polars (`rank` becomes a column).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import click
 
-from .. import dataset
+from ..loading import dataset
 from .app import cli
 from .loading import load_traces, path_arguments, recover_option, trace_files
 from .progress import bar
@@ -52,7 +52,7 @@ def convert(opts: Any, paths: tuple[str, ...], out: str, compression: str, overw
 
 def _convert_on_dask(paths: tuple[str, ...], out: str, compression: str, overwrite: bool,
                      address: str, recover: bool) -> None:
-    from ..loader import load_dir
+    from ..loading.loader import load_dir
     urls = [p for p in paths if "://" in p]
     if urls and len(paths) > 1:
         raise click.UsageError("with a URL, give one PATH: the folder (or file) of the traces")

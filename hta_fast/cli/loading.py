@@ -11,7 +11,7 @@ from typing import Callable, Sequence, TypeVar
 
 import click
 
-from ..loader import TRACE_SUFFIXES, load_dir
+from ..loading.loader import TRACE_SUFFIXES, load_dir
 from ..traceset import TraceSet
 from .app import Options
 from .progress import bar

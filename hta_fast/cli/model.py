@@ -1,5 +1,5 @@
 """`hta-fast critical-path`, `hta-fast replay` and `hta-fast whatif`: the dependency-graph
-model (hta_fast.analysis.critical_path, hta_fast.model.replay, hta_fast.model.what_if)."""
+model (hta_fast.model.path.critical_path, hta_fast.model.replay.steps, hta_fast.model.whatif.what_if)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -29,8 +29,8 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
                           windows: bool) -> None:
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
     compute, communication, kernel-to-kernel and launch overhead, data loading."""
-    from ..analysis.critical_path import critical_path
-    from ..model.path_trace import write_critical_path_trace
+    from ..model.path.critical_path import critical_path
+    from ..model.path.overlay import write_critical_path_trace
 
     check_format(fmt, out_dir)
     if together and trace_out:
@@ -61,8 +61,8 @@ def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one, and the ablations (kernel sum, busiest stream, no
     cross-stream edges, GPU only) beside it."""
-    from ..model.replay import replay_steps
-    from ..model.replay_ranks import replay_ranks
+    from ..model.replay.steps import replay_steps
+    from ..model.replay.ranks import replay_ranks
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
@@ -141,7 +141,7 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    source_device: Optional[str], devices_file: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
-    from ..model.what_if import what_if
+    from ..model.whatif.what_if import what_if
 
     check_format(fmt, out_dir)
     by_class = _factors(classes, "--scale") or None

@@ -7,8 +7,8 @@ from typing import Callable, Optional, TypeVar
 import click
 import pyarrow as pa
 
-from ..analysis.result import Result
-from ..analysis.select import Selection
+from ..frame.result import Result
+from ..frame.select import Selection
 from .loading import RANKS_HELP, STEPS_HELP, parse_ints, path_arguments, recover_option
 from .output import FORMATS
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
-from ..analysis import derived, select
+from ..frame import memo as derived, select
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -304,7 +304,7 @@ def generate_trace_with_counters(analysis: TraceAnalysis, time_series: Any = Non
                                  output_suffix: str = "_with_counters") -> None:
     """Writes each rank's trace beside it, named with output_suffix before ".json", with
     "Queue Length" (one per stream) and memcpy bandwidth counter events added."""
-    from ..analysis.counters_trace import trace_with_counters
+    from .counters_trace import trace_with_counters
 
     series = _series_names(time_series)
     trace_with_counters(analysis.traces, suffix=output_suffix, series=series,

@@ -15,7 +15,7 @@ from ..analysis import annotations as ann_mod
 from ..analysis import kernel_sequences as seq_mod
 from ..analysis import launch_stats as ls_mod
 from ..analysis import op_kernels as ok_mod
-from ..analysis import select
+from ..frame import select
 from ..analysis import steps as steps_mod
 
 if TYPE_CHECKING:

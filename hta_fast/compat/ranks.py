@@ -7,14 +7,14 @@ from typing import List, Optional, TYPE_CHECKING
 
 import numpy as np
 
-from ..analysis import select
+from ..frame import select
 from ..analysis.cupti_counters import cupti_counters
 from ..analysis.stragglers import stragglers
 
 if TYPE_CHECKING:
     import pandas as pd
     from .trace_analysis import TraceAnalysis
-    from ..analysis.result import Result
+    from ..frame.result import Result
 
 
 def _steps(analysis: TraceAnalysis, selection: select.Selection) -> List[int]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, TYPE_CHECKING, Tuple, Union
 
-from ..analysis.select import Selection
-from ..loader import load_dir
+from ..frame.select import Selection
+from ..loading.loader import load_dir
 from ..traceset import TraceSet
 
 if TYPE_CHECKING:

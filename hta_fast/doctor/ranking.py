@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..analysis import select
+from ..frame import select
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import (exposed_communication, input_pipeline, launch_bound, memory_sync, parallelism,

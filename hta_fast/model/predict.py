@@ -19,15 +19,15 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..analysis import select
-from ..analysis.fields import NS
-from ..analysis.result import Result
+from ..frame import select
+from ..frame.fields import NS
+from ..frame.result import Result
 from ..analysis.roofline import ChargedGroups, resolve_device
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from .devices import Device, DeviceTable
-from .kernel_model import KernelModels, fit_curve, launch_floor
+from ..costs.devices import Device, DeviceTable
+from ..costs.kernel_model import KernelModels, fit_curve, launch_floor
 
 UNMODELLED, COMM, HOST = "(unmodelled compute)", "(communication)", "(host transfer)"
 

@@ -12,7 +12,7 @@ from typing import Any, Union
 import numpy as np
 
 from .. import udf
-from ..analysis.result import Result
+from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
 

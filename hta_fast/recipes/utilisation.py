@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import udf
-from ..analysis.result import Result
+from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import jinja2
 
 from .. import __version__
-from ..analysis.select import Selection
+from ..frame.select import Selection
 from ..traceset import TraceSet
 from . import plotlyjs, sections_gpu, sections_time
 from .context import Context, Section, SectionFailed, run_section

@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 from ..analysis import (idle_time, kernel_breakdown, launch_stats, memory_bw, overlap,
                         queue_length, steps, stragglers, temporal)
-from ..analysis.result import Result
-from ..analysis.select import Selection
+from ..frame.result import Result
+from ..frame.select import Selection
 from ..traceset import TraceSet
 
 log = logging.getLogger("hta_fast")

@@ -7,8 +7,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..analysis import select
-from ..analysis.result import Result
+from ..frame import select
+from ..frame.result import Result
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet

@@ -1,0 +1,38 @@
+"""The analyses the command line can run, by name: each takes (traces, selection)."""
+from __future__ import annotations
+
+from typing import Callable, Union
+
+from . import annotations as user_annotations
+from . import collectives as cross_rank
+from . import (cupti_counters, idle_time, kernel_breakdown, launch_stats, memory_bw, op_kernels,
+               op_table, overlap, queue_length, roofline, steps, stragglers, temporal)
+from ..frame.result import Result
+from ..frame.select import Selection
+from ..trace import Trace
+from ..traceset import TraceSet
+
+Runner = Callable[[Union[Trace, TraceSet], Selection], Result]
+
+ANALYSES: dict[str, Runner] = {
+    "temporal": lambda t, s: temporal.temporal_breakdown(t, selection=s),
+    "idle_time": lambda t, s: idle_time.idle_time_breakdown(t, interval_stats=True, selection=s),
+    "kernel_breakdown": lambda t, s: kernel_breakdown.kernel_breakdown(t, selection=s),
+    "overlap": lambda t, s: overlap.comm_comp_overlap(t, selection=s),
+    "queue_length": lambda t, s: queue_length.queue_length(t, selection=s),
+    "memory_bw": lambda t, s: memory_bw.memory_bandwidth(t, selection=s),
+    "launch_stats": lambda t, s: launch_stats.launch_stats(t, selection=s),
+    "op_kernels": lambda t, s: op_kernels.op_kernels(t, selection=s),
+    "user_annotations": lambda t, s: user_annotations.user_annotation_breakdown(t, selection=s),
+    "steps": lambda t, s: steps.profiler_steps(t, selection=s),
+    "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),
+    "cupti_counters": lambda t, s: cupti_counters.cupti_counters(t, selection=s),
+    "op_table": lambda t, s: op_table.op_table(t, costs=True, selection=s),
+    "roofline": lambda t, s: roofline.roofline(t, selection=s),
+    "collectives": lambda t, s: cross_rank.collectives(t, ranks=s.ranks, steps=s.steps),
+    "late_arrivals": lambda t, s: cross_rank.late_arrivals(t, ranks=s.ranks, steps=s.steps),
+    "step_spread": lambda t, s: cross_rank.step_spread(t, ranks=s.ranks, steps=s.steps),
+    "clock_offsets": lambda t, s: cross_rank.clock_offsets(t, ranks=s.ranks, steps=s.steps),
+}
+# What `analyze` runs when no --analysis is given: the questions asked first.
+DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")

@@ -1,0 +1,1 @@
+"""The per-family FLOPs/bytes models; each module registers its models on import."""

@@ -1,0 +1,171 @@
+"""Elementwise (unary, binary, ternary), reductions, copies and casts, and views.
+
+Elementwise: the output has the broadcast shape of the tensor inputs; FLOPs are output
+elements times a per-operator count (1 unless listed in FLOPS_PER_ELEMENT; a transcendental
+function counts 1, as these operators are bound by memory, not math); bytes are every tensor
+input read once plus the output written once. Reductions: FLOPs are the input's elements;
+bytes the input plus the output when its size is known (the reduced dims recorded), else the
+input alone. Copies and casts: source read and destination written, each in its own dtype;
+no FLOPs. Views and allocations move nothing (family "view", zero FLOPs and bytes); composites
+(`aten::to`, `aten::contiguous`) leave their work to the operators they call (family
+"composite", zero here, counted there).
+"""
+from __future__ import annotations
+
+import math
+
+from ..cost import Cost, model, precision_of
+from ..op_call import DTYPE_BYTES, DTYPE_PRECISION, SCALAR_TYPE_BYTES, NoModel, OpCall
+
+UNARY = """abs neg relu relu6 gelu silu sigmoid tanh exp exp2 log log2 log10 sqrt rsqrt sin cos
+erf erfinv reciprocal sign floor ceil round trunc clamp clamp_min clamp_max hardtanh
+hardswish hardsigmoid leaky_relu elu selu celu softplus mish nan_to_num logical_not
+bitwise_not log1p expm1 square threshold isnan isinf isfinite sgn frac glu""".split()
+BINARY = """add sub mul div rsub maximum minimum eq ne lt le gt ge pow fmod remainder atan2
+logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor masked_fill where
+addcmul addcdiv lerp threshold_backward gelu_backward silu_backward sigmoid_backward
+tanh_backward hardtanh_backward leaky_relu_backward elu_backward mish_backward
+hardswish_backward hardsigmoid_backward softplus_backward xlogy true_divide floor_divide
+mul_ add_ clamp_min_ copysign hypot""".split()
+FLOPS_PER_ELEMENT = {"addcmul": 3, "addcdiv": 3, "lerp": 3, "gelu_backward": 2,
+                     "silu_backward": 2, "sigmoid_backward": 2, "tanh_backward": 2}
+REDUCTIONS = """sum mean amax amin max min prod norm linalg_vector_norm var std var_mean
+std_mean argmax argmin all any logsumexp nansum count_nonzero""".split()
+SCANS = "cumsum cumprod".split()
+VIEWS = """view as_strided t transpose permute slice select narrow expand unsqueeze
+squeeze detach alias _reshape_alias _unsafe_view empty empty_like empty_strided
+resize_ lift_fresh resolve_conj resolve_neg split chunk unbind unflatten view_as expand_as
+record_stream set_ split_with_sizes numpy_T lift_fresh_copy
+""".split()
+# Operators whose work, if any, is done by the operators they call (counted there).
+COMPOSITES = "to contiguous type_as reshape_as reshape flatten concat concatenate".split()
+
+
+def _broadcast(shapes: list[list[int]]) -> list[int]:
+    n = max(len(s) for s in shapes)
+    out = [1] * n
+    for s in shapes:
+        for j, d in enumerate([1] * (n - len(s)) + s):
+            if d != 1:
+                if out[j] not in (1, d):
+                    raise NoModel(f"shapes {shapes} do not broadcast")
+                out[j] = d
+    return out
+
+
+def _float_inputs(call: OpCall) -> list[int]:
+    return [i for i in call.tensor_inputs() if call.dtype(i) in DTYPE_PRECISION]
+
+
+@model(*[f"aten::{n}" for n in UNARY + BINARY])
+def elementwise(call: OpCall) -> Cost:
+    tensors = call.tensor_inputs()
+    if not tensors:
+        raise NoModel("no tensor input with a shape and dtype")
+    out = math.prod(_broadcast([call.shape(i) for i in tensors]))
+    base = call.name.split("::")[-1].rstrip("_")
+    flops = float(out * FLOPS_PER_ELEMENT.get(base, 1))
+    main = (_float_inputs(call) or tensors)[0]
+    nbytes = sum(call.nbytes(i) for i in tensors) + out * call.itemsize(main)
+    return Cost("elementwise", flops, float(nbytes), DTYPE_PRECISION.get(call.dtype(main), "fp32"))
+
+
+@model("aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full",
+       "aten::zeros_like", "aten::ones_like", "aten::full_like")
+def fill(call: OpCall) -> Cost:
+    if call.name in ("aten::zeros", "aten::ones", "aten::full"):
+        shape = call.value(0)
+        if not (isinstance(shape, list) and all(isinstance(d, int) for d in shape)):
+            raise NoModel("output size not recorded (Concrete Inputs missing)")
+        return Cost("elementwise", 0.0, float(math.prod(shape) * 4), "fp32")
+    return Cost("elementwise", 0.0, float(call.nbytes(0)), precision_of(call, 0)
+                if call.dtype(0) in DTYPE_PRECISION else "fp32")
+
+
+@model(*[f"aten::{n}" for n in REDUCTIONS])
+def reduction(call: OpCall) -> Cost:
+    x = call.shape(0)
+    n = math.prod(x)
+    size = call.itemsize(0)
+    factor = 3 if call.name.split("::")[-1] in ("var", "std", "var_mean", "std_mean", "norm",
+                                                 "linalg_vector_norm") else 1
+    out_elems = _reduced_elems(call, x)
+    nbytes = n * size + (out_elems or 0) * size
+    precision = DTYPE_PRECISION.get(call.dtype(0), "fp32")
+    return Cost("reduction", float(n * factor), float(nbytes), precision)
+
+
+def _reduced_elems(call: OpCall, x: list[int]) -> int | None:
+    """Output elements when the reduced dims are recorded (argument 1), else None."""
+    if len(call.dims) == 1:
+        return 1                                    # reduction over everything
+    dims = call.value(1)
+    if isinstance(dims, int) and not isinstance(dims, bool):
+        dims = [dims]
+    if isinstance(dims, list) and dims and all(isinstance(d, int) for d in dims) and x:
+        keep = [d for j, d in enumerate(x) if j not in {k % len(x) for k in dims}]
+        return math.prod(keep)
+    return None
+
+
+@model(*[f"aten::{n}" for n in SCANS])
+def scan(call: OpCall) -> Cost:
+    n = call.numel(0)
+    return Cost("reduction", float(n), float(2 * call.nbytes(0)),
+                DTYPE_PRECISION.get(call.dtype(0), "fp32"))
+
+
+@model("aten::copy_")
+def copy(call: OpCall) -> Cost:
+    """copy_(dst, src): read src, write dst, each in its own dtype (a cast when they differ)."""
+    return Cost("copy", 0.0, float(call.nbytes(0) + call.nbytes(1)), "fp32")
+
+
+@model("aten::_to_copy", "aten::clone")
+def to_copy(call: OpCall) -> Cost:
+    """_to_copy(x, dtype, ...): the output dtype is a ScalarType code; when it is not
+    recorded the output keeps the input's."""
+    out_size = call.itemsize(0)
+    code = call.value(1) if call.name == "aten::_to_copy" else None
+    if isinstance(code, int) and not isinstance(code, bool) and code in SCALAR_TYPE_BYTES:
+        out_size = SCALAR_TYPE_BYTES[code]
+    return Cost("copy", 0.0, float(call.nbytes(0) + call.numel(0) * out_size), "fp32")
+
+
+@model("aten::cat", "aten::stack", "aten::_cat", "aten::cat_out", "aten::_cat_out")
+def concatenate(call: OpCall) -> Cost:
+    """cat(tensors, dim[, out]): every input read once and written once into the output, so
+    bytes read = bytes written = the inputs' sum. The TensorList's shapes are its Input Dims
+    entry when the profiler records them (a list of shapes; their dtypes are not recorded:
+    the out tensor's, else 4 bytes). Older profilers write [] for a list of tensors; then
+    an `out=` tensor (the third input) gives the size, or the calls' autograd nodes
+    (call.extra["out_bytes"], see model.cat_sizes)."""
+    out_size = call.itemsize(2) if call.has_tensor(2) and call.dtype(2) in DTYPE_BYTES else None
+    lists = call.dims[0] if call.dims and isinstance(call.dims[0], list) else []
+    shapes = [s for s in lists if isinstance(s, list)]
+    if shapes and all(isinstance(d, int) for s in shapes for d in s):
+        types = call.types[0] if call.types and isinstance(call.types[0], list) else None
+        sizes = ([DTYPE_BYTES.get(t, out_size or 4) for t in types]
+                 if types and len(types) == len(shapes) else [out_size or 4] * len(shapes))
+        nbytes = sum(math.prod(s) * z for s, z in zip(shapes, sizes))
+        return Cost("copy", 0.0, float(2 * nbytes), "fp32")
+    if call.dtype(0) == "TensorList" and out_size is not None:
+        return Cost("copy", 0.0, float(2 * call.nbytes(2)), "fp32")
+    if call.dtype(0) == "TensorList" and call.dims and call.dims[0] == []:
+        tied = (call.extra or {}).get("out_bytes")
+        if tied is not None:            # from the calls' CatBackward0 nodes (model.cat_sizes)
+            return Cost("copy", 0.0, float(2 * tied), "fp32")
+        raise NoModel("TensorList shapes not recorded (this profiler writes [] for a list of "
+                      "tensors), no out= tensor, and no CatBackward0 node tied to these calls")
+    raise NoModel(f"TensorList input not recorded as a list of shapes: {call.dims[:1]!r} "
+                  f"of type {call.types[:1]!r}")
+
+
+@model(*[f"aten::{n}" for n in VIEWS])
+def view(call: OpCall) -> Cost:
+    return Cost("view", 0.0, 0.0, "fp32")
+
+
+@model(*[f"aten::{n}" for n in COMPOSITES])
+def composite(call: OpCall) -> Cost:
+    return Cost("composite", 0.0, 0.0, "fp32")

@@ -1,0 +1,318 @@
+"""A loaded TraceSet as a Parquet dataset, and that dataset opened back lazily.
+
+Layout (hive partitioning by rank, one folder per table):
+
+    DATASET/manifest.json
+    DATASET/events/rank=0/part-0.parquet
+    DATASET/kernel_args/rank=0/part-0.parquet ...
+    DATASET/summary/collectives/rank=0/part-0.parquet   (the per-rank summary, hta_fast.loading.summary)
+    DATASET/summary/steps/rank=0/part-0.parquet
+    DATASET/summary/kernels/rank=0/part-0.parquet
+
+Every rank has a file for every table, an empty one where the rank has no such rows, so the
+schema is always there. DATASET is a local path or any fsspec URL (s3://, gs://, memory://, ...);
+local paths need no fsspec. Read a table of every rank with `open_dataset(path).dataset("events")`
+or any engine that knows hive partitioning (DuckDB, Spark, Polars): `rank` becomes a column.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import posixpath
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from typing import Any, Iterator, Mapping, Optional
+
+import pyarrow as pa
+
+from .._named_tables import NamedTables
+from ..schema import SCHEMA_VERSION
+from .summary import SUMMARY_TABLES, RankSummary, split_by_rank, summarize
+from ..trace import TABLES, Trace
+
+FORMAT = "hta_fast.parquet_dataset"
+MANIFEST = "manifest.json"
+# Present while a dataset is being written (removed with the manifest's writing): a load that
+# failed half-way leaves a folder that overwrite=True still knows to be ours.
+WRITING = "_writing"
+
+
+# --- where the dataset lives ---------------------------------------------------------------
+def is_url(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def filesystem(path: str) -> tuple[Any, str]:
+    """(fsspec filesystem or None for a local path, the path inside it)."""
+    path = os.fspath(path)
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    if not is_url(path):
+        return None, path
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"{path}: a URL needs fsspec (pip install fsspec, plus the "
+                          "filesystem's own package, s3fs for s3://)") from None
+    fs, root = fsspec.core.url_to_fs(path)
+    return fs, root
+
+
+def _join(fs: Any, *parts: str) -> str:
+    return posixpath.join(*parts) if fs is not None else os.path.join(*parts)
+
+
+# Parquet has no large_string dictionaries: the exact Arrow schema rides in the file's
+# metadata and tables are cast back to it when read.
+_SCHEMA_KEY = b"hta_fast:arrow_schema"
+
+
+def _with_schema(table: pa.Table) -> pa.Table:
+    meta = dict(table.schema.metadata or {})
+    # base64: Parquet metadata values must be UTF-8 for other readers (Polars checks)
+    meta[_SCHEMA_KEY] = base64.b64encode(table.schema.serialize().to_pybytes())
+    return table.replace_schema_metadata(meta)
+
+
+def _exact(table: pa.Table) -> pa.Table:
+    meta = dict(table.schema.metadata or {})
+    blob = meta.pop(_SCHEMA_KEY, None)
+    if blob is None:
+        return table
+    schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(blob)))
+    return table.select(schema.names).cast(schema)
+
+
+def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> None:
+    import pyarrow.parquet as pq  # here, not at import: `import hta_fast` stays light
+    table = _with_schema(table)
+    folder = posixpath.dirname(path) if fs is not None else os.path.dirname(path)
+    if fs is None:
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(table, path, compression=compression)
+    else:
+        fs.makedirs(folder, exist_ok=True)
+        with fs.open(path, "wb") as fh:
+            pq.write_table(table, fh, compression=compression)
+
+
+def _read_parquet(fs: Any, path: str) -> pa.Table:
+    import pyarrow.parquet as pq
+    if fs is None:
+        return _exact(pq.read_table(path))
+    with fs.open(path, "rb") as fh:
+        return _exact(pq.read_table(fh))
+
+
+def part_path(fs: Any, root: str, table: str, rank: int) -> str:
+    return _join(fs, root, *table.split("/"), f"rank={rank}", "part-0.parquet")
+
+
+def table_of(trace: Trace, name: str) -> pa.Table:
+    return trace.meta_events if name == "meta" else getattr(trace, name)
+
+
+# --- writing ---------------------------------------------------------------------------------
+def write_rank(trace: Trace, path: str, compression: str = "zstd",
+               summary: Optional[RankSummary] = None) -> RankSummary:
+    """Writes one rank's tables and its summary under the dataset `path`; returns the summary
+    (with the row count of every table)."""
+    fs, root = filesystem(path)
+    compression = "none" if compression in (None, "none") else compression
+    summary = summary or summarize(trace)
+    for name in TABLES:
+        _write_parquet(fs, part_path(fs, root, name, trace.rank), table_of(trace, name),
+                       compression)
+    for name, table in summary.tables().items():
+        _write_parquet(fs, part_path(fs, root, f"summary/{name}", trace.rank), table,
+                       compression)
+    return summary
+
+
+def manifest(summaries: Mapping[int, RankSummary]) -> dict[str, Any]:
+    from .. import __version__
+    return {
+        "format": FORMAT,
+        "format_version": 2,
+        "hta_fast_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "partitioning": "hive: TABLE/rank=N/part-0.parquet",
+        "tables": list(TABLES),
+        "summary_tables": [f"summary/{t}" for t in SUMMARY_TABLES],
+        "ranks": {str(r): s.info() for r, s in sorted(summaries.items())},
+    }
+
+
+def write_manifest(path: str, summaries: Mapping[int, RankSummary]) -> None:
+    """Written last: a dataset without a manifest is one whose writing did not finish."""
+    fs, root = filesystem(path)
+    _write_text(fs, _join(fs, root, MANIFEST), json.dumps(manifest(summaries), indent=2))
+    marker = _join(fs, root, WRITING)
+    if fs is not None:
+        fs.rm(marker)
+    else:
+        os.remove(marker)
+
+
+def _exists(fs: Any, path: str) -> bool:
+    return fs.exists(path) if fs is not None else os.path.exists(path)
+
+
+def check_free(path: str, overwrite: bool = False) -> bool:
+    """Raises FileExistsError unless the dataset path is free, or (with overwrite) holds a
+    dataset of ours; returns whether there is one to replace."""
+    fs, root = filesystem(path)
+    if not (_exists(fs, root) and (fs.ls(root) if fs is not None else os.listdir(root))):
+        return False
+    if not overwrite:
+        raise FileExistsError(f"{path} exists and is not empty (overwrite=True replaces it)")
+    if not (_exists(fs, _join(fs, root, MANIFEST)) or _exists(fs, _join(fs, root, WRITING))):
+        raise FileExistsError(f"{path} is not a dataset written by hta_fast (no {MANIFEST});"
+                              " refusing to replace it")
+    return True
+
+
+def prepare(path: str, overwrite: bool = False) -> None:
+    """check_free, then removes the dataset it replaces and marks the path as being written."""
+    fs, root = filesystem(path)
+    if check_free(path, overwrite):
+        if fs is not None:
+            fs.rm(root, recursive=True)
+        else:
+            import shutil
+            shutil.rmtree(root)
+    _write_text(fs, _join(fs, root, WRITING), "")
+
+
+def _write_text(fs: Any, target: str, text: str) -> None:
+    if fs is None:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as fh:
+            fh.write(text)
+    else:
+        fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        with fs.open(target, "w") as fh:
+            fh.write(text)
+
+
+def write_dataset(traces: Mapping[int, Trace], path: str, compression: str = "zstd",
+                  overwrite: bool = False, on_written: Any = None) -> "TraceDataset":
+    """Writes every rank of a TraceSet (ranks in parallel: Parquet encoding releases the GIL)
+    and the manifest; returns the dataset opened back."""
+    prepare(path, overwrite)
+    summaries: dict[int, RankSummary] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(len(traces), os.cpu_count() or 1))) as pool:
+        futures = {r: pool.submit(write_rank, t, path, compression) for r, t in traces.items()}
+        for r, fut in futures.items():
+            summaries[r] = fut.result()
+            if on_written is not None:
+                on_written(r)
+    write_manifest(path, summaries)
+    return TraceDataset(path, summaries)
+
+
+# --- reading ---------------------------------------------------------------------------------
+class RankTables(NamedTables):
+    """One rank of a dataset: its tables, each read from the dataset when first asked for."""
+
+    def __init__(self, dataset: "TraceDataset", rank: int):
+        self._dataset = dataset
+        self.rank = rank
+
+    def _table(self, name: str) -> pa.Table:
+        return self._dataset.read(name, self.rank)
+
+    def to_arrow(self, table: str = "events") -> pa.Table:
+        if table not in TABLES and table != "meta_events":
+            raise ValueError(f"no table {table!r}; tables are {', '.join(TABLES)}")
+        return self._table("meta" if table == "meta_events" else table)
+
+    @property
+    def summary(self) -> RankSummary:
+        return self._dataset.summaries[self.rank]
+
+    def __repr__(self) -> str:
+        return f"<RankTables rank={self.rank} of {self._dataset.path}>"
+
+
+class TraceDataset(Mapping[int, RankTables]):
+    """A dataset of ranks: rank -> RankTables (read on demand), plus every rank's summary,
+    which is all that cross-rank analyses (hta_fast.analysis.collectives) read.
+
+    `failed` lists the ranks that could not be loaded when the set was loaded with
+    partial=True: (rank or None, file, reason).
+    """
+
+    def __init__(self, path: str, summaries: Optional[Mapping[int, RankSummary]] = None,
+                 failed: Optional[list[tuple[Optional[int], str, str]]] = None):
+        self.path = os.fspath(path)
+        self._fs, self._root = filesystem(self.path)
+        self._summaries = dict(sorted(summaries.items())) if summaries is not None else None
+        self.failed = list(failed or [])
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        target = _join(self._fs, self._root, MANIFEST)
+        try:
+            if self._fs is None:
+                with open(target) as fh:
+                    data = json.load(fh)
+            else:
+                with self._fs.open(target, "r") as fh:
+                    data = json.load(fh)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.path}: no {MANIFEST}; not a dataset written by "
+                                    "hta_fast, or its writing did not finish") from None
+        except ValueError as e:
+            raise ValueError(f"{target}: not valid JSON ({e})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"{target}: not an hta_fast dataset manifest")
+        return data
+
+    @property
+    def ranks(self) -> list[int]:
+        if self._summaries is not None:
+            return list(self._summaries)
+        return sorted(int(r) for r in self.manifest["ranks"])
+
+    def __getitem__(self, rank: int) -> RankTables:
+        if rank not in self.ranks:
+            raise KeyError(rank)
+        return RankTables(self, rank)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ranks)
+
+    def __len__(self) -> int:
+        return len(self.ranks)
+
+    def read(self, table: str, rank: int) -> pa.Table:
+        """One rank's table, read from the dataset now."""
+        return _read_parquet(self._fs, part_path(self._fs, self._root, table, rank))
+
+    def dataset(self, table: str = "events") -> Any:
+        """A pyarrow.dataset over every rank of one table (`rank` is a partition column)."""
+        import pyarrow.dataset as ds
+        folder = _join(self._fs, self._root, *table.split("/"))
+        return ds.dataset(folder, format="parquet", partitioning="hive",
+                          filesystem=self._fs)
+
+    @cached_property
+    def summaries(self) -> dict[int, RankSummary]:
+        if self._summaries is not None:
+            return self._summaries
+        info = {int(r): v for r, v in self.manifest["ranks"].items()}
+        tables = {name: self.dataset(f"summary/{name}").to_table() for name in SUMMARY_TABLES}
+        return split_by_rank(info, tables)
+
+    def __repr__(self) -> str:
+        return f"<TraceDataset {self.path} ranks={len(self)}>"
+
+
+def open_dataset(path: str) -> TraceDataset:
+    """Opens a dataset written by write_dataset, load_dir(dataset=...) or `hta-fast convert`.
+    Nothing but the manifest is read until a table or the summaries are asked for."""
+    ds = TraceDataset(path)
+    ds.manifest  # fails here, with the path, when it is not a dataset
+    return ds

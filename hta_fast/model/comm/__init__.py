@@ -1,0 +1,1 @@
+"""Collectives: links across ranks, their bytes per kernel, fitted cost models."""

@@ -1,0 +1,265 @@
+"""The dependency graph of one rank's events in a window, with weights read off the trace.
+
+Columns of the trace are turned into the core's graph input here (csrc/graph, rules in
+docs/model.md); the core builds the edges, calibrates their weights so that a replay meets the
+measured timeline, replays and finds the critical path.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Optional
+
+import numpy as np
+
+from ... import _core
+from ...schema import EventKind
+from ...trace import Trace
+from . import sync_calls
+
+EDGE_TYPES = ["release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "gpu_self",
+              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self", "cross_thread",
+              "thread_join", "join_tail"]
+EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
+
+CPU_KINDS = np.array([EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
+                      EventKind.runtime, EventKind.driver], np.uint8)
+GPU_WORK = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
+
+
+def skip_mask(*edge_types: str) -> int:
+    """The core's skip_types bit set for these edge type names."""
+    return sum(1 << EDGE[name] for name in edge_types)
+
+
+@dataclasses.dataclass
+class DependencyGraph:
+    """rows: the trace's event rows the graph holds (event i of the graph is rows[i]); nodes
+    2i (start) and 2i + 1 (end), and 2 * len(rows) (the window start). weight/binding: the
+    calibrated weight (ns) of each edge and whether it decided its target's measured time.
+    carried: per event, whether it is GPU work launched before the window (a backlog it
+    holds as the predecessors of its own GPU work; started no earlier than the window)."""
+    core: _core._DependencyGraph
+    rows: np.ndarray
+    window_start: int
+    weight: np.ndarray
+    binding: np.ndarray
+    n_sync_edges: int
+    carried: np.ndarray
+
+    # The core hands out copies: a chain's steps read them once per step, so they are kept.
+    @functools.cached_property
+    def edge_type(self) -> np.ndarray:
+        return self.core.type
+
+    @functools.cached_property
+    def src(self) -> np.ndarray:
+        """Each edge's source node."""
+        return self.core.src
+
+    @functools.cached_property
+    def dst(self) -> np.ndarray:
+        """Each edge's target node."""
+        return self.core.dst
+
+    def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0,
+               floor: Optional[np.ndarray] = None) -> np.ndarray:
+        """Node times (ns since the window start) with these weights (default: calibrated);
+        floor: per node, a time it cannot happen before (set by other ranks' graphs)."""
+        return self.core.replay(self.weight if weight is None else weight, skip, floor)
+
+    def critical_path(self, weight: Optional[np.ndarray] = None, skip: int = 0) -> np.ndarray:
+        """Edge ids of the longest path from the window start to the latest node, in order."""
+        w = self.weight if weight is None else weight
+        return self.core.critical_path(w, self.core.replay(w, skip), skip)
+
+    @property
+    def measured_end(self) -> int:
+        """The latest measured node time, ns since the window start."""
+        return int(self.core.measured.max()) - self.window_start
+
+
+def graph_rows(trace: Trace, keep: Optional[np.ndarray] = None) -> np.ndarray:
+    """Rows that become graph events: CPU events with a thread and GPU kernels, copies and
+    sets (not cuda_sync rows, which mark waits rather than work, nor GPU annotations)."""
+    kind = trace.column("events", "kind")
+    on = np.isin(kind, CPU_KINDS) | np.isin(kind, GPU_WORK)
+    if keep is not None:
+        on &= keep
+    return np.flatnonzero(on)
+
+
+def _dense_codes(values: np.ndarray) -> np.ndarray:
+    """Each value's index among the sorted distinct values (np.unique's inverse, without its
+    sort of every value: a chain's graph holds millions of events and a few hundred distinct
+    threads, streams or names, so a hashed unique and a binary search cost far less)."""
+    return np.searchsorted(np.unique(values), values).astype(np.int64)
+
+
+def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """wait_on_stream and wait_on_event_correlation of these cuda_sync rows (by row)."""
+    srow = trace.column("sync_args", "row")
+    order = np.argsort(srow, kind="stable")
+    srow = srow[order]
+    wait_stream = trace.column("sync_args", "wait_on_stream")[order]
+    wait_corr = trace.column("sync_args", "wait_on_event_correlation")[order]
+    pos = np.searchsorted(srow, sync_rows)
+    streams, corrs = {}, {}
+    for r, k in zip(sync_rows, pos):
+        if 0 <= r and k < len(srow) and srow[k] == r:
+            streams[int(r)], corrs[int(r)] = int(wait_stream[k]), int(wait_corr[k])
+    return streams, corrs
+
+
+def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, lane: np.ndarray,
+                          is_gpu: np.ndarray, corr: np.ndarray, sync_kind: np.ndarray,
+                          wait_lane: np.ndarray) -> None:
+    """A stream sync whose trace lacks its cuda_sync row (older traces) names no stream. Of
+    the streams with work launched before the call, it waited for one whose last such work
+    ended by the call's return: the one that ended latest. Where every such stream ended by
+    then, or none did, it waits for every stream (a device sync), as before. Without this, a sync on a copy stream is tied to a backlogged
+    compute stream that it did not wait for, and calibrates negative."""
+    gpu = np.flatnonzero(is_gpu & (corr >= 0))
+    per_lane = []
+    for ln in np.unique(lane[gpu]):
+        ev = gpu[lane[gpu] == ln]
+        ev = ev[np.argsort(corr[ev], kind="stable")]
+        per_lane.append((int(ln), corr[ev], ts[ev] + dur[ev]))
+    for i in calls:
+        best, best_end, later = -1, None, False
+        for ln, c, end in per_lane:
+            k = int(np.searchsorted(c, corr[i], side="left")) - 1
+            if k < 0:
+                continue
+            later |= bool(end[k] > ts[i] + dur[i])
+            if end[k] <= ts[i] + dur[i] and (best_end is None or end[k] > best_end):
+                best, best_end = ln, end[k]
+        if later and best >= 0:  # a device-wide wait contradicts the trace: name the stream
+            sync_kind[i], wait_lane[i] = sync_calls.STREAM, best
+
+
+def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None,
+                carried: Optional[np.ndarray] = None,
+                release_from: Optional[np.ndarray] = None,
+                thread_part: Optional[np.ndarray] = None) -> DependencyGraph:
+    """The calibrated dependency graph of these event rows of one trace. carried (a mask over
+    rows): GPU work launched before the window; its launch is not in the graph, and an event
+    that began before window_start enters the graph at window_start with what was left of it.
+    release_from (per row, a node or -1): where a node of that event without a predecessor
+    is released from, instead of the window's start; thread_part (per row, >= 0): CPU events
+    of one thread with different parts are on different lanes, as if on different threads
+    (hta_fast.model.graph.chains: a worker thread's calls in each step)."""
+    rows = np.asarray(rows, np.int64)
+    if len(rows) > 1 and not (np.diff(rows) > 0).all():
+        raise ValueError("graph rows must be increasing")
+    carried = np.zeros(len(rows), bool) if carried is None else np.asarray(carried, bool)
+    col = trace.column
+    ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
+    if carried.any() and window_start is not None:
+        # The part of a carried event before the window ran in the previous window.
+        end = ts + dur
+        ts = np.where(carried, np.maximum(ts, window_start), ts)
+        dur = np.where(carried, end - ts, dur)
+    kind = col("events", "kind")
+    is_gpu = np.isin(kind[rows], GPU_WORK)
+    pid, tid = col("events", "pid"), col("events", "tid")
+    stream = col("events", "stream")
+    partner, parent = col("events", "partner"), col("events", "parent")
+    corr_all = col("events", "correlation")
+
+    n_trace = len(kind)
+    local_of: Optional[np.ndarray] = None
+    if 4 * len(rows) >= n_trace:  # most of the trace (a chain): a table beats a search
+        local_of = np.full(n_trace + 1, -1, np.int64)  # the last entry answers row -1
+        local_of[rows] = np.arange(len(rows))
+
+    def to_local(target: np.ndarray) -> np.ndarray:
+        if local_of is not None:
+            return local_of[np.where(target >= 0, target, n_trace)]
+        # rows is sorted: a binary search maps trace rows to graph events without an array
+        # as long as the whole trace (a step's graph costs its own size, not the trace's).
+        pos = np.minimum(np.searchsorted(rows, target), max(len(rows) - 1, 0))
+        return np.where((target >= 0) & (rows[pos] == target), pos, -1).astype(np.int64)
+
+    # Lanes: one per (pid, tid) thread and one per (pid, stream); the flag keeps kinds apart.
+    pid_code = _dense_codes(pid[rows])
+    sub_code = _dense_codes(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]))
+    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code) \
+        * (sub_code.max(initial=0) + 1) + sub_code
+    if thread_part is not None:
+        part = np.where(is_gpu, 0, np.asarray(thread_part, np.int64))
+        key = key * (int(part.max(initial=0)) + 1) + part
+    lane = _dense_codes(key)
+    # One event per GPU lane names its (pid, stream).
+    gpu_at = np.full(int(lane.max(initial=-1)) + 1, -1, np.int64)
+    gpu_at[lane[is_gpu]] = rows[is_gpu]
+    lane_of_stream = {(int(pid[r]), int(stream[r])): int(ln)
+                      for ln, r in enumerate(gpu_at.tolist()) if r >= 0}
+
+    par = np.where(is_gpu, -1, to_local(parent[rows]))
+    launch = np.where(is_gpu & ~carried, to_local(partner[rows]), -1)
+    corr = corr_all[rows].astype(np.int64)
+
+    # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
+    names = col("events", "name")[rows]
+    uniq = np.unique(names)
+    strings = trace.strings
+    kind_of = sync_calls.sync_kind_of_names([strings[int(i)].as_py() if i >= 0 else "" for i in uniq])
+    sync_kind = np.where(is_gpu, 0, kind_of[np.searchsorted(uniq, names)]).astype(np.uint8)
+    wait_lane = np.full(len(rows), -1, np.int64)
+    wait_corr = np.full(len(rows), -1, np.int64)
+    target_lane = np.full(len(rows), -1, np.int64)
+    calls = np.flatnonzero(sync_kind)
+    unknown_stream: list[int] = []
+    arg_stream, arg_corr = _sync_args(trace, partner[rows[calls]]) if len(calls) else ({}, {})
+    for i in calls:
+        r = rows[i]
+        k = int(sync_kind[i])
+        s = int(partner[r])  # the cuda_sync row that records what this call waited on
+        # Streams belong to the device's pid (the cuda_sync row's), not the calling thread's.
+        p = int(pid[s]) if s >= 0 else int(pid[r])
+        a_stream, a_corr = arg_stream.get(s, -1), arg_corr.get(s, -1)
+        if k == sync_calls.STREAM:
+            lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
+            if lane_id is None:
+                sync_kind[i] = sync_calls.DEVICE  # which stream is unknown: inferred below
+                unknown_stream.append(int(i))
+            else:
+                wait_lane[i] = lane_id
+        elif k == sync_calls.EVENT:
+            lane_id = lane_of_stream.get((p, a_stream))
+            if lane_id is None or a_corr < 0:
+                sync_kind[i] = sync_calls.DEVICE
+            else:
+                wait_lane[i], wait_corr[i] = lane_id, a_corr
+        elif k == sync_calls.STREAM_WAIT:
+            src = lane_of_stream.get((p, a_stream))
+            dst = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
+            if src is None or dst is None or a_corr < 0:
+                sync_kind[i] = sync_calls.NONE
+            else:
+                wait_lane[i], wait_corr[i], target_lane[i] = src, a_corr, dst
+
+    # A sync call without a correlation id waits for what was launched before it started.
+    blind = np.flatnonzero((sync_kind != 0) & (corr < 0))
+    if len(blind):
+        launched = np.flatnonzero(~is_gpu & (corr >= 0))
+        order = launched[np.argsort(ts[launched], kind="stable")]
+        running_max = np.maximum.accumulate(corr[order]) if len(order) else order
+        k = np.searchsorted(ts[order], ts[blind], side="right")
+        corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
+
+    if unknown_stream:
+        _infer_synced_streams(np.array(unknown_stream), ts, dur, lane, is_gpu, corr, sync_kind,
+                              wait_lane)
+
+    start = int(ts.min()) if window_start is None and len(ts) else int(window_start or 0)
+    core = _core.graph.build(
+        np.ascontiguousarray(ts, np.int64), np.ascontiguousarray(dur, np.int64), lane,
+        is_gpu.astype(np.uint8), par.astype(np.int64), launch.astype(np.int64), corr, sync_kind,
+        wait_lane, wait_corr, target_lane, start,
+        None if release_from is None else np.ascontiguousarray(release_from, np.int64))
+    weight, binding = core.calibrate()
+    types = core.type
+    n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))
+    return DependencyGraph(core, rows, start, weight, binding, n_sync, carried)

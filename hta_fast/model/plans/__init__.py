@@ -1,0 +1,1 @@
+"""Embedding lookups, their cost models, and sharding plans replayed."""

@@ -1,0 +1,1 @@
+"""What-if edits replayed on the dependency graph."""
