@@ -2,7 +2,9 @@
 from ._core import __version__
 from .loading.dataset import TraceDataset, open_dataset
 from .errors import TraceFormatError
-from .loading.loader import load, load_dir, rank_from_name
+from .loading.files import rank_from_name
+from .loading.loader import load
+from .loading.sets import load_dir
 from .schema import EventKind, KernelClass
 from .trace import Trace, TraceMeta
 from .traceset import TraceSet

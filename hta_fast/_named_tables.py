@@ -1,6 +1,10 @@
 """The tables of one rank as attributes (`.events`, `.kernel_args`, ...), each built once, when
 first asked for, by the class's own `_table(name)`: a loaded Trace builds them over its
-columns, a dataset rank reads them from Parquet."""
+columns, a dataset rank reads them from Parquet.
+
+This is the one list of a trace's tables: TABLES (the names the core, the cache and the
+dataset store them under) and TABLE_ATTRIBUTES (the attribute of each; "meta" is
+`.meta_events`, since `.meta` is the header)."""
 from __future__ import annotations
 
 from functools import cached_property
@@ -30,3 +34,12 @@ class NamedTables:
     meta_events = _table_property("meta", "Metadata events (ph M).")
     steps = _table_property("steps", "The ProfilerStep#N events, in file order: row (in events), "
                             "step, ts, dur.")
+
+    def named_tables(self) -> dict[str, pa.Table]:
+        """Attribute name -> table, for every table (each built now if not yet)."""
+        return {attr: getattr(self, attr) for attr in TABLE_ATTRIBUTES}
+
+
+TABLE_ATTRIBUTES: tuple[str, ...] = tuple(
+    name for name, v in vars(NamedTables).items() if isinstance(v, cached_property))
+TABLES: tuple[str, ...] = tuple("meta" if a == "meta_events" else a for a in TABLE_ATTRIBUTES)

@@ -68,28 +68,19 @@ def from_polars(df: Any, schema: pa.Schema) -> pa.Table:
     return _restore(df.to_arrow(), schema)
 
 
-TRACE_TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows",
-                "counters", "instants", "meta_events", "steps")
-
-
 def tables_of(source: Union["Trace", "TraceSet", "Result"]) -> dict[str, pa.Table]:
-    """Name -> Arrow table: a trace's tables; a trace set's tables with a leading `rank`
-    column (the ranks' chunks side by side, not copied); a result's main and side tables."""
-    from .frame.result import Result
-    from .trace import Trace
-    if isinstance(source, Result):
-        return {source.name: source.table, **source.tables}
-    if isinstance(source, Trace):
-        return {name: getattr(source, name) for name in TRACE_TABLES}
-    out = {}
-    for name in TRACE_TABLES:
-        parts = []
-        for rank, trace in source.items():
-            t = getattr(trace, name)
-            parts.append(t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()),
-                                                             t.num_rows)))
-        out[name] = pa.concat_tables(parts) if parts else pa.table({})
-    return out
+    """Name -> Arrow table: a trace's tables, or a result's main and side tables (whatever
+    has `named_tables()`); a trace set's tables with a leading `rank` column (the ranks'
+    chunks side by side, not copied)."""
+    if hasattr(source, "named_tables"):
+        named: dict[str, pa.Table] = source.named_tables()
+        return named
+    out: dict[str, list[pa.Table]] = {}
+    for rank, trace in source.items():
+        for name, t in trace.named_tables().items():
+            out.setdefault(name, []).append(
+                t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()), t.num_rows)))
+    return {name: pa.concat_tables(parts) for name, parts in out.items()}
 
 
 def duckdb(source: Union["Trace", "TraceSet", "Result"], connection: Optional[Any] = None) -> Any:

@@ -52,7 +52,7 @@ def convert(opts: Any, paths: tuple[str, ...], out: str, compression: str, overw
 
 def _convert_on_dask(paths: tuple[str, ...], out: str, compression: str, overwrite: bool,
                      address: str, recover: bool) -> None:
-    from ..loading.loader import load_dir
+    from ..loading.sets import load_dir
     urls = [p for p in paths if "://" in p]
     if urls and len(paths) > 1:
         raise click.UsageError("with a URL, give one PATH: the folder (or file) of the traces")

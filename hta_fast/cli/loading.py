@@ -1,17 +1,16 @@
 """Paths on the command line to a TraceSet, with a progress bar and warnings logged."""
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import time
 import warnings
-from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 import click
 
-from ..loading.loader import TRACE_SUFFIXES, load_dir
+from ..loading.files import trace_files as files_of
+from ..loading.sets import load_dir
 from ..traceset import TraceSet
 from .app import Options
 from .progress import bar
@@ -21,21 +20,7 @@ log = logging.getLogger("hta_fast")
 
 def trace_files(paths: Sequence[str]) -> list[str]:
     """Files named, plus the trace files inside folders named, in order, each once."""
-    files: list[str] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            inside = sorted(str(f) for f in path.iterdir()
-                            if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
-            if not inside:
-                raise FileNotFoundError(
-                    f"{p}: no trace files ({', '.join(TRACE_SUFFIXES)}) in this folder")
-            files.extend(inside)
-        elif path.exists():
-            files.append(str(path))
-        else:
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(p))
-    return list(dict.fromkeys(files))
+    return files_of(paths, must_exist=True)
 
 
 def load_traces(paths: Sequence[str], opts: Options, recover: bool = False,

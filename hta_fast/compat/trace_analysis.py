@@ -7,7 +7,7 @@ import os
 from typing import Any, Dict, List, Optional, TYPE_CHECKING, Tuple, Union
 
 from ..frame.select import Selection
-from ..loading.loader import load_dir
+from ..loading.sets import load_dir
 from ..traceset import TraceSet
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ class LabeledTrace:
         if t is not None:
             self.traces = _as_traces(t)
         elif trace_dir is not None and os.path.isdir(trace_dir):
-            from ..loading.loader import load_dir
+            from ..loading.sets import load_dir
             self.traces = load_dir(trace_dir)
         else:
             raise ValueError("either a trace object or a valid trace dir must be provided "

@@ -33,6 +33,10 @@ class Result:
     def _pick(self, which: Optional[str]) -> pa.Table:
         return self.table if which is None else self[which]
 
+    def named_tables(self) -> dict[str, pa.Table]:
+        """The main table under the result's name, and the side tables under theirs."""
+        return {self.name: self.table, **self.tables}
+
     def to_arrow(self, which: Optional[str] = None) -> pa.Table:
         """The main table, or the side table named `which`."""
         return self._pick(which)

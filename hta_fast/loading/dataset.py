@@ -26,8 +26,10 @@ from typing import Any, Iterator, Mapping, Optional
 
 import pyarrow as pa
 
+from .._core import __version__
 from .._named_tables import NamedTables
 from ..schema import SCHEMA_VERSION
+from .files import filesystem
 from .summary import SUMMARY_TABLES, RankSummary, split_by_rank, summarize
 from ..trace import TABLES, Trace
 
@@ -39,26 +41,6 @@ WRITING = "_writing"
 
 
 # --- where the dataset lives ---------------------------------------------------------------
-def is_url(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
-
-
-def filesystem(path: str) -> tuple[Any, str]:
-    """(fsspec filesystem or None for a local path, the path inside it)."""
-    path = os.fspath(path)
-    if path.startswith("file://"):
-        path = path[len("file://"):]
-    if not is_url(path):
-        return None, path
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError(f"{path}: a URL needs fsspec (pip install fsspec, plus the "
-                          "filesystem's own package, s3fs for s3://)") from None
-    fs, root = fsspec.core.url_to_fs(path)
-    return fs, root
-
-
 def _join(fs: Any, *parts: str) -> str:
     return posixpath.join(*parts) if fs is not None else os.path.join(*parts)
 
@@ -131,7 +113,6 @@ def write_rank(trace: Trace, path: str, compression: str = "zstd",
 
 
 def manifest(summaries: Mapping[int, RankSummary]) -> dict[str, Any]:
-    from .. import __version__
     return {
         "format": FORMAT,
         "format_version": 2,

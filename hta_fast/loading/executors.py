@@ -12,6 +12,10 @@ import os
 from typing import Any, Optional, Union
 
 from ..errors import TraceFormatError
+from ..trace import Trace
+from . import loader
+from .dataset import write_rank
+from .files import assign_rank, filesystem, is_url, rank_from_name
 from .summary import RankSummary
 
 DASK_HINT = "pip install hta_fast[dask]"
@@ -48,7 +52,6 @@ class RankFailure:
 
 
 def failure_of(path: str, error: Exception) -> RankFailure:
-    from .loader import rank_from_name
     rank = rank_from_name(path)
     if isinstance(error, TraceFormatError):
         return RankFailure(rank, path, error.reason, error.offset)
@@ -57,10 +60,8 @@ def failure_of(path: str, error: Exception) -> RankFailure:
                        error.errno if isinstance(error, OSError) else None)
 
 
-def read_trace(path: str, options: dict[str, Any]) -> Any:
+def read_trace(path: str, options: dict[str, Any]) -> Trace:
     """Loads one rank's file: a local path, or an fsspec URL read (and decompressed) here."""
-    from . import loader
-    from .dataset import filesystem, is_url
     if not is_url(path):
         return loader.load(path, **options)
     fs, inner = filesystem(path)
@@ -74,26 +75,12 @@ def read_trace(path: str, options: dict[str, Any]) -> Any:
     return trace
 
 
-def assign_rank(trace: Any, path: str, lone_file: bool) -> None:
-    """distributedInfo.rank, else the rank in the file name, else 0 for a lone file."""
-    from .loader import rank_from_name
-    rank = trace.meta.rank
-    if rank is None:
-        rank = rank_from_name(path)
-    if rank is None:
-        if not lone_file:
-            raise TraceFormatError(path, None, "no rank in distributedInfo or in the file name")
-        rank = 0
-    trace.rank = rank
-
-
 def load_rank(path: str, dataset: str, options: dict[str, Any], lone_file: bool = False,
               compression: str = "zstd") -> Union[RankSummary, RankFailure]:
     """The per-rank task: load, write the rank's tables to `dataset`, return its summary."""
-    from .dataset import write_rank
     try:
         trace = read_trace(path, options)
-        assign_rank(trace, path, lone_file)
+        trace.rank = assign_rank(trace.meta.rank, path, lone_file)
     except (TraceFormatError, OSError) as e:
         return failure_of(path, e)
     return write_rank(trace, dataset, compression)
