@@ -11,11 +11,11 @@ import pyarrow as pa
 
 from . import _arrow
 from . import interop as _interop
-from ._named_tables import NamedTables
+from . import saved_trace
+from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
 from .schema import STRING_ID_BASE
 
-TABLES = ("events", "kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
-          "instants", "meta", "steps")
+__all__ = ["Trace", "TraceMeta", "TABLES", "open_saved"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,8 +127,8 @@ class Trace(NamedTables):
     def to_arrow(self, table: str = "events") -> pa.Table:
         """One table by name ("events", "kernel_args", ..., "meta" or "meta_events")."""
         name = "meta_events" if table == "meta" else table
-        if name not in _interop.TRACE_TABLES:
-            raise ValueError(f"no table {table!r}; tables are {', '.join(_interop.TRACE_TABLES)}")
+        if name not in TABLE_ATTRIBUTES:
+            raise ValueError(f"no table {table!r}; tables are {', '.join(TABLE_ATTRIBUTES)}")
         result: pa.Table = getattr(self, name)
         return result
 
@@ -146,10 +146,22 @@ class Trace(NamedTables):
         return self.events.__arrow_c_stream__(requested_schema)
 
     def save(self, directory: str | os.PathLike) -> None:
-        """Writes this trace as Arrow IPC files plus a manifest (see hta_fast.loading.cache)."""
-        from .loading import cache
-        cache.save(self, directory)
+        """Writes this trace as Arrow IPC files plus a manifest (hta_fast.load reads it back;
+        see hta_fast.saved_trace)."""
+        saved_trace.write(directory, self._raw, self.saved_facts())
+
+    def saved_facts(self) -> dict[str, Any]:
+        """What a save keeps beside the columns (see hta_fast.saved_trace)."""
+        return {"rank": self.rank, "header": self.meta.header, "json_bytes": self.meta.json_bytes,
+                "path": self.meta.path}
 
     def __repr__(self) -> str:
         return (f"<Trace rank={self.rank} events={len(self._raw['tables']['events']['ts'])} "
                 f"path={self.meta.path!r}>")
+
+
+def open_saved(directory: str | os.PathLike) -> Trace:
+    """Reads a trace written by Trace.save (tables memory-mapped)."""
+    raw, manifest = saved_trace.read(directory)
+    meta = TraceMeta.from_header(manifest["header"], manifest["path"], manifest["json_bytes"])
+    return Trace(raw, meta, manifest.get("rank"))

@@ -12,6 +12,7 @@ import pytest
 
 import hta_fast
 from hta_fast import interop
+from hta_fast._named_tables import TABLE_ATTRIBUTES
 from hta_fast.analysis.kernel_breakdown import kernel_breakdown
 from hta_fast.analysis.temporal import temporal_breakdown
 
@@ -39,7 +40,7 @@ def same_values(a: pa.Table, b: pa.Table) -> None:
         assert x.equals(y), name
 
 
-@pytest.mark.parametrize("table", interop.TRACE_TABLES)
+@pytest.mark.parametrize("table", TABLE_ATTRIBUTES)
 def test_trace_tables_round_trip_through_pandas_and_polars(trace, table):
     t = trace.to_arrow(table)
     same_values(interop.from_pandas(trace.to_pandas(table), t.schema), t)
