@@ -11,6 +11,8 @@ from functools import cached_property
 
 import pyarrow as pa
 
+from .memo import Memo
+
 
 def _table_property(name: str, doc: str) -> "cached_property[pa.Table]":
     def get(self: "NamedTables") -> pa.Table:
@@ -34,6 +36,14 @@ class NamedTables:
     meta_events = _table_property("meta", "Metadata events (ph M).")
     steps = _table_property("steps", "The ProfilerStep#N events, in file order: row (in events), "
                             "step, ts, dur.")
+
+    @property
+    def memo(self) -> Memo:
+        """Values derived from this rank's tables, each computed once (see hta_fast.memo)."""
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = self.__dict__["_memo"] = Memo()
+        return memo
 
     def named_tables(self) -> dict[str, pa.Table]:
         """Attribute name -> table, for every table (each built now if not yet)."""

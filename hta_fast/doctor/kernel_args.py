@@ -15,10 +15,8 @@ def locate(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ka_row = trace.column("kernel_args", "row")
     if len(ka_row) == 0 or len(rows) == 0:
         return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
-    memo = trace.__dict__.setdefault("_doctor_ka_order", {})
-    if "order" not in memo:
-        memo["order"] = None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable")
-    order = memo["order"]
+    order = trace.memo.get(("doctor.kernel_args", "order"), lambda: (
+        None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable")))
     sorted_rows = ka_row if order is None else ka_row[order]
     idx = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
     hit = sorted_rows[idx] == rows

@@ -51,14 +51,10 @@ class Selection:
         if (self.steps is None and self.window is None and self.streams is None
                 and not self.before_last_step):
             return None
-        key = ("event_mask", _frozen(self.steps), _frozen(self.window), _frozen(self.streams),
-               self.before_last_step)
-        memo = trace.__dict__.setdefault("_selection_memo", {})
-        if key not in memo:
-            mask = self._compute_mask(trace)
-            mask.flags.writeable = False
-            memo[key] = mask
-        return memo[key]
+        key = ("frame.select", "event_mask", _frozen(self.steps), _frozen(self.window),
+               _frozen(self.streams), self.before_last_step)
+        mask: np.ndarray = trace.memo.get(key, lambda: self._compute_mask(trace), freeze=True)
+        return mask
 
     def _compute_mask(self, trace: Trace) -> np.ndarray:
         col = trace.column

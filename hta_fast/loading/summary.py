@@ -244,8 +244,5 @@ def summaries_of(traces: Any) -> dict[int, RankSummary]:
     # Summaries are pure functions of a trace: remember them on it for the next analysis.
     out = {}
     for rank, trace in traces.items():
-        memo = trace.__dict__.get("_summary")
-        if memo is None:
-            memo = trace.__dict__["_summary"] = summarize(trace)
-        out[rank] = memo
+        out[rank] = trace.memo.get(("loading.summary", trace.rank), lambda: summarize(trace))
     return out
