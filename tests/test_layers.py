@@ -160,7 +160,8 @@ def folder_of(module: str) -> str:
 
 
 def test_no_module_import_cycle():
-    assert cycles(EDGES) == []
+    found = cycles(EDGES)
+    assert not found, "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_no_cycle_between_folders():
@@ -173,7 +174,13 @@ def test_no_cycle_between_folders():
         for target in targets:
             if folder_of(target) != folder_of(module) and not is_package(target):
                 folders[folder_of(module)].add(folder_of(target))
-    assert cycles(folders) == []
+    found = cycles(folders)
+    assert not found, "\n".join(
+        " <-> ".join(c) + ": " + "; ".join(
+            f"{m} -> {t}" for m, ts in EDGES.items() for t in ts
+            if folder_of(m) in c and folder_of(t) in c and folder_of(m) != folder_of(t)
+            and not is_package(m) and not is_package(t))
+        for c in found)
 
 
 def test_no_import_from_a_higher_layer():
@@ -189,13 +196,14 @@ def test_no_import_from_a_higher_layer():
         if layer_of(target) > layer_of(module):
             wrong.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
                          f"({LAYERS[layer_of(target)][0]})")
-    assert wrong == []
+    assert not wrong, "\n".join(wrong)
 
 
 def test_no_function_level_import_of_the_package_outside_cli():
     late = {(m, t) for m, t, _ in LATE if not m.startswith("hta_fast.cli")}
     unexplained = sorted(late - set(ALLOWED_LATE_IMPORTS))
-    assert unexplained == [], "import these at module level (or say why in ALLOWED_LATE_IMPORTS)"
+    assert not unexplained, ("import these at module level (or say why in "
+                             "ALLOWED_LATE_IMPORTS):\n" + "\n".join(map(str, unexplained)))
     stale = sorted(set(ALLOWED_LATE_IMPORTS) - late)
     assert stale == [], "these allowed late imports are gone: drop them from the list"
 

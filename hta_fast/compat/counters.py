@@ -29,6 +29,8 @@ import numpy as np
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
 from ..frame import memo as derived, select
+from .. import ops
+from .counters_trace import trace_with_counters
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,7 +121,6 @@ class _Series(Dict[str, np.ndarray]):
 def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Optional[_Series]:
     """+1 at each launch, -1 at each GPU event's start, per stream, in time order (GPU starts
     before launches at one timestamp)."""
-    from .. import ops
 
     rows, launch_ts, gpu_ts, _ = _ql.queue_pairs(trace, mask)
     if len(rows) == 0:
@@ -136,7 +137,6 @@ def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Option
 def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.ndarray:
     """Rows in order of (group, ts, later: 0 before 1, then row): np.lexsort((later, ts,
     group)), in linear time for rows that are nearly in time order already."""
-    from .. import ops
 
     key = (ts - (ts.min() if len(ts) else 0)) * 2 + later.astype(np.int64)
     return ops.group_order(group, key)
@@ -174,7 +174,6 @@ def get_queue_length_summary(analysis: TraceAnalysis, ranks: Optional[List[int]]
     """get_queue_length_summary_from_time_series of get_queue_length_time_series, computed
     from each stream's step function instead of the series' rows: at a timestamp with several
     rows, only the last holds for any time, and that is the value after every change there."""
-    from .. import ops
 
     parts = []
     for rank, trace, mask in select.each_rank(analysis.traces, _selection(analysis, ranks)):
@@ -304,7 +303,6 @@ def generate_trace_with_counters(analysis: TraceAnalysis, time_series: Any = Non
                                  output_suffix: str = "_with_counters") -> None:
     """Writes each rank's trace beside it, named with output_suffix before ".json", with
     "Queue Length" (one per stream) and memcpy bandwidth counter events added."""
-    from .counters_trace import trace_with_counters
 
     series = _series_names(time_series)
     trace_with_counters(analysis.traces, suffix=output_suffix, series=series,
@@ -339,7 +337,6 @@ def _weighted_describe(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
     given as rows sorted by (group, ts) (ns; the last row of a timestamp holds). Weighted by
     the time each value holds until the group's next timestamp; positive_only: over the time
     the value is > 0 (count too)."""
-    from .. import ops
 
     value = np.asarray(value, np.float64)
     n = len(ts)

@@ -31,6 +31,8 @@ from ..traceset import TraceSet
 from ..frame import select
 from ..frame.result import Result
 from ..frame.select import Selection
+from ..analysis.memory_bw import memory_bandwidth
+from ..analysis.queue_length import queue_length
 
 SERIES = ("queue_length", "memcpy_bandwidth")
 CHUNK = 1 << 20
@@ -51,8 +53,6 @@ def trace_with_counters(traces: Union[Trace, TraceSet], *, out_dir: Optional[str
 
     Result table: rank, path (the file written), queue_length_events, bandwidth_events.
     """
-    from ..analysis.memory_bw import memory_bandwidth
-    from ..analysis.queue_length import queue_length
 
     unknown = set(series) - set(SERIES)
     if unknown:

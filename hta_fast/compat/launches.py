@@ -17,6 +17,7 @@ from ..analysis import launch_stats as ls_mod
 from ..analysis import op_kernels as ok_mod
 from ..frame import select
 from ..analysis import steps as steps_mod
+from ..schema import EventKind
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -201,7 +202,6 @@ def get_gpu_kernels_with_user_annotations(analysis: TraceAnalysis, rank: int,
     when no rank holds a GPU annotation."""
     import pandas as pd
 
-    from ..schema import EventKind
 
     if not _has_kind(analysis, EventKind.gpu_user_annotation):
         return None
@@ -240,7 +240,6 @@ def get_gpu_user_annotation_breakdown(analysis: TraceAnalysis, use_gpu_annotatio
     name; None when no rank holds that kind of annotation."""
     import pandas as pd
 
-    from ..schema import EventKind
 
     kind = EventKind.gpu_user_annotation if use_gpu_annotation else EventKind.user_annotation
     if not _has_kind(analysis, kind):

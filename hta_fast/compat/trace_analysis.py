@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional, TYPE_CHECKING, Tuple, Union
 
 from ..frame.select import Selection
 from ..loading.sets import load_dir
+from . import counters, gpu_time, launches
+from . import ranks as ranks_mod  # methods take a `ranks` argument
 from ..traceset import TraceSet
 
 if TYPE_CHECKING:
@@ -44,7 +46,6 @@ class TraceAnalysis:
 
     # --- GPU time (temporal, idle, kernel types, overlap) ------------------------------
     def get_temporal_breakdown(self, visualize: bool = False) -> pd.DataFrame:
-        from . import gpu_time
         return gpu_time.get_temporal_breakdown(self, visualize=visualize)
 
     def get_idle_time_breakdown(self, ranks: Optional[List[int]] = None,
@@ -52,7 +53,6 @@ class TraceAnalysis:
                                 visualize_pctg: bool = True, show_idle_interval_stats: bool = False,
                                 consecutive_kernel_delay: int = 30
                                 ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
-        from . import gpu_time
         return gpu_time.get_idle_time_breakdown(
             self, ranks=ranks, streams=streams, visualize=visualize, visualize_pctg=visualize_pctg,
             show_idle_interval_stats=show_idle_interval_stats,
@@ -61,47 +61,38 @@ class TraceAnalysis:
     def get_gpu_kernel_breakdown(self, visualize: bool = False, duration_ratio: float = 0.8,
                                  num_kernels: int = 10, include_memory_kernels: bool = True,
                                  image_renderer: str = "") -> Tuple[pd.DataFrame, pd.DataFrame]:
-        from . import gpu_time
         return gpu_time.get_gpu_kernel_breakdown(
             self, visualize=visualize, duration_ratio=duration_ratio, num_kernels=num_kernels,
             include_memory_kernels=include_memory_kernels)
 
     def get_comm_comp_overlap(self, visualize: bool = False) -> pd.DataFrame:
-        from . import gpu_time
         return gpu_time.get_comm_comp_overlap(self, visualize=visualize)
 
     # --- counters (queue length, memory bandwidth, counters in the trace) --------------
     def get_queue_length_time_series(self, ranks: Optional[List[int]] = None) -> Dict:
-        from . import counters
         return counters.get_queue_length_time_series(self, ranks=ranks)
 
     def get_queue_length_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
-        from . import counters
         return counters.get_queue_length_summary(self, ranks=ranks)
 
     def get_queue_length_summary_from_time_series(self, queue_length_dict: Dict
                                                   ) -> Optional[pd.DataFrame]:
-        from . import counters
         return counters.get_queue_length_summary_from_time_series(self, queue_length_dict)
 
     def get_time_spent_blocked_on_full_queue(self, queue_length_dict: Dict,
                                              max_queue_length: int = 1024) -> pd.DataFrame:
-        from . import counters
         return counters.get_time_spent_blocked_on_full_queue(
             self, queue_length_dict, max_queue_length=max_queue_length)
 
     def get_memory_bw_time_series(self, ranks: Optional[List[int]] = None) -> Dict:
-        from . import counters
         return counters.get_memory_bw_time_series(self, ranks=ranks)
 
     def get_memory_bw_summary(self, ranks: Optional[List[int]] = None) -> Optional[pd.DataFrame]:
-        from . import counters
         return counters.get_memory_bw_summary(self, ranks=ranks)
 
     def generate_trace_with_counters(self, time_series: Any = None,
                                      ranks: Optional[List[int]] = None,
                                      output_suffix: str = "_with_counters") -> None:
-        from . import counters
         return counters.generate_trace_with_counters(
             self, time_series=time_series, ranks=ranks, output_suffix=output_suffix)
 
@@ -110,7 +101,6 @@ class TraceAnalysis:
                                      runtime_cutoff: int = 50, launch_delay_cutoff: int = 100,
                                      include_memory_events: bool = True, visualize: bool = False
                                      ) -> Dict[int, pd.DataFrame]:
-        from . import launches
         return launches.get_cuda_kernel_launch_stats(
             self, ranks=ranks, runtime_cutoff=runtime_cutoff,
             launch_delay_cutoff=launch_delay_cutoff,
@@ -119,21 +109,18 @@ class TraceAnalysis:
     def get_aten_op_kernels_and_delay(self, ranks: Optional[List[int]] = None,
                                       sort_by: Optional[List[str]] = None
                                       ) -> Dict[int, pd.DataFrame]:
-        from . import launches
         return launches.get_aten_op_kernels_and_delay(self, ranks=ranks, sort_by=sort_by)
 
     def get_frequent_cuda_kernel_sequences(self, operator_name: str, output_dir: str,
                                            min_pattern_len: int = 3, rank: int = 0,
                                            top_k: int = 5, visualize: bool = False,
                                            compress_other_kernels: bool = True) -> pd.DataFrame:
-        from . import launches
         return launches.get_frequent_cuda_kernel_sequences(
             self, operator_name, output_dir, min_pattern_len=min_pattern_len, rank=rank,
             top_k=top_k, visualize=visualize, compress_other_kernels=compress_other_kernels)
 
     def get_gpu_kernels_with_user_annotations(self, rank: int, expand_names: bool = True,
                                               shorten_names: bool = True) -> Optional[pd.DataFrame]:
-        from . import launches
         return launches.get_gpu_kernels_with_user_annotations(
             self, rank, expand_names=expand_names, shorten_names=shorten_names)
 
@@ -143,25 +130,21 @@ class TraceAnalysis:
                                           allowlist_patterns: Optional[List[str]] = None,
                                           image_renderer: Optional[str] = None
                                           ) -> Optional[pd.DataFrame]:
-        from . import launches
         return launches.get_gpu_user_annotation_breakdown(
             self, use_gpu_annotation=use_gpu_annotation, visualize=visualize,
             duration_ratio=duration_ratio, num_kernels=num_kernels,
             allowlist_patterns=allowlist_patterns)
 
     def get_profiler_steps(self) -> List[int]:
-        from . import launches
         return launches.get_profiler_steps(self)
 
     # --- across ranks and extra data ----------------------------------------------------
     def get_potential_stragglers(self, profiler_steps: Optional[List[int]] = None,
                                  num_candidates: int = 2, visualize: bool = False) -> List[int]:
-        from . import ranks as ranks_mod
         return ranks_mod.get_potential_stragglers(
             self, profiler_steps=profiler_steps, num_candidates=num_candidates,
             visualize=visualize)
 
     def get_cupti_counter_data_with_operators(self, ranks: Optional[List[int]] = None
                                               ) -> List[pd.DataFrame]:
-        from . import ranks as ranks_mod
         return ranks_mod.get_cupti_counter_data_with_operators(self, ranks=ranks)

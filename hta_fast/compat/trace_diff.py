@@ -18,6 +18,8 @@ import numpy as np
 from ..analysis import trace_diff as _td
 from ..trace import Trace
 from ..traceset import TraceSet
+from ..loading.sets import load_dir
+from ..frame import select
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +44,6 @@ class LabeledTrace:
         if t is not None:
             self.traces = _as_traces(t)
         elif trace_dir is not None and os.path.isdir(trace_dir):
-            from ..loading.sets import load_dir
             self.traces = load_dir(trace_dir)
         else:
             raise ValueError("either a trace object or a valid trace dir must be provided "
@@ -52,7 +53,6 @@ class LabeledTrace:
         return sorted(self.traces.keys())
 
     def iterations(self) -> List[int]:
-        from ..frame import select
         found: set[int] = set()
         for t in self.traces.values():
             rows = select.profiler_step_rows(t)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import jinja2
 
-from .. import __version__
+from .._core import __version__
 from ..frame.select import Selection
 from ..traceset import TraceSet
 from . import plotlyjs, sections_gpu, sections_time
