@@ -1,5 +1,7 @@
 # One entry point for people and CI. Each target installs what is missing first.
-#   make test   - build and run the test suite
+#   make test   - build, lint and run the test suite
+#   make test-fast - the suite without the reference runs and the slow tests (under 2 minutes)
+#   make lint   - ruff (lint and format check) and clang-format check; `make format` fixes
 #   make demo   - generate a multi-rank trace set and write its HTML report
 #   make bench  - speed and memory against the reference tool (benchmarks/RESULTS.md)
 PYTHON ?= python3
@@ -9,7 +11,7 @@ APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev pkg-config cm
 # headless browser for the HTML report tests
 APT_PACKAGES += chromium
 
-.PHONY: test demo bench build system-deps clean
+.PHONY: test test-fast lint format demo bench build system-deps clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -29,9 +31,24 @@ $(VENV)/.deps: pyproject.toml | system-deps
 build: $(VENV)/.deps
 	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
 
+CSRC := $(shell find csrc -name '*.cc' -o -name '*.h')
+
 # The differential tests run the reference tool, so the test target installs it first.
-test: build .venv-ref/.deps
+test: build .venv-ref/.deps lint
 	$(PY) -m pytest tests
+
+test-fast: build
+	$(PY) -m pytest tests -m "not reference and not slow"
+
+lint: build
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/clang-format --dry-run --Werror $(CSRC)
+
+format: build
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/clang-format -i $(CSRC)
 
 demo: build
 	$(VENV)/bin/hta-fast demo

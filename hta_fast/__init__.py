@@ -1,5 +1,11 @@
 """hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
-from ._core import __version__
+try:
+    from ._core import __version__
+except ImportError as e:  # a source tree whose C++ core was never built
+    raise ImportError(
+        "hta_fast's compiled core (hta_fast._core) is not built or does not load here "
+        f"({e}). From the repository root run `make build` (or `pip install -e .`), then "
+        "import hta_fast from that environment.") from e
 from .loading.dataset import TraceDataset, open_dataset
 from .errors import TraceFormatError
 from .loading.files import rank_from_name

@@ -31,6 +31,8 @@ from hta_fast.compat import counters as cc
 from tests.conftest import NOT_CHROME_TRACES
 from tests.reference.reference_results import reference_results
 
+pytestmark = pytest.mark.reference  # runs the reference tool
+
 # Folders holding trace files that the reference loads (appendix of the spec), smallest first.
 FOLDERS = [
     "hta/call_stack", "hta/cpu_only", "hta/trace_file_list", "hta/triton_example",

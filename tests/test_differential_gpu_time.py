@@ -26,6 +26,8 @@ from hta_fast.schema import EventKind, KernelClass
 from tests.conftest import TRACES_DIR
 from tests.reference.reference_results import reference_results
 
+pytestmark = pytest.mark.reference  # runs the reference tool
+
 US = 1000
 
 FOLDERS = [

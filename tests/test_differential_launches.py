@@ -21,6 +21,8 @@ from hta_fast.compat.launches import ATEN_COLUMNS
 from tests.conftest import NOT_CHROME_TRACES, TRACES_DIR
 from tests.reference.reference_results import reference_results
 
+pytestmark = pytest.mark.reference  # runs the reference tool
+
 FOLDERS = sorted({
     os.path.dirname(os.path.relpath(os.path.join(root, f), TRACES_DIR))
     for root, _, files in os.walk(TRACES_DIR) for f in files if f.endswith((".gz", ".json"))

@@ -11,6 +11,8 @@ from hta_fast.compat.memory import MemoryAnalysis
 from hta_fast.compat.trace_diff import TraceDiff
 from tests.reference.reference_results import reference_results
 
+pytestmark = pytest.mark.reference  # runs the reference tool
+
 # Folders the reference loads (the trace folders of ../shared/traces).
 FOLDERS = [
     "hta/call_stack", "hta/cpu_only", "hta/trace_file_list", "hta/triton_example",

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 import hta_fast
 from hta_fast import TraceFormatError
 
+pytestmark = pytest.mark.slow  # thousands of mutated loads
+
 # ../shared/traces beside the project root (see tests/conftest.py)
 REAL_TRACE = (Path(__file__).resolve().parents[2] / "shared" / "traces" / "hta" / "critical_path"
               / "cuda_event_sync" / "event_sync_trace.json.gz")

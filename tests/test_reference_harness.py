@@ -13,6 +13,8 @@ import pytest
 
 from reference.reference_results import ReferenceUnavailable, reference_python, reference_results
 
+pytestmark = pytest.mark.reference  # runs the reference tool
+
 TEMPORAL_COLUMNS = [
     "rank",
     "idle_time(us)",

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import hta_fast
 from hta_fast import _core
+
+pytestmark = pytest.mark.slow  # runs mypy over the package
 
 ROOT = Path(__file__).parents[1]
 
