@@ -3,9 +3,9 @@
     python docs/gen_api.py           # rewrite docs/api.md
     python docs/gen_api.py --check   # exit 1 when docs/api.md is not what this writes
 
-A module's public names are those in its __all__, else the functions and classes defined
-in it whose names do not start with an underscore; they are listed in source order. Names
-in an __all__ that hold a tuple of strings (a fixed set of choices) are listed with it.
+The API is what the public packages name in their __all__, and nothing else: a name not in
+an __all__ is internal, whatever module it lives in. Names in an __all__ that hold a tuple of
+strings (a fixed set of choices) are listed with it.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import argparse
 import enum
 import importlib
 import inspect
-import pkgutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -21,38 +20,23 @@ from typing import Any
 
 OUT = Path(__file__).parent / "api.md"
 
-# Modules in the order the reference presents them; each analysis module and each recipe
-# is found by walking its package.
-MODULES = ["hta_fast", "hta_fast.frame.result", "hta_fast.frame.select"]
-PACKAGES = ["hta_fast.analysis", "hta_fast.model", "hta_fast.recipes"]
-TAIL = ["hta_fast.doctor", "hta_fast.udf", "hta_fast.interop", "hta_fast.ops", "hta_fast.compat",
-        "hta_fast.loading.dataset", "hta_fast.loading.summary", "hta_fast.loading.executors"]
-SKIP = {"hta_fast.frame.result", "hta_fast.frame.select", "hta_fast.frame.fields"}
+# The public packages, bottom of the stack first after the entry points.
+PUBLIC = ["hta_fast", "hta_fast.frame", "hta_fast.analysis", "hta_fast.recipes", "hta_fast.udf",
+          "hta_fast.costs", "hta_fast.model", "hta_fast.doctor", "hta_fast.compat",
+          "hta_fast.interop", "hta_fast.ops", "hta_fast.loading"]
 
 
 def module_names() -> list[str]:
-    names = list(MODULES)
-    for pkg in PACKAGES:
-        mod = importlib.import_module(pkg)
-        for info in sorted(pkgutil.iter_modules(mod.__path__), key=lambda i: i.name):
-            full = f"{pkg}.{info.name}"
-            if full not in SKIP:
-                names.append(full)
-    return names + TAIL
+    return list(PUBLIC)
 
 
 def public(mod: ModuleType) -> list[tuple[str, Any]]:
     names = getattr(mod, "__all__", None)
     if names is None:
-        names = [n for n, v in vars(mod).items()
-                 if not n.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
-                 and getattr(v, "__module__", None) == mod.__name__]
+        raise SystemExit(f"{mod.__name__} has no __all__: say what its public names are")
     items = [(n, getattr(mod, n)) for n in names]
-    items = [(n, v) for n, v in items if inspect.isfunction(v) or inspect.isclass(v)
-             or _is_metric(v) or _is_choices(v)]
-    if getattr(mod, "__all__", None) is None:
-        items.sort(key=lambda item: _line(item[1]))
-    return items
+    return [(n, v) for n, v in items if inspect.isfunction(v) or inspect.isclass(v)
+            or _is_metric(v) or _is_choices(v) or inspect.isbuiltin(v)]
 
 
 def _is_metric(value: Any) -> bool:

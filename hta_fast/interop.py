@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .traceset import TraceSet
 
 
+__all__ = ["to_pandas", "to_polars", "from_pandas", "from_polars", "tables_of", "duckdb"]
+
+
 def _import(module: str, extra: str) -> Any:
     try:
         return __import__(module)

@@ -1,2 +1,8 @@
-"""Layer 3, frame: what every analysis hands back and takes in: Result, Selection, field
-metadata (units) and the per-trace memo."""
+"""Layer 3, frame: what every analysis takes in and hands back: Result (Arrow tables and
+notes), Selection (ranks, steps, window, streams; which rows each analysis keeps), the
+field metadata that carries units, and the arrays kept in a trace's memo."""
+from .fields import NS, PCT
+from .result import Result
+from .select import Selection
+
+__all__ = ["Result", "Selection", "NS", "PCT"]
