@@ -74,7 +74,7 @@ def main() -> None:
     out = {"tool": "hta_fast", "load_s": load_s, "compat_load_s": compat_load_s,
            "native": {}, "compat": {}, "compat_first": {}, "errors": {}}
     # The compat methods first, in the reference's notebook order: each method's first call
-    # pays for the per-trace arrays it is the first to need (hta_fast.frame.memo), as
+    # pays for the per-trace arrays it is the first to need (hta_fast.frame.derived), as
     # in a notebook; the median is over repeated calls.
     for group, table in (("compat", compat), ("native", native)):
         for name, fn in table.items():

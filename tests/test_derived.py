@@ -1,10 +1,10 @@
-"""hta_fast.frame.memo: values kept per trace, and per selection mask."""
+"""hta_fast.frame.derived: values kept per trace, and per selection mask."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hta_fast.frame import memo as derived
+from hta_fast.frame import derived
 from hta_fast.frame.select import Selection
 from hta_fast.analysis.temporal import gpu_work
 from test_analysis_gpu_time import TraceBuilder

@@ -24,7 +24,7 @@ from ..frame.select import Ranks, Steps, Streams, Window
 from .. import ops
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import memo as derived, select
+from ..frame import derived, select
 from ..frame.result import Result
 from ..frame.fields import NS
 from .temporal import GpuWork, gpu_work

@@ -20,7 +20,7 @@ from .. import _arrow
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import memo as derived, select
+from ..frame import derived, select
 from ..frame.result import Result
 
 LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)

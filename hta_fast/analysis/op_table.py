@@ -23,7 +23,7 @@ from ..frame.fields import NS
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import memo as derived, select
+from ..frame import derived, select
 from .launch_stats import launch_pairs
 from ..frame.result import Result
 

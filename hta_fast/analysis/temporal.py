@@ -27,7 +27,7 @@ from .. import ops
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import memo as derived, select
+from ..frame import derived, select
 from ..frame.result import Result
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
-from ..frame import memo as derived, select
+from ..frame import derived, select
 from .. import ops
 from .counters_trace import trace_with_counters
 

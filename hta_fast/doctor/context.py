@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from .. import ops
-from ..frame import memo as derived
+from ..frame import derived
 from ..analysis.temporal import GpuWork, gpu_work
 from ..schema import EventKind
 from ..trace import Trace

@@ -15,14 +15,14 @@ T = TypeVar("T")
 
 def remember(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:
     """compute(), once per (trace, key). Arrays come back read-only."""
-    return trace.memo.get(("frame.memo", key), compute, freeze=True)
+    return trace.memo.get(("frame.derived", key), compute, freeze=True)
 
 
 def remember_under(trace: Trace, key: Hashable, mask: Optional[np.ndarray],
                    compute: Callable[[], T]) -> T:
     """compute(), once per (trace, key, mask) for the read-only masks a Selection keeps
     (select.Selection.event_mask); other masks (writeable ones could change) compute anew."""
-    return trace.memo.get_under(("frame.memo", key), mask, compute)
+    return trace.memo.get_under(("frame.derived", key), mask, compute)
 
 
 def kind_mask(trace: Trace, kinds: Iterable[int]) -> np.ndarray:
