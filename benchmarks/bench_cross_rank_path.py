@@ -27,10 +27,11 @@ import hta_fast  # noqa: E402
 from hta_fast.frame import select  # noqa: E402
 from hta_fast.model.path.critical_path import critical_path  # noqa: E402
 from hta_fast.model.comm.collective_links import match_collectives  # noqa: E402
-from hta_fast.model.path.ranks import measured_weights, step_path  # noqa: E402
-from hta_fast.model.replay.cross_rank import link_windows, replay_together  # noqa: E402
+from hta_fast.model.path.ranks import step_paths_across  # noqa: E402
+from hta_fast.model.replay.cross_rank import (link_windows, measured_weights,  # noqa: E402
+                                              replay_together)
 from hta_fast.model.replay.ranks import replay_ranks  # noqa: E402
-from hta_fast.model.graph.windows import step_groups  # noqa: E402
+from hta_fast.model.graph.walk import walk_groups  # noqa: E402
 
 
 def main() -> int:
@@ -51,14 +52,14 @@ def main() -> int:
     across = critical_path(traces, selection=sel, cross_rank=True).to_pandas()
     matched = match_collectives(traces)
     prepared = []
-    for group in step_groups(traces, sel):
+    for group in walk_groups(traces, sel, chained=False):
         linked = link_windows([(w.rank, w.graph) for w in group], matched)
         weights = measured_weights(linked)
         prepared.append((group, linked, weights, replay_together(linked, weights)))
 
     def walks() -> None:
         for group, linked, weights, together in prepared:
-            step_path(group[0].step, linked, [w.trace for w in group], weights, together)
+            step_paths_across(group, linked, weights, together)
 
     stages = [lambda: critical_path(traces, selection=sel),
               lambda: replay_ranks(traces, selection=sel),

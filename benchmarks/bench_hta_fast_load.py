@@ -34,7 +34,7 @@ def main() -> None:
         "tool": "hta_fast", "wall_s": wall, "cpu_s": cpu, "import_s": import_s,
         "peak_rss_mb": r1.ru_maxrss / 1024, "events": events.num_rows,
         "json_mb": trace.meta.json_bytes / 1e6, "columns_mb": column_bytes / 1e6,
-        "timings": trace._raw["timings"],
+        "timings": dict(trace._raw.timings),
     }))
 
 

@@ -20,6 +20,7 @@ Pairs, each checked for equal answers before it is timed:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -52,7 +53,7 @@ def replicated(base: Any, n_events: int) -> Any:
     from hta_fast.frame.select import GPU_WORK_KINDS
 
     raw = base._raw
-    ev = raw["tables"]["events"]
+    ev = raw.tables["events"]
     rows = np.flatnonzero(np.isin(ev["kind"], GPU_WORK_KINDS))
     reps = -(-n_events // len(rows))
     ts = ev["ts"][rows]
@@ -72,8 +73,8 @@ def replicated(base: Any, n_events: int) -> Any:
             tiled = np.full(n_events, -1, col.dtype)
         cols[name] = np.ascontiguousarray(tiled)
     tables = {name: ({k: v[:0] for k, v in t.items()} if name != "events" else cols)
-              for name, t in raw["tables"].items()}
-    new_raw = dict(raw, tables=tables)
+              for name, t in raw.tables.items()}
+    new_raw = dataclasses.replace(raw, tables=tables)
     return hta_fast.Trace(new_raw, base.meta, rank=0)
 
 

@@ -13,7 +13,7 @@ step, both directions (A on B's device, B on A's):
                   knowing the other host would add, not a prediction.
 
 Error: (predicted - measured) / measured of the mean step, in percent. --windows replays each
-profiler step's window alone (default: the steps as one chain, hta_fast.model.graph.chains).
+profiler step's window alone (default: the steps as one chain, hta_fast.model.graph.walk).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def main() -> None:
     import hta_fast
     from hta_fast.analysis.roofline import resolve_device
     from hta_fast.costs.devices import DeviceTable
-    from hta_fast.model.whatif.what_if import what_if
+    from hta_fast.model.whatif.steps import what_if
     from hta_fast.model.whatif.device_edit import device_changes
 
     def load(path: str):  # a trace file, or a folder holding one rank's trace

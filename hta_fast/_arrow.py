@@ -1,17 +1,17 @@
-"""Raw core output (numpy columns with sentinels) -> Arrow tables, without copying values."""
+"""Raw core output (numpy columns with sentinels) -> Arrow tables, without copying values.
+
+How each column is read comes from its spec (hta_fast.schema.COLUMNS, declared in the core):
+string ids become a dictionary over the string pool, enum codes a dictionary over their
+labels, and a sentinel a null."""
 from __future__ import annotations
+
+from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
 
 from . import _core
-from .schema import ENUM_COLUMNS, NO_SENTINEL, STRING_COLUMNS, field_metadata
-
-_ARROW_TYPES = {
-    np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32(),
-    np.dtype(np.uint8): pa.uint8(), np.dtype(np.float32): pa.float32(),
-    np.dtype(np.float64): pa.float64(),
-}
+from .schema import COLUMNS, ColumnRole, ColumnSpec, field_metadata
 
 
 def string_dictionary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
@@ -28,32 +28,53 @@ def labels(names: list[str]) -> pa.Array:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
-def _numeric(values: np.ndarray, nullable: bool) -> pa.Array:
+# Arrow value type name (ColumnSpec.type) -> (Arrow type, the numpy dtype its buffer holds).
+_TYPES = {name: (pa.type_for_alias(name), np.dtype(name))
+          for name in {spec.type for spec in COLUMNS.values()}}
+
+
+def _numeric(values: np.ndarray, type_name: str, sentinel: int | float | None) -> pa.Array:
+    arrow_type, dtype = _TYPES[type_name]
+    if values.dtype != dtype:  # the buffer is handed over as is: its layout must be the type's
+        raise TypeError(f"a {type_name} column holds {values.dtype} values")
     validity = None
-    if nullable and len(values):
-        sentinel = values.dtype.type(-1) if values.dtype.kind in "iu" else values.dtype.type(0)
-        bits = _core.validity(values, sentinel)
+    if sentinel is not None and len(values):
+        bits = _core.validity(values, values.dtype.type(sentinel))
         validity = None if bits is None else pa.py_buffer(bits)
-    return pa.Array.from_buffers(_ARROW_TYPES[values.dtype], len(values),
-                                 [validity, pa.py_buffer(values)])
+    return pa.Array.from_buffers(arrow_type, len(values), [validity, pa.py_buffer(values)])
 
 
-_PHASES = labels(["f", "s", "t"])
+class _Enum:
+    """An enum column's dictionary, and the codes' positions in it when they are not 0..n-1
+    (flow phases are stored as their character)."""
+
+    def __init__(self, spec: ColumnSpec):
+        codes = np.array([c for c, _ in spec.labels], np.int64)
+        self.dictionary = labels([name for _, name in spec.labels])
+        self.codes = None if np.array_equal(codes, np.arange(len(codes))) else codes
+
+    def indices(self, values: np.ndarray) -> pa.Array:
+        if self.codes is None:
+            return _numeric(values, "uint8", None)
+        positions = np.searchsorted(self.codes, values).astype(np.uint8)
+        return _numeric(positions, "uint8", None)
+
+
+_ENUMS = {key: _Enum(spec) for key, spec in COLUMNS.items() if spec.role is ColumnRole.enum}
 
 
 def column(table: str, name: str, values: np.ndarray, dictionary: pa.Array) -> pa.Array:
-    if name in STRING_COLUMNS.get(table, ()):
-        return pa.DictionaryArray.from_arrays(_numeric(values, True), dictionary, safe=False)
-    enum_labels = ENUM_COLUMNS.get((table, name))
-    if enum_labels is not None:
-        return pa.DictionaryArray.from_arrays(_numeric(values, False), labels(enum_labels), safe=False)
-    if table == "flows" and name == "phase":
-        codes = np.searchsorted(np.frombuffer(b"fst", np.uint8), values).astype(np.uint8)
-        return pa.DictionaryArray.from_arrays(_numeric(codes, False), _PHASES, safe=False)
-    return _numeric(values, name not in NO_SENTINEL)
+    spec = COLUMNS[(table, name)]
+    if spec.role is ColumnRole.string:
+        return pa.DictionaryArray.from_arrays(_numeric(values, spec.type, spec.sentinel),
+                                              dictionary, safe=False)
+    if spec.role is ColumnRole.enum:
+        enum = _ENUMS[(table, name)]
+        return pa.DictionaryArray.from_arrays(enum.indices(values), enum.dictionary, safe=False)
+    return _numeric(values, spec.type, spec.sentinel)
 
 
-def table(name: str, columns: dict[str, np.ndarray], dictionary: pa.Array) -> pa.Table:
+def table(name: str, columns: Mapping[str, np.ndarray], dictionary: pa.Array) -> pa.Table:
     arrays, fields = [], []
     for col, values in columns.items():
         arr = column(name, col, values, dictionary)

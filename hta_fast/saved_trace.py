@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -16,12 +16,13 @@ import pyarrow.ipc as ipc
 
 from ._core import __version__
 from ._named_tables import TABLES
+from .raw_columns import RawColumns
 from .schema import SCHEMA_VERSION
 
 MANIFEST = "manifest.json"
 
 
-def _write_table(path: Path, columns: dict[str, np.ndarray]) -> None:
+def _write_table(path: Path, columns: Mapping[str, np.ndarray]) -> None:
     table = pa.table({name: pa.array(values) for name, values in columns.items()})
     with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -33,20 +34,21 @@ def _read_table(path: Path) -> dict[str, np.ndarray]:
             for name in table.column_names}
 
 
-def write(directory: os.PathLike | str, raw: dict[str, Any], facts: dict[str, Any]) -> None:
-    """Writes a trace's raw columns and `facts` (rank, header, json_bytes, path; a cache entry
-    adds source and options) to `directory` (created; an existing save there is replaced)."""
+def write(directory: os.PathLike | str, raw: RawColumns, facts: dict[str, Any]) -> None:
+    """Writes a trace's raw columns and `facts` (rank, header, json_bytes, base_time_ns, path;
+    a cache entry adds source and options) to `directory` (created; an existing save there is
+    replaced)."""
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     # Write beside the target and rename, so a reader never sees half a save.
     tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=directory.parent))
     try:
         for name in TABLES:
-            _write_table(tmp / f"{name}.arrow", raw["tables"][name])
-        _write_table(tmp / "strings.arrow", {"offsets": raw["string_offsets"]})
-        (tmp / "string_data.bin").write_bytes(raw["string_data"].tobytes())
+            _write_table(tmp / f"{name}.arrow", raw.tables[name])
+        _write_table(tmp / "strings.arrow", {"offsets": raw.string_offsets})
+        (tmp / "string_data.bin").write_bytes(raw.string_data.tobytes())
         manifest = {"schema_version": SCHEMA_VERSION, "package_version": __version__,
-                    **facts, "stats": raw["stats"]}
+                    **facts, "stats": list(raw.stats)}
         (tmp / MANIFEST).write_text(json.dumps(manifest))
         if directory.exists():
             shutil.rmtree(directory)
@@ -69,19 +71,18 @@ def read_manifest(directory: os.PathLike | str) -> Optional[dict[str, Any]]:
     return manifest if isinstance(manifest, dict) else None
 
 
-def read(directory: os.PathLike | str) -> tuple[dict[str, Any], dict[str, Any]]:
+def read(directory: os.PathLike | str) -> tuple[RawColumns, dict[str, Any]]:
     """(raw columns, manifest) of a save; ValueError when it was saved with another schema."""
     directory = Path(directory)
     manifest = json.loads((directory / MANIFEST).read_text())
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{directory}: saved with schema {manifest.get('schema_version')}, "
                          f"this hta_fast reads schema {SCHEMA_VERSION}")
-    raw = {
-        "tables": {name: _read_table(directory / f"{name}.arrow") for name in TABLES},
-        "string_offsets": _read_table(directory / "strings.arrow")["offsets"],
-        "string_data": np.fromfile(directory / "string_data.bin", dtype=np.uint8),
-        "stats": [tuple(r) for r in manifest["stats"]],
-        "json_bytes": manifest["json_bytes"],
-        "timings": {},
-    }
+    raw = RawColumns(
+        tables={name: _read_table(directory / f"{name}.arrow") for name in TABLES},
+        string_offsets=_read_table(directory / "strings.arrow")["offsets"],
+        string_data=np.fromfile(directory / "string_data.bin", dtype=np.uint8),
+        stats=[tuple(r) for r in manifest["stats"]],
+        timings={},
+    )
     return raw, manifest

@@ -1,79 +1,46 @@
 """The Arrow schema of a loaded trace: column types, enums, units and missing values.
 
-The core hands over plain arrays with sentinels (-1, NaN); this module is the one place
-that says what each column means and turns sentinels into Arrow nulls.
+The core hands over plain arrays with sentinels (-1, NaN). What each column means is declared
+once, beside the column, in the core (csrc/trace/tables.h); this module reads that
+declaration from `_core` and is where Python code looks it up. hta_fast._arrow turns the
+sentinels into Arrow nulls from it.
 """
 from __future__ import annotations
 
-import enum
-
-import pyarrow as pa
-
 from . import _core
+from ._core import ColumnRole, ColumnSpec, EventKind, KernelClass
+
+__all__ = ["SCHEMA_VERSION", "EventKind", "KernelClass", "GPU_KINDS", "GPU_WORK_KINDS",
+           "CPU_KINDS", "ColumnRole", "ColumnSpec",
+           "COLUMNS", "STRING_ID_BASE", "field_metadata"]
 
 SCHEMA_VERSION = 2
 
+# EventKind and KernelClass are IntEnums made by the core from its own enums
+# (csrc/trace/event_kind.h), so their names and values exist once.
 
-class EventKind(enum.IntEnum):
-    other = 0
-    cpu_op = 1
-    user_annotation = 2
-    python_function = 3
-    runtime = 4
-    driver = 5
-    kernel = 6
-    memcpy = 7
-    memset = 8
-    gpu_user_annotation = 9
-    sync = 10
+# Which event kinds run where, the one list every module asks (tuples, so that `in` and
+# np.isin both take them): the GPU timeline's kinds as the core classes them; of those, GPU
+# work occupies the device (kernels, copies, fills; not GPU annotations or syncs).
+GPU_KINDS = tuple(k for k in EventKind if _core.is_gpu_kind(k))
+GPU_WORK_KINDS = (EventKind.kernel, EventKind.memcpy, EventKind.memset)
+CPU_KINDS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
+             EventKind.runtime, EventKind.driver)
 
+# (table, column) -> its spec: Arrow value type, role, sentinel, unit, description, labels.
+COLUMNS: dict[tuple[str, str], ColumnSpec] = {(c.table, c.name): c
+                                              for c in _core.column_specs()}
 
-class KernelClass(enum.IntEnum):
-    NONE = 0
-    COMP = 1
-    COMM = 2
-    MEM = 3
-    SYNC = 4
-
-
-GPU_KINDS = frozenset({EventKind.kernel, EventKind.memcpy, EventKind.memset,
-                       EventKind.gpu_user_annotation, EventKind.sync})
-
-# Column roles. Anything not listed is a plain number whose missing value is -1 (NaN for
-# floats). Which int32 columns hold string ids is declared once, in the core.
-STRING_COLUMNS = {table: frozenset(cols) for table, cols in _core.string_columns().items() if cols}
-ENUM_COLUMNS = {
-    ("events", "kind"): [k.name for k in EventKind],
-    ("events", "kernel_class"): [c.name for c in KernelClass],
-}
-# Columns where -1 is a real value, not "missing".
-NO_SENTINEL = {"pid", "tid", "ts", "dur", "value", "phase", "binds_enclosing", "scope"}
-
-UNITS = {"ts": "ns", "dur": "ns", "bytes": "B", "memory_bandwidth_gbps": "GB/s",
-         "shared_memory": "B", "total_allocated": "B", "total_reserved": "B"}
-
-DESCRIPTIONS = {
-    ("events", "ts"): "start, ns since the epoch (baseTimeNanoseconds applied)",
-    ("events", "partner"): "row of the linked launch (GPU event) or first GPU event (launch)",
-    ("events", "parent"): "row of the innermost enclosing CPU event on the same thread",
-    ("events", "step"): "profiler step; GPU events take their launch's step",
-    ("events", "pid"): "process id; string ids are -(2**32) - string index (Trace.id_name)",
-    ("flows", "event"): "row in events that this flow endpoint binds to",
-    ("kernel_args", "row"): "row in events",
-    ("op_args", "row"): "row in events",
-    ("comm_args", "row"): "row in events",
-    ("sync_args", "row"): "row in events",
-    ("steps", "row"): "row in events of the ProfilerStep#N event",
-}
-
-STRING_ID_BASE = -(1 << 32)
+# String pids/tids are stored as STRING_ID_BASE - (string index): see Trace.id_name.
+STRING_ID_BASE: int = _core.STRING_ID_BASE
 
 
 def field_metadata(table: str, column: str) -> dict[bytes, bytes] | None:
+    """The Arrow field metadata of one column: its unit and description, where it has them."""
+    spec = COLUMNS[(table, column)]
     meta = {}
-    if column in UNITS:
-        meta[b"unit"] = UNITS[column].encode()
-    desc = DESCRIPTIONS.get((table, column))
-    if desc:
-        meta[b"description"] = desc.encode()
+    if spec.unit:
+        meta[b"unit"] = spec.unit.encode()
+    if spec.description:
+        meta[b"description"] = spec.description.encode()
     return meta or None

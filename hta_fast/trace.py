@@ -13,6 +13,7 @@ from . import _arrow
 from . import interop as _interop
 from . import saved_trace
 from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
+from .raw_columns import RawColumns
 from .schema import STRING_ID_BASE
 
 __all__ = ["Trace", "TraceMeta", "TABLES", "open_saved"]
@@ -20,7 +21,11 @@ __all__ = ["Trace", "TraceMeta", "TABLES", "open_saved"]
 
 @dataclasses.dataclass(frozen=True)
 class TraceMeta:
-    """What the trace header says, normalised across eras and vendors."""
+    """What the trace header says, normalised across eras and vendors.
+
+    The header is parsed once, by the core (csrc/parse/header_fields.h), which needs
+    baseTimeNanoseconds for the timestamps anyway and so gives one answer for duplicated keys
+    and one depth limit; Python only reads the values it hands over."""
 
     path: Optional[str]
     rank: Optional[int]
@@ -32,7 +37,13 @@ class TraceMeta:
     header: dict[str, Any]
 
     @staticmethod
-    def from_header(header: dict[str, Any], path: Optional[str], json_bytes: int) -> "TraceMeta":
+    def from_header(header: dict[str, Any], path: Optional[str], json_bytes: int,
+                    base_time_ns: Optional[int] = None) -> "TraceMeta":
+        """base_time_ns: what the core added to the timestamps (a load's, or a save's record of
+        it); None reads baseTimeNanoseconds from `header` (a header from elsewhere, or a save
+        written before saves recorded it)."""
+        if base_time_ns is None:
+            base_time_ns = int(header.get("baseTimeNanoseconds") or 0)
         dist = header.get("distributedInfo") or {}
         if not isinstance(dist, dict):
             dist = {}
@@ -43,7 +54,7 @@ class TraceMeta:
             path=path,
             rank=int(rank) if isinstance(rank, (int, str)) and str(rank).lstrip("-").isdigit() else None,
             world_size=int(world) if isinstance(world, (int, str)) and str(world).isdigit() else None,
-            base_time_ns=int(header.get("baseTimeNanoseconds") or 0),
+            base_time_ns=base_time_ns,
             devices=devices if isinstance(devices, list) else [],
             distributed=dist,
             json_bytes=json_bytes,
@@ -63,7 +74,7 @@ class Trace(NamedTables):
     stats        what the loader counted and skipped
     """
 
-    def __init__(self, raw: dict[str, Any], meta: TraceMeta, rank: Optional[int] = None):
+    def __init__(self, raw: RawColumns, meta: TraceMeta, rank: Optional[int] = None):
         self._raw = raw
         self.meta = meta
         self.rank = rank if rank is not None else (meta.rank if meta.rank is not None else 0)
@@ -72,18 +83,18 @@ class Trace(NamedTables):
     @cached_property
     def strings(self) -> pa.Array:
         """The string pool: every name, category and string argument, by index."""
-        return _arrow.string_dictionary(self._raw["string_offsets"], self._raw["string_data"])
+        return _arrow.string_dictionary(self._raw.string_offsets, self._raw.string_data)
 
     def _table(self, name: str) -> pa.Table:
-        return _arrow.table(name, self._raw["tables"][name], self.strings)
+        return _arrow.table(name, self._raw.tables[name], self.strings)
 
     def column(self, table: str, name: str) -> np.ndarray:
         """A raw column as numpy, sentinels included (-1 / NaN): for vectorised kernels."""
-        return self._raw["tables"][table][name]
+        return self._raw.tables[table][name]
 
     @cached_property
     def stats(self) -> pa.Table:
-        rows = self._raw["stats"]
+        rows = self._raw.stats
         return pa.table({
             "name": [r[0] for r in rows],
             "severity": [r[1] for r in rows],
@@ -95,7 +106,7 @@ class Trace(NamedTables):
 
     def stat(self, name: str) -> int:
         """The count of one loader statistic (see `stats`)."""
-        for r in self._raw["stats"]:
+        for r in self._raw.stats:
             if r[0] == name:
                 return int(r[3])
         raise KeyError(name)
@@ -153,15 +164,16 @@ class Trace(NamedTables):
     def saved_facts(self) -> dict[str, Any]:
         """What a save keeps beside the columns (see hta_fast.saved_trace)."""
         return {"rank": self.rank, "header": self.meta.header, "json_bytes": self.meta.json_bytes,
-                "path": self.meta.path}
+                "base_time_ns": self.meta.base_time_ns, "path": self.meta.path}
 
     def __repr__(self) -> str:
-        return (f"<Trace rank={self.rank} events={len(self._raw['tables']['events']['ts'])} "
+        return (f"<Trace rank={self.rank} events={len(self._raw.tables['events']['ts'])} "
                 f"path={self.meta.path!r}>")
 
 
 def open_saved(directory: str | os.PathLike) -> Trace:
     """Reads a trace written by Trace.save (tables memory-mapped)."""
     raw, manifest = saved_trace.read(directory)
-    meta = TraceMeta.from_header(manifest["header"], manifest["path"], manifest["json_bytes"])
+    meta = TraceMeta.from_header(manifest["header"], manifest["path"], manifest["json_bytes"],
+                                 manifest.get("base_time_ns"))
     return Trace(raw, meta, manifest.get("rank"))

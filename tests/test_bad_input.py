@@ -12,6 +12,7 @@ import pytest
 
 import hta_fast
 from hta_fast import TraceFormatError
+from hta_fast.errors import ErrorCode
 
 CONFIGS = [dict(chunk_size=0, threads=1), dict(chunk_size=0, threads=2),
            dict(chunk_size=256, threads=1), dict(chunk_size=256, threads=2)]
@@ -302,6 +303,77 @@ def test_bad_strings_raise(name):
             continue
         # kept only if skipped as a bad field
         assert recover and t.events["name"].to_pylist() == ["op0"]
+
+
+# --- the header: parsed once, by the core ---------------------------------------------
+def header_doc(before: bytes = b"", after: bytes = b"") -> bytes:
+    return (b"{" + before + b'"traceEvents":[' + ev_text(0).encode() + b"]" + after + b"}")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_header_nested_too_deep(tmp_path, where):
+    # one parse (the core's), with one depth limit: not a RecursionError in Python
+    deep = b'"x":' + b"[" * 1000 + b"]" * 1000
+    text = header_doc(before=deep + b",") if where == "before" else header_doc(after=b"," + deep)
+    p = tmp_path / "deep.json"
+    p.write_bytes(text)
+    e = load_error(p)
+    assert e.code is ErrorCode.too_deep and e.path == str(p) and str(p) in str(e)
+    assert e.offset is None and "at byte" not in str(e)
+
+
+def test_header_nested_within_the_limit():
+    t = hta_fast.load(header_doc(after=b',"x":' + b"[" * 50 + b"]" * 50))
+    assert t.events["name"].to_pylist() == ["op0"]
+
+
+@pytest.mark.parametrize("header", [
+    (b'"baseTimeNanoseconds":5,', b',"baseTimeNanoseconds":"x"'),
+    (b'"baseTimeNanoseconds":"x",', b',"baseTimeNanoseconds":5'),
+    (b'"baseTimeNanoseconds":5,"baseTimeNanoseconds":[1],', b""),
+])
+def test_duplicated_header_key_with_a_wrong_type(tmp_path, header):
+    # every occurrence is checked, whichever one a dict would keep
+    p = tmp_path / "dup.json"
+    p.write_bytes(header_doc(*header))
+    e = load_error(p)
+    assert e.code is ErrorCode.bad_field and "baseTimeNanoseconds" in e.reason
+    assert str(p) in str(e) and e.offset is None
+
+
+def test_duplicated_header_key_the_last_wins():
+    # as in Python's json: the header dict and the base time added to ts agree
+    t = hta_fast.load(header_doc(b'"baseTimeNanoseconds":5000,', b',"baseTimeNanoseconds":7000'))
+    assert t.meta.header["baseTimeNanoseconds"] == 7000 == t.meta.base_time_ns
+    assert t.events["ts"].to_pylist() == [7000]
+    t = hta_fast.load(header_doc(b'"distributedInfo":{"rank":3},', b',"distributedInfo":"x"'))
+    assert t.meta.header["distributedInfo"] == "x" and t.meta.rank is None
+
+
+# --- error codes --------------------------------------------------------------------
+@pytest.mark.parametrize("text,code", [
+    (b"", ErrorCode.empty), (b"  \n", ErrorCode.empty),
+    (b"hello", ErrorCode.not_json), (b"42", ErrorCode.not_json),
+    (b'{"a": 1}', ErrorCode.not_a_trace), (b"[1, 2]", ErrorCode.not_a_trace),
+    (b'{"traceEvents": 5}', ErrorCode.bad_field),
+    (b'{"traceEvents":[' + ev_text(0).encode(), ErrorCode.truncated),
+    (b'{"traceEvents":[' + ev_text(0, ts="x").encode() + b"]}", ErrorCode.bad_field),
+    (b'{"traceEvents":[' + ev_text(0).encode() + b",,]}", ErrorCode.bad_json),
+    (b'{"traceEvents":[]} x', ErrorCode.bad_json),
+    (gzip.compress(b'{"traceEvents":[]}')[:-6], ErrorCode.truncated),
+    (b"\x1f\x8b" + b"garbage" * 10, ErrorCode.corrupt_stream),
+])
+def test_error_codes(text, code):
+    e = load_error(text)
+    assert e.code is code, (e.code, e.reason)
+
+
+@pytest.mark.parametrize("text", [b'{"a": 1}', b"[1, 2]",
+                                  b'{"traceEvents":[], "baseTimeNanoseconds": "x"}'])
+def test_unknown_offsets_are_none(text):
+    # no single byte is to blame: no "at byte 0" in the message
+    e = load_error(text)
+    assert e.offset is None and "at byte" not in str(e)
 
 
 # --- compressed input ---------------------------------------------------------------

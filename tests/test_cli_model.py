@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.cli import cli
-from hta_fast.model.whatif.what_if import what_if
+from hta_fast.model.whatif.steps import what_if
 
 from test_cli import one_error_line, run_subprocess
 

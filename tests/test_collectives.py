@@ -3,12 +3,12 @@ the real 8-rank DLRM set."""
 from __future__ import annotations
 
 import pytest
+from synthetic_traces import KinetoBuilder, traceset
 
 import hta_fast
 from hta_fast.analysis import collectives as cross
-from hta_fast.loading.summary import collective_of, dtype_of_kernel, summarize
-
-from synthetic_traces import KinetoBuilder, traceset
+from hta_fast.costs.collectives import collective_of, dtype_of_kernel
+from hta_fast.loading.summary import summarize
 
 NELEMS = 1_000_000  # floats: 4 MB a collective
 # Per collective: its kind, each rank's GPU start (µs) and the common end (µs).

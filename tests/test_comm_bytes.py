@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from synthetic_traces import KinetoBuilder
 
 import hta_fast
-from hta_fast.analysis.collectives import bus_factor
+from hta_fast.costs.collectives import bus_factor
 from hta_fast.model.comm.comm_bytes import comm_bytes
-from synthetic_traces import KinetoBuilder
 
 
 def test_allreduce_bytes_and_bus_bandwidth():

@@ -16,8 +16,11 @@ from hta_fast.model.comm.collective_cost import collective_time_factors, fit_col
 from hta_fast.model.graph.dependency_graph import EDGE
 from hta_fast.model.whatif.bandwidth_edit import collective_bandwidth_factors
 from hta_fast.model.comm.collective_links import match_collectives
-from hta_fast.model.whatif.what_if import comm_changes, edited_weights, what_if
-from hta_fast.model.graph.windows import each_window
+from hta_fast.model.whatif.changes import comm_changes
+from hta_fast.model.whatif.edits import Edits
+from hta_fast.model.whatif.steps import what_if
+from hta_fast.model.whatif.weights import edited_weights
+from hta_fast.model.graph.walk import walk
 from hta_fast.frame.select import Selection
 from tests.synthetic_traces import KinetoBuilder
 
@@ -120,9 +123,9 @@ def test_real_trace_each_collective_changes_by_the_model(traces_dir):
     assert len(set(factors.bytes)) < len(factors)  # sizes repeat: the same size, the same factor
     assert notes == ["21 of 21 collectives changed through the fitted cost model"]
     # The graph's comm kernels get those durations.
-    for win in each_window(trace, Selection(steps=[4])):
+    for win in walk(trace, Selection(steps=[4]), chained=False):
         g = win.graph
-        w = edited_weights(g, trace, duration_change=changes[trace.rank])
+        w = edited_weights(g, trace, Edits(), changes[trace.rank])
         gpu_self = np.flatnonzero(g.edge_type == EDGE["gpu_self"])
         ev_rows = g.rows[g.core.src[gpu_self] // 2]
         hit = np.isin(ev_rows, rows)

@@ -11,12 +11,11 @@ import pytest
 import hta_fast
 from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.graph.dependency_graph import EDGE
-from hta_fast.model.whatif.what_if import what_if
-from hta_fast.model.graph.chains import each_chain
-from hta_fast.model.graph.windows import each_window
+from hta_fast.model.whatif.steps import what_if
+from hta_fast.model.graph.walk import walk
 from hta_fast.frame import select
 from tests.conftest import TRACES_DIR
-from tests.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from tests.synthetic_traces import KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 WAKE, HOST = 3.0, 20.0  # the event sync's return after the kernel, the host work after it
@@ -27,8 +26,9 @@ def backlogged_job(kernel_us: float, steps: int = 6, kernels: int = 10,
     """GPU bound, one step behind the host. Each step launches `kernels` kernels 10 µs apart
     (10 µs to reach the GPU, in stream order), records an event after them, then waits on the
     previous step's event (cudaEventSynchronize, returning WAKE µs after that step's last
-    kernel ends) and does HOST µs of host work (plus extra_host[s] in step s). A kernel starts once launched and once the
-    stream is free, so each step's kernels run in the next step's window."""
+    kernel ends) and does HOST µs of host work (plus extra_host[s] in step s). A kernel starts
+    once launched and once the stream is free, so each step's kernels run in the next step's
+    window."""
     b = KinetoBuilder()
     t0, free, prev_record = 0.0, -1.0, None
     last_end: list[float] = []
@@ -66,12 +66,12 @@ def measured_steps(trace: hta_fast.Trace) -> np.ndarray:
 
 def test_each_step_holds_the_previous_steps_kernels_that_run_in_it():
     trace = backlogged_job(400)
-    wins = list(each_window(trace, select.selection_of(None, None, None)))
+    wins = list(walk(trace, select.selection_of(None, None, None), chained=False))
     step_of = trace.column("events", "step")
     assert [int(w.graph.carried.sum()) for w in wins][0] == 0
     for w in wins[1:]:
         carried = w.graph.rows[w.graph.carried]
-        assert len(carried) > 0 and (step_of[carried] == w.step - 1).all()
+        assert len(carried) > 0 and (step_of[carried] == w.steps[0] - 1).all()
     r = replay_steps(trace).to_pandas()
     assert (r.error_pct == 0).all() and (r.gpu_start_error_max == 0).all()
     assert (r.gpu_events == 10).all()  # a step's own kernels, not the carried ones
@@ -108,7 +108,7 @@ def test_each_window_alone_misses_the_hosts_share(factor):
 def _host_longer(trace: hta_fast.Trace, step: int, extra_ns: int) -> tuple[np.ndarray, np.ndarray]:
     """Each step's replayed start and span, as one chain, with step `step`'s host work
     extra_ns longer (its cpu_self edge: no what-if knob edits one step's host)."""
-    (chain,) = each_chain(trace, select.selection_of(None, None, None))
+    (chain,) = walk(trace, select.selection_of(None, None, None))
     g = chain.graph
     names = [trace.strings[int(i)].as_py() for i in trace.column("events", "name")[g.rows]]
     step_of = trace.column("events", "step")[g.rows]
@@ -137,7 +137,7 @@ def test_a_longer_host_in_one_step_pushes_the_next(kernel_us, name):
     else:
         assert (spans - before).tolist() == [0, 0, 0, -300_000, 0, 0]
     # Each window alone cannot show it: the next step's window starts where it was measured.
-    wins = list(each_window(trace, select.selection_of(None, None, None)))
+    wins = list(walk(trace, select.selection_of(None, None, None), chained=False))
     assert [w.graph.window_start for w in wins] == trace.column("steps", "ts").tolist()
 
 
@@ -150,7 +150,7 @@ def _v100_trace() -> hta_fast.Trace:
 
 def test_the_v100_trace_carries_its_backlog_and_no_wait_calibrates_negative():
     trace = _v100_trace()
-    wins = list(each_window(trace, select.selection_of(None, None, None)))
+    wins = list(walk(trace, select.selection_of(None, None, None), chained=False))
     carried = [int(w.graph.carried.sum()) for w in wins]
     # 650-1,130 events of the previous step run in each window but one (33 in step 1012).
     assert sum(c > 600 for c in carried) == 5 and min(carried) > 0, carried
@@ -183,7 +183,7 @@ def test_a_stream_sync_without_its_sync_row_waits_for_the_stream_it_drained():
     b.runtime("cudaStreamSynchronize", 40, 55)
     b.cpu_op("aten::host_work", 100, 50)
     trace = b.load()
-    (w,) = each_window(trace, select.selection_of(None, None, None))
+    (w,) = walk(trace, select.selection_of(None, None, None), chained=False)
     g = w.graph
     kind = trace.column("events", "kind")[g.rows]
     copy = int(np.flatnonzero(kind == hta_fast.schema.EventKind.memcpy)[0])
@@ -205,4 +205,5 @@ def test_selecting_a_step_keeps_what_it_carries():
     two = what_if(trace, name={"gemm": 0.5}, steps=[3, 4]).to_pandas()
     assert two.predicted.tolist()[1] == what_if(trace, name={"gemm": 0.5}).to_pandas(
     ).predicted.tolist()[4]
-    assert replay_steps(trace, steps=[3]).to_pandas().measured.tolist() == every.measured.tolist()[3:4]
+    assert replay_steps(trace, steps=[3]).to_pandas().measured.tolist() == \
+        every.measured.tolist()[3:4]

@@ -1,4 +1,4 @@
-"""Consecutive profiler steps replayed as one chain (hta_fast.model.graph.chains) on random jobs whose
+"""Consecutive profiler steps replayed as one chain (hta_fast.model.graph.walk) on random jobs whose
 GPU runs behind its host (hypothesis): the measured times are made by the rules the graph
 encodes, so the replay must reproduce them, a what-if must land on the job regenerated with the
 change, and the chain must keep the replay's properties step by step."""
@@ -11,12 +11,12 @@ from hypothesis import assume, given, settings, strategies as st
 
 import hta_fast
 from hta_fast.frame import select
-from hta_fast.model.whatif.chain import step_paths
-from hta_fast.model.graph.chains import each_chain
+from hta_fast.model.path.step_paths import step_paths
+from hta_fast.model.graph.walk import walk
 from hta_fast.model.graph.dependency_graph import EDGE
 from hta_fast.model.replay.steps import replay_steps
-from hta_fast.model.whatif.what_if import what_if
-from tests.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from hta_fast.model.whatif.steps import what_if
+from tests.synthetic_traces import KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 LATENCY, WAKE = 10.0, 3.0  # launch to GPU, kernel end to the sync's return (µs)
@@ -70,7 +70,7 @@ jobs = st.integers(2, 5).flatmap(lambda n: st.tuples(
 
 
 def chain_of(trace: hta_fast.Trace):
-    (chain,) = each_chain(trace, select.Selection())
+    (chain,) = walk(trace, select.Selection())
     return chain
 
 
@@ -132,7 +132,7 @@ def test_each_steps_critical_path_spans_the_step(spec, k):
     g = chain.graph
     w = g.weight * k
     t = g.replay(w)
-    for (path, counts), span in zip(step_paths(chain, w, t), chain.spans(t)):
+    for (_, counts), span in zip(step_paths(chain, w, t), chain.spans(t)):
         assert int(counts.sum()) == span
 
 

@@ -13,12 +13,14 @@ from hypothesis import given, settings
 import hta_fast
 from hta_fast.frame import select
 from hta_fast.model.path.critical_path import BOUND_BY, critical_path
-from hta_fast.model.whatif.chain import step_paths
-from hta_fast.model.graph.chains import each_chain
+from hta_fast.model.path.step_paths import step_paths
+from hta_fast.model.graph.walk import walk
 from hta_fast.model.graph.dependency_graph import EDGE, GPU_WORK
 from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.replay.ranks import replay_ranks
-from hta_fast.model.whatif.what_if import edited_weights, what_if
+from hta_fast.model.whatif.edits import Edits
+from hta_fast.model.whatif.steps import what_if
+from hta_fast.model.whatif.weights import edited_weights
 from tests.conftest import TRACES_DIR
 from tests.test_model_carry import backlogged_job
 from tests.test_model_chain import job, jobs
@@ -47,9 +49,9 @@ def test_the_next_steps_path_runs_through_the_carried_kernels_at_their_replayed_
     # step k + 1's path goes back through them (stream order) to where step k + 1 starts, at
     # their replayed times: with the kernels halved, those of the job regenerated so.
     trace, actual = backlogged_job(400), backlogged_job(400 * factor)
-    (chain,) = each_chain(trace, select.Selection())
+    (chain,) = walk(trace, select.Selection())
     g = chain.graph
-    w = edited_weights(g, trace, name={"gemm": factor})
+    w = edited_weights(g, trace, Edits(name={"gemm": factor}))
     times = g.replay(w)
     spans = chain.spans(times)
     assert spans.tolist() == replay_steps(actual).to_pandas().measured.tolist()
@@ -162,7 +164,7 @@ def test_the_overlay_follows_the_chained_path():
     trace = backlogged_job(400)
     doc = critical_path_trace(trace)
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    (chain,) = each_chain(trace, select.Selection())
+    (chain,) = walk(trace, select.Selection())
     g = chain.graph
     assert len(slices) == len(g.rows)  # each event once, with its own step
     assert [e["args"]["step"] for e in slices] == \

@@ -7,6 +7,7 @@ import functools
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -17,8 +18,8 @@ from hta_fast.model.comm.collective_links import match_collectives
 from hta_fast.model.replay.cross_rank import link_windows, replay_together
 from hta_fast.model.graph.dependency_graph import EDGE
 from hta_fast.model.replay.ranks import replay_ranks
-from hta_fast.model.whatif.what_if import what_if
-from hta_fast.model.graph.windows import step_groups
+from hta_fast.model.whatif.steps import what_if
+from hta_fast.model.graph.walk import walk_groups
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder, traceset
 
@@ -114,6 +115,61 @@ def test_four_ranks_two_steps():
     assert predicted.tolist() == steps_of(collective_job(slower, data)).tolist()
 
 
+def _last_comm_end(trace: hta_fast.Trace, step: int) -> int:
+    """The end (ns, the trace's clock) of the step's last communication kernel."""
+    kind_comm = trace.column("events", "kernel_class") == hta_fast.schema.KernelClass.COMM
+    rows = np.flatnonzero(kind_comm & (trace.column("events", "step") == step))
+    return int((trace.column("events", "ts")[rows] + trace.column("events", "dur")[rows]).max())
+
+
+@pytest.mark.parametrize("chained", [True, False])
+def test_the_wait_for_another_rank_counts_from_the_steps_own_start(chained):
+    # 3 ranks × 2 steps; rank 1's GEMMs doubled make it the last to reach every all-reduce.
+    # On the other ranks each step's path begins at its last all-reduce's end, which rank 1
+    # held: the time before it, from the step's own start, is waiting_for_rank, chained as
+    # window by window. The prediction meets the job recorded so (its steps' ts, its
+    # all-reduce ends), so the wait is known by construction there; a chain's second step
+    # starts well after the chain's start, so a wait counted from the chain's start (or a
+    # window's formula applied to a chain) would exceed the step.
+    compute = [[[300, 100], [200]], [[400, 300], [500]], [[350, 120], [250]]]
+    data = [[60, 40], [80]]
+    slower = [[[c * 2 for c in s] if r == 1 else s for s in per] for r, per in enumerate(compute)]
+    actual = collective_job(slower, data)
+    r = what_if(collective_job(compute, data), name={"gemm": 2.0}, edit_ranks=[1],
+                chained=chained).to_pandas()
+    assert r.predicted.tolist() == steps_of(actual).tolist()
+    step_ts = dict(zip(actual[0].column("steps", "step").tolist(),
+                       actual[0].column("steps", "ts").tolist()))
+    for row in r.itertuples():
+        if row.rank == 1:  # the last to arrive waits for no one
+            assert row.waiting_for_rank == 0 and pd.isna(row.held_by)
+            continue
+        waited = _last_comm_end(actual[row.rank], row.step) - step_ts[row.step]
+        assert 0 < waited < row.predicted
+        assert row.waiting_for_rank == pytest.approx(100.0 * waited / row.predicted)
+        assert row.held_by == 1
+
+
+@pytest.mark.parametrize("chained", [True, False])
+def test_a_collective_carried_into_the_next_step_counts_for_the_step_that_launched_it(chained):
+    # Step 0's all-reduce runs past the step's end into step 1's window (50 µs in); step 1
+    # launches one of its own. Each counts once, for its own step, and the replay is exact,
+    # window by window as chained. Step 1's window carries what is left of step 0's
+    # all-reduce: tied to the other rank as if it were all of it (its data time, 110 µs,
+    # on the 50 µs left), it replayed step 1 30 % long, and counted it again.
+    builders = [KinetoBuilder(rank=r, world_size=2) for r in range(2)]
+    for r, b in enumerate(builders):
+        b.step(0, 0, 100)
+        b.kernel(GEMM, 5, 10, 20 + 10 * r)
+        b.nccl("allreduce", 10, 40 + 10 * r, 120 - 10 * r, stream=7)
+        b.step(1, 110, 200)
+        b.nccl("allreduce", 120, 170, 40, stream=7)
+        b.runtime("cudaStreamSynchronize", 130, 85)
+    r = replay_ranks(traceset(builders), chained=chained).to_pandas()
+    assert (r.error_pct == 0).all()
+    assert r.collectives.tolist() == [1, 1, 1, 1]
+
+
 def test_faster_link_shortens_every_rank():
     job = collective_job(BASE, DATA)
     r = what_if(job, kernel_class={"COMM": 0.5}).to_pandas()
@@ -155,7 +211,7 @@ def jobs(draw):
 def joint(ts):
     matched = match_collectives(ts)
     groups = []
-    for group in step_groups(ts, Selection()):
+    for group in walk_groups(ts, Selection(), chained=False):
         linked = link_windows([(w.rank, w.graph) for w in group], matched)
         weights = []
         for lw in linked:

@@ -13,16 +13,14 @@ from hypothesis import given, settings
 import hta_fast
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.frame.select import Selection
-from hta_fast.model.whatif.chain import step_end_nodes
-from hta_fast.model.graph.chains import chain_groups
+from hta_fast.model.graph.walk import walk_groups
 from hta_fast.model.comm.collective_links import match_collectives
 from hta_fast.model.replay.cross_rank import measured_weights
 from hta_fast.model.replay.cross_rank import link_windows, replay_together
 from hta_fast.model.path.across_ranks import Jump, path_across_ranks
 from hta_fast.model.path.across_ranks_rows import SHARES
 from hta_fast.model.replay.ranks import replay_ranks
-from hta_fast.model.whatif.what_if import what_if
-from hta_fast.model.graph.windows import step_groups
+from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder, traceset
 from tests.test_model_cross_rank import GEMM, collective_job, jobs
@@ -197,28 +195,21 @@ def joint_paths(ts: hta_fast.TraceSet, comm_factor: int = 1, chained: bool = Fal
     scaled by comm_factor."""
     matched = match_collectives(ts)
     out = []
-    if chained:
-        for chains in chain_groups(ts, Selection()):
-            linked = link_windows([(c.rank, c.graph) for c in chains], matched)
-            weights, after = _slower(linked, comm_factor)
-            together = replay_together(linked, weights, after)
-            nodes = [step_end_nodes(c, t) for c, t in zip(chains, together.times)]
-            begins = [c.step_starts(t) for c, t in zip(chains, together.times)]
-            for k in range(len(chains[0].step)):
-                end_nodes = [int(n[k]) for n in nodes]
-                stop_at = [int(b[k]) for b in begins]
-                path = path_across_ranks(linked, weights, together, end_nodes, stop_at)
-                clock = np.array([lw.graph.window_start for lw in linked])
-                ends = clock + np.array([int(t[n]) for t, n in zip(together.times, end_nodes)])
-                out.append((linked, together, path, ends, clock + np.array(stop_at)))
-        return out
-    for group in step_groups(ts, Selection()):
-        linked = link_windows([(w.rank, w.graph) for w in group], matched)
+    for chains in walk_groups(ts, Selection(), chained):
+        linked = link_windows([(c.rank, c.graph) for c in chains], matched)
         weights, after = _slower(linked, comm_factor)
         together = replay_together(linked, weights, after)
-        clock = np.array([lw.graph.window_start for lw in linked])
-        ends = clock + np.array([int(t.max()) for t in together.times])
-        out.append((linked, together, path_across_ranks(linked, weights, together), ends, clock))
+        nodes = [c.end_nodes(t) for c, t in zip(chains, together.times)]
+        begins = [c.step_starts(t) for c, t in zip(chains, together.times)]
+        stops = [c.path_stops(t) for c, t in zip(chains, together.times)]
+        for k in range(len(chains[0].steps)):
+            end_nodes = [int(n[k]) for n in nodes]
+            starts = [int(b[k]) for b in begins]
+            path = path_across_ranks(linked, weights, together, end_nodes, starts,
+                                     [int(s[k]) for s in stops])
+            clock = np.array([lw.graph.window_start for lw in linked])
+            ends = clock + np.array([int(t[n]) for t, n in zip(together.times, end_nodes)])
+            out.append((linked, together, path, ends, clock + np.array(starts)))
     return out
 
 

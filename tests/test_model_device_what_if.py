@@ -11,7 +11,7 @@ import pytest
 
 import hta_fast
 from hta_fast.model.replay.steps import replay_steps
-from hta_fast.model.whatif.what_if import what_if
+from hta_fast.model.whatif.steps import what_if
 from op_traces import OpTraceBuilder
 from tests.conftest import TRACES_DIR
 

@@ -117,9 +117,10 @@ def test_synchronous_copy_waits_for_its_own_copy():
 
 def test_bad_columns_are_one_line_errors():
     with pytest.raises(ValueError, match="dur must be one-dimensional with 2 rows"):
-        _core.graph.build(np.zeros(2, np.int64), np.zeros(3, np.int64), *[np.zeros(2, np.int64)] * 1,
-                          np.zeros(2, np.uint8), *[np.full(2, -1, np.int64)] * 3,
-                          np.zeros(2, np.uint8), *[np.full(2, -1, np.int64)] * 3, 0)
+        _core.graph.build(np.zeros(2, np.int64), np.zeros(3, np.int64),
+                          *[np.zeros(2, np.int64)] * 1, np.zeros(2, np.uint8),
+                          *[np.full(2, -1, np.int64)] * 3, np.zeros(2, np.uint8),
+                          *[np.full(2, -1, np.int64)] * 3, 0)
     with pytest.raises(ValueError, match="points past the events"):
         build([dict(ts=0, dur=1, lane=0, parent=7)])
 

@@ -12,7 +12,8 @@ import pytest
 
 import hta_fast
 from hta_fast.model.replay.steps import replay_steps
-from hta_fast.model.whatif.what_if import what_if
+from hta_fast.model.whatif.edits import Edits
+from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder
 
@@ -107,6 +108,42 @@ def test_bad_edits_are_clear_errors():
         what_if(control(), name={"(": 0.5})
     with pytest.raises(ValueError, match="factors must be numbers >= 0"):
         what_if(control(), cpu=-1.0)
+
+
+@pytest.mark.parametrize("edits, message", [
+    (dict(cpu=-1.0), r"Edits\.cpu: what-if factors must be numbers >= 0"),
+    (dict(cpu=float("inf")), r"Edits\.cpu: what-if factors must be numbers >= 0"),
+    (dict(kernel_class={"COMP": "fast"}), r"Edits\.kernel_class\['COMP'\]: what-if factors"),
+    (dict(kernel_class={"GEMM": 0.5}), r"Edits\.kernel_class: unknown kernel class 'GEMM'"),
+    (dict(name={"(": 0.5}), r"Edits\.name: bad name pattern '\('"),
+    (dict(category=[("kernel", 0.5)]), r"Edits\.category: expected a mapping"),
+    (dict(zero_launch_overhead="yes"), r"Edits\.zero_launch_overhead: expected True or False"),
+    (dict(collective_bandwidth=-2.0), r"Edits\.collective_bandwidth: .*positive number"),
+    (dict(collective_bandwidth=2.0, collective_busbw_gbps=10.0),
+     r"Edits\.collective_bandwidth / collective_busbw_gbps: .*one of a scale"),
+    (dict(device=3), r"Edits\.device: a device table key or name"),
+    (dict(allow_tf32="sometimes"), r"Edits\.allow_tf32: True, False or 'auto'"),
+    (dict(duration_change={0: ([1, 2], [5.0])}), r"Edits\.duration_change: rank 0"),
+])
+def test_edits_are_checked_once_when_made(edits, message):
+    with pytest.raises(ValueError, match=message):
+        Edits(**edits)
+
+
+def test_edits_and_keywords_are_one_spelling():
+    job = sync_bound_job(400, 2000)
+    edits = Edits(name={"gemm": 0.5}, cpu=0.8, zero_launch_overhead=True)
+    by_value = what_if(job, edits).table
+    assert by_value.equals(what_if(job, name={"gemm": 0.5}, cpu=0.8,
+                                   zero_launch_overhead=True).table)
+    # Keywords next to an Edits replace those fields.
+    assert what_if(job, Edits(cpu=0.8, zero_launch_overhead=True), name={"gemm": 0.5}).table \
+        .equals(by_value)
+    assert edits.edit_ranks is None and Edits(edit_ranks=[3, 1, 3]).edit_ranks == (1, 3)
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        what_if(job, gemm=0.5)
+    with pytest.raises(AttributeError):
+        edits.cpu = 0.5  # type: ignore[misc]
 
 
 def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():

@@ -1,32 +1,42 @@
-// hta_fast._core.load_file / load_bytes: read, link, and return the columns as numpy arrays.
+// hta_fast._core.load_file / load_bytes: read, link, and return a LoadedTrace: the columns as
+// numpy arrays plus the header, parsed once, here (parse/header_fields.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
+#include "bind/json_value.h"
 #include "bind/numpy_owner.h"
+#include "bind/py_text.h"
 #include "io/byte_source.h"
-#include "io/format_error.h"
 #include "parse/header_fields.h"
 #include "parse/trace_reader.h"
 #include "trace/link_pass.h"
 
 namespace py = pybind11;
+using hta::bind::safe_str;
 using hta::bind::to_numpy;
 
 namespace {
 
-// Text from the input (snippets, messages) may be invalid UTF-8: never fail on it.
-py::str safe_str(const std::string& s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
-  if (!o) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(o);
-}
+// What one load hands to Python; the fields are read-only (hta_fast/_core.pyi declares them).
+struct LoadedTrace {
+  py::dict tables;            // table -> column -> numpy array (sentinels: ColumnSpec)
+  py::array string_offsets;   // int64, Arrow large_string offsets of the string pool
+  py::array string_data;      // uint8
+  py::dict header;            // the top-level members other than traceEvents
+  int64_t base_time_ns = 0;   // added to every timestamp
+  uint64_t json_bytes = 0;    // decompressed size
+  bool array_format = false;  // the file was a bare array of events
+  py::list stats;             // (name, severity, description, count, [(offset, text)])
+  py::dict timings;           // seconds per stage
+};
 
 // Chunk buffers and link-pass scratch, once freed, may sit in malloc's heap and still count
 // as resident memory: hand them back to the system before the next stage grows.
@@ -36,37 +46,41 @@ void release_free_memory() {
 #endif
 }
 
-py::dict to_python(hta::ReadResult& r) {
-  py::dict tables;
+py::list stats_of(const hta::LoadStats& s) {
+  py::list stats;
+  for (size_t i = 0; i < hta::kNumStats; ++i) {
+    const auto stat = static_cast<hta::Stat>(i);
+    const auto& info = hta::stat_info(stat);
+    py::list examples;
+    for (const auto& ex : s.examples(stat)) {
+      examples.append(py::make_tuple(ex.offset, safe_str(ex.text)));
+    }
+    stats.append(
+        py::make_tuple(info.name, info.severity, info.description, s.count(stat), examples));
+  }
+  return stats;
+}
+
+LoadedTrace to_python(hta::ReadResult& r, const hta::TraceHeader& header) {
+  LoadedTrace out;
   r.columns.for_each_table([&](const char* name, auto& table) {
     py::dict cols;
     table.for_each_column([&](const char* col, auto& v) { cols[col] = to_numpy(std::move(v)); });
-    tables[name] = cols;
+    out.tables[name] = cols;
   });
-  py::list stats;
-  for (size_t i = 0; i < hta::kNumStats; ++i) {
-    const auto s = static_cast<hta::Stat>(i);
-    const auto& info = hta::stat_info(s);
-    py::list examples;
-    for (const auto& ex : r.columns.stats.examples(s)) examples.append(py::make_tuple(ex.offset, safe_str(ex.text)));
-    stats.append(py::make_tuple(info.name, info.severity, info.description, r.columns.stats.count(s), examples));
-  }
+  out.stats = stats_of(r.columns.stats);
   std::vector<char> chars = std::move(r.columns.strings.data());
   std::vector<uint8_t> data(chars.begin(), chars.end());
-  py::dict out;
-  out["tables"] = tables;
-  out["string_offsets"] = to_numpy(std::move(r.columns.strings.offsets()));
-  out["string_data"] = to_numpy(std::move(data));
-  out["header_json"] = py::bytes(r.header_json);
-  out["json_bytes"] = r.json_bytes;
-  out["array_format"] = r.array_format;
-  out["stats"] = stats;
-  py::dict timings;
-  timings["read_s"] = r.read_seconds;
-  timings["parse_s"] = r.parse_seconds;
-  timings["merge_s"] = r.merge_seconds;
-  timings["link_s"] = r.link_seconds;
-  out["timings"] = timings;
+  out.string_offsets = to_numpy(std::move(r.columns.strings.offsets()));
+  out.string_data = to_numpy(std::move(data));
+  out.header = py::reinterpret_borrow<py::dict>(hta::bind::to_python(header.root()));
+  out.base_time_ns = header.base_time_ns();
+  out.json_bytes = r.json_bytes;
+  out.array_format = r.array_format;
+  out.timings["read_s"] = r.read_seconds;
+  out.timings["parse_s"] = r.parse_seconds;
+  out.timings["merge_s"] = r.merge_seconds;
+  out.timings["link_s"] = r.link_seconds;
   return out;
 }
 
@@ -77,77 +91,67 @@ struct LoadArgs {
   std::vector<std::pair<std::string, int>> kernel_class_rules;
 };
 
-py::dict load(hta::ByteSource& source, const LoadArgs& args) {
+LoadedTrace load(hta::ByteSource& source, const LoadArgs& args) {
   hta::ReadOptions options;
   options.threads = args.threads;
   options.parse.recover = args.recover;
   if (args.chunk_size > 0) options.chunk_size = args.chunk_size;
   hta::ReadResult result;
+  std::optional<hta::TraceHeader> header;
   {
     py::gil_scoped_release release;
     const auto t0 = std::chrono::steady_clock::now();
     hta::read_trace(source, options, result);
     release_free_memory();
     const auto t1 = std::chrono::steady_clock::now();
+    header.emplace(result.header_json);
     hta::LinkOptions link;
     link.kernel_class_rules = args.kernel_class_rules;
-    link.base_time_ns = hta::base_time_ns(result.header_json);
-    link.threads = args.threads > 0 ? args.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    link.base_time_ns = header->base_time_ns();
+    link.threads = args.threads > 0
+                       ? args.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     hta::link_trace(result.columns, link);
     release_free_memory();
     const auto t2 = std::chrono::steady_clock::now();
     result.read_seconds = std::chrono::duration<double>(t1 - t0).count();
     result.link_seconds = std::chrono::duration<double>(t2 - t1).count();
   }
-  return to_python(result);
+  return to_python(result, *header);
 }
+
+using Rules = std::vector<std::pair<std::string, int>>;
 
 }  // namespace
 
-// table -> names of its columns that hold string ids: the schema reads this list.
-py::dict string_columns() {
-  py::dict out;
-  hta::TraceColumns columns;
-  columns.for_each_table([&](const char* table, auto& t) {
-    py::list names;
-    t.for_each_column([&](const char* col, auto&) {
-      if (hta::is_string_column(table, col)) names.append(col);
-    });
-    out[table] = names;
-  });
-  return out;
-}
-
 void register_loader(py::module_& m) {
-  m.def("string_columns", &string_columns);
-  static py::exception<hta::FormatError> format_error(m, "FormatError", PyExc_ValueError);
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const hta::FormatError& e) {
-      py::tuple args = py::make_tuple(safe_str(e.what()), e.offset());
-      PyErr_SetObject(format_error.ptr(), args.ptr());
-    }
-  });
+  py::class_<LoadedTrace>(m, "LoadedTrace", "One trace as the core loaded it (read-only fields).")
+      .def_readonly("tables", &LoadedTrace::tables)
+      .def_readonly("string_offsets", &LoadedTrace::string_offsets)
+      .def_readonly("string_data", &LoadedTrace::string_data)
+      .def_readonly("header", &LoadedTrace::header)
+      .def_readonly("base_time_ns", &LoadedTrace::base_time_ns)
+      .def_readonly("json_bytes", &LoadedTrace::json_bytes)
+      .def_readonly("array_format", &LoadedTrace::array_format)
+      .def_readonly("stats", &LoadedTrace::stats)
+      .def_readonly("timings", &LoadedTrace::timings);
 
   m.def(
       "load_file",
-      [](const std::string& path, int threads, bool recover, size_t chunk_size,
-         std::vector<std::pair<std::string, int>> rules) {
+      [](const std::string& path, int threads, bool recover, size_t chunk_size, Rules rules) {
         auto source = hta::open_file(path);
         return load(*source, {threads, recover, chunk_size, std::move(rules)});
       },
       py::arg("path"), py::arg("threads") = 0, py::arg("recover") = false,
-      py::arg("chunk_size") = 0, py::arg("kernel_class_rules") = std::vector<std::pair<std::string, int>>{});
+      py::arg("chunk_size") = 0, py::arg("kernel_class_rules") = Rules{});
   m.def(
       "load_bytes",
-      [](py::buffer data, int threads, bool recover, size_t chunk_size,
-         std::vector<std::pair<std::string, int>> rules) {
+      [](py::buffer data, int threads, bool recover, size_t chunk_size, Rules rules) {
         py::buffer_info info = data.request();
-        auto source = hta::open_memory(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize));
+        auto source = hta::open_memory(static_cast<const char*>(info.ptr),
+                                       static_cast<size_t>(info.size * info.itemsize));
         return load(*source, {threads, recover, chunk_size, std::move(rules)});
       },
       py::arg("data"), py::arg("threads") = 0, py::arg("recover") = false,
-      py::arg("chunk_size") = 0, py::arg("kernel_class_rules") = std::vector<std::pair<std::string, int>>{});
+      py::arg("chunk_size") = 0, py::arg("kernel_class_rules") = Rules{});
 }

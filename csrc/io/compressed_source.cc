@@ -36,7 +36,7 @@ namespace {
 }
 
 [[noreturn]] void corrupt(uint64_t offset, const std::string& what) {
-  throw FormatError(offset, "corrupt compressed stream at compressed byte " +
+  throw FormatError(ErrorCode::kCorruptStream, offset, "corrupt compressed stream at compressed byte " +
                                 std::to_string(offset) + ": " + what);
 }
 
@@ -207,7 +207,7 @@ std::unique_ptr<ByteSource> make_zstd_source(std::unique_ptr<ByteSource> compres
   return std::make_unique<ZstdSource>(std::move(compressed));
 #else
   (void)compressed;
-  throw FormatError(0, "zstd-compressed input, but this build has no zstd support");
+  throw FormatError(ErrorCode::kUnsupported, std::nullopt, "zstd-compressed input, but this build has no zstd support");
 #endif
 }
 

@@ -1,26 +1,49 @@
-// The one error a broken input raises: what is wrong and where (a byte offset in the
-// decompressed JSON text, or in the compressed file for a corrupt stream).
+// The one error a broken input raises: what kind of fault (a code the Python side tests),
+// where (a byte offset in the decompressed JSON text, or in the compressed file for a
+// corrupt stream; none when no single byte is to blame) and a message for people.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 namespace hta {
 
+// X(enumerator, Python name, description). Declared once here: the binding exposes the
+// list as hta_fast.ErrorCode. Append only; a code's meaning never changes.
+#define HTA_ERROR_CODES(X)                                                                \
+  X(kEmpty, empty, "the input holds no JSON (empty, or only whitespace)")                 \
+  X(kNotJson, not_json, "the input does not start a JSON object or array")                \
+  X(kNotATrace, not_a_trace, "JSON, but not a trace (no traceEvents array, no events)")   \
+  X(kBadJson, bad_json, "broken JSON (syntax, encoding) inside the trace")                \
+  X(kBadField, bad_field, "a value of the wrong type or beyond its range")                \
+  X(kTruncated, truncated, "the input ends early (the writer was interrupted)")           \
+  X(kCorruptStream, corrupt_stream, "corrupt gzip/zstd data")                             \
+  X(kUnsupported, unsupported, "an encoding this build cannot read")                      \
+  X(kTooDeep, too_deep, "values nested deeper than the loader accepts")                   \
+  X(kTooLarge, too_large, "more events than one trace can hold")
+
+#define HTA_ERROR_ENUMERATOR(id, name, description) id,
+enum class ErrorCode : uint8_t { HTA_ERROR_CODES(HTA_ERROR_ENUMERATOR) };
+#undef HTA_ERROR_ENUMERATOR
+
 class FormatError : public std::runtime_error {
  public:
-  FormatError(uint64_t offset, const std::string& message)
-      : std::runtime_error(message), offset_(offset) {}
-  uint64_t offset() const { return offset_; }
+  FormatError(ErrorCode code, std::optional<uint64_t> offset, const std::string& message)
+      : std::runtime_error(message), code_(code), offset_(offset) {}
+  ErrorCode code() const { return code_; }
+  std::optional<uint64_t> offset() const { return offset_; }
 
  private:
-  uint64_t offset_;
+  ErrorCode code_;
+  std::optional<uint64_t> offset_;
 };
 
 // A compressed stream that ends before its end marker (the writer was interrupted).
 class TruncatedInput : public FormatError {
  public:
-  using FormatError::FormatError;
+  TruncatedInput(uint64_t offset, const std::string& message)
+      : FormatError(ErrorCode::kTruncated, offset, message) {}
 };
 
 }  // namespace hta

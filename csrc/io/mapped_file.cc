@@ -4,13 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <system_error>
+
+#include "io/file_error.h"
 
 namespace hta {
 
 MappedFile::MappedFile(int fd, uint64_t size) : size_(size) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  if (p == MAP_FAILED) throw FileError(errno, "");
   data_ = static_cast<char*>(p);
   ::madvise(data_, size_, MADV_SEQUENTIAL);
 }

@@ -10,7 +10,7 @@ namespace hta {
 
 class MappedFile {
  public:
-  // Maps `size` bytes of an open file descriptor; throws std::system_error on failure.
+  // Maps `size` bytes of an open file descriptor; throws FileError on failure.
   MappedFile(int fd, uint64_t size);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

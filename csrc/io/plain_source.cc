@@ -7,15 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
-#include "io/format_error.h"
+#include "io/file_error.h"
 
 namespace hta {
 
 FileSource::FileSource(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), path);
+  if (fd_ < 0) throw FileError(errno, path);
   struct stat st;
   if (::fstat(fd_, &st) == 0) size_ = static_cast<uint64_t>(st.st_size);
 #ifdef POSIX_FADV_SEQUENTIAL
@@ -33,7 +32,7 @@ size_t FileSource::read(char* dst, size_t n) {
     ssize_t r = ::read(fd_, dst + done, n - done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), path_);
+      throw FileError(errno, path_);
     }
     if (r == 0) break;
     done += static_cast<size_t>(r);
@@ -43,7 +42,7 @@ size_t FileSource::read(char* dst, size_t n) {
 }
 
 void FileSource::rewind() {
-  if (::lseek(fd_, 0, SEEK_SET) < 0) throw std::system_error(errno, std::generic_category(), path_);
+  if (::lseek(fd_, 0, SEEK_SET) < 0) throw FileError(errno, path_);
   pos_ = 0;
 }
 
@@ -54,7 +53,7 @@ std::unique_ptr<MappedFile> FileSource::map() {
 
 void FileSource::seek(uint64_t offset) {
   if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
-    throw std::system_error(errno, std::generic_category(), path_);
+    throw FileError(errno, path_);
   }
   pos_ = offset;
 }

@@ -1,11 +1,38 @@
-// The few header fields the core itself needs; the rest of the header is read in Python.
+// The trace header (the top-level members other than traceEvents), parsed once, here. The
+// core reads baseTimeNanoseconds from it for the timestamps, and the binding hands the whole
+// value to Python (TraceMeta), which never parses the text again: one parser gives one answer
+// for a duplicated key (the last one wins, as in Python's json) and one depth limit.
 #pragma once
+#include <simdjson.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace hta {
 
-// baseTimeNanoseconds (an epoch time above 2^53, so read as an integer), or 0.
-int64_t base_time_ns(const std::string& header_json);
+// Deeper headers are refused (too_deep): real ones nest a handful of levels, and Python code
+// that walks the header (json.dumps in Trace.save, repr) recurses once per level.
+constexpr size_t kMaxHeaderDepth = 64;
+
+class TraceHeader {
+ public:
+  // Throws FormatError when the text is not a JSON object within kMaxHeaderDepth, or when a
+  // baseTimeNanoseconds (any occurrence of the key) is not an int64.
+  explicit TraceHeader(const std::string& json);
+  // root() points into the parser: neither may move.
+  TraceHeader(const TraceHeader&) = delete;
+  TraceHeader& operator=(const TraceHeader&) = delete;
+
+  // The header object, valid as long as this TraceHeader.
+  simdjson::dom::element root() const { return root_; }
+  // baseTimeNanoseconds (an epoch time above 2^53, so read as an integer), or 0.
+  int64_t base_time_ns() const { return base_time_ns_; }
+
+ private:
+  simdjson::dom::parser parser_;
+  simdjson::dom::element root_;
+  int64_t base_time_ns_ = 0;
+};
 
 }  // namespace hta

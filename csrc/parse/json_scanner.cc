@@ -44,8 +44,8 @@ JsonScanner JsonScanner::inside_events(bool object_format) {
   return s;
 }
 
-void JsonScanner::fail(uint64_t offset, const std::string& what) const {
-  throw FormatError(offset, what);
+void JsonScanner::fail(uint64_t offset, const std::string& what, ErrorCode code) const {
+  throw FormatError(code, offset, what);
 }
 
 size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
@@ -88,13 +88,14 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
           stop = Stop::kEventsBegin;
           return i + 1;
         } else {
-          fail(base + i, "not a JSON trace: expected '{' or '[' but found " + describe_byte(c));
+          fail(base + i, "not a JSON trace: expected '{' or '[' but found " + describe_byte(c),
+               ErrorCode::kNotJson);
         }
         break;
       case Phase::kHeader:
         if (after_events_key_) {
           after_events_key_ = false;
-          if (c != '[') fail(base + i, "traceEvents is not an array");
+          if (c != '[') fail(base + i, "traceEvents is not an array", ErrorCode::kBadField);
           phase_ = Phase::kEvents;
           depth_ = events_depth_ = 2;
           stop = Stop::kEventsBegin;

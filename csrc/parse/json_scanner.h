@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "io/format_error.h"
+
 namespace hta {
 
 // The last `}` ws* `,` ws* `{` in [p, p+n): sets `end` just past the `}` and `next` at the
@@ -41,7 +43,8 @@ class JsonScanner {
   size_t last_complete_end() const { return last_complete_end_; }
 
  private:
-  [[noreturn]] void fail(uint64_t offset, const std::string& what) const;
+  [[noreturn]] void fail(uint64_t offset, const std::string& what,
+                         ErrorCode code = ErrorCode::kBadJson) const;
 
   Phase phase_ = Phase::kStart;
   int depth_ = 0;

@@ -71,9 +71,10 @@ class Reader {
 };
 
 [[noreturn]] void Reader::truncated(uint64_t at) const {
-  throw FormatError(at, "the file ends inside the traceEvents array at byte " + std::to_string(at) +
-                            " (the profiler may have stopped while writing); pass recover=True "
-                            "to keep the complete events before the cut");
+  throw FormatError(ErrorCode::kTruncated, at,
+                    "the file ends inside the traceEvents array at byte " + std::to_string(at) +
+                        " (the profiler may have stopped while writing); pass recover=True "
+                        "to keep the complete events before the cut");
 }
 
 void Reader::read_header_prefix() {
@@ -83,14 +84,15 @@ void Reader::read_header_prefix() {
     const size_t n = fill(buf, 0, 1 << 16);
     const uint64_t base = total_ - n;
     if (n == 0) {
-      if (base == 0) throw FormatError(0, "empty file");
+      if (base == 0) throw FormatError(ErrorCode::kEmpty, 0, "empty file");
       if (scanner_.phase() == JsonScanner::Phase::kStart) {
-        throw FormatError(0, "no JSON in the file: it holds only whitespace");
+        throw FormatError(ErrorCode::kEmpty, base, "no JSON in the file: it holds only whitespace");
       }
       if (scanner_.phase() == JsonScanner::Phase::kDone) {
-        throw FormatError(0, "not a trace: the JSON object has no traceEvents array");
+        throw FormatError(ErrorCode::kNotATrace, std::nullopt,
+                          "not a trace: the JSON object has no traceEvents array");
       }
-      throw FormatError(base, "the file ends inside the trace header");
+      throw FormatError(ErrorCode::kTruncated, base, "the file ends inside the trace header");
     }
     JsonScanner::Stop stop;
     const size_t used = scanner_.scan(buf.data(), n, base, stop);
@@ -229,7 +231,8 @@ void Reader::read_suffix(std::string_view rest, uint64_t base) {
     suffix_.append(buf.data(), n);
   }
   if (scanner_.phase() != JsonScanner::Phase::kDone) {
-    throw FormatError(total_, "the file ends inside the trace header after traceEvents");
+    throw FormatError(ErrorCode::kTruncated, total_,
+                      "the file ends inside the trace header after traceEvents");
   }
 }
 
@@ -256,14 +259,16 @@ void Reader::run() {
     result_.merge_seconds = pipeline.merge_seconds();
     if (err.failed) {
       if (!exact_ && !err.field_error) throw SplitFailed{};
-      throw FormatError(err.offset, err.message);
+      throw FormatError(err.field_error ? ErrorCode::kBadField : ErrorCode::kBadJson, err.offset,
+                        err.message);
     }
   }
   result_.json_bytes = total_;
   const auto& st = result_.columns.stats;
   if (result_.array_format && st.count(Stat::non_object_event) > 0 && result_.columns.events.size() == 0 &&
       result_.columns.meta.size() == 0 && result_.columns.flows.size() == 0) {
-    throw FormatError(0, "not a trace: a JSON array whose entries are not event objects");
+    throw FormatError(ErrorCode::kNotATrace, std::nullopt,
+                      "not a trace: a JSON array whose entries are not event objects");
   }
   // Header: the members before and after the array, joined into one object.
   if (result_.array_format) {

@@ -1,48 +1,52 @@
 // What an event is (from its category) and, for GPU events, what class of work it does.
-// Values are part of the Arrow schema (hta_fast/schema.py names them); append only.
+// Declared once here: the names are the Python enums' (hta_fast.EventKind and KernelClass,
+// built by the binding) and the labels of the Arrow dictionary columns. Append only.
 #pragma once
 #include <cstdint>
-#include <regex>
-#include <string>
 #include <string_view>
-#include <vector>
+
+#include "trace/column_spec.h"
 
 namespace hta {
 
-enum class EventKind : uint8_t {
-  kOther = 0,
-  kCpuOp = 1,
-  kUserAnnotation = 2,
-  kPythonFunction = 3,
-  kRuntime = 4,
-  kDriver = 5,
-  kKernel = 6,
-  kMemcpy = 7,
-  kMemset = 8,
-  kGpuUserAnnotation = 9,
-  kSync = 10,
-};
+// X(enumerator, Python name, value)
+#define HTA_EVENT_KINDS(X)                                                                \
+  X(kOther, other, 0)                                                                     \
+  X(kCpuOp, cpu_op, 1)                                                                    \
+  X(kUserAnnotation, user_annotation, 2)                                                  \
+  X(kPythonFunction, python_function, 3)                                                  \
+  X(kRuntime, runtime, 4)                                                                 \
+  X(kDriver, driver, 5)                                                                   \
+  X(kKernel, kernel, 6)                                                                   \
+  X(kMemcpy, memcpy, 7)                                                                   \
+  X(kMemset, memset, 8)                                                                   \
+  X(kGpuUserAnnotation, gpu_user_annotation, 9)                                           \
+  X(kSync, sync, 10)
 
-enum class KernelClass : uint8_t { kNone = 0, kComp = 1, kComm = 2, kMem = 3, kSync = 4 };
+#define HTA_KERNEL_CLASSES(X)                                                             \
+  X(kNone, NONE, 0)                                                                       \
+  X(kComp, COMP, 1)                                                                       \
+  X(kComm, COMM, 2)                                                                       \
+  X(kMem, MEM, 3)                                                                         \
+  X(kSync, SYNC, 4)
+
+#define HTA_ENUMERATOR(id, name, value) id = value,
+#define HTA_ENUM_LABEL(id, name, value) {value, #name},
+enum class EventKind : uint8_t { HTA_EVENT_KINDS(HTA_ENUMERATOR) };
+enum class KernelClass : uint8_t { HTA_KERNEL_CLASSES(HTA_ENUMERATOR) };
+constexpr EnumLabel kEventKindLabels[] = {HTA_EVENT_KINDS(HTA_ENUM_LABEL)};
+constexpr EnumLabel kKernelClassLabels[] = {HTA_KERNEL_CLASSES(HTA_ENUM_LABEL)};
+#undef HTA_ENUM_LABEL
+#undef HTA_ENUMERATOR
 
 // Category -> kind, across eras and vendors (legacy capitalised names, HIP calls labelled
 // cuda_runtime, MTIA runtime).
 EventKind kind_of_category(std::string_view cat);
 
-inline bool is_gpu_kind(EventKind k) {
+// The one definition of "GPU work" (hta_fast.schema.GPU_KINDS reads it through the binding).
+constexpr bool is_gpu_kind(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset ||
          k == EventKind::kGpuUserAnnotation || k == EventKind::kSync;
 }
-
-// Kernel name -> class. User rules (regex searched in the name) are tried first, then the
-// built-in ones; a kernel no rule matches is compute.
-class KernelClassifier {
- public:
-  explicit KernelClassifier(const std::vector<std::pair<std::string, int>>& user_rules);
-  KernelClass classify(EventKind kind, std::string_view name) const;
-
- private:
-  std::vector<std::pair<std::regex, KernelClass>> rules_;
-};
 
 }  // namespace hta

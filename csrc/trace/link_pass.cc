@@ -10,6 +10,7 @@
 
 #include "io/format_error.h"
 #include "trace/event_kind.h"
+#include "trace/kernel_classifier.h"
 #include "trace/thread_order.h"
 
 namespace hta {
@@ -23,7 +24,10 @@ void shift_times(TraceColumns& t, int64_t base) {
   for (auto* col : {&t.events.ts, &t.flows.ts, &t.counters.ts, &t.instants.ts}) {
     for (int64_t& v : *col) overflow |= __builtin_add_overflow(v, base, &v);
   }
-  if (overflow) throw FormatError(0, "timestamps beyond int64 nanoseconds after adding baseTimeNanoseconds");
+  if (overflow) {
+    throw FormatError(ErrorCode::kBadField, std::nullopt,
+                      "timestamps beyond int64 nanoseconds after adding baseTimeNanoseconds");
+  }
 }
 
 void assign_kinds(TraceColumns& t, const LinkOptions& options) {

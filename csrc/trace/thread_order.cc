@@ -55,7 +55,9 @@ void sort_run(const EventTable& e, uint32_t* rows, size_t n, std::vector<SortKey
 
 ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   const size_t n = e.size();
-  if (n > UINT32_MAX) throw FormatError(0, "more than 2^32 events in one trace");
+  if (n > UINT32_MAX) {
+    throw FormatError(ErrorCode::kTooLarge, std::nullopt, "more than 2^32 events in one trace");
+  }
   // Group ids in order of first appearance; consecutive events usually share a thread.
   std::vector<uint32_t> group(n);
   std::vector<size_t> counts;

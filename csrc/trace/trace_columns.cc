@@ -2,31 +2,27 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace hta {
 
-// Which columns hold StringPool ids; named once here, for the merge and (through the
-// binding) for the Arrow schema.
-bool is_string_column(std::string_view table, std::string_view col) {
-  if (col == "name" || col == "cat" || col == "series") return true;
-  if (table == "meta") return col == "value";
-  if (table == "op_args") {
-    return col == "input_dims" || col == "input_type" || col == "input_strides" ||
-           col == "concrete_inputs";
-  }
-  if (table == "comm_args") {
-    return col == "collective_name" || col == "dtype" || col == "process_group_name" ||
-           col == "process_group_desc" || col == "process_group_ranks" ||
-           col == "in_split_size" || col == "out_split_size";
-  }
-  return false;
+const std::vector<ColumnDecl>& column_decls() {
+  static const std::vector<ColumnDecl> decls = [] {
+    std::vector<ColumnDecl> out;
+    TraceColumns columns;
+    columns.for_each_table([&](const char* table, auto& t) {
+      using Table = std::decay_t<decltype(t)>;
+      Table::describe([&](const char* name, auto* type, const ColumnSpec& spec) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        ColumnDecl d{table, name, arrow_type_name<T>(), spec, std::is_floating_point_v<T>, 0};
+        if constexpr (!std::is_floating_point_v<T>) d.int_sentinel = missing<T>();
+        out.push_back(d);
+      });
+    });
+    return out;
+  }();
+  return decls;
 }
-
-namespace {
-
-bool is_id_column(std::string_view col) { return col == "pid" || col == "tid"; }
-
-}  // namespace
 
 void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
   std::vector<int32_t> remap(static_cast<size_t>(chunk.strings.size()));
@@ -35,17 +31,17 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
     remap[i] = pool.intern(chunk.strings.at(i));
     identity &= remap[i] == i;
   }
-  chunk.for_each_table([&](const char* table_name, auto& table) {
-    table.for_each_column([&](const char* col, auto& v) {
+  chunk.for_each_table([&](const char*, auto& table) {
+    table.for_each_column_spec([&](const char* col, auto& v, const ColumnSpec& spec) {
       using T = typename std::decay_t<decltype(v)>::value_type;
       if constexpr (std::is_same_v<T, int32_t>) {
-        if (!identity && is_string_column(table_name, col)) {
+        if (!identity && spec.role == ColumnRole::kString) {
           for (auto& x : v) {
             if (x >= 0) x = remap[x];
           }
         }
       } else if constexpr (std::is_same_v<T, int64_t>) {
-        if (!identity && is_id_column(col)) {
+        if (!identity && spec.role == ColumnRole::kId) {
           for (auto& x : v) {
             if (is_string_id(x)) x = kStringIdBase - remap[kStringIdBase - x];
           }

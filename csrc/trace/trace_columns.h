@@ -1,6 +1,6 @@
 // All tables of one trace (or of one parsed chunk of it) plus the strings they point to.
 #pragma once
-#include <string_view>
+#include <vector>
 
 #include "trace/load_stats.h"
 #include "trace/string_pool.h"
@@ -49,8 +49,18 @@ struct TraceColumns {
   void reserve_like(const TraceColumns& sample, double scale);
 };
 
-// True for the int32 columns that hold StringPool ids (name, cat, string arguments).
-bool is_string_column(std::string_view table, std::string_view col);
+// One column of one table as the schema sees it (tables.h declares them all).
+struct ColumnDecl {
+  const char* table;
+  const char* name;
+  const char* type;      // Arrow name of the value type
+  ColumnSpec spec;
+  bool floating;         // a float column: its sentinel is NaN
+  int64_t int_sentinel;  // else missing<T>() of its type (-1; 255 for uint8)
+};
+
+// Every column of every table, in table and column order.
+const std::vector<ColumnDecl>& column_decls();
 
 // Merging a chunk parsed with its own StringPool into the whole trace. First rebase_chunk
 // (on the chunk's worker thread): interns the chunk's strings into `pool` (the trace's),

@@ -14,12 +14,12 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.fields import duration_stats, NS
-from ..schema import EventKind
+from ..frame import select
+from ..frame.fields import NS, duration_stats
+from ..frame.result import Result
+from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
 
 KIND_NAMES = np.array([k.name for k in EventKind], dtype=object)
 
@@ -89,7 +89,7 @@ def _kernel_table(rank: int, trace: Trace, sel: select.Selection) -> pa.Table:
     col = trace.column
     kinds = col("events", "kind")
     mask = sel.event_mask(trace)
-    gpu = np.flatnonzero(np.isin(kinds, select.GPU_WORK_KINDS))
+    gpu = np.flatnonzero(np.isin(kinds, GPU_WORK_KINDS))
     if mask is not None:
         gpu = gpu[mask[gpu]]
     ann = selected_rows(trace, sel, EventKind.gpu_user_annotation)

@@ -11,35 +11,22 @@ Time: a collective cannot finish on any rank before the last rank has arrived, s
 its duration is the wait for the last rank plus the time moving data; the shortest duration
 across ranks (the last arriver's, which waits for nobody) is taken as the time moving data and
 the rest of each rank's duration as waiting. Bandwidths are nccl-tests': algorithm bandwidth
-= bytes / time moving data, bus bandwidth = algorithm bandwidth x factor(collective, n).
+= bytes / time moving data, bus bandwidth = algorithm bandwidth x factor(collective, n)
+(bytes and factor: hta_fast.costs.collectives, which every consumer of collective sizes calls).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ..loading.summary import RankSummary, summaries_of
+from ..costs.collectives import bus_factor
 from ..frame.fields import NS
 from ..frame.result import Result
+from ..loading.summary import COLLECTIVES_SCHEMA, STEPS_SCHEMA, RankSummary, summaries_of
 
 GBPS = {"unit": "GB/s"}
-
-
-def bus_factor(collective: str, n: int) -> float:
-    """nccl-tests' bus bandwidth factor for a collective over n ranks: all-reduce 2(n-1)/n;
-    all-gather, reduce-scatter, all-to-all (n-1)/n; 1.0 otherwise (broadcast, reduce,
-    send/recv, unknown kernels) and for groups of one. The name may be a collective kind
-    ("all_reduce"), a torch name ("_allgather_base") or an NCCL one ("AllReduce")."""
-    c = collective.lower().replace("_", "")
-    if n <= 1:
-        return 1.0
-    if "allreduce" in c:
-        return 2.0 * (n - 1) / n
-    if any(k in c for k in ("allgather", "reducescatter", "alltoall")):
-        return (n - 1) / n
-    return 1.0
 
 
 def _pick(summaries: dict[int, RankSummary], ranks: Optional[Sequence[int]]
@@ -56,7 +43,6 @@ def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence
                                                                   np.int64)))
              for r, s in summaries.items()]
     if not parts:
-        from ..loading.summary import COLLECTIVES_SCHEMA
         return COLLECTIVES_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
     table = pa.concat_tables(parts)
     if steps is not None:
@@ -294,7 +280,6 @@ def step_spread(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     summaries = _pick(summaries_of(traces), ranks)
     parts = [s.steps.append_column("rank", pa.array(np.full(s.steps.num_rows, r, np.int64)))
              for r, s in summaries.items()]
-    from ..loading.summary import STEPS_SCHEMA
     table = pa.concat_tables(parts) if parts else \
         STEPS_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
     if steps is not None:

@@ -20,13 +20,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.result import Result
+from ..schema import GPU_KINDS
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
 from .launch_stats import launch_pairs
 from .op_kernels import enclosing, joined_names
-from ..frame.result import Result
 
 SEPARATOR = "|"
 SCHEMA = pa.schema([
@@ -55,7 +56,7 @@ def _candidates(trace: Trace, operator_name: str, exact: bool) -> np.ndarray:
         by_id = pc.match_substring(strings, operator_name).to_numpy(zero_copy_only=False)
     names = trace.column("events", "name")
     kind = trace.column("events", "kind")
-    ok = (names >= 0) & ~np.isin(kind, select.GPU_KINDS)
+    ok = (names >= 0) & ~np.isin(kind, GPU_KINDS)
     ok[ok] = by_id[names[ok]]
     return ok
 

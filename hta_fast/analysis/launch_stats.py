@@ -15,16 +15,15 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.fields import NS
 from .. import _arrow
-from ..schema import EventKind
+from ..frame import derived, select
+from ..frame.fields import NS
+from ..frame.result import Result
+from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import derived, select
-from ..frame.result import Result
 
 LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
-WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
 
 _COLUMNS = [
     pa.field("rank", pa.int64()),
@@ -57,7 +56,7 @@ def launch_pairs(trace: Trace, mask: Optional[np.ndarray], include_memory_events
 def _all_launch_pairs(trace: Trace, include_memory_events: bool) -> tuple[np.ndarray, np.ndarray]:
     col = trace.column
     partner = col("events", "partner")
-    work = WORK_KINDS if include_memory_events else WORK_KINDS[:1]
+    work = GPU_WORK_KINDS if include_memory_events else (EventKind.kernel,)
     gpu = np.flatnonzero(derived.kind_mask(trace, work) & (partner >= 0))
     gpu = gpu[derived.kind_mask(trace, LAUNCH_KINDS)[partner[gpu]]]
     launch = partner[gpu]

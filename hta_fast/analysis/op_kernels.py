@@ -22,12 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.result import Result
+from ..schema import GPU_KINDS
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
 from .launch_stats import launch_pairs
-from ..frame.result import Result
 
 SEPARATOR = " -> "
 
@@ -75,7 +76,7 @@ def name_matches(trace: Trace, prefix: str) -> np.ndarray:
     by_id = pc.starts_with(trace.strings, prefix).to_numpy(zero_copy_only=False)
     names = trace.column("events", "name")
     kind = trace.column("events", "kind")
-    ok = (names >= 0) & ~np.isin(kind, select.GPU_KINDS)
+    ok = (names >= 0) & ~np.isin(kind, GPU_KINDS)
     ok[ok] = by_id[names[ok]]
     return ok
 

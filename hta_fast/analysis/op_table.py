@@ -19,13 +19,17 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ..costs.cat_sizes import cat_extras
+from ..costs.flops import no_model_summary, with_costs
+from ..costs.op_args import op_arg_positions
+from ..frame import derived, select
 from ..frame.fields import NS
+from ..frame.result import Result
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import derived, select
 from .launch_stats import launch_pairs
-from ..frame.result import Result
+from .op_kernels import name_matches
 
 SHAPE_COLUMNS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
 
@@ -74,26 +78,8 @@ def op_instance_rows(trace: Trace, mask: Optional[np.ndarray], op_prefix: Option
     if mask is not None:
         ok = ok & mask
     if op_prefix:
-        from .op_kernels import name_matches
         ok = ok & name_matches(trace, op_prefix)
     return np.flatnonzero(ok)
-
-
-def op_arg_positions(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(pos, found): each event row's position in the op_args table, and whether it has
-    one (pos is meaningless where not found)."""
-    arg_row = trace.column("op_args", "row")
-    if not len(arg_row) or not len(rows):
-        return np.zeros(len(rows), np.int64), np.zeros(len(rows), bool)
-    order = None
-    if np.any(arg_row[1:] < arg_row[:-1]):
-        order = np.argsort(arg_row, kind="stable")
-        arg_row = arg_row[order]
-    pos = np.minimum(np.searchsorted(arg_row, rows), len(arg_row) - 1)
-    found = arg_row[pos] == rows
-    if order is not None:
-        pos = order[pos]
-    return pos, found
 
 
 def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -231,8 +217,6 @@ def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
         notes.append("no CPU operators selected")
     tables = {}
     if costs:
-        from ..costs.cat_sizes import cat_extras
-        from ..costs.flops import no_model_summary, with_costs
         extras: dict = {}
         for rank, trace, mask in select.each_rank(traces, sel):
             extras.update(cat_extras(trace, op_instance_rows(trace, mask, op_prefix), rank))

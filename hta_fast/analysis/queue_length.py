@@ -12,15 +12,14 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
-from ..frame.fields import NS
 from .. import ops
-from ..schema import EventKind
+from ..frame import derived, select
+from ..frame.fields import NS
+from ..frame.result import Result
+from ..frame.select import Ranks, Selection, Steps, Streams, Window
+from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import derived, select
-from ..frame.result import Result
-from ..frame.select import Selection
 
 QUANTILES = (0.25, 0.5, 0.75)
 
@@ -62,7 +61,7 @@ def _all_queue_pairs(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(launch rows, their first GPU event rows) in GPU row order, and the GPU work rows
     with no launch."""
     partner = trace.column("events", "partner")
-    work = derived.kind_mask(trace, select.GPU_WORK_KINDS)
+    work = derived.kind_mask(trace, GPU_WORK_KINDS)
     host = np.flatnonzero(derived.kind_mask(trace, HOST_KINDS) & (partner >= 0))
     host = host[work[partner[host]]]
     rows = partner[host]

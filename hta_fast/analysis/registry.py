@@ -1,4 +1,7 @@
-"""The analyses the command line can run, by name: each takes (traces, selection)."""
+"""The analyses by name, each taking (traces, selection): what `hta-fast analyze -a NAME`
+runs and what the report's sections draw from, one registry so that both show the same
+numbers. Each runs with every side table one of them shows (idle_time's interval
+statistics: the command line prints them, the report draws the main table)."""
 from __future__ import annotations
 
 from typing import Callable, Union

@@ -21,15 +21,14 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
-from ..frame.fields import NS, PCT
 from .. import ops
-from ..schema import KernelClass
+from ..frame import derived, select
+from ..frame.fields import NS, PCT
+from ..frame.result import Result
+from ..frame.select import Ranks, Steps, Streams, Window
+from ..schema import GPU_WORK_KINDS, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import derived, select
-from ..frame.result import Result
-
 
 
 class GpuWork(NamedTuple):
@@ -63,7 +62,7 @@ def gpu_work(trace: Trace, mask: Optional[np.ndarray],
 
 def _gpu_work(trace: Trace, mask: Optional[np.ndarray]) -> GpuWork:
     rows = derived.remember(trace, "gpu_work_rows", lambda: np.flatnonzero(
-        derived.kind_mask(trace, select.GPU_WORK_KINDS)))
+        derived.kind_mask(trace, GPU_WORK_KINDS)))
     if mask is not None:
         rows = rows[mask[rows]]
     starts = trace.column("events", "ts")[rows]

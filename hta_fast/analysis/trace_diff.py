@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..frame import select
 from ..frame.fields import NS
-from ..schema import EventKind
+from ..frame.result import Result
+from ..schema import GPU_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
 
 DEVICES = ("all", "cpu", "gpu")
 CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")
@@ -81,7 +81,7 @@ def _side(traces: Union[Trace, TraceSet], ranks: Optional[Union[int, Sequence[in
         col = t.column
         keep = np.isin(steps_of(t), step_arr)
         if device != "all":
-            gpu = np.isin(col("events", "kind"), select.GPU_KINDS)
+            gpu = np.isin(col("events", "kind"), GPU_KINDS)
             keep &= gpu if device == "gpu" else ~gpu
         cat = col("events", "cat")
         trace_cat = _string_ids(t, "Trace")

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import errno
 
-from ..errors import TraceFormatError
+from ..errors import NOT_A_TRACE, ErrorCode, TraceFormatError
 
 
 def describe(e: BaseException) -> str:
     if isinstance(e, TraceFormatError):
         text = str(e)
-        if "recover=True" in text:  # the loader's advice, in command-line terms
-            return text.replace("pass recover=True", "pass --recover")
-        if e.reason.startswith("empty"):
+        if e.code is ErrorCode.truncated and "pass recover=True" in text:
+            return text.replace("pass recover=True", "pass --recover")  # in command-line terms
+        if e.code is ErrorCode.empty:
             return f"{text} (nothing to read: was the profile written out completely?)"
-        if e.reason.startswith("not a"):
+        if e.code in NOT_A_TRACE:
             return f"{text} (hta-fast reads PyTorch profiler / Kineto Chrome-trace JSON files)"
         return f"{text} (the file is damaged; --recover keeps the events that can be read)"
     if isinstance(e, IsADirectoryError):

@@ -1,5 +1,6 @@
 """`hta-fast critical-path`, `hta-fast replay` and `hta-fast whatif`: the dependency-graph
-model (hta_fast.model.path.critical_path, hta_fast.model.replay.steps, hta_fast.model.whatif.what_if)."""
+model (hta_fast.model.path.critical_path, hta_fast.model.replay.steps,
+hta_fast.model.whatif.steps.what_if with hta_fast.model.whatif.edits.Edits)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -141,22 +142,25 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
                    source_device: Optional[str], devices_file: Optional[str]) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
-    from ..model.whatif.what_if import what_if
+    from ..model.whatif.edits import Edits
+    from ..model.whatif.steps import what_if
 
     check_format(fmt, out_dir)
-    by_class = _factors(classes, "--scale") or None
-    by_name = _factors(names, "--scale-name") or None
-    by_category = _factors(categories, "--scale-category") or None
     scale, busbw = _bandwidth(comm_bandwidth)
+    try:  # the edits are checked before the traces load
+        edits = Edits(kernel_class=_factors(classes, "--scale") or None,
+                      name=_factors(names, "--scale-name") or None,
+                      category=_factors(categories, "--scale-category") or None, cpu=cpu,
+                      zero_launch_overhead=zero_launch_overhead, drop_comm_waits=drop_comm_waits,
+                      collective_bandwidth=scale, collective_busbw_gbps=busbw,
+                      edit_ranks=parse_ints(edit_ranks, "rank"), device=device,
+                      source_device=source_device, devices_file=devices_file)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
     traces, _ = load_traces(paths, opts, recover)
     try:
-        result = what_if(traces, kernel_class=by_class, name=by_name, category=by_category,
-                         cpu=cpu, zero_launch_overhead=zero_launch_overhead,
-                         drop_comm_waits=drop_comm_waits, collective_bandwidth=scale,
-                         collective_busbw_gbps=busbw, edit_ranks=parse_ints(edit_ranks, "rank"),
-                         cross_rank=not no_cross_rank, chained=not windows,
-                         selection=selection(ranks, steps),
-                         device=device, source_device=source_device, devices_file=devices_file)
+        result = what_if(traces, edits, cross_rank=not no_cross_rank, chained=not windows,
+                         selection=selection(ranks, steps))
     except ValueError as e:
         raise BadInput(str(e)) from None
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)

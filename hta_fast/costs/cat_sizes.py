@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis.op_table import op_arg_positions
 from ..trace import Trace
-from .op_call import DTYPE_BYTES
+from . import dtypes
+from .op_args import op_arg_positions
 
 CAT_NAMES = ("aten::cat", "aten::_cat")
 NODE = "CatBackward0"
@@ -93,5 +93,5 @@ def _gradient_bytes(dims: Any, types: Any) -> float | None:
         return None
     if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
         return None
-    size = DTYPE_BYTES.get(dtype)
+    size = dtypes.itemsize(dtype)
     return float(np.prod(shape, dtype=np.float64) * size) if size else None

@@ -1,15 +1,18 @@
 """What a FLOP model returns, and the registry that maps operator names to models.
 
-Each family module registers its models with `@model("aten::mm", ...)`. A model takes an
-OpCall and returns a Cost, or raises NoModel with the reason it cannot cost the call.
+Each family module (costs/models/) registers its models with `@model("aten::mm", ...)`. A
+model takes an OpCall and returns a Cost, or raises NoModel with the reason it cannot cost
+the call. A family whose calls need what other calls of their rank tell registers that
+look-up too (`rank_extras`), so that the code applying the models never names a family.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable
+from typing import Any, Callable, Iterable, Optional
 
-from .op_call import DTYPE_PRECISION, NoModel, OpCall
+from . import dtypes
+from .op_call import NoModel, OpCall
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +52,22 @@ def pattern_model(pattern: re.Pattern, fn: Model) -> None:
     PATTERN_MODELS.append((pattern, fn))
 
 
+# One rank's operator groups, each (key, name, Input Dims, Input type, Concrete Inputs), to
+# the `extra` some of them need, {key: extra} (an FBGEMM lookup's output width, read from
+# its autograd node).
+Group = tuple[Any, str, Optional[str], Optional[str], Optional[str]]
+RankExtras = Callable[[Iterable[Group]], dict]
+RANK_EXTRAS: list[RankExtras] = []
+
+
+def rank_extras(fn: RankExtras) -> RankExtras:
+    """Register a look-up of what a rank's groups tell about one another (see above)."""
+    RANK_EXTRAS.append(fn)
+    return fn
+
+
 def precision_of(call: OpCall, i: int) -> str:
-    p = DTYPE_PRECISION.get(call.dtype(i))
+    p = dtypes.precision(call.dtype(i))
     if p is None:
         raise NoModel(f"input {i} dtype {call.dtype(i)!r} has no math precision")
     return p

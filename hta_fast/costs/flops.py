@@ -13,12 +13,8 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
-from .models import (attention as flops_attention, conv as flops_conv,
-                     embedding as flops_embedding, matmul as flops_matmul, norm as flops_norm)  # noqa: F401
-from .models import (fbgemm as flops_fbgemm, fbgemm_sparse as flops_fbgemm_sparse,
-                     pointwise as flops_pointwise)  # noqa: F401  (each module registers its models on import)
-from .cost import Cost, lookup
-from .models.fbgemm import optimizer_of, tbe_widths
+from . import models  # noqa: F401  (importing the families registers their models)
+from .cost import RANK_EXTRAS, Cost, lookup
 from .op_call import NoModel, OpCall
 
 COST_SCHEMA = pa.schema([
@@ -35,7 +31,7 @@ def cost_of(name: str, dims: Optional[str], types: Optional[str],
             concrete: Optional[str] = None, extra: Optional[dict] = None) -> Cost | str:
     """The Cost of one call, or the reason there is none (a string). `extra`: what other
     operators of the trace tell about this one (op_costs finds it: an FBGEMM lookup's
-    output width from its autograd node, see flops_fbgemm.tbe_widths)."""
+    output width from its autograd node, see models.fbgemm.tbe_widths)."""
     fn = lookup(name)
     if fn is None:
         return "no model for this operator"
@@ -78,14 +74,15 @@ def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
 
 def _extras(ranks: list, cols: list[list]) -> dict:
     """(rank, name, dims, types, concrete) -> extra, for the operators that need another's
-    shapes (FBGEMM lookups and their autograd nodes); one pass over the group names."""
+    shapes (FBGEMM lookups and their autograd nodes): each family's rank_extras over the
+    rank's distinct groups."""
     per_rank: dict = {}
     for rank, key in zip(ranks, zip(*cols)):
-        if optimizer_of(key[0]) is not None:
-            per_rank.setdefault(rank, {})[(rank, *key)] = key
+        per_rank.setdefault(rank, {})[(rank, *key)] = key
     out: dict = {}
     for groups in per_rank.values():
-        out.update(tbe_widths((k, *v) for k, v in groups.items()))
+        for find in RANK_EXTRAS:
+            out.update(find([(k, *v) for k, v in groups.items()]))
     return out
 
 

@@ -8,30 +8,7 @@ import json
 import math
 from typing import Any, Optional
 
-# Bytes per element of the dtype spellings found in `Input type`.
-DTYPE_BYTES = {
-    "double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "half": 2, "bfloat16": 2,
-    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
-    "c10::Float8_e5m2fnuz": 1, "c10::Float8_e8m0fnu": 1, "c10::Float4_e2m1fn_x2": 1,
-    "long int": 8, "long": 8, "int64_t": 8, "int": 4, "short int": 2, "short": 2,
-    "signed char": 1, "unsigned char": 1, "bool": 1, "c10::complex<float>": 8,
-    "c10::complex<double>": 16, "c10::complex<c10::Half>": 4,
-    "unsigned short": 2, "unsigned int": 4, "unsigned long": 8, "c10::qint8": 1,
-    "c10::quint8": 1, "c10::qint32": 4,
-}
-
-# The math precision a dtype computes in (the key into a device's peak table).
-DTYPE_PRECISION = {
-    "double": "fp64", "float": "fp32", "c10::Half": "fp16", "half": "fp16",
-    "c10::BFloat16": "bf16", "bfloat16": "bf16", "c10::Float8_e4m3fn": "fp8",
-    "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8", "c10::Float8_e5m2fnuz": "fp8",
-    "signed char": "int8", "unsigned char": "int8", "c10::complex<float>": "fp32",
-    "c10::complex<double>": "fp64",
-}
-
-# torch's ScalarType codes, as `dtype` arguments appear in Concrete Inputs.
-SCALAR_TYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 8: 4, 9: 8, 10: 16,
-                     11: 1, 15: 2, 23: 1, 24: 1, 25: 1, 26: 1}
+from . import dtypes
 
 
 class NoModel(Exception):
@@ -82,7 +59,7 @@ class OpCall:
         return self.types[i] if i < len(self.types) else ""
 
     def itemsize(self, i: int, default: Optional[int] = None) -> int:
-        size = DTYPE_BYTES.get(self.dtype(i))
+        size = dtypes.itemsize(self.dtype(i))
         if size is None:
             if default is not None:
                 return default
@@ -95,7 +72,7 @@ class OpCall:
     def tensor_inputs(self) -> list[int]:
         """Indices of inputs that are plain tensors (a shape and a known dtype)."""
         return [i for i in range(len(self.dims)) if self.has_tensor(i)
-                and self.dtype(i) in DTYPE_BYTES]
+                and dtypes.itemsize(self.dtype(i)) is not None]
 
     def list_shapes(self, i: int) -> list[tuple[list[int], int]]:
         """Shapes (and item sizes) of a TensorList input: Input Dims holds a list of shapes."""

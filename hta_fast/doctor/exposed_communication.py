@@ -7,17 +7,19 @@ waiting for slower ranks in collectives, which rank_imbalance charges.
 
 Evidence: the overlap percentage (analysis.overlap), communication time per step, and the
 bus bandwidth of collectives whose size the trace records (comm_args): algorithm bandwidth
-bytes / duration times the collective's bus factor (all_reduce 2(n-1)/n; all_gather,
-reduce_scatter, all_to_all (n-1)/n; others 1). Collectives of 1 MB or more under
-Thresholds.low_bus_bandwidth_fraction of the achievable bus bandwidth are called out.
+bytes / duration times the collective's bus factor, both as hta_fast.costs.collectives
+counts them (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; others
+1). Collectives of 1 MB or more under Thresholds.low_bus_bandwidth_fraction of the
+achievable bus bandwidth are called out.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ops
-from ..analysis.collectives import bus_factor
 from ..analysis.overlap import comm_comp_overlap
+from ..costs.collectives import bus_factor
+from ..loading.summary import collective_rows, rank_summary
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from .context import RankView
@@ -33,42 +35,28 @@ ADVICE = ("Hide communication behind computation: DDP gradient bucketing (bucket
           "interconnect achieves, check the topology and NCCL settings (NVLink/InfiniBand in use, "
           "NCCL_ALGO/NCCL_PROTO, channel counts).")
 
-DTYPE_BYTES = {"float": 4, "float32": 4, "Float": 4, "double": 8, "float64": 8, "Double": 8,
-               "half": 2, "float16": 2, "Half": 2, "bfloat16": 2, "BFloat16": 2, "int": 4,
-               "int32": 4, "Int": 4, "long": 8, "int64": 8, "Long": 8, "byte": 1, "uint8": 1,
-               "Byte": 1, "char": 1, "int8": 1, "Char": 1, "bool": 1, "Bool": 1,
-               "float8_e4m3fn": 1, "float8_e5m2": 1}
 MIN_BANDWIDTH_BYTES = 1 << 20
 
 
 def bus_bandwidths(trace: Trace, rows: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(bytes, bus bandwidth GB/s) of the given kernel rows that carry collective args with
-    a size and a known dtype; both arrays cover only those rows."""
-    c_row = trace.column("comm_args", "row")
-    if len(c_row) == 0 or len(rows) == 0:
+    """(bytes, bus bandwidth GB/s) of the given communication kernel rows whose size is
+    known; both arrays cover only those rows. The sizes are the rank summary's (the
+    kernel's collective arguments, else those of the record_param_comms that launched it),
+    so the doctor and the cross-rank analyses report the same bytes for a collective."""
+    kernels = collective_rows(trace)  # the summary's collectives, in its row order
+    if len(kernels) == 0 or len(rows) == 0:
         return np.zeros(0), np.zeros(0)
-    order = np.argsort(c_row, kind="stable")
-    idx = np.minimum(np.searchsorted(c_row[order], rows), len(c_row) - 1)
-    hit = c_row[order][idx] == rows
+    order = np.argsort(kernels, kind="stable")
+    idx = np.minimum(np.searchsorted(kernels[order], rows), len(kernels) - 1)
+    hit = kernels[order][idx] == rows
     src = order[idx[hit]]
+    table = rank_summary(trace).collectives
+    nbytes = table["bytes"].to_numpy(zero_copy_only=False).astype(np.float64)[src]
+    group = table["group_size"].fill_null(1).to_numpy()[src]
+    kinds = np.asarray(table["collective"].to_pylist(), dtype=object)[src]
+    factor = np.array([bus_factor(k, int(n)) for k, n in zip(kinds, group)], np.float64)
     d = dur[hit].astype(np.float64)
-    in_n = trace.column("comm_args", "in_msg_nelems")[src].astype(np.float64)
-    out_n = trace.column("comm_args", "out_msg_nelems")[src].astype(np.float64)
-    group = trace.column("comm_args", "group_size")[src].astype(np.int64)
-    dtype_id = trace.column("comm_args", "dtype")[src]
-    coll_id = trace.column("comm_args", "collective_name")[src]
-    strings = trace.strings
-    size = np.zeros(len(src))
-    factor = np.zeros(len(src))
-    for i in np.unique(dtype_id):
-        if i >= 0:
-            size[dtype_id == i] = DTYPE_BYTES.get(strings[int(i)].as_py(), 0)
-    for i in np.unique(coll_id):
-        name = strings[int(i)].as_py() if i >= 0 else ""
-        for n in np.unique(group[coll_id == i]):
-            factor[(coll_id == i) & (group == n)] = bus_factor(name or "", int(n))
-    nbytes = np.maximum(in_n, out_n) * size
-    ok = (nbytes > 0) & (d > 0) & (factor > 0)
+    ok = (nbytes > 0) & (d > 0)
     return nbytes[ok], nbytes[ok] / d[ok] * factor[ok]
 
 

@@ -12,7 +12,8 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-from ..schema import EventKind
+# GPU_WORK_KINDS: re-exported for the callers that still read it here
+from ..schema import GPU_KINDS, GPU_WORK_KINDS  # noqa: F401
 from ..trace import Trace
 from ..traceset import TraceSet
 
@@ -21,10 +22,6 @@ Ranks = Optional[Sequence[int]]
 Steps = Optional[Sequence[int]]
 Window = Optional[tuple[int, int]]
 Streams = Optional[Sequence[int]]
-
-GPU_WORK_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
-GPU_KINDS = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset,
-                      EventKind.gpu_user_annotation, EventKind.sync], np.uint8)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from typing import Any, Optional, Union
 
-from ..errors import TraceFormatError
+from ..errors import ErrorCode, TraceFormatError
 from ..trace import Trace
 from . import loader
 from .dataset import write_rank
@@ -32,6 +32,7 @@ class RankFailure:
     offset: Optional[int] = None
     error: str = "TraceFormatError"   # the exception's class, re-raised in strict mode
     errno: Optional[int] = None        # an OSError's
+    code: Optional[ErrorCode] = None   # a TraceFormatError's
 
     def describe(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "rank ?"
@@ -43,7 +44,8 @@ class RankFailure:
         more = (f" (and {others} more rank(s) failed; partial=True loads the rest)"
                 if others else "")
         if self.error == "TraceFormatError":
-            return TraceFormatError(self.path, self.offset, self.reason + more, rank=self.rank)
+            return TraceFormatError(self.path, self.offset, self.reason + more, rank=self.rank,
+                                    code=self.code)
         cls = {"FileNotFoundError": FileNotFoundError, "PermissionError": PermissionError,
                "IsADirectoryError": IsADirectoryError}.get(self.error, OSError)
         # errno and filename as the OSError had them; the rank goes with the reason
@@ -54,7 +56,7 @@ class RankFailure:
 def failure_of(path: str, error: Exception) -> RankFailure:
     rank = rank_from_name(path)
     if isinstance(error, TraceFormatError):
-        return RankFailure(rank, path, error.reason, error.offset)
+        return RankFailure(rank, path, error.reason, error.offset, code=error.code)
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     return RankFailure(rank, path, reason or type(error).__name__, None, type(error).__name__,
                        error.errno if isinstance(error, OSError) else None)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from ..errors import TraceFormatError
+from ..errors import ErrorCode, TraceFormatError
 
 PathLike = Union[str, os.PathLike]
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.zst", ".json.zstd")
@@ -28,7 +28,8 @@ def assign_rank(header_rank: Optional[int], path: str, lone_file: bool) -> int:
     rank = header_rank if header_rank is not None else rank_from_name(path)
     if rank is None:
         if not lone_file:
-            raise TraceFormatError(path, None, "no rank in distributedInfo or in the file name")
+            raise TraceFormatError(path, None, "no rank in distributedInfo or in the file name",
+                                   code=ErrorCode.bad_field)
         rank = 0
     return rank
 

@@ -1,7 +1,6 @@
 """load(): one trace file (or its bytes, or a saved trace) in, a Trace out."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -9,6 +8,7 @@ from typing import Optional, Sequence, Union
 
 from .. import _core, saved_trace
 from ..errors import TraceFormatError
+from ..raw_columns import RawColumns
 from ..schema import KernelClass
 from ..trace import Trace, TraceMeta, open_saved
 from . import cache as cache_mod
@@ -31,23 +31,19 @@ def _rules(kernel_classes: KernelClassRules) -> list[tuple[str, int]]:
 
 def _read(source: Optional[Union[bytes, bytearray, memoryview]], path: Optional[str],
           threads: int, recover: bool, chunk_size: int,
-          kernel_classes: KernelClassRules) -> tuple[dict, TraceMeta]:
+          kernel_classes: KernelClassRules) -> tuple[RawColumns, TraceMeta]:
+    rules = _rules(kernel_classes)
     try:
         if path is not None:
-            raw = _core.load_file(path, threads, recover, chunk_size, _rules(kernel_classes))
+            loaded = _core.load_file(path, threads, recover, chunk_size, rules)
         else:
             assert source is not None
-            raw = _core.load_bytes(source, threads, recover, chunk_size, _rules(kernel_classes))
+            loaded = _core.load_bytes(source, threads, recover, chunk_size, rules)
     except _core.FormatError as e:
-        reason, offset = e.args
-        raise TraceFormatError(path, offset, reason) from None
-    try:
-        header = json.loads(raw["header_json"])
-    except ValueError as e:
-        raise TraceFormatError(path, None, f"the trace header is not valid JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise TraceFormatError(path, None, "the trace header is not an object")
-    return raw, TraceMeta.from_header(header, path, raw["json_bytes"])
+        raise TraceFormatError(path, e.offset, e.reason, code=e.code) from None
+    # The core parsed the header (see TraceMeta); nothing here parses it again.
+    meta = TraceMeta.from_header(loaded.header, path, loaded.json_bytes, loaded.base_time_ns)
+    return RawColumns.of(loaded), meta
 
 
 def load(source: Union[PathLike, bytes, bytearray, memoryview], *, threads: int = 0,

@@ -7,7 +7,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Literal, Optional, Union, overload
 
-from ..errors import TraceFormatError
+from ..errors import NOT_A_TRACE, TraceFormatError
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import executors
@@ -130,7 +130,7 @@ def _load_threads(files: list[str], source: Any, max_workers: Optional[int],
         try:
             return executors.read_trace(f, dict(options, threads=threads_each))
         except TraceFormatError as e:
-            if skip_non_traces and e.reason.startswith("not a"):
+            if skip_non_traces and e.code in NOT_A_TRACE:
                 return e
             return executors.failure_of(f, e)
         except OSError as e:

@@ -13,13 +13,13 @@ tables, so the coordinating process holds summaries whatever the size of each tr
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
 
-from ..schema import EventKind, KernelClass
+from ..costs.collectives import collective_dtype, collective_of, message_bytes
+from ..schema import GPU_WORK_KINDS, EventKind, KernelClass
 from ..trace import TABLES, Trace
 
 SUMMARY_TABLES = ("steps", "kernels", "collectives")
@@ -34,40 +34,6 @@ COLLECTIVES_SCHEMA = pa.schema([
     ("dur", pa.int64()), ("bytes", pa.int64()), ("dtype", pa.string()),
     ("group_size", pa.int64()),
 ])
-
-# Collective names as PyTorch (record_param_comms) and NCCL/RCCL kernels spell them, reduced
-# to letters; the first pattern found wins, so "reducescatter" is tried before "reduce".
-_COLLECTIVES = (("allreduce", "all_reduce"), ("allgather", "all_gather"),
-                ("reducescatter", "reduce_scatter"), ("alltoall", "all_to_all"),
-                ("broadcast", "broadcast"), ("sendrecv", "send_recv"), ("barrier", "barrier"),
-                ("reduce", "reduce"), ("send", "send"), ("recv", "recv"))
-# Element sizes of PyTorch dtype names (comm args) and of the C types in NCCL kernel names.
-_DTYPE_BYTES = {"float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2,
-                "double": 8, "float64": 8, "int": 4, "int32": 4, "int32_t": 4, "long": 8,
-                "int64": 8, "int64_t": 8, "uint64_t": 8, "uint32_t": 4, "byte": 1,
-                "char": 1, "bool": 1, "int8": 1, "int8_t": 1, "uint8": 1, "uint8_t": 1,
-                "short": 2, "int16": 2, "__nv_bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
-_KERNEL_DTYPE = re.compile(r"_([A-Za-z0-9_]+?)\(")
-
-
-def collective_of(name: Optional[str]) -> str:
-    """all_reduce, all_gather, ... from a collective or kernel name; "other" if none fits."""
-    letters = re.sub(r"[^a-z]", "", (name or "").lower())
-    for pattern, collective in _COLLECTIVES:
-        if pattern in letters:
-            return collective
-    return "other"
-
-
-def dtype_of_kernel(name: str) -> Optional[str]:
-    """The element type an NCCL kernel name ends with (ncclKernel_AllReduce_RING_LL_Sum_float)."""
-    m = _KERNEL_DTYPE.search(name.split("(", 1)[0] + "(")
-    if not m:
-        return None
-    last = m.group(1).rsplit("_", 1)[-1].lower()
-    if last == "t":  # int8_t, uint64_t: the type is the last two parts
-        last = "_".join(m.group(1).lower().rsplit("_", 2)[-2:])
-    return last if last in _DTYPE_BYTES else None
 
 
 class RankSummary:
@@ -134,7 +100,7 @@ def _steps(trace: Trace) -> pa.Table:
 
 def _kernels(trace: Trace) -> pa.Table:
     kind = trace.column("events", "kind")
-    gpu = np.isin(kind, [EventKind.kernel, EventKind.memcpy, EventKind.memset])
+    gpu = np.isin(kind, GPU_WORK_KINDS)
     cls = trace.column("events", "kernel_class")[gpu].astype(np.int64)
     dur = np.maximum(trace.column("events", "dur")[gpu], 0)
     n = len(KernelClass)
@@ -196,17 +162,11 @@ def _collectives(trace: Trace) -> pa.Table:
     arg_dtype, gsize = arg_column("dtype"), arg_column("group_size")
     stream = trace.column("events", "stream")[rows].astype(np.int64)
 
-    group, collective, dtype, nbytes = [], [], [], []
-    for i in range(n):
-        group.append(f"pg {pg[i]}" if pg[i] is not None else f"stream {stream[i]}")
-        collective.append(collective_of(coll_name[i] if coll_name[i] else names[i]))
-        dt = (arg_dtype[i].lower() if arg_dtype[i] else None) or dtype_of_kernel(names[i])
-        dtype.append(dt)
-        # nccl-tests' size: the larger of the input and output buffers (the gathered output of
-        # an all-gather, the input of a reduce-scatter).
-        elems = max(x for x in (in_n[i], out_n[i], -1) if x is not None)
-        size = _DTYPE_BYTES.get(dt or "")
-        nbytes.append(elems * size if elems >= 0 and size else None)
+    group = [f"pg {p}" if p is not None else f"stream {s}" for p, s in zip(pg, stream)]
+    collective = [collective_of(c or k) for c, k in zip(coll_name, names)]
+    dtype = [(d or "").lower() or None for d in map(collective_dtype, arg_dtype, names)]
+    nbytes = message_bytes(np.array([-1 if x is None else x for x in in_n], np.int64),
+                           np.array([-1 if x is None else x for x in out_n], np.int64), dtype)
     index = np.zeros(n, np.int64)
     seen: dict[str, int] = {}
     for i, g in enumerate(group):
@@ -216,7 +176,8 @@ def _collectives(trace: Trace) -> pa.Table:
                      pa.array(names, pa.string()).dictionary_encode(), stream,
                      trace.column("events", "step")[rows].astype(np.int64),
                      ts, trace.column("events", "dur")[rows],
-                     pa.array(nbytes, pa.int64()), pa.array(dtype, pa.string()),
+                     pa.array(nbytes, pa.int64(), from_pandas=True),
+                     pa.array(dtype, pa.string()),
                      pa.array([g if g is not None and g > 0 else None for g in gsize],
                               pa.int64())],
                     schema=COLLECTIVES_SCHEMA)
@@ -232,17 +193,18 @@ def summarize(trace: Trace) -> RankSummary:
     return RankSummary(trace.rank, info, _steps(trace), _kernels(trace), _collectives(trace))
 
 
-
 def summaries_of(traces: Any) -> dict[int, RankSummary]:
     """Rank -> summary of a Trace, a TraceSet (summarised here) or a TraceDataset (whose
     summaries came back from the workers or are read from the dataset)."""
     if isinstance(traces, Trace):
-        return {traces.rank: summarize(traces)}
+        return {traces.rank: rank_summary(traces)}
     held = getattr(traces, "summaries", None)
     if held is not None:
         return dict(held)
-    # Summaries are pure functions of a trace: remember them on it for the next analysis.
-    out = {}
-    for rank, trace in traces.items():
-        out[rank] = trace.memo.get(("loading.summary", trace.rank), lambda: summarize(trace))
-    return out
+    return {rank: rank_summary(trace) for rank, trace in traces.items()}
+
+
+def rank_summary(trace: Trace) -> RankSummary:
+    """summarize(trace), remembered on the trace: a summary is a pure function of its trace,
+    and several analyses (and the doctor) read it."""
+    return trace.memo.get(("loading.summary", trace.rank), lambda: summarize(trace))

@@ -1,34 +1,42 @@
-"""Models of the work in a trace: FLOPs and bytes per operator (flops), the devices' peaks
-(devices), bytes of collectives (comm_bytes.comm_bytes), kernel time models and prediction on
-another GPU (kernel_model, predict.predict). The per-operator analyses that use them live in
-hta_fast.analysis.op_table and hta_fast.analysis.roofline.
-
-The performance model (docs/model.md): the dependency graph of a rank's events
-(dependency_graph.build_graph), its replay against the measured steps with ablations
-(replay.replay_steps), all ranks of a step replayed together with the cross-rank collective
-rule (replay_ranks.replay_ranks) and what-if edits replayed (what_if.what_if); the critical path is
-hta_fast.model.path.critical_path, and path_trace writes it as a trace to open in Perfetto.
+"""The performance model (docs/model.md): the dependency graph of a rank's events
+(graph.dependency_graph.build_graph) and the one walk over a rank's steps (graph.walk: as one
+chain, or window by window), their replay against the measured steps with ablations
+(replay.steps.replay_steps), all ranks of a step replayed together with the cross-rank
+collective rule (replay.ranks.replay_ranks), the critical path (path.critical_path;
+path.overlay writes it as a trace to open in Perfetto) and what-if edits replayed
+(whatif.what_if with whatif.Edits); prediction on another GPU (predict.predict).
 
 Cost models (docs/model_costs.md): collectives' latency and bandwidth fitted from a trace
-(collective_cost.fit_collectives), embedding lookups (embedding_lookups.lookup_kernels,
-embedding_cost.fit_lookup_costs) and sharding plans (embedding_cost.evaluate_plan,
-improve_plan; their step time by replay: plan_replay.plan_step_time, compare_plans)."""
-from .comm.collective_cost import CostModel, collective_time_factors, fit_collectives
+(comm.collective_cost.fit_collectives), embedding lookups (plans.embedding_lookups,
+plans.embedding_cost.fit_lookup_costs) and sharding plans (plans.embedding_cost.evaluate_plan,
+improve_plan; their step time by replay: plans.plan_replay.plan_step_time, compare_plans).
+
+Per-event knowledge (FLOPs and bytes per operator, devices) lives in hta_fast.costs; the per-
+operator analyses that use it in hta_fast.analysis.op_table and hta_fast.analysis.roofline."""
+# Moved to hta_fast.costs: re-exported here for one release, so that imports from
+# hta_fast.model keep working; import them from hta_fast.costs.cost, .devices and .flops.
 from ..costs.cost import Cost
 from ..costs.devices import Device, DeviceTable, trace_device
+from ..costs.flops import cost_of, no_model_summary, op_costs, with_costs
+
+from .comm.collective_cost import CostModel, collective_time_factors, fit_collectives
 from .graph.dependency_graph import DependencyGraph, build_graph
+from .path.overlay import critical_path_trace, write_critical_path_trace
 from .plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan, fit_lookup_costs,
                                    improve_plan)
 from .plans.embedding_lookups import lookup_kernels
-from ..costs.flops import cost_of, no_model_summary, op_costs, with_costs
-from .path.overlay import critical_path_trace, write_critical_path_trace
 from .plans.plan_replay import compare_plans, plan_step_time
-from .replay.steps import replay_steps
 from .replay.ranks import replay_ranks
-from .whatif.what_if import what_if
+from .replay.steps import replay_steps
+from .whatif.edits import Edits
+from .whatif.steps import what_if
 
-__all__ = ["Cost", "Device", "DeviceTable", "trace_device", "cost_of", "no_model_summary",
-           "op_costs", "with_costs", "DependencyGraph", "build_graph", "replay_steps", "replay_ranks", "what_if",
-           "critical_path_trace", "write_critical_path_trace", "CostModel", "fit_collectives",
-           "collective_time_factors", "LookupCostModel", "TableSpec", "evaluate_plan",
-           "fit_lookup_costs", "improve_plan", "lookup_kernels", "plan_step_time", "compare_plans"]
+__all__ = [
+    # moved to hta_fast.costs, re-exported for one release
+    "Cost", "Device", "DeviceTable", "trace_device", "cost_of", "no_model_summary", "op_costs",
+    "with_costs",
+    # the model
+    "DependencyGraph", "build_graph", "replay_steps", "replay_ranks", "what_if", "Edits",
+    "critical_path_trace", "write_critical_path_trace", "CostModel", "fit_collectives",
+    "collective_time_factors", "LookupCostModel", "TableSpec", "evaluate_plan",
+    "fit_lookup_costs", "improve_plan", "lookup_kernels", "plan_step_time", "compare_plans"]

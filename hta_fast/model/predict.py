@@ -54,9 +54,9 @@ EVENTS_SCHEMA = pa.schema([
 ])
 
 
-def _roofline_ns(dev: Device, flops: np.ndarray, nbytes: np.ndarray, precision: Sequence[Optional[str]],
-                 matrix: Sequence[Optional[bool]], tf32: Union[Sequence[bool], np.ndarray]
-                 ) -> np.ndarray:
+def _roofline_ns(dev: Device, flops: np.ndarray, nbytes: np.ndarray,
+                 precision: Sequence[Optional[str]], matrix: Sequence[Optional[bool]],
+                 tf32: Union[Sequence[bool], np.ndarray]) -> np.ndarray:
     peak = np.array([dev.peak_flops(p, bool(m), bool(t)) if p else 0.0
                      for p, m, t in zip(precision, matrix, tf32)], np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,29 +1,17 @@
-"""What the report sections share: the traces, the selection, and each analysis run once."""
+"""What the report sections share: the traces, the selection, and each analysis run once
+(as the command line runs it: analysis.registry)."""
 from __future__ import annotations
 
 import dataclasses
 import logging
 from typing import Any, Callable
 
-from ..analysis import (idle_time, kernel_breakdown, launch_stats, memory_bw, overlap,
-                        queue_length, steps, stragglers, temporal)
+from ..analysis.registry import ANALYSES
 from ..frame.result import Result
 from ..frame.select import Selection
 from ..traceset import TraceSet
 
 log = logging.getLogger("hta_fast")
-
-RUNNERS: dict[str, Callable[[TraceSet, Selection], Result]] = {
-    "temporal": lambda t, s: temporal.temporal_breakdown(t, selection=s),
-    "idle_time": lambda t, s: idle_time.idle_time_breakdown(t, selection=s),
-    "kernel_breakdown": lambda t, s: kernel_breakdown.kernel_breakdown(t, selection=s),
-    "overlap": lambda t, s: overlap.comm_comp_overlap(t, selection=s),
-    "queue_length": lambda t, s: queue_length.queue_length(t, selection=s),
-    "memory_bw": lambda t, s: memory_bw.memory_bandwidth(t, selection=s),
-    "launch_stats": lambda t, s: launch_stats.launch_stats(t, selection=s),
-    "steps": lambda t, s: steps.profiler_steps(t, selection=s),
-    "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),
-}
 
 
 @dataclasses.dataclass
@@ -51,7 +39,7 @@ class Context:
     def result(self, name: str) -> Result:
         if name not in self._results:
             try:
-                self._results[name] = RUNNERS[name](self.traces, self.selection)
+                self._results[name] = ANALYSES[name](self.traces, self.selection)
             except Exception as e:  # noqa: BLE001 - one odd trace must not sink the report
                 log.warning("report: %s could not run: %s", name, e)
                 log.debug("report: %s failed", name, exc_info=True)

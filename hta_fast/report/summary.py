@@ -8,13 +8,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema import EventKind
+from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 from .context import Context, Section
 from .tables import html_table
-
-GPU_WORK = (EventKind.kernel, EventKind.memcpy, EventKind.memset)
 
 
 def rank_info(trace: Trace) -> dict[str, Any]:
@@ -22,7 +20,7 @@ def rank_info(trace: Trace) -> dict[str, Any]:
     kind = trace.column("events", "kind")
     ts = trace.column("events", "ts")
     dur = np.maximum(trace.column("events", "dur"), 0)
-    gpu = np.isin(kind, GPU_WORK)
+    gpu = np.isin(kind, GPU_WORK_KINDS)
     steps = trace.column("steps", "step")
     devices = sorted({str(d.get("name")) for d in trace.meta.devices
                       if isinstance(d, dict) and d.get("name")})

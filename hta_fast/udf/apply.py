@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from ..frame import select
 from ..frame.result import Result
-from ..schema import EventKind, KernelClass
+from ..schema import CPU_KINDS, GPU_WORK_KINDS, EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import columns as cols
@@ -20,10 +20,9 @@ from .metric import Metric
 
 # Named sets of event kinds for `kinds=`.
 KIND_SETS = {
-    "gpu": (EventKind.kernel, EventKind.memcpy, EventKind.memset),
+    "gpu": GPU_WORK_KINDS,
     "kernels": (EventKind.kernel,),
-    "cpu": (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
-            EventKind.runtime, EventKind.driver),
+    "cpu": CPU_KINDS,
     "all": tuple(EventKind),
 }
 

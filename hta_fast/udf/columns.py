@@ -27,8 +27,6 @@ import numpy as np
 from ..schema import GPU_KINDS
 from ..trace import Trace
 
-_GPU_KINDS = np.array(sorted(GPU_KINDS), np.uint8)
-
 EVENT_COLUMNS = ("ts", "dur", "name", "cat", "pid", "tid", "kind", "kernel_class", "device",
                  "stream", "correlation", "external_id", "partner", "parent", "step")
 KERNEL_ARG_COLUMNS = ("queued", "context", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
@@ -95,7 +93,7 @@ def gather(trace: Trace, names: tuple[str, ...], rows: np.ndarray, flags: Mappin
             col = _kernel_arg(trace, name, rows)
         elif name == "launch_ts":
             partner = trace.column("events", "partner")[rows]
-            gpu = np.isin(trace.column("events", "kind")[rows], _GPU_KINDS)
+            gpu = np.isin(trace.column("events", "kind")[rows], GPU_KINDS)
             col = np.where(gpu & (partner >= 0),
                            trace.column("events", "ts")[np.maximum(partner, 0)], -1)
         else:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes
 from ..cost import Cost, model
-from ..op_call import DTYPE_PRECISION, NoModel, OpCall
+from ..op_call import NoModel, OpCall
 
 
 def _table(call: OpCall, i: int = 0) -> tuple[int, int, int]:
@@ -28,7 +29,7 @@ def embedding(call: OpCall) -> Cost:
     _, d, size = _table(call)
     rows = call.numel(1)
     nbytes = call.nbytes(1) + 2 * rows * d * size
-    return Cost("embedding", 0.0, float(nbytes), DTYPE_PRECISION.get(call.dtype(0), "fp32"))
+    return Cost("embedding", 0.0, float(nbytes), dtypes.precision(call.dtype(0)) or "fp32")
 
 
 @model("aten::embedding_backward", "aten::embedding_dense_backward")
@@ -38,7 +39,7 @@ def embedding_backward(call: OpCall) -> Cost:
     rows = call.numel(1)
     nbytes = call.nbytes(0) + call.nbytes(1) + 2 * rows * d * size
     return Cost("embedding", float(rows * d), float(nbytes),
-                DTYPE_PRECISION.get(call.dtype(0), "fp32"))
+                dtypes.precision(call.dtype(0)) or "fp32")
 
 
 @model("aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only")
@@ -60,7 +61,7 @@ def embedding_bag(call: OpCall) -> Cost:
     if weighted:
         nbytes += call.nbytes(6)
     return Cost("embedding", float(rows * d * (2 if weighted else 1)), float(nbytes),
-                DTYPE_PRECISION.get(call.dtype(0), "fp32"))
+                dtypes.precision(call.dtype(0)) or "fp32")
 
 
 @model("aten::_embedding_bag_backward", "aten::_embedding_bag_dense_backward",
@@ -74,4 +75,4 @@ def embedding_bag_backward(call: OpCall) -> Cost:
     rows = call.numel(1)
     nbytes = call.nbytes(0) + call.nbytes(1) + 2 * rows * d * size
     return Cost("embedding", float(rows * d), float(nbytes),
-                DTYPE_PRECISION.get(call.dtype(0), "fp32"))
+                dtypes.precision(call.dtype(0)) or "fp32")

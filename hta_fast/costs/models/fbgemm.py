@@ -32,8 +32,9 @@ import re
 from collections import defaultdict
 from typing import Any, Iterable, Optional, Union
 
-from ..cost import Cost, pattern_model
-from ..op_call import DTYPE_BYTES, DTYPE_PRECISION, NoModel, OpCall
+from .. import dtypes
+from ..cost import Cost, pattern_model, rank_extras
+from ..op_call import NoModel, OpCall
 
 LOOKUP = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)"
                     r"|(dense)_embedding_codegen_lookup)_function$")
@@ -106,7 +107,7 @@ def parse_lookup(call: OpCall) -> Lookup:
     total_d = call.value(d + 1)
     pooling = call.value(d + 7)
     return Lookup(opt, t, bags, call.numel(idx), weights, call.itemsize(main),
-                  DTYPE_PRECISION.get(call.dtype(main), "fp32"), read, weighted,
+                  dtypes.precision(call.dtype(main)) or "fp32", read, weighted,
                   total_d if isinstance(total_d, int) and not isinstance(total_d, bool) else None,
                   pooling != 2)
 
@@ -115,9 +116,9 @@ def _width(call: OpCall, lk: Lookup) -> tuple[int, int]:
     """(total_D, output bytes per element): Concrete Inputs, else the paired autograd node."""
     extra = call.extra or {}
     if lk.total_d is not None:
-        return lk.total_d, DTYPE_BYTES.get(extra.get("output_type", ""), 4)
+        return lk.total_d, dtypes.itemsize(extra.get("output_type")) or 4
     if "total_d" in extra:
-        return int(extra["total_d"]), DTYPE_BYTES.get(extra.get("output_type", ""), 4)
+        return int(extra["total_d"]), dtypes.itemsize(extra.get("output_type")) or 4
     raise NoModel(extra.get("reason", "output width total_D not recorded (no Concrete Inputs) "
                                       "and no autograd node of this lookup to read it from"))
 
@@ -163,6 +164,7 @@ pattern_model(BACKWARD, tbe_backward)
 Key = tuple[Any, ...]
 
 
+@rank_extras
 def tbe_widths(groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Optional[str]]]
                ) -> dict[Key, dict]:
     """For one rank's operator groups (key, name, Input Dims, Input type, Concrete Inputs),

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes
 from ..cost import Cost, model
-from ..op_call import DTYPE_PRECISION, NoModel, OpCall
+from ..op_call import NoModel, OpCall
 
 
 def _elems(call: OpCall, i: int = 0) -> tuple[int, int, str]:
-    return call.numel(i), call.itemsize(i), DTYPE_PRECISION.get(call.dtype(i), "fp32")
+    return call.numel(i), call.itemsize(i), dtypes.precision(call.dtype(i)) or "fp32"
 
 
 def _params(call: OpCall, indices: tuple[int, ...]) -> int:

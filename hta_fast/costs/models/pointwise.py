@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes
 from ..cost import Cost, model, precision_of
-from ..op_call import DTYPE_BYTES, DTYPE_PRECISION, SCALAR_TYPE_BYTES, NoModel, OpCall
+from ..op_call import NoModel, OpCall
 
 UNARY = """abs neg relu relu6 gelu silu sigmoid tanh exp exp2 log log2 log10 sqrt rsqrt sin cos
 erf erfinv reciprocal sign floor ceil round trunc clamp clamp_min clamp_max hardtanh
@@ -54,7 +55,7 @@ def _broadcast(shapes: list[list[int]]) -> list[int]:
 
 
 def _float_inputs(call: OpCall) -> list[int]:
-    return [i for i in call.tensor_inputs() if call.dtype(i) in DTYPE_PRECISION]
+    return [i for i in call.tensor_inputs() if dtypes.precision(call.dtype(i)) is not None]
 
 
 @model(*[f"aten::{n}" for n in UNARY + BINARY])
@@ -67,7 +68,7 @@ def elementwise(call: OpCall) -> Cost:
     flops = float(out * FLOPS_PER_ELEMENT.get(base, 1))
     main = (_float_inputs(call) or tensors)[0]
     nbytes = sum(call.nbytes(i) for i in tensors) + out * call.itemsize(main)
-    return Cost("elementwise", flops, float(nbytes), DTYPE_PRECISION.get(call.dtype(main), "fp32"))
+    return Cost("elementwise", flops, float(nbytes), dtypes.precision(call.dtype(main)) or "fp32")
 
 
 @model("aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full",
@@ -79,7 +80,7 @@ def fill(call: OpCall) -> Cost:
             raise NoModel("output size not recorded (Concrete Inputs missing)")
         return Cost("elementwise", 0.0, float(math.prod(shape) * 4), "fp32")
     return Cost("elementwise", 0.0, float(call.nbytes(0)), precision_of(call, 0)
-                if call.dtype(0) in DTYPE_PRECISION else "fp32")
+                if dtypes.precision(call.dtype(0)) is not None else "fp32")
 
 
 @model(*[f"aten::{n}" for n in REDUCTIONS])
@@ -91,7 +92,7 @@ def reduction(call: OpCall) -> Cost:
                                                  "linalg_vector_norm") else 1
     out_elems = _reduced_elems(call, x)
     nbytes = n * size + (out_elems or 0) * size
-    precision = DTYPE_PRECISION.get(call.dtype(0), "fp32")
+    precision = dtypes.precision(call.dtype(0)) or "fp32"
     return Cost("reduction", float(n * factor), float(nbytes), precision)
 
 
@@ -112,7 +113,7 @@ def _reduced_elems(call: OpCall, x: list[int]) -> int | None:
 def scan(call: OpCall) -> Cost:
     n = call.numel(0)
     return Cost("reduction", float(n), float(2 * call.nbytes(0)),
-                DTYPE_PRECISION.get(call.dtype(0), "fp32"))
+                dtypes.precision(call.dtype(0)) or "fp32")
 
 
 @model("aten::copy_")
@@ -125,10 +126,10 @@ def copy(call: OpCall) -> Cost:
 def to_copy(call: OpCall) -> Cost:
     """_to_copy(x, dtype, ...): the output dtype is a ScalarType code; when it is not
     recorded the output keeps the input's."""
-    out_size = call.itemsize(0)
     code = call.value(1) if call.name == "aten::_to_copy" else None
-    if isinstance(code, int) and not isinstance(code, bool) and code in SCALAR_TYPE_BYTES:
-        out_size = SCALAR_TYPE_BYTES[code]
+    cast = dtypes.scalar_type_itemsize(code) if isinstance(code, int) and not isinstance(
+        code, bool) else None
+    out_size = cast or call.itemsize(0)
     return Cost("copy", 0.0, float(call.nbytes(0) + call.numel(0) * out_size), "fp32")
 
 
@@ -140,12 +141,12 @@ def concatenate(call: OpCall) -> Cost:
     the out tensor's, else 4 bytes). Older profilers write [] for a list of tensors; then
     an `out=` tensor (the third input) gives the size, or the calls' autograd nodes
     (call.extra["out_bytes"], see model.cat_sizes)."""
-    out_size = call.itemsize(2) if call.has_tensor(2) and call.dtype(2) in DTYPE_BYTES else None
+    out_size = call.itemsize(2) if call.has_tensor(2) and dtypes.itemsize(call.dtype(2)) else None
     lists = call.dims[0] if call.dims and isinstance(call.dims[0], list) else []
     shapes = [s for s in lists if isinstance(s, list)]
     if shapes and all(isinstance(d, int) for s in shapes for d in s):
         types = call.types[0] if call.types and isinstance(call.types[0], list) else None
-        sizes = ([DTYPE_BYTES.get(t, out_size or 4) for t in types]
+        sizes = ([dtypes.itemsize(t) or out_size or 4 for t in types]
                  if types and len(types) == len(shapes) else [out_size or 4] * len(shapes))
         nbytes = sum(math.prod(s) * z for s, z in zip(shapes, sizes))
         return Cost("copy", 0.0, float(2 * nbytes), "fp32")

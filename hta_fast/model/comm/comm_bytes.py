@@ -1,10 +1,9 @@
 """Bytes moved by each collective, from its recorded arguments, and the bandwidth achieved.
 
-The collective's size is its message in bytes (elements times the dtype's size): the input
-for all-reduce, reduce-scatter, all-to-all, broadcast, reduce, send and recv; the output
-for all-gather (nccl-tests' convention). Algorithm bandwidth = size / time; bus bandwidth
-scales it by the fraction of the data each rank must send on the wire: 2(n-1)/n for
-all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 otherwise.
+The collective's size and bus factor are nccl-tests' (hta_fast.costs.collectives, which the
+rank summaries and the doctor call too): the larger of its input and output buffers, in
+bytes, its dtype the arguments' else its kernel name's. Algorithm bandwidth = size / time;
+bus bandwidth scales it by the fraction of the data each rank must send on the wire.
 
 The time is the GPU event's duration when the arguments sit on an NCCL kernel; when they
 sit on a CPU `record_param_comms` event, the GPU time of the kernels it launched. A CPU
@@ -18,26 +17,16 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ...frame import select
-from ...analysis.collectives import bus_factor
-from ...frame.fields import NS
 from ...analysis.launch_stats import launch_pairs
 from ...analysis.op_table import ancestor_pairs
+from ...costs import dtypes
+from ...costs.collectives import bus_factor, collective_dtype, message_bytes
+from ...frame import select
+from ...frame.fields import NS
 from ...frame.result import Result
 from ...schema import GPU_KINDS
 from ...trace import Trace
 from ...traceset import TraceSet
-
-COMM_DTYPE_BYTES = {"float": 4, "float32": 4, "bfloat16": 2, "half": 2, "float16": 2,
-                    "double": 8, "float64": 8, "long": 8, "int64": 8, "int": 4, "int32": 4,
-                    "short": 2, "byte": 1, "uint8": 1, "char": 1, "int8": 1, "bool": 1,
-                    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
-                    "float8_e5m2fnuz": 1, "complexfloat": 8, "complexdouble": 16}
-
-
-def _uses_output(collective: str) -> bool:
-    return "allgather" in collective.lower().replace("_", "")
-
 
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),
@@ -53,13 +42,13 @@ SCHEMA = pa.schema([
 ])
 
 
-def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
-    c = trace.comm_args
-    rows = trace.column("comm_args", "row")
+def _timing(trace: Trace, rows: np.ndarray, mask: Optional[np.ndarray]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per comm_args row: its GPU time (-1: none), whether it is kept (not a CPU event whose
+    kernels carry the arguments too), and its kernel (itself, or the first it launched; -1)."""
     kind = trace.column("events", "kind")
     dur = np.maximum(trace.column("events", "dur"), 0)
-    keep = np.ones(len(rows), bool) if mask is None else mask[rows]
-    is_gpu = np.isin(kind[rows], np.array(sorted(GPU_KINDS), np.uint8))
+    is_gpu = np.isin(kind[rows], GPU_KINDS)
     # GPU time under each CPU row, and whether its kernels carry the arguments themselves
     n = len(kind)
     is_cpu_row = np.zeros(n, bool)
@@ -72,35 +61,37 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
     np.add.at(under, anc, dur[gpu[i]])
     dup = np.zeros(n, bool)
     dup[anc[has_args[gpu[i]]]] = True
+    first = np.full(n, -1, np.int64)
+    order = np.argsort(i, kind="stable")  # launches come in start order
+    cpu, at = np.unique(anc[order], return_index=True)
+    first[cpu] = gpu[i[order][at]]
     time = np.where(is_gpu, dur[rows], np.where(under[rows] > 0, under[rows], -1))
-    keep &= ~dup[rows]
+    keep = np.ones(len(rows), bool) if mask is None else mask[rows]
+    return time, keep & ~dup[rows], np.where(is_gpu, rows, first[rows])
 
+
+def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
+    c = trace.comm_args
+    rows = trace.column("comm_args", "row")
+    time, keep, kernel = _timing(trace, rows, mask)
     names = [str(x or "") for x in c["collective_name"].to_pylist()]
-    dtypes = [x for x in c["dtype"].to_pylist()]
+    arg_dtypes = c["dtype"].to_pylist()
+    kernel_names = trace.events["name"].take(pa.array(np.maximum(kernel, 0))).to_pylist() \
+        if len(rows) else []
+    dtype = [collective_dtype(d, k if r >= 0 else None)
+             for d, k, r in zip(arg_dtypes, kernel_names, kernel)]
     n_in = trace.column("comm_args", "in_msg_nelems")
     n_out = trace.column("comm_args", "out_msg_nelems")
     group = trace.column("comm_args", "group_size").astype(np.int64)
-    out_bytes: list[Optional[float]] = []
-    reasons: list[Optional[str]] = []
-    for j in range(len(rows)):
-        size = COMM_DTYPE_BYTES.get(str(dtypes[j] or "").lower())
-        elems = n_out[j] if _uses_output(names[j]) else n_in[j]
-        if size is None:
-            out_bytes.append(None)
-            reasons.append(f"dtype {dtypes[j]!r} unknown")
-        elif elems < 0:
-            out_bytes.append(None)
-            reasons.append("message size not recorded")
-        else:
-            out_bytes.append(float(elems * size))
-            reasons.append(None)
-    nbytes = np.array([np.nan if b is None else b for b in out_bytes], np.float64)
+    nbytes = message_bytes(n_in, n_out, dtype)
+    reasons = [None if known else f"dtype {d!r} unknown" if dtypes.itemsize(d) is None
+               else "message size not recorded" for known, d in zip(~np.isnan(nbytes), dtype)]
     secs = np.where(time > 0, time, np.nan) / 1e9
     algbw = nbytes / secs
-    factor = np.array([bus_factor(names[j], int(group[j])) for j in range(len(rows))])
+    factor = np.array([bus_factor(nm, int(g)) for nm, g in zip(names, group)], np.float64)
     t = pa.table([
         np.full(len(rows), rank, np.int64), rows, pa.array(names, pa.string()),
-        pa.array([None if d is None else str(d) for d in dtypes], pa.string()),
+        pa.array([None if d is None else str(d) for d in dtype], pa.string()),
         pa.array(group, mask=group < 0), pa.array(nbytes, from_pandas=True),
         pa.array(time, mask=time < 0), pa.array(algbw, from_pandas=True),
         pa.array(algbw * factor, from_pandas=True), pa.array(reasons, pa.string()),

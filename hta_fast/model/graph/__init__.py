@@ -1,1 +1,2 @@
-"""The dependency graph of a rank's events and the walks over its steps (chains, windows)."""
+"""The dependency graph of a rank's events and the one walk over its steps (as one chain, or
+window by window)."""

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from ... import _core
-from ...schema import EventKind
+from ...schema import CPU_KINDS, GPU_WORK_KINDS
 from ...trace import Trace
 from . import sync_calls
 
@@ -22,9 +22,7 @@ EDGE_TYPES = ["release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_siblin
               "thread_join", "join_tail"]
 EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
 
-CPU_KINDS = np.array([EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
-                      EventKind.runtime, EventKind.driver], np.uint8)
-GPU_WORK = np.array([EventKind.kernel, EventKind.memcpy, EventKind.memset], np.uint8)
+GPU_WORK = GPU_WORK_KINDS  # the graph's nodes: schema's CPU_KINDS and GPU work
 
 
 def skip_mask(*edge_types: str) -> int:
@@ -148,7 +146,7 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     release_from (per row, a node or -1): where a node of that event without a predecessor
     is released from, instead of the window's start; thread_part (per row, >= 0): CPU events
     of one thread with different parts are on different lanes, as if on different threads
-    (hta_fast.model.graph.chains: a worker thread's calls in each step)."""
+    (hta_fast.model.graph.chain_build: a worker thread's calls in each step)."""
     rows = np.asarray(rows, np.int64)
     if len(rows) > 1 and not (np.diff(rows) > 0).all():
         raise ValueError("graph rows must be increasing")

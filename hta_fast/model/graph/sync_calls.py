@@ -16,7 +16,8 @@ _PATTERNS = [
     (EVENT, re.compile(r"^(cuda|hip|cu)EventSynchronize")),
     (DEVICE, re.compile(r"^(cudaDeviceSynchronize|hipDeviceSynchronize|cuCtxSynchronize|"
                         r"cudaThreadSynchronize)")),
-    (OWN_COPY, re.compile(r"^(cuda|hip)Memcpy(?!.*Async)(2D|3D|ToSymbol|FromSymbol)?$|^cuMemcpy[DH]to[DH](_v2)?$")),
+    (OWN_COPY, re.compile(r"^(cuda|hip)Memcpy(?!.*Async)(2D|3D|ToSymbol|FromSymbol)?$"
+                          r"|^cuMemcpy[DH]to[DH](_v2)?$")),
     (STREAM_WAIT, re.compile(r"^(cuda|hip|cu)StreamWaitEvent")),
 ]
 

@@ -12,17 +12,17 @@ step); the walk over events is the core's.
 The pieces' weights add up to the path's length: the step's end on the last rank to end minus
 the start of the window where the path begins.
 
-Over chained steps (hta_fast.model.graph.chains: each rank's consecutive steps one graph, the ranks'
-chains replayed together) the path of step k starts at the latest end of step k over the
-ranks (each chain's latest member end of the step) and stops at the replayed start of step k
-on the rank it has reached (Graph::critical_paths with stop_at), the edge that crosses that
+Over chained steps (hta_fast.model.graph.walk: each rank's consecutive steps one graph, the
+ranks' chains replayed together) the path of step k starts at the latest end of step k over
+the ranks (each chain's end node of the step) and stops at the replayed start of step k on
+the rank it has reached (Graph::critical_paths with stop_at), the edge that crosses that
 start counting only for the part inside the step; its length is the latest end minus that
-start.
+start. Window by window (chains of one step) the walk runs back to the window's start node.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence, Union
+from typing import Sequence, Union
 
 import numpy as np
 
@@ -59,18 +59,17 @@ class PathAcrossRanks:
 
 
 def path_across_ranks(windows: Sequence[LinkedWindow], weights: Sequence[np.ndarray],
-                      together: Together, end_nodes: Optional[Sequence[int]] = None,
-                      stop_at: Optional[Sequence[int]] = None) -> PathAcrossRanks:
-    """The path over the joint replay `together` of these windows with these weights.
-    end_nodes and stop_at, for one step of chains replayed together: per window (chain), the
-    node where the step ends and the step's replayed start (ns since the window's start);
-    default: each window's latest node and its start."""
+                      together: Together, end_nodes: Sequence[int], starts: Sequence[int],
+                      stops: Sequence[int]) -> PathAcrossRanks:
+    """The path of one step over the joint replay `together` of these windows (one chain per
+    rank, hta_fast.model.graph.chain) with these weights. Per window: the node where the step
+    ends, the step's replayed start and where a walk back stops (ns since the window's
+    start; Chain.end_nodes, step_starts and path_stops)."""
     times = together.times
-    starts = [w.graph.window_start for w in windows]
-    ends_at = [int(np.argmax(t)) for t in times] if end_nodes is None else \
-        [int(v) for v in end_nodes]
-    floor = [0] * len(windows) if stop_at is None else [int(v) for v in stop_at]
-    ends = [s + int(t[v]) for s, t, v in zip(starts, times, ends_at)]
+    origin = [w.graph.window_start for w in windows]
+    ends_at = [int(v) for v in end_nodes]
+    floor = [int(v) for v in starts]
+    ends = [s + int(t[v]) for s, t, v in zip(origin, times, ends_at)]
     window_of_rank = {w.rank: i for i, w in enumerate(windows)}
     end_index = [dict(zip((2 * w.comm + 1).tolist(), range(len(w.comm)))) for w in windows]
     i = int(np.argmax(ends))  # ties: the first window
@@ -80,11 +79,8 @@ def path_across_ranks(windows: Sequence[LinkedWindow], weights: Sequence[np.ndar
     seen: set[tuple[int, int]] = set()
     while True:
         w, t = windows[i], times[i]
-        if stop_at is None:
-            edges = w.graph.core.critical_path(weights[i], t, 0, node)
-        else:
-            edges, _ = w.graph.core.critical_paths(weights[i], t, 0, np.array([node], np.int64),
-                                                   np.array([floor[i]], np.int64))
+        edges, _ = w.graph.core.critical_paths(weights[i], t, 0, np.array([node], np.int64),
+                                               np.array([int(stops[i])], np.int64))
         durations = weights[i][edges].astype(np.int64)
         first = int(w.graph.core.src[edges[0]]) if len(edges) else node
         if len(edges) and t[first] < floor[i]:  # the edge that crosses the step's start
@@ -105,7 +101,7 @@ def path_across_ranks(windows: Sequence[LinkedWindow], weights: Sequence[np.ndar
         # An arrival before the landing rank's step start (a collective carried over from the
         # step before) counts from that start: the path begins there.
         arrival = max(int(times[last][node]), floor[last])
-        wait = starts[i] + int(t[first]) - (starts[last] + arrival)
+        wait = origin[i] + int(t[first]) - (origin[last] + arrival)
         pieces.append(Jump(i, k, last, wait))
         length += wait
         i = last

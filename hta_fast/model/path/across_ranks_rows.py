@@ -67,7 +67,7 @@ def path_tables(step: Optional[int], windows: Sequence[LinkedWindow], traces: Se
         else:
             last = windows[piece.last].rank
             parts.append(_jump_row(step, windows[piece.held], traces[piece.held], piece, last))
-            bounds.append(np.array([CROSS_RANK], object))
+            bounds.append(np.array([CROSS_RANK]))
             durations.append(np.array([piece.wait], np.int64))
             jumps += last != windows[piece.held].rank
     bound_all = np.concatenate(bounds)

@@ -1,13 +1,14 @@
 """Critical path: the chain of dependencies that decides how long each profiler step takes.
 
-Per (rank, step) the dependency graph (hta_fast.model.graph.dependency_graph; rules in docs/model.md)
-is replayed and its longest path from the step's start to its latest event is walked back.
+Per (rank, step) the dependency graph (hta_fast.model.graph.dependency_graph; rules in
+docs/model.md) is replayed and its longest path from the step's start to its latest event is
+walked back.
 Each edge on it is one breakdown row: its duration (the edge's weight), type, the event it is
 charged to (name, cat, pid, tid, stream) and what it is bound by (hta_fast.model.path.bounds).
 The summary holds each category's share of the path length in percent.
 
 Chained (the default), a rank's consecutive selected steps are one graph replayed once
-(hta_fast.model.graph.chains), as replay_steps and what_if replay them: each step's path runs back
+(hta_fast.model.graph.walk), as replay_steps and what_if replay them: each step's path runs back
 from its latest event's end to its replayed start (where the step before it ended), the edge
 that crosses the start counting only for the part inside the step, so the path's length is
 the replayed step. chained=False: each step's window alone, from the window's start, its
@@ -26,18 +27,18 @@ from typing import Any, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..whatif.chain import step_paths
-from ..graph.chains import each_chain
-from ..graph.dependency_graph import DependencyGraph
-from .bounds import BOUND_BY, shares
-from .rows import BREAKDOWN, breakdown_rows
-from ..graph.windows import each_window
-from ...trace import Trace
-from ...traceset import TraceSet
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.result import Result
 from ...frame.select import Ranks, Steps
+from ...trace import Trace
+from ...traceset import TraceSet
+from ..graph.dependency_graph import DependencyGraph
+from ..graph.walk import walk
+from .bounds import BOUND_BY, shares
+from .ranks import critical_path_across_ranks
+from .rows import BREAKDOWN, breakdown_rows
+from .step_paths import step_paths
 
 SUMMARY = pa.schema(
     [pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
@@ -64,29 +65,19 @@ def critical_path(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps:
     back to its replayed start; False: each step's window alone."""
     sel = select.selection_of(selection, ranks, steps)
     if cross_rank:
-        from .ranks import critical_path_across_ranks
         return critical_path_across_ranks(traces, sel, chained)
     found: list[tuple[int, Optional[int], dict[str, Any], pa.Table]] = []
     notes = []
-    if chained:
-        for chain in each_chain(traces, sel):
-            g = chain.graph
-            measured = chain.spans(chain.measured_times())
-            for k, (path, weight) in enumerate(step_paths(chain, g.weight, g.replay())):
-                step = int(chain.step[k])
-                rows, bound = breakdown_rows(chain.rank, step, g, chain.trace, path, g.weight,
-                                             weight)
-                found.append((chain.rank, step, _summary(chain.rank, step, weight, bound,
-                                                         int(measured[k])), rows))
-                notes += _no_sync_note(chain.rank, step, g)
-    # With chains, only ranks without profiler steps are left: each is one window.
-    for w in each_window(traces, sel, whole_traces_only=chained):
-        g, trace = w.graph, w.trace
-        path = g.critical_path()
-        rows, bound = breakdown_rows(w.rank, w.step, g, trace, path, g.weight)
-        found.append((w.rank, w.step, _summary(w.rank, w.step, g.weight[path], bound,
-                                               g.measured_end), rows))
-        notes += _no_sync_note(w.rank, w.step, g)
+    for chain in walk(traces, sel, chained):
+        g = chain.graph
+        measured = chain.spans(chain.measured_times())
+        for k, (path, weight) in enumerate(step_paths(chain, g.weight, g.replay())):
+            step = chain.steps[k]
+            rows, bound = breakdown_rows(chain.rank, step, g, chain.trace, path, g.weight,
+                                         weight)
+            found.append((chain.rank, step, _summary(chain.rank, step, weight, bound,
+                                                     int(measured[k])), rows))
+            notes += _no_sync_note(chain.rank, step, g)
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
     table = pa.table({f.name: pa.array([r[f.name] for r in summary], f.type) for f in SUMMARY},
@@ -101,6 +92,6 @@ def _summary(rank: int, step: Optional[int], weight: np.ndarray, bound: np.ndarr
     """One SUMMARY row: the path's length (weight: the time each edge counts for) and
     shares."""
     row: dict[str, Any] = {"rank": rank, "step": step, "critical_path_length": int(weight.sum()),
-           "measured_step": measured}
+                           "measured_step": measured}
     row.update(shares(bound, weight))
     return row

@@ -2,8 +2,8 @@
 hta_fast.model.path.critical_path, chained or window by window): each graph event of the chosen
 steps as a slice (args.critical = 1 on the path) and one flow arrow per path edge that is a
 wait between two events (launch, stream order, cross-stream, sync, cross-thread), so the path
-can be followed across threads and streams. Slices are rebuilt from the loaded columns (name, cat, pid, tid,
-ts, dur), not copied from the file, so the original args are not in it.
+can be followed across threads and streams. Slices are rebuilt from the loaded columns (name,
+cat, pid, tid, ts, dur), not copied from the file, so the original args are not in it.
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import numpy as np
 from ...frame import select
 from ...trace import Trace
 from ...traceset import TraceSet
-from ..whatif.chain import step_paths
-from ..graph.chains import each_chain
+from ..graph.chain import Chain
 from ..graph.dependency_graph import EDGE_TYPES, DependencyGraph
+from ..graph.walk import walk
 from .bounds import bound_by, names_of
-from ..graph.windows import each_window
+from .step_paths import step_paths
 
 
 # The path's edges drawn as arrows: those that join two events by a wait.
@@ -72,6 +72,17 @@ def _events(trace: Trace, g: DependencyGraph, step_of: list, paths: list[np.ndar
     return events, flow_id
 
 
+def _drawn_steps(chain: Chain) -> list:
+    """The step each of the chain's events is drawn with: its own, or the chain's first step
+    for what that step carries in from a step not in the chain (window by window: the
+    window's step, a carried event being drawn with each window that holds it)."""
+    if chain.steps == [None]:
+        return [None] * len(chain.graph.rows)
+    step_col = chain.trace.column("events", "step")[chain.graph.rows]
+    own = np.isin(step_col, np.array(chain.steps, np.int64))
+    return np.asarray(np.where(own, step_col, chain.steps[0])).tolist()
+
+
 def critical_path_trace(traces: Union[Trace, TraceSet], *, rank: Optional[int] = None,
                         steps: Optional[list[int]] = None, chained: bool = True
                         ) -> dict[str, Any]:
@@ -87,20 +98,10 @@ def critical_path_trace(traces: Union[Trace, TraceSet], *, rank: Optional[int] =
     sel = select.Selection(ranks=[rank], steps=steps)
     events: list[dict[str, Any]] = []
     flow_id = 0
-    if chained:
-        for chain in each_chain(traces, sel):
-            g = chain.graph
-            paths = [p for p, _ in step_paths(chain, g.weight, g.replay())]
-            step_col = chain.trace.column("events", "step")[g.rows]
-            # Carried into the chain's first step from an unselected step: drawn with it.
-            own = np.isin(step_col, chain.step)
-            step_of = np.where(own, step_col, chain.step[0]).tolist()
-            drawn, flow_id = _events(chain.trace, g, step_of, paths, flow_id)
-            events += drawn
-    for w in each_window(traces, sel, whole_traces_only=chained):
-        g = w.graph
-        drawn, flow_id = _events(w.trace, g, [w.step] * len(g.rows), [g.critical_path()],
-                                 flow_id)
+    for chain in walk(traces, sel, chained):
+        g = chain.graph
+        paths = [p for p, _ in step_paths(chain, g.weight, g.replay())]
+        drawn, flow_id = _events(chain.trace, g, _drawn_steps(chain), paths, flow_id)
         events += drawn
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 

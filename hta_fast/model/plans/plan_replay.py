@@ -25,7 +25,8 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from .embedding_cost import LookupCostModel, TableSpec, evaluate_plan
 from .embedding_lookups import lookup_kernels
-from ..whatif.what_if import what_if
+from ..whatif.edits import Edits
+from ..whatif.steps import what_if
 
 
 def _family_name(cost: LookupCostModel, family: Optional[str], kernel_family: Optional[str]
@@ -79,7 +80,7 @@ def plan_step_time(traces: Union[Trace, TraceSet], tables: Sequence[TableSpec],
         changes[rank] = (rows, planned[i] * share - dur)
         for k, t in zip(keys.tolist(), total.tolist()):
             measured_by[(rank, k)], planned_by[(rank, k)] = t, float(planned[i])
-    result = what_if(ts, duration_change=changes, cross_rank=cross_rank, steps=steps)
+    result = what_if(ts, Edits(duration_change=changes), cross_rank=cross_rank, steps=steps)
     table = result.table
     keys_of = list(zip(table["rank"].to_pylist(), table["step"].to_pylist()))
     table = table.append_column(pa.field("lookup_measured", pa.float64(), metadata=NS),
@@ -87,7 +88,7 @@ def plan_step_time(traces: Union[Trace, TraceSet], tables: Sequence[TableSpec],
     table = table.append_column(pa.field("lookup_planned", pa.float64(), metadata=NS),
                                 pa.array([planned_by.get(k) for k in keys_of], pa.float64()))
     step_ns: dict[Optional[int], int] = {}
-    for (r, s), p in zip(keys_of, table["predicted"].to_pylist()):
+    for (_, s), p in zip(keys_of, table["predicted"].to_pylist()):
         step_ns[s] = max(step_ns.get(s, 0), p)
     missing = sorted(r for r in ranks if not (lk_rank == r).any())
     notes = list(evaluation.notes) + list(result.notes)

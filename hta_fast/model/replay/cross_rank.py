@@ -55,18 +55,22 @@ class LinkedWindow:
 def link_windows(graphs: Sequence[tuple[int, DependencyGraph]], matched: MatchedCollectives
                  ) -> list[LinkedWindow]:
     """Ties the communication kernels of these windows (one per rank, the same step) to the
-    collectives they share: those that two or more of the windows hold."""
+    collectives they share: those that two or more of the windows hold as their own. A
+    kernel carried into a window (launched in the step before, cut at the window's start) is
+    not tied: its ranks reached it before the window began, and its data time is not what
+    is left of it."""
     local = []
     for rank, g in graphs:
         rc = matched.per_rank[rank]
         pos = np.minimum(np.searchsorted(g.rows, rc.rows), max(len(g.rows) - 1, 0))
-        inside = (g.rows[pos] == rc.rows) if len(g.rows) else np.zeros(len(rc.rows), bool)
+        inside = (g.rows[pos] == rc.rows) & ~g.carried[pos] if len(g.rows) else \
+            np.zeros(len(rc.rows), bool)
         local.append((pos[inside], rc.match[inside]))
     seen = np.concatenate([np.unique(m) for _, m in local]) if local else np.zeros(0, np.int64)
     codes, counts = np.unique(seen, return_counts=True)
     shared = codes[counts > 1]
     last = np.full(len(matched.data_time), np.iinfo(np.int64).min)
-    for (rank, g), (ev, m) in zip(graphs, local):
+    for (_, g), (ev, m) in zip(graphs, local):
         keep = np.isin(m, shared)
         np.maximum.at(last, m[keep], g.core.measured[2 * ev[keep]])
     out = []

@@ -21,9 +21,10 @@ from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import match_collectives
-from .cross_rank import link_windows, measured_weights, replay_together
-from ..graph.chains import chain_groups
-from ..graph.windows import step_groups
+from ..graph.chain import Chain
+from ..graph.walk import walk_groups
+from .cross_rank import LinkedWindow, link_windows, measured_weights, replay_together
+from .step_rows import error_pct
 
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
@@ -35,8 +36,13 @@ SCHEMA = pa.schema([
 ])
 
 
-def _error(predicted: int, measured: int) -> Optional[float]:
-    return 100.0 * abs(predicted - measured) / measured if measured > 0 else None
+def _collectives_per_step(chain: Chain, linked: LinkedWindow) -> np.ndarray:
+    """Per step, the linked collectives it launched: one carried into a step (launched in the
+    step before) counts for the step before, so each collective counts once."""
+    step_of = np.full(len(chain.graph.rows), -1, np.int64)
+    step_of[chain.own_gpu] = chain.own_gpu_step
+    of = step_of[linked.comm]
+    return np.bincount(of[of >= 0], minlength=len(chain.steps))
 
 
 def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
@@ -44,52 +50,29 @@ def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
     """One row per (rank, step): measured and replayed step time (all ranks of the step
     replayed together), the error, the collectives tied to other ranks, the fixed point's
     passes, and the no_cross_rank ablation with its error. chained (default): each rank's
-    consecutive selected steps are one graph (hta_fast.model.graph.chains), all ranks' chains of
+    consecutive selected steps are one graph (hta_fast.model.graph.walk), all ranks' chains of
     the same steps replayed together; False: each step's windows together."""
     sel = select.selection_of(selection, ranks, steps)
     matched = match_collectives(traces)
-    out: dict[str, list] = {f.name: [] for f in SCHEMA}
-    if chained:
-        for chains in chain_groups(traces, sel):
-            linked = link_windows([(c.rank, c.graph) for c in chains], matched)
-            weights = measured_weights(linked)
-            together = replay_together(linked, weights)
-            for c, lw, t, w in zip(chains, linked, together.times, weights):
-                m_span = c.spans(c.measured_times())
-                r_span, a_span = c.spans(t), c.spans(c.graph.replay(w))
-                # A linked collective counts for the step that launched it.
-                step_of = np.full(len(c.graph.rows), -1, np.int64)
-                step_of[c.own_gpu] = c.own_gpu_step
-                n_comm = np.bincount(step_of[lw.comm][step_of[lw.comm] >= 0],
-                                     minlength=len(c.step))
-                for i, step in enumerate(c.step.tolist()):
-                    crow = {"rank": c.rank, "step": step, "measured": int(m_span[i]),
-                           "replayed": int(r_span[i]),
-                           "error_pct": _error(int(r_span[i]), int(m_span[i])),
-                           "collectives": int(n_comm[i]), "passes": together.passes,
-                           "no_cross_rank": int(a_span[i]),
-                           "no_cross_rank_error_pct": _error(int(a_span[i]), int(m_span[i]))}
-                    for key, v in crow.items():
-                        out[key].append(v)
-    for group in step_groups(traces, sel, whole_traces_only=chained):
-        linked = link_windows([(w.rank, w.graph) for w in group], matched)
+    rows: list[dict] = []
+    for chains in walk_groups(traces, sel, chained):
+        linked = link_windows([(c.rank, c.graph) for c in chains], matched)
         weights = measured_weights(linked)
         together = replay_together(linked, weights)
-        times, passes = together.times, together.passes
-        for win, lw, t, w in zip(group, linked, times, weights):
-            measured = win.graph.measured_end
-            alone = int(win.graph.replay(w).max())
-            row = {"rank": win.rank, "step": win.step, "measured": measured,
-                   "replayed": int(t.max()), "error_pct": _error(int(t.max()), measured),
-                   "collectives": len(lw.comm), "passes": passes, "no_cross_rank": alone,
-                   "no_cross_rank_error_pct": _error(alone, measured)}
-            for k, v in row.items():
-                out[k].append(v)
-    table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
-    if chained:  # steps in order, ranks within a step, as the windows come
-        order = sorted(range(table.num_rows), key=lambda i: (
-            out["step"][i] is not None, out["step"][i] or 0, out["rank"][i]))
-        table = table.take(pa.array(order, pa.int64()))
-    notes = [] if table.num_rows == 0 or max(out["collectives"]) > 0 else \
+        for c, lw, t, w in zip(chains, linked, together.times, weights):
+            measured = c.spans(c.measured_times())
+            replayed, alone = c.spans(t), c.spans(c.graph.replay(w))
+            n_comm = _collectives_per_step(c, lw)
+            for k, step in enumerate(c.steps):
+                m, r, a = int(measured[k]), int(replayed[k]), int(alone[k])
+                rows.append({"rank": c.rank, "step": step, "measured": m, "replayed": r,
+                             "error_pct": error_pct(r, m), "collectives": int(n_comm[k]),
+                             "passes": together.passes, "no_cross_rank": a,
+                             "no_cross_rank_error_pct": error_pct(a, m)})
+    # Steps in order, ranks within a step.
+    rows.sort(key=lambda r: (r["step"] is not None, r["step"] or 0, r["rank"]))
+    table = pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA},
+                     schema=SCHEMA)
+    notes = [] if not rows or max(r["collectives"] for r in rows) > 0 else \
         ["no collective is shared by two of the selected ranks in a step: each rank replays alone"]
     return Result("replay_ranks", table, notes=notes, params={"selection": sel})

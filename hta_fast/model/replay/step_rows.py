@@ -1,60 +1,73 @@
-"""One what-if output row per (rank, step): the predicted step, the bounds of its critical
-path before and after the edit, and the time spent waiting for another rank before the path
-begins. Shared by the per-window and the chained replays (hta_fast.model.whatif.what_if)."""
+"""replay_steps' rows of one chain (hta_fast.model.graph.chain; a window is a chain of one step):
+the chain replayed once, each step's measured and replayed span, its own GPU events' start
+errors and the ablations (hta_fast.model.replay.ablations), cut back into steps."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Optional
 
 import numpy as np
+import pyarrow as pa
 
-from ...trace import Trace
-from ..graph.dependency_graph import DependencyGraph
-from ..path.bounds import BOUND_BY, bound_by, shares
+from ...frame.fields import NS
+from ..graph.chain import Chain
+from .ablations import ABLATIONS, ablations
 
-# The share of a rank's predicted step spent before its critical path begins: waiting at a
-# collective for another rank (held_by) to arrive, in a cross-rank replay.
-WAITING = "waiting_for_rank"
-
-
-@dataclasses.dataclass
-class Replayed:
-    """One rank's graph (a window or a chain) replayed as measured (base) and edited: the
-    weights and node times of each, and code_of (collective end node -> collective code,
-    for the collectives tied to other ranks)."""
-    w_base: np.ndarray
-    base_times: np.ndarray
-    w_edit: np.ndarray
-    times: np.ndarray
-    code_of: dict[int, int]
+GPU_EVENTS = pa.schema([
+    pa.field("rank", pa.int64()), pa.field("step", pa.int64()), pa.field("row", pa.int64()),
+    pa.field("measured_start", pa.int64(), metadata=NS),
+    pa.field("replayed_start", pa.int64(), metadata=NS),
+    pa.field("start_error", pa.int64(), metadata=NS),
+])
 
 
-def _top(bounds: np.ndarray, weight: np.ndarray) -> Optional[str]:
-    s = {k: v for k, v in shares(bounds, weight).items() if v is not None}
-    return max(s, key=lambda k: s[k]) if s else None
+def error_pct(predicted: int, measured: int) -> Optional[float]:
+    """|predicted - measured| / measured × 100 (None for an empty step)."""
+    return 100.0 * abs(predicted - measured) / measured if measured > 0 else None
 
 
-def step_row(rank: int, step: Optional[int], graph: DependencyGraph, trace: Trace,
-             r: Replayed, holder: np.ndarray, measured: int, replayed: int, predicted: int,
-             before: np.ndarray, before_w: np.ndarray, after_path: np.ndarray,
-             after_w: np.ndarray, first: int, waited: int) -> dict[str, Any]:
-    """One output row: the bounds of the paths before and after (edges and the time each
-    counts for), and the wait for another rank before the step's path begins (from node
-    `first`, `waited` ns)."""
-    b_after = bound_by(graph, trace, after_path)
-    held_by = int(holder[r.code_of[first]]) if waited else None
-    row: dict[str, Any] = {"rank": rank, "step": step, "measured": measured, "replayed": replayed,
-           "predicted": predicted,
-           "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
-           "bound_before": _top(bound_by(graph, trace, before), before_w),
-           "bound_after": _top(b_after, after_w)}
-    on_path = predicted - waited
-    row.update({k: (v * on_path / predicted if v is not None and predicted else v)
-                for k, v in shares(b_after, after_w).items()})
-    row[WAITING] = 100.0 * waited / predicted if predicted else None
-    row["held_by"] = held_by
-    waiting_share = float(row[WAITING] or 0.0)
-    if waited and (row["bound_after"] is None or waiting_share > max(
-            float(row[b] or 0.0) for b in BOUND_BY)):
-        row["bound_after"] = WAITING
-    return row
+def _median_max(values: np.ndarray, group: np.ndarray, n: int) -> tuple[list, list]:
+    """Per group 0..n-1, the median and max of values (None where empty)."""
+    med: list = [None] * n
+    top: list = [None] * n
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(n + 1))
+    for k in range(n):
+        v = values[order[bounds[k]:bounds[k + 1]]]
+        if len(v):
+            med[k], top[k] = float(np.median(v)), int(v.max())
+    return med, top
+
+
+def chain_step_rows(chain: Chain) -> tuple[list[dict[str, Any]], pa.Table]:
+    """replay_steps' rows of this chain's steps and its "gpu_events" side table."""
+    g = chain.graph
+    n_steps = len(chain.steps)
+    times = g.replay()
+    measured = chain.spans(chain.measured_times())
+    replayed = chain.spans(times)
+    ev = chain.own_gpu
+    replayed_start = times[2 * ev] + g.window_start
+    measured_start = g.core.measured[2 * ev]
+    err = replayed_start - measured_start
+    med, top = _median_max(np.abs(err), chain.own_gpu_step, n_steps)
+    events = pa.table({
+        "rank": pa.array(np.full(len(ev), chain.rank), pa.int64()),
+        "step": pa.array(chain.steps, pa.int64()).take(pa.array(chain.own_gpu_step)),
+        "row": pa.array(g.rows[ev], pa.int64()),
+        "measured_start": pa.array(measured_start, pa.int64()),
+        "replayed_start": pa.array(replayed_start, pa.int64()),
+        "start_error": pa.array(err, pa.int64()),
+    }, schema=GPU_EVENTS)
+    ablated = ablations(chain)
+    n_gpu = np.bincount(chain.own_gpu_step, minlength=n_steps)
+    rows = []
+    for k, step in enumerate(chain.steps):
+        m, r = int(measured[k]), int(replayed[k])
+        row = {"rank": chain.rank, "step": step, "measured": m, "replayed": r,
+               "error_pct": error_pct(r, m), "gpu_events": int(n_gpu[k]),
+               "gpu_start_error_max": top[k], "gpu_start_error_median": med[k]}
+        for name in ABLATIONS:
+            row[name] = int(ablated[name][k])
+            row[name + "_error_pct"] = error_pct(row[name], m)
+        rows.append(row)
+    return rows, events

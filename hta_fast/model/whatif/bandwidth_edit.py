@@ -22,6 +22,16 @@ from ..comm.collective_cost import CostModel, collective_time_factors, fit_colle
 from ..comm.collective_links import MatchedCollectives
 
 
+def check_bandwidth(scale: Optional[float], busbw_gbps: Optional[float]) -> None:
+    """A bandwidth edit is one of a scale or a bus bandwidth, a positive number."""
+    if (scale is None) == (busbw_gbps is None):
+        raise ValueError("a bandwidth what-if takes one of a scale or a bus bandwidth (GB/s)")
+    value = scale if scale is not None else busbw_gbps
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and value > 0
+                                       and math.isfinite(value)):
+        raise ValueError(f"collective bandwidth must be a positive number, got {value!r}")
+
+
 def collective_bandwidth_factors(matched: MatchedCollectives, *, scale: Optional[float] = None,
                                  busbw_gbps: Optional[float] = None,
                                  cost: Optional[CostModel] = None
@@ -29,11 +39,7 @@ def collective_bandwidth_factors(matched: MatchedCollectives, *, scale: Optional
     """Per matched collective (the rows of matched.result), the factor its time moving data
     is multiplied by; and notes on how it was found. `cost`: a fitted model to use instead
     of fitting one to these collectives."""
-    if (scale is None) == (busbw_gbps is None):
-        raise ValueError("a bandwidth what-if takes one of a scale or a bus bandwidth (GB/s)")
-    value = scale if scale is not None else busbw_gbps
-    if not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
-        raise ValueError(f"collective bandwidth must be a positive number, got {value!r}")
+    check_bandwidth(scale, busbw_gbps)
     table = matched.result.table
     n = table.num_rows
     if n == 0:

@@ -1,0 +1,182 @@
+"""The edits of a what-if (hta_fast.model.whatif.steps.what_if), as one value checked once.
+
+    kernel_class   {"COMM": 0.5, "COMP": 0.8}: scale GPU event durations by kernel class
+                   (COMP, COMM, MEM)
+    name           {regex: factor}: scale GPU events whose name matches (re.search)
+    category       {cat: factor}: scale GPU events by their trace category ("kernel",
+                   "gpu_memcpy", "gpu_memset")
+    cpu            scale CPU time: CPU event durations, gaps between a thread's calls and the
+                   non-waiting part of sync calls
+    zero_launch_overhead  launch edges cost nothing and launch calls take no CPU time (what
+                   CUDA graphs approach)
+    drop_comm_waits  nothing waits for communication: cross-stream and host-sync edges from
+                   communication kernels are dropped (the perfect-overlap bound)
+    collective_bandwidth / collective_busbw_gbps  a faster or slower interconnect: each
+                   collective's time moving data changes by the factor the collective cost
+                   model (collective_cost, default: fitted to the traces) predicts for its
+                   size (hta_fast.model.whatif.bandwidth_edit); the rest of a kernel's
+                   duration, waiting for other ranks, is kept
+    device         this step on another GPU: each launched GPU event's duration becomes the
+                   one hta_fast.model.predict gives on that device (source_device,
+                   devices_file and allow_tf32 as there; hta_fast.model.whatif.device_edit);
+                   the host, the waits and the launch order stay as recorded
+    duration_change  per rank, (event rows, ns added to each one's duration): edits computed
+                   elsewhere (hta_fast.model.plans.plan_replay)
+    edit_ranks     the ranks the factor and device edits apply to (default: all); the
+                   bandwidth edit and duration_change apply where they say
+
+Factors on one event multiply.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import re
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ...costs.devices import Device
+from ...schema import KernelClass
+from ..comm.collective_cost import CostModel
+from .bandwidth_edit import check_bandwidth
+
+Changes = Mapping[int, tuple[np.ndarray, np.ndarray]]
+
+KERNEL_CLASSES = [k.name for k in KernelClass if k.name not in ("NONE", "SYNC")]
+
+
+def _fail(field: str, message: str) -> ValueError:
+    return ValueError(f"Edits.{field}: {message}")
+
+
+def _factor(field: str, value: Any) -> float:
+    number = float(value) if isinstance(value, numbers.Real) and \
+        not isinstance(value, (bool, np.bool_)) else math.nan
+    if not number >= 0 or not math.isfinite(number):
+        raise _fail(field, f"what-if factors must be numbers >= 0, got {value!r}")
+    return number
+
+
+def _factors(field: str, table: Optional[Mapping[str, float]]) -> Optional[Mapping[str, float]]:
+    """A copy of a {key: factor} table, each factor checked."""
+    if table is None:
+        return None
+    if not isinstance(table, Mapping):
+        raise _fail(field, f"expected a mapping of {field} to factors, got {table!r}")
+    out = {}
+    for key, f in table.items():
+        if not isinstance(key, str):
+            raise _fail(field, f"keys must be strings, got {key!r}")
+        out[key] = _factor(f"{field}[{key!r}]", f)
+    return out
+
+
+def _changes(table: Optional[Changes]) -> Optional[Changes]:
+    """duration_change as int64 rows and float ns per rank, of equal lengths."""
+    if table is None:
+        return None
+    out = {}
+    for rank, pair in table.items():
+        rows, delta = (np.asarray(v) for v in pair)
+        if rows.ndim != 1 or rows.shape != delta.shape:
+            raise _fail("duration_change", f"rank {rank}: expected (rows, ns) of one length, "
+                        f"got shapes {rows.shape} and {delta.shape}")
+        out[int(rank)] = (rows.astype(np.int64), delta.astype(np.float64))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Edits:
+    """What a what-if changes (the module doc); every field optional, all applied together."""
+    kernel_class: Optional[Mapping[str, float]] = None
+    name: Optional[Mapping[str, float]] = None
+    category: Optional[Mapping[str, float]] = None
+    cpu: float = 1.0
+    zero_launch_overhead: bool = False
+    drop_comm_waits: bool = False
+    collective_bandwidth: Optional[float] = None
+    collective_busbw_gbps: Optional[float] = None
+    collective_cost: Optional[CostModel] = None
+    device: Union[str, Device, None] = None
+    source_device: Union[str, Device, None] = None
+    devices_file: Optional[str] = None
+    allow_tf32: Union[bool, str] = False
+    duration_change: Optional[Changes] = None
+    edit_ranks: Optional[Sequence[int]] = None  # kept as a sorted tuple
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # frozen: the checked, normalized values are set once here
+        for field in ("kernel_class", "name", "category"):
+            put(self, field, _factors(field, getattr(self, field)))
+        for cls in self.kernel_class or {}:
+            if cls not in KERNEL_CLASSES:
+                raise _fail("kernel_class", f"unknown kernel class {cls!r}: one of "
+                            f"{KERNEL_CLASSES}")
+        for pattern in self.name or {}:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise _fail("name", f"bad name pattern {pattern!r}: {e}") from None
+        put(self, "cpu", _factor("cpu", self.cpu))
+        for field in ("zero_launch_overhead", "drop_comm_waits"):
+            if not isinstance(getattr(self, field), (bool, np.bool_)):
+                raise _fail(field, f"expected True or False, got {getattr(self, field)!r}")
+        self._check_bandwidth()
+        self._check_device()
+        put(self, "duration_change", _changes(self.duration_change))
+        if self.edit_ranks is not None:
+            put(self, "edit_ranks", tuple(sorted({int(r) for r in self.edit_ranks})))
+
+    def _check_bandwidth(self) -> None:
+        if self.collective_bandwidth is None and self.collective_busbw_gbps is None:
+            return
+        try:
+            check_bandwidth(self.collective_bandwidth, self.collective_busbw_gbps)
+        except ValueError as e:
+            field = "collective_bandwidth" if self.collective_busbw_gbps is None else \
+                "collective_busbw_gbps" if self.collective_bandwidth is None else \
+                "collective_bandwidth / collective_busbw_gbps"
+            raise _fail(field, str(e)) from None
+        if self.collective_cost is not None and not isinstance(self.collective_cost, CostModel):
+            raise _fail("collective_cost", f"expected a CostModel (fit_collectives), got "
+                        f"{type(self.collective_cost).__name__}")
+
+    def _check_device(self) -> None:
+        for field in ("device", "source_device"):
+            value = getattr(self, field)
+            if value is not None and not isinstance(value, (str, Device)):
+                raise _fail(field, f"a device table key or name, or a Device, got {value!r}")
+        if self.allow_tf32 not in (True, False, "auto"):
+            raise _fail("allow_tf32", f"True, False or 'auto', got {self.allow_tf32!r}")
+
+    @property
+    def changes_bandwidth(self) -> bool:
+        return self.collective_bandwidth is not None or self.collective_busbw_gbps is not None
+
+    def applies_to(self, rank: int) -> bool:
+        """Whether the factor and device edits apply on this rank."""
+        return self.edit_ranks is None or rank in self.edit_ranks
+
+    def on_rank(self, rank: int) -> Edits:
+        """The edits whose factors this rank's weights take: these, or none."""
+        return self if self.applies_to(rank) else NO_EDITS
+
+    def params(self) -> dict[str, Any]:
+        """The edits as a Result's params (a device by its key)."""
+        device = self.device if self.device is None or isinstance(self.device, str) \
+            else self.device.key
+        def copy(table: Optional[Mapping[str, float]]) -> Optional[dict[str, float]]:
+            return None if table is None else dict(table)
+        return {"kernel_class": copy(self.kernel_class), "name": copy(self.name),
+                "category": copy(self.category), "cpu": self.cpu,
+                "zero_launch_overhead": self.zero_launch_overhead,
+                "drop_comm_waits": self.drop_comm_waits,
+                "collective_bandwidth": self.collective_bandwidth,
+                "collective_busbw_gbps": self.collective_busbw_gbps,
+                "edit_ranks": None if self.edit_ranks is None else list(self.edit_ranks),
+                "device": device}
+
+
+NO_EDITS = Edits()

@@ -1,0 +1,85 @@
+"""What-if output rows, one per (rank, step) of a replayed group (hta_fast.model.whatif.group):
+the predicted step, the bounds of its critical path before and after the edit, and the time
+spent waiting for another rank before the path begins.
+
+The wait is one rule for chained steps and windows: a step's path walks back from its end to
+its start (hta_fast.model.path.step_paths); where it stops earlier, at a collective's end that
+another rank held (its floor, not an edge, set its time), the time from the step's replayed
+start to that end was spent waiting for the rank that arrived last. A held end at or before
+the step's start (a collective carried over from the step before) is no wait of this step.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..path.bounds import BOUND_BY, bound_by, shares
+from ..path.step_paths import step_paths
+from .group import GroupReplay, Replayed
+
+# The share of a rank's predicted step spent before its critical path begins: waiting at a
+# collective for another rank (held_by) to arrive, in a cross-rank replay.
+WAITING = "waiting_for_rank"
+
+Path = tuple[np.ndarray, np.ndarray]  # edges, and the time each counts for in the step
+
+
+def waited_for_rank(r: Replayed, first: int, start: int) -> int:
+    """ns of a step (replayed start `start`) before its edited path begins at node `first`,
+    spent waiting for another rank (the module doc); 0 when no rank held it."""
+    return int(r.times[first] - start) if first in r.code_of and r.times[first] > start else 0
+
+
+def _top(share: dict[str, Optional[float]]) -> Optional[str]:
+    """The category with the largest share (the first of equal ones)."""
+    s = {k: v for k, v in share.items() if v is not None}
+    return max(s, key=lambda k: s[k]) if s else None
+
+
+def step_row(r: Replayed, k: int, spans: tuple[int, int, int], before: Path, after: Path,
+             waited: int, held_by: Optional[int]) -> dict[str, Any]:
+    """One output row for step k of r's chain. spans: the step measured, replayed and
+    predicted; before / after: its paths; waited: ns waiting for rank held_by before
+    `after` begins."""
+    chain = r.chain
+    graph, trace = chain.graph, chain.trace
+    measured, replayed, predicted = spans
+    after_share = shares(bound_by(graph, trace, after[0]), after[1])
+    row: dict[str, Any] = {
+        "rank": chain.rank, "step": chain.steps[k], "measured": measured, "replayed": replayed,
+        "predicted": predicted,
+        "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
+        "bound_before": _top(shares(bound_by(graph, trace, before[0]), before[1])),
+        "bound_after": _top(after_share)}
+    on_path = predicted - waited
+    row.update({b: (v * on_path / predicted if v is not None and predicted else v)
+                for b, v in after_share.items()})
+    row[WAITING] = 100.0 * waited / predicted if predicted else None
+    row["held_by"] = held_by if waited else None
+    waiting_share = float(row[WAITING] or 0.0)
+    if waited and (row["bound_after"] is None or waiting_share > max(
+            float(row[b] or 0.0) for b in BOUND_BY)):
+        row["bound_after"] = WAITING
+    return row
+
+
+def group_rows(group: GroupReplay) -> list[dict[str, Any]]:
+    """One row per (rank, step) of this replayed group."""
+    rows = []
+    for r in group.ranks:
+        chain = r.chain
+        measured = chain.spans(chain.measured_times())
+        base, predicted = chain.spans(r.base_times), chain.spans(r.times)
+        starts = chain.step_starts(r.times)
+        ends = chain.end_nodes(r.times)
+        before = step_paths(chain, r.w_base, r.base_times)
+        after = step_paths(chain, r.w_edit, r.times)
+        for k in range(len(chain.steps)):
+            path = after[k][0]
+            first = int(chain.graph.src[path[0]]) if len(path) else int(ends[k])
+            waited = waited_for_rank(r, first, int(starts[k]))
+            held_by = int(group.holder[r.code_of[first]]) if waited else None
+            rows.append(step_row(r, k, (int(measured[k]), int(base[k]), int(predicted[k])),
+                                 before[k], after[k], waited, held_by))
+    return rows

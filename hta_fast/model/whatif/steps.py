@@ -1,0 +1,109 @@
+"""What-if: edit the dependency graph's weights (hta_fast.model.whatif.edits), replay, and compare
+with the measured step, per (rank, step).
+
+The steps come from the one walk over a rank's steps (hta_fast.model.graph.walk): chained (the
+default) a rank's consecutive selected steps are one graph, so a step starts where the one
+before it ends and the GPU work it carries over follows the replayed previous step; window
+by window its carried-over work stays at its measured time. With several ranks and
+cross_rank, the ranks' chains of the same steps are replayed together (a collective ends on
+no rank before the last rank has reached it, hta_fast.model.replay.cross_rank).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Union
+
+import pyarrow as pa
+
+from ...frame import select
+from ...frame.fields import NS, PCT
+from ...frame.result import Result
+from ...frame.select import Ranks, Steps
+from ...trace import Trace
+from ...traceset import TraceSet
+from ..comm.collective_links import match_collectives
+from ..graph.walk import walk, walk_groups
+from ..path.across_ranks_rows import breakdown_table, summary_table
+from ..path.bounds import BOUND_BY
+from ..path.ranks import step_paths_across
+from .changes import duration_changes
+from .edits import Edits
+from .group import replay_group
+from .rows import WAITING, group_rows
+
+SCHEMA = pa.schema(
+    [pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
+     pa.field("measured", pa.int64(), metadata=NS), pa.field("replayed", pa.int64(), metadata=NS),
+     pa.field("predicted", pa.int64(), metadata=NS),
+     pa.field("change_pct", pa.float64(), metadata=PCT),
+     pa.field("bound_before", pa.string()), pa.field("bound_after", pa.string())]
+    + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY]
+    + [pa.field(WAITING, pa.float64(), metadata=PCT), pa.field("held_by", pa.int64())])
+
+EDIT_FIELDS = [f.name for f in dataclasses.fields(Edits)]
+
+
+def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
+    """The edits given, with the keyword edits (what_if's spelling of Edits' fields)."""
+    unknown = sorted(set(keywords) - set(EDIT_FIELDS))
+    if unknown:
+        raise TypeError(f"what_if() got unexpected keyword argument(s) {unknown}; the edits "
+                        f"are {EDIT_FIELDS}")
+    if edits is None:
+        return Edits(**keywords)
+    if not isinstance(edits, Edits):
+        raise TypeError(f"what_if(): edits must be an Edits, got {type(edits).__name__}")
+    return dataclasses.replace(edits, **keywords) if keywords else edits
+
+
+def _notes(rows: list[dict[str, Any]]) -> list[str]:
+    return [f"rank {row['rank']} step {row['step']}: the step is now mostly "
+            f"{row['bound_after']} (was {row['bound_before']})"
+            for row in rows if row["bound_before"] != row["bound_after"]]
+
+
+def what_if(traces: Union[Trace, TraceSet], edits: Optional[Edits] = None, *,
+            ranks: Ranks = None, steps: Steps = None,
+            selection: Optional[select.Selection] = None, cross_rank: bool = True,
+            chained: bool = True, **edit_keywords: Any) -> Result:
+    """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
+    change_pct = (predicted - measured) / measured × 100, the category that bounds most of the
+    critical path before and after, the new path's shares, and the share spent waiting for
+    another rank (held_by) before it. edits: an Edits, or its fields as keywords
+    (kernel_class={"COMM": 0.5}, cpu=0.8, device="V100-SXM2", edit_ranks=[1], ...; both:
+    the keywords replace those fields). cross_rank: with several ranks, replay the ranks of
+    a step together; on a rank, the critical path then stops where another rank held it.
+    chained (default): each rank's consecutive selected steps as one graph; False: each
+    step's window alone (the module doc). With several ranks replayed together, the side
+    tables "path_across_ranks" (per step) and "path_across_ranks_breakdown" follow each
+    step's predicted path across the ranks (as critical_path(cross_rank=True))."""
+    edits = _edits_of(edits, edit_keywords)
+    sel = select.selection_of(selection, ranks, steps)
+    together = cross_rank and len(select.as_traceset(traces)) > 1
+    matched = match_collectives(traces) if together or edits.changes_bandwidth else None
+    changes = duration_changes(traces, edits, matched, sel)
+    rows: list[dict[str, Any]] = []
+    path_rows: list[dict[str, Any]] = []
+    path_parts: list[pa.Table] = []
+    groups = walk_groups(traces, sel, chained) if together else \
+        ([c] for c in walk(traces, sel, chained))
+    for chains in groups:
+        group = replay_group(chains, edits, changes, matched if together else None)
+        rows += group_rows(group)
+        if group.linked is not None and group.together is not None:
+            # The predicted path of each step across its ranks (hta_fast.model.path.ranks).
+            for row, part in step_paths_across(chains, group.linked,
+                                               [r.w_edit for r in group.ranks], group.together):
+                path_rows.append(row)
+                path_parts.append(part)
+    if together:
+        rows.sort(key=lambda row: (row["step"] is not None, row["step"] or 0, row["rank"]))
+    else:
+        rows.sort(key=lambda row: (row["rank"], row["step"] is not None, row["step"] or 0))
+    table = pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA},
+                     schema=SCHEMA)
+    paths = {"path_across_ranks": summary_table(path_rows),
+             "path_across_ranks_breakdown": breakdown_table(path_parts)} if together else {}
+    return Result("what_if", table, tables=paths, notes=changes.notes + _notes(rows),
+                  params={"selection": sel, **edits.params(), "cross_rank": together,
+                          "chained": chained})

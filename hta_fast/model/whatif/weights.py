@@ -1,0 +1,91 @@
+"""A graph's calibrated weights with a what-if's edits applied (hta_fast.model.whatif.edits).
+
+The replay keeps each lane's order and each wait's measured or typical cost (docs/model.md,
+"Weights"), so a shorter kernel lets the work queued behind it, and the host waiting for it,
+move up."""
+from __future__ import annotations
+
+import re
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ...schema import KernelClass
+from ...trace import Trace
+from ..graph.dependency_graph import EDGE, DependencyGraph
+from ..graph.dropped import DROPPED
+from .edits import Edits
+
+CPU_EDGES = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling",
+                               "sync_self", "join_tail")]
+
+
+def _names(trace: Trace, ids: np.ndarray) -> list[str]:
+    strings = trace.strings
+    return [strings[int(i)].as_py() if i >= 0 else "" for i in ids]
+
+
+def _match_factor(trace: Trace, ids: np.ndarray, table: Mapping[str, float],
+                  regex: bool) -> np.ndarray:
+    """Per row, the product of the factors whose key matches its string (name or cat)."""
+    out = np.ones(len(ids))
+    if not table:
+        return out
+    uniq, inv = np.unique(ids, return_inverse=True)
+    names = _names(trace, uniq)
+    per = np.ones(len(uniq))
+    for key, f in table.items():
+        if regex:
+            pattern = re.compile(key)  # checked when the Edits were made
+            hit = [bool(pattern.search(n)) for n in names]
+        else:
+            hit = [n == key for n in names]
+        per[np.array(hit, bool)] *= f
+    return per[inv.reshape(-1)]
+
+
+def _gpu_factor(trace: Trace, rows: np.ndarray, edits: Edits) -> np.ndarray:
+    """Per GPU event row, the product of its class, name and category factors."""
+    factor = np.ones(len(rows))
+    kclass = trace.column("events", "kernel_class")[rows]
+    for cls, f in (edits.kernel_class or {}).items():
+        factor[kclass == KernelClass[cls]] *= f
+    factor *= _match_factor(trace, trace.column("events", "name")[rows], edits.name or {},
+                            regex=True)
+    factor *= _match_factor(trace, trace.column("events", "cat")[rows], edits.category or {},
+                            regex=False)
+    return factor
+
+
+def edited_weights(graph: DependencyGraph, trace: Trace, edits: Edits,
+                   duration_change: Optional[tuple[np.ndarray, np.ndarray]] = None
+                   ) -> np.ndarray:
+    """The graph's calibrated weights with the edits' factors applied. duration_change:
+    (event rows, ns) added to those GPU events' durations before the factors (a
+    collective's changed time moving data, a lookup's planned time, another GPU's time)."""
+    w = graph.weight.astype(np.float64)
+    types = graph.edge_type
+    src_row = graph.rows[np.minimum(graph.src // 2, len(graph.rows) - 1)]
+    gpu_self = np.flatnonzero(types == EDGE["gpu_self"])
+    rows = src_row[gpu_self]
+    if duration_change is not None and len(duration_change[0]):
+        order = np.argsort(duration_change[0])
+        changed_rows, delta = duration_change[0][order], duration_change[1][order]
+        pos = np.minimum(np.searchsorted(changed_rows, rows), len(changed_rows) - 1)
+        hit = changed_rows[pos] == rows
+        w[gpu_self[hit]] = np.maximum(w[gpu_self[hit]] + delta[pos[hit]], 0)
+    w[gpu_self] *= _gpu_factor(trace, rows, edits)
+    if edits.cpu != 1.0:
+        w[np.isin(types, CPU_EDGES)] *= edits.cpu
+    if edits.zero_launch_overhead:
+        w[types == EDGE["launch"]] = 0
+        # The calls that launched GPU work: their own CPU time goes too.
+        is_launch = np.zeros(len(graph.rows) + 1, bool)
+        is_launch[graph.src[types == EDGE["launch"]] // 2] = True
+        w[(types == EDGE["cpu_self"]) & is_launch[graph.src // 2]] = 0
+    out = np.rint(w).astype(np.int64)
+    if edits.drop_comm_waits:
+        comm_src = trace.column("events", "kernel_class")[src_row] == KernelClass.COMM
+        waits = np.isin(types, [EDGE["cross_stream"], EDGE["sync_wait"]]) & comm_src
+        out[waits] = DROPPED
+    return out
