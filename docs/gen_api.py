@@ -36,7 +36,8 @@ def public(mod: ModuleType) -> list[tuple[str, Any]]:
         raise SystemExit(f"{mod.__name__} has no __all__: say what its public names are")
     items = [(n, getattr(mod, n)) for n in names]
     return [(n, v) for n, v in items if inspect.isfunction(v) or inspect.isclass(v)
-            or _is_metric(v) or _is_choices(v) or inspect.isbuiltin(v)]
+            or _is_metric(v) or _is_choices(v) or inspect.isbuiltin(v)
+            or inspect.ismodule(v) or isinstance(v, dict)]
 
 
 def _is_metric(value: Any) -> bool:
@@ -100,13 +101,13 @@ def doc_block(obj: Any) -> list[str]:
     return ["```text", doc, "```", ""] if doc else []
 
 
-def render_class(name: str, cls: type) -> list[str]:
+def render_class(name: str, cls: type, heading: str = "###") -> list[str]:
     if issubclass(cls, enum.Enum):
         members = ", ".join(f"{m.name} = {m.value!r}" for m in cls)
         own = cls.__dict__.get("__doc__")  # not the docstring Enum itself carries
-        return [f"### enum `{name}`", "", f"Members: {members}.", ""] + (
+        return [f"{heading} enum `{name}`", "", f"Members: {members}.", ""] + (
             ["```text", inspect.cleandoc(own), "```", ""] if own else [])
-    lines = [f"### class `{name}{signature(cls.__init__, drop_self=True)}`", ""]
+    lines = [f"{heading} class `{name}{signature(cls.__init__, drop_self=True)}`", ""]
     lines += doc_block(cls)
     for attr, value in vars(cls).items():
         if attr.startswith("_"):
@@ -114,33 +115,50 @@ def render_class(name: str, cls: type) -> list[str]:
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__
         if inspect.isfunction(value):
-            lines += [f"#### `{name}.{attr}{signature(value, drop_self=True)}`", ""]
+            lines += [f"{heading}# `{name}.{attr}{signature(value, drop_self=True)}`", ""]
             lines += doc_block(value)
         elif isinstance(value, property) or type(value).__name__ == "cached_property":
-            lines += [f"#### `{name}.{attr}` (property)", ""]
+            lines += [f"{heading}# `{name}.{attr}` (property)", ""]
             lines += doc_block(value)
     return lines
+
+
+def render_module(mod: ModuleType, heading: str = "##") -> list[str]:
+    """A module's docstring and its public names; a module named in an __all__ (a package's
+    question modules) is rendered below it with its own __all__."""
+    lines = [f"{heading} `{mod.__name__}`", ""]
+    lines += doc_block(mod)
+    submodules = []
+    for name, value in public(mod):
+        if inspect.ismodule(value):
+            submodules.append(value)
+            continue
+        lines += render_name(name, value, heading + "#")
+    for sub in submodules:
+        lines += render_module(sub, heading + "#")
+    return lines
+
+
+def render_name(name: str, value: Any, heading: str = "###") -> list[str]:
+    if isinstance(value, dict):  # a registry or a field's metadata: its keys
+        return [f"{heading} `{name}`", "", "```text", ", ".join(map(str, value)), "```", ""]
+    if inspect.isclass(value):
+        return render_class(name, value, heading)
+    if _is_choices(value):
+        return [f"{heading} `{name}`", "", "```text", ", ".join(value), "```", ""]
+    if _is_metric(value):
+        return ([f"{heading} metric `{name}{signature(value.function)}`", ""]
+                + doc_block(value.function))
+    return [f"{heading} `{name}{signature(value)}`", ""] + doc_block(value)
 
 
 def render() -> str:
     lines = ["# API reference", "",
              "Generated from the docstrings by `python docs/gen_api.py`; do not edit by hand.",
+             "The API is what the packages below name in `__all__`; anything else is internal.",
              "Times are int64 nanoseconds unless a name says otherwise.", ""]
     for mod_name in module_names():
-        mod = importlib.import_module(mod_name)
-        lines += [f"## `{mod_name}`", ""]
-        lines += doc_block(mod)
-        for name, value in public(mod):
-            if inspect.isclass(value):
-                lines += render_class(name, value)
-            elif _is_choices(value):
-                lines += [f"### `{name}`", "", "```text", ", ".join(value), "```", ""]
-            elif _is_metric(value):
-                lines += [f"### metric `{name}{signature(value.function)}`", ""]
-                lines += doc_block(value.function)
-            else:
-                lines += [f"### `{name}{signature(value)}`", ""]
-                lines += doc_block(value)
+        lines += render_module(importlib.import_module(mod_name))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -1,7 +1,19 @@
 """Analyses: one module per question, each a pure function of a Trace or TraceSet and
-parameters that returns a Result (see result.py). Selection keywords (ranks, steps,
-window, streams) are shared by all (see select.py)."""
-from ..frame.result import Result
-from ..frame.select import Selection
+parameters that returns a Result (hta_fast.frame). Selection keywords (ranks, steps, window,
+streams) are shared by all; `registry.ANALYSES` runs each by name (the command line and the
+report read it).
 
-__all__ = ["Result", "Selection"]
+    from hta_fast.analysis import temporal, idle_time
+    temporal.temporal_breakdown(traces)
+
+The package names its modules, not their functions: several functions are named like their
+module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
+the module of the same name."""
+from ..frame.result import Result  # noqa: F401  (its home is hta_fast.frame; kept for old imports)
+from ..frame.select import Selection  # noqa: F401
+from . import (annotations, collectives, cupti_counters, idle_time, kernel_breakdown,
+               kernel_sequences, launch_stats, memory_bw, memory_timeline, op_kernels, op_table,
+               overlap, queue_length, registry, roofline, steps, stragglers, temporal, trace_diff)
+from .registry import ANALYSES
+
+__all__ = ["ANALYSES", "annotations", "collectives", "cupti_counters", "idle_time", "kernel_breakdown", "kernel_sequences", "launch_stats", "memory_bw", "memory_timeline", "op_kernels", "op_table", "overlap", "queue_length", "registry", "roofline", "steps", "stragglers", "temporal", "trace_diff"]

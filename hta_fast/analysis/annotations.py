@@ -21,6 +21,8 @@ from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 
+__all__ = ["kernels_with_user_annotations", "user_annotation_breakdown"]
+
 KIND_NAMES = np.array([k.name for k in EventKind], dtype=object)
 
 KERNEL_SCHEMA = pa.schema([

@@ -26,6 +26,8 @@ from ..frame.fields import NS
 from ..frame.result import Result
 from ..loading.summary import COLLECTIVES_SCHEMA, STEPS_SCHEMA, RankSummary, summaries_of
 
+__all__ = ["collectives", "late_arrivals", "step_spread", "clock_offsets"]
+
 GBPS = {"unit": "GB/s"}
 
 

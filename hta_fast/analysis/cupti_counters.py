@@ -26,6 +26,8 @@ from ..frame import select
 from ..frame.result import Result
 from ..frame.select import Selection
 
+__all__ = ["cupti_counters"]
+
 RANGE_CATEGORY = "cuda_profiler_range"
 # Runtime calls that launch exactly one kernel.
 LAUNCH_PATTERN = r"^(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|hipLaunchKernel|hipExtLaunchKernel)"

@@ -29,6 +29,8 @@ from ..frame.result import Result
 from ..frame.fields import NS
 from .temporal import GpuWork, gpu_work
 
+__all__ = ["idle_time_breakdown"]
+
 CATEGORIES = ("host_wait", "kernel_wait", "other")
 HOST_WAIT, KERNEL_WAIT, OTHER = range(3)
 

@@ -32,6 +32,8 @@ from ..frame.result import Result
 from ..frame.fields import NS, PCT, duration_stats
 from .temporal import gpu_work
 
+__all__ = ["kernel_breakdown"]
+
 TYPE_NAMES = ("COMPUTATION", "COMMUNICATION", "MEMORY")
 _TYPE_CLASSES = (KernelClass.COMP, KernelClass.COMM, KernelClass.MEM)
 OTHERS = "others"

@@ -29,6 +29,8 @@ from ..traceset import TraceSet
 from .launch_stats import launch_pairs
 from .op_kernels import enclosing, joined_names
 
+__all__ = ["kernel_sequences"]
+
 SEPARATOR = "|"
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),

@@ -23,6 +23,8 @@ from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 
+__all__ = ["launch_stats"]
+
 LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
 
 _COLUMNS = [

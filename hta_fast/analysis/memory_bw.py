@@ -25,6 +25,8 @@ from ..frame import select
 from ..frame.result import Result
 from ..frame.select import Selection
 
+__all__ = ["memory_bandwidth"]
+
 GBPS = {"unit": "GB/s"}
 QUANTILES = (0.25, 0.5, 0.75)
 FIXED = 1e9  # fixed-point steps per GB/s

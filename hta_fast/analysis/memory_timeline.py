@@ -20,6 +20,8 @@ import pyarrow as pa
 from ..frame.fields import NS
 from ..frame.result import Result
 
+__all__ = ["memory_timeline"]
+
 # Index order used by torch's memory profiler.
 CATEGORIES = ("Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient",
               "Autograd", "Unknown")

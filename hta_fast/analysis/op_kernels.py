@@ -30,6 +30,8 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from .launch_stats import launch_pairs
 
+__all__ = ["op_kernels"]
+
 SEPARATOR = " -> "
 
 INSTANCE_SCHEMA = pa.schema([

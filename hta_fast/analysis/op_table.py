@@ -31,6 +31,8 @@ from ..traceset import TraceSet
 from .launch_stats import launch_pairs
 from .op_kernels import name_matches
 
+__all__ = ["op_table"]
+
 SHAPE_COLUMNS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
 
 SCHEMA = pa.schema([

@@ -23,6 +23,8 @@ from ..frame.result import Result
 from ..frame.fields import NS, PCT
 from .temporal import gpu_work
 
+__all__ = ["comm_comp_overlap"]
+
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),
     pa.field("comp_comm_overlap_pctg", pa.float64(), metadata=PCT),

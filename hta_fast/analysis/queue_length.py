@@ -21,6 +21,8 @@ from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 
+__all__ = ["queue_length"]
+
 QUANTILES = (0.25, 0.5, 0.75)
 
 

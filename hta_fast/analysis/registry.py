@@ -15,6 +15,8 @@ from ..frame.select import Selection
 from ..trace import Trace
 from ..traceset import TraceSet
 
+__all__ = ["ANALYSES", "DEFAULT"]
+
 Runner = Callable[[Union[Trace, TraceSet], Selection], Result]
 
 ANALYSES: dict[str, Runner] = {

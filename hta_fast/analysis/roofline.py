@@ -40,6 +40,8 @@ from .op_kernels import enclosing
 from .op_table import SHAPE_COLUMNS, group_stats, op_groups, strings_of
 from ..frame.result import Result
 
+__all__ = ["roofline"]
+
 FLOPS_S = {"unit": "FLOP/s"}
 BYTES_S = {"unit": "B/s"}
 

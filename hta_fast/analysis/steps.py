@@ -16,6 +16,8 @@ from ..traceset import TraceSet
 from ..frame import select
 from ..frame.result import Result
 
+__all__ = ["profiler_steps"]
+
 SCHEMA = pa.schema([
     pa.field("rank", pa.int64()),
     pa.field("step", pa.int64()),

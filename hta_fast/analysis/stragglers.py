@@ -24,6 +24,8 @@ from ..frame import select
 from ..frame.result import Result
 from ..frame.select import Selection
 
+__all__ = ["stragglers"]
+
 
 
 def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,8 @@ from ..schema import GPU_WORK_KINDS, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
 
+__all__ = ["temporal_breakdown"]
+
 
 class GpuWork(NamedTuple):
     """GPU-work events of one rank, in trace row order.

@@ -20,6 +20,8 @@ from ..schema import GPU_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 
+__all__ = ["trace_diff", "ops_diff"]
+
 DEVICES = ("all", "cpu", "gpu")
 CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")
 

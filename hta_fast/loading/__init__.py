@@ -1,4 +1,4 @@
-"""Layer 2, load: trace files in, a Trace or TraceSet out. files lists a set's files and
+"""Layer 3, load: trace files in, a Trace or TraceSet out. files lists a set's files and
 assigns ranks; loader reads one file (or its bytes, or a saved trace); sets loads one file per
 rank on threads, local processes or a Dask cluster; dataset writes and opens the Parquet
 dataset; summary keeps the few kilobytes per rank that cross-rank analyses need; cache keeps

@@ -21,6 +21,8 @@ from ..costs.flops import cost_of, no_model_summary, op_costs, with_costs
 
 from .comm.collective_cost import CostModel, collective_time_factors, fit_collectives
 from .graph.dependency_graph import DependencyGraph, build_graph
+from . import predict
+from .path.critical_path import critical_path
 from .path.overlay import critical_path_trace, write_critical_path_trace
 from .plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan, fit_lookup_costs,
                                    improve_plan)
@@ -37,6 +39,7 @@ __all__ = [
     "with_costs",
     # the model
     "DependencyGraph", "build_graph", "replay_steps", "replay_ranks", "what_if", "Edits",
+    "critical_path", "predict",
     "critical_path_trace", "write_critical_path_trace", "CostModel", "fit_collectives",
     "collective_time_factors", "LookupCostModel", "TableSpec", "evaluate_plan",
     "fit_lookup_costs", "improve_plan", "lookup_kernels", "plan_step_time", "compare_plans"]

@@ -29,6 +29,8 @@ from ..traceset import TraceSet
 from ..costs.devices import Device, DeviceTable
 from ..costs.kernel_model import KernelModels, fit_curve, launch_floor
 
+__all__ = ["predict"]
+
 UNMODELLED, COMM, HOST = "(unmodelled compute)", "(communication)", "(host transfer)"
 
 SUMMARY_SCHEMA = pa.schema([
