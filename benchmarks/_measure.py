@@ -12,9 +12,9 @@ same numbers but is not installed everywhere.
 from __future__ import annotations
 
 import json
-import statistics
 import os
 import signal
+import statistics
 import subprocess
 import tempfile
 import threading

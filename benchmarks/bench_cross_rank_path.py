@@ -25,13 +25,12 @@ from _measure import timed  # noqa: E402
 
 import hta_fast  # noqa: E402
 from hta_fast.frame import select  # noqa: E402
-from hta_fast.model.path.critical_path import critical_path  # noqa: E402
 from hta_fast.model.comm.collective_links import match_collectives  # noqa: E402
-from hta_fast.model.path.ranks import step_paths_across  # noqa: E402
-from hta_fast.model.replay.cross_rank import (link_windows, measured_weights,  # noqa: E402
-                                              replay_together)
-from hta_fast.model.replay.ranks import replay_ranks  # noqa: E402
 from hta_fast.model.graph.walk import walk_groups  # noqa: E402
+from hta_fast.model.path.critical_path import critical_path  # noqa: E402
+from hta_fast.model.path.ranks import step_paths_across  # noqa: E402
+from hta_fast.model.replay.cross_rank import link_windows, measured_weights, replay_together  # noqa: E402
+from hta_fast.model.replay.ranks import replay_ranks  # noqa: E402
 
 
 def main() -> int:

@@ -23,10 +23,19 @@ def main() -> None:
     args = ap.parse_args()
 
     import hta_fast
-    from hta_fast import analysis as A
-    from hta_fast.analysis import (annotations, idle_time, kernel_breakdown, launch_stats,
-                                   memory_bw, op_kernels, overlap, queue_length, steps,
-                                   stragglers, temporal)
+    from hta_fast.analysis import (
+        annotations,
+        idle_time,
+        kernel_breakdown,
+        launch_stats,
+        memory_bw,
+        op_kernels,
+        overlap,
+        queue_length,
+        steps,
+        stragglers,
+        temporal,
+    )
     from hta_fast.compat import TraceAnalysis
 
     t0 = time.perf_counter()

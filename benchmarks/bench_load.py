@@ -74,8 +74,8 @@ def main() -> None:
     }
     if not args.skip_ref:
         if not REF_PYTHON.exists():
-            sys.exit(f"no reference environment: python3 -m venv .venv-ref && "
-                     f".venv-ref/bin/pip install -r benchmarks/requirements-ref.txt")
+            sys.exit("no reference environment: python3 -m venv .venv-ref && "
+                     ".venv-ref/bin/pip install -r benchmarks/requirements-ref.txt")
         rows["reference (hta)"] = median_run(
             [str(REF_PYTHON), str(HERE / "bench_ref_load.py"), str(plain)], args.ref_runs, 3600)
 

@@ -23,12 +23,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_analyses import ensure, reference_seconds  # noqa: E402
 from _measure import timed  # noqa: E402
+from bench_analyses import ensure, reference_seconds  # noqa: E402
 
 import hta_fast  # noqa: E402
-from hta_fast.model.path.critical_path import critical_path  # noqa: E402
 from hta_fast.model import replay_steps, what_if  # noqa: E402
+from hta_fast.model.path.critical_path import critical_path  # noqa: E402
 
 
 def main() -> int:

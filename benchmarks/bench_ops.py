@@ -41,6 +41,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from gen_trace import generate
+
     import hta_fast
     folder = Path(args.out) / f"ops{int(args.size_mb)}"
     path = folder / "rank0.json"

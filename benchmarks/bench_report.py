@@ -77,7 +77,7 @@ def main() -> None:
     big = args.out / f"g{args.size_mb:g}"
     if not (big / "rank0.json").exists():
         generate(big, args.size_mb, ranks=1)
-    cases = [(f"param_dlrm_8rank (8 ranks, real)", DLRM),
+    cases = [("param_dlrm_8rank (8 ranks, real)", DLRM),
              (f"generated {args.size_mb:g} MB, 1 rank", big / "rank0.json")]
     print("| trace | hta-fast report s (median, min-max) | peak RSS MB | HTML MB "
           "| reference load + analyses s | reference peak RSS MB | speed-up |")

@@ -154,8 +154,8 @@ def main() -> None:
     print()
     print(f"first call in a new process, over the second: {cold:.2f} s with an empty Numba "
           f"cache (import Numba, compile), {warm:.2f} s with it cached (import Numba, load)")
-    print(json.dumps({"events": n, "pairs": [{"question": l, "udf_s": a, "builtin_s": b}
-                                             for l, a, b in rows],
+    print(json.dumps({"events": n, "pairs": [{"question": q, "udf_s": a, "builtin_s": b}
+                                             for q, a, b in rows],
                       "compile_cold_s": cold, "compile_cached_s": warm}))
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from gen_trace import generate
 
 import hta_fast
-from gen_trace import generate
 
 
 def main() -> None:

@@ -47,8 +47,8 @@ def main() -> None:
     import hta_fast
     from hta_fast.analysis.roofline import resolve_device
     from hta_fast.costs.devices import DeviceTable
-    from hta_fast.model.whatif.steps import what_if
     from hta_fast.model.whatif.device_edit import device_changes
+    from hta_fast.model.whatif.steps import what_if
 
     def load(path: str):  # a trace file, or a folder holding one rank's trace
         if path.endswith((".json", ".gz")):

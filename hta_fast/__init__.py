@@ -6,8 +6,8 @@ except ImportError as e:  # a source tree whose C++ core was never built
         "hta_fast's compiled core (hta_fast._core) is not built or does not load here "
         f"({e}). From the repository root run `make build` (or `pip install -e .`), then "
         "import hta_fast from that environment.") from e
-from .loading.dataset import TraceDataset, open_dataset
 from .errors import TraceFormatError
+from .loading.dataset import TraceDataset, open_dataset
 from .loading.files import rank_from_name
 from .loading.loader import load
 from .loading.sets import load_dir

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import cast, NamedTuple, Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union, cast
 
 import numpy as np
 

@@ -9,9 +9,8 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow
+from . import _arrow, saved_trace
 from . import interop as _interop
-from . import saved_trace
 from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
 from .raw_columns import RawColumns
 from .schema import STRING_ID_BASE

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.compat.counters_trace import _splice, trace_with_counters, us_text
 from hta_fast.analysis.memory_bw import copy_type, memory_bandwidth
 from hta_fast.analysis.queue_length import queue_length
-from hta_fast.frame.select import Selection
 from hta_fast.compat import TraceAnalysis
 from hta_fast.compat import counters as cc
+from hta_fast.compat.counters_trace import _splice, trace_with_counters, us_text
+from hta_fast.frame.select import Selection
 
 US = 1000  # ns per us
 

@@ -9,10 +9,10 @@ import pytest
 
 import hta_fast
 from hta_fast.analysis.idle_time import idle_time_breakdown
-from hta_fast.analysis.kernel_breakdown import kernel_breakdown, kept_names
+from hta_fast.analysis.kernel_breakdown import kept_names, kernel_breakdown
 from hta_fast.analysis.overlap import comm_comp_overlap
-from hta_fast.frame.select import Selection
 from hta_fast.analysis.temporal import temporal_breakdown
+from hta_fast.frame.select import Selection
 
 US = 1000  # ns
 

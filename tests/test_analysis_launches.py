@@ -14,9 +14,9 @@ from hta_fast.analysis.annotations import kernels_with_user_annotations, user_an
 from hta_fast.analysis.kernel_sequences import kernel_sequences
 from hta_fast.analysis.launch_stats import launch_stats
 from hta_fast.analysis.op_kernels import op_kernels
-from hta_fast.frame.select import Selection
 from hta_fast.analysis.steps import profiler_steps
 from hta_fast.compat import launches as compat
+from hta_fast.frame.select import Selection
 from hta_fast.traceset import TraceSet
 
 

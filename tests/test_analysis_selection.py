@@ -6,9 +6,19 @@ import pytest
 
 import hta_fast
 from hta_fast import ops
-from hta_fast.analysis import (annotations, idle_time, kernel_breakdown, launch_stats,
-                               memory_bw, op_kernels, overlap, queue_length, steps, stragglers,
-                               temporal)
+from hta_fast.analysis import (
+    annotations,
+    idle_time,
+    kernel_breakdown,
+    launch_stats,
+    memory_bw,
+    op_kernels,
+    overlap,
+    queue_length,
+    steps,
+    stragglers,
+    temporal,
+)
 
 ANALYSES = {
     "temporal": lambda t, **k: temporal.temporal_breakdown(t, **k),

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import fake_doctor
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
@@ -15,10 +16,8 @@ from click.testing import CliRunner
 
 import hta_fast
 from hta_fast.analysis import Selection, temporal, trace_diff
-from hta_fast.cli import cli
 from hta_fast.analysis.registry import ANALYSES
-
-import fake_doctor
+from hta_fast.cli import cli
 
 DLRM = "param_dlrm_8rank"
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from test_cli import one_error_line, run_subprocess
 
 import hta_fast
-from hta_fast.model.path.critical_path import critical_path
 from hta_fast.cli import cli
+from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.whatif.steps import what_if
-
-from test_cli import one_error_line, run_subprocess
 
 
 def run(*args: str):

@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from test_cli import one_error_line, run_subprocess
 
 import hta_fast
 from hta_fast.analysis import roofline
 from hta_fast.cli import cli
 from hta_fast.model.predict import predict
-
-from test_cli import one_error_line, run_subprocess
 
 
 def run(*args: str):

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 import hta_fast
-from hta_fast.model.comm.collective_cost import collective_time_factors, fit_collectives
 from hta_fast.costs.time_fit import fit_piecewise, fit_time, lower_envelope
 from hta_fast.loading.summary import COLLECTIVES_SCHEMA, KERNELS_SCHEMA, STEPS_SCHEMA, RankSummary
+from hta_fast.model.comm.collective_cost import collective_time_factors, fit_collectives
 
 LATENCY_NS = 25_000.0
 BANDWIDTH_GBPS = 80.0  # B/ns

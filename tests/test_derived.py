@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_analysis_gpu_time import TraceBuilder
 
+from hta_fast.analysis.temporal import gpu_work
 from hta_fast.frame import derived
 from hta_fast.frame.select import Selection
-from hta_fast.analysis.temporal import gpu_work
-from test_analysis_gpu_time import TraceBuilder
 
 
 def two_kernel_trace():

@@ -18,16 +18,15 @@ on a trace where it shows:
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import hta_fast
-from hta_fast.compat.counters_trace import trace_with_counters
 from hta_fast.analysis.queue_length import queue_pairs
 from hta_fast.compat import TraceAnalysis
 from hta_fast.compat import counters as cc
+from hta_fast.compat.counters_trace import trace_with_counters
 from tests.conftest import NOT_CHROME_TRACES
 from tests.reference.reference_results import reference_results
 
@@ -233,7 +232,7 @@ def test_queue_length_summary(case):
             np.testing.assert_allclose(ours[("queue_length", col)],
                                        from_ref[("queue_length", col)], rtol=1e-9,
                                        atol=1e-9 if not _ns_trace(ta) else 0.05)
-    for (rank, stream), row in expected.iterrows():
+    for (rank, stream), _ in expected.iterrows():
         ts, v = _ref_steps(ref["queue_length_time_series"][rank], stream)
         held = np.r_[np.diff(ts), 0].astype(float)
         if held.sum() > 0 and not has_extra and not _ns_trace(ta):

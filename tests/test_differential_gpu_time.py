@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hta_fast.frame.select import GPU_KINDS, GPU_WORK_KINDS, profiler_step_rows
 from hta_fast.compat import TraceAnalysis
+from hta_fast.frame.select import GPU_KINDS, GPU_WORK_KINDS, profiler_step_rows
 from hta_fast.schema import EventKind, KernelClass
 from tests.conftest import TRACES_DIR
 from tests.reference.reference_results import reference_results
@@ -286,7 +286,7 @@ def model_idle(trace, mask, quirks, delay_us=30):
         st, en, la = r.starts[o], r.ends[o], launch[o]
         if quirks:
             prev = en[:-1]
-            gap, nxt_start, nxt_launch = st[1:] - prev, st[1:], la[1:]
+            gap, nxt_launch = st[1:] - prev, la[1:]
             ok = np.ones(len(gap), bool)
         else:
             prev = np.maximum.accumulate(np.maximum(en, st))[:-1]
@@ -330,7 +330,7 @@ def test_temporal(folder, include_last):
         return
     want = res[name]
     assert want["rank"].tolist() == got["rank"].tolist()
-    for i, (rank, trace, mask) in enumerate(each_rank(folder, include_last)):
+    for i, (_, trace, mask) in enumerate(each_rank(folder, include_last)):
         theirs = model_temporal(trace, mask, quirks=True)
         right = model_temporal(trace, mask, quirks=False)
         # Sums of whole µs, so within 0.1 µs; ns rounding in doubles can move an end by 1 µs.
@@ -379,7 +379,7 @@ def test_kernel_breakdown(folder, include_memory):
     assert got_types["sum"].dtype == np.int64
     n_types = 3 if include_memory else 2
     theirs_t, right_t, slack = {}, {}, 0.5
-    for rank, trace, mask in each_rank(folder):
+    for _, trace, mask in each_rank(folder):
         for d, q in ((theirs_t, True), (right_t, False)):
             for k, v in model_types(trace, mask, q, n_types).items():
                 d[k] = d.get(k, 0) + v
@@ -451,7 +451,7 @@ def test_comm_comp_overlap(folder):
     got = ours(folder).get_comm_comp_overlap()
     assert list(got.columns) == ["rank", "comp_comm_overlap_pctg"]
     assert got["rank"].tolist() == want["rank"].tolist()
-    for i, (rank, trace, mask) in enumerate(each_rank(folder)):
+    for i, (_, trace, mask) in enumerate(each_rank(folder)):
         for q, df in ((True, want), (False, got)):
             comm, both = model_overlap(trace, mask, q)
             v = df.loc[i, "comp_comm_overlap_pctg"]
@@ -503,7 +503,7 @@ def test_idle_time(folder):
         no_launch = launchless(trace, mask)
         exact = not rounds(trace) and not no_launch
         slack = 0.011 + (tie_slack(trace, mask) if rounds(trace) else 0)
-        for (s, c), (v, n) in theirs.items():
+        for (s, c), (v, _n) in theirs.items():
             row = r_want[(r_want.stream == s) & (r_want.idle_category == c)]
             if not no_launch:  # the model has no launch time for those (see below)
                 assert (row.idle_time.iloc[0] if len(row) else 0.0) == \

@@ -7,11 +7,10 @@ import json
 import math
 
 import pytest
+import synthetic_traces as synth
 
 import hta_fast
 from hta_fast.doctor import CAUSES, Diagnosis, Finding, Thresholds, diagnose
-
-import synthetic_traces as synth
 
 MS = 1_000_000
 
@@ -201,6 +200,7 @@ def test_real_eight_rank_set(traces_dir):
 
 def test_covered_length_and_touches():
     import numpy as np
+
     from hta_fast.doctor.intervals import covered_length, touches
     s, e = np.array([10, 30, 50]), np.array([20, 40, 60])
     q0 = np.array([0, 15, 0, 25, 35, 45, 60, 5])

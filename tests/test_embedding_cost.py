@@ -15,13 +15,18 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-
-import hta_fast
-from hta_fast.model.plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
-                                                 fit_lookup_costs, improve_plan)
-from hta_fast.model.plans.embedding_lookups import kernel_family, lookup_kernels
 from synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
 from test_flops_fbgemm import RW_NODE, split_lookup
+
+import hta_fast
+from hta_fast.model.plans.embedding_cost import (
+    LookupCostModel,
+    TableSpec,
+    evaluate_plan,
+    fit_lookup_costs,
+    improve_plan,
+)
+from hta_fast.model.plans.embedding_lookups import kernel_family, lookup_kernels
 
 TRUE_LATENCY_NS = 12_000.0
 TRUE_BANDWIDTH_GBPS = 600.0

@@ -3,13 +3,13 @@ calls' CatBackward0 nodes (tied by sequence number); hand-computed on a syntheti
 checked on the real ones."""
 from __future__ import annotations
 
+from op_traces import OpTraceBuilder
+from synthetic_traces import CPU_PID, CPU_TID
+
 import hta_fast
 from hta_fast.analysis.op_table import op_instance_rows, op_table
 from hta_fast.analysis.roofline import roofline
 from hta_fast.costs.cat_sizes import cat_extras
-
-from op_traces import OpTraceBuilder
-from synthetic_traces import CPU_PID, CPU_TID
 
 LIST = [[], []]
 LIST_TYPES = ["TensorList", "Scalar"]

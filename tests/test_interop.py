@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest

@@ -4,7 +4,7 @@ in random file order with many ties, so the per-thread ordering (csrc/trace/thre
 which merges nearly-sorted stretches) is exercised on every shape of input."""
 import json
 
-from hypothesis import given, settings, HealthCheck
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hta_fast

@@ -12,16 +12,16 @@ import pytest
 
 import hta_fast
 from hta_fast.cli import cli
+from hta_fast.frame.select import Selection
 from hta_fast.model.comm.collective_cost import collective_time_factors, fit_collectives
-from hta_fast.model.graph.dependency_graph import EDGE
-from hta_fast.model.whatif.bandwidth_edit import collective_bandwidth_factors
 from hta_fast.model.comm.collective_links import match_collectives
+from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.graph.walk import walk
+from hta_fast.model.whatif.bandwidth_edit import collective_bandwidth_factors
 from hta_fast.model.whatif.changes import comm_changes
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from hta_fast.model.whatif.weights import edited_weights
-from hta_fast.model.graph.walk import walk
-from hta_fast.frame.select import Selection
 from tests.synthetic_traces import KinetoBuilder
 
 LATENCY_US, GBPS = 20.0, 50.0          # the interconnect every collective below runs on

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.model.replay.steps import replay_steps
-from hta_fast.model.graph.dependency_graph import EDGE
-from hta_fast.model.whatif.steps import what_if
-from hta_fast.model.graph.walk import walk
 from hta_fast.frame import select
+from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.graph.walk import walk
+from hta_fast.model.replay.steps import replay_steps
+from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder
 

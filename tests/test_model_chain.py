@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import hta_fast
 from hta_fast.frame import select
-from hta_fast.model.path.step_paths import step_paths
-from hta_fast.model.graph.walk import walk
 from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.graph.walk import walk
+from hta_fast.model.path.step_paths import step_paths
 from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.steps import what_if
 from tests.synthetic_traces import KinetoBuilder
@@ -140,8 +141,8 @@ def test_ranks_replay_together_as_chains():
     # 4 ranks × 2 steps, 2 and 1 all-reduces: every rank's chain replayed jointly reproduces
     # each step, as the windows did, and rank 3's slower compute in both steps lands on the
     # regenerated job on every rank (its step 0 holds every rank's step 1 start).
-    from tests.test_model_cross_rank import collective_job
     from hta_fast.model.replay.ranks import replay_ranks
+    from tests.test_model_cross_rank import collective_job
     compute = [[[700, 100], [400]], [[500, 300], [900]], [[650, 120], [300]], [[600, 90], [500]]]
     data = [[60, 40], [80]]
     job = collective_job(compute, data)
@@ -159,8 +160,9 @@ def test_ranks_replay_together_as_chains():
 def test_a_step_without_gpu_work_of_its_own_replays():
     # trace_compare/test: step 1010 launches nothing, while GPU work without a recorded
     # launch runs in its window (finding what it carries used to fail on it).
-    from tests.conftest import TRACES_DIR
     import pytest
+
+    from tests.conftest import TRACES_DIR
     path = TRACES_DIR / "hta/trace_compare/test/test.json.gz"
     if not path.exists():
         pytest.skip("trace_compare/test is not available")

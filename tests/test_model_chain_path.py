@@ -12,12 +12,12 @@ from hypothesis import given, settings
 
 import hta_fast
 from hta_fast.frame import select
+from hta_fast.model.graph.dependency_graph import EDGE, GPU_WORK
+from hta_fast.model.graph.walk import walk
 from hta_fast.model.path.critical_path import BOUND_BY, critical_path
 from hta_fast.model.path.step_paths import step_paths
-from hta_fast.model.graph.walk import walk
-from hta_fast.model.graph.dependency_graph import EDGE, GPU_WORK
-from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.replay.ranks import replay_ranks
+from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from hta_fast.model.whatif.weights import edited_weights

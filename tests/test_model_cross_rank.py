@@ -9,17 +9,18 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hta_fast
 from hta_fast.frame.select import Selection
 from hta_fast.model.comm.collective_cost import fit_collectives
 from hta_fast.model.comm.collective_links import match_collectives
-from hta_fast.model.replay.cross_rank import link_windows, replay_together
 from hta_fast.model.graph.dependency_graph import EDGE
+from hta_fast.model.graph.walk import walk_groups
+from hta_fast.model.replay.cross_rank import link_windows, replay_together
 from hta_fast.model.replay.ranks import replay_ranks
 from hta_fast.model.whatif.steps import what_if
-from hta_fast.model.graph.walk import walk_groups
 from tests.conftest import TRACES_DIR
 from tests.synthetic_traces import KinetoBuilder, traceset
 

@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 
 import hta_fast
-from hta_fast.model.path.critical_path import critical_path
 from hta_fast.frame.select import Selection
-from hta_fast.model.graph.walk import walk_groups
 from hta_fast.model.comm.collective_links import match_collectives
-from hta_fast.model.replay.cross_rank import measured_weights
-from hta_fast.model.replay.cross_rank import link_windows, replay_together
+from hta_fast.model.graph.walk import walk_groups
 from hta_fast.model.path.across_ranks import Jump, path_across_ranks
 from hta_fast.model.path.across_ranks_rows import SHARES
+from hta_fast.model.path.critical_path import critical_path
+from hta_fast.model.replay.cross_rank import link_windows, measured_weights, replay_together
 from hta_fast.model.replay.ranks import replay_ranks
 from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR

@@ -8,11 +8,11 @@ import json
 
 import numpy as np
 import pytest
+from op_traces import OpTraceBuilder
 
 import hta_fast
 from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.steps import what_if
-from op_traces import OpTraceBuilder
 from tests.conftest import TRACES_DIR
 
 N = 1 << 22          # elements of each aten::add

@@ -4,7 +4,8 @@ by the same rules the graph encodes, so every answer is known by construction.""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hta_fast.model.graph import sync_calls
 from hta_fast.model.graph.dependency_graph import EDGE
@@ -22,7 +23,7 @@ op = st.tuples(st.integers(0, 50),            # gap before the call
 @st.composite
 def timelines(draw):
     ops = draw(st.lists(op, min_size=1, max_size=40))
-    events, stream_end, last_on = [], {1: 0, 2: 0}, {1: None, 2: None}
+    events, stream_end = [], {1: 0, 2: 0}
     clock, corr = 0, 0
     for gap, dur, what, lane, lat, kdur, wake in ops:
         corr += 1

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from hta_fast.analysis.op_table import op_table
 from op_traces import OpTraceBuilder
 
 import hta_fast
+from hta_fast.analysis.op_table import op_table
 
 
 def _two_shapes_trace():

@@ -5,12 +5,19 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from _ops_models import (
+    INT64_MAX,
+    INT64_MIN,
+    PROPERTY,
+    class_sweep_by_breakpoints,
+    class_sweep_by_ns,
+    extreme_intervals,
+    intervals,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hta_fast import ops
-from _ops_models import (INT64_MAX, INT64_MIN, PROPERTY, class_sweep_by_breakpoints, class_sweep_by_ns,
-                         extreme_intervals, intervals)
 
 
 def with_classes(pair_strategy, n_classes_max: int = 4):

@@ -1,10 +1,10 @@
 """hta_fast.ops.group_gaps against a model built from the holes in each group's coverage."""
 from __future__ import annotations
 
+from _ops_models import INT64_MAX, INT64_MIN, PROPERTY, columns, gaps_by_holes, grouped_intervals
 from hypothesis import given
 
 from hta_fast import ops
-from _ops_models import INT64_MAX, INT64_MIN, PROPERTY, columns, gaps_by_holes, grouped_intervals
 
 
 def rows_of(g):

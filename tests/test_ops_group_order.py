@@ -3,11 +3,11 @@ runs per group: the counting sort and run merging) and on shuffled ones (the sor
 from __future__ import annotations
 
 import numpy as np
+from _ops_models import INT64_MAX, INT64_MIN, PROPERTY
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hta_fast import ops
-from _ops_models import INT64_MAX, INT64_MIN, PROPERTY
 
 
 def expected(group, key):

@@ -6,12 +6,22 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from _ops_models import (
+    INT64_MAX,
+    INT64_MIN,
+    PROPERTY,
+    columns,
+    covered,
+    extreme_intervals,
+    grouped_intervals,
+    intervals,
+    runs,
+    union_by_breakpoints,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hta_fast import ops
-from _ops_models import (INT64_MAX, INT64_MIN, PROPERTY, columns, covered, extreme_intervals,
-                         grouped_intervals, intervals, runs, union_by_breakpoints)
 
 
 def pairs_of(result) -> list[tuple[int, int]]:

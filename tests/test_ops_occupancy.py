@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _ops_models import INT64_MAX, INT64_MIN, PROPERTY
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hta_fast import ops
-from _ops_models import INT64_MAX, INT64_MIN, PROPERTY
 
 
 def model(group, enter, leave):

@@ -2,15 +2,21 @@
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
+from _ops_models import (
+    INT64_MAX,
+    INT64_MIN,
+    PROPERTY,
+    columns,
+    step_counter_model,
+    weighted_stats_by_ns,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hta_fast import ops
-from _ops_models import INT64_MAX, INT64_MIN, PROPERTY, columns, step_counter_model, weighted_stats_by_ns
 
 # Multiples of 1/16: sums and q * duration are exact in float64, so exact comparisons hold.
 QUANTILES = st.lists(st.integers(0, 16).map(lambda k: k / 16), max_size=5)

@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.model.plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan,
-                                                 fit_lookup_costs, improve_plan)
+from hta_fast.model.plans.embedding_cost import (
+    LookupCostModel,
+    TableSpec,
+    evaluate_plan,
+    fit_lookup_costs,
+    improve_plan,
+)
 from hta_fast.model.plans.embedding_lookups import lookup_kernels
 from hta_fast.model.plans.plan_replay import compare_plans, plan_step_time
 from tests.conftest import TRACES_DIR

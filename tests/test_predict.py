@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_traces import OpTraceBuilder
 
 from hta_fast.costs.kernel_model import fit_curve, launch_floor
 from hta_fast.model.predict import predict
-from op_traces import OpTraceBuilder
 
 A100_BW, H100_BW = 2039e9, 3350e9
 

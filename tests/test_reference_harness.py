@@ -10,7 +10,6 @@ import math
 
 import pandas as pd
 import pytest
-
 from reference.reference_results import ReferenceUnavailable, reference_python, reference_results
 
 pytestmark = pytest.mark.reference  # runs the reference tool

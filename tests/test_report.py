@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sys
 
+import fake_doctor
+import headless_chromium
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -14,9 +16,6 @@ from hta_fast.analysis import queue_length, temporal
 from hta_fast.cli import cli
 from hta_fast.report import plotlyjs, write_report
 from hta_fast.report.downsample import min_max
-
-import fake_doctor
-import headless_chromium
 
 DLRM = "param_dlrm_8rank"
 
@@ -59,7 +58,7 @@ def test_numbers_do_not_depend_on_plot_points(dlrm_traces, tmp_path):
     tables = [re.findall(r"<table>.*?</table>", p.read_text(), re.S) for p in (small, big)]
     assert tables[0] == tables[1] and len(tables[0]) > 10
     n_points = queue_length.queue_length(dlrm_traces).table.num_rows
-    assert f"the figure shows" in small.read_text() and f"of {n_points:,} change points" in small.read_text()
+    assert "the figure shows" in small.read_text() and f"of {n_points:,} change points" in small.read_text()
     assert "the figure shows" not in big.read_text()
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from op_traces import OpTraceBuilder
 
 from hta_fast.analysis.roofline import roofline
 from hta_fast.costs.devices import DeviceTable
-from op_traces import OpTraceBuilder
 
 N = 4096
 MM_FLOPS = 2 * N ** 3

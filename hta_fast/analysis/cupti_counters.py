@@ -17,14 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame.select import Ranks, Steps, Streams, Window
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.result import Result
+from ..frame.select import Ranks, Selection, Steps, Streams, Window
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
-from ..frame.select import Selection
 
 __all__ = ["cupti_counters"]
 

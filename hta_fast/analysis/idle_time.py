@@ -20,13 +20,13 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
 from .. import ops
+from ..frame import derived, select
+from ..frame.fields import NS
+from ..frame.result import Result
+from ..frame.select import Ranks, Steps, Streams, Window
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import derived, select
-from ..frame.result import Result
-from ..frame.fields import NS
 from .temporal import GpuWork, gpu_work
 
 __all__ = ["idle_time_breakdown"]

@@ -15,15 +15,14 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
-from ..frame.fields import NS
 from .. import ops
+from ..frame import select
+from ..frame.fields import NS
+from ..frame.result import Result
+from ..frame.select import Ranks, Selection, Steps, Streams, Window
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
-from ..frame.select import Selection
 
 __all__ = ["memory_bandwidth"]
 

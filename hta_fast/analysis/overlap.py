@@ -13,14 +13,14 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
 from .. import ops
+from ..frame import select
+from ..frame.fields import NS, PCT
+from ..frame.result import Result
+from ..frame.select import Ranks, Steps, Streams, Window
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
-from ..frame.fields import NS, PCT
 from .temporal import gpu_work
 
 __all__ = ["comm_comp_overlap"]

@@ -6,14 +6,27 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
-from . import annotations as user_annotations
-from . import collectives as cross_rank
-from . import (cupti_counters, idle_time, kernel_breakdown, launch_stats, memory_bw, op_kernels,
-               op_table, overlap, queue_length, roofline, steps, stragglers, temporal)
 from ..frame.result import Result
 from ..frame.select import Selection
 from ..trace import Trace
 from ..traceset import TraceSet
+from . import annotations as user_annotations
+from . import collectives as cross_rank
+from . import (
+               cupti_counters,
+               idle_time,
+               kernel_breakdown,
+               launch_stats,
+               memory_bw,
+               op_kernels,
+               op_table,
+               overlap,
+               queue_length,
+               roofline,
+               steps,
+               stragglers,
+               temporal,
+)
 
 __all__ = ["ANALYSES", "DEFAULT"]
 

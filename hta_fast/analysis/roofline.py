@@ -28,17 +28,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..costs.devices import Device, DeviceTable, trace_device
 from ..costs.cat_sizes import cat_extras
+from ..costs.devices import Device, DeviceTable, trace_device
 from ..costs.flops import op_costs
-from ..trace import Trace
-from ..traceset import TraceSet
 from ..frame import select
 from ..frame.fields import NS, PCT
+from ..frame.result import Result
+from ..trace import Trace
+from ..traceset import TraceSet
 from .launch_stats import launch_pairs
 from .op_kernels import enclosing
 from .op_table import SHAPE_COLUMNS, group_stats, op_groups, strings_of
-from ..frame.result import Result
 
 __all__ = ["roofline"]
 

@@ -10,11 +10,11 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
 
 __all__ = ["profiler_steps"]
 

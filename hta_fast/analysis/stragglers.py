@@ -15,14 +15,13 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.result import Result
+from ..frame.select import Ranks, Selection, Steps, Streams, Window
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
-from ..frame.select import Selection
 
 __all__ = ["stragglers"]
 

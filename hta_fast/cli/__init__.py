@@ -15,7 +15,7 @@ Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
 """
 from __future__ import annotations
 
-from .app import cli, main
 from . import analyze, convert, demo, diff, doctor, info, model, ops, report  # noqa: F401 (register)
+from .app import cli, main
 
 __all__ = ["cli", "main"]

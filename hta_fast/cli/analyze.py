@@ -6,13 +6,12 @@ from typing import Optional
 import click
 import pyarrow as pa
 
+from ..analysis.registry import ANALYSES, DEFAULT
 from ..frame.select import Selection
 from .app import Options, cli
-from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
-                      recover_option)
+from .loading import RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments, recover_option
 from .output import FORMATS, check_format, emit
 from .progress import bar
-from ..analysis.registry import ANALYSES, DEFAULT
 
 
 @cli.command()

@@ -78,7 +78,7 @@ def _setup_logging(quiet: bool, debug: bool) -> None:
     if not any(getattr(h, "_hta_fast_cli", False) for h in log.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("hta-fast: %(levelname)s: %(message)s"))
-        setattr(handler, "_hta_fast_cli", True)
+        handler._hta_fast_cli = True
         log.addHandler(handler)
     log.propagate = False
 

@@ -15,8 +15,15 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import click
 
 from .app import BadInput, Options, cli
-from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
-                      recover_option, subset)
+from .loading import (
+    RANKS_HELP,
+    STEPS_HELP,
+    load_traces,
+    parse_ints,
+    path_arguments,
+    recover_option,
+    subset,
+)
 from .output import dumps
 
 if TYPE_CHECKING:
@@ -28,7 +35,7 @@ def doctor_module() -> ModuleType:
     try:
         return importlib.import_module("hta_fast.doctor")
     except ImportError as e:
-        raise BadInput(f"the doctor is not available in this installation ({e})")
+        raise BadInput(f"the doctor is not available in this installation ({e})") from None
 
 
 def thresholds_of(mod: ModuleType, pairs: tuple[str, ...], path: str | None
@@ -40,7 +47,8 @@ def thresholds_of(mod: ModuleType, pairs: tuple[str, ...], path: str | None
             try:
                 loaded = json.load(fh)
             except ValueError as e:
-                raise click.BadParameter(f"{path}: not JSON ({e})", param_hint="--thresholds")
+                raise click.BadParameter(f"{path}: not JSON ({e})",
+                                         param_hint="--thresholds") from None
         if not isinstance(loaded, dict):
             raise click.BadParameter(f"{path}: expected a JSON object of KEY: number",
                                      param_hint="--thresholds")

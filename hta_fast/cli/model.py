@@ -62,8 +62,8 @@ def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one, and the ablations (kernel sum, busiest stream, no
     cross-stream edges, GPU only) beside it."""
-    from ..model.replay.steps import replay_steps
     from ..model.replay.ranks import replay_ranks
+    from ..model.replay.steps import replay_steps
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)

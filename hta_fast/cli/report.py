@@ -8,8 +8,15 @@ import click
 
 from ..traceset import TraceSet
 from .app import Options, cli
-from .loading import (RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments,
-                      recover_option, subset)
+from .loading import (
+    RANKS_HELP,
+    STEPS_HELP,
+    load_traces,
+    parse_ints,
+    path_arguments,
+    recover_option,
+    subset,
+)
 from .progress import bar
 
 

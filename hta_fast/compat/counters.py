@@ -22,21 +22,22 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Callable, Dict, Iterator, List, Optional, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from .. import ops
 from ..analysis import memory_bw as _bw
 from ..analysis import queue_length as _ql
 from ..frame import derived, select
-from .. import ops
 from .counters_trace import trace_with_counters
 
 if TYPE_CHECKING:
     import pandas as pd
-    from .trace_analysis import TraceAnalysis
+
     from ..trace import Trace
     from ..traceset import TraceSet
+    from .trace_analysis import TraceAnalysis
 
 STATS = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 

@@ -25,14 +25,13 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..frame.select import Ranks, Steps, Streams, Window
-from ..trace import Trace
-from ..traceset import TraceSet
-from ..frame import select
-from ..frame.result import Result
-from ..frame.select import Selection
 from ..analysis.memory_bw import memory_bandwidth
 from ..analysis.queue_length import queue_length
+from ..frame import select
+from ..frame.result import Result
+from ..frame.select import Ranks, Selection, Steps, Streams, Window
+from ..trace import Trace
+from ..traceset import TraceSet
 
 SERIES = ("queue_length", "memcpy_bandwidth")
 CHUNK = 1 << 20

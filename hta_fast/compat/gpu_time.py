@@ -9,7 +9,7 @@ without communication gives NaN instead of an exception).
 """
 from __future__ import annotations
 
-from typing import List, Optional, TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from ..analysis import idle_time, kernel_breakdown, overlap, temporal
 
 if TYPE_CHECKING:
     import pandas as pd
+
     from .trace_analysis import TraceAnalysis
 
 US = 1000.0  # ns per µs

@@ -7,7 +7,7 @@ annotations, steps); this module only selects, renames and converts units.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional, TYPE_CHECKING
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import numpy as np
 
@@ -15,13 +15,14 @@ from ..analysis import annotations as ann_mod
 from ..analysis import kernel_sequences as seq_mod
 from ..analysis import launch_stats as ls_mod
 from ..analysis import op_kernels as ok_mod
-from ..frame import select
 from ..analysis import steps as steps_mod
+from ..frame import select
 from ..schema import EventKind
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+
     from .trace_analysis import TraceAnalysis
 
 US = 1e-3  # ns -> µs

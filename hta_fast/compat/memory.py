@@ -6,9 +6,8 @@ hta_fast.analysis.memory_timeline.
 """
 from __future__ import annotations
 
-from typing import Any, TYPE_CHECKING
-
 import os
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.memory_timeline import CATEGORIES, COLUMNS, memory_timeline
 

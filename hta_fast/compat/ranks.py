@@ -3,18 +3,19 @@ hta_fast.analysis.cupti_counters."""
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, TYPE_CHECKING
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
-from ..frame import select
 from ..analysis.cupti_counters import cupti_counters
 from ..analysis.stragglers import stragglers
+from ..frame import select
 
 if TYPE_CHECKING:
     import pandas as pd
-    from .trace_analysis import TraceAnalysis
+
     from ..frame.result import Result
+    from .trace_analysis import TraceAnalysis
 
 
 def _steps(analysis: TraceAnalysis, selection: select.Selection) -> List[int]:

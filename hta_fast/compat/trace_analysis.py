@@ -4,13 +4,13 @@ and shapes the result the reference's way."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, TYPE_CHECKING, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from ..frame.select import Selection
 from ..loading.sets import load_dir
+from ..traceset import TraceSet
 from . import counters, gpu_time, launches
 from . import ranks as ranks_mod  # methods take a `ranks` argument
-from ..traceset import TraceSet
 
 if TYPE_CHECKING:
     import pandas as pd

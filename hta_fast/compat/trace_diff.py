@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import enum
 import os
-from typing import Any, Dict, List, Optional, TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import numpy as np
 
 from ..analysis import trace_diff as _td
+from ..frame import select
+from ..loading.sets import load_dir
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..loading.sets import load_dir
-from ..frame import select
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow.compute as pc
 
 from .. import ops
-from ..frame import derived
 from ..analysis.temporal import GpuWork, gpu_work
+from ..frame import derived
 from ..schema import EventKind
 from ..trace import Trace
 

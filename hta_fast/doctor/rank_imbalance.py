@@ -61,7 +61,7 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
     shared = np.sum(~np.isnan(table), axis=0) >= 2
     slowest = np.where(shared, np.nanmax(np.where(np.isnan(table), -np.inf, table), axis=0), np.nan)
     top: list[dict[str, Any]] = []
-    for i, v in enumerate(views):
+    for v in views:
         cols = np.searchsorted(all_steps, v.steps)
         wait = np.where(shared[cols], slowest[cols] - work_t[v.rank], 0.0)
         cost[v.rank] = np.clip(np.minimum(wait, comm_t[v.rank]), 0, None)

@@ -15,8 +15,14 @@ import numpy as np
 from ..frame import select
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import (exposed_communication, input_pipeline, launch_bound, memory_sync, parallelism,
-               rank_imbalance)
+from . import (
+    exposed_communication,
+    input_pipeline,
+    launch_bound,
+    memory_sync,
+    parallelism,
+    rank_imbalance,
+)
 from .context import RankView, rank_view
 from .estimate import Estimate
 from .result import CAUSES, Diagnosis, Finding, Number

@@ -29,9 +29,9 @@ import pyarrow as pa
 from .._core import __version__
 from .._named_tables import NamedTables
 from ..schema import SCHEMA_VERSION
+from ..trace import TABLES, Trace
 from .files import filesystem
 from .summary import SUMMARY_TABLES, RankSummary, split_by_rank, summarize
-from ..trace import TABLES, Trace
 
 FORMAT = "hta_fast.parquet_dataset"
 MANIFEST = "manifest.json"
@@ -295,5 +295,5 @@ def open_dataset(path: str) -> TraceDataset:
     """Opens a dataset written by write_dataset, load_dir(dataset=...) or `hta-fast convert`.
     Nothing but the manifest is read until a table or the summaries are asked for."""
     ds = TraceDataset(path)
-    ds.manifest  # fails here, with the path, when it is not a dataset
+    ds.manifest  # noqa: B018 - fails here, with the path, when it is not a dataset
     return ds

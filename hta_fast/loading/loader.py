@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from typing import Optional, Sequence, Union
 
 from .. import _core, saved_trace
@@ -13,7 +12,6 @@ from ..schema import KernelClass
 from ..trace import Trace, TraceMeta, open_saved
 from . import cache as cache_mod
 from .files import PathLike
-
 
 KernelClassRules = Optional[Sequence[tuple[str, Union[str, int, KernelClass]]]]
 

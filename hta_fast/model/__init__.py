@@ -18,14 +18,18 @@ operator analyses that use it in hta_fast.analysis.op_table and hta_fast.analysi
 from ..costs.cost import Cost
 from ..costs.devices import Device, DeviceTable, trace_device
 from ..costs.flops import cost_of, no_model_summary, op_costs, with_costs
-
+from . import predict
 from .comm.collective_cost import CostModel, collective_time_factors, fit_collectives
 from .graph.dependency_graph import DependencyGraph, build_graph
-from . import predict
 from .path.critical_path import critical_path
 from .path.overlay import critical_path_trace, write_critical_path_trace
-from .plans.embedding_cost import (LookupCostModel, TableSpec, evaluate_plan, fit_lookup_costs,
-                                   improve_plan)
+from .plans.embedding_cost import (
+                                   LookupCostModel,
+                                   TableSpec,
+                                   evaluate_plan,
+                                   fit_lookup_costs,
+                                   improve_plan,
+)
 from .plans.embedding_lookups import lookup_kernels
 from .plans.plan_replay import compare_plans, plan_step_time
 from .replay.ranks import replay_ranks

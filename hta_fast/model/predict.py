@@ -19,15 +19,15 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ..analysis.roofline import ChargedGroups, resolve_device
+from ..costs.devices import Device, DeviceTable
+from ..costs.kernel_model import KernelModels, fit_curve, launch_floor
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
-from ..analysis.roofline import ChargedGroups, resolve_device
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from ..costs.devices import Device, DeviceTable
-from ..costs.kernel_model import KernelModels, fit_curve, launch_floor
 
 __all__ = ["predict"]
 

@@ -38,13 +38,9 @@ descriptor), and object columns that pyarrow cannot store as one type are stored
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import gzip
-import io
 import json
-import logging
-import math
 import os
 import pickle
 import platform
@@ -777,7 +773,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             ctx.copy_seconds = 0.0
             t0 = time.perf_counter()
 
-            def elapsed() -> Dict[str, float]:
+            def elapsed(t0: float = t0) -> Dict[str, float]:
                 total = time.perf_counter() - t0
                 return {"seconds": total - ctx.copy_seconds, "copy_seconds": ctx.copy_seconds}
 

@@ -46,14 +46,14 @@ def addmm(call: OpCall) -> Cost:
 
 @model("aten::bmm")
 def bmm(call: OpCall) -> Cost:
-    (b, m, k), (b2, k2, n) = _batched(call, 0), _batched(call, 1)
+    (b, m, k), (_, k2, n) = _batched(call, 0), _batched(call, 1)
     _check_inner(k, k2, call)
     return _gemm(call, b, m, k, n, 0, 1)
 
 
 @model("aten::baddbmm")
 def baddbmm(call: OpCall) -> Cost:
-    (b, m, k), (b2, k2, n) = _batched(call, 1), _batched(call, 2)
+    (b, m, k), (_, k2, n) = _batched(call, 1), _batched(call, 2)
     _check_inner(k, k2, call)
     return _gemm(call, b, m, k, n, 1, 2, extra_inputs=(0,))
 

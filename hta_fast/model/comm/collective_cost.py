@@ -24,12 +24,12 @@ import numpy as np
 import pyarrow as pa
 
 from ...analysis.collectives import bus_factor, collectives
+from ...costs.time_fit import TimeFit, fit_time
 from ...frame.fields import NS
 from ...frame.result import Result
 from ...loading.summary import RankSummary
 from ...trace import Trace
 from ...traceset import TraceSet
-from ...costs.time_fit import TimeFit, fit_time
 
 Key = tuple[str, int, str]  # (collective, group size, transport)
 

@@ -23,7 +23,6 @@ from ..graph.walk import walk
 from .bounds import bound_by, names_of
 from .step_paths import step_paths
 
-
 # The path's edges drawn as arrows: those that join two events by a wait.
 ARROWS = {"launch", "kernel_kernel", "cross_stream", "sync_wait", "cross_thread", "thread_join"}
 

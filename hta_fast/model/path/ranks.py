@@ -19,8 +19,13 @@ from ...traceset import TraceSet
 from ..comm.collective_links import match_collectives
 from ..graph.chain import Chain
 from ..graph.walk import walk_groups
-from ..replay.cross_rank import (LinkedWindow, Together, link_windows, measured_weights,
-                                 replay_together)
+from ..replay.cross_rank import (
+    LinkedWindow,
+    Together,
+    link_windows,
+    measured_weights,
+    replay_together,
+)
 from .across_ranks import path_across_ranks
 from .across_ranks_rows import breakdown_table, path_tables, summary_table
 

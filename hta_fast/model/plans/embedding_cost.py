@@ -22,9 +22,9 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ...costs.time_fit import TimeFit, fit_time
 from ...frame.fields import NS
 from ...frame.result import Result
-from ...costs.time_fit import TimeFit, fit_time
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,15 +31,15 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ...frame import select
-from ...frame.fields import NS
 from ...analysis.launch_stats import launch_pairs
 from ...analysis.op_table import ancestor_pairs
+from ...costs.models.fbgemm import optimizer_of, parse_lookup, tbe_widths
+from ...costs.op_call import NoModel, OpCall
+from ...frame import select
+from ...frame.fields import NS
 from ...frame.result import Result
 from ...trace import Trace
 from ...traceset import TraceSet
-from ...costs.models.fbgemm import optimizer_of, parse_lookup, tbe_widths
-from ...costs.op_call import NoModel, OpCall
 
 _LOOKUP_KERNEL = re.compile(r"embedding_codegen_forward|embedding_bag|EmbeddingBag", re.I)
 _NOT_LOOKUP = re.compile(r"backward|grad", re.I)

@@ -23,10 +23,10 @@ from ...frame.result import Result
 from ...frame.select import Steps, as_traceset
 from ...trace import Trace
 from ...traceset import TraceSet
-from .embedding_cost import LookupCostModel, TableSpec, evaluate_plan
-from .embedding_lookups import lookup_kernels
 from ..whatif.edits import Edits
 from ..whatif.steps import what_if
+from .embedding_cost import LookupCostModel, TableSpec, evaluate_plan
+from .embedding_lookups import lookup_kernels
 
 
 def _family_name(cost: LookupCostModel, family: Optional[str], kernel_family: Optional[str]

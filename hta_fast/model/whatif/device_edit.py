@@ -13,10 +13,10 @@ from typing import Optional, Union
 
 import numpy as np
 
+from ...costs.devices import Device
 from ...frame import select
 from ...trace import Trace
 from ...traceset import TraceSet
-from ...costs.devices import Device
 from ..predict import predict
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
