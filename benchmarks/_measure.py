@@ -41,8 +41,14 @@ def _tail(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-def run_measured(cmd: Sequence[str], *, timeout_s: float | None = None, check: bool = True,
-                 env: dict[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
+def run_measured(
+    cmd: Sequence[str],
+    *,
+    timeout_s: float | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> dict[str, Any]:
     """Run `cmd` (a list, no shell) and return
 
     {"wall_s", "cpu_s", "user_s", "sys_s", "peak_rss_mb", "returncode", "timed_out",
@@ -58,17 +64,20 @@ def run_measured(cmd: Sequence[str], *, timeout_s: float | None = None, check: b
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         t0 = time.perf_counter()
         # Own session: on timeout the whole process group (pool workers too) can be killed.
-        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, env=env, cwd=cwd,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out_f, stderr=err_f, env=env, cwd=cwd, start_new_session=True
+        )
         timed_out = threading.Event()
         timer = None
         if timeout_s is not None:
+
             def kill() -> None:
                 timed_out.set()
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
             timer = threading.Timer(timeout_s, kill)
             timer.start()
         try:
@@ -96,7 +105,11 @@ def run_measured(cmd: Sequence[str], *, timeout_s: float | None = None, check: b
         "stderr": _tail(stderr),
     }
     if check and (measured["timed_out"] or proc.returncode != 0):
-        why = f"timed out after {timeout_s} s" if measured["timed_out"] else f"exit code {proc.returncode}"
+        why = (
+            f"timed out after {timeout_s} s"
+            if measured["timed_out"]
+            else f"exit code {proc.returncode}"
+        )
         raise RuntimeError(f"{' '.join(cmd)}: {why}\n{measured['stderr']}")
     return measured
 
@@ -115,4 +128,3 @@ def timed(fn: Any, runs: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
-

@@ -11,6 +11,7 @@ every analysis (native function and compat method, medians of --runs); another c
 the reference's methods on the same folder (tests/reference/run_reference.py, which records
 each call's wall time). Prints per-analysis seconds and ratios, and the sum over analyses.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,10 @@ def report(title: str, ours: dict, ref: dict | None) -> None:
     print(f"\n## {title}\n")
     ref_load = f", reference load: {ref['load_s']:.1f} s" if ref and ref.get("load_s") else ""
     print(f"hta_fast load: {ours['load_s']:.2f} s{ref_load}")
-    print("\n| analysis | hta_fast native s | hta_fast compat s | compat first call s "
-          "| reference s | compat speed-up | first call speed-up |")
+    print(
+        "\n| analysis | hta_fast native s | hta_fast compat s | compat first call s "
+        "| reference s | compat speed-up | first call speed-up |"
+    )
     print("|---|---|---|---|---|---|---|")
     names = sorted(set(ours["native"]) | set(ours["compat"]))
     tot_native = tot_compat = tot_ref = 0.0
@@ -70,9 +73,13 @@ def report(title: str, ours: dict, ref: dict | None) -> None:
         fmt = lambda v: "" if v is None else f"{v:.3f}"
         ratio = f"{r / c:.0f}x" if (r and c) else ""
         first_ratio = f"{r / first:.0f}x" if (r and first) else ""
-        print(f"| {name} | {fmt(n)} | {fmt(c)} | {fmt(first)} | {fmt(r)} | {ratio} | {first_ratio} |")
-    print(f"| **all** | {tot_native:.3f} | {tot_compat:.3f} | | {tot_ref:.3f} | "
-          f"{(tot_ref / tot_compat if tot_compat and tot_ref else 0):.0f}x | |")
+        print(
+            f"| {name} | {fmt(n)} | {fmt(c)} | {fmt(first)} | {fmt(r)} | {ratio} | {first_ratio} |"
+        )
+    print(
+        f"| **all** | {tot_native:.3f} | {tot_compat:.3f} | | {tot_ref:.3f} | "
+        f"{(tot_ref / tot_compat if tot_compat and tot_ref else 0):.0f}x | |"
+    )
     for k, v in ours["errors"].items():
         print(f"- hta_fast error {k}: {v}")
 
@@ -86,23 +93,46 @@ def main() -> None:
     ap.add_argument("--skip-ref", action="store_true")
     ap.add_argument("--out", default="/tmp/htafast-bench")
     ap.add_argument("--timeout", type=float, default=3600)
-    ap.add_argument("--ref-max-mb", type=float, default=float("inf"),
-                    help="run the reference only on sets of at most this many MB in all")
-    ap.add_argument("--analyses", nargs="+",
-                    help="run only these of the reference's analyses (its names; default: all)")
-    ap.add_argument("--sets", choices=["one", "multi", "both"], default="both",
-                    help="the single large rank, the multi-rank set, or both")
+    ap.add_argument(
+        "--ref-max-mb",
+        type=float,
+        default=float("inf"),
+        help="run the reference only on sets of at most this many MB in all",
+    )
+    ap.add_argument(
+        "--analyses",
+        nargs="+",
+        help="run only these of the reference's analyses (its names; default: all)",
+    )
+    ap.add_argument(
+        "--sets",
+        choices=["one", "multi", "both"],
+        default="both",
+        help="the single large rank, the multi-rank set, or both",
+    )
     args = ap.parse_args()
     out = Path(args.out)
-    sets = [(f"one rank, {args.size_mb:g} MB", ensure(out / f"an{args.size_mb:g}", args.size_mb, 1),
-             args.size_mb),
-            (f"{args.ranks} ranks x {args.rank_size_mb:g} MB",
-             ensure(out / f"an{args.ranks}x{args.rank_size_mb:g}", args.rank_size_mb, args.ranks),
-             args.ranks * args.rank_size_mb)]
+    sets = [
+        (
+            f"one rank, {args.size_mb:g} MB",
+            ensure(out / f"an{args.size_mb:g}", args.size_mb, 1),
+            args.size_mb,
+        ),
+        (
+            f"{args.ranks} ranks x {args.rank_size_mb:g} MB",
+            ensure(out / f"an{args.ranks}x{args.rank_size_mb:g}", args.rank_size_mb, args.ranks),
+            args.ranks * args.rank_size_mb,
+        ),
+    ]
     sets = {"one": sets[:1], "multi": sets[1:], "both": sets}[args.sets]
     for title, folder, total_mb in sets:
-        cmd = [sys.executable, str(HERE / "bench_hta_fast_analyses.py"), str(folder),
-               "--runs", str(args.runs)]
+        cmd = [
+            sys.executable,
+            str(HERE / "bench_hta_fast_analyses.py"),
+            str(folder),
+            "--runs",
+            str(args.runs),
+        ]
         ours = run_measured(cmd, timeout_s=args.timeout)["result"]
         skip = args.skip_ref or not REF_PYTHON.exists() or total_mb > args.ref_max_mb
         ref = None if skip else reference_seconds(folder, args.timeout, args.analyses)

@@ -10,6 +10,7 @@ round): load; the per-rank critical path of every rank (critical_path); the join
 walk and tables); and the walk alone (path_across_ranks over graphs and a joint replay
 already made, plus its tables).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,17 +61,25 @@ def main() -> int:
         for group, linked, weights, together in prepared:
             step_paths_across(group, linked, weights, together)
 
-    stages = [lambda: critical_path(traces, selection=sel),
-              lambda: replay_ranks(traces, selection=sel),
-              lambda: critical_path(traces, selection=sel, cross_rank=True), walks]
+    stages = [
+        lambda: critical_path(traces, selection=sel),
+        lambda: replay_ranks(traces, selection=sel),
+        lambda: critical_path(traces, selection=sel, cross_rank=True),
+        walks,
+    ]
     # Rounds of one run of each stage: a busy spell on a shared machine hits them alike.
     rounds = [[timed(stage, 1) for stage in stages] for _ in range(args.runs)]
-    per_rank_s, joint_s, across_s, walk_s = (statistics.median(r[i] for r in rounds)
-                                             for i in range(len(stages)))
-    print(f"\n## bench_cross_rank_path: {args.folder}, {len(traces.ranks)} ranks, "
-          f"{events:,} events, {len(across)} steps\n")
-    print(f"load: {load_s:.2f} s; jumps per step: {across.jumps.tolist()}; "
-          f"cross_rank share (%): {[round(v, 1) for v in across.cross_rank]}")
+    per_rank_s, joint_s, across_s, walk_s = (
+        statistics.median(r[i] for r in rounds) for i in range(len(stages))
+    )
+    print(
+        f"\n## bench_cross_rank_path: {args.folder}, {len(traces.ranks)} ranks, "
+        f"{events:,} events, {len(across)} steps\n"
+    )
+    print(
+        f"load: {load_s:.2f} s; jumps per step: {across.jumps.tolist()}; "
+        f"cross_rank share (%): {[round(v, 1) for v in across.cross_rank]}"
+    )
     print("| stage | s |\n|---|---|")
     print(f"| critical path per rank, every rank | {per_rank_s:.3f} |")
     print(f"| joint replay (replay_ranks) | {joint_s:.3f} |")

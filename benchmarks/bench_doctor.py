@@ -6,6 +6,7 @@
 first_s is the first diagnosis of the loaded traces (it pays for one-time imports and the
 per-trace memos); median_s the median of --runs further ones.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,10 +38,19 @@ def main() -> None:
         diagnose(traces)
         times.append(time.perf_counter() - t0)
     ranks = diag.ranks
-    print(json.dumps({"path": str(path), "ranks": len(ranks), "steps": len(diag.steps),
-                      "load_s": round(load_s, 3), "first_s": round(first_s, 3),
-                      "median_s": round(statistics.median(times), 3) if times else None,
-                      "top_cause": diag.findings[0].cause if diag.findings else None}))
+    print(
+        json.dumps(
+            {
+                "path": str(path),
+                "ranks": len(ranks),
+                "steps": len(diag.steps),
+                "load_s": round(load_s, 3),
+                "first_s": round(first_s, 3),
+                "median_s": round(statistics.median(times), 3) if times else None,
+                "top_cause": diag.findings[0].cause if diag.findings else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

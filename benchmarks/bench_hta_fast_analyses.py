@@ -6,6 +6,7 @@ Run as a child of bench_analyses.py. Each analysis is timed twice over: the nati
 reference's shape), each the median of --runs calls. Names follow
 tests/reference/run_reference.py so the two tools' timings pair up.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,18 +71,33 @@ def main() -> None:
         "queue_length_summary": lambda: ta.get_queue_length_summary(ranks=ranks),
         "memory_bw_time_series": lambda: ta.get_memory_bw_time_series(ranks=ranks),
         "memory_bw_summary": lambda: ta.get_memory_bw_summary(ranks=ranks),
-        "cuda_kernel_launch_stats": lambda: [ta.get_cuda_kernel_launch_stats(ranks=[r]) for r in ranks],
-        "aten_op_kernels_and_delay": lambda: [ta.get_aten_op_kernels_and_delay(ranks=[r]) for r in ranks],
-        "gpu_kernels_with_user_annotations": lambda: [ta.get_gpu_kernels_with_user_annotations(rank=r) for r in ranks],
+        "cuda_kernel_launch_stats": lambda: [
+            ta.get_cuda_kernel_launch_stats(ranks=[r]) for r in ranks
+        ],
+        "aten_op_kernels_and_delay": lambda: [
+            ta.get_aten_op_kernels_and_delay(ranks=[r]) for r in ranks
+        ],
+        "gpu_kernels_with_user_annotations": lambda: [
+            ta.get_gpu_kernels_with_user_annotations(rank=r) for r in ranks
+        ],
         "gpu_user_annotation_breakdown": lambda: ta.get_gpu_user_annotation_breakdown(),
         "profiler_steps": lambda: ta.get_profiler_steps(),
-        "counters_trace": lambda: ta.generate_trace_with_counters(ranks=ranks, output_suffix="_bench"),
+        "counters_trace": lambda: ta.generate_trace_with_counters(
+            ranks=ranks, output_suffix="_bench"
+        ),
     }
     if len(ranks) > 1:
         compat["potential_stragglers"] = lambda: ta.get_potential_stragglers()
 
-    out = {"tool": "hta_fast", "load_s": load_s, "compat_load_s": compat_load_s,
-           "native": {}, "compat": {}, "compat_first": {}, "errors": {}}
+    out = {
+        "tool": "hta_fast",
+        "load_s": load_s,
+        "compat_load_s": compat_load_s,
+        "native": {},
+        "compat": {},
+        "compat_first": {},
+        "errors": {},
+    }
     # The compat methods first, in the reference's notebook order: each method's first call
     # pays for the per-trace arrays it is the first to need (hta_fast.frame.derived), as
     # in a notebook; the median is over repeated calls.

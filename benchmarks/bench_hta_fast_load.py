@@ -3,6 +3,7 @@
 
 Run as a child of bench_load.py so that peak RSS is this load's alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,6 +19,7 @@ def main() -> None:
     args = ap.parse_args()
     t_import = time.perf_counter()
     import hta_fast
+
     import_s = time.perf_counter() - t_import
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
@@ -26,16 +28,36 @@ def main() -> None:
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    column_bytes = sum(t.nbytes for t in (events, trace.kernel_args, trace.op_args, trace.comm_args,
-                                          trace.sync_args, trace.flows, trace.counters,
-                                          trace.instants, trace.meta_events))
+    column_bytes = sum(
+        t.nbytes
+        for t in (
+            events,
+            trace.kernel_args,
+            trace.op_args,
+            trace.comm_args,
+            trace.sync_args,
+            trace.flows,
+            trace.counters,
+            trace.instants,
+            trace.meta_events,
+        )
+    )
     column_bytes += trace.strings.nbytes
-    print(json.dumps({
-        "tool": "hta_fast", "wall_s": wall, "cpu_s": cpu, "import_s": import_s,
-        "peak_rss_mb": r1.ru_maxrss / 1024, "events": events.num_rows,
-        "json_mb": trace.meta.json_bytes / 1e6, "columns_mb": column_bytes / 1e6,
-        "timings": dict(trace._raw.timings),
-    }))
+    print(
+        json.dumps(
+            {
+                "tool": "hta_fast",
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "import_s": import_s,
+                "peak_rss_mb": r1.ru_maxrss / 1024,
+                "events": events.num_rows,
+                "json_mb": trace.meta.json_bytes / 1e6,
+                "columns_mb": column_bytes / 1e6,
+                "timings": dict(trace._raw.timings),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ plus its gzip copy, then times in fresh child processes: hta_fast with 1 and 2 t
 .json, hta_fast on the .json.gz, and the reference loader (.venv-ref) on the .json. Prints
 medians of --runs runs: wall, CPU, MB of JSON per CPU-second, peak RSS, and the ratios.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,25 +75,36 @@ def main() -> None:
     }
     if not args.skip_ref:
         if not REF_PYTHON.exists():
-            sys.exit("no reference environment: python3 -m venv .venv-ref && "
-                     ".venv-ref/bin/pip install -r benchmarks/requirements-ref.txt")
+            sys.exit(
+                "no reference environment: python3 -m venv .venv-ref && "
+                ".venv-ref/bin/pip install -r benchmarks/requirements-ref.txt"
+            )
         rows["reference (hta)"] = median_run(
-            [str(REF_PYTHON), str(HERE / "bench_ref_load.py"), str(plain)], args.ref_runs, 3600)
+            [str(REF_PYTHON), str(HERE / "bench_ref_load.py"), str(plain)], args.ref_runs, 3600
+        )
 
     print(f"\nfile: {plain} ({json_mb:.0f} MB of JSON; gzip {gz.stat().st_size / 1e6:.0f} MB)")
-    print(f"{'loader':22s} {'wall s':>8s} {'cpu s':>8s} {'MB/cpu-s':>9s} {'peak RSS MB':>12s} {'RSS/JSON':>9s} {'events':>10s}")
+    print(
+        f"{'loader':22s} {'wall s':>8s} {'cpu s':>8s} {'MB/cpu-s':>9s} {'peak RSS MB':>12s} {'RSS/JSON':>9s} {'events':>10s}"
+    )
     for name, r in rows.items():
-        print(f"{name:22s} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {json_mb / r['cpu_s']:9.0f} "
-              f"{r['peak_rss_mb']:12.0f} {r['peak_rss_mb'] / json_mb:9.2f} {r['events']:10d}")
+        print(
+            f"{name:22s} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {json_mb / r['cpu_s']:9.0f} "
+            f"{r['peak_rss_mb']:12.0f} {r['peak_rss_mb'] / json_mb:9.2f} {r['events']:10d}"
+        )
     one, two, gzr = rows["hta_fast 1 thread"], rows["hta_fast 2 threads"], rows["hta_fast .json.gz"]
     print(f"\n2 threads vs 1 (wall): {one['wall_s'] / two['wall_s']:.2f}x")
     print(f".json.gz vs .json (wall, 2 threads): {gzr['wall_s'] / two['wall_s']:.2f}x")
-    print(f"columns: {one['extra']['columns_mb']:.0f} MB = {one['extra']['columns_mb'] / json_mb:.2f}x the JSON")
+    print(
+        f"columns: {one['extra']['columns_mb']:.0f} MB = {one['extra']['columns_mb'] / json_mb:.2f}x the JSON"
+    )
     ref = rows.get("reference (hta)")
     if ref:
-        print(f"vs reference: {ref['wall_s'] / two['wall_s']:.0f}x less wall time, "
-              f"{ref['peak_rss_mb'] / two['peak_rss_mb']:.1f}x less peak memory "
-              f"(reference keeps {ref['events']} rows, hta_fast {two['events']} complete events)")
+        print(
+            f"vs reference: {ref['wall_s'] / two['wall_s']:.0f}x less wall time, "
+            f"{ref['peak_rss_mb'] / two['peak_rss_mb']:.1f}x less peak memory "
+            f"(reference keeps {ref['events']} rows, hta_fast {two['events']} complete events)"
+        )
 
 
 if __name__ == "__main__":

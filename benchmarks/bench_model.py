@@ -13,6 +13,7 @@ x 0.5) for every step, each with the steps as one chain (the default) and each w
 child process (tests/reference/run_reference.py --analyses critical_path), which times its
 call apart from its load.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,9 @@ def main() -> int:
     replay_s = timed(lambda: replay_steps(trace), args.runs)
     windows_s = timed(lambda: replay_steps(trace, chained=False), args.runs)
     whatif_s = timed(lambda: what_if(trace, kernel_class={"COMP": 0.5}), args.runs)
-    whatif_windows_s = timed(lambda: what_if(trace, kernel_class={"COMP": 0.5}, chained=False),
-                             args.runs)
+    whatif_windows_s = timed(
+        lambda: what_if(trace, kernel_class={"COMP": 0.5}, chained=False), args.runs
+    )
     events = len(trace[trace.ranks[0]].column("events", "ts"))
     print(f"\n## bench_model: {args.size_mb:g} MB, {events:,} events, {len(steps)} steps\n")
     print(f"hta_fast load: {load_s:.2f} s")
@@ -82,8 +84,10 @@ def main() -> int:
         if ref_s is None:
             print("reference: critical_path failed or did not run")
         else:
-            print(f"\nreference load: {ref['load_s']:.1f} s; critical_path (first step): "
-                  f"{ref_s:.2f} s; speed-up on the first step: {ref_s / first_s:.1f}x")
+            print(
+                f"\nreference load: {ref['load_s']:.1f} s; critical_path (first step): "
+                f"{ref_s:.2f} s; speed-up on the first step: {ref_s / first_s:.1f}x"
+            )
     return 0
 
 

@@ -11,6 +11,7 @@ loaded trace (it pays for the per-trace memos, such as the launch links); median
 median of --runs further passes. Before timing, the answer is checked: every CPU operator
 is in exactly one group, and the operators that repeat the base trace's are costed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,6 +29,7 @@ def one_pass(trace):
     from hta_fast.analysis.op_table import op_table
     from hta_fast.analysis.roofline import roofline
     from hta_fast.costs.flops import with_costs
+
     table = with_costs(op_table(trace).table)
     roof = roofline(trace)
     return table, roof
@@ -43,6 +45,7 @@ def main() -> None:
     from gen_trace import generate
 
     import hta_fast
+
     folder = Path(args.out) / f"ops{int(args.size_mb)}"
     path = folder / "rank0.json"
     if not path.exists():
@@ -64,11 +67,21 @@ def main() -> None:
         t0 = time.perf_counter()
         one_pass(trace)
         times.append(time.perf_counter() - t0)
-    print(json.dumps({"path": str(path), "json_mb": round(path.stat().st_size / 1e6, 1),
-                      "events": len(trace.column("events", "ts")), "cpu_ops": n_ops,
-                      "groups": table.num_rows, "roofline_rows": roof.table.num_rows,
-                      "load_s": round(load_s, 3), "first_s": round(first_s, 3),
-                      "median_s": round(statistics.median(times), 3) if times else None}))
+    print(
+        json.dumps(
+            {
+                "path": str(path),
+                "json_mb": round(path.stat().st_size / 1e6, 1),
+                "events": len(trace.column("events", "ts")),
+                "cpu_ops": n_ops,
+                "groups": table.num_rows,
+                "roofline_rows": roof.table.num_rows,
+                "load_s": round(load_s, 3),
+                "first_s": round(first_s, 3),
+                "median_s": round(statistics.median(times), 3) if times else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

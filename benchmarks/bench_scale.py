@@ -18,6 +18,7 @@ Coordinator peak memory is the child's own ru_maxrss (the Dask scheduler runs in
 workers are separate processes and are reported apart). Running two sizes shows whether the
 coordinator's memory follows the size of each rank's trace: with Dask it should not.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,20 +43,26 @@ def _peak_mb() -> float:
 
 def _analyses(traces: object) -> dict:
     from hta_fast.analysis import collectives as cross
+
     t0 = time.perf_counter()
-    res = {f.__name__: f(traces).table.num_rows
-           for f in (cross.collectives, cross.late_arrivals, cross.step_spread,
-                     cross.clock_offsets)}
+    res = {
+        f.__name__: f(traces).table.num_rows
+        for f in (cross.collectives, cross.late_arrivals, cross.step_spread, cross.clock_offsets)
+    }
     return {"analyze_s": round(time.perf_counter() - t0, 3), "rows": res}
 
 
 def child_local(folder: str) -> dict:
     import hta_fast
+
     t0 = time.perf_counter()
     traces = hta_fast.load_dir(folder)
     load_s = time.perf_counter() - t0
-    out = {"load_s": round(load_s, 3), "ranks": len(traces),
-           "events": sum(t.events.num_rows for t in traces.values())}
+    out = {
+        "load_s": round(load_s, 3),
+        "ranks": len(traces),
+        "events": sum(t.events.num_rows for t in traces.values()),
+    }
     out.update(_analyses(traces))
     out["coordinator_peak_mb"] = round(_peak_mb(), 1)
     return out
@@ -65,23 +72,37 @@ def child_dask(folder: str, workers: int) -> dict:
     import distributed
 
     import hta_fast
+
     t0 = time.perf_counter()
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, memory_limit=0) as cluster, \
-            distributed.Client(cluster) as client, \
-            tempfile.TemporaryDirectory(dir=os.path.dirname(folder)) as tmp:
+    with (
+        distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            memory_limit=0,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+        tempfile.TemporaryDirectory(dir=os.path.dirname(folder)) as tmp,
+    ):
         start_s = time.perf_counter() - t0
         t1 = time.perf_counter()
         ds = hta_fast.load_dir(folder, executor=client, dataset=os.path.join(tmp, "ds"))
         load_s = time.perf_counter() - t1
-        out = {"cluster_start_s": round(start_s, 3), "load_s": round(load_s, 3),
-               "ranks": len(ds),
-               "events": sum(s.info()["rows"]["events"] for s in ds.summaries.values())}
+        out = {
+            "cluster_start_s": round(start_s, 3),
+            "load_s": round(load_s, 3),
+            "ranks": len(ds),
+            "events": sum(s.info()["rows"]["events"] for s in ds.summaries.values()),
+        }
         out.update(_analyses(ds))
-        out["worker_peak_mb"] = sorted(round(v / 1024, 1) for v in client.run(
-            lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
-        out["dataset_mb"] = round(sum(f.stat().st_size for f in Path(tmp).rglob("*")
-                                      if f.is_file()) / 1e6, 1)
+        out["worker_peak_mb"] = sorted(
+            round(v / 1024, 1)
+            for v in client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values()
+        )
+        out["dataset_mb"] = round(
+            sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file()) / 1e6, 1
+        )
     out["coordinator_peak_mb"] = round(_peak_mb(), 1)
     return out
 
@@ -104,8 +125,12 @@ def main() -> int:
     ap.add_argument("--size-mb", type=float, nargs="+", default=[48.0, 12.0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="/tmp/htafast-bench/scale")
-    ap.add_argument("--reference-timeout", type=float, default=900.0,
-                    help="seconds for the reference's load of a set (0 skips it)")
+    ap.add_argument(
+        "--reference-timeout",
+        type=float,
+        default=900.0,
+        help="seconds for the reference's load of a set (0 skips it)",
+    )
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--child", choices=("local", "dask"), help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
@@ -119,6 +144,7 @@ def main() -> int:
         return 0
 
     from hta_fast import synth
+
     results = []
     for size in args.size_mb:
         folder = Path(args.out) / f"{args.ranks}x{size:g}mb"
@@ -129,27 +155,53 @@ def main() -> int:
         total_mb = sum(f.stat().st_size for f in folder.glob("rank*.json")) / 1e6
         runs = {}
         for name in ("local", "dask"):
-            m = run_measured([sys.executable, __file__, "--child", name, "--dir", str(folder),
-                              "--workers", str(args.workers)])
-            runs[name] = dict(m["result"], wall_s=round(m["wall_s"], 2),
-                              largest_process_mb=m["peak_rss_mb"])
-            print(f"{args.ranks} x {size:g} MB ({total_mb:,.0f} MB) {name}: {runs[name]}",
-                  file=sys.stderr)
+            m = run_measured(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    name,
+                    "--dir",
+                    str(folder),
+                    "--workers",
+                    str(args.workers),
+                ]
+            )
+            runs[name] = dict(
+                m["result"], wall_s=round(m["wall_s"], 2), largest_process_mb=m["peak_rss_mb"]
+            )
+            print(
+                f"{args.ranks} x {size:g} MB ({total_mb:,.0f} MB) {name}: {runs[name]}",
+                file=sys.stderr,
+            )
         ref_py = ROOT / ".venv-ref" / "bin" / "python"
         if args.reference_timeout > 0 and ref_py.exists():
-            m = run_measured([str(ref_py), "-c", REFERENCE, str(folder)],
-                             timeout_s=args.reference_timeout, check=False)
-            runs["reference"] = (dict(m["result"], wall_s=round(m["wall_s"], 2),
-                                      largest_process_mb=m["peak_rss_mb"])
-                                 if m["result"] else
-                                 {"finished": False, "timed_out": m["timed_out"],
-                                  "wall_s": round(m["wall_s"], 2),
-                                  "peak_rss_mb": m["peak_rss_mb"],
-                                  "returncode": m["returncode"]})
+            m = run_measured(
+                [str(ref_py), "-c", REFERENCE, str(folder)],
+                timeout_s=args.reference_timeout,
+                check=False,
+            )
+            runs["reference"] = (
+                dict(m["result"], wall_s=round(m["wall_s"], 2), largest_process_mb=m["peak_rss_mb"])
+                if m["result"]
+                else {
+                    "finished": False,
+                    "timed_out": m["timed_out"],
+                    "wall_s": round(m["wall_s"], 2),
+                    "peak_rss_mb": m["peak_rss_mb"],
+                    "returncode": m["returncode"],
+                }
+            )
             print(f"{args.ranks} x {size:g} MB reference: {runs['reference']}", file=sys.stderr)
-        results.append({"ranks": args.ranks, "size_mb_per_rank": size,
-                        "total_json_mb": round(total_mb, 1), "cpus": os.cpu_count(),
-                        "runs": runs})
+        results.append(
+            {
+                "ranks": args.ranks,
+                "size_mb_per_rank": size,
+                "total_json_mb": round(total_mb, 1),
+                "cpus": os.cpu_count(),
+                "runs": runs,
+            }
+        )
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

@@ -17,6 +17,7 @@ Pairs, each checked for equal answers before it is timed:
 
     python benchmarks/bench_udf.py --events 10000000 --runs 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ from typing import Any, Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_BASE = ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / \
-    "df_index_resolver.json.gz"
+DEFAULT_BASE = (
+    ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"
+)
 
 
 def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
@@ -67,13 +69,16 @@ def replicated(base: Any, n_events: int) -> Any:
         if name == "ts":
             tiled = tiled + rep * span
         elif name == "step":
-            tiled = np.where(tiled >= 0, tiled + (rep * step_shift).astype(np.int32), -1
-                             ).astype(np.int32)
+            tiled = np.where(tiled >= 0, tiled + (rep * step_shift).astype(np.int32), -1).astype(
+                np.int32
+            )
         elif name in ("partner", "parent", "correlation", "external_id"):
             tiled = np.full(n_events, -1, col.dtype)
         cols[name] = np.ascontiguousarray(tiled)
-    tables = {name: ({k: v[:0] for k, v in t.items()} if name != "events" else cols)
-              for name, t in raw.tables.items()}
+    tables = {
+        name: ({k: v[:0] for k, v in t.items()} if name != "events" else cols)
+        for name, t in raw.tables.items()
+    }
     new_raw = dataclasses.replace(raw, tables=tables)
     return hta_fast.Trace(new_raw, base.meta, rank=0)
 
@@ -90,10 +95,16 @@ def compile_seconds(cache_dir: str, base: Path) -> float:
         "udf.apply(utilisation.busy_time, t, by='stream')\n"
         "t1 = time.perf_counter()\n"
         "udf.apply(utilisation.busy_time, t, by='stream')\n"
-        "print((t1 - t0) - (time.perf_counter() - t1))\n")
+        "print((t1 - t0) - (time.perf_counter() - t1))\n"
+    )
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    out = subprocess.run([sys.executable, "-c", script, str(base)], env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(base)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return float(out.stdout.split()[-1])
 
 
@@ -135,10 +146,16 @@ def main() -> None:
 
     rows = []
     pairs = [
-        ("busy time per rank", lambda: udf.apply(utilisation.busy_time, trace),
-         lambda: temporal_breakdown(trace)),
-        ("time per kernel name", lambda: udf.apply(total_time, trace, by="name"),
-         lambda: kernel_breakdown(trace, num_kernels=1 << 30)),
+        (
+            "busy time per rank",
+            lambda: udf.apply(utilisation.busy_time, trace),
+            lambda: temporal_breakdown(trace),
+        ),
+        (
+            "time per kernel name",
+            lambda: udf.apply(total_time, trace, by="name"),
+            lambda: kernel_breakdown(trace, num_kernels=1 << 30),
+        ),
     ]
     for label, mine, builtin in pairs:
         t_udf, _ = timed(mine, args.runs)
@@ -152,11 +169,20 @@ def main() -> None:
     for label, a, b in rows:
         print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x |")
     print()
-    print(f"first call in a new process, over the second: {cold:.2f} s with an empty Numba "
-          f"cache (import Numba, compile), {warm:.2f} s with it cached (import Numba, load)")
-    print(json.dumps({"events": n, "pairs": [{"question": q, "udf_s": a, "builtin_s": b}
-                                             for q, a, b in rows],
-                      "compile_cold_s": cold, "compile_cached_s": warm}))
+    print(
+        f"first call in a new process, over the second: {cold:.2f} s with an empty Numba "
+        f"cache (import Numba, compile), {warm:.2f} s with it cached (import Numba, load)"
+    )
+    print(
+        json.dumps(
+            {
+                "events": n,
+                "pairs": [{"question": q, "udf_s": a, "builtin_s": b} for q, a, b in rows],
+                "compile_cold_s": cold,
+                "compile_cached_s": warm,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 Shows what a new user gets with no data of their own: ranks, events per kind, kernel
 classes, links, steps, and load speed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,22 +34,33 @@ def main() -> None:
     ranks = hta_fast.load_dir(files)
     dt = time.perf_counter() - t0
     json_mb = sum(t.meta.json_bytes for t in ranks.values()) / 1e6
-    print(f"loaded {len(ranks)} ranks, {json_mb:.0f} MB of JSON in {dt:.2f} s "
-          f"({json_mb / dt:.0f} MB/s)\n")
+    print(
+        f"loaded {len(ranks)} ranks, {json_mb:.0f} MB of JSON in {dt:.2f} s "
+        f"({json_mb / dt:.0f} MB/s)\n"
+    )
 
     for rank, trace in ranks.items():
         ev = trace.events
         kinds = pc.value_counts(ev["kind"].combine_chunks().dictionary_decode()).to_pylist()
-        gpu = pc.is_in(ev["kind"].combine_chunks().dictionary_decode(),
-                       value_set=pa.array(["kernel", "memcpy", "memset"]))
-        classes = pc.value_counts(pc.filter(ev["kernel_class"].combine_chunks().dictionary_decode(), gpu)).to_pylist()
+        gpu = pc.is_in(
+            ev["kind"].combine_chunks().dictionary_decode(),
+            value_set=pa.array(["kernel", "memcpy", "memset"]),
+        )
+        classes = pc.value_counts(
+            pc.filter(ev["kernel_class"].combine_chunks().dictionary_decode(), gpu)
+        ).to_pylist()
         linked = pc.sum(pc.and_(gpu, pc.is_valid(ev["partner"]))).as_py() or 0
         steps = pc.unique(pc.drop_null(ev["step"])).to_pylist()
         span_ms = (pc.max(ev["ts"]).as_py() - pc.min(ev["ts"]).as_py()) / 1e6
-        print(f"rank {rank}: {ev.num_rows:,} events over {span_ms:.1f} ms, steps {min(steps)}..{max(steps)}")
+        print(
+            f"rank {rank}: {ev.num_rows:,} events over {span_ms:.1f} ms, steps {min(steps)}..{max(steps)}"
+        )
         print("   kinds:   " + ", ".join(f"{k['values']}={k['counts']:,}" for k in kinds))
-        print("   GPU:     " + ", ".join(f"{k['values']}={k['counts']:,}" for k in classes)
-              + f"; {linked:,} linked to their launch")
+        print(
+            "   GPU:     "
+            + ", ".join(f"{k['values']}={k['counts']:,}" for k in classes)
+            + f"; {linked:,} linked to their launch"
+        )
     print(f"\nthe traces are in {out}; load them with hta_fast.load_dir({str(out)!r})")
 
 

@@ -16,6 +16,7 @@ family's groups together, as a device's peaks and bandwidth do). Groups whose sh
 list of tensors recorded as [] (older profilers' cat) are not compared: such a key stands
 for every call site of the operator, not for one workload.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,17 @@ import numpy as np
 
 
 def per_call(trace, rank_table) -> dict:
-    return {(n, d, t): (g / c) for n, d, t, g, c in zip(
-        rank_table["name"].to_pylist(), rank_table["input_dims"].to_pylist(),
-        rank_table["input_type"].to_pylist(), rank_table["gpu_time"].to_pylist(),
-        rank_table["calls"].to_pylist()) if c}
+    return {
+        (n, d, t): (g / c)
+        for n, d, t, g, c in zip(
+            rank_table["name"].to_pylist(),
+            rank_table["input_dims"].to_pylist(),
+            rank_table["input_type"].to_pylist(),
+            rank_table["gpu_time"].to_pylist(),
+            rank_table["calls"].to_pylist(),
+        )
+        if c
+    }
 
 
 def _unrecorded_list(dims, types) -> bool:
@@ -49,14 +57,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("a")
     ap.add_argument("b")
-    ap.add_argument("--tf32", choices=["auto", "on", "off"], default="off",
-                    help="FP32 GEMMs at TF32 peaks: where their kernels say so (auto), "
-                         "always (on), never (off, predict's default)")
-    ap.add_argument("--no-curves", action="store_true",
-                    help="scale by the roofline ratio alone, without the efficiency curves")
-    ap.add_argument("--curve-weights", choices=["groups", "calls"], default="groups",
-                    help="each operator group once in its family's efficiency curve "
-                         "(predict's default), or weighted by its calls (the earlier default)")
+    ap.add_argument(
+        "--tf32",
+        choices=["auto", "on", "off"],
+        default="off",
+        help="FP32 GEMMs at TF32 peaks: where their kernels say so (auto), "
+        "always (on), never (off, predict's default)",
+    )
+    ap.add_argument(
+        "--no-curves",
+        action="store_true",
+        help="scale by the roofline ratio alone, without the efficiency curves",
+    )
+    ap.add_argument(
+        "--curve-weights",
+        choices=["groups", "calls"],
+        default="groups",
+        help="each operator group once in its family's efficiency curve "
+        "(predict's default), or weighted by its calls (the earlier default)",
+    )
     ap.add_argument("--devices-file")
     args = ap.parse_args()
 
@@ -71,19 +90,30 @@ def main() -> None:
     if dev_a is None or dev_b is None:
         raise SystemExit(f"device not in the table: A {dev_a}, B {dev_b}")
     tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
-    ops = predict(a, dev_b, allow_tf32=tf32, devices_file=args.devices_file,
-                  efficiency_curves=not args.no_curves,
-                  curve_weights=args.curve_weights)["ops"]
-    keys = list(zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(),
-                    ops["input_type"].to_pylist()))
+    ops = predict(
+        a,
+        dev_b,
+        allow_tf32=tf32,
+        devices_file=args.devices_file,
+        efficiency_curves=not args.no_curves,
+        curve_weights=args.curve_weights,
+    )["ops"]
+    keys = list(
+        zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(), ops["input_type"].to_pylist())
+    )
     calls = np.array(ops["calls"].to_pylist(), np.float64)
     pred = dict(zip(keys, np.array(ops["predicted"].to_pylist()) / calls))
     meas_a = dict(zip(keys, np.array(ops["measured"].to_pylist()) / calls))
     family = dict(zip(keys, ops["family"].to_pylist()))
 
     cg = ChargedGroups(b, None, None)
-    kb = list(zip(cg.head["name"].to_pylist(), cg.head["input_dims"].to_pylist(),
-                  cg.head["input_type"].to_pylist()))
+    kb = list(
+        zip(
+            cg.head["name"].to_pylist(),
+            cg.head["input_dims"].to_pylist(),
+            cg.head["input_type"].to_pylist(),
+        )
+    )
     meas_b = {k: t / c for k, t, c in zip(kb, cg.gpu_time, cg.calls) if c}
     calls_b = {k: c for k, c in zip(kb, cg.calls) if c}
     common = [k for k in keys if k in meas_b and pred[k] > 0 and meas_b[k] > 0]
@@ -100,23 +130,32 @@ def main() -> None:
         base = np.array([meas_a[k] for k in ks])
         w = np.array([calls_b[k] for k in ks], np.float64)
         best = float(np.exp(np.median(np.log(m / base))))
-        rows[fam] = {"groups": len(ks), "gm_error": round(gm_error(p, m), 3),
-                     "gm_error_no_model": round(gm_error(base, m), 3),
-                     "gm_error_one_ratio": round(gm_error(base * best, m), 3),
-                     "one_ratio": round(best, 3),
-                     "measured_b_ms": round(float((m * w).sum()) / 1e6, 3),
-                     "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
-                     "measured_a_ms": round(float((base * w).sum()) / 1e6, 3)}
+        rows[fam] = {
+            "groups": len(ks),
+            "gm_error": round(gm_error(p, m), 3),
+            "gm_error_no_model": round(gm_error(base, m), 3),
+            "gm_error_one_ratio": round(gm_error(base * best, m), 3),
+            "one_ratio": round(best, 3),
+            "measured_b_ms": round(float((m * w).sum()) / 1e6, 3),
+            "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
+            "measured_a_ms": round(float((base * w).sum()) / 1e6, 3),
+        }
     print(f"A: {args.a} ({dev_a.key})\nB: {args.b} ({dev_b.key})")
     if unknown:
-        print(f"not compared: {len(unknown)} group(s) with a list of tensors recorded as [] "
-              f"({', '.join(sorted({k[0] for k in unknown}))})")
-    print(f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}{'1 ratio':>9}"
-          f"{'B ms':>11}{'pred ms':>11}{'A ms':>11}")
+        print(
+            f"not compared: {len(unknown)} group(s) with a list of tensors recorded as [] "
+            f"({', '.join(sorted({k[0] for k in unknown}))})"
+        )
+    print(
+        f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}{'1 ratio':>9}"
+        f"{'B ms':>11}{'pred ms':>11}{'A ms':>11}"
+    )
     for fam, r in rows.items():
-        print(f"{fam:<14}{r['groups']:>7}{r['gm_error']:>9.1%}{r['gm_error_no_model']:>10.1%}"
-              f"{r['gm_error_one_ratio']:>9.1%}"
-              f"{r['measured_b_ms']:>11.3f}{r['predicted_b_ms']:>11.3f}{r['measured_a_ms']:>11.3f}")
+        print(
+            f"{fam:<14}{r['groups']:>7}{r['gm_error']:>9.1%}{r['gm_error_no_model']:>10.1%}"
+            f"{r['gm_error_one_ratio']:>9.1%}"
+            f"{r['measured_b_ms']:>11.3f}{r['predicted_b_ms']:>11.3f}{r['measured_a_ms']:>11.3f}"
+        )
     print(json.dumps({"a": dev_a.key, "b": dev_b.key, "families": rows}))
 
 

@@ -15,6 +15,7 @@ step, both directions (A on B's device, B on A's):
 Error: (predicted - measured) / measured of the mean step, in percent. --windows replays each
 profiler step's window alone (default: the steps as one chain, hta_fast.model.graph.walk).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ import numpy as np
 def cpu_op_time_per_step(trace) -> float:
     """Summed duration of CPU operators inside profiler steps, per step (ns)."""
     from hta_fast.schema import EventKind
+
     kind = trace.column("events", "kind")
     step = trace.column("events", "step")
     dur = np.maximum(trace.column("events", "dur"), 0)
@@ -40,8 +42,11 @@ def main() -> None:
     ap.add_argument("b")
     ap.add_argument("--tf32", choices=["auto", "on", "off"], default="off")
     ap.add_argument("--no-curves", action="store_true")
-    ap.add_argument("--windows", action="store_true",
-                    help="each step's window alone (default: consecutive steps as one chain)")
+    ap.add_argument(
+        "--windows",
+        action="store_true",
+        help="each step's window alone (default: consecutive steps as one chain)",
+    )
     args = ap.parse_args()
 
     import hta_fast
@@ -68,27 +73,40 @@ def main() -> None:
         own = what_if(src).to_pandas().measured.mean()
         cpu_ratio = cpu_op_time_per_step(dst) / cpu_op_time_per_step(src)
         # what_if(src, device=...) with the curves switchable (what_if keeps predict's default)
-        change, _ = device_changes(src, dev[dst_name], allow_tf32=tf32,
-                                   efficiency_curves=not args.no_curves)
+        change, _ = device_changes(
+            src, dev[dst_name], allow_tf32=tf32, efficiency_curves=not args.no_curves
+        )
         chained = not args.windows
-        dev_only = what_if(src, duration_change=change, chained=chained).to_pandas().predicted.mean()
-        dev_cpu = what_if(src, duration_change=change, cpu=cpu_ratio,
-                          chained=chained).to_pandas().predicted.mean()
+        dev_only = (
+            what_if(src, duration_change=change, chained=chained).to_pandas().predicted.mean()
+        )
+        dev_cpu = (
+            what_if(src, duration_change=change, cpu=cpu_ratio, chained=chained)
+            .to_pandas()
+            .predicted.mean()
+        )
         key = f"{dev[src_name].key} -> {dev[dst_name].key}"
-        out[key] = {"source_step_ms": round(own / 1e6, 3), "target_step_ms": round(measured / 1e6, 3),
-                    "no_model_err_pct": round(100 * (own - measured) / measured, 1),
-                    "device_ms": round(dev_only / 1e6, 3),
-                    "device_err_pct": round(100 * (dev_only - measured) / measured, 1),
-                    "cpu_ratio_from_target": round(cpu_ratio, 3),
-                    "device_cpu_ms": round(dev_cpu / 1e6, 3),
-                    "device_cpu_err_pct": round(100 * (dev_cpu - measured) / measured, 1)}
-    print(f"{'pair':<32}{'source':>9}{'target':>9}{'no model':>10}{'(a) dev':>10}{'err':>8}"
-          f"{'cpu x':>7}{'(b) +cpu':>10}{'err':>8}")
+        out[key] = {
+            "source_step_ms": round(own / 1e6, 3),
+            "target_step_ms": round(measured / 1e6, 3),
+            "no_model_err_pct": round(100 * (own - measured) / measured, 1),
+            "device_ms": round(dev_only / 1e6, 3),
+            "device_err_pct": round(100 * (dev_only - measured) / measured, 1),
+            "cpu_ratio_from_target": round(cpu_ratio, 3),
+            "device_cpu_ms": round(dev_cpu / 1e6, 3),
+            "device_cpu_err_pct": round(100 * (dev_cpu - measured) / measured, 1),
+        }
+    print(
+        f"{'pair':<32}{'source':>9}{'target':>9}{'no model':>10}{'(a) dev':>10}{'err':>8}"
+        f"{'cpu x':>7}{'(b) +cpu':>10}{'err':>8}"
+    )
     for k, r in out.items():
-        print(f"{k:<32}{r['source_step_ms']:>9.2f}{r['target_step_ms']:>9.2f}"
-              f"{r['no_model_err_pct']:>9.1f}%{r['device_ms']:>10.2f}{r['device_err_pct']:>7.1f}%"
-              f"{r['cpu_ratio_from_target']:>7.2f}{r['device_cpu_ms']:>10.2f}"
-              f"{r['device_cpu_err_pct']:>7.1f}%")
+        print(
+            f"{k:<32}{r['source_step_ms']:>9.2f}{r['target_step_ms']:>9.2f}"
+            f"{r['no_model_err_pct']:>9.1f}%{r['device_ms']:>10.2f}{r['device_err_pct']:>7.1f}%"
+            f"{r['cpu_ratio_from_target']:>7.2f}{r['device_cpu_ms']:>10.2f}"
+            f"{r['device_cpu_err_pct']:>7.1f}%"
+        )
     print(json.dumps(out))
 
 

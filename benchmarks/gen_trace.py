@@ -5,6 +5,7 @@ hta_fast.synth (where the generator lives, so that `hta-fast demo` has it instal
     python benchmarks/gen_trace.py --size-mb 1000 --ranks 1 --out DIR \\
         [--gzip] [--layout native|indent|oneline] [--seed N] [--base TRACEFILE] [--verify]
 """
+
 from __future__ import annotations
 
 import sys

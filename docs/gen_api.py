@@ -7,6 +7,7 @@ The API is what the public packages name in their __all__, and nothing else: a n
 an __all__ is internal, whatever module it lives in. Names in an __all__ that hold a tuple of
 strings (a fixed set of choices) are listed with it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,20 @@ from typing import Any
 OUT = Path(__file__).parent / "api.md"
 
 # The public packages, bottom of the stack first after the entry points.
-PUBLIC = ["hta_fast", "hta_fast.frame", "hta_fast.analysis", "hta_fast.recipes", "hta_fast.udf",
-          "hta_fast.costs", "hta_fast.model", "hta_fast.doctor", "hta_fast.compat",
-          "hta_fast.interop", "hta_fast.ops", "hta_fast.loading"]
+PUBLIC = [
+    "hta_fast",
+    "hta_fast.frame",
+    "hta_fast.analysis",
+    "hta_fast.recipes",
+    "hta_fast.udf",
+    "hta_fast.costs",
+    "hta_fast.model",
+    "hta_fast.doctor",
+    "hta_fast.compat",
+    "hta_fast.interop",
+    "hta_fast.ops",
+    "hta_fast.loading",
+]
 
 
 def module_names() -> list[str]:
@@ -35,9 +47,17 @@ def public(mod: ModuleType) -> list[tuple[str, Any]]:
     if names is None:
         raise SystemExit(f"{mod.__name__} has no __all__: say what its public names are")
     items = [(n, getattr(mod, n)) for n in names]
-    return [(n, v) for n, v in items if inspect.isfunction(v) or inspect.isclass(v)
-            or _is_metric(v) or _is_choices(v) or inspect.isbuiltin(v)
-            or inspect.ismodule(v) or isinstance(v, dict)]
+    return [
+        (n, v)
+        for n, v in items
+        if inspect.isfunction(v)
+        or inspect.isclass(v)
+        or _is_metric(v)
+        or _is_choices(v)
+        or inspect.isbuiltin(v)
+        or inspect.ismodule(v)
+        or isinstance(v, dict)
+    ]
 
 
 def _is_metric(value: Any) -> bool:
@@ -106,7 +126,8 @@ def render_class(name: str, cls: type, heading: str = "###") -> list[str]:
         members = ", ".join(f"{m.name} = {m.value!r}" for m in cls)
         own = cls.__dict__.get("__doc__")  # not the docstring Enum itself carries
         return [f"{heading} enum `{name}`", "", f"Members: {members}.", ""] + (
-            ["```text", inspect.cleandoc(own), "```", ""] if own else [])
+            ["```text", inspect.cleandoc(own), "```", ""] if own else []
+        )
     lines = [f"{heading} class `{name}{signature(cls.__init__, drop_self=True)}`", ""]
     lines += doc_block(cls)
     for attr, value in vars(cls).items():
@@ -147,16 +168,21 @@ def render_name(name: str, value: Any, heading: str = "###") -> list[str]:
     if _is_choices(value):
         return [f"{heading} `{name}`", "", "```text", ", ".join(value), "```", ""]
     if _is_metric(value):
-        return ([f"{heading} metric `{name}{signature(value.function)}`", ""]
-                + doc_block(value.function))
+        return [f"{heading} metric `{name}{signature(value.function)}`", ""] + doc_block(
+            value.function
+        )
     return [f"{heading} `{name}{signature(value)}`", ""] + doc_block(value)
 
 
 def render() -> str:
-    lines = ["# API reference", "",
-             "Generated from the docstrings by `python docs/gen_api.py`; do not edit by hand.",
-             "The API is what the packages below name in `__all__`; anything else is internal.",
-             "Times are int64 nanoseconds unless a name says otherwise.", ""]
+    lines = [
+        "# API reference",
+        "",
+        "Generated from the docstrings by `python docs/gen_api.py`; do not edit by hand.",
+        "The API is what the packages below name in `__all__`; anything else is internal.",
+        "Times are int64 nanoseconds unless a name says otherwise.",
+        "",
+    ]
     for mod_name in module_names():
         lines += render_module(importlib.import_module(mod_name))
     return "\n".join(lines).rstrip() + "\n"

@@ -1,11 +1,13 @@
 """hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
+
 try:
     from ._core import __version__
 except ImportError as e:  # a source tree whose C++ core was never built
     raise ImportError(
         "hta_fast's compiled core (hta_fast._core) is not built or does not load here "
         f"({e}). From the repository root run `make build` (or `pip install -e .`), then "
-        "import hta_fast from that environment.") from e
+        "import hta_fast from that environment."
+    ) from e
 from .errors import TraceFormatError
 from .loading.dataset import TraceDataset, open_dataset
 from .loading.files import rank_from_name
@@ -15,6 +17,17 @@ from .schema import EventKind, KernelClass
 from .trace import Trace, TraceMeta
 from .traceset import TraceSet
 
-__all__ = ["load", "load_dir", "rank_from_name", "Trace", "TraceMeta", "TraceSet",
-           "TraceFormatError", "EventKind", "KernelClass", "__version__", "open_dataset",
-           "TraceDataset"]
+__all__ = [
+    "load",
+    "load_dir",
+    "rank_from_name",
+    "Trace",
+    "TraceMeta",
+    "TraceSet",
+    "TraceFormatError",
+    "EventKind",
+    "KernelClass",
+    "__version__",
+    "open_dataset",
+    "TraceDataset",
+]

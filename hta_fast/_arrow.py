@@ -3,6 +3,7 @@
 How each column is read comes from its spec (hta_fast.schema.COLUMNS, declared in the core):
 string ids become a dictionary over the string pool, enum codes a dictionary over their
 labels, and a sentinel a null."""
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -15,8 +16,9 @@ from .schema import COLUMNS, ColumnRole, ColumnSpec, field_metadata
 
 
 def string_dictionary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    return pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(
+        pa.large_string(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def labels(names: list[str]) -> pa.Array:
@@ -24,13 +26,16 @@ def labels(names: list[str]) -> pa.Array:
     encoded = [n.encode() for n in names]
     offsets = np.zeros(len(encoded) + 1, np.int32)
     np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(encoded),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    return pa.Array.from_buffers(
+        pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    )
 
 
 # Arrow value type name (ColumnSpec.type) -> (Arrow type, the numpy dtype its buffer holds).
-_TYPES = {name: (pa.type_for_alias(name), np.dtype(name))
-          for name in {spec.type for spec in COLUMNS.values()}}
+_TYPES = {
+    name: (pa.type_for_alias(name), np.dtype(name))
+    for name in {spec.type for spec in COLUMNS.values()}
+}
 
 
 def _numeric(values: np.ndarray, type_name: str, sentinel: int | float | None) -> pa.Array:
@@ -66,8 +71,9 @@ _ENUMS = {key: _Enum(spec) for key, spec in COLUMNS.items() if spec.role is Colu
 def column(table: str, name: str, values: np.ndarray, dictionary: pa.Array) -> pa.Array:
     spec = COLUMNS[(table, name)]
     if spec.role is ColumnRole.string:
-        return pa.DictionaryArray.from_arrays(_numeric(values, spec.type, spec.sentinel),
-                                              dictionary, safe=False)
+        return pa.DictionaryArray.from_arrays(
+            _numeric(values, spec.type, spec.sentinel), dictionary, safe=False
+        )
     if spec.role is ColumnRole.enum:
         enum = _ENUMS[(table, name)]
         return pa.DictionaryArray.from_arrays(enum.indices(values), enum.dictionary, safe=False)

@@ -1,4 +1,5 @@
 """Type stub of the compiled module hta_fast._core (csrc/bind/*.cc)."""
+
 import enum
 from typing import Any, Optional, Union
 
@@ -26,6 +27,7 @@ class ErrorCode(enum.Enum):
 
 class FormatError(ValueError):
     """A broken trace. args are (reason,); the fields say what and where."""
+
     code: ErrorCode
     offset: Optional[int]  # None: no single byte is to blame
     reason: str
@@ -101,15 +103,25 @@ class LoadedTrace:
     @property
     def timings(self) -> dict[str, float]: ...
 
-def load_file(path: str, threads: int = 0, recover: bool = False, chunk_size: int = 0,
-              kernel_class_rules: list[tuple[str, int]] = ...) -> LoadedTrace: ...
-def load_bytes(data: Union[bytes, bytearray, memoryview], threads: int = 0,
-               recover: bool = False, chunk_size: int = 0,
-               kernel_class_rules: list[tuple[str, int]] = ...) -> LoadedTrace: ...
+def load_file(
+    path: str,
+    threads: int = 0,
+    recover: bool = False,
+    chunk_size: int = 0,
+    kernel_class_rules: list[tuple[str, int]] = ...,
+) -> LoadedTrace: ...
+def load_bytes(
+    data: Union[bytes, bytearray, memoryview],
+    threads: int = 0,
+    recover: bool = False,
+    chunk_size: int = 0,
+    kernel_class_rules: list[tuple[str, int]] = ...,
+) -> LoadedTrace: ...
 
 # register_arrays.cc: an Arrow validity bitmap (uint8), None when nothing is missing
-def validity(values: npt.NDArray[Any], sentinel: Union[int, float]
-             ) -> Optional[npt.NDArray[np.uint8]]: ...
+def validity(
+    values: npt.NDArray[Any], sentinel: Union[int, float]
+) -> Optional[npt.NDArray[np.uint8]]: ...
 
 # register_ops.cc: the submodule `ops`
 class _Ops:
@@ -118,27 +130,31 @@ class _Ops:
     @staticmethod
     def total_length(starts: _I64, ends: _I64) -> int: ...
     @staticmethod
-    def intersect(a_starts: _I64, a_ends: _I64, b_starts: _I64, b_ends: _I64
-                  ) -> tuple[_I64, _I64]: ...
+    def intersect(
+        a_starts: _I64, a_ends: _I64, b_starts: _I64, b_ends: _I64
+    ) -> tuple[_I64, _I64]: ...
     @staticmethod
-    def difference(a_starts: _I64, a_ends: _I64, b_starts: _I64, b_ends: _I64
-                   ) -> tuple[_I64, _I64]: ...
+    def difference(
+        a_starts: _I64, a_ends: _I64, b_starts: _I64, b_ends: _I64
+    ) -> tuple[_I64, _I64]: ...
     @staticmethod
     def grouped_union(group: _I64, starts: _I64, ends: _I64) -> tuple[_I64, _I64, _I64]: ...
     @staticmethod
     def grouped_total(group: _I64, starts: _I64, ends: _I64) -> tuple[_I64, _I64]: ...
     @staticmethod
-    def class_sweep(starts: _I64, ends: _I64, classes: npt.NDArray[np.uint8], n_classes: int
-                    ) -> _I64: ...
+    def class_sweep(
+        starts: _I64, ends: _I64, classes: npt.NDArray[np.uint8], n_classes: int
+    ) -> _I64: ...
     @staticmethod
-    def grouped_class_sweep(group: _I64, starts: _I64, ends: _I64,
-                            classes: npt.NDArray[np.uint8], n_classes: int
-                            ) -> tuple[_I64, _I64]: ...
+    def grouped_class_sweep(
+        group: _I64, starts: _I64, ends: _I64, classes: npt.NDArray[np.uint8], n_classes: int
+    ) -> tuple[_I64, _I64]: ...
     @staticmethod
     def group_order(group: _I64, key: _I64) -> _I64: ...
     @staticmethod
-    def group_gaps(group: _I64, starts: _I64, ends: _I64, touching: bool = ...
-                   ) -> tuple[_I64, _I64, _I64, _I64]: ...
+    def group_gaps(
+        group: _I64, starts: _I64, ends: _I64, touching: bool = ...
+    ) -> tuple[_I64, _I64, _I64, _I64]: ...
     @staticmethod
     def occupancy(group: _I64, enter: _I64, leave: _I64) -> tuple[_I64, _U8, _I64, _I64, _I64]: ...
     @staticmethod
@@ -146,8 +162,14 @@ class _Ops:
     @staticmethod
     def step_counter_i64(group: _I64, ts: _I64, delta: _I64) -> tuple[_I64, _I64, _I64]: ...
     @staticmethod
-    def weighted_stats(group: _I64, ts: _I64, value: _F64, end_ts: Optional[_I64],
-                       quantiles: _F64, thresholds: _F64) -> dict[str, npt.NDArray[Any]]: ...
+    def weighted_stats(
+        group: _I64,
+        ts: _I64,
+        value: _F64,
+        end_ts: Optional[_I64],
+        quantiles: _F64,
+        thresholds: _F64,
+    ) -> dict[str, npt.NDArray[Any]]: ...
 
 ops: _Ops
 
@@ -165,17 +187,30 @@ class _DependencyGraph:
     def measured(self) -> _I64: ...
     def calibrate(self) -> tuple[_I64, npt.NDArray[np.uint8]]: ...
     def replay(self, weight: _I64, skip_types: int = 0, floor: Optional[_I64] = None) -> _I64: ...
-    def critical_path(self, weight: _I64, times: _I64, skip_types: int = 0,
-                      from_node: int = -1) -> _I64: ...
-    def critical_paths(self, weight: _I64, times: _I64, skip_types: int, from_nodes: _I64,
-                       stop_at: _I64) -> tuple[_I64, _I64]: ...
+    def critical_path(
+        self, weight: _I64, times: _I64, skip_types: int = 0, from_node: int = -1
+    ) -> _I64: ...
+    def critical_paths(
+        self, weight: _I64, times: _I64, skip_types: int, from_nodes: _I64, stop_at: _I64
+    ) -> tuple[_I64, _I64]: ...
 
 class _Graph:
     Graph = _DependencyGraph
     @staticmethod
-    def build(ts: _I64, dur: _I64, lane: _I64, is_gpu: npt.NDArray[np.uint8], parent: _I64,
-              launch: _I64, corr: _I64, sync_kind: npt.NDArray[np.uint8], wait_lane: _I64,
-              wait_corr: _I64, target_lane: _I64, window_start: int,
-              release_from: Optional[_I64] = None) -> _DependencyGraph: ...
+    def build(
+        ts: _I64,
+        dur: _I64,
+        lane: _I64,
+        is_gpu: npt.NDArray[np.uint8],
+        parent: _I64,
+        launch: _I64,
+        corr: _I64,
+        sync_kind: npt.NDArray[np.uint8],
+        wait_lane: _I64,
+        wait_corr: _I64,
+        target_lane: _I64,
+        window_start: int,
+        release_from: Optional[_I64] = None,
+    ) -> _DependencyGraph: ...
 
 graph: _Graph

@@ -5,6 +5,7 @@ columns, a dataset rank reads them from Parquet.
 This is the one list of a trace's tables: TABLES (the names the core, the cache and the
 dataset store them under) and TABLE_ATTRIBUTES (the attribute of each; "meta" is
 `.meta_events`, since `.meta` is the header)."""
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -17,6 +18,7 @@ from .memo import Memo
 def _table_property(name: str, doc: str) -> "cached_property[pa.Table]":
     def get(self: "NamedTables") -> pa.Table:
         return self._table(name)
+
     get.__doc__ = doc
     return cached_property(get)
 
@@ -34,8 +36,9 @@ class NamedTables:
     counters = _table_property("counters", "Counter events (ph C).")
     instants = _table_property("instants", "Instant events (ph i/I).")
     meta_events = _table_property("meta", "Metadata events (ph M).")
-    steps = _table_property("steps", "The ProfilerStep#N events, in file order: row (in events), "
-                            "step, ts, dur.")
+    steps = _table_property(
+        "steps", "The ProfilerStep#N events, in file order: row (in events), step, ts, dur."
+    )
 
     @property
     def memo(self) -> Memo:
@@ -51,5 +54,6 @@ class NamedTables:
 
 
 TABLE_ATTRIBUTES: tuple[str, ...] = tuple(
-    name for name, v in vars(NamedTables).items() if isinstance(v, cached_property))
+    name for name, v in vars(NamedTables).items() if isinstance(v, cached_property)
+)
 TABLES: tuple[str, ...] = tuple("meta" if a == "meta_events" else a for a in TABLE_ATTRIBUTES)

@@ -1,4 +1,5 @@
 """Errors raised for bad input."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,15 @@ class TraceFormatError(ValueError):
     offset  the byte offset of the fault, or None when no single byte is to blame
     """
 
-    def __init__(self, path: Optional[os.PathLike | str], offset: Optional[int], reason: str,
-                 *, rank: Optional[int] = None, code: Optional[ErrorCode] = None):
+    def __init__(
+        self,
+        path: Optional[os.PathLike | str],
+        offset: Optional[int],
+        reason: str,
+        *,
+        rank: Optional[int] = None,
+        code: Optional[ErrorCode] = None,
+    ):
         self.path = None if path is None else os.fspath(path)
         self.offset = offset
         self.reason = reason

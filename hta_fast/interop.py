@@ -14,6 +14,7 @@ plain conversion would lose:
 
 pandas, Polars and DuckDB are imported only when called.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -33,18 +34,26 @@ def _import(module: str, extra: str) -> Any:
     try:
         return __import__(module)
     except ImportError:
-        raise ImportError(f"this needs {module}, which is not installed: "
-                          f"pip install {module} (or hta_fast[{extra}])") from None
+        raise ImportError(
+            f"this needs {module}, which is not installed: "
+            f"pip install {module} (or hta_fast[{extra}])"
+        ) from None
 
 
 def to_pandas(table: pa.Table) -> Any:
     """A pandas DataFrame of the table; integer columns with nulls are nullable integers."""
     pd = _import("pandas", "interop")
     df = table.to_pandas()
-    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
-                pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
-                pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
-                pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype()}
+    nullable = {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
     for field in table.schema:
         if field.type in nullable and table[field.name].null_count:
             df[field.name] = table[field.name].to_pandas(types_mapper=nullable.get)
@@ -82,7 +91,8 @@ def tables_of(source: Union["Trace", "TraceSet", "Result"]) -> dict[str, pa.Tabl
     for rank, trace in source.items():
         for name, t in trace.named_tables().items():
             out.setdefault(name, []).append(
-                t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()), t.num_rows)))
+                t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()), t.num_rows))
+            )
     return {name: pa.concat_tables(parts) for name, parts in out.items()}
 
 

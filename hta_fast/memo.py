@@ -8,6 +8,7 @@ A key is a tuple whose first item names the module that computes the value
 the rest says which value of that module it is. Values kept under a mask (`get_under`)
 hold the mask itself, so its id cannot be reused by another array while the value lives.
 """
+
 from __future__ import annotations
 
 import dataclasses

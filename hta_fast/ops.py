@@ -10,6 +10,7 @@ inputs give empty outputs. A time or a sum that does not fit in int64 is an ``Ov
 Naming: ``group`` is a per-row group id (rows may repeat it); ``groups`` holds distinct ids,
 ascending, one per row of the other results.
 """
+
 from __future__ import annotations
 
 import operator
@@ -21,9 +22,26 @@ import numpy as np
 from ._core import ops as _ops
 
 __all__ = [
-    "Intervals", "GroupedIntervals", "GroupTotals", "GroupedClassSweep", "Gaps", "StepSeries",
-    "WeightedStats", "union", "total_length", "intersect", "difference", "grouped_union",
-    "grouped_total", "class_sweep", "grouped_class_sweep", "group_order", "group_gaps", "Occupancy", "occupancy", "step_counter",
+    "Intervals",
+    "GroupedIntervals",
+    "GroupTotals",
+    "GroupedClassSweep",
+    "Gaps",
+    "StepSeries",
+    "WeightedStats",
+    "union",
+    "total_length",
+    "intersect",
+    "difference",
+    "grouped_union",
+    "grouped_total",
+    "class_sweep",
+    "grouped_class_sweep",
+    "group_order",
+    "group_gaps",
+    "Occupancy",
+    "occupancy",
+    "step_counter",
     "weighted_stats",
 ]
 
@@ -32,12 +50,14 @@ ArrayLike = Union[np.ndarray, Sequence[int], Sequence[float]]
 
 class Intervals(NamedTuple):
     """A normalised interval set: sorted by start, disjoint, neighbours never touch."""
+
     starts: np.ndarray  # int64
     ends: np.ndarray  # int64
 
 
 class GroupedIntervals(NamedTuple):
     """Intervals sorted by (group, start), normalised within each group."""
+
     group: np.ndarray  # int64
     starts: np.ndarray  # int64
     ends: np.ndarray  # int64
@@ -55,6 +75,7 @@ class GroupedClassSweep(NamedTuple):
 
 class Gaps(NamedTuple):
     """Gap k is [starts[k], ends[k]) in group[k]; next_index[k] is the input row after it."""
+
     group: np.ndarray  # int64
     starts: np.ndarray  # int64
     ends: np.ndarray  # int64
@@ -63,6 +84,7 @@ class Gaps(NamedTuple):
 
 class StepSeries(NamedTuple):
     """One row per distinct (group, ts), sorted: the value from ts until the next row."""
+
     group: np.ndarray  # int64
     ts: np.ndarray  # int64
     value: np.ndarray  # float64 or int64, as the deltas
@@ -70,6 +92,7 @@ class StepSeries(NamedTuple):
 
 class Occupancy(NamedTuple):
     """Entries and exits in the order occupancy() gives them, one row each."""
+
     item: np.ndarray  # int64, the item of the row
     entering: np.ndarray  # bool, True for the item's entry, False for its exit
     group: np.ndarray  # int64
@@ -80,6 +103,7 @@ class Occupancy(NamedTuple):
 @dataclass(frozen=True)
 class WeightedStats:
     """Time-weighted statistics of step functions, one row per group (see weighted_stats)."""
+
     groups: np.ndarray  # int64, distinct, ascending
     duration: np.ndarray  # int64 ns, length of each group's window
     mean: np.ndarray  # float64, time-weighted
@@ -145,32 +169,56 @@ def total_length(starts: ArrayLike, ends: ArrayLike) -> int:
     return int(_ops.total_length(_int_column("starts", starts), _int_column("ends", ends)))
 
 
-def intersect(a_starts: ArrayLike, a_ends: ArrayLike, b_starts: ArrayLike, b_ends: ArrayLike) -> Intervals:
+def intersect(
+    a_starts: ArrayLike, a_ends: ArrayLike, b_starts: ArrayLike, b_ends: ArrayLike
+) -> Intervals:
     """Intersection of union(a) and union(b), normalised."""
-    return Intervals(*_ops.intersect(_int_column("a_starts", a_starts), _int_column("a_ends", a_ends),
-                                     _int_column("b_starts", b_starts), _int_column("b_ends", b_ends)))
+    return Intervals(
+        *_ops.intersect(
+            _int_column("a_starts", a_starts),
+            _int_column("a_ends", a_ends),
+            _int_column("b_starts", b_starts),
+            _int_column("b_ends", b_ends),
+        )
+    )
 
 
-def difference(a_starts: ArrayLike, a_ends: ArrayLike, b_starts: ArrayLike, b_ends: ArrayLike) -> Intervals:
+def difference(
+    a_starts: ArrayLike, a_ends: ArrayLike, b_starts: ArrayLike, b_ends: ArrayLike
+) -> Intervals:
     """union(a) minus union(b), normalised."""
-    return Intervals(*_ops.difference(_int_column("a_starts", a_starts), _int_column("a_ends", a_ends),
-                                      _int_column("b_starts", b_starts), _int_column("b_ends", b_ends)))
+    return Intervals(
+        *_ops.difference(
+            _int_column("a_starts", a_starts),
+            _int_column("a_ends", a_ends),
+            _int_column("b_starts", b_starts),
+            _int_column("b_ends", b_ends),
+        )
+    )
 
 
 def grouped_union(group: ArrayLike, starts: ArrayLike, ends: ArrayLike) -> GroupedIntervals:
     """union() of each group's intervals; rows sorted by (group, start)."""
-    return GroupedIntervals(*_ops.grouped_union(_int_column("group", group), _int_column("starts", starts),
-                                                _int_column("ends", ends)))
+    return GroupedIntervals(
+        *_ops.grouped_union(
+            _int_column("group", group), _int_column("starts", starts), _int_column("ends", ends)
+        )
+    )
 
 
 def grouped_total(group: ArrayLike, starts: ArrayLike, ends: ArrayLike) -> GroupTotals:
     """Length of each group's union, for every distinct group id (0 if all its intervals are empty)."""
-    return GroupTotals(*_ops.grouped_total(_int_column("group", group), _int_column("starts", starts),
-                                           _int_column("ends", ends)))
+    return GroupTotals(
+        *_ops.grouped_total(
+            _int_column("group", group), _int_column("starts", starts), _int_column("ends", ends)
+        )
+    )
 
 
 # --- class sweep ------------------------------------------------------------------------
-def class_sweep(starts: ArrayLike, ends: ArrayLike, classes: ArrayLike, n_classes: int) -> np.ndarray:
+def class_sweep(
+    starts: ArrayLike, ends: ArrayLike, classes: ArrayLike, n_classes: int
+) -> np.ndarray:
     """Time during which exactly each subset of classes is active.
 
     Interval i, of class classes[i] in [0, n_classes) (n_classes <= 8), is active on
@@ -180,17 +228,28 @@ def class_sweep(starts: ArrayLike, ends: ArrayLike, classes: ArrayLike, n_classe
     to that span (0 for no non-empty interval).
     """
     n = _n_classes(n_classes)
-    return _ops.class_sweep(_int_column("starts", starts), _int_column("ends", ends),
-                            _int_column("classes", classes, np.uint8), n)
+    return _ops.class_sweep(
+        _int_column("starts", starts),
+        _int_column("ends", ends),
+        _int_column("classes", classes, np.uint8),
+        n,
+    )
 
 
-def grouped_class_sweep(group: ArrayLike, starts: ArrayLike, ends: ArrayLike, classes: ArrayLike,
-                        n_classes: int) -> GroupedClassSweep:
+def grouped_class_sweep(
+    group: ArrayLike, starts: ArrayLike, ends: ArrayLike, classes: ArrayLike, n_classes: int
+) -> GroupedClassSweep:
     """class_sweep() per group: one row per distinct group id (zeros if all its intervals are empty)."""
     n = _n_classes(n_classes)
-    return GroupedClassSweep(*_ops.grouped_class_sweep(
-        _int_column("group", group), _int_column("starts", starts), _int_column("ends", ends),
-        _int_column("classes", classes, np.uint8), n))
+    return GroupedClassSweep(
+        *_ops.grouped_class_sweep(
+            _int_column("group", group),
+            _int_column("starts", starts),
+            _int_column("ends", ends),
+            _int_column("classes", classes, np.uint8),
+            n,
+        )
+    )
 
 
 # --- gaps -------------------------------------------------------------------------------
@@ -201,8 +260,9 @@ def group_order(group: ArrayLike, key: ArrayLike) -> np.ndarray:
     return _ops.group_order(_int_column("group", group), _int_column("key", key))
 
 
-def group_gaps(group: ArrayLike, starts: ArrayLike, ends: ArrayLike, *,
-               touching: bool = False) -> Gaps:
+def group_gaps(
+    group: ArrayLike, starts: ArrayLike, ends: ArrayLike, *, touching: bool = False
+) -> Gaps:
     """Gaps between the events of each group, and the event that ends each gap.
 
     Per group the events are taken in order of (start, end, row). A gap lies before each event
@@ -215,8 +275,14 @@ def group_gaps(group: ArrayLike, starts: ArrayLike, ends: ArrayLike, *,
     exactly where the events before it end. Ends are open ([a, b) leaves b free) but a
     zero-length event covers its own instant, so an event starting on it ends no gap.
     """
-    return Gaps(*_ops.group_gaps(_int_column("group", group), _int_column("starts", starts),
-                                 _int_column("ends", ends), bool(touching)))
+    return Gaps(
+        *_ops.group_gaps(
+            _int_column("group", group),
+            _int_column("starts", starts),
+            _int_column("ends", ends),
+            bool(touching),
+        )
+    )
 
 
 # --- step functions ---------------------------------------------------------------------
@@ -231,7 +297,8 @@ def occupancy(group: ArrayLike, enter: ArrayLike, leave: ArrayLike) -> Occupancy
     step_counter, every change keeps its own row.
     """
     item, entering, g, ts, level = _ops.occupancy(
-        _int_column("group", group), _int_column("enter", enter), _int_column("leave", leave))
+        _int_column("group", group), _int_column("enter", enter), _int_column("leave", leave)
+    )
     return Occupancy(item, entering.view(np.bool_), g, ts, level)
 
 
@@ -251,9 +318,14 @@ def step_counter(group: ArrayLike, ts: ArrayLike, delta: ArrayLike) -> StepSerie
     return StepSeries(*_ops.step_counter_i64(g, t, _int_column("delta", d)))
 
 
-def weighted_stats(group: ArrayLike, ts: ArrayLike, value: ArrayLike,
-                   end_ts: Optional[Union[int, ArrayLike]] = None,
-                   quantiles: ArrayLike = (), thresholds: ArrayLike = ()) -> WeightedStats:
+def weighted_stats(
+    group: ArrayLike,
+    ts: ArrayLike,
+    value: ArrayLike,
+    end_ts: Optional[Union[int, ArrayLike]] = None,
+    quantiles: ArrayLike = (),
+    thresholds: ArrayLike = (),
+) -> WeightedStats:
     """Time-weighted statistics of step functions, per group.
 
     Rows must be sorted by (group, ts), as step_counter() returns them. Row i's value holds

@@ -3,6 +3,7 @@ string pool, and what the loader counted.
 
 A load gets these fields from the core's LoadedTrace (`RawColumns.of`), a save reads them
 back from its files (hta_fast.saved_trace), so a Trace reads both the same way."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,13 +20,14 @@ LoadStat = tuple[str, str, str, int, Sequence[Sequence]]
 @dataclasses.dataclass(frozen=True)
 class RawColumns:
     tables: Mapping[str, Mapping[str, np.ndarray]]  # table -> column -> values (sentinels)
-    string_offsets: np.ndarray                      # int64 large_string offsets of the pool
-    string_data: np.ndarray                         # uint8 bytes of the pool
+    string_offsets: np.ndarray  # int64 large_string offsets of the pool
+    string_data: np.ndarray  # uint8 bytes of the pool
     stats: Sequence[LoadStat]
-    timings: Mapping[str, float]                    # seconds per load stage; empty for a save
+    timings: Mapping[str, float]  # seconds per load stage; empty for a save
 
     @staticmethod
     def of(loaded: LoadedTrace) -> "RawColumns":
         """The columns of one load (the arrays are shared, not copied)."""
-        return RawColumns(loaded.tables, loaded.string_offsets, loaded.string_data,
-                          loaded.stats, loaded.timings)
+        return RawColumns(
+            loaded.tables, loaded.string_offsets, loaded.string_data, loaded.stats, loaded.timings
+        )

@@ -1,6 +1,7 @@
 """A loaded trace's columns as Arrow IPC files plus a manifest (Trace.save writes it,
 hta_fast.load reads it back with the tables memory-mapped). The cache keeps its entries in
 this form; it adds the source's identity and the load options to the manifest."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ def _write_table(path: Path, columns: Mapping[str, np.ndarray]) -> None:
 
 def _read_table(path: Path) -> dict[str, np.ndarray]:
     table = ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-    return {name: table.column(name).combine_chunks().to_numpy(zero_copy_only=False)
-            for name in table.column_names}
+    return {
+        name: table.column(name).combine_chunks().to_numpy(zero_copy_only=False)
+        for name in table.column_names
+    }
 
 
 def write(directory: os.PathLike | str, raw: RawColumns, facts: dict[str, Any]) -> None:
@@ -47,8 +50,12 @@ def write(directory: os.PathLike | str, raw: RawColumns, facts: dict[str, Any]) 
             _write_table(tmp / f"{name}.arrow", raw.tables[name])
         _write_table(tmp / "strings.arrow", {"offsets": raw.string_offsets})
         (tmp / "string_data.bin").write_bytes(raw.string_data.tobytes())
-        manifest = {"schema_version": SCHEMA_VERSION, "package_version": __version__,
-                    **facts, "stats": list(raw.stats)}
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "package_version": __version__,
+            **facts,
+            "stats": list(raw.stats),
+        }
         (tmp / MANIFEST).write_text(json.dumps(manifest))
         if directory.exists():
             shutil.rmtree(directory)
@@ -76,8 +83,10 @@ def read(directory: os.PathLike | str) -> tuple[RawColumns, dict[str, Any]]:
     directory = Path(directory)
     manifest = json.loads((directory / MANIFEST).read_text())
     if manifest.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{directory}: saved with schema {manifest.get('schema_version')}, "
-                         f"this hta_fast reads schema {SCHEMA_VERSION}")
+        raise ValueError(
+            f"{directory}: saved with schema {manifest.get('schema_version')}, "
+            f"this hta_fast reads schema {SCHEMA_VERSION}"
+        )
     raw = RawColumns(
         tables={name: _read_table(directory / f"{name}.arrow") for name in TABLES},
         string_offsets=_read_table(directory / "strings.arrow")["offsets"],

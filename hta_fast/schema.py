@@ -5,14 +5,25 @@ once, beside the column, in the core (csrc/trace/tables.h); this module reads th
 declaration from `_core` and is where Python code looks it up. hta_fast._arrow turns the
 sentinels into Arrow nulls from it.
 """
+
 from __future__ import annotations
 
 from . import _core
 from ._core import ColumnRole, ColumnSpec, EventKind, KernelClass
 
-__all__ = ["SCHEMA_VERSION", "EventKind", "KernelClass", "GPU_KINDS", "GPU_WORK_KINDS",
-           "CPU_KINDS", "ColumnRole", "ColumnSpec",
-           "COLUMNS", "STRING_ID_BASE", "field_metadata"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "EventKind",
+    "KernelClass",
+    "GPU_KINDS",
+    "GPU_WORK_KINDS",
+    "CPU_KINDS",
+    "ColumnRole",
+    "ColumnSpec",
+    "COLUMNS",
+    "STRING_ID_BASE",
+    "field_metadata",
+]
 
 SCHEMA_VERSION = 2
 
@@ -24,12 +35,16 @@ SCHEMA_VERSION = 2
 # work occupies the device (kernels, copies, fills; not GPU annotations or syncs).
 GPU_KINDS = tuple(k for k in EventKind if _core.is_gpu_kind(k))
 GPU_WORK_KINDS = (EventKind.kernel, EventKind.memcpy, EventKind.memset)
-CPU_KINDS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function,
-             EventKind.runtime, EventKind.driver)
+CPU_KINDS = (
+    EventKind.cpu_op,
+    EventKind.user_annotation,
+    EventKind.python_function,
+    EventKind.runtime,
+    EventKind.driver,
+)
 
 # (table, column) -> its spec: Arrow value type, role, sentinel, unit, description, labels.
-COLUMNS: dict[tuple[str, str], ColumnSpec] = {(c.table, c.name): c
-                                              for c in _core.column_specs()}
+COLUMNS: dict[tuple[str, str], ColumnSpec] = {(c.table, c.name): c for c in _core.column_specs()}
 
 # String pids/tids are stored as STRING_ID_BASE - (string index): see Trace.id_name.
 STRING_ID_BASE: int = _core.STRING_ID_BASE

@@ -55,7 +55,9 @@ TRACES_DIR = REPO_ROOT.parent / "shared" / "traces"
 DEFAULT_BASE = TRACES_DIR / "hta" / "trace_diff" / "control" / "control.json.gz"
 # Fractional (ns-resolution) timestamps with absolute epoch times, and a trace whose float
 # timestamps are relative to baseTimeNanoseconds; both work as --base.
-NS_BASE = TRACES_DIR / "hta" / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+NS_BASE = (
+    TRACES_DIR / "hta" / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+)
 RELATIVE_NS_BASE = TRACES_DIR / "hta" / "nccl_parser_config" / "nccl_data.json.gz"
 
 LAYOUTS = ("native", "indent", "oneline")
@@ -80,8 +82,17 @@ ARG_FAMILIES = {
 FLOW_PHASES = ("s", "f", "t")
 # Families whose 0 is a real value (an index); in the others 0 and -1 mean "none" and stay put.
 ZERO_BASED_FAMILIES = {"sequence", "ev_idx", "record_function", "event_index"}
-FAMILIES = ("time", "step", "link", "external", "sequence", "python", "ev_idx",
-            "record_function", "event_index")
+FAMILIES = (
+    "time",
+    "step",
+    "link",
+    "external",
+    "sequence",
+    "python",
+    "ev_idx",
+    "record_function",
+    "event_index",
+)
 FAMILY_INDEX = {name: i for i, name in enumerate(FAMILIES)}
 
 STEP_RE = re.compile(r"ProfilerStep#(\d+)\Z")
@@ -97,12 +108,13 @@ REFERENCE_RANK_RE = re.compile(r'"rank":\s+(\d+)')
 # Reading the base trace
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class BaseTrace:
-    header: list[tuple[str, Any]]   # (key, value) in file order; ("traceEvents", None) marks events
-    prologue: list[dict]            # once-only events before the first repeated one
-    repeated: list[dict]            # the events of one repetition, in file order
-    epilogue: list[dict]            # the other once-only events
+    header: list[tuple[str, Any]]  # (key, value) in file order; ("traceEvents", None) marks events
+    prologue: list[dict]  # once-only events before the first repeated one
+    repeated: list[dict]  # the events of one repetition, in file order
+    epilogue: list[dict]  # the other once-only events
 
 
 def _open_text(path: Path) -> str:
@@ -143,8 +155,10 @@ def load_base(path: Path) -> BaseTrace:
 # Serialisation with placeholders
 # ----------------------------------------------------------------------------------------------
 
+
 class _Num:
     """An integer that changes per repetition; rendered as %d followed by a fixed suffix."""
+
     __slots__ = ("family", "value", "suffix")
 
     def __init__(self, family: str, value: int, suffix: str = "") -> None:
@@ -153,6 +167,7 @@ class _Num:
 
 class _StepName:
     """A "ProfilerStep#N" name whose N changes per repetition."""
+
     __slots__ = ("num",)
 
     def __init__(self, number: int) -> None:
@@ -211,8 +226,16 @@ class _Encoder:
         else:
             raise TypeError(f"cannot serialise {type(v).__name__}")
 
-    def _container(self, items: list, out: list[str], indent: int | None, level: int,
-                   open_: str, close: str, is_map: bool) -> None:
+    def _container(
+        self,
+        items: list,
+        out: list[str],
+        indent: int | None,
+        level: int,
+        open_: str,
+        close: str,
+        is_map: bool,
+    ) -> None:
         if not items:
             out.append(open_ + close)
             return
@@ -235,6 +258,7 @@ class _Encoder:
 # ----------------------------------------------------------------------------------------------
 # Which numbers move, and by how much
 # ----------------------------------------------------------------------------------------------
+
 
 def _time_parts(value: Any) -> tuple[int, str] | None:
     """Split a timestamp into (whole microseconds, literal fraction text)."""
@@ -304,8 +328,8 @@ def _time_us(value: Any) -> decimal.Decimal | None:
 
 @dataclass
 class Shifts:
-    period_us: int                  # time between two repetitions
-    span: dict[str, int]            # per family: how far ids move per repetition
+    period_us: int  # time between two repetitions
+    span: dict[str, int]  # per family: how far ids move per repetition
 
     def offsets(self, rep: int, skew_us: int) -> list[int]:
         offs = [rep * self.span.get(name, 0) for name in FAMILIES]
@@ -349,13 +373,14 @@ def compute_shifts(events: list[dict]) -> Shifts:
 # Layouts
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Layout:
     name: str
-    event_indent: int | None     # indent inside one event (None: the event is one line)
+    event_indent: int | None  # indent inside one event (None: the event is one line)
     event_level: int
-    sep: str                        # between events
-    open_events: str                # after '"traceEvents": '
+    sep: str  # between events
+    open_events: str  # after '"traceEvents": '
     close_events: str
 
     @staticmethod
@@ -373,10 +398,12 @@ class Layout:
 # Templates
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class EventTemplates:
     """Each repeated event serialised once: its %-format text and its placeholders' base values
     and families (flattened; event i owns slots slot_start[i]:slot_start[i + 1])."""
+
     texts: list[str]
     slot_start: list[int]
     bases: list[int]
@@ -394,8 +421,13 @@ def compile_events(events: list[dict], layout: Layout) -> EventTemplates:
         texts.append(text)
         slot_start.append(len(enc.slots))
         lengths.append(len(text % tuple(s.value for s in enc.slots[first:])) + sep_len)
-    return EventTemplates(texts, slot_start, [s.value for s in enc.slots],
-                          [FAMILY_INDEX[s.family] for s in enc.slots], lengths)
+    return EventTemplates(
+        texts,
+        slot_start,
+        [s.value for s in enc.slots],
+        [FAMILY_INDEX[s.family] for s in enc.slots],
+        lengths,
+    )
 
 
 @dataclass
@@ -409,6 +441,7 @@ class _Chunk:
 class Template:
     """A repetition (or part of one) as ~1 MB %-format chunks of events joined by the layout's
     separator; chunks must be joined by that separator too."""
+
     chunks: list[_Chunk]
     n_events: int
 
@@ -474,6 +507,7 @@ def partial_selection(events: list[dict], lengths: list[int], budget: int) -> li
 # Header
 # ----------------------------------------------------------------------------------------------
 
+
 def _header_value(enc: _Encoder, key: str, value: Any, layout: Layout) -> str:
     if layout.name == "oneline":
         return enc.encode(value)
@@ -485,8 +519,9 @@ def _header_value(enc: _Encoder, key: str, value: Any, layout: Layout) -> str:
     return enc.encode(value)
 
 
-def _rank_header(base: BaseTrace, rank: int, ranks: int, layout: Layout,
-                 trace_name: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+def _rank_header(
+    base: BaseTrace, rank: int, ranks: int, layout: Layout, trace_name: str
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """Header (key, value) pairs before and after traceEvents for one output rank."""
     items = []
     has_dist = False
@@ -498,9 +533,11 @@ def _rank_header(base: BaseTrace, rank: int, ranks: int, layout: Layout,
     if not has_dist:
         # Without it the rank is unknown (readers fall back to 0): always name it.
         at = next(i for i, (k, _) in enumerate(items) if k == "traceEvents")
-        items.insert(at, ("distributedInfo", {"backend": "nccl", "rank": rank, "world_size": ranks}))
+        items.insert(
+            at, ("distributedInfo", {"backend": "nccl", "rank": rank, "world_size": ranks})
+        )
     at = next(i for i, (k, _) in enumerate(items) if k == "traceEvents")
-    before, after = items[:at], items[at + 1:]
+    before, after = items[:at], items[at + 1 :]
     if layout.name == "native":
         tail = [kv for kv in before if kv[0] in NATIVE_TAIL_KEYS]
         before = [kv for kv in before if kv[0] not in NATIVE_TAIL_KEYS]
@@ -510,8 +547,9 @@ def _rank_header(base: BaseTrace, rank: int, ranks: int, layout: Layout,
     return before, after
 
 
-def _header_text(before: list[tuple[str, Any]], after: list[tuple[str, Any]],
-                 layout: Layout) -> tuple[str, str]:
+def _header_text(
+    before: list[tuple[str, Any]], after: list[tuple[str, Any]], layout: Layout
+) -> tuple[str, str]:
     enc = _Encoder(template=False)
     entries_before = [enc.string(k) + ": " + _header_value(enc, k, v, layout) for k, v in before]
     entries_after = [enc.string(k) + ": " + _header_value(enc, k, v, layout) for k, v in after]
@@ -530,14 +568,16 @@ def _header_text(before: list[tuple[str, Any]], after: list[tuple[str, Any]],
 # Once-only events
 # ----------------------------------------------------------------------------------------------
 
+
 def _shift_time(value: Any, delta_us: int) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
         return value
     return value + delta_us
 
 
-def _once_only_events(base: BaseTrace, shifts: Shifts, reps: int,
-                      skew_us: int) -> tuple[list[dict], list[dict]]:
+def _once_only_events(
+    base: BaseTrace, shifts: Shifts, reps: int, skew_us: int
+) -> tuple[list[dict], list[dict]]:
     """Prologue/epilogue events for one rank: skewed, and the profiler span and window-end
     instants stretched over all repetitions."""
     times = [t for ev in base.repeated if (t := _time_us(ev.get("ts"))) is not None]
@@ -561,6 +601,7 @@ def _once_only_events(base: BaseTrace, shifts: Shifts, reps: int,
 # Writing
 # ----------------------------------------------------------------------------------------------
 
+
 class _EventWriter:
     """Writes event text pieces with the layout's separator between them; counts bytes."""
 
@@ -580,16 +621,23 @@ class _EventWriter:
 
 
 @functools.lru_cache(maxsize=4)
-def _prepare(base_path: str, mtime_ns: int, layout_name: str) -> tuple[BaseTrace, Shifts, EventTemplates]:
+def _prepare(
+    base_path: str, mtime_ns: int, layout_name: str
+) -> tuple[BaseTrace, Shifts, EventTemplates]:
     """The expensive, size-independent part; cached so that tests generating several sizes
     from one base pay for it once (mtime_ns is part of the key so an edited base is re-read)."""
     base = load_base(Path(base_path))
-    return base, compute_shifts(base.repeated), compile_events(base.repeated, Layout.get(layout_name))
+    return (
+        base,
+        compute_shifts(base.repeated),
+        compile_events(base.repeated, Layout.get(layout_name)),
+    )
 
 
 @dataclass
 class Plan:
     """Everything needed to write any rank of one output size."""
+
     base: BaseTrace
     layout: Layout
     shifts: Shifts
@@ -610,7 +658,10 @@ def make_plan(base_path: Path, layout: Layout, size_mb: float) -> Plan:
     before, after = _rank_header(base, 0, 1, layout, "rank0.json")
     head, tail = _header_text(before, after, layout)
     enc = _Encoder(template=False)
-    once = [enc.encode(e, layout.event_indent, layout.event_level) for e in base.prologue + base.epilogue]
+    once = [
+        enc.encode(e, layout.event_indent, layout.event_level)
+        for e in base.prologue + base.epilogue
+    ]
     fixed = len(head) + len(tail) + sum(len(t) + len(layout.sep) for t in once)
     target = int(size_mb * MB)
     rep_bytes = sum(et.lengths)
@@ -638,8 +689,9 @@ def rank_skew_us(seed: int, rank: int) -> int:
     return 0 if rank == 0 else random.Random(f"{seed}:{rank}").randint(100, 5000)
 
 
-def write_rank(plan: Plan, path: Path, rank: int, ranks: int, seed: int,
-               compress: bool, gzip_level: int) -> int:
+def write_rank(
+    plan: Plan, path: Path, rank: int, ranks: int, seed: int, compress: bool, gzip_level: int
+) -> int:
     """Write one rank's file; returns the number of JSON bytes written (before compression)."""
     layout = plan.layout
     skew = rank_skew_us(seed, rank)
@@ -649,7 +701,9 @@ def write_rank(plan: Plan, path: Path, rank: int, ranks: int, seed: int,
     enc = _Encoder(template=False)
 
     def once(events: list[dict]) -> str:
-        return layout.sep.join(enc.encode(e, layout.event_indent, layout.event_level) for e in events)
+        return layout.sep.join(
+            enc.encode(e, layout.event_indent, layout.event_level) for e in events
+        )
 
     fh_ctx = gzip.open(path, "wb", compresslevel=gzip_level) if compress else open(path, "wb")
     with fh_ctx as fh:
@@ -667,10 +721,19 @@ def write_rank(plan: Plan, path: Path, rank: int, ranks: int, seed: int,
         return out.bytes
 
 
-def generate(out_dir: str | Path, size_mb: float, ranks: int = 1, *,
-             base: str | Path | None = None, layout: str = "native", compress: bool = False,
-             seed: int = 0, gzip_level: int = 6, verify: bool = False,
-             log: Callable[[str], object] | None = None) -> list[Path]:
+def generate(
+    out_dir: str | Path,
+    size_mb: float,
+    ranks: int = 1,
+    *,
+    base: str | Path | None = None,
+    layout: str = "native",
+    compress: bool = False,
+    seed: int = 0,
+    gzip_level: int = 6,
+    verify: bool = False,
+    log: Callable[[str], object] | None = None,
+) -> list[Path]:
     """Write `ranks` files rank{r}.json[.gz] of about `size_mb` MB of JSON each into `out_dir`.
 
     Returns their paths. With verify=True each file is read back and its links checked
@@ -678,19 +741,25 @@ def generate(out_dir: str | Path, size_mb: float, ranks: int = 1, *,
     if ranks < 1:
         raise ValueError("ranks must be >= 1")
     if verify and size_mb > VERIFY_LIMIT_MB:
-        raise ValueError(f"verify reads the whole file with json; use it up to {VERIFY_LIMIT_MB} MB")
+        raise ValueError(
+            f"verify reads the whole file with json; use it up to {VERIFY_LIMIT_MB} MB"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     base_path = Path(base) if base is not None else DEFAULT_BASE
     if not base_path.exists():
-        raise FileNotFoundError(f"base trace {base_path} not found (shared/traces must sit beside the repo)")
+        raise FileNotFoundError(
+            f"base trace {base_path} not found (shared/traces must sit beside the repo)"
+        )
     t0 = time.perf_counter()
     plan = make_plan(base_path, Layout.get(layout), size_mb)
     if log:
         part = f" + 1 partial ({len(plan.partial_events)} events)" if plan.partial else ""
-        log(f"base {base_path.name}: {len(plan.base.repeated)} repeated events, period "
+        log(
+            f"base {base_path.name}: {len(plan.base.repeated)} repeated events, period "
             f"{plan.shifts.period_us} us; {plan.full_reps} full repetitions{part}; "
-            f"prepared in {time.perf_counter() - t0:.1f} s")
+            f"prepared in {time.perf_counter() - t0:.1f} s"
+        )
     paths = []
     for rank in range(ranks):
         path = out_dir / (f"rank{rank}.json" + (".gz" if compress else ""))
@@ -698,7 +767,9 @@ def generate(out_dir: str | Path, size_mb: float, ranks: int = 1, *,
         nbytes = write_rank(plan, path, rank, ranks, seed, compress, gzip_level)
         dt = time.perf_counter() - t1
         if log:
-            log(f"{path}: {nbytes / MB:.1f} MB JSON in {dt:.1f} s ({nbytes / MB / max(dt, 1e-9):.0f} MB/s)")
+            log(
+                f"{path}: {nbytes / MB:.1f} MB JSON in {dt:.1f} s ({nbytes / MB / max(dt, 1e-9):.0f} MB/s)"
+            )
         if verify:
             verify_file(plan, path, rank, ranks)
             if log:
@@ -710,6 +781,7 @@ def generate(out_dir: str | Path, size_mb: float, ranks: int = 1, *,
 # ----------------------------------------------------------------------------------------------
 # Self-check
 # ----------------------------------------------------------------------------------------------
+
 
 def _ts_shape(value: Any) -> str:
     """'int', or 'frac<n>' for a fractional number written with n decimals."""
@@ -737,7 +809,9 @@ def link_stats(events: Iterable[dict]) -> collections.Counter:
         st["events"] += 1
         st[f"ph={ph} cat={cat}"] += 1
         st[f"ts:{_ts_shape(ev.get('ts'))}"] += 1
-        corr = (ev.get("args") or {}).get("correlation") if isinstance(ev.get("args"), dict) else None
+        corr = (
+            (ev.get("args") or {}).get("correlation") if isinstance(ev.get("args"), dict) else None
+        )
         if isinstance(corr, int) and corr > 0:
             if cat in LAUNCH_CATS:
                 launch_corr[corr] += 1
@@ -796,9 +870,12 @@ def verify_file(plan: Plan, path: Path, rank: int, ranks: int) -> None:
 # Command line
 # ----------------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size-mb", type=float, required=True, help="JSON size per rank, MB (10**6 bytes)")
+    ap.add_argument(
+        "--size-mb", type=float, required=True, help="JSON size per rank, MB (10**6 bytes)"
+    )
     ap.add_argument("--ranks", type=int, default=1)
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--gzip", action="store_true", help="write rank{r}.json.gz")
@@ -806,17 +883,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layout", choices=LAYOUTS, default="native")
     ap.add_argument("--seed", type=int, default=0, help="varies the per-rank clock skew")
     ap.add_argument("--base", default=None, help=f"real trace to repeat (default {DEFAULT_BASE})")
-    ap.add_argument("--verify", action="store_true",
-                    help=f"read back and check links (<= {VERIFY_LIMIT_MB} MB)")
+    ap.add_argument(
+        "--verify", action="store_true", help=f"read back and check links (<= {VERIFY_LIMIT_MB} MB)"
+    )
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.verify and args.size_mb > VERIFY_LIMIT_MB:
         ap.error(f"--verify reads the whole file with json; use it up to {VERIFY_LIMIT_MB} MB")
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
-    paths = generate(args.out, args.size_mb, args.ranks, base=args.base, layout=args.layout,
-                     compress=args.gzip, seed=args.seed, gzip_level=args.gzip_level,
-                     verify=args.verify, log=log)
+    paths = generate(
+        args.out,
+        args.size_mb,
+        args.ranks,
+        base=args.base,
+        layout=args.layout,
+        compress=args.gzip,
+        seed=args.seed,
+        gzip_level=args.gzip_level,
+        verify=args.verify,
+        log=log,
+    )
     if log:
         log(f"done in {time.perf_counter() - t0:.1f} s")
     for p in paths:

@@ -1,4 +1,5 @@
 """Trace: one rank's events as Arrow tables, plus what the header says about the run."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,12 @@ class TraceMeta:
     header: dict[str, Any]
 
     @staticmethod
-    def from_header(header: dict[str, Any], path: Optional[str], json_bytes: int,
-                    base_time_ns: Optional[int] = None) -> "TraceMeta":
+    def from_header(
+        header: dict[str, Any],
+        path: Optional[str],
+        json_bytes: int,
+        base_time_ns: Optional[int] = None,
+    ) -> "TraceMeta":
         """base_time_ns: what the core added to the timestamps (a load's, or a save's record of
         it); None reads baseTimeNanoseconds from `header` (a header from elsewhere, or a save
         written before saves recorded it)."""
@@ -51,8 +56,12 @@ class TraceMeta:
         world = dist.get("world_size")
         return TraceMeta(
             path=path,
-            rank=int(rank) if isinstance(rank, (int, str)) and str(rank).lstrip("-").isdigit() else None,
-            world_size=int(world) if isinstance(world, (int, str)) and str(world).isdigit() else None,
+            rank=int(rank)
+            if isinstance(rank, (int, str)) and str(rank).lstrip("-").isdigit()
+            else None,
+            world_size=int(world)
+            if isinstance(world, (int, str)) and str(world).isdigit()
+            else None,
             base_time_ns=base_time_ns,
             devices=devices if isinstance(devices, list) else [],
             distributed=dist,
@@ -94,14 +103,18 @@ class Trace(NamedTables):
     @cached_property
     def stats(self) -> pa.Table:
         rows = self._raw.stats
-        return pa.table({
-            "name": [r[0] for r in rows],
-            "severity": [r[1] for r in rows],
-            "description": [r[2] for r in rows],
-            "count": pa.array([r[3] for r in rows], pa.int64()),
-            "examples": pa.array([[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
-                                 pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())]))),
-        })
+        return pa.table(
+            {
+                "name": [r[0] for r in rows],
+                "severity": [r[1] for r in rows],
+                "description": [r[2] for r in rows],
+                "count": pa.array([r[3] for r in rows], pa.int64()),
+                "examples": pa.array(
+                    [[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
+                    pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())])),
+                ),
+            }
+        )
 
     def stat(self, name: str) -> int:
         """The count of one loader statistic (see `stats`)."""
@@ -162,17 +175,25 @@ class Trace(NamedTables):
 
     def saved_facts(self) -> dict[str, Any]:
         """What a save keeps beside the columns (see hta_fast.saved_trace)."""
-        return {"rank": self.rank, "header": self.meta.header, "json_bytes": self.meta.json_bytes,
-                "base_time_ns": self.meta.base_time_ns, "path": self.meta.path}
+        return {
+            "rank": self.rank,
+            "header": self.meta.header,
+            "json_bytes": self.meta.json_bytes,
+            "base_time_ns": self.meta.base_time_ns,
+            "path": self.meta.path,
+        }
 
     def __repr__(self) -> str:
-        return (f"<Trace rank={self.rank} events={len(self._raw.tables['events']['ts'])} "
-                f"path={self.meta.path!r}>")
+        return (
+            f"<Trace rank={self.rank} events={len(self._raw.tables['events']['ts'])} "
+            f"path={self.meta.path!r}>"
+        )
 
 
 def open_saved(directory: str | os.PathLike) -> Trace:
     """Reads a trace written by Trace.save (tables memory-mapped)."""
     raw, manifest = saved_trace.read(directory)
-    meta = TraceMeta.from_header(manifest["header"], manifest["path"], manifest["json_bytes"],
-                                 manifest.get("base_time_ns"))
+    meta = TraceMeta.from_header(
+        manifest["header"], manifest["path"], manifest["json_bytes"], manifest.get("base_time_ns")
+    )
     return Trace(raw, meta, manifest.get("rank"))

@@ -1,4 +1,5 @@
 """TraceSet: the ranks of one job, each a Trace."""
+
 from __future__ import annotations
 
 from typing import Iterator, Mapping

@@ -3,6 +3,7 @@
 Two kinds of model: per-nanosecond set membership (small integer ranges only) and enumeration of
 the elementary segments between sorted breakpoints (any int64, Python ints never overflow).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,13 +22,19 @@ PROPERTY = settings(max_examples=200, deadline=None, derandomize=True)
 # --- strategies ---------------------------------------------------------------------------
 def intervals(max_size: int = 12, lo: int = -15, hi: int = 15, max_len: int = 12):
     """(start, end) pairs on a small range: ties, touching, nested, zero-length and reversed."""
-    return st.lists(st.tuples(st.integers(lo, hi), st.integers(-3, max_len)).map(lambda p: (p[0], p[0] + p[1])),
-                    max_size=max_size)
+    return st.lists(
+        st.tuples(st.integers(lo, hi), st.integers(-3, max_len)).map(lambda p: (p[0], p[0] + p[1])),
+        max_size=max_size,
+    )
 
 
 def grouped_intervals(max_size: int = 16, n_groups: int = 3):
-    return st.lists(st.tuples(st.integers(0, n_groups - 1), st.integers(-10, 10), st.integers(-3, 10))
-                    .map(lambda p: (p[0], p[1], p[1] + p[2])), max_size=max_size)
+    return st.lists(
+        st.tuples(st.integers(0, n_groups - 1), st.integers(-10, 10), st.integers(-3, 10)).map(
+            lambda p: (p[0], p[1], p[1] + p[2])
+        ),
+        max_size=max_size,
+    )
 
 
 def extreme_intervals(max_size: int = 10, near_max: bool = True):
@@ -161,15 +168,20 @@ def weighted_stats_by_ns(rows, ends, quantiles, thresholds):
             nxt = pts[i + 1][0] if i + 1 < len(pts) else end
             samples.extend([v] * (nxt - t))
         n = len(samples)
-        r = {"group": g, "duration": end - pts[0][0],
-             "change_point_mean": Fraction(sum(Fraction(v) for _, v in pts), len(pts))}
+        r = {
+            "group": g,
+            "duration": end - pts[0][0],
+            "change_point_mean": Fraction(sum(Fraction(v) for _, v in pts), len(pts)),
+        }
         if n:
             srt = sorted(samples)
             r["mean"] = Fraction(sum(Fraction(v) for v in samples), n)
             r["std"] = math.sqrt(sum((Fraction(v) - r["mean"]) ** 2 for v in samples) / n)
             r["min"], r["max"] = srt[0], srt[-1]
-            r["quantiles"] = [next(v for v in srt if Fraction(sum(1 for x in srt if x <= v), n) >= Fraction(q))
-                              for q in quantiles]
+            r["quantiles"] = [
+                next(v for v in srt if Fraction(sum(1 for x in srt if x <= v), n) >= Fraction(q))
+                for q in quantiles
+            ]
         r["time_at_or_above"] = [sum(1 for v in samples if v >= th) for th in thresholds]
         out.append(r)
     return out

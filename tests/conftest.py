@@ -4,6 +4,7 @@ The real traces live beside the project, in ../shared/traces (see its README.md)
 that need them fail, with a message saying where they were looked for, when the folder is
 missing: they never skip silently.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,16 +28,21 @@ MISSING = "<../shared/traces missing>"
 
 
 def traces_missing_message() -> str:
-    return (f"the real traces folder {TRACES_DIR} does not exist: these tests read the "
-            f"traces in ../shared/traces relative to the project root")
+    return (
+        f"the real traces folder {TRACES_DIR} does not exist: these tests read the "
+        f"traces in ../shared/traces relative to the project root"
+    )
 
 
 def real_trace_files() -> list[str]:
     """Every trace file under TRACES_DIR, recursively, as posix paths relative to it."""
     if not TRACES_DIR.is_dir():
         return []
-    return sorted(p.relative_to(TRACES_DIR).as_posix() for p in TRACES_DIR.rglob("*")
-                  if p.is_file() and p.name.endswith(TRACE_FILE_SUFFIXES))
+    return sorted(
+        p.relative_to(TRACES_DIR).as_posix()
+        for p in TRACES_DIR.rglob("*")
+        if p.is_file() and p.name.endswith(TRACE_FILE_SUFFIXES)
+    )
 
 
 @pytest.fixture(scope="session")

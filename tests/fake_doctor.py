@@ -1,13 +1,20 @@
 """A stand-in for hta_fast.doctor with the agreed interface, for the command line and
 report tests: its diagnosis is set by the test, so exit codes and rendering are known."""
+
 from __future__ import annotations
 
 import dataclasses
 import types
 from typing import Iterable, Optional
 
-CAUSES = ("parallelism", "input_pipeline", "launch_bound", "memory_sync",
-          "exposed_communication", "rank_imbalance")
+CAUSES = (
+    "parallelism",
+    "input_pipeline",
+    "launch_bound",
+    "memory_sync",
+    "exposed_communication",
+    "rank_imbalance",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,20 +51,29 @@ class Diagnosis:
     def healthy(self) -> bool:
         return not any(f.above_threshold for f in self.findings)
 
-    def failed(self, fail_under_utilization: Optional[float] = None,
-               fail_on: Iterable[str] = ()) -> list[str]:
+    def failed(
+        self, fail_under_utilization: Optional[float] = None, fail_on: Iterable[str] = ()
+    ) -> list[str]:
         reasons = []
         if fail_under_utilization is not None and 100 * self.utilization < fail_under_utilization:
-            reasons.append(f"utilization {100 * self.utilization:.1f} % < {fail_under_utilization} %")
+            reasons.append(
+                f"utilization {100 * self.utilization:.1f} % < {fail_under_utilization} %"
+            )
         wanted = set(fail_on)
-        reasons += [f"{f.cause}: {f.title}" for f in self.findings
-                    if f.above_threshold and f.cause in wanted]
+        reasons += [
+            f"{f.cause}: {f.title}"
+            for f in self.findings
+            if f.above_threshold and f.cause in wanted
+        ]
         return reasons
 
     def to_dict(self) -> dict:
-        return {"utilization": self.utilization,
-                "findings": [dataclasses.asdict(f) for f in self.findings],
-                "thresholds": dataclasses.asdict(self.thresholds), "notes": []}
+        return {
+            "utilization": self.utilization,
+            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "thresholds": dataclasses.asdict(self.thresholds),
+            "notes": [],
+        }
 
     def to_text(self) -> str:
         lines = [f"GPU utilization {100 * self.utilization:.1f} %"]
@@ -66,11 +82,18 @@ class Diagnosis:
 
 
 def launch_bound_finding(above: bool = True) -> Finding:
-    return Finding(cause="launch_bound", title="Launch-bound: the GPU waits for the CPU",
-                   above_threshold=above, cost_ns_per_step=1_234_000, share=0.25,
-                   evidence={"host_wait_share": 0.4, "kernels_per_step": 310},
-                   top_events=[{"name": "cudaLaunchKernel", "count": 300, "total_ns": 900_000}],
-                   steps=[10], ranks=[0, 1], advice="Use CUDA graphs or fuse small kernels.")
+    return Finding(
+        cause="launch_bound",
+        title="Launch-bound: the GPU waits for the CPU",
+        above_threshold=above,
+        cost_ns_per_step=1_234_000,
+        share=0.25,
+        evidence={"host_wait_share": 0.4, "kernels_per_step": 310},
+        top_events=[{"name": "cudaLaunchKernel", "count": 300, "total_ns": 900_000}],
+        steps=[10],
+        ranks=[0, 1],
+        advice="Use CUDA graphs or fuse small kernels.",
+    )
 
 
 def module(utilization: float = 0.8, findings: Optional[list] = None) -> types.ModuleType:

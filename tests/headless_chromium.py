@@ -1,5 +1,6 @@
 """Opening an HTML file in headless Chromium: what the page's scripts wrote into the DOM,
 what went to the console, and a screenshot. Uses only Chromium's command-line flags."""
+
 from __future__ import annotations
 
 import html
@@ -12,10 +13,18 @@ from pathlib import Path
 from typing import Optional
 
 BINARIES = ("chromium", "chromium-browser", "google-chrome", "chrome")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--no-first-run", "--disable-extensions", "--enable-logging=stderr", "--v=0",
-         # Virtual time runs the page's timers and promises to completion, then exits.
-         "--virtual-time-budget=30000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--no-first-run",
+    "--disable-extensions",
+    "--enable-logging=stderr",
+    "--v=0",
+    # Virtual time runs the page's timers and promises to completion, then exits.
+    "--virtual-time-budget=30000",
+]
 CONSOLE = re.compile(r":CONSOLE[:(]\d*\)?\]\s*(.*)")
 
 
@@ -30,9 +39,18 @@ def binary() -> Optional[str]:
 def _run(args: list[str], page: Path, width: int, height: int) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="hta_fast_chromium_") as profile:
         return subprocess.run(
-            [binary(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-             *args, page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=180)
+            [
+                binary(),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                *args,
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
 
 
 def console_messages(stderr: str) -> list[str]:

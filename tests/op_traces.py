@@ -1,4 +1,5 @@
 """Synthetic traces of CPU operators with recorded shapes, and the kernels they launch."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,15 @@ class OpTraceBuilder(KinetoBuilder):
         super().__init__(**kw)
         self.devices[0]["name"] = device_name
 
-    def op(self, name: str, ts: float, dur: float, dims: Optional[list] = None,
-           types: Optional[list] = None, concrete: Optional[list] = None) -> None:
+    def op(
+        self,
+        name: str,
+        ts: float,
+        dur: float,
+        dims: Optional[list] = None,
+        types: Optional[list] = None,
+        concrete: Optional[list] = None,
+    ) -> None:
         args: dict = {"External id": self._ext()}
         if dims is not None:
             args["Input Dims"] = dims
@@ -24,10 +32,17 @@ class OpTraceBuilder(KinetoBuilder):
             args["Concrete Inputs"] = concrete
         self._x("cpu_op", name, ts, dur, CPU_PID, CPU_TID, args)
 
-    def op_with_kernels(self, name: str, ts: float, dims: list, types: Optional[list],
-                        kernel_durs: list[float], concrete: Optional[list] = None,
-                        gpu_ts: Optional[float] = None, kernel_name: Optional[str] = None
-                        ) -> float:
+    def op_with_kernels(
+        self,
+        name: str,
+        ts: float,
+        dims: list,
+        types: Optional[list],
+        kernel_durs: list[float],
+        concrete: Optional[list] = None,
+        gpu_ts: Optional[float] = None,
+        kernel_name: Optional[str] = None,
+    ) -> float:
         """An operator at ts (µs) that launches one kernel per duration; returns its end."""
         dur = 10.0 * (len(kernel_durs) + 1)
         self.op(name, ts, dur, dims, types, concrete)

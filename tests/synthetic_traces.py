@@ -8,6 +8,7 @@ occupancy args, memcpy events with bytes, NCCL kernels with collective args, dat
 annotations, deviceProperties and distributedInfo. Times are given in microseconds from
 the start of the trace.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,36 +25,67 @@ BIG_GRID = (1024, 1, 1)
 class KinetoBuilder:
     """Collects events of one rank; `to_bytes()` writes the trace file's JSON."""
 
-    def __init__(self, rank: int = 0, world_size: int = 1, num_sms: Optional[int] = 108,
-                 compute_major: int = 8):
+    def __init__(
+        self,
+        rank: int = 0,
+        world_size: int = 1,
+        num_sms: Optional[int] = 108,
+        compute_major: int = 8,
+    ):
         self.rank, self.world_size = rank, world_size
         self.events: list[dict] = []
         self.correlation = 1000
         self.external = 1
-        device = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_000_000_000,
-                  "computeMajor": compute_major, "computeMinor": 0, "maxThreadsPerBlock": 1024,
-                  "maxThreadsPerMultiprocessor": 2048, "warpSize": 32}
+        device = {
+            "id": 0,
+            "name": "NVIDIA A100-SXM4-80GB",
+            "totalGlobalMem": 85_000_000_000,
+            "computeMajor": compute_major,
+            "computeMinor": 0,
+            "maxThreadsPerBlock": 1024,
+            "maxThreadsPerMultiprocessor": 2048,
+            "warpSize": 32,
+        }
         if num_sms is not None:
             device["numSms"] = num_sms
         self.devices = [device]
 
     # --- CPU side --------------------------------------------------------------------
     def _x(self, cat: str, name: str, ts: float, dur: float, pid, tid, args: dict) -> dict:
-        ev = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
-              "ts": round(BASE_US + ts, 3), "dur": round(dur, 3), "args": args}
+        ev = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": pid,
+            "tid": tid,
+            "ts": round(BASE_US + ts, 3),
+            "dur": round(dur, 3),
+            "args": args,
+        }
         self.events.append(ev)
         return ev
 
     def step(self, n: int, ts: float, dur: float) -> None:
-        self._x("user_annotation", f"ProfilerStep#{n}", ts, dur, CPU_PID, CPU_TID,
-                {"External id": self._ext()})
+        self._x(
+            "user_annotation",
+            f"ProfilerStep#{n}",
+            ts,
+            dur,
+            CPU_PID,
+            CPU_TID,
+            {"External id": self._ext()},
+        )
 
     def cpu_op(self, name: str, ts: float, dur: float, cat: str = "cpu_op") -> None:
         self._x(cat, name, ts, dur, CPU_PID, CPU_TID, {"External id": self._ext()})
 
     def dataloader(self, ts: float, dur: float) -> None:
-        self.cpu_op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ts, dur,
-                    cat="user_annotation")
+        self.cpu_op(
+            "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+            ts,
+            dur,
+            cat="user_annotation",
+        )
 
     def runtime(self, name: str, ts: float, dur: float) -> None:
         """A runtime call that queues no GPU work (cudaStreamSynchronize, cudaMalloc, ...)."""
@@ -63,74 +95,209 @@ class KinetoBuilder:
         """cudaEventRecord on stream 7 at ts; returns its correlation id (what a sync waits on)."""
         record = self.correlation
         self.correlation += 1
-        self._x("cuda_runtime", "cudaEventRecord", ts, 3, CPU_PID, CPU_TID,
-                {"cbid": 135, "correlation": record})
+        self._x(
+            "cuda_runtime",
+            "cudaEventRecord",
+            ts,
+            3,
+            CPU_PID,
+            CPU_TID,
+            {"cbid": 135, "correlation": record},
+        )
         return record
 
     def event_synchronize(self, start: float, end: float, record: int) -> None:
         """cudaEventSynchronize from start to end on the event `record`, with its cuda_sync row."""
         corr = self.correlation
         self.correlation += 1
-        self._x("cuda_runtime", "cudaEventSynchronize", start, end - start, CPU_PID, CPU_TID,
-                {"cbid": 137, "correlation": corr})
-        self._x("cuda_sync", "Event Sync", start + 1, end - start - 1, 0, -1,
-                {"cuda_sync_kind": "Event Sync", "wait_on_stream": 7, "stream": -1,
-                 "wait_on_cuda_event_record_corr_id": record, "correlation": corr,
-                 "device": 0, "context": 1})
+        self._x(
+            "cuda_runtime",
+            "cudaEventSynchronize",
+            start,
+            end - start,
+            CPU_PID,
+            CPU_TID,
+            {"cbid": 137, "correlation": corr},
+        )
+        self._x(
+            "cuda_sync",
+            "Event Sync",
+            start + 1,
+            end - start - 1,
+            0,
+            -1,
+            {
+                "cuda_sync_kind": "Event Sync",
+                "wait_on_stream": 7,
+                "stream": -1,
+                "wait_on_cuda_event_record_corr_id": record,
+                "correlation": corr,
+                "device": 0,
+                "context": 1,
+            },
+        )
 
     # --- launches and GPU work -------------------------------------------------------
-    def _launch(self, api: str, cpu_ts: float, launch_dur: float, gpu_cat: str, name: str,
-                gpu_ts: float, dur: float, stream: int, args: dict) -> None:
+    def _launch(
+        self,
+        api: str,
+        cpu_ts: float,
+        launch_dur: float,
+        gpu_cat: str,
+        name: str,
+        gpu_ts: float,
+        dur: float,
+        stream: int,
+        args: dict,
+    ) -> None:
         corr, ext = self.correlation, self._ext()
         self.correlation += 1
-        self._x("cuda_runtime", api, cpu_ts, launch_dur, CPU_PID, CPU_TID,
-                {"External id": ext, "cbid": 211, "correlation": corr})
-        gpu_args = {"External id": ext, "device": 0, "context": 1, "stream": stream,
-                    "correlation": corr}
+        self._x(
+            "cuda_runtime",
+            api,
+            cpu_ts,
+            launch_dur,
+            CPU_PID,
+            CPU_TID,
+            {"External id": ext, "cbid": 211, "correlation": corr},
+        )
+        gpu_args = {
+            "External id": ext,
+            "device": 0,
+            "context": 1,
+            "stream": stream,
+            "correlation": corr,
+        }
         gpu_args.update(args)
         self._x(gpu_cat, name, gpu_ts, dur, 0, stream, gpu_args)
         for ph, ts, pid, tid in (("s", cpu_ts, CPU_PID, CPU_TID), ("f", gpu_ts, 0, stream)):
-            flow = {"ph": ph, "id": corr, "pid": pid, "tid": tid, "ts": round(BASE_US + ts, 3),
-                    "cat": "ac2g", "name": "ac2g"}
+            flow = {
+                "ph": ph,
+                "id": corr,
+                "pid": pid,
+                "tid": tid,
+                "ts": round(BASE_US + ts, 3),
+                "cat": "ac2g",
+                "name": "ac2g",
+            }
             if ph == "f":
                 flow["bp"] = "e"
             self.events.append(flow)
 
-    def kernel(self, name: str, cpu_ts: float, gpu_ts: float, dur: float, *, stream: int = 7,
-               grid: Sequence[int] = BIG_GRID, block: Sequence[int] = (256, 1, 1),
-               occupancy: float = 60.0, launch_dur: float = 5.0) -> None:
-        self._launch("cudaLaunchKernel", cpu_ts, launch_dur, "kernel", name, gpu_ts, dur, stream,
-                     {"registers per thread": 32, "shared memory": 0, "blocks per SM": 8.0,
-                      "warps per SM": 64.0, "grid": list(grid), "block": list(block),
-                      "est. achieved occupancy %": occupancy, "queued": 0})
+    def kernel(
+        self,
+        name: str,
+        cpu_ts: float,
+        gpu_ts: float,
+        dur: float,
+        *,
+        stream: int = 7,
+        grid: Sequence[int] = BIG_GRID,
+        block: Sequence[int] = (256, 1, 1),
+        occupancy: float = 60.0,
+        launch_dur: float = 5.0,
+    ) -> None:
+        self._launch(
+            "cudaLaunchKernel",
+            cpu_ts,
+            launch_dur,
+            "kernel",
+            name,
+            gpu_ts,
+            dur,
+            stream,
+            {
+                "registers per thread": 32,
+                "shared memory": 0,
+                "blocks per SM": 8.0,
+                "warps per SM": 64.0,
+                "grid": list(grid),
+                "block": list(block),
+                "est. achieved occupancy %": occupancy,
+                "queued": 0,
+            },
+        )
 
-    def memcpy(self, direction: str, cpu_ts: float, gpu_ts: float, dur: float, nbytes: int, *,
-               stream: int = 7, pageable: bool = True) -> None:
+    def memcpy(
+        self,
+        direction: str,
+        cpu_ts: float,
+        gpu_ts: float,
+        dur: float,
+        nbytes: int,
+        *,
+        stream: int = 7,
+        pageable: bool = True,
+    ) -> None:
         host = "Pageable" if pageable else "Pinned"
-        name = (f"Memcpy DtoH (Device -> {host})" if direction == "DtoH"
-                else f"Memcpy HtoD ({host} -> Device)")
-        self._launch("cudaMemcpyAsync", cpu_ts, 5.0, "gpu_memcpy", name, gpu_ts, dur, stream,
-                     {"bytes": nbytes, "memory bandwidth (GB/s)": nbytes / (dur * 1e3)})
+        name = (
+            f"Memcpy DtoH (Device -> {host})"
+            if direction == "DtoH"
+            else f"Memcpy HtoD ({host} -> Device)"
+        )
+        self._launch(
+            "cudaMemcpyAsync",
+            cpu_ts,
+            5.0,
+            "gpu_memcpy",
+            name,
+            gpu_ts,
+            dur,
+            stream,
+            {"bytes": nbytes, "memory bandwidth (GB/s)": nbytes / (dur * 1e3)},
+        )
 
-    def nccl(self, collective: str, cpu_ts: float, gpu_ts: float, dur: float, *, stream: int = 20,
-             nelems: int = 50_000_000, dtype: str = "Float") -> None:
-        kname = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"}
-        self._launch("cudaLaunchKernel", cpu_ts, 5.0, "kernel",
-                     kname.get(collective, f"ncclDevKernel_{collective}"), gpu_ts, dur, stream,
-                     {"Collective name": collective, "In msg nelems": nelems,
-                      "Out msg nelems": nelems, "dtype": dtype, "Group size": self.world_size,
-                      "Process Group Name": "0", "Process Group Ranks": list(range(self.world_size)),
-                      "grid": [32, 1, 1], "block": [640, 1, 1]})
+    def nccl(
+        self,
+        collective: str,
+        cpu_ts: float,
+        gpu_ts: float,
+        dur: float,
+        *,
+        stream: int = 20,
+        nelems: int = 50_000_000,
+        dtype: str = "Float",
+    ) -> None:
+        kname = {
+            "allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+        }
+        self._launch(
+            "cudaLaunchKernel",
+            cpu_ts,
+            5.0,
+            "kernel",
+            kname.get(collective, f"ncclDevKernel_{collective}"),
+            gpu_ts,
+            dur,
+            stream,
+            {
+                "Collective name": collective,
+                "In msg nelems": nelems,
+                "Out msg nelems": nelems,
+                "dtype": dtype,
+                "Group size": self.world_size,
+                "Process Group Name": "0",
+                "Process Group Ranks": list(range(self.world_size)),
+                "grid": [32, 1, 1],
+                "block": [640, 1, 1],
+            },
+        )
 
     def _ext(self) -> int:
         self.external += 1
         return self.external
 
     def to_bytes(self) -> bytes:
-        doc = {"schemaVersion": 1, "deviceProperties": self.devices,
-               "distributedInfo": {"backend": "nccl", "rank": self.rank,
-                                   "world_size": self.world_size},
-               "traceEvents": self.events}
+        doc = {
+            "schemaVersion": 1,
+            "deviceProperties": self.devices,
+            "distributedInfo": {
+                "backend": "nccl",
+                "rank": self.rank,
+                "world_size": self.world_size,
+            },
+            "traceEvents": self.events,
+        }
         return json.dumps(doc).encode()
 
     def load(self) -> hta_fast.Trace:
@@ -155,8 +322,12 @@ def healthy() -> TraceSet:
         b.step(s, t0, STEP_US)
         b.dataloader(t0 + 1, 50)
         for j in range(20):
-            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                     t0 + 60 + j * 20, t0 + 100 + j * 500, 499)
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                t0 + 60 + j * 20,
+                t0 + 100 + j * 500,
+                499,
+            )
     return traceset([b])
 
 
@@ -168,8 +339,14 @@ def parallelism() -> TraceSet:
         t0 = s * STEP_US
         b.step(s, t0, STEP_US)
         for j in range(1000):
-            b.kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
-                     t0 + j * 5, t0 + 100 + j * 10, 8, grid=(16, 1, 1), launch_dur=4)
+            b.kernel(
+                "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
+                t0 + j * 5,
+                t0 + 100 + j * 10,
+                8,
+                grid=(16, 1, 1),
+                launch_dur=4,
+            )
     return traceset([b])
 
 
@@ -181,8 +358,12 @@ def input_pipeline() -> TraceSet:
         b.step(s, t0, STEP_US)
         b.dataloader(t0, 4000)
         for j in range(10):
-            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                     t0 + 4000 + j * 10, t0 + 4010 + j * 599, 598)
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                t0 + 4000 + j * 10,
+                t0 + 4010 + j * 599,
+                598,
+            )
     return traceset([b])
 
 
@@ -196,8 +377,12 @@ def launch_bound() -> TraceSet:
         for j in range(100):
             ts = t0 + j * 100
             b.cpu_op("aten::add", ts, 95)
-            b.kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
-                     ts + 80, ts + 90, 30)
+            b.kernel(
+                "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
+                ts + 80,
+                ts + 90,
+                30,
+            )
     return traceset([b])
 
 
@@ -210,8 +395,12 @@ def memory_sync() -> TraceSet:
         t0 = s * STEP_US
         b.step(s, t0, STEP_US)
         for j in range(10):
-            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                     t0 + j * 10, t0 + 200 + j * 400, 400)
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                t0 + j * 10,
+                t0 + 200 + j * 400,
+                400,
+            )
         b.cpu_op("aten::item", t0 + 100, 5110)
         b.cpu_op("aten::_local_scalar_dense", t0 + 101, 5108)
         b.memcpy("DtoH", t0 + 105, t0 + 4200, 1000, 4)
@@ -228,8 +417,12 @@ def exposed_communication() -> TraceSet:
             t0 = s * STEP_US
             b.step(s, t0, STEP_US)
             for j in range(10):
-                b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                         t0 + j * 10, t0 + 100 + j * 500, 500)
+                b.kernel(
+                    "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                    t0 + j * 10,
+                    t0 + 100 + j * 500,
+                    500,
+                )
             b.nccl("allreduce", t0 + 110, t0 + 5100, 4950)
         builders.append(b)
     return traceset(builders)
@@ -246,8 +439,12 @@ def rank_imbalance() -> TraceSet:
             t0 = s * STEP_US
             b.step(s, t0, STEP_US)
             for j in range(n):
-                b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                         t0 + j * 10, t0 + 100 + j * 500, 500)
+                b.kernel(
+                    "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                    t0 + j * 10,
+                    t0 + 100 + j * 500,
+                    500,
+                )
             end = 100 + n * 500
             b.nccl("allreduce", t0 + 5 + n * 10, t0 + end, 10_050 - end)
         builders.append(b)
@@ -273,8 +470,12 @@ def allocator_churn() -> TraceSet:
         t0 = s * STEP_US
         b.step(s, t0, STEP_US)
         for j in range(10):
-            b.kernel("ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                     t0 + j * 10, t0 + 100 + j * 500, 500)
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                t0 + j * 10,
+                t0 + 100 + j * 500,
+                500,
+            )
         for j in range(7):
             b.runtime("cudaMalloc" if j % 2 == 0 else "cudaFree", t0 + 5100 + j * 700, 700)
     return traceset([b])

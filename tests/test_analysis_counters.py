@@ -1,5 +1,6 @@
 """Queue length, memory bandwidth and counters in the trace, on synthetic traces whose answers
 are known by construction, and on real traces (invariants)."""
+
 from __future__ import annotations
 
 import gzip
@@ -22,13 +23,29 @@ US = 1000  # ns per us
 
 # --- trace builders (times in us) -------------------------------------------------------
 def launch(ts, dur, corr, name="cudaLaunchKernel", tid=1, cat="cuda_runtime"):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
-            "args": {"correlation": corr}}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": corr},
+    }
 
 
 def kernel(ts, dur, corr, stream, name="gemm_kernel", cat="kernel", **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-            "args": {"correlation": corr, "stream": stream, "device": 0, **args}}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": corr, "stream": stream, "device": 0, **args},
+    }
 
 
 def memcpy(ts, dur, corr, stream, kind="HtoD (Pageable -> Device)", **args):
@@ -40,8 +57,15 @@ def memset(ts, dur, corr, stream, **args):
 
 
 def step(n, ts, dur):
-    return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
-            "tid": 1, "ts": ts, "dur": dur}
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"ProfilerStep#{n}",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": dur,
+    }
 
 
 def load(events, **header):
@@ -52,8 +76,14 @@ def two_streams():
     """Stream 7: launches at 0, 1, 2; kernels start 10, 20, 30 (queue 1, 2, 3, then 2, 1, 0).
     Stream 8: launch at 5, kernel at 15 (queue 1 over [5, 15))."""
     return [
-        launch(0, 1, 1), launch(1, 1, 2), launch(2, 1, 3), launch(5, 1, 4),
-        kernel(10, 10, 1, 7), kernel(20, 10, 2, 7), kernel(30, 10, 3, 7), kernel(15, 20, 4, 8),
+        launch(0, 1, 1),
+        launch(1, 1, 2),
+        launch(2, 1, 3),
+        launch(5, 1, 4),
+        kernel(10, 10, 1, 7),
+        kernel(20, 10, 2, 7),
+        kernel(30, 10, 3, 7),
+        kernel(15, 20, 4, 8),
     ]
 
 
@@ -92,7 +122,9 @@ def test_blocked_on_full_queue():
     assert b.loc[7, "blocked_time"] == 19 * US
     assert b.loc[7, "blocked_pct"] == pytest.approx(19 / 40 * 100)
     assert b.loc[8, "blocked_time"] == 0
-    assert (queue_length(load(two_streams()))["blocked"].column("blocked_time").to_numpy() == 0).all()
+    assert (
+        queue_length(load(two_streams()))["blocked"].column("blocked_time").to_numpy() == 0
+    ).all()
 
 
 def test_every_stream_is_reported_not_only_the_last():
@@ -115,24 +147,36 @@ def test_zero_length_kernels_are_queued_like_any_other():
 
 def test_graph_launch_is_one_entry():
     """A graph launch queues one entry that leaves when its first kernel starts."""
-    events = [launch(0, 2, 9, name="cudaGraphLaunch"), kernel(10, 2, 9, 7),
-              kernel(12, 2, 9, 7, name="k2"), kernel(14, 2, 9, 7, name="k3")]
+    events = [
+        launch(0, 2, 9, name="cudaGraphLaunch"),
+        kernel(10, 2, 9, 7),
+        kernel(12, 2, 9, 7, name="k2"),
+        kernel(14, 2, 9, 7, name="k3"),
+    ]
     r = queue_length(load(events))
     assert series(r, 7) == [(0, 1), (10, 0)]
 
 
 def test_other_launch_calls_count():
     """cuLaunchKernel, cudaMemcpy (synchronous) and HIP launches queue work too."""
-    events = [launch(0, 1, 1, name="cuLaunchKernel", cat="cuda_driver"), kernel(5, 1, 1, 7),
-              launch(1, 1, 2, name="cudaMemcpy"), memcpy(6, 1, 2, 7),
-              launch(2, 1, 3, name="hipLaunchKernel"), kernel(7, 1, 3, 7)]
-    assert series(queue_length(load(events)), 7) == [(0, 1), (1, 2), (2, 3), (5, 2), (6, 1),
-                                                    (7, 0)]
+    events = [
+        launch(0, 1, 1, name="cuLaunchKernel", cat="cuda_driver"),
+        kernel(5, 1, 1, 7),
+        launch(1, 1, 2, name="cudaMemcpy"),
+        memcpy(6, 1, 2, 7),
+        launch(2, 1, 3, name="hipLaunchKernel"),
+        kernel(7, 1, 3, 7),
+    ]
+    assert series(queue_length(load(events)), 7) == [(0, 1), (1, 2), (2, 3), (5, 2), (6, 1), (7, 0)]
 
 
 def test_amd_stream_zero():
-    events = [launch(0, 1, 1, name="hipLaunchKernel"), kernel(3, 1, 1, 0),
-              launch(1, 1, 2, name="hipLaunchKernel"), kernel(4, 1, 2, 0)]
+    events = [
+        launch(0, 1, 1, name="hipLaunchKernel"),
+        kernel(3, 1, 1, 0),
+        launch(1, 1, 2, name="hipLaunchKernel"),
+        kernel(4, 1, 2, 0),
+    ]
     assert series(queue_length(load(events)), 0) == [(0, 1), (1, 2), (3, 1), (4, 0)]
 
 
@@ -161,13 +205,21 @@ def test_no_gpu():
 
 def test_steps_take_gpu_work_by_its_launch():
     """A kernel launched in step 1 and running in step 2 belongs to step 1."""
-    events = [step(1, 0, 10), step(2, 10, 10), launch(2, 1, 1), kernel(12, 3, 1, 7),
-              launch(11, 1, 2), kernel(15, 3, 2, 7)]
+    events = [
+        step(1, 0, 10),
+        step(2, 10, 10),
+        launch(2, 1, 1),
+        kernel(12, 3, 1, 7),
+        launch(11, 1, 2),
+        kernel(15, 3, 2, 7),
+    ]
     tr = load(events)
     assert series(queue_length(tr, steps=[1]), 7) == [(2, 1), (12, 0)]
     assert series(queue_length(tr, steps=[2]), 7) == [(11, 1), (15, 0)]
-    assert series(queue_length(tr, selection=Selection(before_last_step=True)), 7) == [(2, 1),
-                                                                                      (12, 0)]
+    assert series(queue_length(tr, selection=Selection(before_last_step=True)), 7) == [
+        (2, 1),
+        (12, 0),
+    ]
 
 
 def test_streams_and_window():
@@ -180,8 +232,9 @@ def test_streams_and_window():
 
 
 def test_ranks():
-    ts = hta_fast.TraceSet({0: load(two_streams()), 3: load(two_streams()[:2] +
-                                                             [kernel(9, 1, 1, 7)])})
+    ts = hta_fast.TraceSet(
+        {0: load(two_streams()), 3: load(two_streams()[:2] + [kernel(9, 1, 1, 7)])}
+    )
     r = queue_length(ts)
     assert sorted(set(r.table.column("rank").to_pylist())) == [0, 3]
     assert set(queue_length(ts, ranks=[3]).table.column("rank").to_pylist()) == {3}
@@ -200,11 +253,16 @@ def bw_series(result, name):
 
 
 def test_bandwidth_sums_overlapping_copies():
-    events = [launch(0, 1, 1, name="cudaMemcpyAsync"), memcpy(10, 10, 1, 7, bytes=1, **{BW: 2.5}),
-              launch(1, 1, 2, name="cudaMemcpyAsync"), memcpy(15, 10, 2, 8, bytes=1, **{BW: 1.5}),
-              launch(2, 1, 3, name="cudaMemsetAsync"), memset(12, 2, 3, 7, bytes=1, **{BW: 7.0}),
-              launch(3, 1, 4, name="cudaMemcpyAsync"),
-              memcpy(30, 4, 4, 7, kind="DtoH (Device -> Pinned)", bytes=1, **{BW: 3.0})]
+    events = [
+        launch(0, 1, 1, name="cudaMemcpyAsync"),
+        memcpy(10, 10, 1, 7, bytes=1, **{BW: 2.5}),
+        launch(1, 1, 2, name="cudaMemcpyAsync"),
+        memcpy(15, 10, 2, 8, bytes=1, **{BW: 1.5}),
+        launch(2, 1, 3, name="cudaMemsetAsync"),
+        memset(12, 2, 3, 7, bytes=1, **{BW: 7.0}),
+        launch(3, 1, 4, name="cudaMemcpyAsync"),
+        memcpy(30, 4, 4, 7, kind="DtoH (Device -> Pinned)", bytes=1, **{BW: 3.0}),
+    ]
     r = memory_bandwidth(load(events))
     assert bw_series(r, "Memcpy HtoD") == [(10, 2.5), (15, 4.0), (20, 1.5), (25, 0.0)]
     assert bw_series(r, "Memset") == [(12, 7.0), (14, 0.0)]
@@ -221,8 +279,12 @@ def test_bandwidth_sums_overlapping_copies():
 
 def test_bandwidth_idle_gaps_do_not_count():
     """The summary covers the time a copy runs, not the gaps between copies."""
-    events = [launch(0, 1, 1, name="cudaMemcpyAsync"), memcpy(10, 2, 1, 7, **{BW: 4.0}),
-              launch(1, 1, 2, name="cudaMemcpyAsync"), memcpy(100, 2, 2, 7, **{BW: 2.0})]
+    events = [
+        launch(0, 1, 1, name="cudaMemcpyAsync"),
+        memcpy(10, 2, 1, 7, **{BW: 4.0}),
+        launch(1, 1, 2, name="cudaMemcpyAsync"),
+        memcpy(100, 2, 2, 7, **{BW: 2.0}),
+    ]
     s = memory_bandwidth(load(events))["summary"].to_pandas().iloc[0]
     assert s["active_time"] == 4 * US and s["mean"] == 3.0 and s["min"] == 2.0
 
@@ -231,8 +293,10 @@ def test_bandwidth_returns_to_exactly_zero():
     values = [0.1, 0.2, 0.7, 1e-3, 123.456789]
     events = []
     for i, v in enumerate(values):
-        events += [launch(i, 1, i + 1, name="cudaMemcpyAsync"),
-                   memcpy(10 + i, 7 + i, i + 1, 7, **{BW: v})]
+        events += [
+            launch(i, 1, i + 1, name="cudaMemcpyAsync"),
+            memcpy(10 + i, 7 + i, i + 1, 7, **{BW: v}),
+        ]
     t = memory_bandwidth(load(events)).table.to_pandas()
     assert t["memory_bw_gbps"].iloc[-1] == 0.0
     assert (t["memory_bw_gbps"] >= 0).all()
@@ -247,8 +311,12 @@ def test_zero_length_copy_adds_nothing():
 def test_bandwidth_from_bytes_when_the_argument_is_missing():
     """AMD traces carry no bandwidth: bytes / duration when bytes are known (1 B/ns = 1 GB/s),
     else a note."""
-    events = [launch(0, 1, 1, name="hipMemcpyAsync"), memcpy(10, 4, 1, 0, bytes=8000),
-              launch(1, 1, 2, name="hipMemcpyAsync"), memcpy(20, 4, 2, 0)]
+    events = [
+        launch(0, 1, 1, name="hipMemcpyAsync"),
+        memcpy(10, 4, 1, 0, bytes=8000),
+        launch(1, 1, 2, name="hipMemcpyAsync"),
+        memcpy(20, 4, 2, 0),
+    ]
     r = memory_bandwidth(load(events))
     assert bw_series(r, "Memcpy HtoD") == [(10, 2.0), (14, 0.0), (20, 0.0), (24, 0.0)]
     assert any("neither a bandwidth nor a byte count" in n for n in r.notes)
@@ -263,8 +331,9 @@ def test_copy_types():
 
 # --- counters in the trace ---------------------------------------------------------------
 def write_trace(path, events, **header):
-    text = json.dumps({"schemaVersion": 1, **header, "traceEvents": events,
-                       "traceName": "x"}, indent=1)
+    text = json.dumps(
+        {"schemaVersion": 1, **header, "traceEvents": events, "traceName": "x"}, indent=1
+    )
     if path.endswith(".gz"):
         with gzip.open(path, "wt") as f:
             f.write(text)
@@ -274,15 +343,21 @@ def write_trace(path, events, **header):
 
 
 def mem_and_queue_events():
-    return two_streams() + [launch(3, 1, 5, name="cudaMemcpyAsync"),
-                            memcpy(16, 4, 5, 8, bytes=10, **{BW: 2.5})]
+    return two_streams() + [
+        launch(3, 1, 5, name="cudaMemcpyAsync"),
+        memcpy(16, 4, 5, 8, bytes=10, **{BW: 2.5}),
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_trace_with_counters_round_trip(tmp_path, suffix):
     src = str(tmp_path / f"rank0{suffix}")
-    write_trace(src, mem_and_queue_events(), baseTimeNanoseconds=1_700_000_000_000_000_123,
-                distributedInfo={"rank": 0, "note": '"traceEvents": ['})
+    write_trace(
+        src,
+        mem_and_queue_events(),
+        baseTimeNanoseconds=1_700_000_000_000_000_123,
+        distributedInfo={"rank": 0, "note": '"traceEvents": ['},
+    )
     tr = hta_fast.load(src)
     out = tmp_path / "out"
     out.mkdir()
@@ -318,8 +393,9 @@ def test_trace_with_counters_round_trip(tmp_path, suffix):
 def test_trace_with_counters_one_series(tmp_path):
     src = str(tmp_path / "t.json")
     write_trace(src, mem_and_queue_events())
-    res = trace_with_counters(hta_fast.load(src), out_dir=str(tmp_path),
-                              series=("memcpy_bandwidth",))
+    res = trace_with_counters(
+        hta_fast.load(src), out_dir=str(tmp_path), series=("memcpy_bandwidth",)
+    )
     back = hta_fast.load(res.table.column("path")[0].as_py())
     assert set(back.counters.column("series").to_pylist()) == {"Memcpy BW"}
     with pytest.raises(ValueError):
@@ -333,6 +409,7 @@ def test_trace_with_counters_needs_a_file():
 
 def test_splice_empty_array_and_odd_layout():
     import io
+
     src = b'{"a": "\\"traceEvents\\": [", "traceEvents" :\n [ ], "b": 1}'
     out = io.BytesIO()
     _splice(io.BytesIO(src), out, ['{"ph": "C"}'])
@@ -344,15 +421,21 @@ def test_splice_empty_array_and_odd_layout():
 
 
 def test_us_text_is_exact():
-    assert us_text(np.array([0, 1, 999, 1000, 1234567, -1, -1500])) == \
-        ["0", "0.001", "0.999", "1", "1234.567", "-0.001", "-1.500"]
+    assert us_text(np.array([0, 1, 999, 1000, 1234567, -1, -1500])) == [
+        "0",
+        "0.001",
+        "0.999",
+        "1",
+        "1234.567",
+        "-0.001",
+        "-1.500",
+    ]
 
 
 # --- compat ------------------------------------------------------------------------------
 @pytest.fixture()
 def analysis(tmp_path):
-    write_trace(str(tmp_path / "rank0.json"), mem_and_queue_events(),
-                distributedInfo={"rank": 0})
+    write_trace(str(tmp_path / "rank0.json"), mem_and_queue_events(), distributedInfo={"rank": 0})
     return TraceAnalysis(trace_dir=str(tmp_path))
 
 
@@ -374,7 +457,9 @@ def test_compat_queue_length(analysis):
     w = np.array([1, 1, 8, 10, 10.0])
     v = np.array([1, 2, 3, 2, 1.0])
     m = (w * v).sum() / w.sum()
-    assert row[("queue_length", "std")] == pytest.approx(np.sqrt((w * (v - m) ** 2).sum() / w.sum()))
+    assert row[("queue_length", "std")] == pytest.approx(
+        np.sqrt((w * (v - m) ** 2).sum() / w.sum())
+    )
     before = {k: v.copy() for k, v in d.items()}
     again = analysis.get_queue_length_summary_from_time_series(d)
     assert again.equals(summary)
@@ -383,10 +468,19 @@ def test_compat_queue_length(analysis):
     # stream 7 >= 2 over [1, 20); stream 8 (a launch at 3, a copy at 5) over [5, 15); the
     # reference's trace duration runs from the first start (0) to the last start (30)
     assert blocked.to_dict("records") == [
-        {"rank": 0, "stream": 7, "duration_at_max_queue_length": 19.0,
-         "relative_duration_at_max_queue_length": pytest.approx(19 / 30)},
-        {"rank": 0, "stream": 8, "duration_at_max_queue_length": 10.0,
-         "relative_duration_at_max_queue_length": pytest.approx(10 / 30)}]
+        {
+            "rank": 0,
+            "stream": 7,
+            "duration_at_max_queue_length": 19.0,
+            "relative_duration_at_max_queue_length": pytest.approx(19 / 30),
+        },
+        {
+            "rank": 0,
+            "stream": 8,
+            "duration_at_max_queue_length": 10.0,
+            "relative_duration_at_max_queue_length": pytest.approx(10 / 30),
+        },
+    ]
     assert len(analysis.get_time_spent_blocked_on_full_queue(d)) == 0
     assert analysis.get_queue_length_summary_from_time_series({}) is None
 
@@ -409,8 +503,9 @@ def test_compat_generate_trace_with_counters(analysis, tmp_path):
     back = hta_fast.load(str(path))
     assert set(back.counters.column("name").to_pylist()) == {"Queue Length", "Memcpy HtoD"}
     os.remove(path)
-    analysis.generate_trace_with_counters(time_series=cc.TimeSeriesTypes.QUEUE_LENGTH,
-                                          output_suffix="_q")
+    analysis.generate_trace_with_counters(
+        time_series=cc.TimeSeriesTypes.QUEUE_LENGTH, output_suffix="_q"
+    )
     back = hta_fast.load(str(tmp_path / "rank0_q.json"))
     assert set(back.counters.column("name").to_pylist()) == {"Queue Length"}
 
@@ -445,9 +540,16 @@ def test_real_trace_invariants(traces_dir, folder, tmp_path):
 def test_compat_rows_at_one_timestamp_never_peak(tmp_path):
     """At one timestamp GPU starts come before launches, copy ends before copy starts, so the
     rows of that timestamp never show a queue or a bandwidth that was never there."""
-    events = [launch(0, 1, 1), kernel(5, 5, 1, 7), launch(5, 1, 2), kernel(12, 1, 2, 7),
-              launch(1, 1, 3, name="cudaMemcpyAsync"), memcpy(20, 5, 3, 8, **{BW: 2.0}),
-              launch(2, 1, 4, name="cudaMemcpyAsync"), memcpy(25, 5, 4, 8, **{BW: 3.0})]
+    events = [
+        launch(0, 1, 1),
+        kernel(5, 5, 1, 7),
+        launch(5, 1, 2),
+        kernel(12, 1, 2, 7),
+        launch(1, 1, 3, name="cudaMemcpyAsync"),
+        memcpy(20, 5, 3, 8, **{BW: 2.0}),
+        launch(2, 1, 4, name="cudaMemcpyAsync"),
+        memcpy(25, 5, 4, 8, **{BW: 3.0}),
+    ]
     write_trace(str(tmp_path / "rank0.json"), events, distributedInfo={"rank": 0})
     ta = TraceAnalysis(trace_dir=str(tmp_path))
     q = ta.get_queue_length_time_series()[0]
@@ -458,8 +560,12 @@ def test_compat_rows_at_one_timestamp_never_peak(tmp_path):
 
 
 def test_bandwidth_window_clips_copies_running_into_it():
-    events = [launch(0, 1, 1, name="cudaMemcpyAsync"), memcpy(10, 10, 1, 7, **{BW: 2.0}),
-              launch(1, 1, 2, name="cudaMemcpyAsync"), memcpy(30, 10, 2, 7, **{BW: 3.0})]
+    events = [
+        launch(0, 1, 1, name="cudaMemcpyAsync"),
+        memcpy(10, 10, 1, 7, **{BW: 2.0}),
+        launch(1, 1, 2, name="cudaMemcpyAsync"),
+        memcpy(30, 10, 2, 7, **{BW: 3.0}),
+    ]
     r = memory_bandwidth(load(events), window=(15 * US, 35 * US))
     assert bw_series(r, "Memcpy HtoD") == [(15, 2.0), (20, 0.0), (30, 3.0), (35, 0.0)]
     assert r["summary"].column("active_time")[0].as_py() == 10 * US
@@ -472,6 +578,7 @@ def test_compat_queue_summary_equals_summary_of_its_series(traces_dir, folder):
     ranks = analysis.traces.ranks
     direct = analysis.get_queue_length_summary(ranks=ranks)
     via = analysis.get_queue_length_summary_from_time_series(
-        analysis.get_queue_length_time_series(ranks=ranks))
+        analysis.get_queue_length_time_series(ranks=ranks)
+    )
     assert direct.index.equals(via.index) and list(direct.columns) == list(via.columns)
     np.testing.assert_allclose(direct.to_numpy(), via.to_numpy(), rtol=1e-12, equal_nan=True)

@@ -1,5 +1,6 @@
 """GPU-time analyses (temporal, idle time, kernel type breakdown, comm/comp overlap) on
 small traces whose answers are known by construction, and invariants on real traces."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,18 @@ class TraceBuilder:
         self.corr = 0
 
     def cpu(self, name, ts, dur, cat="cpu_op", **args):
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1,
-                            "ts": ts, "dur": dur, "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 1,
+                "tid": 1,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
 
     def step(self, n, ts, dur):
         self.cpu(f"ProfilerStep#{n}", ts, dur, cat="user_annotation")
@@ -44,12 +55,25 @@ class TraceBuilder:
         args = {"device": 0, "stream": stream}
         if corr is not None:
             args["correlation"] = corr
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
-                            "ts": ts, "dur": dur, "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0,
+                "tid": stream,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
 
     def load(self):
-        doc = {"schemaVersion": 1, "distributedInfo": {"rank": self.rank, "world_size": 1},
-               "traceEvents": self.events}
+        doc = {
+            "schemaVersion": 1,
+            "distributedInfo": {"rank": self.rank, "world_size": 1},
+            "traceEvents": self.events,
+        }
         return hta_fast.load(json.dumps(doc).encode())
 
 
@@ -72,8 +96,18 @@ def mixed_trace():
     b.gpu("Memcpy HtoD (Pinned -> Device)", 50, 10, stream=7, cat="gpu_memcpy", launch_ts=45)
     b.gpu("empty_kernel", 70, 0, stream=7, launch_ts=20)
     b.gpu("Stream Sync", 60, 40, stream=7, cat="cuda_sync")
-    b.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": 0,
-                     "tid": 7, "ts": 0, "dur": 200, "args": {"device": 0}})
+    b.events.append(
+        {
+            "ph": "X",
+            "cat": "gpu_user_annotation",
+            "name": "fwd",
+            "pid": 0,
+            "tid": 7,
+            "ts": 0,
+            "dur": 200,
+            "args": {"device": 0},
+        }
+    )
     return b.load()
 
 
@@ -182,10 +216,10 @@ def test_idle_threshold_is_in_ns_and_strict():
 
 def test_idle_gap_runs_from_the_latest_end_not_the_previous_kernel():
     b = TraceBuilder()
-    b.gpu("long", 100, 100, launch_ts=0)   # [100, 200)
-    b.gpu("inner", 110, 10, launch_ts=1)   # [110, 120): overlaps, no interval
+    b.gpu("long", 100, 100, launch_ts=0)  # [100, 200)
+    b.gpu("inner", 110, 10, launch_ts=1)  # [110, 120): overlaps, no interval
     b.gpu("inner2", 150, 20, launch_ts=2)  # [150, 170): the previous row ended at 120, but
-    b.gpu("after", 230, 10, launch_ts=3)   # the stream is busy until 200; gap 200..230
+    b.gpu("after", 230, 10, launch_ts=3)  # the stream is busy until 200; gap 200..230
     res = idle_time_breakdown(b.load(), interval_stats=True)
     assert row(res, idle_category="other")["idle_time"] == 30 * US
     assert row(res, idle_category="kernel_wait")["idle_time"] == 0
@@ -312,8 +346,16 @@ def test_kernel_distribution_across_ranks():
         traces[rank] = b.load()
     res = kernel_breakdown(hta_fast.TraceSet(traces))
     dist = res["distribution"].to_pylist()
-    assert dist == [{"kernel_type": "COMPUTATION", "name": "gemm", "ranks": 2, "min": 10 * US,
-                     "max": 30 * US, "mean": 20.0 * US}]
+    assert dist == [
+        {
+            "kernel_type": "COMPUTATION",
+            "name": "gemm",
+            "ranks": 2,
+            "min": 10 * US,
+            "max": 30 * US,
+            "mean": 20.0 * US,
+        }
+    ]
 
 
 def test_kernel_breakdown_no_gpu():
@@ -365,8 +407,9 @@ def test_real_trace_invariants(trace_filter):
     assert [r["rank"] for r in temp] == [0, 1]
     for r, o in zip(temp, over):
         assert r["idle_time"] + r["compute_time"] + r["non_compute_time"] == r["kernel_time"]
-        assert r["idle_time_pctg"] + r["compute_time_pctg"] + r["non_compute_time_pctg"] == \
-            pytest.approx(100)
+        assert r["idle_time_pctg"] + r["compute_time_pctg"] + r[
+            "non_compute_time_pctg"
+        ] == pytest.approx(100)
         busy = r["kernel_time"] - r["idle_time"]
         by_type = sum(x["time"] for x in types.table.to_pylist() if x["rank"] == r["rank"])
         assert by_type == busy  # every GPU work event here is COMP, COMM or MEM

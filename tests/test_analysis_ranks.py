@@ -1,5 +1,6 @@
 """Stragglers, trace diff, CUPTI counters and the memory timeline on synthetic traces whose
 answers are known by construction, plus a few real traces."""
+
 from __future__ import annotations
 
 import gzip
@@ -27,8 +28,18 @@ class TB:
         self.corr = 100
 
     def cpu(self, name, ts, dur, cat="cpu_op", tid=1, **args):
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid,
-                            "ts": ts, "dur": dur, "args": args})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 1,
+                "tid": tid,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
         return self
 
     def step(self, n, ts, dur):
@@ -36,12 +47,30 @@ class TB:
 
     def kernel(self, name, launch_ts, ts, dur, stream=7, cat="kernel", launch="cudaLaunchKernel"):
         self.corr += 1
-        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": launch, "pid": 1,
-                            "tid": 1, "ts": launch_ts, "dur": 1,
-                            "args": {"correlation": self.corr}})
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
-                            "ts": ts, "dur": dur,
-                            "args": {"stream": stream, "correlation": self.corr, "device": 0}})
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": launch,
+                "pid": 1,
+                "tid": 1,
+                "ts": launch_ts,
+                "dur": 1,
+                "args": {"correlation": self.corr},
+            }
+        )
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0,
+                "tid": stream,
+                "ts": ts,
+                "dur": dur,
+                "args": {"stream": stream, "correlation": self.corr, "device": 0},
+            }
+        )
         return self
 
     def doc(self) -> dict:
@@ -57,8 +86,9 @@ class TB:
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
 
-def dist_traces(lateness: dict[int, list[int]], *, steps=(0, 1), name=NCCL, stream=7,
-                extra=None) -> TraceSet:
+def dist_traces(
+    lateness: dict[int, list[int]], *, steps=(0, 1), name=NCCL, stream=7, extra=None
+) -> TraceSet:
     """One trace per rank: in each step, one compute kernel and one collective that starts
     `lateness[rank][i]` µs after 500 and ends at 900 (so late starters run shorter)."""
     out = {}
@@ -190,7 +220,11 @@ def test_trace_diff_counts_durations_and_categories():
     assert df.loc["aten::mm", "control_duration"] == 150_000
     assert df.loc["aten::mm", "diff_duration"] == 100_000 - 150_000
     k = "void gemm<float, 4>(int, float)"
-    assert df.loc[k, ["control_counts", "test_counts", "control_duration"]].tolist() == [3, 1, 100_000]
+    assert df.loc[k, ["control_counts", "test_counts", "control_duration"]].tolist() == [
+        3,
+        1,
+        100_000,
+    ]
     assert df.loc["cudaLaunchKernel", "control_counts"] == 3
     cats = df["counts_change_categories"].to_dict()
     assert cats["aten::mm"] == "decreased" and cats["aten::relu"] == "increased"
@@ -229,13 +263,16 @@ def test_trace_diff_without_gpu_and_without_steps():
         trace_diff(TB(0).cpu("a", 0, 1).load(), t.load())
 
 
-@pytest.mark.parametrize("name, short", [
-    ("void at::native::foo<float, 4>(int, float)", "at::native::foo"),
-    ("aten::add", "aten::add"),
-    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
-    ("ncclKernel_AllReduce(ncclDevComm*, unsigned long)", "ncclKernel_AllReduce"),
-    ("void a<b<c>, (d)>::k<e>(f(g))", "a::k"),
-])
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("void at::native::foo<float, 4>(int, float)", "at::native::foo"),
+        ("aten::add", "aten::add"),
+        ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
+        ("ncclKernel_AllReduce(ncclDevComm*, unsigned long)", "ncclKernel_AllReduce"),
+        ("void a<b<c>, (d)>::k<e>(f(g))", "a::k"),
+    ],
+)
 def test_short_name(name, short):
     assert short_name(name) == short
 
@@ -245,20 +282,69 @@ def cupti_trace(n_ranges=3):
     tb = TB(0)
     tb.cpu("aten::conv2d", 0, 100).cpu("aten::cudnn_convolution", 10, 50)
     ev = tb.events
-    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
-               "tid": 1, "ts": 20, "dur": 5, "args": {"correlation": 1}})
-    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
-               "tid": 1, "ts": 150, "dur": 5, "args": {"correlation": 2}})  # no op above
+    ev.append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 20,
+            "dur": 5,
+            "args": {"correlation": 1},
+        }
+    )
+    ev.append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 150,
+            "dur": 5,
+            "args": {"correlation": 2},
+        }
+    )  # no op above
     tb.cpu("aten::relu", 200, 20)
-    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "pid": 1,
-               "tid": 1, "ts": 205, "dur": 5, "args": {"correlation": 3}})
-    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1,
-               "tid": 1, "ts": 210, "dur": 5, "args": {"correlation": 4}})
+    ev.append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cuLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 205,
+            "dur": 5,
+            "args": {"correlation": 3},
+        }
+    )
+    ev.append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaMemcpyAsync",
+            "pid": 1,
+            "tid": 1,
+            "ts": 210,
+            "dur": 5,
+            "args": {"correlation": 4},
+        }
+    )
     for i in range(n_ranges):  # written out of order: pairing goes by start time
         j = n_ranges - 1 - i
-        ev.append({"ph": "X", "cat": "cuda_profiler_range", "name": f"kernel{j}", "pid": 0,
-                   "tid": 0, "ts": 1000 + 100 * j, "dur": 90,
-                   "args": {"flops": 10 * j, "ratio": 0.5 * j}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cuda_profiler_range",
+                "name": f"kernel{j}",
+                "pid": 0,
+                "tid": 0,
+                "ts": 1000 + 100 * j,
+                "dur": 90,
+                "args": {"flops": 10 * j, "ratio": 0.5 * j},
+            }
+        )
     return tb
 
 
@@ -269,8 +355,11 @@ def test_cupti_counters_pair_ranges_with_launches_by_start(tmp_path):
     r = cupti_counters(hta_fast.load(path))
     df = r.to_pandas()
     assert df["name"].tolist() == ["kernel0", "kernel1", "kernel2"]
-    assert [list(s) for s in df["op_stack"]] == [["aten::conv2d", "aten::cudnn_convolution"],
-                                                 [], ["aten::relu"]]
+    assert [list(s) for s in df["op_stack"]] == [
+        ["aten::conv2d", "aten::cudnn_convolution"],
+        [],
+        ["aten::relu"],
+    ]
     assert df["top_level_op"].tolist()[0] == "aten::conv2d"
     assert df["bottom_level_op"].tolist()[0] == "aten::cudnn_convolution"
     assert df["top_level_op"].isna().tolist() == [False, True, False]
@@ -304,10 +393,16 @@ def test_cupti_counters_real_trace(traces_dir):
 
 # --- memory timeline ---------------------------------------------------------------------
 def test_memory_timeline_known_answer(tmp_path):
-    raw = [[-1, 1, 100, 0], [-1, 1, 8, 7],  # before profiling: at the first timestamp
-           [50, 2, 30, 4], [50, 2, 5, 3],
-           [70, 3, -30, 4], [70, 3, 30, 5],  # category change activation -> gradient
-           [90, 4, -5, 3], [90, 4, -30, 5]]
+    raw = [
+        [-1, 1, 100, 0],
+        [-1, 1, 8, 7],  # before profiling: at the first timestamp
+        [50, 2, 30, 4],
+        [50, 2, 5, 3],
+        [70, 3, -30, 4],
+        [70, 3, 30, 5],  # category change activation -> gradient
+        [90, 4, -5, 3],
+        [90, 4, -30, 5],
+    ]
     path = tmp_path / "m.raw.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump(raw, f)
@@ -349,9 +444,18 @@ def test_trace_diff_gpu_annotations_take_the_step_of_their_cpu_annotation():
         tb.cpu("## forward ##", 1100, 800, cat="user_annotation", **{"External id": 43})
         # The GPU copy of step 5's annotation runs late, inside step 6's CPU window.
         for ext, ts in ((42, 1200), (43, 1950)):
-            tb.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": "## forward ##",
-                              "pid": 0, "tid": 7, "ts": ts, "dur": 300,
-                              "args": {"External id": ext}})
+            tb.events.append(
+                {
+                    "ph": "X",
+                    "cat": "gpu_user_annotation",
+                    "name": "## forward ##",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": ts,
+                    "dur": 300,
+                    "args": {"External id": ext},
+                }
+            )
         return tb.load()
 
     c = side()
@@ -368,8 +472,9 @@ def test_trace_diff_amd_kernels_on_stream_0_count_in_their_launch_step():
     def side(n):
         tb = TB(0).step(1, 0, 1000)
         for i in range(n):
-            tb.kernel("Cijk_Ailk_Bljk_SB", 10 + i, 20 + 10 * i, 5, stream=0,
-                      launch="hipLaunchKernel")
+            tb.kernel(
+                "Cijk_Ailk_Bljk_SB", 10 + i, 20 + 10 * i, 5, stream=0, launch="hipLaunchKernel"
+            )
         return tb.load()
 
     df = trace_diff(side(1), side(3), device="gpu").to_pandas().set_index("name")

@@ -1,6 +1,7 @@
 """Every analysis takes the same selection keywords (ranks, steps, window, streams) and
 honours them: a narrower selection never sees more, a rank left out is absent, and an
 analysis of the selected events equals the analysis of a trace holding only them."""
+
 import numpy as np
 import pytest
 
@@ -49,8 +50,12 @@ def test_every_selection_keyword_is_accepted_and_narrows(name, ranks):
     mid = int(np.median(ts))
     step_numbers = t0.column("steps", "step").tolist()
     streams = sorted(set(t0.column("events", "stream").tolist()) - {-1})
-    for kw in (dict(ranks=[1]), dict(steps=step_numbers[:1]), dict(window=(int(ts.min()), mid)),
-               dict(streams=streams[:1])):
+    for kw in (
+        dict(ranks=[1]),
+        dict(steps=step_numbers[:1]),
+        dict(window=(int(ts.min()), mid)),
+        dict(streams=streams[:1]),
+    ):
         part = fn(ranks, **kw)
         assert part.table.num_rows <= max(full.table.num_rows, 1) or name in {"idle_time"}, kw
         if "rank" in part.table.column_names and "ranks" in kw:
@@ -61,8 +66,9 @@ def test_temporal_window_equals_the_window_cut(ranks):
     # Busy time inside a window = the union of GPU intervals clipped to it.
     t0 = ranks[0]
     kind = t0.column("events", "kind")
-    gpu = np.isin(kind, [hta_fast.EventKind.kernel, hta_fast.EventKind.memcpy,
-                         hta_fast.EventKind.memset])
+    gpu = np.isin(
+        kind, [hta_fast.EventKind.kernel, hta_fast.EventKind.memcpy, hta_fast.EventKind.memset]
+    )
     s = t0.column("events", "ts")[gpu]
     e = s + t0.column("events", "dur")[gpu]
     lo, hi = int(np.quantile(s, 0.25)), int(np.quantile(s, 0.75))

@@ -1,6 +1,7 @@
 """Broken input: every case raises TraceFormatError (strict) with a useful reason and, where
 one is meaningful, the byte offset computed here from the text; recover=True keeps exactly
 what can be kept and counts what it dropped."""
+
 from __future__ import annotations
 
 import gzip
@@ -14,8 +15,12 @@ import hta_fast
 from hta_fast import TraceFormatError
 from hta_fast.errors import ErrorCode
 
-CONFIGS = [dict(chunk_size=0, threads=1), dict(chunk_size=0, threads=2),
-           dict(chunk_size=256, threads=1), dict(chunk_size=256, threads=2)]
+CONFIGS = [
+    dict(chunk_size=0, threads=1),
+    dict(chunk_size=0, threads=2),
+    dict(chunk_size=256, threads=1),
+    dict(chunk_size=256, threads=2),
+]
 
 
 def ev_text(i, **extra):
@@ -28,8 +33,13 @@ def ev_text(i, **extra):
 class Doc:
     """A trace assembled from event texts, remembering where each event starts and ends."""
 
-    def __init__(self, events: list[bytes], head=b'{"schemaVersion":1,"traceEvents":[',
-                 tail=b'],"traceName":"x"}', sep=b",\n  "):
+    def __init__(
+        self,
+        events: list[bytes],
+        head=b'{"schemaVersion":1,"traceEvents":[',
+        tail=b'],"traceName":"x"}',
+        sep=b",\n  ",
+    ):
         self.events = events
         parts, self.starts, self.ends = [head], [], []
         pos = len(head)
@@ -80,9 +90,19 @@ def test_whitespace_only(text):
     assert e.offset in (0, len(text))
 
 
-@pytest.mark.parametrize("text,offset", [(b"hello", 0), (b"\n  hello", 3), (b"nul", 0),
-                                         (b"<html>", 0), (b"\xff", 0), (b"\x89PNG\r\n", 0),
-                                         (b"  \xe9t\xe9", 2), (b"\x00\x00\x00", 0)])
+@pytest.mark.parametrize(
+    "text,offset",
+    [
+        (b"hello", 0),
+        (b"\n  hello", 3),
+        (b"nul", 0),
+        (b"<html>", 0),
+        (b"\xff", 0),
+        (b"\x89PNG\r\n", 0),
+        (b"  \xe9t\xe9", 2),
+        (b"\x00\x00\x00", 0),
+    ],
+)
 def test_not_json(text, offset):
     # binary or non-ASCII first bytes too: the reason must still be a readable str
     e = load_error(text)
@@ -101,20 +121,23 @@ def test_utf8_byte_order_mark():
     assert t.events["name"].to_pylist() == ["op0"]
 
 
-@pytest.mark.parametrize("text,why", [
-    (b'{"a": 1}', "traceEvents"),
-    (b'{"a": {"traceEvents": []}}', "traceEvents"),   # not at the top level
-    (b'{"a": "\\"traceEvents\\": ["}', "traceEvents"),  # only inside a string
-    (b'{}', "traceEvents"),
-    (b"[1,2,3]", "not a trace"),
-    (b"[[1,2]]", "not a trace"),
-    (b'["a", "b"]', "not a trace"),
-    (b"[null]", "not a trace"),
-    (b'"str"', "JSON trace"),
-    (b"42", "JSON trace"),
-    (b"null", "JSON trace"),
-    (b"true", "JSON trace"),
-])
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        (b'{"a": 1}', "traceEvents"),
+        (b'{"a": {"traceEvents": []}}', "traceEvents"),  # not at the top level
+        (b'{"a": "\\"traceEvents\\": ["}', "traceEvents"),  # only inside a string
+        (b"{}", "traceEvents"),
+        (b"[1,2,3]", "not a trace"),
+        (b"[[1,2]]", "not a trace"),
+        (b'["a", "b"]', "not a trace"),
+        (b"[null]", "not a trace"),
+        (b'"str"', "JSON trace"),
+        (b"42", "JSON trace"),
+        (b"null", "JSON trace"),
+        (b"true", "JSON trace"),
+    ],
+)
 def test_json_that_is_not_a_trace(text, why):
     e = load_error(text)
     assert why in e.reason, e.reason
@@ -161,7 +184,7 @@ BAD_FIELDS = [
 # Integers beyond int64 (written as text: json.dumps would keep them exact anyway).
 BIG_NUMBERS = [
     '"ts": 99999999999999999999999',
-    '"ts": 9223372036854775.808',       # one ns past int64
+    '"ts": 9223372036854775.808',  # one ns past int64
     '"ts": -9223372036854775.809',
     '"ts": 1e300',
     '"dur": 18446744073709551616',
@@ -204,13 +227,16 @@ def test_bad_field(bad, position):
         assert ex[0]["text"].startswith('{"ph":"X"')
 
 
-@pytest.mark.parametrize("event", [
-    {"ph": "s", "id": {}, "pid": 1, "tid": 1, "ts": 5, "cat": "ac2g", "name": "x"},
-    {"ph": "C", "name": "c", "pid": 1, "tid": 1, "ts": "abc", "args": {"a": 1}},
-    {"ph": "M", "name": "process_name", "pid": [], "tid": 0, "args": {"name": "x"}},
-    {"ph": "i", "name": "i", "pid": 1, "tid": 1, "ts": {}, "s": "t"},
-    {"ph": ["X"], "name": "i", "pid": 1, "tid": 1, "ts": 1},
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"ph": "s", "id": {}, "pid": 1, "tid": 1, "ts": 5, "cat": "ac2g", "name": "x"},
+        {"ph": "C", "name": "c", "pid": 1, "tid": 1, "ts": "abc", "args": {"a": 1}},
+        {"ph": "M", "name": "process_name", "pid": [], "tid": 0, "args": {"name": "x"}},
+        {"ph": "i", "name": "i", "pid": 1, "tid": 1, "ts": {}, "s": "t"},
+        {"ph": ["X"], "name": "i", "pid": 1, "tid": 1, "ts": 1},
+    ],
+)
 def test_bad_field_in_other_phases(event):
     events = [ev_text(0).encode(), json.dumps(event).encode(), ev_text(2).encode()]
     doc = Doc(events)
@@ -232,21 +258,36 @@ def test_bad_fields_counted_one_per_event():
 
 
 def test_int64_limits_are_accepted():
-    doc = Doc([b'{"ph":"X","name":"max","pid":1,"tid":1,"ts":9223372036854775.807,"dur":0,'
-               b'"args":{"correlation":9223372036854775807}}',
-               b'{"ph":"X","name":"min","pid":1,"tid":1,"ts":-9223372036854775.808,"dur":0}'])
+    doc = Doc(
+        [
+            b'{"ph":"X","name":"max","pid":1,"tid":1,"ts":9223372036854775.807,"dur":0,'
+            b'"args":{"correlation":9223372036854775807}}',
+            b'{"ph":"X","name":"min","pid":1,"tid":1,"ts":-9223372036854775.808,"dur":0}',
+        ]
+    )
     t = hta_fast.load(doc.text)
-    assert t.events["ts"].to_pylist() == [2 ** 63 - 1, -(2 ** 63)]
-    assert t.events["correlation"].to_pylist() == [2 ** 63 - 1, None]
+    assert t.events["ts"].to_pylist() == [2**63 - 1, -(2**63)]
+    assert t.events["correlation"].to_pylist() == [2**63 - 1, None]
 
 
 # --- base time ----------------------------------------------------------------------
-@pytest.mark.parametrize("base", [b'"abc"', b"{}", b"[1]", b"null", b"true", b"1e30",
-                                  b"18446744073709551615", b"18446744073709551616",
-                                  b"99999999999999999999999999"])
+@pytest.mark.parametrize(
+    "base",
+    [
+        b'"abc"',
+        b"{}",
+        b"[1]",
+        b"null",
+        b"true",
+        b"1e30",
+        b"18446744073709551615",
+        b"18446744073709551616",
+        b"99999999999999999999999999",
+    ],
+)
 def test_bad_base_time(base):
     # not an int64: raise rather than silently use 0 (or a wrapped value) as the base
-    text = (b'{"traceEvents":[' + ev_text(1).encode() + b'],"baseTimeNanoseconds":' + base + b"}")
+    text = b'{"traceEvents":[' + ev_text(1).encode() + b'],"baseTimeNanoseconds":' + base + b"}"
     e = load_error(text)
     assert "baseTimeNanoseconds" in e.reason
 
@@ -254,9 +295,13 @@ def test_bad_base_time(base):
 def test_base_time_plus_ts_beyond_int64():
     # 9e18 ns of relative time + a 1.7e18 base does not fit int64: the absolute ts must
     # not wrap to a negative number.
-    text = (b'{"traceEvents":[' + ev_text(1).encode() + b',' +
-            b'{"ph":"X","name":"far","pid":1,"tid":1,"ts":9000000000000000,"dur":1}'
-            b'],"baseTimeNanoseconds":1700000000000000000}')
+    text = (
+        b'{"traceEvents":['
+        + ev_text(1).encode()
+        + b","
+        + b'{"ph":"X","name":"far","pid":1,"tid":1,"ts":9000000000000000,"dur":1}'
+        b'],"baseTimeNanoseconds":1700000000000000000}'
+    )
     with pytest.raises(TraceFormatError):
         hta_fast.load(text)
     try:
@@ -290,11 +335,11 @@ def test_invalid_utf8_in_a_name(raw, k):
         assert t.stat("bad_field") == 1
 
 
-@pytest.mark.parametrize("name", [b'"\\ud800"', b'"a\\udc00b"', b'"\\x"', b'"\\u12"',
-                                  b'"a\x01b"'])
+@pytest.mark.parametrize("name", [b'"\\ud800"', b'"a\\udc00b"', b'"\\x"', b'"\\u12"', b'"a\x01b"'])
 def test_bad_strings_raise(name):
-    doc = Doc([ev_text(0).encode(),
-               b'{"ph":"X","name":' + name + b',"pid":1,"tid":1,"ts":1,"dur":1}'])
+    doc = Doc(
+        [ev_text(0).encode(), b'{"ph":"X","name":' + name + b',"pid":1,"tid":1,"ts":1,"dur":1}']
+    )
     for recover in (False, True):
         try:
             t = hta_fast.load(doc.text, recover=recover)
@@ -307,7 +352,7 @@ def test_bad_strings_raise(name):
 
 # --- the header: parsed once, by the core ---------------------------------------------
 def header_doc(before: bytes = b"", after: bytes = b"") -> bytes:
-    return (b"{" + before + b'"traceEvents":[' + ev_text(0).encode() + b"]" + after + b"}")
+    return b"{" + before + b'"traceEvents":[' + ev_text(0).encode() + b"]" + after + b"}"
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
@@ -327,11 +372,14 @@ def test_header_nested_within_the_limit():
     assert t.events["name"].to_pylist() == ["op0"]
 
 
-@pytest.mark.parametrize("header", [
-    (b'"baseTimeNanoseconds":5,', b',"baseTimeNanoseconds":"x"'),
-    (b'"baseTimeNanoseconds":"x",', b',"baseTimeNanoseconds":5'),
-    (b'"baseTimeNanoseconds":5,"baseTimeNanoseconds":[1],', b""),
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        (b'"baseTimeNanoseconds":5,', b',"baseTimeNanoseconds":"x"'),
+        (b'"baseTimeNanoseconds":"x",', b',"baseTimeNanoseconds":5'),
+        (b'"baseTimeNanoseconds":5,"baseTimeNanoseconds":[1],', b""),
+    ],
+)
 def test_duplicated_header_key_with_a_wrong_type(tmp_path, header):
     # every occurrence is checked, whichever one a dict would keep
     p = tmp_path / "dup.json"
@@ -351,25 +399,32 @@ def test_duplicated_header_key_the_last_wins():
 
 
 # --- error codes --------------------------------------------------------------------
-@pytest.mark.parametrize("text,code", [
-    (b"", ErrorCode.empty), (b"  \n", ErrorCode.empty),
-    (b"hello", ErrorCode.not_json), (b"42", ErrorCode.not_json),
-    (b'{"a": 1}', ErrorCode.not_a_trace), (b"[1, 2]", ErrorCode.not_a_trace),
-    (b'{"traceEvents": 5}', ErrorCode.bad_field),
-    (b'{"traceEvents":[' + ev_text(0).encode(), ErrorCode.truncated),
-    (b'{"traceEvents":[' + ev_text(0, ts="x").encode() + b"]}", ErrorCode.bad_field),
-    (b'{"traceEvents":[' + ev_text(0).encode() + b",,]}", ErrorCode.bad_json),
-    (b'{"traceEvents":[]} x', ErrorCode.bad_json),
-    (gzip.compress(b'{"traceEvents":[]}')[:-6], ErrorCode.truncated),
-    (b"\x1f\x8b" + b"garbage" * 10, ErrorCode.corrupt_stream),
-])
+@pytest.mark.parametrize(
+    "text,code",
+    [
+        (b"", ErrorCode.empty),
+        (b"  \n", ErrorCode.empty),
+        (b"hello", ErrorCode.not_json),
+        (b"42", ErrorCode.not_json),
+        (b'{"a": 1}', ErrorCode.not_a_trace),
+        (b"[1, 2]", ErrorCode.not_a_trace),
+        (b'{"traceEvents": 5}', ErrorCode.bad_field),
+        (b'{"traceEvents":[' + ev_text(0).encode(), ErrorCode.truncated),
+        (b'{"traceEvents":[' + ev_text(0, ts="x").encode() + b"]}", ErrorCode.bad_field),
+        (b'{"traceEvents":[' + ev_text(0).encode() + b",,]}", ErrorCode.bad_json),
+        (b'{"traceEvents":[]} x', ErrorCode.bad_json),
+        (gzip.compress(b'{"traceEvents":[]}')[:-6], ErrorCode.truncated),
+        (b"\x1f\x8b" + b"garbage" * 10, ErrorCode.corrupt_stream),
+    ],
+)
 def test_error_codes(text, code):
     e = load_error(text)
     assert e.code is code, (e.code, e.reason)
 
 
-@pytest.mark.parametrize("text", [b'{"a": 1}', b"[1, 2]",
-                                  b'{"traceEvents":[], "baseTimeNanoseconds": "x"}'])
+@pytest.mark.parametrize(
+    "text", [b'{"a": 1}', b"[1, 2]", b'{"traceEvents":[], "baseTimeNanoseconds": "x"}']
+)
 def test_unknown_offsets_are_none(text):
     # no single byte is to blame: no "at byte 0" in the message
     e = load_error(text)
@@ -437,7 +492,7 @@ def test_zstd_garbage_after_magic():
 
 
 # --- truncation ---------------------------------------------------------------------
-HOSTILE = ['}, {', '},{"ph":"X"', 'q"uote', "back\\slash\\", "é漢 😀", "] [", "\\u00e9"]
+HOSTILE = ["}, {", '},{"ph":"X"', 'q"uote', "back\\slash\\", "é漢 😀", "] [", "\\u00e9"]
 
 
 @pytest.fixture(scope="module", params=["compact", "native"])
@@ -446,18 +501,30 @@ def trunc_doc(request):
     events = []
     for i in range(900):
         name = f"op{i}" + (rng.choice(HOSTILE) if i % 3 == 0 else "")
-        e = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
-             "ts": round(i + 0.123, 3), "dur": 1,
-             "args": {"External id": i, "x": [{"a": i}, {"b": "}, {"}]}}
+        e = {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": name,
+            "pid": 1,
+            "tid": 1,
+            "ts": round(i + 0.123, 3),
+            "dur": 1,
+            "args": {"External id": i, "x": [{"a": i}, {"b": "}, {"}]},
+        }
         if request.param == "compact":
             events.append(json.dumps(e, separators=(",", ":"), ensure_ascii=False).encode())
         else:
-            events.append(("  " + json.dumps(e, indent=4, ensure_ascii=False)
-                           .replace("\n", "\n  ")).encode())
+            events.append(
+                ("  " + json.dumps(e, indent=4, ensure_ascii=False).replace("\n", "\n  ")).encode()
+            )
     if request.param == "compact":
         return Doc(events)
-    return Doc(events, head=b'\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n',
-               tail=b'\n],\n  "traceName": "x",\n  "baseTimeNanoseconds": 1000\n}', sep=b",\n")
+    return Doc(
+        events,
+        head=b'\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n',
+        tail=b'\n],\n  "traceName": "x",\n  "baseTimeNanoseconds": 1000\n}',
+        sep=b",\n",
+    )
 
 
 def cut_positions(doc, rng, n_random=80):
@@ -511,13 +578,14 @@ def test_truncated_bare_array():
         e = load_error(doc.text[:cut])
         assert e.offset == cut
         t = hta_fast.load(doc.text[:cut], recover=True, chunk_size=256, threads=2)
-        assert t.events["name"].to_pylist() == [
-            f"op{i}" for i in range(2000) if doc.ends[i] <= cut]
+        assert t.events["name"].to_pylist() == [f"op{i}" for i in range(2000) if doc.ends[i] <= cut]
 
 
 def test_cut_after_the_events_array():
-    doc = Doc([ev_text(i).encode() for i in range(3)],
-              tail=b'], "deviceProperties": [{"id": 0}, {"id": 1}], "baseTimeNanoseconds": 5}')
+    doc = Doc(
+        [ev_text(i).encode() for i in range(3)],
+        tail=b'], "deviceProperties": [{"id": 0}, {"id": 1}], "baseTimeNanoseconds": 5}',
+    )
     for cut in range(doc.array_end + 1, len(doc.text)):
         e = load_error(doc.text[:cut])
         assert e.offset == cut
@@ -529,12 +597,16 @@ def test_cut_after_the_events_array():
 
 
 # --- trailing content ---------------------------------------------------------------
-@pytest.mark.parametrize("tail", [b" x", b"\n{}", b"]", b"}", b"\x00\x00", b",", b"\n\n[]",
-                                  b' {"traceEvents": []}'])
+@pytest.mark.parametrize(
+    "tail", [b" x", b"\n{}", b"]", b"}", b"\x00\x00", b",", b"\n\n[]", b' {"traceEvents": []}']
+)
 @pytest.mark.parametrize("bare", [False, True])
 def test_trailing_garbage(tail, bare):
-    body = (b"[" + ev_text(0).encode() + b"]") if bare else \
-        (b'{"traceEvents":[' + ev_text(0).encode() + b'],"traceName":"x"}')
+    body = (
+        (b"[" + ev_text(0).encode() + b"]")
+        if bare
+        else (b'{"traceEvents":[' + ev_text(0).encode() + b'],"traceName":"x"}')
+    )
     e = load_error(body + tail)
     assert e.offset == len(body) + len(tail) - len(tail.lstrip(b" \n"))
     assert "after the end" in e.reason
@@ -544,7 +616,9 @@ def test_trailing_garbage(tail, bare):
 def test_trailing_whitespace_is_fine(tail):
     body = b'{"traceEvents":[' + ev_text(0).encode() + b'],"traceName":"x"}'
     assert hta_fast.load(body + tail).events["name"].to_pylist() == ["op0"]
-    assert hta_fast.load(b"[" + ev_text(0).encode() + b"]" + tail).events["name"].to_pylist() == ["op0"]
+    assert hta_fast.load(b"[" + ev_text(0).encode() + b"]" + tail).events["name"].to_pylist() == [
+        "op0"
+    ]
 
 
 def test_trailing_garbage_after_large_trace():
@@ -571,13 +645,16 @@ def test_structural_error_inside_events():
             assert e.offset <= doc.ends[1200] + 1
 
 
-@pytest.mark.parametrize("broken", [
-    b'"ts":} 5, "cat": "x"}',       # a stray '}' where a value should be
-    b'"ts": 5, "cat": "x"}}',       # one '}' too many
-    b'"ts": 5, "cat": ["x"}',       # '[' closed by '}'
-    b'"ts": 5 "cat": "x"}',         # a missing comma
-    b'"ts": 5, "cat" "x"}',         # a missing colon
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        b'"ts":} 5, "cat": "x"}',  # a stray '}' where a value should be
+        b'"ts": 5, "cat": "x"}}',  # one '}' too many
+        b'"ts": 5, "cat": ["x"}',  # '[' closed by '}'
+        b'"ts": 5 "cat": "x"}',  # a missing comma
+        b'"ts": 5, "cat" "x"}',  # a missing colon
+    ],
+)
 def test_syntax_error_inside_an_event_same_for_every_chunk_size(broken):
     # Invalid JSON in one event past the first 64 KiB: whatever the loader decides (raise,
     # or with recover=True perhaps skip the event), the chunk size must not change it.
@@ -591,8 +668,13 @@ def test_syntax_error_inside_an_event_same_for_every_chunk_size(broken):
             try:
                 t = hta_fast.load(doc.text, recover=recover, **c)
                 names = t.events["name"].to_pylist()
-                outcomes[str(c)] = ("ok", f"{len(names)} events", "broken" in names,
-                                    f"bad_field={t.stat('bad_field')}", hash(tuple(names)))
+                outcomes[str(c)] = (
+                    "ok",
+                    f"{len(names)} events",
+                    "broken" in names,
+                    f"bad_field={t.stat('bad_field')}",
+                    hash(tuple(names)),
+                )
             except TraceFormatError as e:
                 assert doc.starts[1000] <= e.offset <= doc.ends[1000], (c, e)
                 outcomes[str(c)] = ("error",)

@@ -1,5 +1,6 @@
 """The command line as a user meets it: click's runner in-process and a real subprocess,
 on the real traces in ../shared/traces, bad paths and corrupt files included."""
+
 from __future__ import annotations
 
 import gzip
@@ -27,8 +28,9 @@ def run(*args: str):
 
 
 def run_subprocess(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hta_fast", *args], capture_output=True,
-                          text=True, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "hta_fast", *args], capture_output=True, text=True, timeout=120, **kw
+    )
 
 
 def one_error_line(stderr: str) -> str:
@@ -47,8 +49,9 @@ def dlrm(traces_dir):
 @pytest.fixture()
 def truncated(tmp_path, traces_dir):
     """A real trace cut in the middle of its events, as when a profiler dies writing it."""
-    text = gzip.decompress((traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz")
-                           .read_bytes())
+    text = gzip.decompress(
+        (traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz").read_bytes()
+    )
     path = tmp_path / "cut.json"
     path.write_bytes(text[: len(text) // 2])
     return path
@@ -66,7 +69,9 @@ def test_info_json_counts_match_the_loader(dlrm):
         assert row["events"] == t.events.num_rows
         assert row["world_size"] == 8
         assert row["steps"] == 1 and row["first_step"] == 10
-        assert row["kernels"] == sum(1 for k in t.events.column("kind").to_pylist() if k == "kernel")
+        assert row["kernels"] == sum(
+            1 for k in t.events.column("kind").to_pylist() if k == "kernel"
+        )
         assert row["file_bytes"] == os.path.getsize(t.meta.path)
 
 
@@ -88,14 +93,31 @@ def test_analyze_json_equals_the_analysis(dlrm):
 
 
 def test_analyze_writes_csv_and_parquet(dlrm, tmp_path):
-    res = run("analyze", str(dlrm), "-a", "kernel_breakdown", "-a", "steps", "--format",
-              "parquet", "-o", str(tmp_path / "pq"))
+    res = run(
+        "analyze",
+        str(dlrm),
+        "-a",
+        "kernel_breakdown",
+        "-a",
+        "steps",
+        "--format",
+        "parquet",
+        "-o",
+        str(tmp_path / "pq"),
+    )
     assert res.exit_code == 0, res.output
     names = sorted(os.listdir(tmp_path / "pq"))
-    assert names == ["kernel_breakdown.distribution.parquet", "kernel_breakdown.kernels.parquet",
-                     "kernel_breakdown.parquet", "steps.parquet", "steps.steps.parquet"]
+    assert names == [
+        "kernel_breakdown.distribution.parquet",
+        "kernel_breakdown.kernels.parquet",
+        "kernel_breakdown.parquet",
+        "steps.parquet",
+        "steps.steps.parquet",
+    ]
     assert pq.read_table(tmp_path / "pq" / "steps.parquet").num_rows == 8
-    res = run("analyze", str(dlrm), "-a", "idle_time", "--format", "csv", "-o", str(tmp_path / "csv"))
+    res = run(
+        "analyze", str(dlrm), "-a", "idle_time", "--format", "csv", "-o", str(tmp_path / "csv")
+    )
     assert res.exit_code == 0
     lines = (tmp_path / "csv" / "idle_time.csv").read_text().splitlines()
     assert lines[0] == '"rank","stream","idle_category","idle_time","idle_time_ratio","intervals"'
@@ -107,8 +129,11 @@ def test_analyze_steps_select(traces_dir):
     all_steps = json.loads(run("analyze", str(folder), "-a", "steps", "--format", "json").output)
     steps = [r["step"] for r in all_steps["tables"]["steps"]]
     assert len(steps) >= 2
-    pick = json.loads(run("analyze", str(folder), "-a", "steps", "--steps", f"{steps[1]}",
-                          "--format", "json").output)
+    pick = json.loads(
+        run(
+            "analyze", str(folder), "-a", "steps", "--steps", f"{steps[1]}", "--format", "json"
+        ).output
+    )
     assert [r["step"] for r in pick["tables"]["steps"]] == [steps[1]]
 
 
@@ -119,13 +144,16 @@ def test_analyze_table_format_limits_rows(dlrm):
     assert "... 91 more rows" in res.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--steps", "x"], "--steps"),
-    (["--steps", "5:2"], "ends before it starts"),
-    (["--ranks", "9"], "no such rank(s): [9]"),
-    (["--format", "csv"], "give a folder with -o DIR"),
-    (["-a", "nonsense"], "nonsense"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--steps", "x"], "--steps"),
+        (["--steps", "5:2"], "ends before it starts"),
+        (["--ranks", "9"], "no such rank(s): [9]"),
+        (["--format", "csv"], "give a folder with -o DIR"),
+        (["-a", "nonsense"], "nonsense"),
+    ],
+)
 def test_analyze_bad_options(dlrm, args, message):
     res = run_subprocess("analyze", str(dlrm), *args)
     assert res.returncode == 2
@@ -139,7 +167,9 @@ def test_missing_path(tmp_path):
         extra = ["-o", str(tmp_path / "out")] if command == "convert" else []
         res = run_subprocess(command, str(missing), *extra)
         assert res.returncode == 2, (command, res.stderr)
-        assert one_error_line(res.stderr) == f"hta-fast: error: {missing}: no such file or directory"
+        assert (
+            one_error_line(res.stderr) == f"hta-fast: error: {missing}: no such file or directory"
+        )
 
 
 def test_truncated_trace_names_file_and_offset_and_what_to_do(truncated):
@@ -154,8 +184,9 @@ def test_truncated_trace_names_file_and_offset_and_what_to_do(truncated):
 
 
 def test_not_a_trace(traces_dir, tmp_path):
-    res = run_subprocess("info", str(traces_dir / "hta" / "execution_trace" /
-                                     "benchmark_simple_add_et.json.gz"))
+    res = run_subprocess(
+        "info", str(traces_dir / "hta" / "execution_trace" / "benchmark_simple_add_et.json.gz")
+    )
     assert res.returncode == 2
     assert "not a trace" in one_error_line(res.stderr)
     garbage = tmp_path / "garbage.json.gz"
@@ -209,8 +240,9 @@ def test_no_progress_bar_into_a_pipe(dlrm, tmp_path):
 
 def test_broken_pipe_is_quiet(dlrm):
     cmd = f"{sys.executable} -m hta_fast analyze {dlrm} -a idle_time --limit 0 | head -1"
-    res = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120
+    )
     assert res.stdout.startswith("idle_time")
     assert res.stderr == ""
 
@@ -231,8 +263,9 @@ def test_diff_equals_trace_diff(traces_dir):
 
 
 def test_diff_bad_side(traces_dir, tmp_path):
-    res = run_subprocess("diff", str(traces_dir / "hta" / "trace_diff" / "control"),
-                         str(tmp_path / "missing"))
+    res = run_subprocess(
+        "diff", str(traces_dir / "hta" / "trace_diff" / "control"), str(tmp_path / "missing")
+    )
     assert res.returncode == 2
     assert "missing: no such file or directory" in one_error_line(res.stderr)
 
@@ -276,6 +309,7 @@ def doctor_says(monkeypatch):
         mod = fake_doctor.module(**kw)
         monkeypatch.setitem(sys.modules, "hta_fast.doctor", mod)
         return mod
+
     return install
 
 
@@ -318,16 +352,21 @@ def test_doctor_thresholds(dlrm, doctor_says, tmp_path):
     assert mod.calls[-1]["thresholds"] == fake_doctor.Thresholds(min_share=0.2)
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"tiny_kernel_ns": 5000}))
-    assert run("doctor", str(dlrm), "--thresholds", str(f), "--threshold",
-               "min_share=0.1").exit_code == 0
+    assert (
+        run("doctor", str(dlrm), "--thresholds", str(f), "--threshold", "min_share=0.1").exit_code
+        == 0
+    )
     assert mod.calls[-1]["thresholds"] == fake_doctor.Thresholds(min_share=0.1, tiny_kernel_ns=5000)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--threshold", "nope=1"], "KEY one of min_share, tiny_kernel_ns"),
-    (["--threshold", "min_share=abc"], "is not a number"),
-    (["--fail-on", "gremlins"], "gremlins: not a cause"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--threshold", "nope=1"], "KEY one of min_share, tiny_kernel_ns"),
+        (["--threshold", "min_share=abc"], "is not a number"),
+        (["--fail-on", "gremlins"], "gremlins: not a cause"),
+    ],
+)
 def test_doctor_bad_options_exit_2(dlrm, doctor_says, args, message):
     doctor_says()
     res = CliRunner().invoke(cli, ["doctor", str(dlrm), *args])
@@ -353,8 +392,11 @@ def test_doctor_without_the_doctor_package(dlrm, monkeypatch):
 def test_demo_writes_traces_and_a_report(tmp_path):
     res = run_subprocess("demo", "-o", str(tmp_path), "--ranks", "2", "--size-mb", "2")
     assert res.returncode == 0, res.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0.json.gz", "rank1.json.gz",
-                                                          "report.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "rank0.json.gz",
+        "rank1.json.gz",
+        "report.html",
+    ]
     traces = hta_fast.load_dir(tmp_path)
     assert traces.ranks == [0, 1]
     assert all(t.meta.world_size == 2 for t in traces.values())
@@ -382,6 +424,7 @@ def test_every_analysis_runs_by_name(traces_dir, name):
 
 def test_progress_only_for_a_terminal(monkeypatch):
     from hta_fast.cli.app import Options
+
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert Options().progress and not Options(quiet=True).progress
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)

@@ -1,4 +1,5 @@
 """`hta-fast critical-path`, `replay` and `whatif` on the real critical-path traces."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ def test_critical_path_json_equals_the_analysis(traces_dir, tmp_path):
     out = tmp_path / "path.json.gz"
     res = run("critical-path", str(folder(traces_dir)), "--format", "json", "--trace-out", str(out))
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output[:res.output.rindex("}") + 1])
+    doc = json.loads(res.output[: res.output.rindex("}") + 1])
     expected = critical_path(hta_fast.load_dir(folder(traces_dir)))
     assert doc["tables"]["critical_path"] == expected.table.to_pylist()
     assert doc["tables"]["critical_path.breakdown"] == expected["breakdown"].to_pylist()
@@ -40,7 +41,7 @@ def test_critical_path_windows_walks_each_window_alone(traces_dir, tmp_path):
         out = tmp_path / f"path{len(flag)}.json"
         res = run("critical-path", str(path), "--format", "json", "--trace-out", str(out), *flag)
         assert res.exit_code == 0, res.output
-        doc = json.loads(res.output[:res.output.rindex("}") + 1])
+        doc = json.loads(res.output[: res.output.rindex("}") + 1])
         expected = critical_path(hta_fast.load_dir(path), chained=not flag)
         assert doc["tables"]["critical_path.breakdown"] == expected["breakdown"].to_pylist()
         rows[len(flag)] = expected["breakdown"].num_rows
@@ -56,8 +57,9 @@ def test_replay_reproduces_the_steps(traces_dir):
 
 
 def test_whatif_equals_the_model(traces_dir):
-    res = run("whatif", str(folder(traces_dir)), "--scale", "COMP=0.5", "--cpu", "0.5",
-              "--format", "json")
+    res = run(
+        "whatif", str(folder(traces_dir)), "--scale", "COMP=0.5", "--cpu", "0.5", "--format", "json"
+    )
     assert res.exit_code == 0, res.output
     expected = what_if(hta_fast.load_dir(folder(traces_dir)), kernel_class={"COMP": 0.5}, cpu=0.5)
     rows = json.loads(res.output)["tables"]["what_if"]
@@ -76,14 +78,15 @@ def test_whatif_device_equals_the_model(traces_dir):
     res = run("whatif", str(control), "--device", "V100-SXM2", "--format", "json")
     assert res.exit_code == 0, res.output
     expected = what_if(hta_fast.load_dir(control), device="V100-SXM2")
-    rows = json.loads(res.output[:res.output.rindex("}") + 1])["tables"]["what_if"]
+    rows = json.loads(res.output[: res.output.rindex("}") + 1])["tables"]["what_if"]
     assert rows == expected.table.to_pylist()
     assert all(r["predicted"] > r["measured"] for r in rows)  # a V100 is slower than an A100
 
 
 def test_whatif_unknown_device_is_one_line(traces_dir):
-    res = run_subprocess("whatif", str(folder(traces_dir)), "--device", "Nope",
-                         "--source-device", "A100-SXM4-40GB")
+    res = run_subprocess(
+        "whatif", str(folder(traces_dir)), "--device", "Nope", "--source-device", "A100-SXM4-40GB"
+    )
     assert res.returncode == 2
     assert "unknown device 'Nope'" in one_error_line(res.stderr)
 
@@ -92,7 +95,7 @@ def test_critical_path_together_equals_the_analysis(traces_dir):
     path = traces_dir / "param_dlrm_8rank"
     res = run("critical-path", str(path), "--together", "--format", "json")
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output[:res.output.rindex("}") + 1])
+    doc = json.loads(res.output[: res.output.rindex("}") + 1])
     expected = critical_path(hta_fast.load_dir(path), cross_rank=True)
     assert doc["tables"]["critical_path"] == expected.table.to_pylist()
     assert doc["tables"]["critical_path.breakdown"] == expected["breakdown"].to_pylist()
@@ -101,8 +104,13 @@ def test_critical_path_together_equals_the_analysis(traces_dir):
 
 
 def test_critical_path_together_refuses_trace_out_in_one_line(traces_dir, tmp_path):
-    res = run_subprocess("critical-path", str(traces_dir / "param_dlrm_8rank"), "--together",
-                         "--trace-out", str(tmp_path / "p.json"))
+    res = run_subprocess(
+        "critical-path",
+        str(traces_dir / "param_dlrm_8rank"),
+        "--together",
+        "--trace-out",
+        str(tmp_path / "p.json"),
+    )
     assert res.returncode == 2
     assert "--together" in one_error_line(res.stderr)
 

@@ -1,4 +1,5 @@
 """`hta-fast ops` and `hta-fast predict` on a real trace that names its GPU (an A100)."""
+
 from __future__ import annotations
 
 import json

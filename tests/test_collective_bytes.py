@@ -1,5 +1,6 @@
 """One size per collective: the rank summaries (and so `analyze -a collectives`), comm_bytes
 and the doctor's bus bandwidths all take it from hta_fast.costs.collectives, and agree."""
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,9 @@ def assert_consumers_agree(trace) -> int:
     assert compared == {k for k, b in per_kernel.items() if not math.isnan(b)}
     # analyze -a collectives: per matched collective (one rank: one kernel each)
     summary = rank_summary(trace).collectives
-    by_key = {(g, i): b for g, i, b in zip(*(summary[c].to_pylist()
-                                             for c in ("group", "index", "bytes")))}
+    by_key = {
+        (g, i): b for g, i, b in zip(*(summary[c].to_pylist() for c in ("group", "index", "bytes")))
+    }
     main = collectives(trace).table
     for g, i, b in zip(*(main[c].to_pylist() for c in ("group", "index", "bytes"))):
         assert by_key[(g, i)] == b
@@ -66,8 +68,9 @@ def assert_consumers_agree(trace) -> int:
     kernels = np.array(sorted(per_kernel), np.int64)
     dur = trace.column("events", "dur")[kernels]
     got, _ = bus_bandwidths(trace, kernels, dur)
-    want = [per_kernel[k] for k, d in zip(kernels.tolist(), dur.tolist())
-            if per_kernel[k] > 0 and d > 0]
+    want = [
+        per_kernel[k] for k, d in zip(kernels.tolist(), dur.tolist()) if per_kernel[k] > 0 and d > 0
+    ]
     assert got.tolist() == want
     return len(want)
 
@@ -84,16 +87,36 @@ def test_consumers_agree_when_only_the_cpu_op_has_args(traces_dir):
     assert comm_bytes(trace).table.num_rows == 45 and assert_consumers_agree(trace) == 0
     # and with kernels: the kernel takes its launcher's arguments, in all three
     b = KinetoBuilder(rank=0, world_size=2)
-    for i, (name, n_in, n_out) in enumerate([("_allgather_base", 1_000_000, 2_000_000),
-                                             ("_reduce_scatter_base", 2_000_000, 1_000_000)]):
+    for i, (name, n_in, n_out) in enumerate(
+        [("_allgather_base", 1_000_000, 2_000_000), ("_reduce_scatter_base", 2_000_000, 1_000_000)]
+    ):
         t0 = 1000.0 * i
-        b.events.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms",
-                         "pid": CPU_PID, "tid": CPU_TID, "ts": BASE_US + t0, "dur": 50,
-                         "args": {"Collective name": name, "In msg nelems": n_in,
-                                  "Out msg nelems": n_out, "dtype": "BFloat16",
-                                  "Group size": 2, "Process Group Name": "0"}})
-        b.kernel(f"ncclDevKernel_{name.strip('_')}(ncclDevKernelArgsStorage<4096ul>)",
-                 t0 + 10, t0 + 100, 500.0, stream=20)
+        b.events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "record_param_comms",
+                "pid": CPU_PID,
+                "tid": CPU_TID,
+                "ts": BASE_US + t0,
+                "dur": 50,
+                "args": {
+                    "Collective name": name,
+                    "In msg nelems": n_in,
+                    "Out msg nelems": n_out,
+                    "dtype": "BFloat16",
+                    "Group size": 2,
+                    "Process Group Name": "0",
+                },
+            }
+        )
+        b.kernel(
+            f"ncclDevKernel_{name.strip('_')}(ncclDevKernelArgsStorage<4096ul>)",
+            t0 + 10,
+            t0 + 100,
+            500.0,
+            stream=20,
+        )
     trace = b.load()
     assert assert_consumers_agree(trace) == 2
     assert comm_bytes(trace).table["bytes"].to_pylist() == [4e6, 4e6]
@@ -136,6 +159,7 @@ def test_one_dtype_table_for_every_spelling():
 
 def test_message_bytes_is_nccl_tests_size():
     # all-gather: the gathered output; reduce-scatter: the input; unknown dtype or counts: NaN
-    got = message_bytes(np.array([10, 80, 5, -1]), np.array([80, 10, 5, -1]),
-                        ["Float", "bf16", "Mystery", "Float"])
+    got = message_bytes(
+        np.array([10, 80, 5, -1]), np.array([80, 10, 5, -1]), ["Float", "bf16", "Mystery", "Float"]
+    )
     assert got[:2].tolist() == [320.0, 160.0] and np.isnan(got[2:]).all()

@@ -1,5 +1,6 @@
 """The collective cost model recovers known latency and bandwidth from synthetic
 collectives (noise, late ranks), finds a known knee, and runs on every real trace."""
+
 from __future__ import annotations
 
 import math
@@ -15,12 +16,18 @@ from hta_fast.model.comm.collective_cost import collective_time_factors, fit_col
 
 LATENCY_NS = 25_000.0
 BANDWIDTH_GBPS = 80.0  # B/ns
-SIZES = np.array([2 ** k for k in range(16, 29, 2)], np.float64)  # 64 KiB .. 256 MiB
+SIZES = np.array([2**k for k in range(16, 29, 2)], np.float64)  # 64 KiB .. 256 MiB
 
 
-def summaries(kind: str, sizes: np.ndarray, n_ranks: int, seed: int,
-              noise: float = 0.0, late_ns: float = 0.0, repeats: int = 12
-              ) -> dict[int, RankSummary]:
+def summaries(
+    kind: str,
+    sizes: np.ndarray,
+    n_ranks: int,
+    seed: int,
+    noise: float = 0.0,
+    late_ns: float = 0.0,
+    repeats: int = 12,
+) -> dict[int, RankSummary]:
     """n_ranks ranks running `repeats` collectives of each size. The true time moving data
     is LATENCY_NS + bytes / BANDWIDTH_GBPS; each rank's duration adds one-sided noise (up
     to `noise` x the true time, as interference only ever slows) and the wait for the last
@@ -41,30 +48,35 @@ def summaries(kind: str, sizes: np.ndarray, n_ranks: int, seed: int,
     for r in range(n_ranks):
         ts = np.rint(arrive[r]).astype(np.int64)
         dur = np.rint(end[0] + jitter[r] - jitter.min(axis=0) - arrive[r]).astype(np.int64)
-        coll = pa.table({
-            "group": ["0"] * m, "index": np.arange(m), "collective": [kind] * m,
-            "name": pa.array([f"ncclKernel_{kind}"] * m).dictionary_encode(),
-            "stream": np.full(m, 7), "step": np.zeros(m, np.int64), "ts": ts, "dur": dur,
-            "bytes": nbytes.astype(np.int64), "dtype": ["float"] * m,
-            "group_size": np.full(m, n_ranks)}).cast(COLLECTIVES_SCHEMA)
-        out[r] = RankSummary(r, {}, STEPS_SCHEMA.empty_table(), KERNELS_SCHEMA.empty_table(),
-                             coll)
+        coll = pa.table(
+            {
+                "group": ["0"] * m,
+                "index": np.arange(m),
+                "collective": [kind] * m,
+                "name": pa.array([f"ncclKernel_{kind}"] * m).dictionary_encode(),
+                "stream": np.full(m, 7),
+                "step": np.zeros(m, np.int64),
+                "ts": ts,
+                "dur": dur,
+                "bytes": nbytes.astype(np.int64),
+                "dtype": ["float"] * m,
+                "group_size": np.full(m, n_ranks),
+            }
+        ).cast(COLLECTIVES_SCHEMA)
+        out[r] = RankSummary(r, {}, STEPS_SCHEMA.empty_table(), KERNELS_SCHEMA.empty_table(), coll)
     return out
 
 
 @pytest.mark.parametrize("noise,late_ns", [(0.0, 0.0), (0.2, 0.0), (0.0, 5e6), (0.3, 2e7)])
 def test_known_latency_and_bandwidth_are_recovered(noise, late_ns):
-    model = fit_collectives(summaries("all_reduce", SIZES, 8, seed=1, noise=noise,
-                                      late_ns=late_ns))
+    model = fit_collectives(summaries("all_reduce", SIZES, 8, seed=1, noise=noise, late_ns=late_ns))
     row = model.table().table.to_pylist()[0]
-    assert (row["collective"], row["group_size"], row["transport"]) == ("all_reduce", 8,
-                                                                        "unknown")
+    assert (row["collective"], row["group_size"], row["transport"]) == ("all_reduce", 8, "unknown")
     assert row["latency_ns"] == pytest.approx(LATENCY_NS, rel=0.01)
     assert row["bandwidth_gbps"] == pytest.approx(BANDWIDTH_GBPS, rel=0.005)
     assert row["busbw_gbps"] == pytest.approx(BANDWIDTH_GBPS * 2 * 7 / 8, rel=0.005)
     assert row["fit_error_pct"] < 0.5 and row["holdout_error_pct"] < 1.0
-    assert model.predict("all_reduce", 1e9, 8) == pytest.approx(LATENCY_NS + 1e9 / 80,
-                                                                rel=0.005)
+    assert model.predict("all_reduce", 1e9, 8) == pytest.approx(LATENCY_NS + 1e9 / 80, rel=0.005)
 
 
 def test_waiting_for_late_ranks_is_not_counted():
@@ -85,8 +97,9 @@ def test_what_if_bandwidth():
     # Set by bus bandwidth: algbw = busbw / (2 (n-1) / n)
     set_bw = model.with_bandwidth(busbw_gbps=175.0).predict("all_reduce", 1e8, 8)
     assert set_bw == pytest.approx(LATENCY_NS + 1e8 / 100, rel=0.005)
-    assert model.with_bandwidth(3.0, kinds=["all_gather"]).predict("all_reduce", 1e8, 8) \
-        == pytest.approx(base)
+    assert model.with_bandwidth(3.0, kinds=["all_gather"]).predict(
+        "all_reduce", 1e8, 8
+    ) == pytest.approx(base)
     with pytest.raises(ValueError, match="one of"):
         model.with_bandwidth()
     with pytest.raises(ValueError, match="positive"):
@@ -109,8 +122,8 @@ def test_one_size_gives_bandwidth_only_with_a_note():
 
 def test_piecewise_knee_is_found():
     """Flat at 40 us up to 1 MiB, then 50 GB/s: the knee curve wins and finds both."""
-    sizes = np.array([2 ** k for k in range(10, 30)], np.float64)
-    knee, latency, bw = 2.0 ** 20, 40_000.0, 50.0
+    sizes = np.array([2**k for k in range(10, 30)], np.float64)
+    knee, latency, bw = 2.0**20, 40_000.0, 50.0
     rng = np.random.default_rng(6)
     x = np.repeat(sizes, 5)
     t = latency + np.maximum(x - knee, 0) / bw
@@ -136,8 +149,7 @@ def test_piecewise_needs_enough_sizes():
 
 def test_observation_table_needs_its_columns():
     with pytest.raises(ValueError, match="data_time"):
-        fit_collectives(pa.table({"collective": ["all_reduce"], "group_size": [2],
-                                  "bytes": [10]}))
+        fit_collectives(pa.table({"collective": ["all_reduce"], "group_size": [2], "bytes": [10]}))
 
 
 def test_wrong_input_is_one_clear_error():

@@ -1,5 +1,6 @@
 """Cross-rank analyses on hand-built ranks whose answers are known by construction, and on
 the real 8-rank DLRM set."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,9 +13,11 @@ from hta_fast.loading.summary import summarize
 
 NELEMS = 1_000_000  # floats: 4 MB a collective
 # Per collective: its kind, each rank's GPU start (µs) and the common end (µs).
-PLAN = [("allreduce", [100, 110, 105, 140], 200),
-        ("allgather", [300, 345, 310, 320], 400),
-        ("broadcast", [500, 500, 520, 505], 600)]
+PLAN = [
+    ("allreduce", [100, 110, 105, 140], 200),
+    ("allgather", [300, 345, 310, 320], 400),
+    ("broadcast", [500, 500, 520, 505], 600),
+]
 
 
 def four_ranks(clock_ahead_us: dict[int, float] | None = None):

@@ -1,4 +1,5 @@
 """Bytes and bandwidth of collectives from their recorded arguments."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,7 @@ from hta_fast.model.comm.comm_bytes import comm_bytes
 
 def test_allreduce_bytes_and_bus_bandwidth():
     b = KinetoBuilder(rank=0, world_size=4)
-    b.nccl("allreduce", 0, 100, 1000.0, nelems=1_000_000, dtype="Float")      # 4 MB in 1 ms
+    b.nccl("allreduce", 0, 100, 1000.0, nelems=1_000_000, dtype="Float")  # 4 MB in 1 ms
     b.nccl("allreduce", 2000, 2100, 500.0, nelems=1_000_000, dtype="BFloat16")
     r = comm_bytes(b.load()).to_pandas()
     f32 = r[r.dtype == "Float"].iloc[0]

@@ -1,5 +1,6 @@
 """The reference's documented notebook flow runs unchanged on the compat facade: construct a
 TraceAnalysis on a trace folder, then call every method. Only the import changes."""
+
 import pandas as pd
 
 from hta_fast.compat import TraceAnalysis, TraceDiff
@@ -40,7 +41,8 @@ def test_notebook_flow_on_trace_filter(traces_dir, tmp_path):
     assert set(analyzer.get_potential_stragglers()) <= {0, 1}
     assert analyzer.get_cupti_counter_data_with_operators() == []  # no CUPTI counters here
     patterns = analyzer.get_frequent_cuda_kernel_sequences(
-        operator_name="aten::linear", output_dir=str(tmp_path))
+        operator_name="aten::linear", output_dir=str(tmp_path)
+    )
     assert isinstance(patterns, pd.DataFrame)
 
     diff = TraceDiff.compare_traces(analyzer, analyzer)

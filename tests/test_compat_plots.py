@@ -1,5 +1,6 @@
 """visualize=True draws with plotly (imported only then) and still returns the data; every
 compat method that can draw is called once with it, figures collected instead of shown."""
+
 import pytest
 
 plotly = pytest.importorskip("plotly")  # the test extra installs it
@@ -23,11 +24,13 @@ def test_every_plot_draws(traces_dir, tmp_path, shown):
         "kernels": lambda: ta.get_gpu_kernel_breakdown(visualize=True),
         "overlap": lambda: ta.get_comm_comp_overlap(visualize=True),
         "launches": lambda: ta.get_cuda_kernel_launch_stats(ranks=[0], visualize=True),
-        "annotations": lambda: ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False,
-                                                                     visualize=True),
+        "annotations": lambda: ta.get_gpu_user_annotation_breakdown(
+            use_gpu_annotation=False, visualize=True
+        ),
         "stragglers": lambda: ta.get_potential_stragglers(visualize=True),
         "sequences": lambda: ta.get_frequent_cuda_kernel_sequences(
-            "aten::linear", str(tmp_path), visualize=True),
+            "aten::linear", str(tmp_path), visualize=True
+        ),
     }
     drawn = {}
     for name, call in calls.items():
@@ -36,7 +39,15 @@ def test_every_plot_draws(traces_dir, tmp_path, shown):
         assert result is not None, name
         drawn[name] = len(shown) - before
     # trace_filter has no aten::linear pattern: nothing to draw for sequences
-    assert drawn == {"temporal": 1, "idle": 1, "kernels": 2, "overlap": 1, "launches": 3,
-                     "annotations": 1, "stragglers": 1, "sequences": 0}
+    assert drawn == {
+        "temporal": 1,
+        "idle": 1,
+        "kernels": 2,
+        "overlap": 1,
+        "launches": 3,
+        "annotations": 1,
+        "stragglers": 1,
+        "sequences": 0,
+    }
     for fig in shown:
         assert isinstance(fig, go.Figure) and len(fig.data) >= 1

@@ -6,6 +6,7 @@ carry their signature only in their docstring) and the values of enum members. T
 contract's content: loads return a LoadedTrace with read-only fields, errors carry codes and
 offsets (None when unknown), and the column specs declared in C++ describe exactly the
 columns a load returns."""
+
 from __future__ import annotations
 
 import ast
@@ -24,10 +25,12 @@ from hta_fast.errors import NOT_A_TRACE, ErrorCode, TraceFormatError
 
 ROOT = Path(__file__).parents[1]
 STUB = ast.parse((ROOT / "hta_fast" / "_core.pyi").read_text())
-TRACE = (b'{"schemaVersion": 1, "traceEvents": ['
-         b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2},'
-         b'{"ph": "s", "cat": "ac2g", "name": "f", "id": 3, "pid": 1, "tid": 1, "ts": 1}],'
-         b' "baseTimeNanoseconds": 1000}')
+TRACE = (
+    b'{"schemaVersion": 1, "traceEvents": ['
+    b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2},'
+    b'{"ph": "s", "cat": "ac2g", "name": "f", "id": 3, "pid": 1, "tid": 1, "ts": 1}],'
+    b' "baseTimeNanoseconds": 1000}'
+)
 
 
 def stub_class(name: str) -> ast.ClassDef:
@@ -35,9 +38,19 @@ def stub_class(name: str) -> ast.ClassDef:
 
 
 def test_stubtest_passes():
-    out = subprocess.run([sys.executable, "-m", "mypy.stubtest", "hta_fast._core",
-                          "--allowlist", str(ROOT / "tests" / "core_stubtest_allowlist.txt")],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy.stubtest",
+            "hta_fast._core",
+            "--allowlist",
+            str(ROOT / "tests" / "core_stubtest_allowlist.txt"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -56,13 +69,20 @@ def _runtime_parameters(fn) -> list[list[str]]:
 def _stub_functions() -> list:
     """(runtime function, its stub) for the module's functions, the submodules' (stubbed as
     classes of static methods: ops -> _Ops, graph -> _Graph) and the graph's methods."""
-    params = [pytest.param(getattr(_core, n.name), n, id=n.name)
-              for n in STUB.body if isinstance(n, ast.FunctionDef)]
-    for owner, cls in ((_core.ops, "_Ops"), (_core.graph, "_Graph"),
-                       (_core.graph.Graph, "_DependencyGraph")):
+    params = [
+        pytest.param(getattr(_core, n.name), n, id=n.name)
+        for n in STUB.body
+        if isinstance(n, ast.FunctionDef)
+    ]
+    for owner, cls in (
+        (_core.ops, "_Ops"),
+        (_core.graph, "_Graph"),
+        (_core.graph.Graph, "_DependencyGraph"),
+    ):
         for n in stub_class(cls).body:
             if isinstance(n, ast.FunctionDef) and not any(
-                    ast.unparse(d) == "property" for d in n.decorator_list):
+                ast.unparse(d) == "property" for d in n.decorator_list
+            ):
                 params.append(pytest.param(getattr(owner, n.name), n, id=f"{cls}.{n.name}"))
     return params
 
@@ -76,14 +96,19 @@ def test_function_parameters_match_the_stub(fn, stub):
 
 
 def _stub_enums() -> list[ast.ClassDef]:
-    return [n for n in STUB.body if isinstance(n, ast.ClassDef)
-            and any(ast.unparse(b) in ("enum.Enum", "enum.IntEnum") for b in n.bases)]
+    return [
+        n
+        for n in STUB.body
+        if isinstance(n, ast.ClassDef)
+        and any(ast.unparse(b) in ("enum.Enum", "enum.IntEnum") for b in n.bases)
+    ]
 
 
 @pytest.mark.parametrize("cls", _stub_enums(), ids=lambda c: c.name)
 def test_enum_members_match_the_stub(cls):
-    declared = {t.targets[0].id: ast.literal_eval(t.value) for t in cls.body
-                if isinstance(t, ast.Assign)}
+    declared = {
+        t.targets[0].id: ast.literal_eval(t.value) for t in cls.body if isinstance(t, ast.Assign)
+    }
     runtime = getattr(_core, cls.name)
     assert issubclass(runtime, enum.Enum)
     assert {m.name: m.value for m in runtime} == declared
@@ -138,8 +163,14 @@ def test_unknown_offset_is_none_all_the_way_up(tmp_path):
 
 def test_error_codes_are_declared_once_in_the_core():
     assert ErrorCode is _core.ErrorCode
-    assert {c.name for c in ErrorCode} >= {"empty", "not_json", "not_a_trace", "truncated",
-                                           "bad_field", "too_deep"}
+    assert {c.name for c in ErrorCode} >= {
+        "empty",
+        "not_json",
+        "not_a_trace",
+        "truncated",
+        "bad_field",
+        "too_deep",
+    }
 
 
 def test_no_python_code_reads_error_kinds_from_messages():
@@ -180,7 +211,7 @@ def test_arrow_tables_follow_the_specs():
     assert t.events["kind"].to_pylist() == ["kernel"]
     assert t.events["kernel_class"].to_pylist() == ["COMP"]
     assert t.flows["phase"].to_pylist() == ["s"]
-    assert t.flows["event"].to_pylist() == [None]            # sentinel -> null
+    assert t.flows["event"].to_pylist() == [None]  # sentinel -> null
     assert t.events.schema.field("ts").metadata[b"unit"] == b"ns"
     assert schema.STRING_ID_BASE == -(1 << 32)
 
@@ -191,9 +222,11 @@ def test_a_save_and_a_cache_entry_read_back_as_loaded(tmp_path):
     p.write_bytes(TRACE)
     t = hta_fast.load(p)
     t.save(tmp_path / "saved")
-    for back in (hta_fast.load(tmp_path / "saved"),
-                 hta_fast.load(p, cache=True, cache_dir=tmp_path / "cache"),
-                 hta_fast.load(p, cache=True, cache_dir=tmp_path / "cache")):
+    for back in (
+        hta_fast.load(tmp_path / "saved"),
+        hta_fast.load(p, cache=True, cache_dir=tmp_path / "cache"),
+        hta_fast.load(p, cache=True, cache_dir=tmp_path / "cache"),
+    ):
         assert back.meta == t.meta
         for name, table in t.named_tables().items():
             assert getattr(back, name).equals(table), name

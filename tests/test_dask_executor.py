@@ -1,5 +1,6 @@
 """load_dir on a real Dask LocalCluster (2 workers): the same answers as the local executor,
 a worker killed mid-load, bad ranks reported with rank and file, and the message without Dask."""
+
 from __future__ import annotations
 
 import gzip
@@ -26,9 +27,12 @@ SKEW_SEED = 5
 @pytest.fixture(scope="module")
 def client():
     # Threads in one process keep the suite fast; the kill test below uses processes.
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
@@ -36,8 +40,13 @@ def client():
 def generated(tmp_path_factory, traces_dir):
     """32 small ranks from one real rank, each rank's clock skewed (synth.rank_skew_us)."""
     out = tmp_path_factory.mktemp("gen32")
-    synth.generate(out, 0.6, ranks=32, seed=SKEW_SEED,
-                   base=traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz")
+    synth.generate(
+        out,
+        0.6,
+        ranks=32,
+        seed=SKEW_SEED,
+        base=traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz",
+    )
     return out
 
 
@@ -82,16 +91,18 @@ def test_generated_32_ranks_on_dask_equal_local(client, generated, tmp_path):
     late = cross.late_arrivals(remote)
     assert late.params["latest"] == latest
     assert late.table["times_last"][0].as_py() == cross.collectives(remote).table.num_rows > 0
-    offsets = dict(zip(*(cross.clock_offsets(remote).table[c].to_pylist()
-                         for c in ("rank", "offset_ns"))))
+    offsets = dict(
+        zip(*(cross.clock_offsets(remote).table[c].to_pylist() for c in ("rank", "offset_ns")))
+    )
     for r in range(32):
         assert offsets[r] - offsets[0] == pytest.approx((skew[r] - skew[0]) * 1000)
 
 
 def test_processes_executor_equals_local(traces_dir, tmp_path):
     folder = traces_dir / "param_dlrm_8rank"
-    remote = hta_fast.load_dir(folder, executor="processes", dataset=str(tmp_path / "ds"),
-                               max_workers=2)
+    remote = hta_fast.load_dir(
+        folder, executor="processes", dataset=str(tmp_path / "ds"), max_workers=2
+    )
     assert_same(hta_fast.load_dir(folder), remote)
 
 
@@ -146,16 +157,22 @@ def test_missing_rank_file_is_named(client, traces_dir, tmp_path):
         hta_fast.load_dir(files + [gone], executor=client, dataset=str(tmp_path / "ds"))
     assert err.value.filename == gone and "\n" not in str(err.value)
     with pytest.warns(UserWarning, match="rank 8"):
-        ds = hta_fast.load_dir(files + [gone], executor=client, dataset=str(tmp_path / "ds"),
-                               partial=True, overwrite=True)
+        ds = hta_fast.load_dir(
+            files + [gone],
+            executor=client,
+            dataset=str(tmp_path / "ds"),
+            partial=True,
+            overwrite=True,
+        )
     assert ds.ranks == list(range(8)) and ds.failed[0][:2] == (8, gone)
 
 
 def test_without_dask_the_error_says_how_to_install(monkeypatch, traces_dir, tmp_path):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(ImportError, match=r"pip install hta_fast\[dask\]"):
-        hta_fast.load_dir(traces_dir / "param_dlrm_8rank", executor="dask",
-                          dataset=str(tmp_path / "ds"))
+        hta_fast.load_dir(
+            traces_dir / "param_dlrm_8rank", executor="dask", dataset=str(tmp_path / "ds")
+        )
 
 
 class KillFirstLoad(distributed.WorkerPlugin):
@@ -178,12 +195,16 @@ class KillFirstLoad(distributed.WorkerPlugin):
 
 def test_worker_killed_mid_load(traces_dir, tmp_path):
     import cloudpickle
+
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     folder = traces_dir / "param_dlrm_8rank"
     marker = str(tmp_path / "killed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         c.register_plugin(KillFirstLoad(marker))
         remote = hta_fast.load_dir(folder, executor=c, dataset=str(tmp_path / "ds"))
     assert os.path.exists(marker), "no worker was killed"
@@ -198,8 +219,12 @@ def test_inputs_and_dataset_by_fsspec_url(client, traces_dir):
         name = f"worker{r}.pt.trace.json.gz"
         fs.pipe(f"/hta_fast_inputs/{name}", (folder / name).read_bytes())
     # the workers share this process's memory filesystem (processes=False)
-    ds = hta_fast.load_dir("memory://hta_fast_inputs", executor=client,
-                           dataset="memory://hta_fast_inputs_ds", overwrite=True)
+    ds = hta_fast.load_dir(
+        "memory://hta_fast_inputs",
+        executor=client,
+        dataset="memory://hta_fast_inputs_ds",
+        overwrite=True,
+    )
     assert ds.ranks == [2, 5]
     local = hta_fast.load(folder / "worker5.pt.trace.json.gz")
     assert ds[5].events.equals(local.events)
@@ -210,10 +235,12 @@ def test_convert_on_dask(client, traces_dir, tmp_path):
     from click.testing import CliRunner
 
     from hta_fast.cli import cli
+
     folder = traces_dir / "param_dlrm_8rank"
     out = tmp_path / "ds"
-    res = CliRunner().invoke(cli, ["convert", str(folder), "-o", str(out), "--dask",
-                                    client.scheduler.address])
+    res = CliRunner().invoke(
+        cli, ["convert", str(folder), "-o", str(out), "--dask", client.scheduler.address]
+    )
     assert res.exit_code == 0, res.output
     assert "8 rank(s)" in res.output and "on the cluster" in res.output
     ds = open_dataset(str(out))

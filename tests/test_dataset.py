@@ -1,5 +1,6 @@
 """The Parquet dataset: written from a TraceSet, opened back lazily, readable by DuckDB and
 Polars, at a local path or an fsspec URL."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def test_tables_are_read_only_when_asked(written, monkeypatch):
     ds = open_dataset(str(written))
     reads = []
     original = type(ds).read
-    monkeypatch.setattr(type(ds), "read", lambda self, t, r: reads.append((t, r)) or
-                        original(self, t, r))
+    monkeypatch.setattr(
+        type(ds), "read", lambda self, t, r: reads.append((t, r)) or original(self, t, r)
+    )
     rank = ds[5]
     assert reads == []
     rank.events  # noqa: B018 - read twice, fetched once
@@ -62,8 +64,9 @@ def test_duckdb_reads_the_dataset(dlrm, written):
 
 def test_polars_reads_the_collectives_summary(dlrm, written):
     pl = pytest.importorskip("polars")  # in the test extra
-    df = pl.scan_parquet(f"{written}/summary/collectives/**/*.parquet",
-                         hive_partitioning=True).collect()
+    df = pl.scan_parquet(
+        f"{written}/summary/collectives/**/*.parquet", hive_partitioning=True
+    ).collect()
     assert df.height == sum(summarize(t).collectives.num_rows for t in dlrm.values())
     assert sorted(df["rank"].unique().to_list()) == list(range(8))
 

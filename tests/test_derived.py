@@ -1,4 +1,5 @@
 """hta_fast.frame.derived: values kept per trace, and per selection mask."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,6 +37,7 @@ def test_remember_under_keeps_one_value_per_mask():
 
     def compute(tag):
         return lambda: calls.append(tag) or (np.array([tag]),)
+
     assert derived.remember_under(t, "k", a, compute(1))[0].tolist() == [1]
     assert derived.remember_under(t, "k", a, compute(2))[0].tolist() == [1]  # kept for a
     assert derived.remember_under(t, "k", b, compute(3))[0].tolist() == [3]  # b: its own

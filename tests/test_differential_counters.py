@@ -16,6 +16,7 @@ on a trace where it shows:
     _historical/with_gpu_user_annotation);
   * MTIA accelerator events are not GPU work in our schema yet: no queue, no copies.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,14 +35,29 @@ pytestmark = pytest.mark.reference  # runs the reference tool
 
 # Folders holding trace files that the reference loads (appendix of the spec), smallest first.
 FOLDERS = [
-    "hta/call_stack", "hta/cpu_only", "hta/trace_file_list", "hta/triton_example",
-    "hta/amd_trace", "hta/execution_trace", "hta/critical_path/cuda_event_sync",
-    "hta/critical_path/cuda_event_sync_multi_stream", "hta/critical_path/simple_add",
-    "hta/critical_path/alexnet", "hta/_historical/with_gpu_user_annotation",
-    "hta/cupti_profiler", "hta/rank_non_gpu", "hta/timeline_analysis", "hta/trace_filter",
-    "hta/trace_compare/test", "hta/mtia_inference_trace", "param_dlrm_8rank",
-    "hta/nccl_parser_config", "hta/ns_resolution_trace",
-    "hta/negative_queue_length_values_check", "hta/trace_diff/test", "hta/trace_diff/control",
+    "hta/call_stack",
+    "hta/cpu_only",
+    "hta/trace_file_list",
+    "hta/triton_example",
+    "hta/amd_trace",
+    "hta/execution_trace",
+    "hta/critical_path/cuda_event_sync",
+    "hta/critical_path/cuda_event_sync_multi_stream",
+    "hta/critical_path/simple_add",
+    "hta/critical_path/alexnet",
+    "hta/_historical/with_gpu_user_annotation",
+    "hta/cupti_profiler",
+    "hta/rank_non_gpu",
+    "hta/timeline_analysis",
+    "hta/trace_filter",
+    "hta/trace_compare/test",
+    "hta/mtia_inference_trace",
+    "param_dlrm_8rank",
+    "hta/nccl_parser_config",
+    "hta/ns_resolution_trace",
+    "hta/negative_queue_length_values_check",
+    "hta/trace_diff/test",
+    "hta/trace_diff/control",
     "hta/df_index_resolver",
 ]
 MTIA = {"hta/mtia_inference_trace", "hta/mtia_trace_single_rank"}
@@ -50,9 +66,17 @@ GRAPH_LAUNCHES = {"hta/negative_queue_length_values_check", "hta/trace_diff/test
 EXTRA_QUEUED = GRAPH_LAUNCHES | {"hta/trace_file_list"}
 # The launch calls the reference counts in a queue (spec §5).
 REF_LAUNCHES = {
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cudaMemcpyAsync", "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution",
-    "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cudaMemcpyAsync",
+    "cudaMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipMemcpyAsync",
+    "hipMemsetAsync",
     "hipMemcpyWithStream",
 }
 
@@ -63,8 +87,11 @@ def case(request, traces_dir):
     ref = reference_results(folder)
     if "load" in ref.errors:
         pytest.fail(f"the reference no longer loads {request.param}: {ref.errors['load']}")
-    files = [p for p in sorted(folder.iterdir()) if p.is_file()
-             and p.relative_to(traces_dir).as_posix() not in NOT_CHROME_TRACES]
+    files = [
+        p
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.relative_to(traces_dir).as_posix() not in NOT_CHROME_TRACES
+    ]
     if len(files) < len([p for p in folder.iterdir() if p.is_file()]):
         # the reference loads the trace and drops the other file (same rank 0, spec §0.1)
         ta = TraceAnalysis(trace_files=[str(p) for p in files])
@@ -129,8 +156,10 @@ def assert_same_steps(ours, ref, tol=0.0, skip=None, what=""):
         keep = np.ones(len(t), bool) if skip is None else ~skip(k, t)
         a, b = at(ours[k], t[keep]), at(ref[k], t[keep])
         bad = np.flatnonzero(np.abs(a - b) > tol)
-        assert len(bad) == 0, (f"{what} {k}: first differences at t={t[keep][bad[:5]]}: "
-                               f"ours {a[bad[:5]]} reference {b[bad[:5]]}")
+        assert len(bad) == 0, (
+            f"{what} {k}: first differences at t={t[keep][bad[:5]]}: "
+            f"ours {a[bad[:5]]} reference {b[bad[:5]]}"
+        )
 
 
 # --- queue length ------------------------------------------------------------------------
@@ -141,12 +170,17 @@ def extra_pairs(ta, rank):
     trace = ta.traces[rank]
     rows, lts, gts, _ = queue_pairs(trace, ta.selection.event_mask(trace))
     names = trace.strings.to_numpy(zero_copy_only=False)[
-        trace.column("events", "name")[trace.column("events", "partner")[rows]]]
+        trace.column("events", "name")[trace.column("events", "partner")[rows]]
+    ]
     unknown = ~np.isin(names, list(REF_LAUNCHES))
     extra = unknown | (rows == 0)
     zero = cc.origin_ns(ta.traces)
-    return (trace.column("events", "stream")[rows][extra],
-            cc._us(lts[extra] - zero), cc._us(gts[extra] - zero), unknown[extra])
+    return (
+        trace.column("events", "stream")[rows][extra],
+        cc._us(lts[extra] - zero),
+        cc._us(gts[extra] - zero),
+        unknown[extra],
+    )
 
 
 def our_queue_finals(ta, df, rank, without_extra):
@@ -179,7 +213,8 @@ def test_queue_length_time_series(case):
     ours = ta.get_queue_length_time_series(ranks=ta.traces.ranks)
     if "queue_length_time_series" not in ref:
         assert name in {"hta/critical_path", "hta/trace_diff"}, ref.errors.get(
-            "queue_length_time_series")
+            "queue_length_time_series"
+        )
         return
     expected = ref["queue_length_time_series"]
     assert set(ours) == set(expected)
@@ -223,15 +258,18 @@ def test_queue_length_summary(case):
     assert list(ours.index) == list(expected.index)
     has_extra = name in EXTRA_QUEUED
     if not has_extra:
-        np.testing.assert_array_equal(ours[("queue_length", "count")],
-                                      expected[("queue_length", "count")])
+        np.testing.assert_array_equal(
+            ours[("queue_length", "count")], expected[("queue_length", "count")]
+        )
         # the reference's series, weighted by time
-        from_ref = cc.get_queue_length_summary_from_time_series(
-            ta, ref["queue_length_time_series"])
+        from_ref = cc.get_queue_length_summary_from_time_series(ta, ref["queue_length_time_series"])
         for col in ["mean", "min", "max", "50%"]:
-            np.testing.assert_allclose(ours[("queue_length", col)],
-                                       from_ref[("queue_length", col)], rtol=1e-9,
-                                       atol=1e-9 if not _ns_trace(ta) else 0.05)
+            np.testing.assert_allclose(
+                ours[("queue_length", col)],
+                from_ref[("queue_length", col)],
+                rtol=1e-9,
+                atol=1e-9 if not _ns_trace(ta) else 0.05,
+            )
     for (rank, stream), _ in expected.iterrows():
         ts, v = _ref_steps(ref["queue_length_time_series"][rank], stream)
         held = np.r_[np.diff(ts), 0].astype(float)
@@ -242,7 +280,7 @@ def test_queue_length_summary(case):
 
 def _ref_steps(df, stream):
     g = df[df["stream"] == stream]
-    (ts, v), = finals(g["ts"], g["stream"], g["queue_length"]).values()
+    ((ts, v),) = finals(g["ts"], g["stream"], g["queue_length"]).values()
     return ts, v
 
 
@@ -251,8 +289,9 @@ def test_queue_length_summary_differs_where_time_weighting_matters(traces_dir):
     ref = reference_results(folder)
     ta = TraceAnalysis(trace_dir=str(folder))
     ours = ta.get_queue_length_summary(ranks=ta.traces.ranks)
-    diff = np.abs(ours[("queue_length", "mean")] - ref["queue_length_summary"][
-        ("queue_length", "mean")])
+    diff = np.abs(
+        ours[("queue_length", "mean")] - ref["queue_length_summary"][("queue_length", "mean")]
+    )
     assert diff.max() > 0.1
 
 
@@ -262,8 +301,12 @@ def test_time_blocked_on_full_queue(case):
         return
     series = ta.get_queue_length_time_series(ranks=ta.traces.ranks)
     full = ta.get_time_spent_blocked_on_full_queue(series)
-    assert list(full.columns) == ["rank", "stream", "duration_at_max_queue_length",
-                                  "relative_duration_at_max_queue_length"]
+    assert list(full.columns) == [
+        "rank",
+        "stream",
+        "duration_at_max_queue_length",
+        "relative_duration_at_max_queue_length",
+    ]
     exp_full = ref["time_blocked_on_full_queue"]
     assert len(full) == len(exp_full) == 0  # no queue reaches 1024 in these traces
     two = ta.get_time_spent_blocked_on_full_queue(series, max_queue_length=2)
@@ -278,9 +321,11 @@ def test_time_blocked_on_full_queue(case):
         if name in EXTRA_QUEUED:
             continue  # graph-launched work makes our queues longer
         assert mine["duration_at_max_queue_length"].iloc[0] == pytest.approx(
-            row["duration_at_max_queue_length"], abs=tol * 50)
+            row["duration_at_max_queue_length"], abs=tol * 50
+        )
         assert mine["relative_duration_at_max_queue_length"].iloc[0] == pytest.approx(
-            row["relative_duration_at_max_queue_length"], rel=1e-3, abs=1e-6)
+            row["relative_duration_at_max_queue_length"], rel=1e-3, abs=1e-6
+        )
     if name == "hta/trace_filter":
         assert (two.groupby("rank")["stream"].count() > 1).all()
         assert len(two) > len(exp)
@@ -290,6 +335,7 @@ def test_time_blocked_on_full_queue(case):
 def _zero_length_copies(ta, rank):
     """{type: start times (us, compat clock)} of the copies of zero length."""
     from hta_fast.analysis.memory_bw import memory_rows
+
     trace = ta.traces[rank]
     rows, types, _ = memory_rows(trace, ta.selection.event_mask(trace))
     zero = trace.column("events", "dur")[rows] == 0
@@ -315,8 +361,9 @@ def test_memory_bw_time_series(case):
         assert list(ours[rank].columns) == ["ts", "pid", "name", "memory_bw_gbps"]
         assert ours[rank]["ts"].dtype == np.float64
         mine = ours[rank]
-        a = finals(to_ref_clock(ta, mine["ts"].to_numpy()), mine["name"].to_numpy(),
-                   mine["memory_bw_gbps"])
+        a = finals(
+            to_ref_clock(ta, mine["ts"].to_numpy()), mine["name"].to_numpy(), mine["memory_bw_gbps"]
+        )
         b = finals(df["ts"].to_numpy(), df["name"].to_numpy(), df["memory_bw_gbps"])
         zl = _zero_length_copies(ta, rank)
 
@@ -360,8 +407,10 @@ def test_memory_bw_summary(case):
     series = ta.get_memory_bw_time_series(ranks=ta.traces.ranks)
     for (rank, tname), row in ours.iterrows():
         df = series[rank]
-        assert row[("memory_bw_gbps", "count")] == ((df["name"] == tname)
-                                                    & (df["memory_bw_gbps"] > 0)).sum()
+        assert (
+            row[("memory_bw_gbps", "count")]
+            == ((df["name"] == tname) & (df["memory_bw_gbps"] > 0)).sum()
+        )
         rdf = ref["memory_bw_time_series"][rank]
         a = finals(df["ts"], df["name"], df["memory_bw_gbps"])[tname][1]
         b = finals(rdf["ts"], rdf["name"], rdf["memory_bw_gbps"])[tname][1]
@@ -376,9 +425,11 @@ def test_memory_bw_summary(case):
         held = np.r_[np.diff(ts), 0.0] * (v > 1e-9)
         if held.sum() > 0:
             assert ours.loc[(rank, tname), ("memory_bw_gbps", "max")] == pytest.approx(
-                float(v[held > 0].max()), rel=1e-9)
+                float(v[held > 0].max()), rel=1e-9
+            )
             assert ours.loc[(rank, tname), ("memory_bw_gbps", "mean")] == pytest.approx(
-                float((held * v).sum() / held.sum()), rel=1e-6)
+                float((held * v).sum() / held.sum()), rel=1e-6
+            )
 
 
 # --- counters in the trace ---------------------------------------------------------------
@@ -398,16 +449,22 @@ def test_counters_trace(case, tmp_path):
         c = t.counters.to_pandas()
         base = t.meta.base_time_ns
         q = c[c["name"] == "Queue Length"]
-        mine = pd.DataFrame({"ts": cc._us(q["ts"].to_numpy() - zero),
-                             "stream": q["tid"].to_numpy(),
-                             "queue_length": q["value"].to_numpy().astype(np.int64)})
+        mine = pd.DataFrame(
+            {
+                "ts": cc._us(q["ts"].to_numpy() - zero),
+                "stream": q["tid"].to_numpy(),
+                "queue_length": q["value"].to_numpy().astype(np.int64),
+            }
+        )
         rq = df[df["name"] == "Queue Length"]
         # the reference writes absolute microseconds (its clock + its origin) as doubles
         origin = ref_us([zero - base])[0] if _ns_trace(ta) else (zero - base) // 1000
         rts = np.rint(rq["ts"].to_numpy(np.float64)).astype(np.int64) - origin
-        assert_same_steps(our_queue_finals(ta, mine, rank, without_extra=True),
-                          finals(rts, rq["id"].to_numpy().astype(np.int64), rq["value"]),
-                          what=f"{name} rank {rank} queue counters")
+        assert_same_steps(
+            our_queue_finals(ta, mine, rank, without_extra=True),
+            finals(rts, rq["id"].to_numpy().astype(np.int64), rq["value"]),
+            what=f"{name} rank {rank} queue counters",
+        )
         m = c[c["series"] == "Memcpy BW"]
         rm = df[df["counter"] == "Memcpy BW"]
         assert set(m["name"].astype(str)) == set(rm["name"])

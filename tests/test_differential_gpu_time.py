@@ -10,6 +10,7 @@ the model without them must reproduce our numbers; where the quirks change a num
 trace, our number must differ from the reference's (the documented difference shows).
 On integer-µs traces without quirks that makes ours equal to the reference's.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,17 +32,34 @@ pytestmark = pytest.mark.reference  # runs the reference tool
 US = 1000
 
 FOLDERS = [
-    "hta/_historical/with_gpu_user_annotation", "hta/amd_trace", "hta/call_stack",
-    "hta/cpu_only", "hta/critical_path/alexnet", "hta/critical_path/cuda_event_sync",
-    "hta/critical_path/cuda_event_sync_multi_stream", "hta/critical_path/simple_add",
+    "hta/_historical/with_gpu_user_annotation",
+    "hta/amd_trace",
+    "hta/call_stack",
+    "hta/cpu_only",
+    "hta/critical_path/alexnet",
+    "hta/critical_path/cuda_event_sync",
+    "hta/critical_path/cuda_event_sync_multi_stream",
+    "hta/critical_path/simple_add",
     "hta/critical_path/end_to_end/simple_add/input",
-    "hta/critical_path/end_to_end/simple_add/output", "hta/cupti_profiler",
-    "hta/df_index_resolver", "hta/distributed_info_unavailable", "hta/mixed_files",
-    "hta/nccl_parser_config", "hta/negative_queue_length_values_check",
-    "hta/ns_resolution_trace", "hta/rank_non_gpu", "hta/rank_unavailable",
-    "hta/timeline_analysis", "hta/trace_compare/base", "hta/trace_compare/test",
-    "hta/trace_diff/control", "hta/trace_diff/test", "hta/trace_file_list",
-    "hta/trace_filter", "hta/triton_example", "param_dlrm_8rank",
+    "hta/critical_path/end_to_end/simple_add/output",
+    "hta/cupti_profiler",
+    "hta/df_index_resolver",
+    "hta/distributed_info_unavailable",
+    "hta/mixed_files",
+    "hta/nccl_parser_config",
+    "hta/negative_queue_length_values_check",
+    "hta/ns_resolution_trace",
+    "hta/rank_non_gpu",
+    "hta/rank_unavailable",
+    "hta/timeline_analysis",
+    "hta/trace_compare/base",
+    "hta/trace_compare/test",
+    "hta/trace_diff/control",
+    "hta/trace_diff/test",
+    "hta/trace_file_list",
+    "hta/trace_filter",
+    "hta/triton_example",
+    "param_dlrm_8rank",
 ]
 # MTIA accelerator events (category mtia_ccp_events) are not yet classed as GPU work by the
 # loader (kind "other"), so we see no GPU work there; the reference does.
@@ -55,16 +73,19 @@ def ref(folder):
 
 @lru_cache(maxsize=None)
 def ours(folder, include_last_profiler_step=False):
-    return TraceAnalysis(trace_dir=str(TRACES_DIR / folder),
-                         include_last_profiler_step=include_last_profiler_step)
+    return TraceAnalysis(
+        trace_dir=str(TRACES_DIR / folder), include_last_profiler_step=include_last_profiler_step
+    )
 
 
 # --- the model of the reference ----------------------------------------------------------
 COMM_RE = re.compile(r"^(nccl|hip|hccl)|ncclKernel")
 MEM_RE = re.compile(r"^(Memcpy|Memset|dma)")
-NOT_COMP_RE = re.compile(r"^nccl|Memcpy|Memset|dma|Sync|^Stream Wait Event|cuda.*LaunchKernel|"
-                         r"^runFunction|^hip|^job_exe|^packet|^pe_exe|^cpum_exe_subgraph|"
-                         r"^hccl|^collective_subgraph_execution")
+NOT_COMP_RE = re.compile(
+    r"^nccl|Memcpy|Memset|dma|Sync|^Stream Wait Event|cuda.*LaunchKernel|"
+    r"^runFunction|^hip|^job_exe|^packet|^pe_exe|^cpum_exe_subgraph|"
+    r"^hccl|^collective_subgraph_execution"
+)
 COMP, COMM, MEM, OTHER = 0, 1, 2, 3
 
 
@@ -88,7 +109,7 @@ class Rows:
         if quirks and filters(trace):
             # With two or more profiler steps the reference keeps only GPU rows whose
             # launch it kept, even with include_last_profiler_step=True.
-            mask = (np.ones(len(kind), bool) if mask is None else mask.copy())
+            mask = np.ones(len(kind), bool) if mask is None else mask.copy()
             mask &= ~(np.isin(kind, GPU_KINDS) & (col("partner") < 0))
         if not quirks:
             keep = np.isin(kind, GPU_WORK_KINDS)
@@ -120,14 +141,18 @@ def _uint32_stream_starts(path):
     uint32 -1 (seen on Context Sync). We read it as no stream; the reference as a stream."""
     import gzip
     import json
+
     with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
         raw = f.read()
     if b"4294967295" not in raw:
         return frozenset()
     doc = json.loads(raw)
     base = int(doc.get("baseTimeNanoseconds", 0))
-    return frozenset(base + round(e["ts"] * US) for e in doc["traceEvents"]
-                     if isinstance(e.get("args"), dict) and e["args"].get("stream") == 4294967295)
+    return frozenset(
+        base + round(e["ts"] * US)
+        for e in doc["traceEvents"]
+        if isinstance(e.get("args"), dict) and e["args"].get("stream") == 4294967295
+    )
 
 
 def uint32_stream_rows(trace) -> np.ndarray:
@@ -167,7 +192,8 @@ def filters(trace) -> bool:
     """Whether the reference's load filter runs: two or more profiler steps (in the whole
     folder; the folders here are one rank or ranks with the same steps)."""
     names = trace.strings.to_numpy(zero_copy_only=False)[
-        trace.column("events", "name")[profiler_step_rows(trace)]]
+        trace.column("events", "name")[profiler_step_rows(trace)]
+    ]
     return len(set(names)) >= 2
 
 
@@ -260,8 +286,9 @@ def model_overlap(trace, mask, quirks):
     comm_len = int((ce - cs).sum())
     ps, pe = merged(r.starts[comp], r.ends[comp])
     t = np.concatenate([cs, ce, ps, pe])
-    d = np.concatenate([np.full(len(cs), 1), np.full(len(ce), -1), np.full(len(ps), 2),
-                        np.full(len(pe), -2)])
+    d = np.concatenate(
+        [np.full(len(cs), 1), np.full(len(ce), -1), np.full(len(ps), 2), np.full(len(pe), -2)]
+    )
     o = np.argsort(t, kind="stable")
     t, run = t[o], np.cumsum(d[o])
     both = int(np.diff(t)[run[:-1] == 3].sum()) if len(t) else 0
@@ -277,8 +304,9 @@ def model_idle(trace, mask, quirks, delay_us=30):
     ts_all = trace.column("events", "ts")
     launch = np.where(partner >= 0, ts_all[np.maximum(partner, 0)], np.iinfo(np.int64).min)
     if quirks and rounds(trace):
-        launch = np.where(partner >= 0, ref_rounding(trace, launch, np.zeros_like(launch))[0],
-                          launch)
+        launch = np.where(
+            partner >= 0, ref_rounding(trace, launch, np.zeros_like(launch))[0], launch
+        )
     out = {}
     for s in np.unique(r.stream):
         on = np.flatnonzero(r.stream == s)
@@ -319,8 +347,13 @@ def test_temporal(folder, include_last):
     res = ref(folder)
     got = ours(folder, include_last).get_temporal_breakdown()
     cols = ["idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)"]
-    assert list(got.columns) == ["rank", *cols, "idle_time_pctg", "compute_time_pctg",
-                                 "non_compute_time_pctg"]
+    assert list(got.columns) == [
+        "rank",
+        *cols,
+        "idle_time_pctg",
+        "compute_time_pctg",
+        "non_compute_time_pctg",
+    ]
     assert got["rank"].tolist() == ranks_of(folder)
     if name in res.errors:
         # The reference fails on ranks without GPU rows (IndexError); we give zeros and NaN.
@@ -338,13 +371,17 @@ def test_temporal(folder, include_last):
         np.testing.assert_allclose(want.loc[i, cols].to_numpy(float), theirs, atol=slack)
         np.testing.assert_allclose(got.loc[i, cols].to_numpy(float), right, atol=1e-6)
         if np.abs(theirs - right).max() > slack:
-            assert np.abs(got.loc[i, cols].to_numpy(float) - want.loc[i, cols].to_numpy(float)
-                          ).max() > slack
+            assert (
+                np.abs(got.loc[i, cols].to_numpy(float) - want.loc[i, cols].to_numpy(float)).max()
+                > slack
+            )
         else:
-            np.testing.assert_allclose(got.loc[i, cols].to_numpy(float),
-                                       want.loc[i, cols].to_numpy(float), atol=slack)
-            np.testing.assert_allclose(got.iloc[i, 5:].to_numpy(float),
-                                       want.iloc[i, 5:].to_numpy(float), atol=0.011)
+            np.testing.assert_allclose(
+                got.loc[i, cols].to_numpy(float), want.loc[i, cols].to_numpy(float), atol=slack
+            )
+            np.testing.assert_allclose(
+                got.iloc[i, 5:].to_numpy(float), want.iloc[i, 5:].to_numpy(float), atol=0.011
+            )
 
 
 def test_temporal_difference_sync_events():
@@ -373,7 +410,8 @@ def test_kernel_breakdown(folder, include_memory):
     name = "kernel_breakdown" if include_memory else "kernel_breakdown_no_memory"
     want_types, want_kernels = ref(folder)[name]
     got_types, got_kernels = ours(folder).get_gpu_kernel_breakdown(
-        include_memory_kernels=include_memory)
+        include_memory_kernels=include_memory
+    )
     assert list(got_types.columns) == ["kernel_type", "sum", "percentage"]
     assert list(got_kernels.columns) == list(want_kernels.columns)
     assert got_types["sum"].dtype == np.int64
@@ -400,7 +438,9 @@ def test_kernel_breakdown(folder, include_memory):
     # Per kernel: each side's rows against its model.
     assert got_kernels[["kernel_type", "name", "rank"]].equals(
         got_kernels[["kernel_type", "name", "rank"]].sort_values(
-            ["kernel_type", "name", "rank"], kind="stable", ignore_index=True))
+            ["kernel_type", "name", "rank"], kind="stable", ignore_index=True
+        )
+    )
     for rank, trace, mask in each_rank(folder):
         theirs, right = (model_kernels(trace, mask, q, n_types) for q in (True, False))
         slack = 0.01 + (tie_slack(trace, mask) if rounds(trace) else 0)
@@ -458,12 +498,16 @@ def test_comm_comp_overlap(folder):
             if comm == 0:
                 assert math.isnan(v)  # no communication: NaN on both sides
             elif both is not None:
-                slack = 0.01 + (100 * 2 * len(trace.column("events", "ts")) * US / comm
-                                if q and rounds(trace) else 0)
+                slack = 0.01 + (
+                    100 * 2 * len(trace.column("events", "ts")) * US / comm
+                    if q and rounds(trace)
+                    else 0
+                )
                 assert v == pytest.approx(round(100 * both / comm, 2), abs=min(slack, 100))
     if not any(rounds(t) for _, t, _ in each_rank(folder)):
-        np.testing.assert_allclose(got.comp_comm_overlap_pctg, want.comp_comm_overlap_pctg,
-                                   atol=0.011)
+        np.testing.assert_allclose(
+            got.comp_comm_overlap_pctg, want.comp_comm_overlap_pctg, atol=0.011
+        )
 
 
 # --- idle time -------------------------------------------------------------------------
@@ -473,21 +517,24 @@ def test_idle_time(folder):
     if "idle_time_breakdown_stats" in res.errors:
         # The reference fails on a rank without GPU kernels; we return no rows.
         assert res.errors["idle_time_breakdown_stats"]["type"] == "ValueError"
-        got, stats = ours(folder).get_idle_time_breakdown(ranks=ranks_of(folder),
-                                                          show_idle_interval_stats=True)
+        got, stats = ours(folder).get_idle_time_breakdown(
+            ranks=ranks_of(folder), show_idle_interval_stats=True
+        )
         assert got.empty and stats.empty
         return
     want, want_stats = res["idle_time_breakdown_stats"]
-    got, got_stats = ours(folder).get_idle_time_breakdown(ranks=ranks_of(folder),
-                                                          show_idle_interval_stats=True)
+    got, got_stats = ours(folder).get_idle_time_breakdown(
+        ranks=ranks_of(folder), show_idle_interval_stats=True
+    )
     assert list(got.columns) == list(want.columns)
     assert list(got_stats.columns) == list(want_stats.columns)
     assert got_stats.index.name == "idle_category"
     assert got.index.tolist() == want.index.tolist()  # RangeIndex per rank
     for rank in ranks_of(folder):
         # Streams in the reference's order (of their first kernel in the file).
-        assert list(dict.fromkeys(got[got["rank"] == rank].stream)) == \
-            list(dict.fromkeys(want[want["rank"] == rank].stream))
+        assert list(dict.fromkeys(got[got["rank"] == rank].stream)) == list(
+            dict.fromkeys(want[want["rank"] == rank].stream)
+        )
     if not any(len(uint32_stream_rows(t)) for _, t, _ in each_rank(folder)):
         # (a stream 4294967295 makes the reference's column int64; we read it as no stream)
         assert got["stream"].dtype == want["stream"].dtype
@@ -506,8 +553,9 @@ def test_idle_time(folder):
         for (s, c), (v, _n) in theirs.items():
             row = r_want[(r_want.stream == s) & (r_want.idle_category == c)]
             if not no_launch:  # the model has no launch time for those (see below)
-                assert (row.idle_time.iloc[0] if len(row) else 0.0) == \
-                    pytest.approx(v, abs=slack), (s, c)
+                assert (row.idle_time.iloc[0] if len(row) else 0.0) == pytest.approx(
+                    v, abs=slack
+                ), (s, c)
         for s in np.unique(r_want.stream):
             tw = r_want[r_want.stream == s].idle_time.sum()
             tg = r_got[r_got.stream == s].idle_time.sum()
@@ -518,12 +566,20 @@ def test_idle_time(folder):
                 # No overlapping kernels on this stream: the same intervals on both sides.
                 pd.testing.assert_frame_equal(
                     r_got[r_got.stream == s].reset_index(drop=True),
-                    r_want[r_want.stream == s].reset_index(drop=True), check_dtype=False,
-                    check_column_type=False)
+                    r_want[r_want.stream == s].reset_index(drop=True),
+                    check_dtype=False,
+                    check_column_type=False,
+                )
                 gs = got_stats[(got_stats["rank"] == rank) & (got_stats.stream == s)]
                 ws = want_stats[(want_stats["rank"] == rank) & (want_stats.stream == s)]
-                pd.testing.assert_frame_equal(gs, ws, check_dtype=False, atol=0.011,
-                                              check_index_type=False, check_column_type=False)
+                pd.testing.assert_frame_equal(
+                    gs,
+                    ws,
+                    check_dtype=False,
+                    atol=0.011,
+                    check_index_type=False,
+                    check_column_type=False,
+                )
             elif not rounds(trace) and not math.isclose(tt, tr):
                 # Overlapping kernels: the reference's negative intervals show.
                 assert not math.isclose(tw, tg)
@@ -533,8 +589,11 @@ def launchless(trace, mask) -> bool:
     """Whether some kernel has a correlation but no launch (the reference then compares with
     the first event's start)."""
     kind = trace.column("events", "kind")
-    keep = np.isin(kind, GPU_WORK_KINDS) & (trace.column("events", "partner") < 0) & \
-        (trace.column("events", "correlation") >= 0)
+    keep = (
+        np.isin(kind, GPU_WORK_KINDS)
+        & (trace.column("events", "partner") < 0)
+        & (trace.column("events", "correlation") >= 0)
+    )
     if mask is not None:
         keep &= mask
     return bool(keep.any())
@@ -544,7 +603,8 @@ def test_idle_difference_overlapping_kernels():
     """negative_queue_length_values_check, stream 27: two kernels overlap; the reference
     measures from the previous row's end, gets a -2 µs interval and subtracts it."""
     got, got_stats = ours("hta/negative_queue_length_values_check").get_idle_time_breakdown(
-        show_idle_interval_stats=True)
+        show_idle_interval_stats=True
+    )
     want, want_stats = ref("hta/negative_queue_length_values_check")["idle_time_breakdown_stats"]
     g = got[(got.stream == 27) & (got.idle_category == "kernel_wait")].idle_time.iloc[0]
     w = want[(want.stream == 27) & (want.idle_category == "kernel_wait")].idle_time.iloc[0]
@@ -580,5 +640,6 @@ def test_idle_threshold_in_microseconds():
 def test_mtia(folder):
     got = ours(folder).get_temporal_breakdown()
     want = ref(folder)["temporal_breakdown"]
-    assert got["kernel_time(us)"].iloc[0] == pytest.approx(want["kernel_time(us)"].iloc[0],
-                                                           rel=0.01)
+    assert got["kernel_time(us)"].iloc[0] == pytest.approx(
+        want["kernel_time(us)"].iloc[0], rel=0.01
+    )

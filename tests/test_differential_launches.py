@@ -6,6 +6,7 @@ start up and every end down to whole µs (spec §0.2 step 4), so durations and d
 may differ by up to 2 µs. Where we are deliberately different, the difference is asserted
 on a trace where it shows (see /work/notes/diff-launches.md).
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,17 +24,25 @@ from tests.reference.reference_results import reference_results
 
 pytestmark = pytest.mark.reference  # runs the reference tool
 
-FOLDERS = sorted({
-    os.path.dirname(os.path.relpath(os.path.join(root, f), TRACES_DIR))
-    for root, _, files in os.walk(TRACES_DIR) for f in files if f.endswith((".gz", ".json"))
-} - {"hta/memory_analysis"}  # not a Chrome trace: the reference cannot load it
-  # A pairs/ folder holds one run recorded twice, not the ranks of one job, so it is no
-  # unit for these rank-set comparisons.
-  - {f"pairs/{p.name}" for p in (TRACES_DIR / "pairs").iterdir()})
+FOLDERS = sorted(
+    {
+        os.path.dirname(os.path.relpath(os.path.join(root, f), TRACES_DIR))
+        for root, _, files in os.walk(TRACES_DIR)
+        for f in files
+        if f.endswith((".gz", ".json"))
+    }
+    - {"hta/memory_analysis"}  # not a Chrome trace: the reference cannot load it
+    # A pairs/ folder holds one run recorded twice, not the ranks of one job, so it is no
+    # unit for these rank-set comparisons.
+    - {f"pairs/{p.name}" for p in (TRACES_DIR / "pairs").iterdir()}
+)
 
 # launches the reference pairs (spec §7); everything else is an extra row of ours
-REF_LAUNCH_NAMES = {"cudaLaunchKernel", "cudaLaunchKernelExC",
-                    "runFunction - job_prep_and_submit_for_execution"}
+REF_LAUNCH_NAMES = {
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "runFunction - job_prep_and_submit_for_execution",
+}
 REF_MEMORY_LAUNCH_NAMES = {"cudaMemsetAsync", "cudaMemcpyAsync"}
 
 
@@ -46,9 +55,13 @@ def ref(folder):
 def ours(folder, include_last=False):
     # the reference loads only the Chrome trace of hta/execution_trace (its rank-0 file
     # replaces the execution trace's); the loader refuses the execution trace outright
-    files = sorted(str(p) for p in (TRACES_DIR / folder).iterdir()
-                   if p.is_file() and p.name.endswith((".gz", ".json"))
-                   and p.relative_to(TRACES_DIR).as_posix() not in NOT_CHROME_TRACES)
+    files = sorted(
+        str(p)
+        for p in (TRACES_DIR / folder).iterdir()
+        if p.is_file()
+        and p.name.endswith((".gz", ".json"))
+        and p.relative_to(TRACES_DIR).as_posix() not in NOT_CHROME_TRACES
+    )
     return TraceAnalysis(trace_files=files, include_last_profiler_step=include_last)
 
 
@@ -80,12 +93,12 @@ def _launch_names(folder, rank):
     """correlation -> launch API name of our pairs on that rank."""
     from hta_fast.analysis.launch_stats import launch_stats
 
-    t = launch_stats(ours(folder).traces, ranks=[rank],
-                     selection=ours(folder).selection).table
+    t = launch_stats(ours(folder).traces, ranks=[rank], selection=ours(folder).selection).table
     return dict(zip(t.column("correlation").to_pylist(), t.column("launch_name").to_pylist()))
 
 
 # --- launch statistics -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("memory", [True, False])
 def test_launch_stats(folder, memory):
@@ -96,7 +109,8 @@ def test_launch_stats(folder, memory):
     allowed = REF_LAUNCH_NAMES | (REF_MEMORY_LAUNCH_NAMES if memory else set())
     for rank, rdf in ref(folder)[name].items():
         mine = ours(folder).get_cuda_kernel_launch_stats(
-            ranks=[rank], include_memory_events=memory)[rank]
+            ranks=[rank], include_memory_events=memory
+        )[rank]
         assert list(mine.columns) == list(rdf.columns)
         names = _launch_names(folder, rank)
         extra = mine[~mine["correlation"].isin(rdf["correlation"])]
@@ -125,10 +139,14 @@ def test_launch_stats_amd_hip_launches_counted():
     assert {"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyWithStream"} == names
 
 
-@pytest.mark.parametrize("folder_, api", [("hta/negative_queue_length_values_check",
-                                             "cudaGraphLaunch"),
-                                            ("hta/trace_diff/test", "cudaGraphLaunch"),
-                                            ("hta/triton_example", "cuLaunchKernel")])
+@pytest.mark.parametrize(
+    "folder_, api",
+    [
+        ("hta/negative_queue_length_values_check", "cudaGraphLaunch"),
+        ("hta/trace_diff/test", "cudaGraphLaunch"),
+        ("hta/triton_example", "cuLaunchKernel"),
+    ],
+)
 def test_launch_stats_graph_and_driver_launches_counted(folder_, api, traces_dir):
     """The reference pairs only cudaLaunchKernel(ExC) and the async memcpy/memset calls: graph
     launches (one row per kernel of the graph) and driver launches are missing there."""
@@ -147,11 +165,14 @@ def test_launch_stats_graph_and_driver_launches_counted(folder_, api, traces_dir
 
 # --- operator -> kernels ---------------------------------------------------------------
 
+
 def _by_sequence(df):
     """Per kernel sequence: total occurrences and occurrence-weighted delay sums. The op a
     sequence is filed under can differ (below), the launches behind it cannot."""
-    df = df.assign(a=df.occurrence_count * df.avg_aten_op_launch_delay,
-                   b=df.occurrence_count * df.avg_runtime_delay)
+    df = df.assign(
+        a=df.occurrence_count * df.avg_aten_op_launch_delay,
+        b=df.occurrence_count * df.avg_runtime_delay,
+    )
     return df.groupby("kernel_sequence")[["occurrence_count", "a", "b"]].sum().sort_index()
 
 
@@ -193,8 +214,11 @@ def test_aten_op_kernels_and_delay(folder):
         np.testing.assert_array_equal(b["occurrence_count"], a["occurrence_count"])
         n = a["occurrence_count"].to_numpy()
         for c in ("a", "b"):
-            assert (np.abs(b[c].to_numpy() - a[c].to_numpy()) <= tol * n + 2e-3 * n).all(), \
-                (folder, rank, c)
+            assert (np.abs(b[c].to_numpy() - a[c].to_numpy()) <= tol * n + 2e-3 * n).all(), (
+                folder,
+                rank,
+                c,
+            )
 
 
 def test_aten_op_innermost_operator_on_ties():
@@ -205,11 +229,14 @@ def test_aten_op_innermost_operator_on_ties():
     mine = ours(folder).get_aten_op_kernels_and_delay(ranks=[1])[1]
     assert "aten::matmul" in set(rdf["aten_op_name"])
     assert "aten::matmul" not in set(mine["aten_op_name"])
-    assert mine.loc[mine.aten_op_name == "aten::mm", "occurrence_count"].sum() > \
-        rdf.loc[rdf.aten_op_name == "aten::mm", "occurrence_count"].sum()
+    assert (
+        mine.loc[mine.aten_op_name == "aten::mm", "occurrence_count"].sum()
+        > rdf.loc[rdf.aten_op_name == "aten::mm", "occurrence_count"].sum()
+    )
 
 
 # --- frequent kernel sequences ---------------------------------------------------------
+
 
 def test_frequent_cuda_kernel_sequences(folder):
     name = "frequent_cuda_kernel_sequences"
@@ -222,14 +249,16 @@ def test_frequent_cuda_kernel_sequences(folder):
             assert res.errors[name]["type"] == "ValueError"
             op = "aten::linear"
             mine = ours(folder).get_frequent_cuda_kernel_sequences(
-                op, out, rank=ours(folder).traces.ranks[0])
+                op, out, rank=ours(folder).traces.ranks[0]
+            )
             assert isinstance(mine, pd.DataFrame)
             return
         if not ok(folder, name):
             pytest.skip(f"the reference fails on {folder}")
         r = res[name]
-        mine = ours(folder).get_frequent_cuda_kernel_sequences(r["operator_name"], out,
-                                                               rank=r["rank"])
+        mine = ours(folder).get_frequent_cuda_kernel_sequences(
+            r["operator_name"], out, rank=r["rank"]
+        )
     rdf = r["patterns"]
     if rdf.empty:
         assert mine.empty
@@ -243,6 +272,7 @@ def test_frequent_cuda_kernel_sequences(folder):
 
 # --- profiler steps --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("include_last", [False, True])
 def test_profiler_steps(folder, include_last):
     name = "profiler_steps_with_last_step" if include_last else "profiler_steps"
@@ -252,6 +282,7 @@ def test_profiler_steps(folder, include_last):
 
 
 # --- user annotations ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("gpu", [True, False])
 def test_user_annotation_breakdown(folder, gpu):
@@ -270,14 +301,15 @@ def test_user_annotation_breakdown(folder, gpu):
     # each rounded duration may be up to 2 µs short: sums by up to 2 µs per annotation
     from hta_fast.analysis.annotations import user_annotation_breakdown
 
-    count = user_annotation_breakdown(ours(folder).traces, use_gpu_annotation=gpu,
-                                      selection=ours(folder).selection).to_pandas()["count"]
+    count = user_annotation_breakdown(
+        ours(folder).traces, use_gpu_annotation=gpu, selection=ours(folder).selection
+    ).to_pandas()["count"]
     tol = tolerance(folder)
-    np.testing.assert_allclose(mine["sum (us)"], rdf["sum (us)"], atol=0,
-                               rtol=0) if tol < 1 else None
+    np.testing.assert_allclose(
+        mine["sum (us)"], rdf["sum (us)"], atol=0, rtol=0
+    ) if tol < 1 else None
     assert (np.abs(mine["sum (us)"] - rdf["sum (us)"]) <= tol * count.to_numpy()).all(), folder
-    for c, t in (("max (us)", tol), ("min (us)", tol), ("mean (us)", tol),
-                 ("stddev", 1.5 * tol)):
+    for c, t in (("max (us)", tol), ("min (us)", tol), ("mean (us)", tol), ("stddev", 1.5 * tol)):
         np.testing.assert_allclose(mine[c], rdf[c], atol=t, err_msg=f"{folder} {c}")
 
 
@@ -301,7 +333,9 @@ def test_gpu_kernels_with_user_annotations(folder):
         if tol > 1:
             # a sub-µs kernel the reference rounded to an empty or negative interval
             # overlaps nothing there; it still runs under its annotation
-            assert (a["end"] <= a["ts"])[differ].all() and (a["s_user_annotation"][differ] == "").all()
+            assert (a["end"] <= a["ts"])[differ].all() and (
+                a["s_user_annotation"][differ] == ""
+            ).all()
         else:
             assert not differ.any(), folder
         assert a["s_name"].tolist() == b["s_name"].tolist()

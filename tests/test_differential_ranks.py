@@ -1,5 +1,6 @@
 """The compat stragglers, trace diff, CUPTI counters and memory timeline against the
 reference tool's results on the shared traces (tests/reference/reference_results)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,24 +16,44 @@ pytestmark = pytest.mark.reference  # runs the reference tool
 
 # Folders the reference loads (the trace folders of ../shared/traces).
 FOLDERS = [
-    "hta/call_stack", "hta/cpu_only", "hta/trace_file_list", "hta/triton_example",
-    "hta/amd_trace", "hta/critical_path/cuda_event_sync",
-    "hta/critical_path/cuda_event_sync_multi_stream", "hta/critical_path/simple_add",
-    "hta/critical_path/alexnet", "hta/_historical/with_gpu_user_annotation",
-    "hta/cupti_profiler", "hta/rank_non_gpu", "hta/timeline_analysis", "hta/trace_filter",
-    "hta/trace_compare/test", "hta/nccl_parser_config", "hta/ns_resolution_trace",
-    "param_dlrm_8rank", "hta/df_index_resolver", "hta/mtia_trace_single_rank",
-    "hta/mtia_inference_trace", "hta/negative_queue_length_values_check",
-    "hta/trace_diff/control", "hta/trace_diff/test", "hta/mixed_files",
-    "hta/distributed_info_unavailable", "hta/rank_unavailable",
+    "hta/call_stack",
+    "hta/cpu_only",
+    "hta/trace_file_list",
+    "hta/triton_example",
+    "hta/amd_trace",
+    "hta/critical_path/cuda_event_sync",
+    "hta/critical_path/cuda_event_sync_multi_stream",
+    "hta/critical_path/simple_add",
+    "hta/critical_path/alexnet",
+    "hta/_historical/with_gpu_user_annotation",
+    "hta/cupti_profiler",
+    "hta/rank_non_gpu",
+    "hta/timeline_analysis",
+    "hta/trace_filter",
+    "hta/trace_compare/test",
+    "hta/nccl_parser_config",
+    "hta/ns_resolution_trace",
+    "param_dlrm_8rank",
+    "hta/df_index_resolver",
+    "hta/mtia_trace_single_rank",
+    "hta/mtia_inference_trace",
+    "hta/negative_queue_length_values_check",
+    "hta/trace_diff/control",
+    "hta/trace_diff/test",
+    "hta/mixed_files",
+    "hta/distributed_info_unavailable",
+    "hta/rank_unavailable",
 ]
-DIFF_PAIRS = [("hta/trace_compare/base", "hta/trace_compare/test"),
-              ("hta/trace_diff/control", "hta/trace_diff/test")]
+DIFF_PAIRS = [
+    ("hta/trace_compare/base", "hta/trace_compare/test"),
+    ("hta/trace_diff/control", "hta/trace_diff/test"),
+]
 
 
 def _ref(traces_dir, folder, diff_with=None):
-    return reference_results(traces_dir / folder,
-                             diff_with=None if diff_with is None else traces_dir / diff_with)
+    return reference_results(
+        traces_dir / folder, diff_with=None if diff_with is None else traces_dir / diff_with
+    )
 
 
 # --- stragglers ---------------------------------------------------------------------------
@@ -59,13 +80,21 @@ def test_potential_stragglers_last_step_is_available_on_request(traces_dir):
 @pytest.mark.parametrize("short", [False, True])
 def test_compare_traces(traces_dir, control, test, short):
     ref = _ref(traces_dir, control, test)["trace_diff_short_names" if short else "trace_diff"]
-    ours = TraceDiff.compare_traces(str(traces_dir / control), str(traces_dir / test),
-                                    use_short_name=short)
+    ours = TraceDiff.compare_traces(
+        str(traces_dir / control), str(traces_dir / test), use_short_name=short
+    )
     assert list(ours.columns) == list(ref.columns)
     assert ours.index.name == ref.index.name
     assert list(ours.index) == list(ref.index)
-    pd.testing.assert_frame_equal(ours, ref, check_dtype=False, check_index_type=False,
-                                  check_column_type=False, atol=0.1, rtol=0)
+    pd.testing.assert_frame_equal(
+        ours,
+        ref,
+        check_dtype=False,
+        check_index_type=False,
+        check_column_type=False,
+        atol=0.1,
+        rtol=0,
+    )
 
 
 @pytest.mark.parametrize("control, test", DIFF_PAIRS)
@@ -81,8 +110,15 @@ def test_compare_traces_takes_trace_analysis_with_every_step(traces_dir):
     a = TraceAnalysis(trace_dir=str(traces_dir / control))
     b = TraceAnalysis(trace_dir=str(traces_dir / test))
     ours = TraceDiff.compare_traces(a, b)
-    pd.testing.assert_frame_equal(ours, ref, check_dtype=False, check_index_type=False,
-                                  check_column_type=False, atol=0.1, rtol=0)
+    pd.testing.assert_frame_equal(
+        ours,
+        ref,
+        check_dtype=False,
+        check_index_type=False,
+        check_column_type=False,
+        atol=0.1,
+        rtol=0,
+    )
 
 
 # --- CUPTI counters -----------------------------------------------------------------------
@@ -111,8 +147,9 @@ def test_cupti_counter_data_found_on_the_cupti_trace(traces_dir):
 # --- memory timeline ----------------------------------------------------------------------
 def test_memory_timeline(traces_dir):
     ref = _ref(traces_dir, "hta/memory_analysis")["memory_timeline"]["memory_timeline.raw.gz"]
-    ours = MemoryAnalysis(traces_dir / "hta/memory_analysis/memory_timeline.raw.gz"
-                          ).get_memory_timeline()
+    ours = MemoryAnalysis(
+        traces_dir / "hta/memory_analysis/memory_timeline.raw.gz"
+    ).get_memory_timeline()
     # The reference keeps a row for the allocations made before profiling and another for
     # the first timestamp, both at the same time; ours has one row per timestamp: the
     # state after every entry of that time.

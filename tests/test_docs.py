@@ -4,6 +4,7 @@ The blocks of one page run in order in one namespace (a page may build on its ea
 examples), in a scratch folder laid out as the examples assume: `rank0.pt.trace.json.gz`
 is one rank's trace, `traces/` the trace files of a two-rank job, and `../shared/traces`
 the real traces folder. docs/api.md, generated from the docstrings, must be current."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,10 @@ ONE_RANK = "hta/trace_filter/sampled_rank-0.json.gz"
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
     """(line number, code) of each ```python block."""
-    return [(text[:m.start()].count("\n") + 2, m.group(1))
-            for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)]
+    return [
+        (text[: m.start()].count("\n") + 2, m.group(1))
+        for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)
+    ]
 
 
 def test_pages_have_examples():
@@ -45,11 +48,16 @@ def test_examples_run(page, traces_dir, tmp_path, monkeypatch):
         try:
             exec(compile(code, f"{page}:{line}", "exec"), namespace)
         except Exception as e:
-            pytest.fail(f"{page}, the example at line {line} fails: {type(e).__name__}: {e}",
-                        pytrace=False)
+            pytest.fail(
+                f"{page}, the example at line {line} fails: {type(e).__name__}: {e}", pytrace=False
+            )
 
 
 def test_api_reference_is_current():
-    out = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_api.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "gen_api.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stdout + out.stderr

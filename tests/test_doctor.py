@@ -1,6 +1,7 @@
 """The doctor: each synthetic trace built to show one cause puts that cause first, a healthy
 one reports nothing above threshold, thresholds change the outcome, and every real trace
 gets a sane diagnosis."""
+
 from __future__ import annotations
 
 import json
@@ -70,7 +71,9 @@ def test_costs_match_the_construction(diagnoses):
     assert d.finding("rank_imbalance").ranks == [1]
     assert d.finding("rank_imbalance").evidence["slowest_rank"] == 0
     assert d.finding("rank_imbalance").evidence["stragglers"] == "0"  # starts its collective last
-    assert d.finding("exposed_communication").cost_ns_per_step == pytest.approx(1.95 * MS, rel=0.001)
+    assert d.finding("exposed_communication").cost_ns_per_step == pytest.approx(
+        1.95 * MS, rel=0.001
+    )
     # parallelism: 1000 gaps of 2 µs plus 1000 kernels of 8 µs filling 16 of 108 SMs.
     f = diagnoses["parallelism"].finding("parallelism")
     assert f.cost_ns_per_step == pytest.approx(2 * MS + 8 * MS * (1 - 16 / 108), rel=0.001)
@@ -125,7 +128,9 @@ def test_failed_is_a_ci_gate(diagnoses):
     assert len(reasons) == 1 and reasons[0].startswith("launch_bound")
     assert d.failed(fail_on=["rank_imbalance"]) == []
     assert d.failed(fail_on=["launch_bound"]) == reasons
-    assert any("utilization" in r for r in d.failed(fail_under_utilization=50, fail_on=["input_pipeline"]))
+    assert any(
+        "utilization" in r for r in d.failed(fail_under_utilization=50, fail_on=["input_pipeline"])
+    )
     assert d.failed(fail_under_utilization=10, fail_on=["input_pipeline"]) == []
     with pytest.raises(ValueError, match="unknown cause"):
         d.failed(fail_on=["gpu_on_fire"])
@@ -163,8 +168,14 @@ def test_without_sm_count_occupancy_decides():
     for s in range(3):
         b.step(s, s * 10_000, 10_000)
         for j in range(20):
-            b.kernel("small_kernel", s * 10_000 + j * 20, s * 10_000 + 100 + j * 500, 499,
-                     grid=(4, 1, 1), occupancy=2.0)
+            b.kernel(
+                "small_kernel",
+                s * 10_000 + j * 20,
+                s * 10_000 + 100 + j * 500,
+                499,
+                grid=(4, 1, 1),
+                occupancy=2.0,
+            )
     d = diagnose(synth.traceset([b]))
     f = d.finding("parallelism")
     assert d.findings[0].cause == "parallelism"
@@ -202,6 +213,7 @@ def test_covered_length_and_touches():
     import numpy as np
 
     from hta_fast.doctor.intervals import covered_length, touches
+
     s, e = np.array([10, 30, 50]), np.array([20, 40, 60])
     q0 = np.array([0, 15, 0, 25, 35, 45, 60, 5])
     q1 = np.array([5, 35, 100, 28, 55, 50, 70, 5])
@@ -210,13 +222,19 @@ def test_covered_length_and_touches():
     assert covered_length(s[:0], e[:0], q0, q1).tolist() == [0] * 8
 
 
-@pytest.mark.parametrize("name", ["hta/trace_diff/control/control.json.gz",
-                                  "hta/negative_queue_length_values_check/rank0.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hta/trace_diff/control/control.json.gz",
+        "hta/negative_queue_length_values_check/rank0.json.gz",
+    ],
+)
 def test_mean_queue_length_is_the_queue_length_analysis_mean(traces_dir, name):
     # launch_bound takes the time-weighted mean queue length by Little's law instead of
     # building the step functions: it must equal analysis.queue_length's.
     from hta_fast.analysis.queue_length import queue_length
     from hta_fast.doctor.launch_bound import _queue_time
+
     trace = hta_fast.load(traces_dir / name)
     ts = trace.column("events", "ts")
     for window in (None, (int(ts.min()) + 10**7, int(ts.min()) + 5 * 10**7)):
@@ -232,27 +250,47 @@ def test_real_trace_evidence_matches_the_json(traces_dir):
     # trace: blocking syncs, host<->device copies (launched inside the steps), pageable ones,
     # their bytes, and data-loader calls.
     import gzip
+
     path = traces_dir / "hta/trace_diff/control/control.json.gz"
     events = json.load(gzip.open(path))["traceEvents"]
     steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
     lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
     x = [e for e in events if e.get("ph") == "X" and lo <= e["ts"] <= hi]
-    syncs = sum(e["name"] in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "aten::item",
-                              "aten::_local_scalar_dense") for e in x)
+    syncs = sum(
+        e["name"]
+        in (
+            "cudaStreamSynchronize",
+            "cudaDeviceSynchronize",
+            "aten::item",
+            "aten::_local_scalar_dense",
+        )
+        for e in x
+    )
     loaders = sum(e["name"].startswith("enumerate(DataLoader)") for e in x)
-    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
-                 if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
-    copies = [e for e in events if e.get("cat") == "gpu_memcpy"
-              and ("HtoD" in e["name"] or "DtoH" in e["name"])
-              and lo <= launch_ts.get(e["args"].get("correlation"), -1) <= hi]
+    launch_ts = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
+    copies = [
+        e
+        for e in events
+        if e.get("cat") == "gpu_memcpy"
+        and ("HtoD" in e["name"] or "DtoH" in e["name"])
+        and lo <= launch_ts.get(e["args"].get("correlation"), -1) <= hi
+    ]
     n = len(steps)
     d = diagnose(hta_fast.load(path))
     m = d.finding("memory_sync").evidence
     assert m["blocking_syncs_per_step"] == pytest.approx(syncs / n)
     assert m["host_device_copies_per_step"] == pytest.approx(len(copies) / n)
-    assert m["pageable_copies_per_step"] == pytest.approx(sum("Pageable" in e["name"] for e in copies) / n)
+    assert m["pageable_copies_per_step"] == pytest.approx(
+        sum("Pageable" in e["name"] for e in copies) / n
+    )
     assert m["copy_bytes_per_step"] == pytest.approx(sum(e["args"]["bytes"] for e in copies) / n)
-    assert d.finding("input_pipeline").evidence["loader_calls_per_step"] == pytest.approx(loaders / n)
+    assert d.finding("input_pipeline").evidence["loader_calls_per_step"] == pytest.approx(
+        loaders / n
+    )
     assert d.steps == sorted(int(e["name"].split("#")[1]) for e in steps)
 
 
@@ -276,6 +314,8 @@ def test_fp32_gemms_on_a_tensor_core_device_are_memory_sync():
     assert f.cost_ns_per_step == pytest.approx(20 * 499_000 / 2, rel=0.001)
     assert f.top_events[0]["name"] == "ampere_sgemm_128x64_nn"
     faster = diagnose(synth.fp32_gemm(), thresholds=Thresholds(fp32_gemm_speedup=4))
-    assert faster.finding("memory_sync").cost_ns_per_step == pytest.approx(20 * 499_000 * 0.75, rel=0.001)
+    assert faster.finding("memory_sync").cost_ns_per_step == pytest.approx(
+        20 * 499_000 * 0.75, rel=0.001
+    )
     # The same GEMMs on tensor cores (the healthy trace) cost nothing.
     assert diagnose(synth.healthy()).finding("memory_sync").cost_ns_per_step == 0

@@ -7,6 +7,7 @@ carries a hidden per-table factor of up to +-2 % (cache behaviour the model does
 know), and the evaluator's curve is fitted to kernel measurements with up to 15 % noise,
 so its pick can be wrong: with no hidden factor it picks the best plan every time, with
 +-5 % about 80 % of the time (docs/model_costs.md)."""
+
 from __future__ import annotations
 
 import json
@@ -45,10 +46,15 @@ class Case:
         for r in range(ranks):
             g = []
             for k in range(per_rank - 1):
-                g.append(dict(name=f"t{r}_{k}", rows=int(rng.integers(10_000, 10_000_000)),
-                              dim=int(rng.choice([32, 64, 128, 256])),
-                              pooling=float(rng.uniform(1, 40)),
-                              eps=float(rng.uniform(-spread, spread))))
+                g.append(
+                    dict(
+                        name=f"t{r}_{k}",
+                        rows=int(rng.integers(10_000, 10_000_000)),
+                        dim=int(rng.choice([32, 64, 128, 256])),
+                        pooling=float(rng.uniform(1, 40)),
+                        eps=float(rng.uniform(-spread, spread)),
+                    )
+                )
             groups.append(g)
         eff = lambda t: BATCH * t["pooling"] * t["dim"] * 4 * (1 + t["eps"])  # noqa: E731
         target = max(sum(eff(t) for t in g) for g in groups) * 1.25
@@ -56,8 +62,15 @@ class Case:
             dim = int(rng.choice([64, 128]))
             e = float(rng.uniform(-spread, spread))
             left = target - sum(eff(t) for t in g)
-            g.append(dict(name=f"t{r}_last", rows=1_000_000, dim=dim,
-                          pooling=left / (BATCH * dim * 4 * (1 + e)), eps=e))
+            g.append(
+                dict(
+                    name=f"t{r}_last",
+                    rows=1_000_000,
+                    dim=dim,
+                    pooling=left / (BATCH * dim * 4 * (1 + e)),
+                    eps=e,
+                )
+            )
             for t in g:
                 tables.append(TableSpec(t["name"], t["rows"], t["dim"], t["pooling"], BATCH))
                 plan[t["name"]] = r
@@ -81,25 +94,33 @@ class Case:
         return out
 
     def _true_rank_ns(self, names) -> float:
-        eff = sum(t.lookup_bytes * (1 + self.hidden[t.name]) for t in self.tables
-                  if t.name in names)
+        eff = sum(
+            t.lookup_bytes * (1 + self.hidden[t.name]) for t in self.tables if t.name in names
+        )
         return TRUE_LATENCY_NS + eff / TRUE_BANDWIDTH_GBPS if names else 0.0
 
     def true_ns(self, plan: dict) -> float:
-        return max(self._true_rank_ns({n for n, r in plan.items() if r == k})
-                   for k in range(self.ranks))
+        return max(
+            self._true_rank_ns({n for n, r in plan.items() if r == k}) for k in range(self.ranks)
+        )
 
     def _measurements(self, rng) -> pa.Table:
         """Kernels of random table subsets, each measured with one-sided noise."""
         rows = []
         for _ in range(40):
-            pick = rng.choice(len(self.tables), int(rng.integers(1, len(self.tables))),
-                              replace=False)
+            pick = rng.choice(
+                len(self.tables), int(rng.integers(1, len(self.tables))), replace=False
+            )
             names = {self.tables[i].name for i in pick}
             true = self._true_rank_ns(names)
             noise = 0.0 if rng.random() < 0.3 else rng.uniform(0, 0.15)
-            rows.append({"family": "tbe", "dur": int(true * (1 + noise)),
-                         "bytes": float(sum(self.tables[i].lookup_bytes for i in pick))})
+            rows.append(
+                {
+                    "family": "tbe",
+                    "dur": int(true * (1 + noise)),
+                    "bytes": float(sum(self.tables[i].lookup_bytes for i in pick)),
+                }
+            )
         return pa.Table.from_pylist(rows)
 
 
@@ -108,8 +129,10 @@ def _score_cases(n: int) -> dict:
     regrets = []
     for seed in range(n):
         case = Case(seed)
-        predicted = [evaluate_plan(case.tables, p, case.ranks, cost=case.cost)
-                     .params["max_lookup_ns"] for p in case.candidates]
+        predicted = [
+            evaluate_plan(case.tables, p, case.ranks, cost=case.cost).params["max_lookup_ns"]
+            for p in case.candidates
+        ]
         truth = [case.true_ns(p) for p in case.candidates]
         best = min(truth)
         assert truth[0] == pytest.approx(best)  # the construction's promise
@@ -117,15 +140,21 @@ def _score_cases(n: int) -> dict:
         picked_best += truth[order[0]] <= best * (1 + 1e-9)
         top2 += min(truth[order[0]], truth[order[1]]) <= best * (1 + 1e-9)
         regrets.append(truth[order[0]] / best - 1)
-    return {"best": picked_best / n, "top2": top2 / n, "mean_regret": float(np.mean(regrets)),
-            "max_regret": float(np.max(regrets))}
+    return {
+        "best": picked_best / n,
+        "top2": top2 / n,
+        "mean_regret": float(np.mean(regrets)),
+        "max_regret": float(np.max(regrets)),
+    }
 
 
 def test_evaluator_picks_the_best_plan():
     score = _score_cases(300)
-    print(f"\nsharding evaluator over 300 generated cases: best picked {score['best']:.1%}, "
-          f"in top 2 {score['top2']:.1%}, mean regret {score['mean_regret']:.3%}, "
-          f"worst regret {score['max_regret']:.3%}")
+    print(
+        f"\nsharding evaluator over 300 generated cases: best picked {score['best']:.1%}, "
+        f"in top 2 {score['top2']:.1%}, mean regret {score['mean_regret']:.3%}, "
+        f"worst regret {score['max_regret']:.3%}"
+    )
     assert score["best"] >= 0.90
     assert score["top2"] >= 0.97
     assert score["mean_regret"] < 0.005
@@ -142,11 +171,14 @@ def test_greedy_search_comes_close_to_the_best_plan():
         round_robin.append(case.true_ns(rr) / best - 1)
         # starting from a poor plan, the search only ever improves it
         improved = improve_plan(case.tables, case.ranks, cost=case.cost, plan=rr)
-        assert evaluate_plan(case.tables, improved, case.ranks, cost=case.cost) \
-            .params["max_lookup_ns"] <= evaluate_plan(case.tables, rr, case.ranks,
-                                                      cost=case.cost).params["max_lookup_ns"]
-    print(f"\ngreedy search regret: mean {np.mean(regrets):.3%}, worst {np.max(regrets):.3%}"
-          f" (round robin: mean {np.mean(round_robin):.1%})")
+        assert (
+            evaluate_plan(case.tables, improved, case.ranks, cost=case.cost).params["max_lookup_ns"]
+            <= evaluate_plan(case.tables, rr, case.ranks, cost=case.cost).params["max_lookup_ns"]
+        )
+    print(
+        f"\ngreedy search regret: mean {np.mean(regrets):.3%}, worst {np.max(regrets):.3%}"
+        f" (round robin: mean {np.mean(round_robin):.1%})"
+    )
     assert np.mean(regrets) < 0.015 and np.max(regrets) < 0.04
     assert np.mean(regrets) < np.mean(round_robin) / 3
 
@@ -171,17 +203,23 @@ def test_plan_evaluation_numbers():
 
 def test_all_to_all_time_through_the_collective_model():
     from hta_fast.model.comm.collective_cost import fit_collectives
-    comm = fit_collectives(pa.table({"collective": ["all_to_all"] * 3, "group_size": [2] * 3,
-                                     "bytes": [1e5, 1e6, 1e7],
-                                     "data_time": [1e4 + 1e5 / 50, 1e4 + 1e6 / 50,
-                                                   1e4 + 1e7 / 50]}))
+
+    comm = fit_collectives(
+        pa.table(
+            {
+                "collective": ["all_to_all"] * 3,
+                "group_size": [2] * 3,
+                "bytes": [1e5, 1e6, 1e7],
+                "data_time": [1e4 + 1e5 / 50, 1e4 + 1e6 / 50, 1e4 + 1e7 / 50],
+            }
+        )
+    )
     a = TableSpec("a", rows=1000, dim=64, pooling=10, batch=1024)
     cost = LookupCostModel.from_parameters(5000.0, 100.0)
     r = evaluate_plan([a], {"a": 0}, 2, cost=cost, comm=comm)
     buffer = 1024 * 64 * 4  # rank 0 sends half its output; its buffer is the whole output
     assert r.params["a2a_ns"] == pytest.approx(1e4 + buffer / 50, rel=1e-6)
-    assert r.params["predicted_ns"] == pytest.approx(r.params["max_lookup_ns"]
-                                                     + r.params["a2a_ns"])
+    assert r.params["predicted_ns"] == pytest.approx(r.params["max_lookup_ns"] + r.params["a2a_ns"])
     r4 = evaluate_plan([a], {"a": 0}, 4, cost=cost, comm=comm)
     assert r4.params["a2a_ns"] is None and "all_to_all" in r4.notes[0]
 
@@ -200,8 +238,10 @@ def test_bad_plans_and_specs_are_refused():
 
 
 def test_kernel_family():
-    assert kernel_family("void split_embedding_codegen_forward_unweighted_kernel<float, "
-                         "float>(at::X)") == "split_embedding_codegen_forward_unweighted_kernel"
+    assert (
+        kernel_family("void split_embedding_codegen_forward_unweighted_kernel<float, float>(at::X)")
+        == "split_embedding_codegen_forward_unweighted_kernel"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +277,10 @@ def test_trace_diff_lookups_take_their_nodes_widths(traces_dir):
 
 def test_dlrm_lookup_cost_fit(dlrm):
     r = lookup_kernels(dlrm, dim=64)  # dim= overrides the width the trace records
-    assert all(x["bytes"] == x["indices"] * 64 * 4 and x["dim_source"] == "given"
-               for x in r.table.to_pylist())
+    assert all(
+        x["bytes"] == x["indices"] * 64 * 4 and x["dim_source"] == "given"
+        for x in r.table.to_pylist()
+    )
     model = fit_lookup_costs(r)
     rows = {x["family"]: x for x in model.table().table.to_pylist()}
     split = rows["split_embedding_codegen_forward_unweighted_kernel"]
@@ -251,8 +293,9 @@ def test_dlrm_lookup_cost_fit(dlrm):
 
 
 # --- FBGEMM lookups' dimension on synthetic traces -----------------------------------
-def tbe_trace(total_d: int | None = None, node_width: int | None = None,
-              node_batch: int = 8) -> hta_fast.Trace:
+def tbe_trace(
+    total_d: int | None = None, node_width: int | None = None, node_batch: int = 8
+) -> hta_fast.Trace:
     """A split lookup of 2 tables, 100 rows, 16 bags (B = 8) launching its forward kernel;
     total_d in its Concrete Inputs, and an autograd node with a [node_batch, node_width]
     gradient, when given."""
@@ -262,12 +305,19 @@ def tbe_trace(total_d: int | None = None, node_width: int | None = None,
     if concrete is not None:
         args["Concrete Inputs"] = json.loads(concrete)
     b._x("cpu_op", name, 0, 50, CPU_PID, CPU_TID, args)
-    b.kernel("void split_embedding_codegen_forward_unweighted_kernel<float, float>(int)",
-             10, 20, 30)
+    b.kernel(
+        "void split_embedding_codegen_forward_unweighted_kernel<float, float>(int)", 10, 20, 30
+    )
     if node_width is not None:
-        b._x("cpu_op", RW_NODE, 100, 40, CPU_PID, CPU_TID,
-             {"External id": 9, "Input Dims": [[node_batch, node_width]],
-              "Input type": ["float"]})
+        b._x(
+            "cpu_op",
+            RW_NODE,
+            100,
+            40,
+            CPU_PID,
+            CPU_TID,
+            {"External id": 9, "Input Dims": [[node_batch, node_width]], "Input type": ["float"]},
+        )
     return b.load()
 
 

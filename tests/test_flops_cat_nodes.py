@@ -1,6 +1,7 @@
 """cat on older traces, whose list of tensors is recorded as []: output sizes read from the
 calls' CatBackward0 nodes (tied by sequence number); hand-computed on a synthetic trace and
 checked on the real ones."""
+
 from __future__ import annotations
 
 from op_traces import OpTraceBuilder
@@ -24,18 +25,29 @@ def cat(b: OpTraceBuilder, ts: float, seq: int | None, kernel_us: float = 8.0) -
 
 
 def node(b: OpTraceBuilder, ts: float, seq: int, shape: list, dtype: str) -> None:
-    b._x("cpu_op", "CatBackward0", ts, 5.0, CPU_PID, CPU_TID,
-         {"External id": b._ext(), "Input Dims": [shape], "Input type": [dtype],
-          "Sequence number": seq})
+    b._x(
+        "cpu_op",
+        "CatBackward0",
+        ts,
+        5.0,
+        CPU_PID,
+        CPU_TID,
+        {
+            "External id": b._ext(),
+            "Input Dims": [shape],
+            "Input type": [dtype],
+            "Sequence number": seq,
+        },
+    )
 
 
 def four_cats(with_nodes: bool = True) -> hta_fast.Trace:
     b = OpTraceBuilder()
-    cat(b, 0, 10)                     # tied: [64, 96] float
-    cat(b, 200, 11)                   # tied: [32, 96] half
-    cat(b, 400, 12)                   # 12 is shared by two calls (the first created no
-    cat(b, 600, 12)                   #   node): neither is tied
-    cat(b, 800, None)                 # no sequence number
+    cat(b, 0, 10)  # tied: [64, 96] float
+    cat(b, 200, 11)  # tied: [32, 96] half
+    cat(b, 400, 12)  # 12 is shared by two calls (the first created no
+    cat(b, 600, 12)  #   node): neither is tied
+    cat(b, 800, None)  # no sequence number
     if with_nodes:
         node(b, 5000, 10, [64, 96], "float")
         node(b, 5100, 11, [32, 96], "c10::Half")
@@ -46,7 +58,7 @@ def four_cats(with_nodes: bool = True) -> hta_fast.Trace:
 def test_tied_calls_give_their_group_the_mean_output_size():
     t = four_cats()
     ex = cat_extras(t, op_instance_rows(t, None, None))
-    (key, extra), = ex.items()
+    ((key, extra),) = ex.items()
     assert key[1:] == ("aten::cat", "[[], []]", '["TensorList", "Scalar"]', None)
     assert extra == {"out_bytes": (64 * 96 * 4 + 32 * 96 * 2) / 2, "tied": 2, "calls": 5}
     res = op_table(t, costs=True)
@@ -56,7 +68,7 @@ def test_tied_calls_give_their_group_the_mean_output_size():
     assert r.family == "copy" and r.bytes == 64 * 96 * 4 + 32 * 96 * 2
     assert r.total_bytes == 5 * r.bytes
     rf = roofline(t).to_pandas().set_index("name").loc["aten::cat"]
-    assert rf.calls == 5 and rf.bytes == r.bytes          # per call, as in the op table
+    assert rf.calls == 5 and rf.bytes == r.bytes  # per call, as in the op table
 
 
 def test_without_nodes_the_reason_says_so():
@@ -66,9 +78,11 @@ def test_without_nodes_the_reason_says_so():
 
 
 def test_real_traces_tie_their_cats(traces_dir):
-    expected = {"hta/trace_diff/control/control.json.gz": (78, 108),
-                "hta/trace_diff/test/test.json.gz": (18, 30),
-                "param_dlrm_8rank/worker0.pt.trace.json.gz": (4, 7)}
+    expected = {
+        "hta/trace_diff/control/control.json.gz": (78, 108),
+        "hta/trace_diff/test/test.json.gz": (18, 30),
+        "param_dlrm_8rank/worker0.pt.trace.json.gz": (4, 7),
+    }
     for rel, (tied, calls) in expected.items():
         t = hta_fast.load(traces_dir / rel)
         (extra,) = cat_extras(t, op_instance_rows(t, None, None)).values()

@@ -1,5 +1,6 @@
 """FBGEMM table-batched embedding lookups and their autograd nodes: the output width read
 from Concrete Inputs or from the paired node; concatenation on older traces. Hand-computed."""
+
 from __future__ import annotations
 
 import json
@@ -16,29 +17,100 @@ RW = "fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function"
 RW_NODE = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
 
 
-def split_lookup(tables: int, weights: int, indices: int, bags: int, momentum: int,
-                 weighted: bool = False, total_d: int | None = None):
+def split_lookup(
+    tables: int,
+    weights: int,
+    indices: int,
+    bags: int,
+    momentum: int,
+    weighted: bool = False,
+    total_d: int | None = None,
+):
     """(name, dims, types, concrete) of a split lookup in the recorded layout (placeholder
     first, 29 arguments); total_d goes to Concrete Inputs when given."""
-    dims = [[0], [weights], [0], [0, 0], [tables], [tables], [tables + 1], [], [], [tables + 1],
-            [], [indices], [bags + 1], [], [indices] if weighted else [], [], [0], [], [], [],
-            [momentum], [0], [tables], [tables], [], [], [], [], []]
-    types = ["float", "float", "float", "float", "int", "long", "int", "Scalar", "Scalar",
-             "long", "Scalar", "long", "long", "Scalar", "float" if weighted else "", "", "int",
-             "Scalar", "Scalar", "Scalar", "float", "float", "int", "long"] + ["Scalar"] * 5
+    dims = [
+        [0],
+        [weights],
+        [0],
+        [0, 0],
+        [tables],
+        [tables],
+        [tables + 1],
+        [],
+        [],
+        [tables + 1],
+        [],
+        [indices],
+        [bags + 1],
+        [],
+        [indices] if weighted else [],
+        [],
+        [0],
+        [],
+        [],
+        [],
+        [momentum],
+        [0],
+        [tables],
+        [tables],
+        [],
+        [],
+        [],
+        [],
+        [],
+    ]
+    types = [
+        "float",
+        "float",
+        "float",
+        "float",
+        "int",
+        "long",
+        "int",
+        "Scalar",
+        "Scalar",
+        "long",
+        "Scalar",
+        "long",
+        "long",
+        "Scalar",
+        "float" if weighted else "",
+        "",
+        "int",
+        "Scalar",
+        "Scalar",
+        "Scalar",
+        "float",
+        "float",
+        "int",
+        "long",
+    ] + ["Scalar"] * 5
     concrete = None
     if total_d is not None:
         concrete = [""] * 29
         concrete[7], concrete[13] = str(total_d), "0"
-    return RW, json.dumps(dims), json.dumps(types), None if concrete is None else json.dumps(concrete)
+    return (
+        RW,
+        json.dumps(dims),
+        json.dumps(types),
+        None if concrete is None else json.dumps(concrete),
+    )
 
 
 def costs(rows):
     """op_costs over synthetic groups of one rank: rows of (name, dims, types, concrete)."""
     names, dims, types, conc = zip(*rows)
-    t = pa.table({"name": list(names), "input_dims": list(dims), "input_type": list(types),
-                  "concrete_inputs": list(conc)}, schema=pa.schema(
-        [(c, pa.string()) for c in ("name", "input_dims", "input_type", "concrete_inputs")]))
+    t = pa.table(
+        {
+            "name": list(names),
+            "input_dims": list(dims),
+            "input_type": list(types),
+            "concrete_inputs": list(conc),
+        },
+        schema=pa.schema(
+            [(c, pa.string()) for c in ("name", "input_dims", "input_type", "concrete_inputs")]
+        ),
+    )
     return op_costs(t).to_pylist()
 
 
@@ -80,8 +152,9 @@ def test_pairing_settles_two_lookups_of_one_batch():
     got = costs([one, many, node(8192, 8720), node(8192, 96)])
     assert got[0]["flops"] == 61_072 * 96
     assert got[1]["flops"] == approx(15_807_216 * 8720 / 122)
-    assert got[1]["bytes"] == approx(15_807_216 * 8 + (122 * 8192 + 1) * 8
-                               + 15_807_216 * (8720 / 122) * 4 + 8192 * 8720 * 4)
+    assert got[1]["bytes"] == approx(
+        15_807_216 * 8 + (122 * 8192 + 1) * 8 + 15_807_216 * (8720 / 122) * 4 + 8192 * 8720 * 4
+    )
 
 
 def test_strike_out_settles_when_as_many_widths_as_lookups():
@@ -97,7 +170,11 @@ def test_ambiguous_pairing_is_no_model_with_the_widths():
     b = split_lookup(3, 2 * 10**6, 100, 3 * 32, 2000)
     got = costs([a, b, node(32, 64), node(32, 128)])
     for g in got[:2]:
-        assert g["family"] is None and "[64, 128]" in g["no_model"] and "more than one" in g["no_model"]
+        assert (
+            g["family"] is None
+            and "[64, 128]" in g["no_model"]
+            and "more than one" in g["no_model"]
+        )
     # nodes whose lookup is unknown say so too
     assert got[2]["family"] is None and "rows looked up unknown" in got[2]["no_model"]
 
@@ -105,8 +182,15 @@ def test_ambiguous_pairing_is_no_model_with_the_widths():
 def test_node_widths_are_looked_for_within_the_rank():
     lookup = split_lookup(1, 96_000, 100, 8, 1000)
     names, dims, types, conc = zip(lookup, node(8, 96))
-    t = pa.table({"rank": [0, 1], "name": list(names), "input_dims": list(dims),
-                  "input_type": list(types), "concrete_inputs": list(conc)})
+    t = pa.table(
+        {
+            "rank": [0, 1],
+            "name": list(names),
+            "input_dims": list(dims),
+            "input_type": list(types),
+            "concrete_inputs": list(conc),
+        }
+    )
     got = op_costs(t).to_pylist()
     assert got[0]["family"] is None and got[1]["family"] is None
 
@@ -115,11 +199,28 @@ def test_dense_lookup_layout_and_weighted_lookup():
     # dense: (dev_weights, weights_offsets, D_offsets, total_D, max_D, hash_size_cumsum,
     # total_hash_size_bits, indices, offsets, pooling_mode, indice_weights, ...); T = 2, B = 16
     dims = [[112], [2], [3], [], [], [3], [], [32], [33], [], [], [], []]
-    types = ["float", "long int", "int", "Scalar", "Scalar", "long int", "Scalar", "long int",
-             "long int", "Scalar", "", "", "Scalar"]
+    types = [
+        "float",
+        "long int",
+        "int",
+        "Scalar",
+        "Scalar",
+        "long int",
+        "Scalar",
+        "long int",
+        "long int",
+        "Scalar",
+        "",
+        "",
+        "Scalar",
+    ]
     conc = [""] * 3 + ["32"] + [""] * 9
-    c = cost_of("fbgemm::dense_embedding_codegen_lookup_function", json.dumps(dims),
-                json.dumps(types), json.dumps(conc))
+    c = cost_of(
+        "fbgemm::dense_embedding_codegen_lookup_function",
+        json.dumps(dims),
+        json.dumps(types),
+        json.dumps(conc),
+    )
     assert isinstance(c, Cost) and c.flops == 32 * 16
     assert c.bytes == 32 * 8 + 33 * 8 + 32 * 16 * 4 + 16 * 32 * 4
     c = cost_of(*split_lookup(2, 800, 10, 8, 100, weighted=True, total_d=16))
@@ -140,12 +241,14 @@ def test_cat_from_list_shapes_out_tensor_or_a_reason():
     c = cost_of("aten::cat", json.dumps([[[2, 3], [4, 3]], []]), '["TensorList", "Scalar"]')
     assert isinstance(c, Cost) and c.family == "copy" and c.bytes == 2 * (6 + 12) * 4
     # cat.out as older profilers record it: the list as [], the output tensor third
-    c = cost_of("aten::cat", "[[], [], [18500]]", '["TensorList", "Scalar", "c10::Half"]',
-                '["", "0", ""]')
+    c = cost_of(
+        "aten::cat", "[[], [], [18500]]", '["TensorList", "Scalar", "c10::Half"]', '["", "0", ""]'
+    )
     assert isinstance(c, Cost) and c.bytes == 2 * 18500 * 2
     # a list of shapes takes the out tensor's dtype
-    c = cost_of("aten::cat", json.dumps([[[10], [20]], [], [30]]),
-                '["TensorList", "Scalar", "double"]')
+    c = cost_of(
+        "aten::cat", json.dumps([[[10], [20]], [], [30]]), '["TensorList", "Scalar", "double"]'
+    )
     assert isinstance(c, Cost) and c.bytes == 2 * 30 * 8
     r = cost_of("aten::cat", "[[], []]", '["TensorList", "Scalar"]')
     assert isinstance(r, str) and "writes [] for a list of tensors" in r
@@ -154,8 +257,10 @@ def test_cat_from_list_shapes_out_tensor_or_a_reason():
 # --- real traces --------------------------------------------------------------------
 def _fbgemm_rows(path):
     t = with_costs(op_table(hta_fast.load(path)).table).to_pandas()
-    return t[t.name.str.contains("SplitLookupFunction|embedding_codegen_lookup", regex=True)
-             & ~t.name.str.startswith("autograd::engine")]
+    return t[
+        t.name.str.contains("SplitLookupFunction|embedding_codegen_lookup", regex=True)
+        & ~t.name.str.startswith("autograd::engine")
+    ]
 
 
 def test_real_trace_diff_lookups_take_their_nodes_widths(traces_dir):
@@ -164,11 +269,16 @@ def test_real_trace_diff_lookups_take_their_nodes_widths(traces_dir):
     for _, r in df[df.name == RW].iterrows():
         dims = json.loads(r.input_dims)
         t, rows, bags = dims[6][0] - 1, dims[11][0], dims[12][0] - 1
-        total_d = 96 if t == 1 else 8720         # the nodes' [8192, 96] and [8192, 8720]
-        weighted = dims[14] == [rows]             # the one-table lookups have per-sample weights
+        total_d = 96 if t == 1 else 8720  # the nodes' [8192, 96] and [8192, 8720]
+        weighted = dims[14] == [rows]  # the one-table lookups have per-sample weights
         assert r.flops == approx(rows * total_d / t * (2 if weighted else 1))
-        assert r.bytes == approx(rows * 8 + (bags + 1) * 8 + rows * total_d / t * 4
-                                 + 8192 * total_d * 4 + (rows * 4 if weighted else 0))
+        assert r.bytes == approx(
+            rows * 8
+            + (bags + 1) * 8
+            + rows * total_d / t * 4
+            + 8192 * total_d * 4
+            + (rows * 4 if weighted else 0)
+        )
     assert sorted(df[df.name == RW_NODE].input_dims) == ["[[8192, 8720]]", "[[8192, 96]]"]
 
 

@@ -6,6 +6,7 @@ the chunk size, the thread count and recover=True do not change what a good file
 A property test compares valid random traces with a reading by the json module.
 The whole file runs in well under a minute.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -29,12 +30,29 @@ from hta_fast import TraceFormatError
 pytestmark = pytest.mark.slow  # thousands of mutated loads
 
 # ../shared/traces beside the project root (see tests/conftest.py)
-REAL_TRACE = (Path(__file__).resolve().parents[2] / "shared" / "traces" / "hta" / "critical_path"
-              / "cuda_event_sync" / "event_sync_trace.json.gz")
+REAL_TRACE = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "traces"
+    / "hta"
+    / "critical_path"
+    / "cuda_event_sync"
+    / "event_sync_trace.json.gz"
+)
 
 STRUCTURAL = b'{}[],:"\\ \n\t0123456789.-eE'
-HOSTILE_NAMES = ["}, {", '},{"ph":"X"', 'q"uote', "back\\slash\\", "é漢 😀", "] [", "\\u00e9",
-                 "\u2028", "\x00", "tab\t"]
+HOSTILE_NAMES = [
+    "}, {",
+    '},{"ph":"X"',
+    'q"uote',
+    "back\\slash\\",
+    "é漢 😀",
+    "] [",
+    "\\u00e9",
+    "\u2028",
+    "\x00",
+    "tab\t",
+]
 
 
 # --- seeds ------------------------------------------------------------------------------
@@ -46,15 +64,33 @@ def synthetic_trace(n: int = 300, seed: int = 0) -> bytes:
         name = f"op{i}" + rng.choice(HOSTILE_NAMES)
         kind = i % 10
         if kind < 6:
-            e = {"ph": "X", "cat": rng.choice(["cpu_op", "cuda_runtime", "kernel", "user_annotation"]),
-                 "name": name if i % 17 else f"ProfilerStep#{i}", "pid": rng.choice([0, 1, "Spans", ""]),
-                 "tid": rng.choice([1, 7, "stream 7"]), "ts": round(i * 1.5 + 0.001 * rng.randrange(1000), 3),
-                 "dur": rng.randrange(0, 50),
-                 "args": {"correlation": i // 2, "External id": i, "x": [{"a": 1}, {"b": [2]}],
-                          "grid": [1, 2, 3], "Input Dims": [[1, 2], []]}}
+            e = {
+                "ph": "X",
+                "cat": rng.choice(["cpu_op", "cuda_runtime", "kernel", "user_annotation"]),
+                "name": name if i % 17 else f"ProfilerStep#{i}",
+                "pid": rng.choice([0, 1, "Spans", ""]),
+                "tid": rng.choice([1, 7, "stream 7"]),
+                "ts": round(i * 1.5 + 0.001 * rng.randrange(1000), 3),
+                "dur": rng.randrange(0, 50),
+                "args": {
+                    "correlation": i // 2,
+                    "External id": i,
+                    "x": [{"a": 1}, {"b": [2]}],
+                    "grid": [1, 2, 3],
+                    "Input Dims": [[1, 2], []],
+                },
+            }
         elif kind == 6:
-            e = {"ph": rng.choice("sf"), "id": i // 2, "pid": 1, "tid": 1, "ts": i * 1.5,
-                 "cat": "ac2g", "name": "ac2g", "bp": "e"}
+            e = {
+                "ph": rng.choice("sf"),
+                "id": i // 2,
+                "pid": 1,
+                "tid": 1,
+                "ts": i * 1.5,
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            }
         elif kind == 7:
             e = {"ph": "C", "name": "mem", "pid": 1, "ts": i, "args": {"a": i, "b": "x"}}
         elif kind == 8:
@@ -62,9 +98,14 @@ def synthetic_trace(n: int = 300, seed: int = 0) -> bytes:
         else:
             e = {"ph": rng.choice("iIBEb"), "name": name, "pid": 1, "tid": 1, "ts": i, "s": "t"}
         events.append(e)
-    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "A }, {"}, {"id": 1}],
-           "traceEvents": events, "distributedInfo": {"rank": 0, "pg": [{"r": [0]}, {"r": [1]}]},
-           "traceName": "x", "baseTimeNanoseconds": 1700000000000000123}
+    doc = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "A }, {"}, {"id": 1}],
+        "traceEvents": events,
+        "distributedInfo": {"rank": 0, "pg": [{"r": [0]}, {"r": [1]}]},
+        "traceName": "x",
+        "baseTimeNanoseconds": 1700000000000000123,
+    }
     return json.dumps(doc, ensure_ascii=bool(seed % 2), indent=None if seed % 3 else 1).encode()
 
 
@@ -103,7 +144,7 @@ def mutate(data: bytes, rng: random.Random, steps: int) -> tuple[bytes, list]:
             recipe.append((op, pos, buf[pos]))
         elif op == "delete":
             k = rng.choice([1, 1, 2, 5, 50])
-            del buf[pos:pos + k]
+            del buf[pos : pos + k]
             recipe.append((op, pos, k))
         elif op == "insert":
             c = STRUCTURAL[rng.randrange(len(STRUCTURAL))]
@@ -115,15 +156,17 @@ def mutate(data: bytes, rng: random.Random, steps: int) -> tuple[bytes, list]:
         else:
             k = rng.randrange(1, 200)
             at = rng.randrange(n)
-            buf[at:at] = buf[pos:pos + k]
+            buf[at:at] = buf[pos : pos + k]
             recipe.append((op, pos, k, at))
     return bytes(buf), recipe
 
 
-CONFIGS = [dict(recover=False, chunk_size=0, threads=1),
-           dict(recover=True, chunk_size=0, threads=2),
-           dict(recover=False, chunk_size=64, threads=2),
-           dict(recover=True, chunk_size=64, threads=1)]
+CONFIGS = [
+    dict(recover=False, chunk_size=0, threads=1),
+    dict(recover=True, chunk_size=0, threads=2),
+    dict(recover=False, chunk_size=64, threads=2),
+    dict(recover=True, chunk_size=64, threads=1),
+]
 
 # The child: loads every file under every config, reports exceptions other than
 # TraceFormatError, and notes which file it is on, so a crash can be pinned to a mutant.
@@ -156,8 +199,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run_batch(folder: Path, mutants: dict[str, bytes], recipes: dict[str, list],
-              timeout: float = 60, max_crashes: int = 5) -> tuple[list[str], list[str]]:
+def run_batch(
+    folder: Path,
+    mutants: dict[str, bytes],
+    recipes: dict[str, list],
+    timeout: float = 60,
+    max_crashes: int = 5,
+) -> tuple[list[str], list[str]]:
     """Loads the mutants in child processes; returns (crashes, other exceptions) described.
     After a crash a new child goes on from the next mutant."""
     for name, data in mutants.items():
@@ -169,14 +217,18 @@ def run_batch(folder: Path, mutants: dict[str, bytes], recipes: dict[str, list],
         cmd = [sys.executable, "-c", CHILD, str(folder), json.dumps(CONFIGS), str(start)]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
-            died = proc.returncode != 0 and f"exit code {proc.returncode}, stderr " \
-                                            f"{proc.stderr[-600:]!r}"
+            died = (
+                proc.returncode != 0
+                and f"exit code {proc.returncode}, stderr {proc.stderr[-600:]!r}"
+            )
         except subprocess.TimeoutExpired:
             died = f"no answer after {timeout} s (a hang)"
         if not died:
             report = json.loads((folder / "report.json").read_text())
             loaded += report["loaded"]
-            bad += [f"{f} {c} {kind}: {msg} recipe={recipes[f]}" for f, c, kind, msg in report["bad"]]
+            bad += [
+                f"{f} {c} {kind}: {msg} recipe={recipes[f]}" for f, c, kind, msg in report["bad"]
+            ]
             break
         last = (folder / "progress").read_text().split()
         if not last:
@@ -188,8 +240,11 @@ def run_batch(folder: Path, mutants: dict[str, bytes], recipes: dict[str, list],
 
 
 def seeds() -> dict[str, bytes]:
-    out = {"synth": synthetic_trace(300, 0), "synth_big": synthetic_trace(1200, 1),
-           "synth_indent": synthetic_trace(200, 3)}
+    out = {
+        "synth": synthetic_trace(300, 0),
+        "synth_big": synthetic_trace(1200, 1),
+        "synth_indent": synthetic_trace(200, 3),
+    }
     if REAL_TRACE.exists():
         out["real"] = real_trace()
         out["real_big"] = real_trace_large()
@@ -219,8 +274,10 @@ def test_mutants_in_child_process(tmp_path):
         mutants[name], recipes[name] = gzip.compress(m, compresslevel=1), ["synth"] + recipe
     crashes, bad = run_batch(tmp_path, mutants, recipes)
     assert not crashes, f"{len(crashes)} mutants killed the process:\n" + "\n".join(crashes)
-    assert not bad, f"{len(bad)} loads raised something other than TraceFormatError " \
-                    f"(mutants in {tmp_path}):\n" + "\n".join(bad[:20])
+    assert not bad, (
+        f"{len(bad)} loads raised something other than TraceFormatError "
+        f"(mutants in {tmp_path}):\n" + "\n".join(bad[:20])
+    )
 
 
 # --- in-process search ------------------------------------------------------------------
@@ -237,8 +294,14 @@ def outcome(data: bytes, **kw):
     # pinned down exactly by test_bad_input.py::test_truncated_trace*; compared only as
     # present / absent here, so that the search goes on to other faults
     stats["truncated_tail_bytes"] = stats["truncated_tail_bytes"] > 0
-    return "ok", (t.events.to_pydict(), t.flows.to_pydict(), t.counters.to_pydict(),
-                  t.meta_events.to_pydict(), t.meta.header, stats)
+    return "ok", (
+        t.events.to_pydict(),
+        t.flows.to_pydict(),
+        t.counters.to_pydict(),
+        t.meta_events.to_pydict(),
+        t.meta.header,
+        stats,
+    )
 
 
 def isolated(fn, *args, timeout: int = 20) -> None:
@@ -291,6 +354,7 @@ def check_mutant(data: bytes, chunk_size: int) -> None:
 
 class Mutant(bytes):
     """Mutated bytes that print as their recipe (hypothesis shows it on failure)."""
+
     recipe: list = []
 
     def __repr__(self):
@@ -300,7 +364,7 @@ class Mutant(bytes):
 @st.composite
 def mutations(draw, seed_name):
     data = FUZZ_SEEDS[seed_name]
-    rng_seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng_seed = draw(st.integers(0, 2**32 - 1))
     steps = draw(st.integers(1, 4))
     m, recipe = mutate(data, random.Random(rng_seed), steps)
     out = Mutant(m)
@@ -315,9 +379,13 @@ if REAL_TRACE.exists():
 
 # Bounded: no shrinking (a recipe has at most four steps and prints as such), a fixed
 # number of examples, derandomized so that every run tries the same mutants.
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
-                phases=[Phase.explicit, Phase.generate],
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.parametrize("seed_name", sorted(FUZZ_SEEDS))
@@ -335,9 +403,12 @@ def test_unmutated_seeds_agree(seed_name):
 
 
 # --- valid random traces against the json module --------------------------------------
-NAME_CHARS = st.one_of(st.sampled_from(list('{}[],:"\\/ \t\n') + ["}, {", '},{"ph":"X"', "é", "漢",
-                                                                   "😀", "\u2028", "\x00"]),
-                       st.characters(exclude_categories=("Cs",)))
+NAME_CHARS = st.one_of(
+    st.sampled_from(
+        list('{}[],:"\\/ \t\n') + ["}, {", '},{"ph":"X"', "é", "漢", "😀", "\u2028", "\x00"]
+    ),
+    st.characters(exclude_categories=("Cs",)),
+)
 names = st.lists(NAME_CHARS, max_size=12).map("".join)
 
 
@@ -347,18 +418,20 @@ def micros(draw):
     more decimals, exponents."""
     kind = draw(st.sampled_from(["int", "dec3", "dec", "exp", "string", "big"]))
     if kind == "int":
-        return str(draw(st.integers(0, 10 ** 12)))
+        return str(draw(st.integers(0, 10**12)))
     if kind == "big":  # absolute epoch µs with ns decimals
-        return f"{draw(st.integers(1_600_000_000_000_000, 1_800_000_000_000_000))}." \
-               f"{draw(st.integers(0, 999)):03d}"
+        return (
+            f"{draw(st.integers(1_600_000_000_000_000, 1_800_000_000_000_000))}."
+            f"{draw(st.integers(0, 999)):03d}"
+        )
     if kind == "dec3":
-        return f"{draw(st.integers(0, 10 ** 9))}.{draw(st.integers(0, 999)):03d}"
+        return f"{draw(st.integers(0, 10**9))}.{draw(st.integers(0, 999)):03d}"
     if kind == "dec":
-        return f"{draw(st.integers(0, 10 ** 6))}.{draw(st.integers(0, 10 ** 12))}"
+        return f"{draw(st.integers(0, 10**6))}.{draw(st.integers(0, 10**12))}"
     if kind == "exp":
-        mant = f"{draw(st.integers(0, 10 ** 6))}.{draw(st.integers(0, 9999))}"
+        mant = f"{draw(st.integers(0, 10**6))}.{draw(st.integers(0, 9999))}"
         return f"{mant}{draw(st.sampled_from(['e', 'E']))}{draw(st.integers(-6, 5))}"
-    return json.dumps(f"{draw(st.integers(0, 10 ** 6))}.{draw(st.integers(0, 999))}")
+    return json.dumps(f"{draw(st.integers(0, 10**6))}.{draw(st.integers(0, 999))}")
 
 
 def exact_ns(value) -> int:
@@ -372,9 +445,14 @@ def traces(draw):
     n = draw(st.integers(0, 60))
     events = []
     for i in range(n):
-        e = {"ph": "X", "name": draw(names), "cat": draw(st.sampled_from(["cpu_op", "kernel", "x"])),
-             "pid": draw(st.one_of(st.integers(-1, 5), st.sampled_from(["Spans", "", "stream 7"]))),
-             "tid": draw(st.integers(0, 3)), "ts": f"@@{i}ts@@"}
+        e = {
+            "ph": "X",
+            "name": draw(names),
+            "cat": draw(st.sampled_from(["cpu_op", "kernel", "x"])),
+            "pid": draw(st.one_of(st.integers(-1, 5), st.sampled_from(["Spans", "", "stream 7"]))),
+            "tid": draw(st.integers(0, 3)),
+            "ts": f"@@{i}ts@@",
+        }
         if draw(st.integers(0, 4)):  # sometimes no dur: read as 0
             e["dur"] = f"@@{i}dur@@"
         if draw(st.booleans()):
@@ -392,23 +470,34 @@ def traces(draw):
     if layout == "bare":
         text = json.dumps(all_events, ensure_ascii=ascii_, indent=draw(st.sampled_from([None, 1])))
     elif layout == "native":
-        text = ('\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
-                + ",\n".join("  " + json.dumps(e, ensure_ascii=ascii_) for e in all_events)
-                + '\n],\n  "deviceProperties": [{"id": 0}\n  ,{"id": 1}],\n  "traceName": "x"\n}')
+        text = (
+            '\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
+            + ",\n".join("  " + json.dumps(e, ensure_ascii=ascii_) for e in all_events)
+            + '\n],\n  "deviceProperties": [{"id": 0}\n  ,{"id": 1}],\n  "traceName": "x"\n}'
+        )
     else:
-        text = json.dumps({"schemaVersion": 1, "traceEvents": all_events, "traceName": "x"},
-                          ensure_ascii=ascii_, indent=2 if layout == "indent" else None,
-                          separators=(",", ":") if layout == "line" else None)
+        text = json.dumps(
+            {"schemaVersion": 1, "traceEvents": all_events, "traceName": "x"},
+            ensure_ascii=ascii_,
+            indent=2 if layout == "indent" else None,
+            separators=(",", ":") if layout == "line" else None,
+        )
     for key, value in times.items():
         text = text.replace(f'"{key}"', value, 1)
     return text.encode("utf-8")
 
 
-@settings(max_examples=80, deadline=None, derandomize=True,
-          phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(text=traces(), chunk_size=st.integers(64, 4096), threads=st.integers(1, 3))
-@example(text=b'[{"ph":"X","name":"a","pid":1,"ts":0.0005,"dur":1.0005e0}]', chunk_size=64, threads=1)
+@example(
+    text=b'[{"ph":"X","name":"a","pid":1,"ts":0.0005,"dur":1.0005e0}]', chunk_size=64, threads=1
+)
 def test_valid_traces_match_json_module(text, chunk_size, threads):
     doc = json.loads(text, parse_float=Decimal, parse_int=Decimal)
     events = doc if isinstance(doc, list) else doc["traceEvents"]

@@ -1,6 +1,7 @@
 """Interop: every Result and Trace table goes to pandas, Polars, DuckDB and any Arrow C
 stream consumer, and comes back with the same values and the same types (dictionary
 strings, int64 ns, nulls)."""
+
 from __future__ import annotations
 
 import builtins
@@ -73,31 +74,39 @@ def test_results_round_trip(ranks):
 
 def test_arrow_c_stream(ranks, trace):
     res = temporal_breakdown(ranks)
-    assert pa.table(res).equals(res.table)                 # Result: its main table
-    assert pa.table(trace).equals(trace.events)            # Trace: its events
-    assert pa.RecordBatchReader.from_stream(trace.kernel_args).read_all().equals(
-        trace.kernel_args)
+    assert pa.table(res).equals(res.table)  # Result: its main table
+    assert pa.table(trace).equals(trace.events)  # Trace: its events
+    assert pa.RecordBatchReader.from_stream(trace.kernel_args).read_all().equals(trace.kernel_args)
     pl = pytest.importorskip("polars")
     assert pl.DataFrame(res).shape == (res.table.num_rows, res.table.num_columns)
 
 
 def test_duckdb_queries_the_tables_in_place(ranks, trace):
     con = interop.duckdb(trace)
-    got = con.sql("select name, count(*), sum(dur) from events where kind = 'kernel' "
-                  "group by name order by 3 desc, 1 limit 3").fetchall()
+    got = con.sql(
+        "select name, count(*), sum(dur) from events where kind = 'kernel' "
+        "group by name order by 3 desc, 1 limit 3"
+    ).fetchall()
     ev = trace.events.filter(pc.equal(trace.events["kind"].cast(pa.string()), "kernel"))
     g = ev.group_by("name").aggregate([("dur", "count"), ("dur", "sum")])
-    want = sorted(((n.as_py(), c.as_py(), s.as_py()) for n, c, s in
-                   zip(g["name"].cast(pa.string()), g["dur_count"], g["dur_sum"])),
-                  key=lambda r: (-r[2], r[0]))[:3]
+    want = sorted(
+        (
+            (n.as_py(), c.as_py(), s.as_py())
+            for n, c, s in zip(g["name"].cast(pa.string()), g["dur_count"], g["dur_sum"])
+        ),
+        key=lambda r: (-r[2], r[0]),
+    )[:3]
     assert got == want
     # A TraceSet's tables carry a rank column; a Result's side tables are views too.
-    per_rank = dict(interop.duckdb(ranks).sql(
-        "select rank, count(*) from events group by rank").fetchall())
+    per_rank = dict(
+        interop.duckdb(ranks).sql("select rank, count(*) from events group by rank").fetchall()
+    )
     assert per_rank == {r: ranks[r].events.num_rows for r in ranks.ranks}
     res = kernel_breakdown(ranks)
-    assert interop.duckdb(res).sql("select count(*) from kernels").fetchall()[0][0] == \
-        res["kernels"].num_rows
+    assert (
+        interop.duckdb(res).sql("select count(*) from kernels").fetchall()[0][0]
+        == res["kernels"].num_rows
+    )
 
 
 def test_duckdb_does_not_copy_the_buffers(trace):
@@ -107,7 +116,10 @@ def test_duckdb_does_not_copy_the_buffers(trace):
     con = interop.duckdb(trace)
     assert pa.total_allocated_bytes() - before < 1 << 16
     got = con.sql("select sum(dur), max(ts) from events").fetchall()[0]
-    assert got == (int(trace.column("events", "dur").sum()), int(trace.column("events", "ts").max()))
+    assert got == (
+        int(trace.column("events", "dur").sum()),
+        int(trace.column("events", "ts").max()),
+    )
 
 
 def test_polars_missing_is_a_clear_error(trace, monkeypatch):
@@ -117,6 +129,7 @@ def test_polars_missing_is_a_clear_error(trace, monkeypatch):
         if name == "polars":
             raise ImportError("No module named 'polars'")
         return real_import(name, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "__import__", no_polars)
     with pytest.raises(ImportError, match="pip install polars"):
         trace.to_polars()

@@ -4,6 +4,7 @@ A module imports only from its own layer or the layers below; no module imports 
 two folders import each other, and an import inside a function is for an optional heavy
 library, never for a module of this package (outside cli/, whose commands import what
 they run only when they run, so that `hta-fast --help` stays quick)."""
+
 from __future__ import annotations
 
 import ast
@@ -29,8 +30,7 @@ LAYERS = [
 FACADE = {"hta_fast", "hta_fast.__main__"}
 MAX_MODULES_PER_FOLDER = 20
 # Function-level imports of this package's modules outside cli/, each with its reason.
-ALLOWED_LATE_IMPORTS: dict[tuple[str, str], str] = {
-}
+ALLOWED_LATE_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 def layer_of(module: str) -> int:
@@ -70,12 +70,13 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     else:
         if node.level:
             base = module.split(".") if is_package(module) else module.split(".")[:-1]
-            base = base[:len(base) - (node.level - 1)]
+            base = base[: len(base) - (node.level - 1)]
             source = ".".join(base + ([node.module] if node.module else []))
         else:
             source = node.module or ""
-        names = [f"{source}.{a.name}" if f"{source}.{a.name}" in MODULES else source
-                 for a in node.names]
+        names = [
+            f"{source}.{a.name}" if f"{source}.{a.name}" in MODULES else source for a in node.names
+        ]
     out = []
     for name in names:
         while name and name not in MODULES:
@@ -100,8 +101,12 @@ def read_imports() -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
                         late.append((module, target, child.lineno))
                     else:
                         edges[module].add(target)
-            walk(module, child, in_function or isinstance(
-                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+            walk(
+                module,
+                child,
+                in_function
+                or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
+            )
 
     for module, path in MODULES.items():
         if path.suffix == ".py":
@@ -176,34 +181,49 @@ def test_no_cycle_between_folders():
                 folders[folder_of(module)].add(folder_of(target))
     found = cycles(folders)
     assert not found, "\n".join(
-        " <-> ".join(c) + ": " + "; ".join(
-            f"{m} -> {t}" for m, ts in EDGES.items() for t in ts
-            if folder_of(m) in c and folder_of(t) in c and folder_of(m) != folder_of(t)
-            and not is_package(m) and not is_package(t))
-        for c in found)
+        " <-> ".join(c)
+        + ": "
+        + "; ".join(
+            f"{m} -> {t}"
+            for m, ts in EDGES.items()
+            for t in ts
+            if folder_of(m) in c
+            and folder_of(t) in c
+            and folder_of(m) != folder_of(t)
+            and not is_package(m)
+            and not is_package(t)
+        )
+        for c in found
+    )
 
 
 def test_no_import_from_a_higher_layer():
     wrong = []
-    for module, line_targets in [(m, t) for m, ts in EDGES.items() for t in ts] + \
-            [(m, t) for m, t, _ in LATE]:
+    for module, line_targets in [(m, t) for m, ts in EDGES.items() for t in ts] + [
+        (m, t) for m, t, _ in LATE
+    ]:
         target = line_targets
         if module in FACADE or target == "hta_fast":
             if target == "hta_fast" and module not in FACADE:
-                wrong.append(f"{module} imports the package root; import the module that "
-                             "defines the name")
+                wrong.append(
+                    f"{module} imports the package root; import the module that defines the name"
+                )
             continue
         if layer_of(target) > layer_of(module):
-            wrong.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
-                         f"({LAYERS[layer_of(target)][0]})")
+            wrong.append(
+                f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
+                f"({LAYERS[layer_of(target)][0]})"
+            )
     assert not wrong, "\n".join(wrong)
 
 
 def test_no_function_level_import_of_the_package_outside_cli():
     late = {(m, t) for m, t, _ in LATE if not m.startswith("hta_fast.cli")}
     unexplained = sorted(late - set(ALLOWED_LATE_IMPORTS))
-    assert not unexplained, ("import these at module level (or say why in "
-                             "ALLOWED_LATE_IMPORTS):\n" + "\n".join(map(str, unexplained)))
+    assert not unexplained, (
+        "import these at module level (or say why in "
+        "ALLOWED_LATE_IMPORTS):\n" + "\n".join(map(str, unexplained))
+    )
     stale = sorted(set(ALLOWED_LATE_IMPORTS) - late)
     assert stale == [], "these allowed late imports are gone: drop them from the list"
 
@@ -216,11 +236,14 @@ def test_every_folder_is_in_a_layer_and_small():
     assert {f: n for f, n in counts.items() if n > MAX_MODULES_PER_FOLDER} == {}
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from . import a\n", ["hta_fast.x.a"]),
-    ("from .a import f\n", ["hta_fast.x.a"]),
-    ("from ..y import g\n", ["hta_fast.y"]),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from . import a\n", ["hta_fast.x.a"]),
+        ("from .a import f\n", ["hta_fast.x.a"]),
+        ("from ..y import g\n", ["hta_fast.y"]),
+    ],
+)
 def test_relative_imports_are_resolved(source, expected, monkeypatch):
     monkeypatch.setitem(MODULES, "hta_fast.x.a", Path("a.py"))
     monkeypatch.setitem(MODULES, "hta_fast.x.b", Path("b.py"))

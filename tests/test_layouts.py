@@ -10,6 +10,7 @@ Layouts:  native  - the Kineto writer ("\\n  {" per event, header keys after the
           bare    - a top-level JSON array of events (no header, so no base time)
 Each is loaded with the default chunking and with chunk_size=256, on 1 and 2 threads.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -38,7 +39,7 @@ HOSTILE = [
     '},{"ph":"X"',
     '}, {"ph": "X", "ts": 1, "dur": 2, "name": "fake"}, {',
     'quote " inside',
-    "back\\slash \\ and \\\\ and \\\"",
+    'back\\slash \\ and \\\\ and \\"',
     "漢字 é real utf-8",
     "] and [ brackets ]] [[",
     '[{"a": 1}], [{"b": 2}]',
@@ -56,13 +57,30 @@ ESCAPED = [
 ]
 
 DEVICE_PROPERTIES = [  # header after traceEvents, itself an array of objects
-    {"id": 0, "name": "NVIDIA H100 }, {", "totalGlobalMem": 85031714816, "computeMajor": 9,
-     "computeMinor": 0, "numSms": 132, "nested": [{"a": [1, 2]}, {"b": {"c": []}}]},
-    {"id": 1, "name": "NVIDIA H100", "totalGlobalMem": 85031714816, "computeMajor": 9,
-     "computeMinor": 0, "numSms": 132},
+    {
+        "id": 0,
+        "name": "NVIDIA H100 }, {",
+        "totalGlobalMem": 85031714816,
+        "computeMajor": 9,
+        "computeMinor": 0,
+        "numSms": 132,
+        "nested": [{"a": [1, 2]}, {"b": {"c": []}}],
+    },
+    {
+        "id": 1,
+        "name": "NVIDIA H100",
+        "totalGlobalMem": 85031714816,
+        "computeMajor": 9,
+        "computeMinor": 0,
+        "numSms": 132,
+    },
 ]
-DISTRIBUTED_INFO = {"backend": "nccl", "rank": 3, "world_size": 8,
-                    "pg_config": [{"pg_name": "0", "ranks": [0, 1]}, {"pg_name": "1", "ranks": []}]}
+DISTRIBUTED_INFO = {
+    "backend": "nccl",
+    "rank": 3,
+    "world_size": 8,
+    "pg_config": [{"pg_name": "0", "ranks": [0, 1]}, {"pg_name": "1", "ranks": []}],
+}
 
 
 def X(name, ts, dur, cat, /, pid=1, tid=1, args=None, **expect):
@@ -84,93 +102,404 @@ def build_events():
     # Filler first: the loader reads its first 64 KiB in one block, so only events past it
     # are cut at chunk_size; the interesting events below must come after it.
     for i in range(FILLER):
-        add(X(f"filler{i}", Raw(str(5000 + i)), Raw("0.5"), "cpu_op", pid=9, tid=9,
-              ts=(5000 + i) * US, dur=500, step=None, parent=None))
+        add(
+            X(
+                f"filler{i}",
+                Raw(str(5000 + i)),
+                Raw("0.5"),
+                "cpu_op",
+                pid=9,
+                tid=9,
+                ts=(5000 + i) * US,
+                dur=500,
+                step=None,
+                parent=None,
+            )
+        )
     # Steps: ProfilerStep#3 = [0, 1000) µs, ProfilerStep#4 = [1000, 2000) µs.
-    add(X("ProfilerStep#3", Raw("0"), Raw("1000"), "user_annotation",
-          ts=0, dur=1000 * US, step=3, parent=None))
-    add(X("aten::mm", Raw("90.000"), Raw("60.000"), "cpu_op",
-          args={"External id": 3, "Input Dims": [[2, 3], [3, 4]],
-                "x": [{"a": 1}, {"b": 2}], "nested": {"o": {"p": [1, {"q": "}, {"}], "r": {}}},
-                "Input type": ["float", "c10::Half"]},
-          ts=90 * US, dur=60 * US, step=3, parent="ProfilerStep#3"))
+    add(
+        X(
+            "ProfilerStep#3",
+            Raw("0"),
+            Raw("1000"),
+            "user_annotation",
+            ts=0,
+            dur=1000 * US,
+            step=3,
+            parent=None,
+        )
+    )
+    add(
+        X(
+            "aten::mm",
+            Raw("90.000"),
+            Raw("60.000"),
+            "cpu_op",
+            args={
+                "External id": 3,
+                "Input Dims": [[2, 3], [3, 4]],
+                "x": [{"a": 1}, {"b": 2}],
+                "nested": {"o": {"p": [1, {"q": "}, {"}], "r": {}}},
+                "Input type": ["float", "c10::Half"],
+            },
+            ts=90 * US,
+            dur=60 * US,
+            step=3,
+            parent="ProfilerStep#3",
+        )
+    )
     # A launch whose kernel has no correlation: linked only by the ac2g flow id 77.
-    add(X("cudaLaunchKernel", Raw("100"), Raw("10"), "cuda_runtime",
-          args={"correlation": 11, "External id": 3},
-          ts=100 * US, dur=10 * US, step=3, parent="aten::mm", partner="kernel_via_flow"))
+    add(
+        X(
+            "cudaLaunchKernel",
+            Raw("100"),
+            Raw("10"),
+            "cuda_runtime",
+            args={"correlation": 11, "External id": 3},
+            ts=100 * US,
+            dur=10 * US,
+            step=3,
+            parent="aten::mm",
+            partner="kernel_via_flow",
+        )
+    )
     # A graph launch with three kernels sharing its correlation.
-    add(X("cudaGraphLaunch", Raw("200.250"), Raw("20.5"), "cuda_runtime",
-          args={"correlation": 9, "stream": 7},
-          ts=200_250, dur=20_500, step=3, parent="ProfilerStep#3", partner="graph_k0"))
+    add(
+        X(
+            "cudaGraphLaunch",
+            Raw("200.250"),
+            Raw("20.5"),
+            "cuda_runtime",
+            args={"correlation": 9, "stream": 7},
+            ts=200_250,
+            dur=20_500,
+            step=3,
+            parent="ProfilerStep#3",
+            partner="graph_k0",
+        )
+    )
     # Hostile names on the CPU thread, siblings under ProfilerStep#3.
     for i, name in enumerate(HOSTILE):
-        add(X(name, Raw(str(300 + 10 * i)), Raw("5"), "cpu_op",
-              args={"External id": 100 + i, "k": [{"}": "{"}, {"],": "[,"}]},
-              ts=(300 + 10 * i) * US, dur=5 * US, step=3, parent="ProfilerStep#3"))
+        add(
+            X(
+                name,
+                Raw(str(300 + 10 * i)),
+                Raw("5"),
+                "cpu_op",
+                args={"External id": 100 + i, "k": [{"}": "{"}, {"],": "[,"}]},
+                ts=(300 + 10 * i) * US,
+                dur=5 * US,
+                step=3,
+                parent="ProfilerStep#3",
+            )
+        )
     for i, (text, decoded) in enumerate(ESCAPED):
-        add(X(Raw(text), Raw(str(450 + 10 * i)), Raw("5"), "cpu_op",
-              ts=(450 + 10 * i) * US, dur=5 * US, step=3, parent="ProfilerStep#3",
-              name=decoded))
-    add(X("ProfilerStep#4", Raw("1000"), Raw("1000"), "user_annotation",
-          ts=1000 * US, dur=1000 * US, step=4, parent=None))
-    add(X("cudaLaunchKernel#2", Raw("1100"), Raw("5"), "cuda_runtime",
-          args={"correlation": 12}, ts=1100 * US, dur=5 * US, step=4,
-          parent="ProfilerStep#4", partner="kernel_step4"))
-    add(X("late_op", Raw("2500"), Raw("1"), "cpu_op", ts=2500 * US, dur=1 * US,
-          step=None, parent=None))
+        add(
+            X(
+                Raw(text),
+                Raw(str(450 + 10 * i)),
+                Raw("5"),
+                "cpu_op",
+                ts=(450 + 10 * i) * US,
+                dur=5 * US,
+                step=3,
+                parent="ProfilerStep#3",
+                name=decoded,
+            )
+        )
+    add(
+        X(
+            "ProfilerStep#4",
+            Raw("1000"),
+            Raw("1000"),
+            "user_annotation",
+            ts=1000 * US,
+            dur=1000 * US,
+            step=4,
+            parent=None,
+        )
+    )
+    add(
+        X(
+            "cudaLaunchKernel#2",
+            Raw("1100"),
+            Raw("5"),
+            "cuda_runtime",
+            args={"correlation": 12},
+            ts=1100 * US,
+            dur=5 * US,
+            step=4,
+            parent="ProfilerStep#4",
+            partner="kernel_step4",
+        )
+    )
+    add(
+        X(
+            "late_op",
+            Raw("2500"),
+            Raw("1"),
+            "cpu_op",
+            ts=2500 * US,
+            dur=1 * US,
+            step=None,
+            parent=None,
+        )
+    )
     # Number spellings, on their own thread.
-    add(X("exp_op", Raw("1.5e3"), Raw("2.5E-1"), "cpu_op", tid=2,
-          ts=1_500_000, dur=250, step=4, parent=None))
-    add(X("str_ts", Raw('"123.5"'), Raw('"6"'), "cpu_op", tid=2,
-          ts=123_500, dur=6 * US, step=3, parent=None))
+    add(
+        X(
+            "exp_op",
+            Raw("1.5e3"),
+            Raw("2.5E-1"),
+            "cpu_op",
+            tid=2,
+            ts=1_500_000,
+            dur=250,
+            step=4,
+            parent=None,
+        )
+    )
+    add(
+        X(
+            "str_ts",
+            Raw('"123.5"'),
+            Raw('"6"'),
+            "cpu_op",
+            tid=2,
+            ts=123_500,
+            dur=6 * US,
+            step=3,
+            parent=None,
+        )
+    )
     add(X("no_dur", Raw("130"), None, "cpu_op", tid=2, ts=130 * US, dur=0, step=3, parent=None))
-    add(X("half_up", Raw("140.0005"), Raw("0.0004"), "cpu_op", tid=2,
-          ts=140_001, dur=0, step=3, parent=None))
-    add(X("exp_plus", Raw("1.6E+2"), Raw("1e0"), "cpu_op", tid=2, ts=160 * US, dur=1 * US,
-          step=3, parent=None))
-    add(X("many_decimals", Raw("170.123456789"), Raw("0.0015"), "cpu_op", tid=2,
-          ts=170_123, dur=2, step=3, parent=None))
+    add(
+        X(
+            "half_up",
+            Raw("140.0005"),
+            Raw("0.0004"),
+            "cpu_op",
+            tid=2,
+            ts=140_001,
+            dur=0,
+            step=3,
+            parent=None,
+        )
+    )
+    add(
+        X(
+            "exp_plus",
+            Raw("1.6E+2"),
+            Raw("1e0"),
+            "cpu_op",
+            tid=2,
+            ts=160 * US,
+            dur=1 * US,
+            step=3,
+            parent=None,
+        )
+    )
+    add(
+        X(
+            "many_decimals",
+            Raw("170.123456789"),
+            Raw("0.0015"),
+            "cpu_op",
+            tid=2,
+            ts=170_123,
+            dur=2,
+            step=3,
+            parent=None,
+        )
+    )
     # GPU side: pid = device 0, tid = stream 7.
-    add(X("kernel_via_flow", Raw("120"), Raw("5"), "kernel", pid=0, tid=7,
-          args={"device": 0, "stream": 7, "grid": [1, 2, 3], "block": [128, 1, 1]},
-          ts=120 * US, dur=5 * US, step=3, partner="cudaLaunchKernel"))
-    add(X("graph_k2", Raw("260"), Raw("4"), "kernel", pid=0, tid=7,
-          args={"correlation": 9, "device": 0, "stream": 7},
-          ts=260 * US, dur=4 * US, step=3, partner="cudaGraphLaunch"))
-    add(X("graph_k0", Raw("230.125"), Raw("4"), "kernel", pid=0, tid=7,
-          args={"correlation": 9, "device": 0, "stream": 7},
-          ts=230_125, dur=4 * US, step=3, partner="cudaGraphLaunch"))
-    add(X("graph_k1", Raw("245"), Raw("4"), "kernel", pid=0, tid=7,
-          args={"correlation": 9, "device": 0, "stream": 7},
-          ts=245 * US, dur=4 * US, step=3, partner="cudaGraphLaunch"))
+    add(
+        X(
+            "kernel_via_flow",
+            Raw("120"),
+            Raw("5"),
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"device": 0, "stream": 7, "grid": [1, 2, 3], "block": [128, 1, 1]},
+            ts=120 * US,
+            dur=5 * US,
+            step=3,
+            partner="cudaLaunchKernel",
+        )
+    )
+    add(
+        X(
+            "graph_k2",
+            Raw("260"),
+            Raw("4"),
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"correlation": 9, "device": 0, "stream": 7},
+            ts=260 * US,
+            dur=4 * US,
+            step=3,
+            partner="cudaGraphLaunch",
+        )
+    )
+    add(
+        X(
+            "graph_k0",
+            Raw("230.125"),
+            Raw("4"),
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"correlation": 9, "device": 0, "stream": 7},
+            ts=230_125,
+            dur=4 * US,
+            step=3,
+            partner="cudaGraphLaunch",
+        )
+    )
+    add(
+        X(
+            "graph_k1",
+            Raw("245"),
+            Raw("4"),
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"correlation": 9, "device": 0, "stream": 7},
+            ts=245 * US,
+            dur=4 * US,
+            step=3,
+            partner="cudaGraphLaunch",
+        )
+    )
     # Launched in step 4, runs inside the step 5 window's time: takes the launch's step.
-    add(X("kernel_step4", Raw("2600"), Raw("3"), "kernel", pid=0, tid=7,
-          args={"correlation": 12}, ts=2600 * US, dur=3 * US, step=4,
-          partner="cudaLaunchKernel#2"))
-    add(X("kernel_unlinked", Raw("3000"), Raw("3"), "kernel", pid=0, tid=7,
-          args={"correlation": 999}, ts=3000 * US, dur=3 * US, step=None, partner=None))
+    add(
+        X(
+            "kernel_step4",
+            Raw("2600"),
+            Raw("3"),
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"correlation": 12},
+            ts=2600 * US,
+            dur=3 * US,
+            step=4,
+            partner="cudaLaunchKernel#2",
+        )
+    )
+    add(
+        X(
+            "kernel_unlinked",
+            Raw("3000"),
+            Raw("3"),
+            "kernel",
+            pid=0,
+            tid=7,
+            args={"correlation": 999},
+            ts=3000 * US,
+            dur=3 * US,
+            step=None,
+            partner=None,
+        )
+    )
     # String pids / tids.
-    add(X("span_a", Raw("10"), Raw("1"), "Trace", pid="Spans", tid="stream 7",
-          ts=10 * US, dur=US, pid_name="Spans", tid_name="stream 7"))
-    add(X("span_b", Raw("11"), Raw("1"), "Trace", pid="Spans", tid="",
-          ts=11 * US, dur=US, pid_name="Spans", tid_name=""))
-    add(X("span_c", Raw("12"), Raw("1"), "Trace", pid="", tid="Spans",
-          ts=12 * US, dur=US, pid_name="", tid_name="Spans"))
-    add(X("numeric_string_ids", Raw("13"), Raw("1"), "Trace", pid="12", tid="13",
-          ts=13 * US, dur=US, want_pid=12, want_tid=13))
-    add(X("overhead", Raw("14"), Raw("1"), "overhead", pid=-1, tid=-1,
-          ts=14 * US, dur=US, want_pid=-1, want_tid=-1))
+    add(
+        X(
+            "span_a",
+            Raw("10"),
+            Raw("1"),
+            "Trace",
+            pid="Spans",
+            tid="stream 7",
+            ts=10 * US,
+            dur=US,
+            pid_name="Spans",
+            tid_name="stream 7",
+        )
+    )
+    add(
+        X(
+            "span_b",
+            Raw("11"),
+            Raw("1"),
+            "Trace",
+            pid="Spans",
+            tid="",
+            ts=11 * US,
+            dur=US,
+            pid_name="Spans",
+            tid_name="",
+        )
+    )
+    add(
+        X(
+            "span_c",
+            Raw("12"),
+            Raw("1"),
+            "Trace",
+            pid="",
+            tid="Spans",
+            ts=12 * US,
+            dur=US,
+            pid_name="",
+            tid_name="Spans",
+        )
+    )
+    add(
+        X(
+            "numeric_string_ids",
+            Raw("13"),
+            Raw("1"),
+            "Trace",
+            pid="12",
+            tid="13",
+            ts=13 * US,
+            dur=US,
+            want_pid=12,
+            want_tid=13,
+        )
+    )
+    add(
+        X(
+            "overhead",
+            Raw("14"),
+            Raw("1"),
+            "overhead",
+            pid=-1,
+            tid=-1,
+            ts=14 * US,
+            dur=US,
+            want_pid=-1,
+            want_tid=-1,
+        )
+    )
     return out
 
 
 OTHER_EVENTS = [
     # flows: start on the launch, finish on the kernel (bp e)
     {"ph": "s", "id": 77, "pid": 1, "tid": 1, "ts": Raw("100"), "cat": "ac2g", "name": "ac2g"},
-    {"ph": "f", "id": 77, "pid": 0, "tid": 7, "ts": Raw("120"), "cat": "ac2g", "name": "ac2g",
-     "bp": "e"},
+    {
+        "ph": "f",
+        "id": 77,
+        "pid": 0,
+        "tid": 7,
+        "ts": Raw("120"),
+        "cat": "ac2g",
+        "name": "ac2g",
+        "bp": "e",
+    },
     # counters: one row per numeric arg, the string arg counted
-    {"ph": "C", "name": "Memory", "pid": 1, "tid": 1, "ts": Raw("50"),
-     "args": {"allocated": 1024, "reserved": Raw("2048.5"), "label": "not a number"}},
+    {
+        "ph": "C",
+        "name": "Memory",
+        "pid": 1,
+        "tid": 1,
+        "ts": Raw("50"),
+        "args": {"allocated": 1024, "reserved": Raw("2048.5"), "label": "not a number"},
+    },
     # metadata
     {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python3 }, {"}},
     {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main thread"}},
@@ -202,8 +531,10 @@ def _placeholders(obj, raws):
         raws.append(str(obj))
         return f"@@RAW{len(raws) - 1}@@"
     if isinstance(obj, dict):
-        return {(_placeholders(k, raws) if isinstance(k, Raw) else k): _placeholders(v, raws)
-                for k, v in obj.items()}
+        return {
+            (_placeholders(k, raws) if isinstance(k, Raw) else k): _placeholders(v, raws)
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [_placeholders(v, raws) for v in obj]
     return obj
@@ -219,13 +550,18 @@ def dumps(obj, **kw) -> str:
 
 
 def header_after():
-    return {"deviceProperties": DEVICE_PROPERTIES, "distributedInfo": DISTRIBUTED_INFO,
-            "traceName": "x", "baseTimeNanoseconds": BASE}
+    return {
+        "deviceProperties": DEVICE_PROPERTIES,
+        "distributedInfo": DISTRIBUTED_INFO,
+        "traceName": "x",
+        "baseTimeNanoseconds": BASE,
+    }
 
 
 def write_native(events) -> str:
     """The Kineto writer: a leading newline, "\\n  {" per event, several keys a line,
     args one level deeper, header keys (deviceProperties comma-first) after the array."""
+
     def event(ev):
         head = [f"{dumps(k)}: {dumps(v)}" for k, v in ev.items() if k not in ("ts", "dur", "args")]
         lines = ["  {", "    " + ", ".join(head) + ("," if len(ev) > len(head) else "")]
@@ -234,19 +570,33 @@ def write_native(events) -> str:
             lines.append("    " + ", ".join(times) + ("," if "args" in ev else ""))
         if "args" in ev:
             lines.append('    "args": {')
-            lines.append(",\n".join(f"      {dumps(k)}: {dumps(v, separators=(', ', ': '))}"
-                                    for k, v in ev["args"].items()))
+            lines.append(
+                ",\n".join(
+                    f"      {dumps(k)}: {dumps(v, separators=(', ', ': '))}"
+                    for k, v in ev["args"].items()
+                )
+            )
             lines.append("    }")
         lines.append("  }")
         return "\n".join(lines)
 
-    devs = "\n  ,".join("{" + ", ".join(f"{dumps(k)}: {dumps(v)}" for k, v in d.items()) + "}"
-                        for d in DEVICE_PROPERTIES)
-    return ('\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
-            + ",\n".join(event(e) for e in events)
-            + '\n],\n  "deviceProperties": [\n  ' + devs + "\n  ],\n"
-            + '  "distributedInfo": ' + dumps(DISTRIBUTED_INFO) + ",\n"
-            + '  "traceName": "x",\n  "baseTimeNanoseconds": ' + str(BASE) + "\n}\n")
+    devs = "\n  ,".join(
+        "{" + ", ".join(f"{dumps(k)}: {dumps(v)}" for k, v in d.items()) + "}"
+        for d in DEVICE_PROPERTIES
+    )
+    return (
+        '\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
+        + ",\n".join(event(e) for e in events)
+        + '\n],\n  "deviceProperties": [\n  '
+        + devs
+        + "\n  ],\n"
+        + '  "distributedInfo": '
+        + dumps(DISTRIBUTED_INFO)
+        + ",\n"
+        + '  "traceName": "x",\n  "baseTimeNanoseconds": '
+        + str(BASE)
+        + "\n}\n"
+    )
 
 
 def write_indent(events) -> str:
@@ -254,8 +604,9 @@ def write_indent(events) -> str:
 
 
 def write_line(events) -> str:
-    return dumps({"schemaVersion": 1, "traceEvents": events, **header_after()},
-                 separators=(",", ":"))
+    return dumps(
+        {"schemaVersion": 1, "traceEvents": events, **header_after()}, separators=(",", ":")
+    )
 
 
 def write_bare(events) -> str:
@@ -278,8 +629,11 @@ def texts():
 
 @pytest.fixture(scope="module")
 def loaded(texts):
-    return {(layout, c["chunk_size"], c["threads"]): hta_fast.load(text, **c)
-            for layout, text in texts.items() for c in CONFIGS}
+    return {
+        (layout, c["chunk_size"], c["threads"]): hta_fast.load(text, **c)
+        for layout, text in texts.items()
+        for c in CONFIGS
+    }
 
 
 def base_of(layout):
@@ -299,8 +653,12 @@ def canonical(t, layout):
     for col in ("input_dims", "input_type", "input_strides", "concrete_inputs"):
         ops[col] = [None if v is None else json.loads(v) for v in ops[col]]
     out["op_args"] = ops
-    out["strings_of_ids"] = {v: t.id_name(v) for col in ("pid", "tid")
-                             for v in out["events"][col] if t.id_name(v) is not None}
+    out["strings_of_ids"] = {
+        v: t.id_name(v)
+        for col in ("pid", "tid")
+        for v in out["events"][col]
+        if t.id_name(v) is not None
+    }
     stats = dict(zip(t.stats["name"].to_pylist(), t.stats["count"].to_pylist()))
     stats.pop("speculative_split_retry")
     out["stats"] = stats
@@ -351,11 +709,15 @@ def test_string_ids_are_distinct(loaded):
     t = loaded[("native", 0, 1)]
     ev = t.events.to_pydict()
     r = {n: i for i, n in enumerate(ev["name"])}
-    ids = {ev["pid"][r["span_a"]], ev["tid"][r["span_a"]], ev["tid"][r["span_b"]],
-           ev["pid"][r["span_c"]]}
+    ids = {
+        ev["pid"][r["span_a"]],
+        ev["tid"][r["span_a"]],
+        ev["tid"][r["span_b"]],
+        ev["pid"][r["span_c"]],
+    }
     # "Spans", "stream 7", "", "" -> three distinct ids, none a real number
     assert len(ids) == 3
-    assert all(v < -(2 ** 31) for v in ids)
+    assert all(v < -(2**31) for v in ids)
     assert ev["pid"][r["span_a"]] == ev["tid"][r["span_c"]]  # the same string, the same id
     assert ev["pid"][r["span_c"]] == ev["tid"][r["span_b"]]
 
@@ -367,14 +729,37 @@ def test_other_tables_by_construction(loaded, key):
     ev = t.events.to_pydict()
     row_of = {n: i for i, n in enumerate(ev["name"])}
 
-    st = {n: t.stat(n) for n in ("missing_duration", "unsupported_phase", "counter_non_numeric",
-                                 "gpu_event_unlinked", "bad_field", "truncated_tail_bytes",
-                                 "non_object_event", "missing_timestamp", "missing_phase",
-                                 "negative_duration", "flow_unbound", "duplicate_correlation")}
-    assert st == {"missing_duration": 1, "unsupported_phase": 3, "counter_non_numeric": 1,
-                  "gpu_event_unlinked": 1, "bad_field": 0, "truncated_tail_bytes": 0,
-                  "non_object_event": 0, "missing_timestamp": 0, "missing_phase": 0,
-                  "negative_duration": 0, "flow_unbound": 0, "duplicate_correlation": 0}
+    st = {
+        n: t.stat(n)
+        for n in (
+            "missing_duration",
+            "unsupported_phase",
+            "counter_non_numeric",
+            "gpu_event_unlinked",
+            "bad_field",
+            "truncated_tail_bytes",
+            "non_object_event",
+            "missing_timestamp",
+            "missing_phase",
+            "negative_duration",
+            "flow_unbound",
+            "duplicate_correlation",
+        )
+    }
+    assert st == {
+        "missing_duration": 1,
+        "unsupported_phase": 3,
+        "counter_non_numeric": 1,
+        "gpu_event_unlinked": 1,
+        "bad_field": 0,
+        "truncated_tail_bytes": 0,
+        "non_object_event": 0,
+        "missing_timestamp": 0,
+        "missing_phase": 0,
+        "negative_duration": 0,
+        "flow_unbound": 0,
+        "duplicate_correlation": 0,
+    }
     assert t.stat("speculative_split_retry") <= 1
 
     c = t.counters.to_pydict()
@@ -464,8 +849,10 @@ def test_many_chunk_sizes(texts):
 
 
 def plain_events(n):
-    return [{"ph": "X", "name": f"op{i}", "cat": "cpu_op", "pid": 1, "tid": 1,
-             "ts": i, "dur": 1} for i in range(n)]
+    return [
+        {"ph": "X", "name": f"op{i}", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("layout", list(WRITERS))
@@ -476,15 +863,23 @@ def test_plain_trace_needs_no_retry(layout, chunk_size):
     if layout == "bare":
         text = write_bare(events)
     else:
-        header = {"traceName": "x", "baseTimeNanoseconds": BASE,
-                  "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}]}
+        header = {
+            "traceName": "x",
+            "baseTimeNanoseconds": BASE,
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
+        }
         if layout == "native":
-            text = ('\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
-                    + ",\n".join("  " + dumps(e) for e in events) + "\n],\n"
-                    + dumps(header)[1:])
+            text = (
+                '\n{\n  "schemaVersion": 1,\n  "traceEvents": [\n'
+                + ",\n".join("  " + dumps(e) for e in events)
+                + "\n],\n"
+                + dumps(header)[1:]
+            )
         else:
-            text = dumps({"traceEvents": events, **header},
-                         **({"indent": 2} if layout == "indent" else {"separators": (",", ":")}))
+            text = dumps(
+                {"traceEvents": events, **header},
+                **({"indent": 2} if layout == "indent" else {"separators": (",", ":")}),
+            )
     t = hta_fast.load(text.encode(), chunk_size=chunk_size, threads=2)
     assert t.events["name"].to_pylist() == [f"op{i}" for i in range(2000)]
     assert t.stat("speculative_split_retry") == 0
@@ -553,25 +948,56 @@ def test_zstd_cli_gives_same_result(texts, tmp_path):
 def test_big_absolute_timestamps_exact():
     # pre-2.4 traces: absolute epoch µs, ints and three-decimal floats, no base time
     events = [
-        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": Raw("1712195495519689.123"),
-         "dur": Raw("0.001")},
-        {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": Raw("1712195495519689"),
-         "dur": Raw("1712195495.5")},
-        {"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": Raw("9223372036854775.807"),
-         "dur": Raw("-0.0005")},
+        {
+            "ph": "X",
+            "name": "a",
+            "pid": 1,
+            "tid": 1,
+            "ts": Raw("1712195495519689.123"),
+            "dur": Raw("0.001"),
+        },
+        {
+            "ph": "X",
+            "name": "b",
+            "pid": 1,
+            "tid": 1,
+            "ts": Raw("1712195495519689"),
+            "dur": Raw("1712195495.5"),
+        },
+        {
+            "ph": "X",
+            "name": "c",
+            "pid": 1,
+            "tid": 1,
+            "ts": Raw("9223372036854775.807"),
+            "dur": Raw("-0.0005"),
+        },
         {"ph": "X", "name": "d", "pid": 1, "tid": 1, "ts": Raw("-1.0005"), "dur": Raw("0")},
-        {"ph": "X", "name": "e", "pid": 1, "tid": 1, "ts": Raw("0.0000001e7"),
-         "dur": Raw("100000000000000000000e-20")},
+        {
+            "ph": "X",
+            "name": "e",
+            "pid": 1,
+            "tid": 1,
+            "ts": Raw("0.0000001e7"),
+            "dur": Raw("100000000000000000000e-20"),
+        },
     ]
-    texts = [dumps({"schemaVersion": 1, "traceEvents": events}, separators=(",", ":")),
-             dumps(events, indent=1)]
+    texts = [
+        dumps({"schemaVersion": 1, "traceEvents": events}, separators=(",", ":")),
+        dumps(events, indent=1),
+    ]
     for text in texts:
         for c in CONFIGS:
             t = hta_fast.load(text.encode(), **c)
             ev = t.events.to_pydict()
             assert ev["name"] == ["a", "b", "c", "d", "e"]
-            assert ev["ts"] == [1712195495519689123, 1712195495519689000, 9223372036854775807,
-                                -1001, 1000]
+            assert ev["ts"] == [
+                1712195495519689123,
+                1712195495519689000,
+                9223372036854775807,
+                -1001,
+                1000,
+            ]
             # -0.0005 µs rounds half away from zero to -1 ns: a negative duration, read as 0
             assert ev["dur"] == [1, 1712195495500, 0, 0, 1000]
             assert t.stat("negative_duration") == 1

@@ -1,5 +1,6 @@
 """Nothing heavy is imported by `import hta_fast` or by loading a trace and reading its
 tables: pandas, plotly, numba and dask come in only when a caller asks for them."""
+
 import subprocess
 import sys
 
@@ -25,5 +26,6 @@ def test_loading_and_every_table_is_light(traces_dir):
         "for name in ('events', 'kernel_args', 'op_args', 'comm_args', 'sync_args', 'flows',\n"
         "             'counters', 'instants', 'meta_events', 'strings'):\n"
         "    getattr(t, name)\n"
-        "t.process_names, t.thread_names\n")
+        "t.process_names, t.thread_names\n"
+    )
     assert not [m for m in HEAVY if m in loaded]

@@ -2,6 +2,7 @@
 parent of every CPU event (nesting) and the event each flow endpoint binds to. Events come
 in random file order with many ties, so the per-thread ordering (csrc/trace/thread_order.cc,
 which merges nearly-sorted stretches) is exercised on every shape of input."""
+
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -40,18 +41,25 @@ def model_bound(evs, tid, ts):
 
 
 def trace_text(evs, flows):
-    items = [{"ph": "X", "cat": "cpu_op", "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts,
-              "dur": dur} for i, (tid, ts, dur) in enumerate(evs)]
-    items += [{"ph": "s", "cat": "fwdbwd", "name": "f", "id": i, "pid": 1, "tid": tid, "ts": ts}
-              for i, (tid, ts) in enumerate(flows)]
+    items = [
+        {"ph": "X", "cat": "cpu_op", "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+        for i, (tid, ts, dur) in enumerate(evs)
+    ]
+    items += [
+        {"ph": "s", "cat": "fwdbwd", "name": "f", "id": i, "pid": 1, "tid": tid, "ts": ts}
+        for i, (tid, ts) in enumerate(flows)
+    ]
     return json.dumps({"traceEvents": items}).encode()
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(evs=st.lists(event, max_size=14),
-       flows=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 45)), max_size=6),
-       threads=st.integers(1, 2))
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    evs=st.lists(event, max_size=14),
+    flows=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 45)), max_size=6),
+    threads=st.integers(1, 2),
+)
 def test_parent_and_flow_binding_match_models(evs, flows, threads):
     t = hta_fast.load(trace_text(evs, flows), threads=threads)
     assert t.column("events", "parent").tolist() == model_parent(evs)

@@ -1,6 +1,7 @@
 """Plain files are parsed in place in a private mapping (csrc/io/mapped_file.h); bytes are
 copied into chunk buffers. Both must give the same tables, errors and offsets, whatever the
 chunk size, layout and thread count: these tests load each text both ways."""
+
 import json
 
 import pytest
@@ -16,22 +17,50 @@ def events(n, hostile=True):
     out = []
     for i in range(n):
         name = f"op{i} {HOSTILE[i % len(HOSTILE)]}" if hostile else f"op{i}"
-        out.append({"ph": "X", "cat": "cpu_op", "name": name,
-                    "pid": 1, "tid": 1 + i % 3, "ts": 1000 + 7 * i, "dur": 5,
-                    "args": {"External id": i, "nested": {"a": [1, {"b": "}, {" if hostile else 2}]}}})
+        out.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": 1,
+                "tid": 1 + i % 3,
+                "ts": 1000 + 7 * i,
+                "dur": 5,
+                "args": {"External id": i, "nested": {"a": [1, {"b": "}, {" if hostile else 2}]}},
+            }
+        )
         if i % 5 == 0:
-            out.append({"ph": "f", "cat": "ac2g", "id": i, "pid": 1, "tid": 1, "ts": 1000 + 7 * i,
-                        "bp": "e", "name": "launch"})
+            out.append(
+                {
+                    "ph": "f",
+                    "cat": "ac2g",
+                    "id": i,
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": 1000 + 7 * i,
+                    "bp": "e",
+                    "name": "launch",
+                }
+            )
     return out
 
 
 def layouts(n=300, hostile=True):
     evs = events(n, hostile)
-    spaced = '{"schemaVersion": 1, "traceEvents": [\n' + ",\n  ".join(json.dumps(e) for e in evs) + "\n]}"
+    spaced = (
+        '{"schemaVersion": 1, "traceEvents": [\n'
+        + ",\n  ".join(json.dumps(e) for e in evs)
+        + "\n]}"
+    )
     minified = json.dumps({"traceEvents": evs}, separators=(",", ":"))
-    mixed = '{"traceEvents":[' + "".join(
-        json.dumps(e, separators=(",", ":")) + (",\n" if i % 3 else ",")
-        for i, e in enumerate(evs))[:-1].rstrip(",\n") + '], "displayTimeUnit": "ns"}'
+    mixed = (
+        '{"traceEvents":['
+        + "".join(
+            json.dumps(e, separators=(",", ":")) + (",\n" if i % 3 else ",")
+            for i, e in enumerate(evs)
+        )[:-1].rstrip(",\n")
+        + '], "displayTimeUnit": "ns"}'
+    )
     return {"spaced": spaced.encode(), "minified": minified.encode(), "mixed": mixed.encode()}
 
 
@@ -77,7 +106,7 @@ def test_mapped_chunks_parse_first_time(layout, tmp_path):
 @pytest.mark.parametrize("cut", [0.31, 0.62, 0.93])
 def test_truncated_plain_file(cut, tmp_path):
     text = layouts()["spaced"]
-    part = text[:int(len(text) * cut)]
+    part = text[: int(len(text) * cut)]
     path = tmp_path / "t.json"
     path.write_bytes(part)
     for chunk in (64, 1000):
@@ -96,7 +125,7 @@ def test_truncated_plain_file(cut, tmp_path):
 def test_errors_point_at_the_same_byte(broken, tmp_path):
     text = layouts()["spaced"]
     at = text.index(b'"ts": ', len(text) // 2)
-    bad = text[:at] + broken + text[text.index(b",", at):]
+    bad = text[:at] + broken + text[text.index(b",", at) :]
     path = tmp_path / "t.json"
     path.write_bytes(bad)
     for chunk in (64, 257):

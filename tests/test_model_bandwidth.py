@@ -2,6 +2,7 @@
 cost model fitted to the trace predicts for its size. Synthetic jobs whose collectives take
 exactly latency + bytes / bandwidth, so the answer is known by construction, and the real
 trace that records collective sizes."""
+
 from __future__ import annotations
 
 import functools
@@ -24,7 +25,7 @@ from hta_fast.model.whatif.steps import what_if
 from hta_fast.model.whatif.weights import edited_weights
 from tests.synthetic_traces import KinetoBuilder
 
-LATENCY_US, GBPS = 20.0, 50.0          # the interconnect every collective below runs on
+LATENCY_US, GBPS = 20.0, 50.0  # the interconnect every collective below runs on
 NELEMS = [250_000, 1_000_000, 4_000_000, 16_000_000]  # float32: 1, 4, 16, 64 MB
 
 
@@ -102,6 +103,7 @@ def test_bad_bandwidths_are_clear_errors():
 @functools.lru_cache(maxsize=None)
 def nccl_trace():
     from tests.conftest import TRACES_DIR
+
     return hta_fast.load(TRACES_DIR / "hta/nccl_parser_config/nccl_data.json.gz")
 
 
@@ -147,13 +149,19 @@ def test_real_trace_faster_never_slower_and_much_slower_shows(traces_dir):
 
 def test_cli_comm_bandwidth_equals_the_model(traces_dir):
     from click.testing import CliRunner
+
     path = str(traces_dir / "hta/nccl_parser_config/nccl_data.json.gz")
-    for arg, kw in [("0.02x", dict(collective_bandwidth=0.02)),
-                    ("1GB/s", dict(collective_busbw_gbps=1.0))]:
-        res = CliRunner().invoke(cli, ["whatif", path, "--comm-bandwidth", arg, "--format", "json"],
-                                 catch_exceptions=False)
+    for arg, kw in [
+        ("0.02x", dict(collective_bandwidth=0.02)),
+        ("1GB/s", dict(collective_busbw_gbps=1.0)),
+    ]:
+        res = CliRunner().invoke(
+            cli,
+            ["whatif", path, "--comm-bandwidth", arg, "--format", "json"],
+            catch_exceptions=False,
+        )
         assert res.exit_code == 0, res.output
-        rows = json.loads(res.output[:res.output.rindex("}") + 1])["tables"]["what_if"]
+        rows = json.loads(res.output[: res.output.rindex("}") + 1])["tables"]["what_if"]
         assert rows == what_if(nccl_trace(), **kw).table.to_pylist()
     bad = CliRunner().invoke(cli, ["whatif", path, "--comm-bandwidth", "fast"])
     assert bad.exit_code == 2 and "expected a positive scale" in bad.output

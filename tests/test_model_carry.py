@@ -1,6 +1,7 @@
 """GPU work carried over from one profiler step into the next (a GPU running behind its host):
 the step's graph holds it as the predecessors of its own GPU work, so a what-if that shortens
 the kernels shortens the backlog too, instead of keeping a launch wait calibrated to it."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -21,8 +22,12 @@ GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 WAKE, HOST = 3.0, 20.0  # the event sync's return after the kernel, the host work after it
 
 
-def backlogged_job(kernel_us: float, steps: int = 6, kernels: int = 10,
-                   extra_host: Optional[dict[int, float]] = None) -> hta_fast.Trace:
+def backlogged_job(
+    kernel_us: float,
+    steps: int = 6,
+    kernels: int = 10,
+    extra_host: Optional[dict[int, float]] = None,
+) -> hta_fast.Trace:
     """GPU bound, one step behind the host. Each step launches `kernels` kernels 10 µs apart
     (10 µs to reach the GPU, in stream order), records an event after them, then waits on the
     previous step's event (cudaEventSynchronize, returning WAKE µs after that step's last
@@ -200,10 +205,15 @@ def test_selecting_a_step_keeps_what_it_carries():
     one = what_if(trace, name={"gemm": 0.5}, steps=[3]).to_pandas()
     # A chain begins at the first selected step: what it carries hangs from its start at its
     # measured time, as in a window alone.
-    assert one.predicted.tolist() == what_if(trace, name={"gemm": 0.5}, chained=False).to_pandas(
-    ).predicted.tolist()[3:4]
+    assert (
+        one.predicted.tolist()
+        == what_if(trace, name={"gemm": 0.5}, chained=False).to_pandas().predicted.tolist()[3:4]
+    )
     two = what_if(trace, name={"gemm": 0.5}, steps=[3, 4]).to_pandas()
-    assert two.predicted.tolist()[1] == what_if(trace, name={"gemm": 0.5}).to_pandas(
-    ).predicted.tolist()[4]
-    assert replay_steps(trace, steps=[3]).to_pandas().measured.tolist() == \
-        every.measured.tolist()[3:4]
+    assert (
+        two.predicted.tolist()[1]
+        == what_if(trace, name={"gemm": 0.5}).to_pandas().predicted.tolist()[4]
+    )
+    assert (
+        replay_steps(trace, steps=[3]).to_pandas().measured.tolist() == every.measured.tolist()[3:4]
+    )

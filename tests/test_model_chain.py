@@ -2,6 +2,7 @@
 GPU runs behind its host (hypothesis): the measured times are made by the rules the graph
 encodes, so the replay must reproduce them, a what-if must land on the job regenerated with the
 change, and the chain must keep the replay's properties step by step."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -23,8 +24,12 @@ GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 LATENCY, WAKE = 10.0, 3.0  # launch to GPU, kernel end to the sync's return (µs)
 
 
-def job(kernels: Sequence[Sequence[float]], host: Sequence[float], scale: float = 1.0,
-        waited: Optional[list[bool]] = None) -> hta_fast.Trace:
+def job(
+    kernels: Sequence[Sequence[float]],
+    host: Sequence[float],
+    scale: float = 1.0,
+    waited: Optional[list[bool]] = None,
+) -> hta_fast.Trace:
     """Step s launches kernels[s] (µs, × scale) 10 µs apart on one stream, records an event,
     waits for the previous step's event (cudaEventSynchronize) and does host[s] µs of host
     work. A kernel starts LATENCY after its launch or when the stream is free; the sync
@@ -62,12 +67,18 @@ def job(kernels: Sequence[Sequence[float]], host: Sequence[float], scale: float 
     return b.load()
 
 
-jobs = st.integers(2, 5).flatmap(lambda n: st.tuples(
-    # Kernels a multiple of 4 µs: the scaled job's times stay whole µs, which the trace's
-    # epoch-based µs timestamps hold exactly.
-    st.lists(st.lists(st.integers(1, 150).map(lambda x: 4 * x), min_size=1, max_size=5),
-             min_size=n, max_size=n),
-    st.lists(st.integers(1, 400), min_size=n, max_size=n)))
+jobs = st.integers(2, 5).flatmap(
+    lambda n: st.tuples(
+        # Kernels a multiple of 4 µs: the scaled job's times stay whole µs, which the trace's
+        # epoch-based µs timestamps hold exactly.
+        st.lists(
+            st.lists(st.integers(1, 150).map(lambda x: 4 * x), min_size=1, max_size=5),
+            min_size=n,
+            max_size=n,
+        ),
+        st.lists(st.integers(1, 400), min_size=n, max_size=n),
+    )
+)
 
 
 def chain_of(trace: hta_fast.Trace):
@@ -80,8 +91,9 @@ def chain_of(trace: hta_fast.Trace):
 def test_the_chain_reproduces_every_step(spec):
     r = replay_steps(job(*spec)).to_pandas()
     assert (r.error_pct == 0).all() and (r.gpu_start_error_max == 0).all()
-    assert r.measured.tolist() == replay_steps(job(*spec), chained=False).to_pandas(
-    ).measured.tolist()  # the same steps as each window alone measures them
+    assert (
+        r.measured.tolist() == replay_steps(job(*spec), chained=False).to_pandas().measured.tolist()
+    )  # the same steps as each window alone measures them
 
 
 @settings(max_examples=60, deadline=None)
@@ -117,8 +129,9 @@ def test_shortening_an_event_never_ends_a_step_later(spec, data):
     # backlog); no step ends later.
     chain = chain_of(job(*spec))
     g = chain.graph
-    spans = np.flatnonzero(np.isin(g.edge_type, [EDGE["cpu_self"], EDGE["gpu_self"],
-                                                 EDGE["sync_self"]]))
+    spans = np.flatnonzero(
+        np.isin(g.edge_type, [EDGE["cpu_self"], EDGE["gpu_self"], EDGE["sync_self"]])
+    )
     e = data.draw(st.sampled_from(list(spans)))
     cut = data.draw(st.integers(0, max(0, int(g.weight[e]))))
     w = g.weight.copy()
@@ -143,6 +156,7 @@ def test_ranks_replay_together_as_chains():
     # regenerated job on every rank (its step 0 holds every rank's step 1 start).
     from hta_fast.model.replay.ranks import replay_ranks
     from tests.test_model_cross_rank import collective_job
+
     compute = [[[700, 100], [400]], [[500, 300], [900]], [[650, 120], [300]], [[600, 90], [500]]]
     data = [[60, 40], [80]]
     job = collective_job(compute, data)
@@ -152,8 +166,10 @@ def test_ranks_replay_together_as_chains():
     assert r.collectives.tolist() == [2] * 4 + [1] * 4
     slower = [[[c * 2 for c in s] if k == 3 else s for s in per] for k, per in enumerate(compute)]
     predicted = what_if(job, kernel_class={"COMP": 2.0}, edit_ranks=[3]).to_pandas()
-    assert predicted.predicted.tolist() == replay_ranks(collective_job(slower, data)).to_pandas(
-    ).measured.tolist()
+    assert (
+        predicted.predicted.tolist()
+        == replay_ranks(collective_job(slower, data)).to_pandas().measured.tolist()
+    )
     assert (predicted.predicted > predicted.measured).all()
 
 
@@ -163,6 +179,7 @@ def test_a_step_without_gpu_work_of_its_own_replays():
     import pytest
 
     from tests.conftest import TRACES_DIR
+
     path = TRACES_DIR / "hta/trace_compare/test/test.json.gz"
     if not path.exists():
         pytest.skip("trace_compare/test is not available")

@@ -2,6 +2,7 @@
 from its end to its replayed start, so it is as long as the replayed step; on a backlogged job
 it runs through the previous step's kernels at their replayed times; on the real traces it
 agrees with replay_steps step for step."""
+
 from __future__ import annotations
 
 import functools
@@ -86,8 +87,10 @@ def test_the_chained_path_is_the_replayed_step_on_the_backlogged_job():
     trace = backlogged_job(400)
     check_paths(critical_path(trace), replay_steps(trace).to_pandas())
     # With the measured weights both modes give each step its measured length.
-    assert critical_path(trace).table["critical_path_length"].to_pylist() == \
-        critical_path(trace, chained=False).table["critical_path_length"].to_pylist()
+    assert (
+        critical_path(trace).table["critical_path_length"].to_pylist()
+        == critical_path(trace, chained=False).table["critical_path_length"].to_pylist()
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -130,8 +133,10 @@ def test_what_if_path_across_ranks_over_chains_is_the_regenerated_jobs():
     # on, all of whose steps start together here, so it is the longest predicted step.
     longest = predicted.to_pandas().groupby("step").predicted.max()
     assert ps.critical_path_length.tolist() == longest.tolist()
-    assert (replay_ranks(collective_job(slower, data)).to_pandas().groupby("step").replayed.max()
-            == longest).all()
+    assert (
+        replay_ranks(collective_job(slower, data)).to_pandas().groupby("step").replayed.max()
+        == longest
+    ).all()
 
 
 # --- the real traces ------------------------------------------------------------------------
@@ -161,19 +166,21 @@ def test_chained_path_of_every_step_is_its_replayed_step(folder):
 
 def test_the_overlay_follows_the_chained_path():
     from hta_fast.model.path.overlay import ARROWS, critical_path_trace
+
     trace = backlogged_job(400)
     doc = critical_path_trace(trace)
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     (chain,) = walk(trace, select.Selection())
     g = chain.graph
     assert len(slices) == len(g.rows)  # each event once, with its own step
-    assert [e["args"]["step"] for e in slices] == \
-        trace.column("events", "step")[g.rows].tolist()
+    assert [e["args"]["step"] for e in slices] == trace.column("events", "step")[g.rows].tolist()
     paths = [p for p, _ in step_paths(chain, g.weight, g.replay())]
     edges = np.concatenate(paths)
-    arrows = [e for e in edges.tolist()
-              if g.src[e] // 2 < len(g.rows) and
-              g.edge_type[e] in [EDGE[t] for t in ARROWS]]
+    arrows = [
+        e
+        for e in edges.tolist()
+        if g.src[e] // 2 < len(g.rows) and g.edge_type[e] in [EDGE[t] for t in ARROWS]
+    ]
     assert sum(e["ph"] == "s" for e in doc["traceEvents"]) == len(arrows) > 0
     on_path = np.zeros(len(g.rows), bool)
     ends = np.concatenate([g.src[edges], g.dst[edges]]) // 2

@@ -1,6 +1,7 @@
 """Replaying all ranks of a step together: a collective ends on no rank before the last rank has
 reached it. Synthetic jobs made by that rule (arrival times known by construction), the real
 8-rank DLRM trace, and hypothesis properties of the joint replay."""
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,11 @@ from tests.synthetic_traces import KinetoBuilder, traceset
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 
 
-def collective_job(compute: Sequence[Sequence[Sequence[int]]],
-                   data: Sequence[Sequence[int]], first_kernel: str = GEMM) -> hta_fast.TraceSet:
+def collective_job(
+    compute: Sequence[Sequence[Sequence[int]]],
+    data: Sequence[Sequence[int]],
+    first_kernel: str = GEMM,
+) -> hta_fast.TraceSet:
     """compute[rank][step][j]: µs of the GEMM before the step's j-th all-reduce, which moves
     data for data[step][j] µs. Each step, on every rank: the host launches GEMM j at
     10 + 20j µs and all-reduce j 5 µs later (each reaches the GPU 10 µs after its launch),
@@ -70,7 +74,7 @@ def steps_of(ts: hta_fast.TraceSet) -> np.ndarray:
     return replay_ranks(ts).to_pandas().measured.to_numpy()
 
 
-BASE = [[[1000, 300]], [[800, 500]], [[900, 200]]]   # 3 ranks, 1 step, 2 all-reduces
+BASE = [[[1000, 300]], [[800, 500]], [[900, 200]]]  # 3 ranks, 1 step, 2 all-reduces
 DATA = [[100, 50]]
 
 
@@ -85,8 +89,10 @@ def test_the_job_replays_exactly_together_and_not_alone():
 @pytest.mark.parametrize("rank, factor", [(1, 1.5), (0, 0.5), (2, 2.0), (0, 1.0)])
 def test_slowing_one_rank_delays_the_others_by_the_known_amount(rank, factor):
     job = collective_job(BASE, DATA)
-    changed = [[[int(c * factor) if r == rank else c for c in st_] for st_ in per_rank]
-               for r, per_rank in enumerate(BASE)]
+    changed = [
+        [[int(c * factor) if r == rank else c for c in st_] for st_ in per_rank]
+        for r, per_rank in enumerate(BASE)
+    ]
     predicted = what_if(job, name={"gemm": factor}, edit_ranks=[rank]).to_pandas()
     actual = steps_of(collective_job(changed, DATA))
     assert predicted.predicted.tolist() == actual.tolist()
@@ -136,11 +142,13 @@ def test_the_wait_for_another_rank_counts_from_the_steps_own_start(chained):
     data = [[60, 40], [80]]
     slower = [[[c * 2 for c in s] if r == 1 else s for s in per] for r, per in enumerate(compute)]
     actual = collective_job(slower, data)
-    r = what_if(collective_job(compute, data), name={"gemm": 2.0}, edit_ranks=[1],
-                chained=chained).to_pandas()
+    r = what_if(
+        collective_job(compute, data), name={"gemm": 2.0}, edit_ranks=[1], chained=chained
+    ).to_pandas()
     assert r.predicted.tolist() == steps_of(actual).tolist()
-    step_ts = dict(zip(actual[0].column("steps", "step").tolist(),
-                       actual[0].column("steps", "ts").tolist()))
+    step_ts = dict(
+        zip(actual[0].column("steps", "step").tolist(), actual[0].column("steps", "ts").tolist())
+    )
     for row in r.itertuples():
         if row.rank == 1:  # the last to arrive waits for no one
             assert row.waiting_for_rank == 0 and pd.isna(row.held_by)
@@ -203,8 +211,9 @@ def test_real_dlrm_slower_host_on_one_rank_delays_all(traces_dir):
 @st.composite
 def jobs(draw):
     ranks = draw(st.integers(2, 4))
-    data = draw(st.lists(st.lists(st.integers(1, 200), min_size=1, max_size=3),
-                         min_size=1, max_size=2))
+    data = draw(
+        st.lists(st.lists(st.integers(1, 200), min_size=1, max_size=3), min_size=1, max_size=2)
+    )
     compute = [[[draw(st.integers(1, 2000)) for _ in s] for s in data] for _ in range(ranks)]
     return compute, data
 
@@ -235,8 +244,9 @@ def test_property_replay_reproduces_the_measured_steps(job):
 def test_property_scaling_every_duration_scales_every_step(job, k):
     for linked, weights in joint(collective_job(*job)):
         base = replay_together(linked, weights).times
-        scaled = replay_together(linked, [w * k for w in weights],
-                                 [lw.after_last * k for lw in linked]).times
+        scaled = replay_together(
+            linked, [w * k for w in weights], [lw.after_last * k for lw in linked]
+        ).times
         assert [int(t.max()) * k for t in base] == [int(t.max()) for t in scaled]
 
 
@@ -246,8 +256,9 @@ def test_property_shortening_any_event_never_lengthens_any_rank(job, data):
     for linked, weights in joint(collective_job(*job)):
         i = data.draw(st.integers(0, len(linked) - 1))
         types = linked[i].graph.edge_type
-        spans = np.flatnonzero(np.isin(types, [EDGE["cpu_self"], EDGE["gpu_self"],
-                                               EDGE["sync_self"]]))
+        spans = np.flatnonzero(
+            np.isin(types, [EDGE["cpu_self"], EDGE["gpu_self"], EDGE["sync_self"]])
+        )
         e = int(data.draw(st.sampled_from(list(spans))))
         cut = data.draw(st.integers(0, max(0, int(weights[i][e]))))
         shorter = [w.copy() for w in weights]
@@ -263,20 +274,26 @@ def test_cli_together_and_edit_ranks_equal_the_model(traces_dir):
     from click.testing import CliRunner
 
     from hta_fast.cli import cli
+
     folder = str(traces_dir / "param_dlrm_8rank")
 
     def tables(*args):
         res = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
         assert res.exit_code == 0, res.output
-        return json.loads(res.output[:res.output.rindex("}") + 1])["tables"]
+        return json.loads(res.output[: res.output.rindex("}") + 1])["tables"]
 
-    assert tables("replay", folder, "--together")["replay_ranks"] == \
-        replay_ranks(dlrm()).table.to_pylist()
-    assert tables("whatif", folder, "--cpu", "1.5", "--edit-ranks", "7")["what_if"] == \
-        what_if(dlrm(), cpu=1.5, edit_ranks=[7]).table.to_pylist()
-    assert tables("whatif", folder, "--cpu", "1.5", "--edit-ranks", "7", "--no-cross-rank"
-                  )["what_if"] == what_if(dlrm(), cpu=1.5, edit_ranks=[7],
-                                          cross_rank=False).table.to_pylist()
+    assert (
+        tables("replay", folder, "--together")["replay_ranks"]
+        == replay_ranks(dlrm()).table.to_pylist()
+    )
+    assert (
+        tables("whatif", folder, "--cpu", "1.5", "--edit-ranks", "7")["what_if"]
+        == what_if(dlrm(), cpu=1.5, edit_ranks=[7]).table.to_pylist()
+    )
+    assert (
+        tables("whatif", folder, "--cpu", "1.5", "--edit-ranks", "7", "--no-cross-rank")["what_if"]
+        == what_if(dlrm(), cpu=1.5, edit_ranks=[7], cross_rank=False).table.to_pylist()
+    )
 
 
 def test_bandwidth_edit_across_ranks():
@@ -284,6 +301,8 @@ def test_bandwidth_edit_across_ranks():
     # bandwidth halves each collective's data time on every rank, as COMM x 0.5 does.
     job = collective_job(BASE, DATA)
     by_bandwidth = what_if(job, collective_bandwidth=2.0)
-    assert by_bandwidth.to_pandas().predicted.tolist() == \
-        what_if(job, kernel_class={"COMM": 0.5}).to_pandas().predicted.tolist()
+    assert (
+        by_bandwidth.to_pandas().predicted.tolist()
+        == what_if(job, kernel_class={"COMM": 0.5}).to_pandas().predicted.tolist()
+    )
     assert any("one size only" in n for n in fit_collectives(job).notes)

@@ -1,6 +1,7 @@
 """The critical path across ranks: jobs where the path is known by construction (which rank
 arrives last at the all-reduce, which rank ends last), hypothesis properties over the joint
 replay, and the real 8-rank DLRM trace."""
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,9 @@ from tests.test_model_cross_rank import GEMM, collective_job, jobs
 US = 1000
 
 
-def tail_job(gemm: Sequence[int], tail: Sequence[int], data: int = 100,
-             start: Optional[Sequence[int]] = None) -> hta_fast.TraceSet:
+def tail_job(
+    gemm: Sequence[int], tail: Sequence[int], data: int = 100, start: Optional[Sequence[int]] = None
+) -> hta_fast.TraceSet:
     """One step, one all-reduce. Rank r's step starts at start[r] µs (default 0); its host
     launches a GEMM at +10 (it runs from +20 for gemm[r] µs) and the all-reduce at +15 (it
     starts when the GEMM ends, on the same stream); the all-reduce ends on every rank `data`
@@ -73,21 +75,41 @@ def test_late_rank_holds_the_all_reduce_and_the_last_rank_ends_it(chained):
     # chained step's path stops at the step's start, the ProfilerStep's.
     first = [] if chained else ["release"]
     assert rows["rank"].tolist() == [1] * (4 + len(first)) + [2] * 5
-    assert rows.type.tolist() == first + ["cpu_nest_down", "launch", "gpu_self",
-                                          "kernel_kernel", "cross_rank", "sync_wait",
-                                          "cpu_sibling", "cpu_self", "cpu_nest_up"]
+    assert rows.type.tolist() == first + [
+        "cpu_nest_down",
+        "launch",
+        "gpu_self",
+        "kernel_kernel",
+        "cross_rank",
+        "sync_wait",
+        "cpu_sibling",
+        "cpu_self",
+        "cpu_nest_up",
+    ]
     gemm = rows[rows.type == "gpu_self"].iloc[0]
     assert (gemm["rank"], gemm["name"], gemm.duration) == (1, GEMM, 2000 * US)
     jump = rows[rows.type == "cross_rank"].iloc[0]
-    assert (jump["rank"], jump.from_rank, jump.duration, jump.bound_by) == \
-        (2, 1, 100 * US, "cross_rank")
+    assert (jump["rank"], jump.from_rank, jump.duration, jump.bound_by) == (
+        2,
+        1,
+        100 * US,
+        "cross_rank",
+    )
     assert "AllReduce" in jump["name"]
     assert rows[rows["rank"] == 2].duration.tolist()[-2] == 700 * US  # rank 2's tail
     # Its length is the joint-replayed step of the last rank: 20 + 2000 + 100 + 3 + 700 + 2 µs.
-    replayed = replay_ranks(tail_job([1000, 2000, 1000], [300, 300, 700]),
-                            chained=chained).to_pandas().replayed
-    assert s.critical_path_length == rows.duration.sum() == s.replayed_step == replayed.max() \
+    replayed = (
+        replay_ranks(tail_job([1000, 2000, 1000], [300, 300, 700]), chained=chained)
+        .to_pandas()
+        .replayed
+    )
+    assert (
+        s.critical_path_length
+        == rows.duration.sum()
+        == s.replayed_step
+        == replayed.max()
         == 2825 * US
+    )
     assert s[SHARES].sum() == pytest.approx(100.0)
     assert s.cross_rank == pytest.approx(100 * 100 / 2825)
     assert s.gpu_compute_bound == pytest.approx(100 * 2000 / 2825)
@@ -131,8 +153,9 @@ def test_what_if_path_equals_the_path_of_the_job_regenerated_with_the_change(cha
     # Rank 0's GEMM twice as long in a what-if against a job recorded that way: same rows.
     base = tail_job(gemm=[1000, 900, 1100], tail=[300, 500, 400])
     predicted = what_if(base, name={"gemm": 2.0}, edit_ranks=[0], chained=chained)
-    actual_summary, actual = path_of(tail_job(gemm=[2000, 900, 1100], tail=[300, 500, 400]),
-                                     chained)
+    actual_summary, actual = path_of(
+        tail_job(gemm=[2000, 900, 1100], tail=[300, 500, 400]), chained
+    )
     p = predicted.to_pandas("path_across_ranks_breakdown")
     cols = ["rank", "type", "name", "duration", "from_rank"]
     assert p[cols].astype(str).values.tolist() == actual[cols].astype(str).values.tolist()
@@ -147,11 +170,29 @@ def test_per_rank_output_is_unchanged_by_default():
     ts = tail_job(gemm=[1000, 2000, 1000], tail=[300, 300, 700])
     r = critical_path(ts)
     assert r.table.column_names == [
-        "rank", "step", "critical_path_length", "measured_step", "cpu_bound", "gpu_compute_bound",
-        "gpu_communication_bound", "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead",
-        "data_loading"]
-    assert r["breakdown"].column_names == ["rank", "step", "duration", "type", "name", "cat",
-                                           "pid", "tid", "stream", "bound_by"]
+        "rank",
+        "step",
+        "critical_path_length",
+        "measured_step",
+        "cpu_bound",
+        "gpu_compute_bound",
+        "gpu_communication_bound",
+        "gpu_kernel_kernel_overhead",
+        "gpu_kernel_launch_overhead",
+        "data_loading",
+    ]
+    assert r["breakdown"].column_names == [
+        "rank",
+        "step",
+        "duration",
+        "type",
+        "name",
+        "cat",
+        "pid",
+        "tid",
+        "stream",
+        "bound_by",
+    ]
     # Each rank alone: its all-reduce takes its measured time, waiting for rank 1 included.
     per_rank = r.to_pandas()
     assert (per_rank.critical_path_length == per_rank.measured_step).all()
@@ -164,14 +205,18 @@ def test_one_rank_alone_has_the_per_rank_path(chained):
     one = tail_job(gemm=[1000], tail=[300])
     summary, rows = path_of(one, chained)
     alone = critical_path(one, chained=chained)
-    assert summary.jumps[0] == 0 and summary.critical_path_length[0] == \
-        alone.table["critical_path_length"][0].as_py()
-    assert rows.drop(columns="from_rank").astype(str).values.tolist() == \
-        alone.to_pandas("breakdown").astype(str).values.tolist()
+    assert (
+        summary.jumps[0] == 0
+        and summary.critical_path_length[0] == alone.table["critical_path_length"][0].as_py()
+    )
+    assert (
+        rows.drop(columns="from_rank").astype(str).values.tolist()
+        == alone.to_pandas("breakdown").astype(str).values.tolist()
+    )
 
 
 def test_core_walk_from_a_node_outside_the_graph_is_refused():
-    (linked, together, _, _, _), = joint_paths(tail_job(gemm=[1000, 2000], tail=[300, 300]))
+    ((linked, together, _, _, _),) = joint_paths(tail_job(gemm=[1000, 2000], tail=[300, 300]))
     g = linked[0].graph
     with pytest.raises(ValueError, match="not a node"):
         g.core.critical_path(g.weight, together.times[0], 0, len(together.times[0]))
@@ -204,8 +249,9 @@ def joint_paths(ts: hta_fast.TraceSet, comm_factor: int = 1, chained: bool = Fal
         for k in range(len(chains[0].steps)):
             end_nodes = [int(n[k]) for n in nodes]
             starts = [int(b[k]) for b in begins]
-            path = path_across_ranks(linked, weights, together, end_nodes, starts,
-                                     [int(s[k]) for s in stops])
+            path = path_across_ranks(
+                linked, weights, together, end_nodes, starts, [int(s[k]) for s in stops]
+            )
             clock = np.array([lw.graph.window_start for lw in linked])
             ends = clock + np.array([int(t[n]) for t, n in zip(together.times, end_nodes)])
             out.append((linked, together, path, ends, clock + np.array(starts)))
@@ -219,13 +265,16 @@ def check_path(linked, together, path, ends, starts) -> None:
         if isinstance(piece, Jump):
             # It lands on a rank that reached the collective last (replayed, traces' clock).
             code = linked[piece.held].match[piece.collective]
-            arrivals = [lw.graph.window_start + t[2 * lw.comm[lw.match == code]]
-                        for lw, t in zip(linked, together.times)]
+            arrivals = [
+                lw.graph.window_start + t[2 * lw.comm[lw.match == code]]
+                for lw, t in zip(linked, together.times)
+            ]
             latest = max(int(a.max()) for a in arrivals if len(a))
             assert int(arrivals[piece.last][0]) == latest
             assert piece.wait >= 0
-    durations = sum(int(p.durations.sum()) if hasattr(p, "durations") else p.wait
-                    for p in path.pieces)
+    durations = sum(
+        int(p.durations.sum()) if hasattr(p, "durations") else p.wait for p in path.pieces
+    )
     assert durations == path.length
 
 
@@ -237,8 +286,7 @@ def test_property_path_length_is_the_latest_replayed_step(chained, job):
     summary, rows = path_of(ts, chained)
     replayed = replay_ranks(ts, chained=chained).to_pandas()
     # Every rank's step starts together here: the path is as long as the longest step.
-    assert summary.critical_path_length.tolist() == \
-        replayed.groupby("step").replayed.max().tolist()
+    assert summary.critical_path_length.tolist() == replayed.groupby("step").replayed.max().tolist()
     assert rows.groupby("step").duration.sum().tolist() == summary.critical_path_length.tolist()
     assert np.allclose(summary[SHARES].sum(axis=1), 100.0)
     for linked, together, path, ends, starts in joint_paths(ts, chained=chained):
@@ -263,7 +311,7 @@ def dlrm():
 def test_real_dlrm_path_is_the_last_ranks_replayed_step(traces_dir, chained):
     summary, rows = path_of(dlrm(), chained)
     replayed = replay_ranks(dlrm(), chained=chained).to_pandas().set_index("rank").replayed
-    (linked, together, path, ends, starts), = joint_paths(dlrm(), chained=chained)
+    ((linked, together, path, ends, starts),) = joint_paths(dlrm(), chained=chained)
     s = summary.iloc[0]
     # Rank 4 ends last on the traces' clock; its step ends on host work after its last
     # collective, so the path never reaches a held collective and stays on rank 4.
@@ -276,12 +324,13 @@ def test_real_dlrm_path_is_the_last_ranks_replayed_step(traces_dir, chained):
 @CHAINED
 def test_real_dlrm_with_slow_collectives_jumps_to_the_last_arrivals(traces_dir, chained):
     # Collectives 100x longer: the path now crosses ranks at the collectives.
-    (linked, together, path, ends, starts), = joint_paths(dlrm(), 100, chained)
+    ((linked, together, path, ends, starts),) = joint_paths(dlrm(), 100, chained)
     jumps = [p for p in path.pieces if isinstance(p, Jump)]
     assert sum(linked[j.last].rank != linked[j.held].rank for j in jumps) >= 2
     check_path(linked, together, path, ends, starts)
     # what_if reports the same path.
-    summary = what_if(dlrm(), kernel_class={"COMM": 100.0},
-                      chained=chained).to_pandas("path_across_ranks")
+    summary = what_if(dlrm(), kernel_class={"COMM": 100.0}, chained=chained).to_pandas(
+        "path_across_ranks"
+    )
     assert summary.critical_path_length[0] == path.length
     assert summary.end_rank[0] == linked[path.end_window].rank

@@ -1,6 +1,7 @@
 """The what-if "this step on another GPU": kernels take predict()'s times on the target
 device and the schedule is replayed. A synthetic job whose pair is known by construction
 (the same job with every kernel twice as fast) and the real A100 / V100 pair."""
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,8 @@ from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
 
-N = 1 << 22          # elements of each aten::add
-M = K = 1024         # aten::mm [M, K] x [K, M]
+N = 1 << 22  # elements of each aten::add
+M = K = 1024  # aten::mm [M, K] x [K, M]
 
 
 def gpu_bound_job(kernel_us: float, steps: int = 3) -> hta_fast.Trace:
@@ -57,11 +58,26 @@ def gpu_bound_job(kernel_us: float, steps: int = 3) -> hta_fast.Trace:
 def double_device(tmp_path):
     """A device table with a source GPU and one with exactly twice its peaks and bandwidth."""
     path = tmp_path / "devices.json"
-    path.write_text(json.dumps({"devices": [
-        {"key": "SRC-TEST", "match": "^test gpu$", "memory_gbps": 1000,
-         "tflops": {"fp32": 20, "fp16": 300}},
-        {"key": "DOUBLE-TEST", "match": "^double$", "memory_gbps": 2000,
-         "tflops": {"fp32": 40, "fp16": 600}}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "key": "SRC-TEST",
+                        "match": "^test gpu$",
+                        "memory_gbps": 1000,
+                        "tflops": {"fp32": 20, "fp16": 300},
+                    },
+                    {
+                        "key": "DOUBLE-TEST",
+                        "match": "^double$",
+                        "memory_gbps": 2000,
+                        "tflops": {"fp32": 40, "fp16": 600},
+                    },
+                ]
+            }
+        )
+    )
     return str(path)
 
 
@@ -70,8 +86,8 @@ def test_twice_the_device_halves_every_kernel_and_the_replay_follows(double_devi
     r = what_if(base, device="DOUBLE-TEST", devices_file=double_device).to_pandas()
     actual = replay_steps(gpu_bound_job(150.0)).to_pandas().measured.to_numpy()
     # every kernel (adds, matmuls, the custom one) at half its time: the pair by construction
-    assert np.abs(r.predicted.to_numpy() - actual).max() <= 10      # ns: rounding per kernel
-    assert (r.predicted < 0.8 * r.measured).all()                    # the knob matters
+    assert np.abs(r.predicted.to_numpy() - actual).max() <= 10  # ns: rounding per kernel
+    assert (r.predicted < 0.8 * r.measured).all()  # the knob matters
 
 
 def test_the_same_device_changes_nothing(double_device):
@@ -82,9 +98,26 @@ def test_the_same_device_changes_nothing(double_device):
 
 def test_a_slower_device_lengthens_the_step_and_the_bound_follows(double_device, tmp_path):
     slow = tmp_path / "slow.json"
-    slow.write_text(json.dumps({"devices": [
-        {"key": "SRC-TEST", "match": "^test gpu$", "memory_gbps": 1000, "tflops": {"fp32": 20}},
-        {"key": "SLOW-TEST", "match": "^slow$", "memory_gbps": 250, "tflops": {"fp32": 5}}]}))
+    slow.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "key": "SRC-TEST",
+                        "match": "^test gpu$",
+                        "memory_gbps": 1000,
+                        "tflops": {"fp32": 20},
+                    },
+                    {
+                        "key": "SLOW-TEST",
+                        "match": "^slow$",
+                        "memory_gbps": 250,
+                        "tflops": {"fp32": 5},
+                    },
+                ]
+            }
+        )
+    )
     r = what_if(gpu_bound_job(300.0), device="SLOW-TEST", devices_file=str(slow)).to_pandas()
     actual = replay_steps(gpu_bound_job(1200.0)).to_pandas().measured.to_numpy()
     assert np.abs(r.predicted.to_numpy() - actual).max() <= 10
@@ -105,8 +138,10 @@ def test_unknown_device_is_a_clear_error():
 
 @functools.lru_cache(maxsize=None)
 def _pair() -> tuple[hta_fast.Trace, hta_fast.Trace]:
-    return (hta_fast.load_dir(TRACES_DIR / "hta/trace_diff/control"),
-            hta_fast.load_dir(TRACES_DIR / "hta/trace_diff/test"))
+    return (
+        hta_fast.load_dir(TRACES_DIR / "hta/trace_diff/control"),
+        hta_fast.load_dir(TRACES_DIR / "hta/trace_diff/test"),
+    )
 
 
 def _mean_step(r) -> tuple[float, float]:

@@ -1,6 +1,7 @@
 """Properties of the replay on random synthetic timelines (hypothesis): one CPU thread that
 launches kernels onto two streams and sometimes synchronises with one, the measured times made
 by the same rules the graph encodes, so every answer is known by construction."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,13 +12,15 @@ from hta_fast.model.graph import sync_calls
 from hta_fast.model.graph.dependency_graph import EDGE
 from tests.test_model_graph import build
 
-op = st.tuples(st.integers(0, 50),            # gap before the call
-               st.integers(1, 40),            # call duration
-               st.sampled_from(["cpu", "launch", "launch", "sync"]),
-               st.integers(1, 2),             # stream lane
-               st.integers(1, 30),            # launch latency
-               st.integers(1, 300),           # kernel duration
-               st.integers(0, 10))            # wake-up after a sync
+op = st.tuples(
+    st.integers(0, 50),  # gap before the call
+    st.integers(1, 40),  # call duration
+    st.sampled_from(["cpu", "launch", "launch", "sync"]),
+    st.integers(1, 2),  # stream lane
+    st.integers(1, 30),  # launch latency
+    st.integers(1, 300),  # kernel duration
+    st.integers(0, 10),
+)  # wake-up after a sync
 
 
 @st.composite
@@ -30,15 +33,24 @@ def timelines(draw):
         start = clock + gap
         if what == "sync":
             end = max(start + dur, stream_end[lane] + wake)
-            events.append(dict(ts=start, dur=end - start, lane=0, corr=corr,
-                               sync=sync_calls.STREAM, wait_lane=lane))
+            events.append(
+                dict(
+                    ts=start,
+                    dur=end - start,
+                    lane=0,
+                    corr=corr,
+                    sync=sync_calls.STREAM,
+                    wait_lane=lane,
+                )
+            )
         else:
             end = start + dur
             events.append(dict(ts=start, dur=dur, lane=0, corr=corr))
             if what == "launch":
                 k_start = max(start + lat, stream_end[lane])
-                events.append(dict(ts=k_start, dur=kdur, lane=lane, gpu=1,
-                                   launch=len(events) - 1, corr=corr))
+                events.append(
+                    dict(ts=k_start, dur=kdur, lane=lane, gpu=1, launch=len(events) - 1, corr=corr)
+                )
                 stream_end[lane] = k_start + kdur
         clock = end
     return events

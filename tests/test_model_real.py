@@ -1,5 +1,6 @@
 """Replay and critical path on the real traces, and where the critical path differs from the
 reference's (docs/model.md, "Critical path against the reference")."""
+
 from __future__ import annotations
 
 import functools
@@ -14,8 +15,12 @@ from tests.conftest import TRACES_DIR
 
 CRITICAL_PATH = ["cuda_event_sync", "cuda_event_sync_multi_stream", "simple_add", "alexnet"]
 REPLAYED = [f"hta/critical_path/{d}" for d in CRITICAL_PATH] + [
-    "hta/trace_diff/control", "hta/ns_resolution_trace", "hta/negative_queue_length_values_check",
-    "hta/nccl_parser_config", "param_dlrm_8rank"]
+    "hta/trace_diff/control",
+    "hta/ns_resolution_trace",
+    "hta/negative_queue_length_values_check",
+    "hta/nccl_parser_config",
+    "param_dlrm_8rank",
+]
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,8 +46,10 @@ def test_critical_path_spans_the_step(folder):
     res = critical_path(load(folder))
     s, b = res.to_pandas(), res.to_pandas("breakdown")
     assert (s.critical_path_length == s.measured_step).all()
-    assert b.groupby(["rank", "step"], dropna=False).duration.sum().tolist() == \
-        s.critical_path_length.tolist()
+    assert (
+        b.groupby(["rank", "step"], dropna=False).duration.sum().tolist()
+        == s.critical_path_length.tolist()
+    )
     assert np.allclose(s[BOUND_BY].sum(axis=1), 100.0)
 
 
@@ -59,8 +66,9 @@ def test_event_sync_path_runs_through_the_waited_kernel():
 def test_gpu_time_on_the_path_matches_the_reference(folder):
     reference_results = pytest.importorskip("tests.reference.reference_results").reference_results
     try:
-        ref = reference_results(str(TRACES_DIR / "hta/critical_path" / folder),
-                                analyses=["critical_path"])
+        ref = reference_results(
+            str(TRACES_DIR / "hta/critical_path" / folder), analyses=["critical_path"]
+        )
     except Exception as e:  # the reference environment is optional for this test
         pytest.skip(f"reference unavailable: {e}")
     if "critical_path" not in ref:

@@ -1,6 +1,7 @@
 """What-if predictions against synthetic trace pairs whose only difference is the knob, made by
 the same physics the graph encodes (a kernel starts once launched and once its stream is free;
 a stream sync returns a few µs after the stream drains), and edits on a real trace."""
+
 from __future__ import annotations
 
 import functools
@@ -93,8 +94,13 @@ def test_no_edit_predicts_the_measured_steps():
 
 def test_edits_only_shorten_when_they_shrink():
     r0 = what_if(control()).to_pandas().predicted
-    for kw in [dict(kernel_class={"COMM": 0.5}), dict(cpu=0.5), dict(zero_launch_overhead=True),
-               dict(drop_comm_waits=True), dict(name={"nccl": 0.0})]:
+    for kw in [
+        dict(kernel_class={"COMM": 0.5}),
+        dict(cpu=0.5),
+        dict(zero_launch_overhead=True),
+        dict(drop_comm_waits=True),
+        dict(name={"nccl": 0.0}),
+    ]:
         r = what_if(control(), **kw).to_pandas().predicted
         assert (r <= r0).all(), kw
     slower = what_if(control(), kernel_class={"COMP": 2.0}).to_pandas().predicted
@@ -110,21 +116,26 @@ def test_bad_edits_are_clear_errors():
         what_if(control(), cpu=-1.0)
 
 
-@pytest.mark.parametrize("edits, message", [
-    (dict(cpu=-1.0), r"Edits\.cpu: what-if factors must be numbers >= 0"),
-    (dict(cpu=float("inf")), r"Edits\.cpu: what-if factors must be numbers >= 0"),
-    (dict(kernel_class={"COMP": "fast"}), r"Edits\.kernel_class\['COMP'\]: what-if factors"),
-    (dict(kernel_class={"GEMM": 0.5}), r"Edits\.kernel_class: unknown kernel class 'GEMM'"),
-    (dict(name={"(": 0.5}), r"Edits\.name: bad name pattern '\('"),
-    (dict(category=[("kernel", 0.5)]), r"Edits\.category: expected a mapping"),
-    (dict(zero_launch_overhead="yes"), r"Edits\.zero_launch_overhead: expected True or False"),
-    (dict(collective_bandwidth=-2.0), r"Edits\.collective_bandwidth: .*positive number"),
-    (dict(collective_bandwidth=2.0, collective_busbw_gbps=10.0),
-     r"Edits\.collective_bandwidth / collective_busbw_gbps: .*one of a scale"),
-    (dict(device=3), r"Edits\.device: a device table key or name"),
-    (dict(allow_tf32="sometimes"), r"Edits\.allow_tf32: True, False or 'auto'"),
-    (dict(duration_change={0: ([1, 2], [5.0])}), r"Edits\.duration_change: rank 0"),
-])
+@pytest.mark.parametrize(
+    "edits, message",
+    [
+        (dict(cpu=-1.0), r"Edits\.cpu: what-if factors must be numbers >= 0"),
+        (dict(cpu=float("inf")), r"Edits\.cpu: what-if factors must be numbers >= 0"),
+        (dict(kernel_class={"COMP": "fast"}), r"Edits\.kernel_class\['COMP'\]: what-if factors"),
+        (dict(kernel_class={"GEMM": 0.5}), r"Edits\.kernel_class: unknown kernel class 'GEMM'"),
+        (dict(name={"(": 0.5}), r"Edits\.name: bad name pattern '\('"),
+        (dict(category=[("kernel", 0.5)]), r"Edits\.category: expected a mapping"),
+        (dict(zero_launch_overhead="yes"), r"Edits\.zero_launch_overhead: expected True or False"),
+        (dict(collective_bandwidth=-2.0), r"Edits\.collective_bandwidth: .*positive number"),
+        (
+            dict(collective_bandwidth=2.0, collective_busbw_gbps=10.0),
+            r"Edits\.collective_bandwidth / collective_busbw_gbps: .*one of a scale",
+        ),
+        (dict(device=3), r"Edits\.device: a device table key or name"),
+        (dict(allow_tf32="sometimes"), r"Edits\.allow_tf32: True, False or 'auto'"),
+        (dict(duration_change={0: ([1, 2], [5.0])}), r"Edits\.duration_change: rank 0"),
+    ],
+)
 def test_edits_are_checked_once_when_made(edits, message):
     with pytest.raises(ValueError, match=message):
         Edits(**edits)
@@ -134,11 +145,13 @@ def test_edits_and_keywords_are_one_spelling():
     job = sync_bound_job(400, 2000)
     edits = Edits(name={"gemm": 0.5}, cpu=0.8, zero_launch_overhead=True)
     by_value = what_if(job, edits).table
-    assert by_value.equals(what_if(job, name={"gemm": 0.5}, cpu=0.8,
-                                   zero_launch_overhead=True).table)
+    assert by_value.equals(
+        what_if(job, name={"gemm": 0.5}, cpu=0.8, zero_launch_overhead=True).table
+    )
     # Keywords next to an Edits replace those fields.
-    assert what_if(job, Edits(cpu=0.8, zero_launch_overhead=True), name={"gemm": 0.5}).table \
-        .equals(by_value)
+    assert what_if(job, Edits(cpu=0.8, zero_launch_overhead=True), name={"gemm": 0.5}).table.equals(
+        by_value
+    )
     assert edits.edit_ranks is None and Edits(edit_ranks=[3, 1, 3]).edit_ranks == (1, 3)
     with pytest.raises(TypeError, match="unexpected keyword argument"):
         what_if(job, gemm=0.5)
@@ -148,6 +161,7 @@ def test_edits_and_keywords_are_one_spelling():
 
 def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():
     from hta_fast.model.path.critical_path import critical_path
+
     b = KinetoBuilder()
     b.step(0, 0, 1000)
     b.kernel(GEMM, 10, 20, 100)
@@ -159,11 +173,13 @@ def test_a_trace_without_syncs_says_so_instead_of_claiming_cpu_bound():
 def test_the_path_trace_loads_back_and_marks_the_path(tmp_path):
     from hta_fast.model.path.critical_path import critical_path
     from hta_fast.model.path.overlay import write_critical_path_trace
+
     job = sync_bound_job(400, 2000, steps=2)
     out = write_critical_path_trace(job, tmp_path / "path.json.gz")
     back = hta_fast.load(out)
-    assert len(back.column("events", "ts")) == len(job.column("events", "ts")) - \
-        int(np.count_nonzero(job.column("events", "kind") == 0))  # "other" rows are not in graphs
+    assert len(back.column("events", "ts")) == len(job.column("events", "ts")) - int(
+        np.count_nonzero(job.column("events", "kind") == 0)
+    )  # "other" rows are not in graphs
     flows = back.flows.to_pandas()
     assert (flows.phase == "s").sum() == (flows.phase == "f").sum() > 0
     # Every wait on the path is an arrow: launches, the sync wait, ...

@@ -1,4 +1,5 @@
 """The op table: operators grouped by name and shapes, with their kernels' GPU time."""
+
 from __future__ import annotations
 
 import numpy as np

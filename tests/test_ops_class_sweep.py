@@ -1,4 +1,5 @@
 """hta_fast.ops.class_sweep / grouped_class_sweep against per-nanosecond and breakpoint models."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -24,8 +25,13 @@ def with_classes(pair_strategy, n_classes_max: int = 4):
     """(n_classes, rows of (start, end), classes)."""
     return st.integers(1, n_classes_max).flatmap(
         lambda k: pair_strategy.flatmap(
-            lambda rows: st.tuples(st.just(k), st.just(rows),
-                                   st.lists(st.integers(0, k - 1), min_size=len(rows), max_size=len(rows)))))
+            lambda rows: st.tuples(
+                st.just(k),
+                st.just(rows),
+                st.lists(st.integers(0, k - 1), min_size=len(rows), max_size=len(rows)),
+            )
+        )
+    )
 
 
 def test_known_compute_comm_overlap():
@@ -80,7 +86,7 @@ def test_matches_membership(case):
 @given(with_classes(intervals(max_size=10)), st.lists(st.integers(0, 2), max_size=10))
 def test_grouped_matches_per_group(case, group_draw):
     k, rows, classes = case
-    group = (group_draw + [0] * len(rows))[:len(rows)]
+    group = (group_draw + [0] * len(rows))[: len(rows)]
     r = ops.grouped_class_sweep(group, [a for a, _ in rows], [b for _, b in rows], classes, k)
     by_group = defaultdict(list)
     for gi, row, c in zip(group, rows, classes):
@@ -93,19 +99,27 @@ def test_grouped_matches_per_group(case, group_draw):
 
 
 @PROPERTY
-@given(with_classes(st.one_of(extreme_intervals(near_max=True), extreme_intervals(near_max=False)), 3))
+@given(
+    with_classes(st.one_of(extreme_intervals(near_max=True), extreme_intervals(near_max=False)), 3)
+)
 def test_extreme_values_match_breakpoints(case):
     k, rows, classes = case
     s = [a for a, _ in rows]
     e = [b for _, b in rows]
-    assert ops.class_sweep(s, e, classes, k).tolist() == class_sweep_by_breakpoints(rows, classes, k)
+    assert ops.class_sweep(s, e, classes, k).tolist() == class_sweep_by_breakpoints(
+        rows, classes, k
+    )
 
 
 def test_span_overflow_is_an_error():
     with pytest.raises(OverflowError):
         ops.class_sweep([INT64_MIN, INT64_MAX - 1], [INT64_MIN + 1, INT64_MAX], [0, 1], 2)
     with pytest.raises(OverflowError):
-        ops.grouped_class_sweep([4, 4], [INT64_MIN, INT64_MAX - 1], [INT64_MIN + 1, INT64_MAX], [0, 1], 2)
+        ops.grouped_class_sweep(
+            [4, 4], [INT64_MIN, INT64_MAX - 1], [INT64_MIN + 1, INT64_MAX], [0, 1], 2
+        )
     # separate groups each fit
-    g = ops.grouped_class_sweep([4, 5], [INT64_MIN, INT64_MAX - 1], [INT64_MIN + 1, INT64_MAX], [0, 1], 2)
+    g = ops.grouped_class_sweep(
+        [4, 5], [INT64_MIN, INT64_MAX - 1], [INT64_MIN + 1, INT64_MAX], [0, 1], 2
+    )
     assert g.time.tolist() == [[0, 1, 0, 0], [0, 0, 1, 0]]

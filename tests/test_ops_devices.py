@@ -1,5 +1,6 @@
 """The device table: B300, provenance of figures not printed in a datasheet, and coverage of
 every GPU named in the shared traces' deviceProperties."""
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,38 @@ def test_b300_figures_and_their_provenance():
 
 def test_provenance_names_known_figures(tmp_path):
     f = tmp_path / "d.json"
-    f.write_text(json.dumps({"devices": [{"key": "X", "match": "x", "memory_gbps": 1,
-                                          "tflops": {"fp32": 1}, "provenance": {"fp99": "?"}}]}))
+    f.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "key": "X",
+                        "match": "x",
+                        "memory_gbps": 1,
+                        "tflops": {"fp32": 1},
+                        "provenance": {"fp99": "?"},
+                    }
+                ]
+            }
+        )
+    )
     with pytest.raises(ValueError, match="provenance of unknown figure"):
         DeviceTable.load(f)
-    f.write_text(json.dumps({"devices": [{"key": "X", "match": "x", "memory_gbps": 1,
-                                          "tflops": {"fp32": 1},
-                                          "provenance": {"fp32": "measured"}}]}))
+    f.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "key": "X",
+                        "match": "x",
+                        "memory_gbps": 1,
+                        "tflops": {"fp32": 1},
+                        "provenance": {"fp32": "measured"},
+                    }
+                ]
+            }
+        )
+    )
     assert DeviceTable.load(f).get("X").figure_source("fp32") == "measured"
 
 

@@ -1,4 +1,5 @@
 """hta_fast.ops.group_gaps against a model built from the holes in each group's coverage."""
+
 from __future__ import annotations
 
 from _ops_models import INT64_MAX, INT64_MIN, PROPERTY, columns, gaps_by_holes, grouped_intervals
@@ -18,7 +19,11 @@ def test_known_gaps():
     end = [40, 10, 20, 8, 110, 95]
     # group 1: [0,10) [5,8) nested, gap [10,12) ended by row 2, gap [20,30) by row 0
     # group 2: [90,95), gap [95,100) ended by row 4
-    assert rows_of(ops.group_gaps(group, start, end)) == [(1, 10, 12, 2), (1, 20, 30, 0), (2, 95, 100, 4)]
+    assert rows_of(ops.group_gaps(group, start, end)) == [
+        (1, 10, 12, 2),
+        (1, 20, 30, 0),
+        (2, 95, 100, 4),
+    ]
 
 
 def test_zero_length_events_end_gaps():

@@ -1,5 +1,6 @@
 """hta_fast.ops.group_order against np.lexsort, on the inputs it is built for (a few sorted
 runs per group: the counting sort and run merging) and on shuffled ones (the sort fallback)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,5 +45,6 @@ def test_extremes_and_empty():
 
 def test_lengths_must_agree():
     import pytest
+
     with pytest.raises(ValueError, match="key"):
         ops.group_order([0, 1], [0])

@@ -1,5 +1,6 @@
 """hta_fast.ops interval sets: union, total_length, intersect, difference, grouped_union,
 grouped_total against per-nanosecond and breakpoint models."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -118,8 +119,10 @@ def test_grouped_match_membership(rows):
 
 
 @PROPERTY
-@given(st.one_of(extreme_intervals(near_max=True), extreme_intervals(near_max=False)),
-       st.one_of(extreme_intervals(near_max=True), extreme_intervals(near_max=False)))
+@given(
+    st.one_of(extreme_intervals(near_max=True), extreme_intervals(near_max=False)),
+    st.one_of(extreme_intervals(near_max=True), extreme_intervals(near_max=False)),
+)
 def test_extreme_values_match_breakpoints(a, b):
     """Near both ends of int64, where the kernel's arithmetic has no room to spare."""
     r = ops.union(*columns(a, 2))
@@ -130,6 +133,7 @@ def test_extreme_values_match_breakpoints(a, b):
     # set ops on breakpoints: a segment is in the result per membership in ua / ub
     cuts = sorted({t for p in ua + ub for t in p})
     inside = lambda u, x, y: any(s <= x and y <= e for s, e in u)  # noqa: E731
+
     def merge(segs):
         out = []
         for x, y in segs:
@@ -138,9 +142,14 @@ def test_extreme_values_match_breakpoints(a, b):
             else:
                 out.append((x, y))
         return out
+
     segs = list(zip(cuts, cuts[1:]))
-    assert pairs_of(ops.intersect(*args)) == merge([(x, y) for x, y in segs if inside(ua, x, y) and inside(ub, x, y)])
-    assert pairs_of(ops.difference(*args)) == merge([(x, y) for x, y in segs if inside(ua, x, y) and not inside(ub, x, y)])
+    assert pairs_of(ops.intersect(*args)) == merge(
+        [(x, y) for x, y in segs if inside(ua, x, y) and inside(ub, x, y)]
+    )
+    assert pairs_of(ops.difference(*args)) == merge(
+        [(x, y) for x, y in segs if inside(ua, x, y) and not inside(ub, x, y)]
+    )
 
 
 def test_both_ends_of_int64():

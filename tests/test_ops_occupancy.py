@@ -1,6 +1,7 @@
 """hta_fast.ops.occupancy against a plain Python model: every entry and exit is a row, sorted
 by (group, ts, exits, entries, exits of items that entered then, row), with the group's running
 count after it."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,6 +20,7 @@ def model(group, enter, leave):
 
     def tier(r):  # exits, entries, then exits of items that entered at that time
         return 1 if r < n else (2 if leave[r - n] == enter[r - n] else 0)
+
     rows.sort(key=lambda r: (group[r % n], time[r], tier(r), r))
     level, inside, last = [], 0, None
     for r in rows:
@@ -29,8 +31,10 @@ def model(group, enter, leave):
     return rows, [time[r] for r in rows], level
 
 
-items = st.lists(st.tuples(st.sampled_from([-3, 0, 5, 2**40]), st.integers(-30, 30),
-                           st.integers(0, 20)), max_size=60)
+items = st.lists(
+    st.tuples(st.sampled_from([-3, 0, 5, 2**40]), st.integers(-30, 30), st.integers(0, 20)),
+    max_size=60,
+)
 
 
 @PROPERTY
@@ -39,8 +43,9 @@ def test_matches_model(rows):
     group = [g for g, _, _ in rows]
     enter = [e for _, e, _ in rows]
     leave = [e + d for _, e, d in rows]
-    got = ops.occupancy(np.array(group, np.int64), np.array(enter, np.int64),
-                        np.array(leave, np.int64))
+    got = ops.occupancy(
+        np.array(group, np.int64), np.array(enter, np.int64), np.array(leave, np.int64)
+    )
     order, ts, level = model(group, enter, leave)
     n = len(group)
     assert (got.item + n * ~got.entering).tolist() == order
@@ -58,8 +63,9 @@ def test_queue_in_time_order(groups, waits):
     enter = np.arange(n, dtype=np.int64) * 4
     leave = enter + np.array(waits[:n], np.int64)
     got = ops.occupancy(group, enter, leave)
-    assert (got.item + n * ~got.entering).tolist() == model(group.tolist(), enter.tolist(),
-                                                             leave.tolist())[0]
+    assert (got.item + n * ~got.entering).tolist() == model(
+        group.tolist(), enter.tolist(), leave.tolist()
+    )[0]
     # the level never goes negative and every group ends empty
     assert (got.level >= 0).all()
     last_of_group = np.r_[got.group[1:] != got.group[:-1], True] if n else np.array([], bool)

@@ -1,4 +1,5 @@
 """hta_fast.ops.step_counter and weighted_stats against exact models."""
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,14 @@ def test_queue_length_known():
     r = ops.step_counter(group, ts, delta)
     assert r.value.dtype == np.int64
     assert list(zip(r.group.tolist(), r.ts.tolist(), r.value.tolist())) == [
-        (0, 0, 1), (0, 1, 2), (0, 2, 3), (0, 5, 1), (0, 9, 0), (1, 3, 1), (1, 4, 0)]
+        (0, 0, 1),
+        (0, 1, 2),
+        (0, 2, 3),
+        (0, 5, 1),
+        (0, 9, 0),
+        (1, 3, 1),
+        (1, 4, 0),
+    ]
 
 
 def test_float_deltas_keep_float():
@@ -53,7 +61,9 @@ def test_int_overflow_is_an_error():
     assert r.value.tolist() == [-1]
 
 
-step_rows = st.lists(st.tuples(st.integers(0, 2), st.integers(-8, 8), st.integers(-3, 3)), max_size=20)
+step_rows = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(-8, 8), st.integers(-3, 3)), max_size=20
+)
 
 
 @PROPERTY
@@ -70,21 +80,31 @@ def test_step_counter_float_matches_model(rows):
     r = ops.step_counter(g, t, np.array(d, dtype=np.float64) / 4)
     assert r.value.dtype == np.float64
     want = step_counter_model(rows)
-    assert list(zip(r.group.tolist(), r.ts.tolist(), r.value.tolist())) == [(a, b, c / 4) for a, b, c in want]
+    assert list(zip(r.group.tolist(), r.ts.tolist(), r.value.tolist())) == [
+        (a, b, c / 4) for a, b, c in want
+    ]
 
 
 @PROPERTY
-@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 40), st.integers(-(2**40), 2**40)), max_size=12))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 1), st.integers(0, 40), st.integers(-(2**40), 2**40)), max_size=12
+    )
+)
 def test_step_counter_extreme_ts(rows):
     shifted = [(g, INT64_MAX - t if g else INT64_MIN + t, d) for g, t, d in rows]
     r = ops.step_counter(*columns(shifted, 3))
-    assert list(zip(r.group.tolist(), r.ts.tolist(), r.value.tolist())) == step_counter_model(shifted)
+    assert list(zip(r.group.tolist(), r.ts.tolist(), r.value.tolist())) == step_counter_model(
+        shifted
+    )
 
 
 # --- weighted_stats -----------------------------------------------------------------------
 def test_weighted_vs_change_point_mean():
     # queue length 10 for 1 ns, then 0 for 99 ns: per change point the mean is 5
-    s = ops.weighted_stats([0, 0], [0, 1], [10, 0], end_ts=100, quantiles=[0.5, 0.99, 1.0], thresholds=[1, 10, 11])
+    s = ops.weighted_stats(
+        [0, 0], [0, 1], [10, 0], end_ts=100, quantiles=[0.5, 0.99, 1.0], thresholds=[1, 10, 11]
+    )
     assert s.groups.tolist() == [0] and s.duration.tolist() == [100]
     assert s.mean.tolist() == [0.1] and s.change_point_mean.tolist() == [5.0]
     assert s.min.tolist() == [0.0] and s.max.tolist() == [10.0]
@@ -100,14 +120,18 @@ def test_ends_per_group_and_default():
     assert s.quantiles.shape == (2, 0) and s.time_at_or_above.shape == (2, 0)
     d = ops.weighted_stats(g, t, v)  # each group ends at its last ts
     assert d.duration.tolist() == [10, 0]
-    assert d.mean[0] == 1.0 and math.isnan(d.mean[1]) and math.isnan(d.min[1]) and math.isnan(d.max[1])
+    assert (
+        d.mean[0] == 1.0 and math.isnan(d.mean[1]) and math.isnan(d.min[1]) and math.isnan(d.max[1])
+    )
     assert d.change_point_mean.tolist() == [1.5, 4.0]
 
 
 def test_bandwidth_pipeline():
     # copies: [0,10) at 2 GB/s, [5,15) at 3 GB/s -> 2 on [0,5), 5 on [5,10), 3 on [10,15)
     starts, ends, bw = np.array([0, 5]), np.array([10, 15]), np.array([2.0, 3.0])
-    step = ops.step_counter(np.zeros(4, np.int64), np.concatenate([starts, ends]), np.concatenate([bw, -bw]))
+    step = ops.step_counter(
+        np.zeros(4, np.int64), np.concatenate([starts, ends]), np.concatenate([bw, -bw])
+    )
     s = ops.weighted_stats(*step, end_ts=None, quantiles=[0.5], thresholds=[3.0])
     assert s.duration.tolist() == [15] and s.mean.tolist() == [10 / 3]
     assert s.max.tolist() == [5.0] and s.min.tolist() == [2.0]  # the final 0 holds for no time
@@ -122,9 +146,20 @@ WHOLE = st.one_of(st.integers(-3, 3), st.integers(-5000, 5000)).map(float)
 def series(draw_groups=3, values=QUARTERS):
     """rows sorted by (group, ts) with repeated ts, plus one end per group at or after its last ts."""
     row = st.tuples(st.integers(0, draw_groups - 1), st.integers(-10, 10), values)
-    return st.lists(row, min_size=0, max_size=14).map(sorted).flatmap(
-        lambda rows: st.tuples(st.just(rows), st.lists(st.integers(0, 6), min_size=len({r[0] for r in rows}),
-                                                       max_size=len({r[0] for r in rows}))))
+    return (
+        st.lists(row, min_size=0, max_size=14)
+        .map(sorted)
+        .flatmap(
+            lambda rows: st.tuples(
+                st.just(rows),
+                st.lists(
+                    st.integers(0, 6),
+                    min_size=len({r[0] for r in rows}),
+                    max_size=len({r[0] for r in rows}),
+                ),
+            )
+        )
+    )
 
 
 @PROPERTY
@@ -145,7 +180,9 @@ def check_weighted_stats(case, quantiles, thresholds):
     for g, t, _ in rows:
         last[g] = t
     ends = [last[g] + x for g, x in zip(sorted(last), extra)]
-    s = ops.weighted_stats(*columns(rows, 3), end_ts=ends, quantiles=quantiles, thresholds=thresholds)
+    s = ops.weighted_stats(
+        *columns(rows, 3), end_ts=ends, quantiles=quantiles, thresholds=thresholds
+    )
     want = weighted_stats_by_ns(rows, ends, quantiles, thresholds)
     assert s.groups.tolist() == [w["group"] for w in want]
     assert s.duration.tolist() == [w["duration"] for w in want]
@@ -164,7 +201,10 @@ def check_weighted_stats(case, quantiles, thresholds):
 
 
 @PROPERTY
-@given(st.lists(st.tuples(st.integers(0, 30), st.integers(-5, 5)), min_size=1, max_size=10), st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(-5, 5)), min_size=1, max_size=10),
+    st.booleans(),
+)
 def test_weighted_stats_extreme_ts(rows, near_max):
     base = INT64_MAX - 40 if near_max else INT64_MIN
     rows = sorted((0, base + t, float(v)) for t, v in rows)

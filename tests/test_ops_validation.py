@@ -1,4 +1,5 @@
 """hta_fast.ops argument handling: lengths, dtypes, shapes, empty inputs, bad parameters."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,9 @@ CALLS = {
     "grouped_union": lambda s, e: ops.grouped_union(np.zeros(len(s), I64), s, e),
     "grouped_total": lambda s, e: ops.grouped_total(np.zeros(len(e), I64), s, e),
     "class_sweep": lambda s, e: ops.class_sweep(s, e, np.zeros(len(s), np.uint8), 1),
-    "grouped_class_sweep": lambda s, e: ops.grouped_class_sweep(np.zeros(len(s), I64), s, e,
-                                                                np.zeros(len(s), np.uint8), 1),
+    "grouped_class_sweep": lambda s, e: ops.grouped_class_sweep(
+        np.zeros(len(s), I64), s, e, np.zeros(len(s), np.uint8), 1
+    ),
     "group_gaps": lambda s, e: ops.group_gaps(np.zeros(len(s), I64), s, e),
     "step_counter": lambda s, e: ops.step_counter(np.zeros(len(s), I64), s, e),
     "weighted_stats": lambda s, e: ops.weighted_stats(np.zeros(len(s), I64), s, e),
@@ -58,7 +60,9 @@ def test_empty_inputs():
     assert all(a.size == 0 for a in st) and st.value.dtype == I64
     assert ops.step_counter([], [], []).value.dtype == np.float64  # numpy reads [] as float64
     ws = ops.weighted_stats([], [], [], quantiles=[0.5], thresholds=[1.0])
-    assert ws.groups.size == 0 and ws.quantiles.shape == (0, 1) and ws.time_at_or_above.shape == (0, 1)
+    assert (
+        ws.groups.size == 0 and ws.quantiles.shape == (0, 1) and ws.time_at_or_above.shape == (0, 1)
+    )
     assert ops.weighted_stats([], [], [], end_ts=5).groups.size == 0
     assert ops.class_sweep([], [], [], 2).tolist() == [0, 0, 0, 0]
 

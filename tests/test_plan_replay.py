@@ -2,6 +2,7 @@
 replace the lookup kernels' durations and all ranks of each step are replayed together.
 A DLRM-like synthetic job (lookup, all-to-all, dense GEMM, all-reduce) whose answer is
 known by construction, and the real 8-rank DLRM trace."""
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,10 @@ from tests.test_model_cross_rank import collective_job, steps_of
 LOOKUP = "split_embedding_codegen_forward_unweighted_kernel"
 # 10 µs + bytes at 1 GB/s (1 B/ns); each table reads batch × pooling × dim × 4 bytes.
 COST = LookupCostModel.from_parameters(10_000, 1.0, family=LOOKUP)
-TABLES = [TableSpec(f"t{i}", rows=10_000, dim=50, pooling=p, batch=1000)
-          for i, p in enumerate([1, 2, 3, 1, 2, 3])]   # 200, 400, 600 µs each
+TABLES = [
+    TableSpec(f"t{i}", rows=10_000, dim=50, pooling=p, batch=1000)
+    for i, p in enumerate([1, 2, 3, 1, 2, 3])
+]  # 200, 400, 600 µs each
 
 
 def planned_us(plan: dict[str, int]) -> list[int]:
@@ -42,24 +45,30 @@ def dlrm_like(lookup_us: list[int]) -> hta_fast.TraceSet:
     return collective_job(compute, [[80, 120], [80, 120]], first_kernel=LOOKUP)
 
 
-@pytest.mark.parametrize("plan", [
-    {"t0": 0, "t1": 0, "t2": 0, "t3": 1, "t4": 1, "t5": 2},    # 1210, 610, 610 µs
-    {"t0": 0, "t1": 1, "t2": 2, "t3": 0, "t4": 1, "t5": 2},    # 410, 810, 1210 µs
-    {"t0": 0, "t1": 1, "t2": 2, "t3": 2, "t4": 1, "t5": 0},    # 810 each
-])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        {"t0": 0, "t1": 0, "t2": 0, "t3": 1, "t4": 1, "t5": 2},  # 1210, 610, 610 µs
+        {"t0": 0, "t1": 1, "t2": 2, "t3": 0, "t4": 1, "t5": 2},  # 410, 810, 1210 µs
+        {"t0": 0, "t1": 1, "t2": 2, "t3": 2, "t4": 1, "t5": 0},  # 810 each
+    ],
+)
 def test_plan_step_time_is_the_job_run_with_that_plan(plan):
     measured_job = dlrm_like([500, 450, 700])
     r = plan_step_time(measured_job, TABLES, plan, cost=COST)
     actual = steps_of(dlrm_like(planned_us(plan)))
     assert r.to_pandas().predicted.tolist() == actual.tolist()
     assert r.to_pandas().lookup_planned.tolist() == [
-        1000.0 * u for _ in range(2) for u in planned_us(plan)]   # rows: step by step
+        1000.0 * u for _ in range(2) for u in planned_us(plan)
+    ]  # rows: step by step
 
 
 def test_the_balanced_plan_wins_by_replay():
     job = dlrm_like([500, 450, 700])
-    plans = {"skewed": {"t0": 0, "t1": 0, "t2": 0, "t3": 1, "t4": 1, "t5": 2},
-             "balanced": {"t0": 0, "t1": 1, "t2": 2, "t3": 2, "t4": 1, "t5": 0}}
+    plans = {
+        "skewed": {"t0": 0, "t1": 0, "t2": 0, "t3": 1, "t4": 1, "t5": 2},
+        "balanced": {"t0": 0, "t1": 1, "t2": 2, "t3": 2, "t4": 1, "t5": 0},
+    }
     c = compare_plans(job, TABLES, plans, cost=COST).to_pandas()
     assert c.plan.tolist() == ["balanced", "skewed"]
     # Every rank waits for the slowest lookup at the all-to-all: 1210 vs 810 µs, twice.
@@ -68,8 +77,13 @@ def test_the_balanced_plan_wins_by_replay():
 
 def test_no_such_lookup_kernels_is_a_clear_error():
     with pytest.raises(ValueError, match="no 'other_kernel' lookup kernels"):
-        plan_step_time(dlrm_like([500, 450, 700]), TABLES, {t.name: 0 for t in TABLES},
-                       cost=COST, kernel_family="other_kernel")
+        plan_step_time(
+            dlrm_like([500, 450, 700]),
+            TABLES,
+            {t.name: 0 for t in TABLES},
+            cost=COST,
+            kernel_family="other_kernel",
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,8 +93,10 @@ def dlrm():
 
 def test_real_dlrm_plans_by_replay(traces_dir):
     cost = fit_lookup_costs(lookup_kernels(dlrm(), dim=64))
-    tables = [TableSpec(f"t{i}", rows=1_000_000, dim=64 * (1 + i % 3), pooling=10 + 5 * i,
-                        batch=2048) for i in range(16)]
+    tables = [
+        TableSpec(f"t{i}", rows=1_000_000, dim=64 * (1 + i % 3), pooling=10 + 5 * i, batch=2048)
+        for i in range(16)
+    ]
     round_robin = {t.name: i % 8 for i, t in enumerate(tables)}
     better = improve_plan(tables, 8, cost=cost, family=LOOKUP)
     r = plan_step_time(dlrm(), tables, round_robin, cost=cost, family=LOOKUP).to_pandas()
@@ -88,6 +104,7 @@ def test_real_dlrm_plans_by_replay(traces_dir):
     # The rank with the longest planned lookup holds the others at the next collective.
     slowest = int(r["rank"][r.lookup_planned.idxmax()])
     assert set(r.held_by.dropna()) == {slowest}
-    c = compare_plans(dlrm(), tables, {"round_robin": round_robin, "improved": better},
-                      cost=cost, family=LOOKUP).to_pandas()
+    c = compare_plans(
+        dlrm(), tables, {"round_robin": round_robin, "improved": better}, cost=cost, family=LOOKUP
+    ).to_pandas()
     assert c.plan.iloc[0] == "improved" and np.all(np.diff(c.max_lookup_ns) > 0)

@@ -4,6 +4,7 @@ Each file is read independently with Python's gzip and json modules (numbers as 
 decimal.Decimal, so no float rounding) into a small, obviously-correct model; hta_fast
 must agree with it event by event.
 """
+
 from __future__ import annotations
 
 import collections
@@ -22,14 +23,21 @@ import hta_fast
 # Categories (Kineto's modern names and the legacy capitalised ones) and the kind the
 # loader gives them; anything else is "other".
 KIND_OF_CAT = {
-    "cpu_op": "cpu_op", "Operator": "cpu_op",
+    "cpu_op": "cpu_op",
+    "Operator": "cpu_op",
     "user_annotation": "user_annotation",
     "python_function": "python_function",
-    "cuda_runtime": "runtime", "Runtime": "runtime", "mtia_runtime": "runtime",
+    "cuda_runtime": "runtime",
+    "Runtime": "runtime",
+    "mtia_runtime": "runtime",
     "cuda_driver": "driver",
-    "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
-    "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-    "gpu_memset": "memset", "Memset": "memset",
+    "kernel": "kernel",
+    "Kernel": "kernel",
+    "mtia_ccp_events": "kernel",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
     "gpu_user_annotation": "gpu_user_annotation",
     "cuda_sync": "sync",
 }
@@ -60,17 +68,17 @@ class Model:
     """What a plain json reading of one Chrome trace says hta_fast should load."""
 
     header: dict
-    phases: collections.Counter          # ph -> number of events
-    counter_values: int                  # numeric args of C events (one row each)
-    ts: np.ndarray                       # X events in file order: absolute ns
+    phases: collections.Counter  # ph -> number of events
+    counter_values: int  # numeric args of C events (one row each)
+    ts: np.ndarray  # X events in file order: absolute ns
     dur: np.ndarray
     names: list
     cats: list
-    pids: list                           # as written: int or str
+    pids: list  # as written: int or str
     tids: list
     kinds: list
     gpu_per_stream: collections.Counter  # (pid, tid) -> GPU events there
-    links: dict                          # X index of a GPU event -> X index of its launch
+    links: dict  # X index of a GPU event -> X index of its launch
     links_by_correlation: int
     links_by_flow: int
 
@@ -86,14 +94,18 @@ def build_model(doc: dict) -> Model:
     events = doc["traceEvents"]
     base = int(doc.get("baseTimeNanoseconds") or 0)
     phases = collections.Counter(e.get("ph") for e in events)
-    counter_values = sum(sum(1 for v in (e.get("args") or {}).values() if is_number(v))
-                         for e in events if e.get("ph") == "C")
+    counter_values = sum(
+        sum(1 for v in (e.get("args") or {}).values() if is_number(v))
+        for e in events
+        if e.get("ph") == "C"
+    )
     xs = [e for e in events if e.get("ph") == "X"]
     kinds = [kind_of(e) for e in xs]
     ts = [base + to_ns(e["ts"]) for e in xs]
 
     gpu_per_stream = collections.Counter(
-        (e.get("pid"), e.get("tid")) for e, k in zip(xs, kinds) if k in GPU_KINDS)
+        (e.get("pid"), e.get("tid")) for e, k in zip(xs, kinds) if k in GPU_KINDS
+    )
 
     # Launch <-> GPU event. First: the same args.correlation, the first launch in file
     # order winning.
@@ -134,13 +146,20 @@ def build_model(doc: dict) -> Model:
 
     return Model(
         header={k: v for k, v in doc.items() if k != "traceEvents"},
-        phases=phases, counter_values=counter_values,
+        phases=phases,
+        counter_values=counter_values,
         ts=np.array(ts, dtype=np.int64),
         dur=np.array([to_ns(e["dur"]) for e in xs], dtype=np.int64),
-        names=[e.get("name") for e in xs], cats=[e.get("cat") for e in xs],
-        pids=[e.get("pid") for e in xs], tids=[e.get("tid") for e in xs],
-        kinds=kinds, gpu_per_stream=gpu_per_stream, links=links,
-        links_by_correlation=by_correlation, links_by_flow=len(links) - by_correlation)
+        names=[e.get("name") for e in xs],
+        cats=[e.get("cat") for e in xs],
+        pids=[e.get("pid") for e in xs],
+        tids=[e.get("tid") for e in xs],
+        kinds=kinds,
+        gpu_per_stream=gpu_per_stream,
+        links=links,
+        links_by_correlation=by_correlation,
+        links_by_flow=len(links) - by_correlation,
+    )
 
 
 def as_written(trace: hta_fast.Trace, ids: list) -> list:
@@ -149,6 +168,7 @@ def as_written(trace: hta_fast.Trace, ids: list) -> list:
 
 
 # --- fixtures: each file is read once (module scope groups the tests by file) ------------
+
 
 @pytest.fixture(scope="module")
 def path(traces_dir: Path, chrome_trace: str) -> Path:
@@ -159,8 +179,11 @@ def path(traces_dir: Path, chrome_trace: str) -> Path:
 def doc(path: Path) -> dict:
     doc = read_json(path)
     if not (isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)):
-        pytest.fail(f"{path}: not a Chrome trace (no traceEvents array); if that is right, "
-                    f"add it to NOT_CHROME_TRACES in tests/conftest.py", pytrace=False)
+        pytest.fail(
+            f"{path}: not a Chrome trace (no traceEvents array); if that is right, "
+            f"add it to NOT_CHROME_TRACES in tests/conftest.py",
+            pytrace=False,
+        )
     return doc
 
 
@@ -176,6 +199,7 @@ def trace(path: Path) -> hta_fast.Trace:
 
 # --- tests ---------------------------------------------------------------------------------
 
+
 def test_not_a_chrome_trace_is_rejected(traces_dir: Path, non_chrome_trace: str):
     path = traces_dir / non_chrome_trace
     assert path.is_file(), f"{path} is missing"
@@ -186,8 +210,9 @@ def test_not_a_chrome_trace_is_rejected(traces_dir: Path, non_chrome_trace: str)
     e = err.value
     assert e.path == str(path)
     assert e.reason and str(path) in str(e)
-    assert any(w in e.reason.lower() for w in ("not a trace", "traceevents", "chrome trace")), \
+    assert any(w in e.reason.lower() for w in ("not a trace", "traceevents", "chrome trace")), (
         f"the message does not say what is wrong: {e}"
+    )
 
 
 def test_phase_counts(model: Model, trace: hta_fast.Trace):
@@ -195,13 +220,18 @@ def test_phase_counts(model: Model, trace: hta_fast.Trace):
     flows = collections.Counter(trace.flows.column("phase").to_pylist())
     got = {
         "X": trace.events.num_rows,
-        "s": flows.get("s", 0), "f": flows.get("f", 0), "t": flows.get("t", 0),
+        "s": flows.get("s", 0),
+        "f": flows.get("f", 0),
+        "t": flows.get("t", 0),
         "C values": trace.counters.num_rows,
         "i/I": trace.instants.num_rows,
         "M": trace.meta_events.num_rows,
     }
     expected = {
-        "X": ph["X"], "s": ph["s"], "f": ph["f"], "t": ph["t"],
+        "X": ph["X"],
+        "s": ph["s"],
+        "f": ph["f"],
+        "t": ph["t"],
         "C values": model.counter_values,
         "i/I": ph["i"] + ph["I"],
         "M": ph["M"],
@@ -212,8 +242,9 @@ def test_phase_counts(model: Model, trace: hta_fast.Trace):
 
 def test_kinds_follow_categories(model: Model, trace: hta_fast.Trace):
     kinds = trace.events.column("kind").to_pylist()
-    bad = [(i, c, k, m) for i, (c, k, m) in enumerate(zip(model.cats, kinds, model.kinds))
-           if k != m]
+    bad = [
+        (i, c, k, m) for i, (c, k, m) in enumerate(zip(model.cats, kinds, model.kinds)) if k != m
+    ]
     assert not bad, f"{len(bad)} rows of the wrong kind, first (row, cat, got, expected): {bad[:5]}"
 
 
@@ -230,8 +261,7 @@ def assert_links_agree(model: Model, trace: hta_fast.Trace) -> None:
     ev = trace.events
     kinds = ev.column("kind").to_pylist()
     partner = ev.column("partner").to_pylist()
-    got = {i: p for i, (k, p) in enumerate(zip(kinds, partner))
-           if k in GPU_KINDS and p is not None}
+    got = {i: p for i, (k, p) in enumerate(zip(kinds, partner)) if k in GPU_KINDS and p is not None}
     expected = model.links
     missing = sorted(set(expected) - set(got))
     extra = sorted(set(got) - set(expected))
@@ -240,7 +270,8 @@ def assert_links_agree(model: Model, trace: hta_fast.Trace) -> None:
         f"linked GPU events: got {len(got)}, model {len(expected)} "
         f"({model.links_by_correlation} by correlation, {model.links_by_flow} by flow); "
         f"unlinked rows {missing[:5]}, extra rows {extra[:5]}, "
-        f"other launch (row, got, expected) {[(i, got[i], expected[i]) for i in wrong[:5]]}")
+        f"other launch (row, got, expected) {[(i, got[i], expected[i]) for i in wrong[:5]]}"
+    )
 
 
 def test_launch_links(model: Model, trace: hta_fast.Trace):
@@ -276,7 +307,8 @@ def test_timestamps_exact_to_the_ns(model: Model, trace: hta_fast.Trace):
         diff = np.flatnonzero(got != expected)
         assert diff.size == 0, (
             f"{name}: {diff.size} rows differ, first (row, got, expected): "
-            f"{[(int(i), int(got[i]), int(expected[i])) for i in diff[:5]]}")
+            f"{[(int(i), int(got[i]), int(expected[i])) for i in diff[:5]]}"
+        )
 
 
 def test_names_and_categories(model: Model, trace: hta_fast.Trace):
@@ -284,8 +316,10 @@ def test_names_and_categories(model: Model, trace: hta_fast.Trace):
         got = trace.events.column(column).to_pylist()
         assert len(got) == len(expected)
         diff = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
-        assert not diff, (f"{column}: {len(diff)} rows differ, first (row, got, expected): "
-                          f"{[(i, got[i], expected[i]) for i in diff[:3]]}")
+        assert not diff, (
+            f"{column}: {len(diff)} rows differ, first (row, got, expected): "
+            f"{[(i, got[i], expected[i]) for i in diff[:3]]}"
+        )
 
 
 def numeric_string_as_number(v: Any) -> Any:
@@ -301,12 +335,16 @@ def test_pid_and_tid(model: Model, trace: hta_fast.Trace):
         raw = trace.events.column(column).to_pylist()
         numeric = [i for i, e in enumerate(expected) if is_number(e)]
         diff = [i for i in numeric if raw[i] != expected[i]]
-        assert not diff, (f"{column}: {len(diff)} numeric ids differ, first (row, got, "
-                          f"expected): {[(i, raw[i], expected[i]) for i in diff[:5]]}")
+        assert not diff, (
+            f"{column}: {len(diff)} numeric ids differ, first (row, got, "
+            f"expected): {[(i, raw[i], expected[i]) for i in diff[:5]]}"
+        )
         got = as_written(trace, raw)
         diff = [i for i, (g, e) in enumerate(zip(got, expected)) if g != e]
-        assert not diff, (f"{column}: {len(diff)} string ids differ, first (row, got, "
-                          f"expected): {[(i, got[i], expected[i]) for i in diff[:5]]}")
+        assert not diff, (
+            f"{column}: {len(diff)} string ids differ, first (row, got, "
+            f"expected): {[(i, got[i], expected[i]) for i in diff[:5]]}"
+        )
 
 
 def test_rank(model: Model, trace: hta_fast.Trace):
@@ -323,12 +361,22 @@ def test_threads_and_chunks_agree(path: Path, trace: hta_fast.Trace):
     # String ids are in order of first appearance whatever the threads: same dictionary.
     assert one.strings.equals(many.strings), "the string pools differ"
     assert np.array_equal(one.column("events", "name"), many.column("events", "name"))
-    for table in ("kernel_args", "op_args", "comm_args", "sync_args", "flows", "counters",
-                  "instants", "meta_events", "steps"):
+    for table in (
+        "kernel_args",
+        "op_args",
+        "comm_args",
+        "sync_args",
+        "flows",
+        "counters",
+        "instants",
+        "meta_events",
+        "steps",
+    ):
         assert getattr(one, table).equals(getattr(many, table)), f"{table} differs"
 
 
 # --- load_dir ------------------------------------------------------------------------------
+
 
 def test_load_dir_eight_ranks(traces_dir: Path):
     folder = traces_dir / "param_dlrm_8rank"
@@ -340,8 +388,10 @@ def test_load_dir_eight_ranks(traces_dir: Path):
 
 
 def test_load_dir_two_files_one_rank(traces_dir: Path):
-    files = [traces_dir / "hta/trace_filter/sampled_rank-0.json.gz",
-             traces_dir / "hta/timeline_analysis/sampled_rank-0.json.gz"]
+    files = [
+        traces_dir / "hta/trace_filter/sampled_rank-0.json.gz",
+        traces_dir / "hta/timeline_analysis/sampled_rank-0.json.gz",
+    ]
     with pytest.raises(ValueError) as err:
         hta_fast.load_dir(files)
     message = str(err.value)

@@ -4,6 +4,7 @@ reads its results back: the base of the differential tests.
 It needs ``.venv-ref`` (``make .venv-ref/.deps``, which ``make test`` runs first) and the real
 traces in ../shared/traces; without either it fails with a message saying what is missing.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,10 +33,16 @@ def trace_filter_results(traces_dir):
         reference_python()
     except ReferenceUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
-    return reference_results(traces_dir / "hta" / "trace_filter",
-                             analyses=["temporal_breakdown", "profiler_steps",
-                                       "idle_time_breakdown", "queue_length_summary"],
-                             timeout=600)
+    return reference_results(
+        traces_dir / "hta" / "trace_filter",
+        analyses=[
+            "temporal_breakdown",
+            "profiler_steps",
+            "idle_time_breakdown",
+            "queue_length_summary",
+        ],
+        timeout=600,
+    )
 
 
 def test_temporal_breakdown_columns(trace_filter_results):
@@ -59,8 +66,13 @@ def test_results_round_trip(trace_filter_results):
     assert res["profiler_steps"] == [551]
     breakdown, stats = res["idle_time_breakdown"]
     assert stats is None
-    assert list(breakdown.columns) == ["rank", "stream", "idle_category", "idle_time",
-                                       "idle_time_ratio"]
+    assert list(breakdown.columns) == [
+        "rank",
+        "stream",
+        "idle_category",
+        "idle_time",
+        "idle_time_ratio",
+    ]
     # describe() output keeps its MultiIndex columns and (rank, stream) index
     summary = res["queue_length_summary"]
     assert isinstance(summary.columns, pd.MultiIndex)
@@ -71,9 +83,16 @@ def test_results_round_trip(trace_filter_results):
 
 
 def test_cache_is_reused(trace_filter_results, traces_dir):
-    again = reference_results(traces_dir / "hta" / "trace_filter",
-                              analyses=["temporal_breakdown", "profiler_steps",
-                                        "idle_time_breakdown", "queue_length_summary"])
+    again = reference_results(
+        traces_dir / "hta" / "trace_filter",
+        analyses=[
+            "temporal_breakdown",
+            "profiler_steps",
+            "idle_time_breakdown",
+            "queue_length_summary",
+        ],
+    )
     assert again.directory == trace_filter_results.directory
-    pd.testing.assert_frame_equal(again["temporal_breakdown"],
-                                  trace_filter_results["temporal_breakdown"])
+    pd.testing.assert_frame_equal(
+        again["temporal_breakdown"], trace_filter_results["temporal_breakdown"]
+    )

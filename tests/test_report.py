@@ -1,5 +1,6 @@
 """The HTML report: self-contained, numbers from the analyses, and rendered for real in
 headless Chromium (no JavaScript errors, every figure drawn)."""
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,10 @@ def test_numbers_do_not_depend_on_plot_points(dlrm_traces, tmp_path):
     tables = [re.findall(r"<table>.*?</table>", p.read_text(), re.S) for p in (small, big)]
     assert tables[0] == tables[1] and len(tables[0]) > 10
     n_points = queue_length.queue_length(dlrm_traces).table.num_rows
-    assert "the figure shows" in small.read_text() and f"of {n_points:,} change points" in small.read_text()
+    assert (
+        "the figure shows" in small.read_text()
+        and f"of {n_points:,} change points" in small.read_text()
+    )
     assert "the figure shows" not in big.read_text()
 
 
@@ -75,10 +79,18 @@ def test_report_numbers_come_from_the_analyses(dlrm_report, dlrm_traces):
     t = temporal.temporal_breakdown(dlrm_traces).table
     for idle in t.column("idle_time").to_pylist():
         assert f"{idle / 1e3:,.1f}" in text  # shown in µs
-    for section in ("Temporal breakdown per rank", "Kernel types and their overlaps", "Top kernels",
-                    "Communication / computation overlap", "Idle time per stream",
-                    "CUDA queue length over time", "Memory bandwidth over time", "Launch delay",
-                    "Per-step and per-rank timings", "Collectives"):
+    for section in (
+        "Temporal breakdown per rank",
+        "Kernel types and their overlaps",
+        "Top kernels",
+        "Communication / computation overlap",
+        "Idle time per stream",
+        "CUDA queue length over time",
+        "Memory bandwidth over time",
+        "Launch delay",
+        "Per-step and per-rank timings",
+        "Collectives",
+    ):
         assert f"<h2>{section}</h2>" in text
     assert "ncclKernel_AllReduce_RING_LL_Sum_float" in text
 
@@ -113,11 +125,14 @@ def test_report_without_the_doctor(dlrm_traces, tmp_path, monkeypatch):
     assert "the doctor is not installed" in path.read_text()
 
 
-@pytest.mark.parametrize("name", ["hta/cpu_only", "hta/amd_trace", "hta/critical_path/cuda_event_sync"])
+@pytest.mark.parametrize(
+    "name", ["hta/cpu_only", "hta/amd_trace", "hta/critical_path/cuda_event_sync"]
+)
 def test_odd_traces_still_give_a_report(traces_dir, tmp_path, name):
     """No GPU work, no steps, no communication: sections say so instead of failing."""
-    res = CliRunner().invoke(cli, ["report", str(traces_dir / name), "-o", str(tmp_path / "r.html"),
-                                   "--cdn"])
+    res = CliRunner().invoke(
+        cli, ["report", str(traces_dir / name), "-o", str(tmp_path / "r.html"), "--cdn"]
+    )
     assert res.exit_code == 0, res.output
     assert "<h2>Run summary</h2>" in (tmp_path / "r.html").read_text()
 
@@ -131,8 +146,9 @@ def test_report_command_prints_size(traces_dir, tmp_path):
 
 
 def test_report_output_into_a_missing_folder(traces_dir, tmp_path):
-    res = CliRunner().invoke(cli, ["report", str(traces_dir / DLRM), "-o",
-                                   str(tmp_path / "no" / "r.html")])
+    res = CliRunner().invoke(
+        cli, ["report", str(traces_dir / DLRM), "-o", str(tmp_path / "no" / "r.html")]
+    )
     assert res.exit_code == 2
     assert "no such folder" in res.output
 
@@ -140,16 +156,18 @@ def test_report_output_into_a_missing_folder(traces_dir, tmp_path):
 # --- rendered in headless Chromium ----------------------------------------------------------
 needs_chromium = pytest.mark.skipif(
     headless_chromium.binary() is None,
-    reason="headless Chromium is not installed (Debian package 'chromium'; `make test` installs it)")
+    reason="headless Chromium is not installed (Debian package 'chromium'; `make test` installs it)",
+)
 
 
 def blank_figures(png_path, rects) -> list[str]:
     """Figures whose area in the screenshot is (nearly) one colour: nothing drawn."""
     from PIL import Image
+
     image = np.asarray(Image.open(png_path).convert("L"), dtype=np.int16)
     blank = []
     for r in rects:
-        area = image[r["y"]: r["y"] + r["h"], r["x"]: r["x"] + r["w"]]
+        area = image[r["y"] : r["y"] + r["h"], r["x"] : r["x"] + r["w"]]
         if area.size == 0:
             blank.append(f"{r['id']} (outside the screenshot)")
             continue
@@ -185,8 +203,10 @@ def test_report_renders_in_chromium(traces_dir, tmp_path, capsys, name):
     assert all(r["rendered"] and r["h"] >= 300 for r in status["rects"])
     assert blank == []
     with capsys.disabled():
-        print(f"\n{name}: report {page.stat().st_size / 1e6:.2f} MB, {status['rendered']} "
-              f"figures rendered, page height {status['height']} px")
+        print(
+            f"\n{name}: report {page.stat().st_size / 1e6:.2f} MB, {status['rendered']} "
+            f"figures rendered, page height {status['height']} px"
+        )
 
 
 @needs_chromium
@@ -194,8 +214,11 @@ def test_chromium_check_sees_errors_and_blank_figures(dlrm_report, tmp_path):
     """The checks above can fail: a script error and hidden plots are both caught."""
     text = dlrm_report.read_text()
     broken = tmp_path / "broken.html"
-    broken.write_text(text.replace("</body>", '<script>undefinedFunction();</script></body>')
-                      .replace("</style>", ".figure .main-svg { visibility: hidden; }</style>"))
+    broken.write_text(
+        text.replace("</body>", "<script>undefinedFunction();</script></body>").replace(
+            "</style>", ".figure .main-svg { visibility: hidden; }</style>"
+        )
+    )
     status, console, blank = check_in_chromium(broken, tmp_path)
     assert any("undefinedFunction" in m for m in console)
     assert len(blank) == 10
@@ -203,7 +226,10 @@ def test_chromium_check_sees_errors_and_blank_figures(dlrm_report, tmp_path):
 
 def test_summary_shows_what_the_loader_skipped(traces_dir, tmp_path):
     import gzip
-    text = gzip.decompress((traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz").read_bytes())
+
+    text = gzip.decompress(
+        (traces_dir / "hta" / "trace_filter" / "sampled_rank-0.json.gz").read_bytes()
+    )
     cut = tmp_path / "cut.json"
     cut.write_bytes(text[: len(text) // 2])
     out = tmp_path / "r.html"

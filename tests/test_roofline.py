@@ -1,4 +1,5 @@
 """Roofline per operator group and kernel, and the device table it reads."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ from hta_fast.analysis.roofline import roofline
 from hta_fast.costs.devices import DeviceTable
 
 N = 4096
-MM_FLOPS = 2 * N ** 3
+MM_FLOPS = 2 * N**3
 MM_BYTES = 3 * N * N * 2
 
 
@@ -21,13 +22,19 @@ def _trace(device="NVIDIA A100-SXM4-80GB"):
     b.op_with_kernels("aten::mm", 0, [[N, N], [N, N]], ["c10::Half"] * 2, [mm_us])
     # linear -> addmm: the kernel is charged to addmm only
     b.op("aten::linear", 2000, 100, [[64, 128], [256, 128], [256]], ["float"] * 3)
-    b.op_with_kernels("aten::addmm", 2010, [[256], [64, 128], [128, 256], [], []],
-                      ["float"] * 3 + ["Scalar"] * 2, [10.0])
+    b.op_with_kernels(
+        "aten::addmm",
+        2010,
+        [[256], [64, 128], [128, 256], [], []],
+        ["float"] * 3 + ["Scalar"] * 2,
+        [10.0],
+    )
     # a memory-bound add of 16M floats at the full 2039 GB/s: 3 * 64 MiB / 2039e9 s
     n = 1 << 24
     add_us = 3 * n * 4 / 2039e9 * 1e6
-    b.op_with_kernels("aten::add", 3000, [[n], [n], []], ["float", "float", "Scalar"], [add_us],
-                      gpu_ts=5000)
+    b.op_with_kernels(
+        "aten::add", 3000, [[n], [n], []], ["float", "float", "Scalar"], [add_us], gpu_ts=5000
+    )
     # a host copy inside copy_ is not charged
     b.op("aten::copy_", 9000, 50, [[1000], [1000], []], ["float", "float", "Scalar"])
     b.memcpy("HtoD", 9005, 9100, 20.0, 4000)
@@ -75,16 +82,18 @@ def test_device_override_and_unknown_device():
 
 def test_device_table_matches_trace_names():
     t = DeviceTable.load()
-    cases = {("NVIDIA A100-PG509-200", 42297524224, 108): "A100-SXM4-40GB",
-             ("NVIDIA A100-SXM4-80GB", 84990623744, 108): "A100-SXM4-80GB",
-             ("Tesla V100-SXM2-32GB", 34079899648, 80): "V100-SXM2",
-             ("AMD Radeon Graphics", 68702699520, 104): "MI250-GCD",
-             ("NVIDIA H100 80GB HBM3", 85e9, 132): "H100-SXM",
-             ("NVIDIA H100 PCIe", 85e9, 114): "H100-PCIe",
-             ("NVIDIA GH200 480GB", 102e9, 132): "GH200-96GB",
-             ("NVIDIA H200", 150e9, 132): "H200-SXM",
-             ("Tesla T4", 16e9, 40): "T4",
-             ("AMD Instinct MI300X", 206e9, 304): "MI300X"}
+    cases = {
+        ("NVIDIA A100-PG509-200", 42297524224, 108): "A100-SXM4-40GB",
+        ("NVIDIA A100-SXM4-80GB", 84990623744, 108): "A100-SXM4-80GB",
+        ("Tesla V100-SXM2-32GB", 34079899648, 80): "V100-SXM2",
+        ("AMD Radeon Graphics", 68702699520, 104): "MI250-GCD",
+        ("NVIDIA H100 80GB HBM3", 85e9, 132): "H100-SXM",
+        ("NVIDIA H100 PCIe", 85e9, 114): "H100-PCIe",
+        ("NVIDIA GH200 480GB", 102e9, 132): "GH200-96GB",
+        ("NVIDIA H200", 150e9, 132): "H200-SXM",
+        ("Tesla T4", 16e9, 40): "T4",
+        ("AMD Instinct MI300X", 206e9, 304): "MI300X",
+    }
     for (name, mem, sms), key in cases.items():
         assert t.match({"name": name, "totalGlobalMem": mem, "numSms": sms}).key == key, name
     h100 = t.get("h100-sxm")
@@ -96,8 +105,20 @@ def test_device_table_matches_trace_names():
 
 def test_user_device_file_overrides(tmp_path):
     f = tmp_path / "my.json"
-    f.write_text(json.dumps({"devices": [{"key": "A100-SXM4-80GB", "match": "a100",
-                                          "memory_gbps": 1000, "tflops": {"fp16": 100}}]}))
+    f.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "key": "A100-SXM4-80GB",
+                        "match": "a100",
+                        "memory_gbps": 1000,
+                        "tflops": {"fp16": 100},
+                    }
+                ]
+            }
+        )
+    )
     r = roofline(_trace(), devices_file=str(f))
     mm = r.to_pandas().set_index("name").loc["aten::mm"]
     assert mm.peak_flops == 100e12 and mm.peak_bandwidth == 1000e9
@@ -109,6 +130,7 @@ def test_user_device_file_overrides(tmp_path):
 
 def test_real_trace_roofline(traces_dir):
     import hta_fast
+
     trace = hta_fast.load(traces_dir / "hta/trace_diff/control/control.json.gz")
     r = roofline(trace)
     df = r.to_pandas()
@@ -122,10 +144,22 @@ def test_real_trace_roofline(traces_dir):
 
 def test_tf32_peak_where_the_kernels_are_tf32_kernels():
     b = OpTraceBuilder()
-    b.op_with_kernels("aten::mm", 0, [[512, 512], [512, 512]], ["float"] * 2, [50.0],
-                      kernel_name="ampere_tf32_s1688gemm_fp32_128x128_ldg8_stages_32x3_nn")
-    b.op_with_kernels("aten::mm", 1000, [[256, 512], [512, 512]], ["float"] * 2, [50.0],
-                      kernel_name="ampere_sgemm_128x64_nn")
+    b.op_with_kernels(
+        "aten::mm",
+        0,
+        [[512, 512], [512, 512]],
+        ["float"] * 2,
+        [50.0],
+        kernel_name="ampere_tf32_s1688gemm_fp32_128x128_ldg8_stages_32x3_nn",
+    )
+    b.op_with_kernels(
+        "aten::mm",
+        1000,
+        [[256, 512], [512, 512]],
+        ["float"] * 2,
+        [50.0],
+        kernel_name="ampere_sgemm_128x64_nn",
+    )
     trace = b.load()
     peaks = roofline(trace).to_pandas().set_index("input_dims").peak_flops
     assert peaks["[[512, 512], [512, 512]]"] == 156e12
@@ -137,6 +171,7 @@ def test_tf32_peak_where_the_kernels_are_tf32_kernels():
 def test_many_ranks_and_a_window_selection(traces_dir):
     import hta_fast
     from hta_fast.analysis.op_table import op_table
+
     traces = hta_fast.load_dir(traces_dir / "param_dlrm_8rank")
     r = roofline(traces)
     assert sorted(set(r.table["rank"].to_pylist())) == list(range(8))

@@ -1,6 +1,7 @@
 """The package's type information holds: mypy passes on hta_fast with the settings in
 pyproject.toml ([tool.mypy]: every function annotated, the compiled module checked
 through its stub hta_fast/_core.pyi), and the stub matches what the module exports."""
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,9 @@ ROOT = Path(__file__).parents[1]
 
 
 def test_mypy_passes_on_the_package():
-    out = subprocess.run([sys.executable, "-m", "mypy", "hta_fast"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "hta_fast"], cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

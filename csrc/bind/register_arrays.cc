@@ -24,8 +24,10 @@ py::object validity(py::array_t<T, py::array::c_style> values, T sentinel) {
     py::gil_scoped_release release;
     for (size_t i = 0; i < n; ++i) {
       bool valid;
-      if constexpr (std::is_floating_point_v<T>) valid = !std::isnan(v[i]);
-      else valid = v[i] != sentinel;
+      if constexpr (std::is_floating_point_v<T>)
+        valid = !std::isnan(v[i]);
+      else
+        valid = v[i] != sentinel;
       bits[i >> 3] |= static_cast<uint8_t>(valid) << (i & 7);
       nulls += !valid;
     }

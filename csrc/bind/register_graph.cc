@@ -36,8 +36,9 @@ void check_length(const py::array& a, const char* name, size_t n) {
 
 PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t>& lane,
               const Col<uint8_t>& is_gpu, const Col<int64_t>& parent, const Col<int64_t>& launch,
-              const Col<int64_t>& corr, const Col<uint8_t>& sync_kind, const Col<int64_t>& wait_lane,
-              const Col<int64_t>& wait_corr, const Col<int64_t>& target_lane, int64_t window_start,
+              const Col<int64_t>& corr, const Col<uint8_t>& sync_kind,
+              const Col<int64_t>& wait_lane, const Col<int64_t>& wait_corr,
+              const Col<int64_t>& target_lane, int64_t window_start,
               std::optional<Col<int64_t>> release_from) {
   const auto n = static_cast<size_t>(ts.size());
   check_length(ts, "ts", n);
@@ -60,7 +61,8 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
   const auto sn = static_cast<int64_t>(n);
   for (size_t i = 0; i < n; ++i) {
     if (parent.data()[i] >= sn || launch.data()[i] >= sn)
-      throw py::value_error("parent or launch row " + std::to_string(i) + " points past the events");
+      throw py::value_error("parent or launch row " + std::to_string(i) +
+                            " points past the events");
   }
   hta::graph::GraphInput in;
   in.n = n;
@@ -91,9 +93,7 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
   return out;
 }
 
-Col<int64_t> copy_of(const std::vector<int64_t>& v) {
-  return to_numpy(std::vector<int64_t>(v));
-}
+Col<int64_t> copy_of(const std::vector<int64_t>& v) { return to_numpy(std::vector<int64_t>(v)); }
 
 std::vector<int64_t> weights_of(const PyGraph& g, const Col<int64_t>& weight) {
   check_length(weight, "weight", g.g.src.size());
@@ -108,69 +108,77 @@ void register_graph(py::module_& m) {
       .def_property_readonly("n_events", [](const PyGraph& g) { return g.g.n_events; })
       .def_property_readonly("src", [](const PyGraph& g) { return copy_of(g.g.src); })
       .def_property_readonly("dst", [](const PyGraph& g) { return copy_of(g.g.dst); })
-      .def_property_readonly("type", [](const PyGraph& g) {
-        return to_numpy(std::vector<uint8_t>(g.g.type));
-      })
+      .def_property_readonly(
+          "type", [](const PyGraph& g) { return to_numpy(std::vector<uint8_t>(g.g.type)); })
       .def_property_readonly("measured", [](const PyGraph& g) { return copy_of(g.measured); })
-      .def("calibrate", [](const PyGraph& g) {
-        hta::graph::Calibration c;
-        {
-          py::gil_scoped_release release;
-          c = hta::graph::calibrate(g.g, g.measured);
-        }
-        return py::make_tuple(to_numpy(std::move(c.weight)), to_numpy(std::move(c.binding)));
-      })
-      .def("replay", [](const PyGraph& g, const Col<int64_t>& weight, uint32_t skip_types,
-                        std::optional<Col<int64_t>> floor) {
-        auto w = weights_of(g, weight);
-        std::vector<int64_t> f;
-        if (floor) {
-          check_length(*floor, "floor", 2 * g.g.n_events + 1);
-          f.assign(floor->data(), floor->data() + floor->size());
-        }
-        std::vector<int64_t> t;
-        {
-          py::gil_scoped_release release;
-          t = hta::graph::replay(g.g, w, skip_types, f);
-        }
-        return to_numpy(std::move(t));
-      }, py::arg("weight"), py::arg("skip_types") = 0, py::arg("floor") = py::none())
-      .def("critical_path", [](const PyGraph& g, const Col<int64_t>& weight, const Col<int64_t>& times,
-                               uint32_t skip_types, int64_t from) {
-        auto w = weights_of(g, weight);
-        check_length(times, "times", 2 * g.g.n_events + 1);
-        if (from >= static_cast<int64_t>(2 * g.g.n_events + 1))
-          throw std::invalid_argument("critical_path: `from` is not a node of this graph");
-        std::vector<int64_t> t(times.data(), times.data() + times.size());
-        std::vector<int64_t> p;
-        {
-          py::gil_scoped_release release;
-          p = hta::graph::critical_path(g.g, w, t, skip_types, from);
-        }
-        return to_numpy(std::move(p));
-      }, py::arg("weight"), py::arg("times"), py::arg("skip_types") = 0, py::arg("from_node") = -1)
-      .def("critical_paths", [](const PyGraph& g, const Col<int64_t>& weight,
-                                const Col<int64_t>& times, uint32_t skip_types,
-                                const Col<int64_t>& from, const Col<int64_t>& stop_at) {
-        auto w = weights_of(g, weight);
-        const size_t nodes = 2 * g.g.n_events + 1;
-        check_length(times, "times", nodes);
-        check_length(stop_at, "stop_at", static_cast<size_t>(from.size()));
-        std::vector<int64_t> t(times.data(), times.data() + times.size());
-        std::vector<int64_t> f(from.data(), from.data() + from.size());
-        for (int64_t v : f)
-          if (v < 0 || static_cast<size_t>(v) >= nodes)
-            throw std::invalid_argument("critical_paths: node " + std::to_string(v) +
-                                        " is not in the graph");
-        std::vector<int64_t> s(stop_at.data(), stop_at.data() + stop_at.size());
-        std::vector<int64_t> p, offsets;
-        {
-          py::gil_scoped_release release;
-          p = hta::graph::critical_paths(g.g, w, t, skip_types, f, s, offsets);
-        }
-        return py::make_tuple(to_numpy(std::move(p)), to_numpy(std::move(offsets)));
-      }, py::arg("weight"), py::arg("times"), py::arg("skip_types"), py::arg("from_nodes"),
-         py::arg("stop_at"));
+      .def("calibrate",
+           [](const PyGraph& g) {
+             hta::graph::Calibration c;
+             {
+               py::gil_scoped_release release;
+               c = hta::graph::calibrate(g.g, g.measured);
+             }
+             return py::make_tuple(to_numpy(std::move(c.weight)), to_numpy(std::move(c.binding)));
+           })
+      .def(
+          "replay",
+          [](const PyGraph& g, const Col<int64_t>& weight, uint32_t skip_types,
+             std::optional<Col<int64_t>> floor) {
+            auto w = weights_of(g, weight);
+            std::vector<int64_t> f;
+            if (floor) {
+              check_length(*floor, "floor", 2 * g.g.n_events + 1);
+              f.assign(floor->data(), floor->data() + floor->size());
+            }
+            std::vector<int64_t> t;
+            {
+              py::gil_scoped_release release;
+              t = hta::graph::replay(g.g, w, skip_types, f);
+            }
+            return to_numpy(std::move(t));
+          },
+          py::arg("weight"), py::arg("skip_types") = 0, py::arg("floor") = py::none())
+      .def(
+          "critical_path",
+          [](const PyGraph& g, const Col<int64_t>& weight, const Col<int64_t>& times,
+             uint32_t skip_types, int64_t from) {
+            auto w = weights_of(g, weight);
+            check_length(times, "times", 2 * g.g.n_events + 1);
+            if (from >= static_cast<int64_t>(2 * g.g.n_events + 1))
+              throw std::invalid_argument("critical_path: `from` is not a node of this graph");
+            std::vector<int64_t> t(times.data(), times.data() + times.size());
+            std::vector<int64_t> p;
+            {
+              py::gil_scoped_release release;
+              p = hta::graph::critical_path(g.g, w, t, skip_types, from);
+            }
+            return to_numpy(std::move(p));
+          },
+          py::arg("weight"), py::arg("times"), py::arg("skip_types") = 0, py::arg("from_node") = -1)
+      .def(
+          "critical_paths",
+          [](const PyGraph& g, const Col<int64_t>& weight, const Col<int64_t>& times,
+             uint32_t skip_types, const Col<int64_t>& from, const Col<int64_t>& stop_at) {
+            auto w = weights_of(g, weight);
+            const size_t nodes = 2 * g.g.n_events + 1;
+            check_length(times, "times", nodes);
+            check_length(stop_at, "stop_at", static_cast<size_t>(from.size()));
+            std::vector<int64_t> t(times.data(), times.data() + times.size());
+            std::vector<int64_t> f(from.data(), from.data() + from.size());
+            for (int64_t v : f)
+              if (v < 0 || static_cast<size_t>(v) >= nodes)
+                throw std::invalid_argument("critical_paths: node " + std::to_string(v) +
+                                            " is not in the graph");
+            std::vector<int64_t> s(stop_at.data(), stop_at.data() + stop_at.size());
+            std::vector<int64_t> p, offsets;
+            {
+              py::gil_scoped_release release;
+              p = hta::graph::critical_paths(g.g, w, t, skip_types, f, s, offsets);
+            }
+            return py::make_tuple(to_numpy(std::move(p)), to_numpy(std::move(offsets)));
+          },
+          py::arg("weight"), py::arg("times"), py::arg("skip_types"), py::arg("from_nodes"),
+          py::arg("stop_at"));
   sub.def("build", &build, py::arg("ts"), py::arg("dur"), py::arg("lane"), py::arg("is_gpu"),
           py::arg("parent"), py::arg("launch"), py::arg("corr"), py::arg("sync_kind"),
           py::arg("wait_lane"), py::arg("wait_corr"), py::arg("target_lane"),

@@ -63,29 +63,33 @@ int64_t total_length(const Col<int64_t>& start, const Col<int64_t>& end) {
 }
 
 template <class Op>
-py::tuple set_op(const Col<int64_t>& as, const Col<int64_t>& ae, const Col<int64_t>& bs, const Col<int64_t>& be,
-                 Op op) {
+py::tuple set_op(const Col<int64_t>& as, const Col<int64_t>& ae, const Col<int64_t>& bs,
+                 const Col<int64_t>& be, Op op) {
   const size_t na = same_length({{&as, "a_starts"}, {&ae, "a_ends"}});
   const size_t nb = same_length({{&bs, "b_starts"}, {&be, "b_ends"}});
   hta::ops::IntervalSet r;
   {
     py::gil_scoped_release release;
-    r = op(hta::ops::interval_union(as.data(), ae.data(), na), hta::ops::interval_union(bs.data(), be.data(), nb));
+    r = op(hta::ops::interval_union(as.data(), ae.data(), na),
+           hta::ops::interval_union(bs.data(), be.data(), nb));
   }
   return to_python(std::move(r));
 }
 
-py::tuple grouped_union(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end) {
+py::tuple grouped_union(const Col<int64_t>& group, const Col<int64_t>& start,
+                        const Col<int64_t>& end) {
   const size_t n = same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}});
   hta::ops::GroupedIntervals r;
   {
     py::gil_scoped_release release;
     r = hta::ops::grouped_union(group.data(), start.data(), end.data(), n);
   }
-  return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.start)), to_numpy(std::move(r.end)));
+  return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.start)),
+                        to_numpy(std::move(r.end)));
 }
 
-py::tuple grouped_total(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end) {
+py::tuple grouped_total(const Col<int64_t>& group, const Col<int64_t>& start,
+                        const Col<int64_t>& end) {
   const size_t n = same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}});
   hta::ops::GroupTotals r;
   {
@@ -95,8 +99,8 @@ py::tuple grouped_total(const Col<int64_t>& group, const Col<int64_t>& start, co
   return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.total)));
 }
 
-py::array_t<int64_t> class_sweep(const Col<int64_t>& start, const Col<int64_t>& end, const Col<uint8_t>& cls,
-                                 int n_classes) {
+py::array_t<int64_t> class_sweep(const Col<int64_t>& start, const Col<int64_t>& end,
+                                 const Col<uint8_t>& cls, int n_classes) {
   const size_t n = same_length({{&start, "starts"}, {&end, "ends"}, {&cls, "classes"}});
   std::vector<int64_t> r;
   {
@@ -106,13 +110,15 @@ py::array_t<int64_t> class_sweep(const Col<int64_t>& start, const Col<int64_t>& 
   return to_numpy(std::move(r));
 }
 
-py::tuple grouped_class_sweep(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end,
-                              const Col<uint8_t>& cls, int n_classes) {
-  const size_t n = same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}, {&cls, "classes"}});
+py::tuple grouped_class_sweep(const Col<int64_t>& group, const Col<int64_t>& start,
+                              const Col<int64_t>& end, const Col<uint8_t>& cls, int n_classes) {
+  const size_t n =
+      same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}, {&cls, "classes"}});
   hta::ops::GroupedClassSweep r;
   {
     py::gil_scoped_release release;
-    r = hta::ops::grouped_class_sweep(group.data(), start.data(), end.data(), cls.data(), n, n_classes);
+    r = hta::ops::grouped_class_sweep(group.data(), start.data(), end.data(), cls.data(), n,
+                                      n_classes);
   }
   const size_t rows = r.group.size();
   const size_t width = size_t{1} << n_classes;
@@ -129,26 +135,29 @@ py::array_t<int64_t> group_order(const Col<int64_t>& group, const Col<int64_t>& 
   return to_numpy(std::move(r));
 }
 
-py::tuple group_gaps(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end, bool touching) {
+py::tuple group_gaps(const Col<int64_t>& group, const Col<int64_t>& start, const Col<int64_t>& end,
+                     bool touching) {
   const size_t n = same_length({{&group, "group"}, {&start, "starts"}, {&end, "ends"}});
   hta::ops::Gaps r;
   {
     py::gil_scoped_release release;
     r = hta::ops::group_gaps(group.data(), start.data(), end.data(), n, touching);
   }
-  return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.start)), to_numpy(std::move(r.end)),
-                        to_numpy(std::move(r.next_index)));
+  return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.start)),
+                        to_numpy(std::move(r.end)), to_numpy(std::move(r.next_index)));
 }
 
-py::tuple occupancy(const Col<int64_t>& group, const Col<int64_t>& enter, const Col<int64_t>& leave) {
+py::tuple occupancy(const Col<int64_t>& group, const Col<int64_t>& enter,
+                    const Col<int64_t>& leave) {
   const size_t n = same_length({{&group, "group"}, {&enter, "enter"}, {&leave, "leave"}});
   hta::ops::Occupancy r;
   {
     py::gil_scoped_release release;
     r = hta::ops::occupancy(group.data(), enter.data(), leave.data(), n);
   }
-  return py::make_tuple(to_numpy(std::move(r.item)), to_numpy(std::move(r.entering)), to_numpy(std::move(r.group)),
-                        to_numpy(std::move(r.ts)), to_numpy(std::move(r.level)));
+  return py::make_tuple(to_numpy(std::move(r.item)), to_numpy(std::move(r.entering)),
+                        to_numpy(std::move(r.group)), to_numpy(std::move(r.ts)),
+                        to_numpy(std::move(r.level)));
 }
 
 template <class T>
@@ -159,7 +168,8 @@ py::tuple step_counter(const Col<int64_t>& group, const Col<int64_t>& ts, const 
     py::gil_scoped_release release;
     r = hta::ops::step_counter<T>(group.data(), ts.data(), delta.data(), n);
   }
-  return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.ts)), to_numpy(std::move(r.value)));
+  return py::make_tuple(to_numpy(std::move(r.group)), to_numpy(std::move(r.ts)),
+                        to_numpy(std::move(r.value)));
 }
 
 py::dict weighted_stats(const Col<int64_t>& group, const Col<int64_t>& ts, const Col<double>& value,
@@ -171,8 +181,9 @@ py::dict weighted_stats(const Col<int64_t>& group, const Col<int64_t>& ts, const
   hta::ops::WeightedStats r;
   {
     py::gil_scoped_release release;
-    r = hta::ops::weighted_stats(group.data(), ts.data(), value.data(), n, end_ts ? end_ts->data() : nullptr, n_end,
-                                 quantiles.data(), n_q, thresholds.data(), n_t);
+    r = hta::ops::weighted_stats(group.data(), ts.data(), value.data(), n,
+                                 end_ts ? end_ts->data() : nullptr, n_end, quantiles.data(), n_q,
+                                 thresholds.data(), n_t);
   }
   const size_t rows = r.group.size();
   py::dict out;
@@ -191,33 +202,34 @@ py::dict weighted_stats(const Col<int64_t>& group, const Col<int64_t>& ts, const
 }  // namespace
 
 void register_ops(py::module_& m) {
-  auto ops = m.def_submodule("ops", "generic kernels over int64 nanosecond columns (see hta_fast.ops)");
+  auto ops =
+      m.def_submodule("ops", "generic kernels over int64 nanosecond columns (see hta_fast.ops)");
   ops.def("union", &union_, py::arg("starts"), py::arg("ends"));
   ops.def("total_length", &total_length, py::arg("starts"), py::arg("ends"));
   ops.def(
       "intersect",
-      [](const Col<int64_t>& as, const Col<int64_t>& ae, const Col<int64_t>& bs, const Col<int64_t>& be) {
-        return set_op(as, ae, bs, be, hta::ops::intersect);
-      },
+      [](const Col<int64_t>& as, const Col<int64_t>& ae, const Col<int64_t>& bs,
+         const Col<int64_t>& be) { return set_op(as, ae, bs, be, hta::ops::intersect); },
       py::arg("a_starts"), py::arg("a_ends"), py::arg("b_starts"), py::arg("b_ends"));
   ops.def(
       "difference",
-      [](const Col<int64_t>& as, const Col<int64_t>& ae, const Col<int64_t>& bs, const Col<int64_t>& be) {
-        return set_op(as, ae, bs, be, hta::ops::difference);
-      },
+      [](const Col<int64_t>& as, const Col<int64_t>& ae, const Col<int64_t>& bs,
+         const Col<int64_t>& be) { return set_op(as, ae, bs, be, hta::ops::difference); },
       py::arg("a_starts"), py::arg("a_ends"), py::arg("b_starts"), py::arg("b_ends"));
   ops.def("grouped_union", &grouped_union, py::arg("group"), py::arg("starts"), py::arg("ends"));
   ops.def("grouped_total", &grouped_total, py::arg("group"), py::arg("starts"), py::arg("ends"));
   ops.def("class_sweep", &class_sweep, py::arg("starts"), py::arg("ends"), py::arg("classes"),
           py::arg("n_classes"));
-  ops.def("grouped_class_sweep", &grouped_class_sweep, py::arg("group"), py::arg("starts"), py::arg("ends"),
-          py::arg("classes"), py::arg("n_classes"));
+  ops.def("grouped_class_sweep", &grouped_class_sweep, py::arg("group"), py::arg("starts"),
+          py::arg("ends"), py::arg("classes"), py::arg("n_classes"));
   ops.def("group_order", &group_order, py::arg("group"), py::arg("key"));
   ops.def("group_gaps", &group_gaps, py::arg("group"), py::arg("starts"), py::arg("ends"),
           py::arg("touching") = false);
   ops.def("occupancy", &occupancy, py::arg("group"), py::arg("enter"), py::arg("leave"));
-  ops.def("step_counter_f64", &step_counter<double>, py::arg("group"), py::arg("ts"), py::arg("delta"));
-  ops.def("step_counter_i64", &step_counter<int64_t>, py::arg("group"), py::arg("ts"), py::arg("delta"));
-  ops.def("weighted_stats", &weighted_stats, py::arg("group"), py::arg("ts"), py::arg("value"), py::arg("end_ts"),
-          py::arg("quantiles"), py::arg("thresholds"));
+  ops.def("step_counter_f64", &step_counter<double>, py::arg("group"), py::arg("ts"),
+          py::arg("delta"));
+  ops.def("step_counter_i64", &step_counter<int64_t>, py::arg("group"), py::arg("ts"),
+          py::arg("delta"));
+  ops.def("weighted_stats", &weighted_stats, py::arg("group"), py::arg("ts"), py::arg("value"),
+          py::arg("end_ts"), py::arg("quantiles"), py::arg("thresholds"));
 }

@@ -22,9 +22,9 @@ namespace {
 struct ColumnSpecView {
   std::string table, name, type;
   hta::ColumnRole role;
-  py::object sentinel;     // int, NaN, or None when every value is real
-  py::object unit;         // str or None
-  py::object description;  // str or None
+  py::object sentinel;                              // int, NaN, or None when every value is real
+  py::object unit;                                  // str or None
+  py::object description;                           // str or None
   std::vector<std::pair<int, std::string>> labels;  // (code, label) of an enum column
 };
 
@@ -33,8 +33,14 @@ py::object text_or_none(const char* s) { return *s ? py::object(py::str(s)) : py
 std::vector<ColumnSpecView> column_specs() {
   std::vector<ColumnSpecView> out;
   for (const hta::ColumnDecl& d : hta::column_decls()) {
-    ColumnSpecView v{d.table, d.name, d.type, d.spec.role, py::none(), text_or_none(d.spec.unit),
-                     text_or_none(d.spec.description), {}};
+    ColumnSpecView v{d.table,
+                     d.name,
+                     d.type,
+                     d.spec.role,
+                     py::none(),
+                     text_or_none(d.spec.unit),
+                     text_or_none(d.spec.description),
+                     {}};
     if (d.spec.nullable) {
       v.sentinel = d.floating ? py::object(py::float_(NAN)) : py::object(py::int_(d.int_sentinel));
     }

@@ -44,13 +44,12 @@ void add_cpu_edges(const GraphInput& in, Graph& g) {
   // hta_fast.model.dependency_graph numbers them); other keys take a comparison sort.
   bool small_keys = true;
   const auto cap = static_cast<int64_t>(4 * in.n + 1024);
-  for (int64_t r : by_time)
-    small_keys &= in.parent[r] >= -1 && in.lane[r] >= 0 && in.lane[r] < cap;
+  for (int64_t r : by_time) small_keys &= in.parent[r] >= -1 && in.lane[r] >= 0 && in.lane[r] < cap;
   std::vector<int64_t> rows;
   if (small_keys) {
-    rows = stable_counting_sort(stable_counting_sort(
-                                    by_time, [&](int64_t r) { return in.parent[r] + 1; }),
-                                [&](int64_t r) { return in.lane[r]; });
+    rows = stable_counting_sort(
+        stable_counting_sort(by_time, [&](int64_t r) { return in.parent[r] + 1; }),
+        [&](int64_t r) { return in.lane[r]; });
   } else {
     rows = std::move(by_time);
     std::sort(rows.begin(), rows.end(), [&](int64_t a, int64_t b) {
@@ -64,8 +63,8 @@ void add_cpu_edges(const GraphInput& in, Graph& g) {
     const int64_t r = rows[k];
     const int64_t p = in.parent[r];
     const bool first = k == 0 || in.lane[rows[k - 1]] != in.lane[r] || in.parent[rows[k - 1]] != p;
-    const bool last = k + 1 == rows.size() || in.lane[rows[k + 1]] != in.lane[r] ||
-                      in.parent[rows[k + 1]] != p;
+    const bool last =
+        k + 1 == rows.size() || in.lane[rows[k + 1]] != in.lane[r] || in.parent[rows[k + 1]] != p;
     if (!first) g.add_edge(end_node(rows[k - 1]), start_node(r), EdgeType::cpu_sibling);
     if (p >= 0) {
       has_child[p] = 1;

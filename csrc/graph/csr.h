@@ -19,7 +19,8 @@ inline Csr by_node(const std::vector<int64_t>& end_of_edge, size_t nodes) {
   for (size_t v = 0; v < nodes; ++v) c.begin[v + 1] += c.begin[v];
   c.edge.resize(end_of_edge.size());
   std::vector<int64_t> fill(c.begin.begin(), c.begin.end() - 1);
-  for (size_t e = 0; e < end_of_edge.size(); ++e) c.edge[fill[end_of_edge[e]]++] = static_cast<int64_t>(e);
+  for (size_t e = 0; e < end_of_edge.size(); ++e)
+    c.edge[fill[end_of_edge[e]]++] = static_cast<int64_t>(e);
   return c;
 }
 

@@ -59,9 +59,9 @@ inline bool is_blocking(SyncKind k) {
 // One row per event, indices local to this graph (-1: none).
 struct GraphInput {
   size_t n = 0;
-  const int64_t* ts = nullptr;      // ns
-  const int64_t* dur = nullptr;     // ns
-  const int64_t* lane = nullptr;    // thread (CPU) or stream (GPU) key; lanes never mix kinds
+  const int64_t* ts = nullptr;    // ns
+  const int64_t* dur = nullptr;   // ns
+  const int64_t* lane = nullptr;  // thread (CPU) or stream (GPU) key; lanes never mix kinds
   const uint8_t* is_gpu = nullptr;
   const int64_t* parent = nullptr;  // CPU: enclosing CPU event
   const int64_t* launch = nullptr;  // GPU: the call that launched it

@@ -13,9 +13,9 @@ void add_gpu_edges(const GraphInput& in, Graph& g) {
   std::vector<int64_t> rows;
   for (size_t i = 0; i < in.n; ++i)
     if (in.is_gpu[i]) rows.push_back(static_cast<int64_t>(i));
-  hta::ops::sort_by_group(rows, [&](int64_t r) { return in.lane[r]; }, [&](int64_t a, int64_t b) {
-    return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b;
-  });
+  hta::ops::sort_by_group(
+      rows, [&](int64_t r) { return in.lane[r]; },
+      [&](int64_t a, int64_t b) { return in.ts[a] != in.ts[b] ? in.ts[a] < in.ts[b] : a < b; });
   for (size_t k = 0; k < rows.size(); ++k) {
     const int64_t r = rows[k];
     g.add_edge(start_node(r), end_node(r), EdgeType::gpu_self);

@@ -62,9 +62,10 @@ std::vector<int64_t> critical_path(const Graph& g, const std::vector<int64_t>& w
                                    int64_t from) {
   const size_t nodes = times.size();
   const Csr in = by_node(g.dst, nodes);
-  const int64_t v = from >= 0 ? from
-                              : static_cast<int64_t>(std::max_element(times.begin(), times.end()) -
-                                                     times.begin());
+  const int64_t v =
+      from >= 0
+          ? from
+          : static_cast<int64_t>(std::max_element(times.begin(), times.end()) - times.begin());
   std::vector<int64_t> path;
   walk_back(g, in, weight, times, skip_types, v, kUnset, path);
   return path;

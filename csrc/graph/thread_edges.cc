@@ -11,9 +11,9 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
-#include <unordered_map>
 
 #include "graph/dependency_graph.h"
 #include "ops/group_sort.h"
@@ -94,7 +94,8 @@ std::unordered_map<int64_t, int64_t> waking_events(
   std::unordered_map<int64_t, int64_t> out;
   for (const auto& [lane, s] : lanes)
     if (lane != main_lane) {
-      const auto k = std::lower_bound(starts.begin(), starts.end(), in.ts[s.first]) - starts.begin();
+      const auto k =
+          std::lower_bound(starts.begin(), starts.end(), in.ts[s.first]) - starts.begin();
       out[lane] = latest[k].second;
     }
   return out;

@@ -22,9 +22,12 @@ Encoding sniff(const unsigned char* head, size_t n) {
 // Decompression runs on its own thread, ahead of the parser.
 std::unique_ptr<ByteSource> decoded(std::unique_ptr<ByteSource> raw, Encoding enc) {
   switch (enc) {
-    case Encoding::kGzip: return std::make_unique<PrefetchSource>(make_gzip_source(std::move(raw)));
-    case Encoding::kZstd: return std::make_unique<PrefetchSource>(make_zstd_source(std::move(raw)));
-    default: return raw;
+    case Encoding::kGzip:
+      return std::make_unique<PrefetchSource>(make_gzip_source(std::move(raw)));
+    case Encoding::kZstd:
+      return std::make_unique<PrefetchSource>(make_zstd_source(std::move(raw)));
+    default:
+      return raw;
   }
 }
 

@@ -32,12 +32,14 @@ namespace {
 
 [[noreturn]] void cut_short(uint64_t offset, const char* format) {
   throw TruncatedInput(offset, std::string("the ") + format + " stream ends at compressed byte " +
-                                   std::to_string(offset) + " before its end (the file was cut short)");
+                                   std::to_string(offset) +
+                                   " before its end (the file was cut short)");
 }
 
 [[noreturn]] void corrupt(uint64_t offset, const std::string& what) {
-  throw FormatError(ErrorCode::kCorruptStream, offset, "corrupt compressed stream at compressed byte " +
-                                std::to_string(offset) + ": " + what);
+  throw FormatError(
+      ErrorCode::kCorruptStream, offset,
+      "corrupt compressed stream at compressed byte " + std::to_string(offset) + ": " + what);
 }
 
 #ifdef HTA_HAVE_ISAL
@@ -93,13 +95,20 @@ class GzipSource : public ByteSource {
   }
   static std::string describe(int ret) {
     switch (ret) {
-      case ISAL_INVALID_BLOCK: return "invalid deflate block";
-      case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
-      case ISAL_INVALID_LOOKBACK: return "invalid deflate distance";
-      case ISAL_INVALID_WRAPPER: return "not a gzip header";
-      case ISAL_UNSUPPORTED_METHOD: return "unsupported compression method";
-      case ISAL_INCORRECT_CHECKSUM: return "checksum mismatch";
-      default: return "inflate error " + std::to_string(ret);
+      case ISAL_INVALID_BLOCK:
+        return "invalid deflate block";
+      case ISAL_INVALID_SYMBOL:
+        return "invalid deflate symbol";
+      case ISAL_INVALID_LOOKBACK:
+        return "invalid deflate distance";
+      case ISAL_INVALID_WRAPPER:
+        return "not a gzip header";
+      case ISAL_UNSUPPORTED_METHOD:
+        return "unsupported compression method";
+      case ISAL_INCORRECT_CHECKSUM:
+        return "checksum mismatch";
+      default:
+        return "inflate error " + std::to_string(ret);
     }
   }
 
@@ -165,7 +174,8 @@ class GzipSource : public ByteSource {
 #ifdef HTA_HAVE_ZSTD
 class ZstdSource : public ByteSource {
  public:
-  explicit ZstdSource(std::unique_ptr<ByteSource> raw) : in_(std::move(raw)), z_(ZSTD_createDStream()) {}
+  explicit ZstdSource(std::unique_ptr<ByteSource> raw)
+      : in_(std::move(raw)), z_(ZSTD_createDStream()) {}
   ~ZstdSource() override { ZSTD_freeDStream(z_); }
   const char* encoding() const override { return "zstd"; }
   void rewind() override {
@@ -207,7 +217,8 @@ std::unique_ptr<ByteSource> make_zstd_source(std::unique_ptr<ByteSource> compres
   return std::make_unique<ZstdSource>(std::move(compressed));
 #else
   (void)compressed;
-  throw FormatError(ErrorCode::kUnsupported, std::nullopt, "zstd-compressed input, but this build has no zstd support");
+  throw FormatError(ErrorCode::kUnsupported, std::nullopt,
+                    "zstd-compressed input, but this build has no zstd support");
 #endif
 }
 

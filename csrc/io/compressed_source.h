@@ -18,9 +18,14 @@ class CompressedInput {
   explicit CompressedInput(std::unique_ptr<ByteSource> raw) : raw_(std::move(raw)), buf_(1 << 20) {}
   // Makes input available; false at the end of the compressed stream.
   bool fill();
-  const unsigned char* data() const { return reinterpret_cast<const unsigned char*>(buf_.data()) + pos_; }
+  const unsigned char* data() const {
+    return reinterpret_cast<const unsigned char*>(buf_.data()) + pos_;
+  }
   size_t available() const { return end_ - pos_; }
-  void consume(size_t n) { pos_ += n; consumed_ += n; }
+  void consume(size_t n) {
+    pos_ += n;
+    consumed_ += n;
+  }
   uint64_t offset() const { return consumed_; }
   void rewind();
   uint64_t compressed_size() const { return raw_->size_hint(); }

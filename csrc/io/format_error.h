@@ -11,16 +11,16 @@ namespace hta {
 
 // X(enumerator, Python name, description). Declared once here: the binding exposes the
 // list as hta_fast.ErrorCode. Append only; a code's meaning never changes.
-#define HTA_ERROR_CODES(X)                                                                \
-  X(kEmpty, empty, "the input holds no JSON (empty, or only whitespace)")                 \
-  X(kNotJson, not_json, "the input does not start a JSON object or array")                \
-  X(kNotATrace, not_a_trace, "JSON, but not a trace (no traceEvents array, no events)")   \
-  X(kBadJson, bad_json, "broken JSON (syntax, encoding) inside the trace")                \
-  X(kBadField, bad_field, "a value of the wrong type or beyond its range")                \
-  X(kTruncated, truncated, "the input ends early (the writer was interrupted)")           \
-  X(kCorruptStream, corrupt_stream, "corrupt gzip/zstd data")                             \
-  X(kUnsupported, unsupported, "an encoding this build cannot read")                      \
-  X(kTooDeep, too_deep, "values nested deeper than the loader accepts")                   \
+#define HTA_ERROR_CODES(X)                                                              \
+  X(kEmpty, empty, "the input holds no JSON (empty, or only whitespace)")               \
+  X(kNotJson, not_json, "the input does not start a JSON object or array")              \
+  X(kNotATrace, not_a_trace, "JSON, but not a trace (no traceEvents array, no events)") \
+  X(kBadJson, bad_json, "broken JSON (syntax, encoding) inside the trace")              \
+  X(kBadField, bad_field, "a value of the wrong type or beyond its range")              \
+  X(kTruncated, truncated, "the input ends early (the writer was interrupted)")         \
+  X(kCorruptStream, corrupt_stream, "corrupt gzip/zstd data")                           \
+  X(kUnsupported, unsupported, "an encoding this build cannot read")                    \
+  X(kTooDeep, too_deep, "values nested deeper than the loader accepts")                 \
   X(kTooLarge, too_large, "more events than one trace can hold")
 
 #define HTA_ERROR_ENUMERATOR(id, name, description) id,

@@ -11,7 +11,8 @@ namespace hta::ops {
 // a - b; throws std::overflow_error when it does not fit in int64.
 inline int64_t checked_sub(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) throw std::overflow_error("time difference does not fit in int64");
+  if (__builtin_sub_overflow(a, b, &r))
+    throw std::overflow_error("time difference does not fit in int64");
   return r;
 }
 

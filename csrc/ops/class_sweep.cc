@@ -30,8 +30,8 @@ void check_args(const uint8_t* cls, size_t n, int n_classes) {
 }
 
 // group == nullptr: everything is one group (id 0).
-GroupedClassSweep sweep(const int64_t* group, const int64_t* start, const int64_t* end, const uint8_t* cls,
-                        size_t n, int n_classes) {
+GroupedClassSweep sweep(const int64_t* group, const int64_t* start, const int64_t* end,
+                        const uint8_t* cls, size_t n, int n_classes) {
   check_args(cls, n, n_classes);
   std::vector<Point> pts;
   pts.reserve(2 * n);
@@ -85,13 +85,14 @@ GroupedClassSweep sweep(const int64_t* group, const int64_t* start, const int64_
 
 }  // namespace
 
-std::vector<int64_t> class_sweep(const int64_t* start, const int64_t* end, const uint8_t* cls, size_t n,
-                                 int n_classes) {
+std::vector<int64_t> class_sweep(const int64_t* start, const int64_t* end, const uint8_t* cls,
+                                 size_t n, int n_classes) {
   return sweep(nullptr, start, end, cls, n, n_classes).time;
 }
 
-GroupedClassSweep grouped_class_sweep(const int64_t* group, const int64_t* start, const int64_t* end,
-                                      const uint8_t* cls, size_t n, int n_classes) {
+GroupedClassSweep grouped_class_sweep(const int64_t* group, const int64_t* start,
+                                      const int64_t* end, const uint8_t* cls, size_t n,
+                                      int n_classes) {
   return sweep(group, start, end, cls, n, n_classes);
 }
 

@@ -19,8 +19,8 @@ constexpr int kMaxClasses = 8;
 // the earliest start and the latest end of the non-empty intervals, so the entries sum to that
 // span. Throws std::invalid_argument for n_classes outside [0, 8] or a class >= n_classes, and
 // std::overflow_error when a time does not fit in int64.
-std::vector<int64_t> class_sweep(const int64_t* start, const int64_t* end, const uint8_t* cls, size_t n,
-                                 int n_classes);
+std::vector<int64_t> class_sweep(const int64_t* start, const int64_t* end, const uint8_t* cls,
+                                 size_t n, int n_classes);
 
 // The same per group id: group holds the distinct group ids of the input, ascending (a group
 // whose intervals are all empty gets a row of zeros); time is row-major
@@ -29,7 +29,8 @@ struct GroupedClassSweep {
   std::vector<int64_t> group;
   std::vector<int64_t> time;
 };
-GroupedClassSweep grouped_class_sweep(const int64_t* group, const int64_t* start, const int64_t* end,
-                                      const uint8_t* cls, size_t n, int n_classes);
+GroupedClassSweep grouped_class_sweep(const int64_t* group, const int64_t* start,
+                                      const int64_t* end, const uint8_t* cls, size_t n,
+                                      int n_classes);
 
 }  // namespace hta::ops

@@ -21,7 +21,8 @@ template <class It, class Less>
 void sort_runs(It first, It last, Less less) {
   // Merging r runs moves each row log2(r) times; with runs of 32 rows or fewer on average
   // an ordinary sort does as well.
-  const size_t max_runs = std::max<size_t>(16, static_cast<size_t>(std::distance(first, last)) / 32);
+  const size_t max_runs =
+      std::max<size_t>(16, static_cast<size_t>(std::distance(first, last)) / 32);
   std::vector<It> run_starts{first};
   for (It it = first; it != last && std::next(it) != last; ++it) {
     if (less(*std::next(it), *it)) {
@@ -70,7 +71,8 @@ void sort_by_group(std::vector<Row>& rows, GroupOf group_of, Less less) {
   {
     std::vector<uint32_t> by_value(groups.size());
     for (uint32_t i = 0; i < by_value.size(); ++i) by_value[i] = i;
-    std::sort(by_value.begin(), by_value.end(), [&](uint32_t a, uint32_t b) { return groups[a] < groups[b]; });
+    std::sort(by_value.begin(), by_value.end(),
+              [&](uint32_t a, uint32_t b) { return groups[a] < groups[b]; });
     for (uint32_t r = 0; r < by_value.size(); ++r) rank_of[by_value[r]] = r;
   }
   std::vector<uint32_t> dense(n);

@@ -13,15 +13,16 @@ struct Row {
 };
 
 // Rows sorted by (group, start); empty intervals kept only when asked (they name a group).
-std::vector<Row> sorted_rows(const int64_t* group, const int64_t* start, const int64_t* end, size_t n,
-                             bool keep_empty) {
+std::vector<Row> sorted_rows(const int64_t* group, const int64_t* start, const int64_t* end,
+                             size_t n, bool keep_empty) {
   std::vector<Row> rows;
   rows.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (keep_empty || end[i] > start[i]) rows.push_back({group[i], start[i], end[i]});
   }
-  sort_by_group(rows, [](const Row& r) { return r.group; },
-                [](const Row& x, const Row& y) { return x.start < y.start; });
+  sort_by_group(
+      rows, [](const Row& r) { return r.group; },
+      [](const Row& x, const Row& y) { return x.start < y.start; });
   return rows;
 }
 
@@ -39,7 +40,8 @@ void sweep(const std::vector<Row>& rows, Emit&& emit, GroupDone&& group_done) {
       }
       const int64_t s = rows[i].start;
       int64_t e = rows[i].end;
-      for (++i; i < rows.size() && rows[i].group == g && rows[i].start <= e; ++i) e = std::max(e, rows[i].end);
+      for (++i; i < rows.size() && rows[i].group == g && rows[i].start <= e; ++i)
+        e = std::max(e, rows[i].end);
       emit(g, s, e);
     }
     group_done(g);
@@ -48,7 +50,8 @@ void sweep(const std::vector<Row>& rows, Emit&& emit, GroupDone&& group_done) {
 
 }  // namespace
 
-GroupedIntervals grouped_union(const int64_t* group, const int64_t* start, const int64_t* end, size_t n) {
+GroupedIntervals grouped_union(const int64_t* group, const int64_t* start, const int64_t* end,
+                               size_t n) {
   GroupedIntervals out;
   sweep(
       sorted_rows(group, start, end, n, /*keep_empty=*/false),
@@ -61,7 +64,8 @@ GroupedIntervals grouped_union(const int64_t* group, const int64_t* start, const
   return out;
 }
 
-GroupTotals grouped_total(const int64_t* group, const int64_t* start, const int64_t* end, size_t n) {
+GroupTotals grouped_total(const int64_t* group, const int64_t* start, const int64_t* end,
+                          size_t n) {
   GroupTotals out;
   int64_t total = 0;
   sweep(

@@ -25,7 +25,8 @@ struct GroupTotals {
 };
 
 // Union of [start[i], end[i]) per group[i]. Empty intervals (end <= start) are dropped.
-GroupedIntervals grouped_union(const int64_t* group, const int64_t* start, const int64_t* end, size_t n);
+GroupedIntervals grouped_union(const int64_t* group, const int64_t* start, const int64_t* end,
+                               size_t n);
 
 // Length of that union per group; throws std::overflow_error when one does not fit in int64.
 GroupTotals grouped_total(const int64_t* group, const int64_t* start, const int64_t* end, size_t n);

@@ -49,8 +49,10 @@ IntervalSet intersect(const IntervalSet& a, const IntervalSet& b) {
       out.end.push_back(hi);
     }
     // Drop whichever ends first: it cannot meet anything further in the other set.
-    if (a.end[i] < b.end[j]) ++i;
-    else ++j;
+    if (a.end[i] < b.end[j])
+      ++i;
+    else
+      ++j;
   }
   return out;
 }

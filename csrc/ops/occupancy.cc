@@ -12,11 +12,13 @@ template <class Tie>
 std::vector<int64_t> items_by_group(const int64_t* group, const int64_t* time, Tie tie, size_t n) {
   std::vector<int64_t> items(n);
   for (size_t i = 0; i < n; ++i) items[i] = static_cast<int64_t>(i);
-  sort_by_group(items, [&](int64_t i) { return group[i]; }, [&](int64_t x, int64_t y) {
-    if (time[x] != time[y]) return time[x] < time[y];
-    const int tx = tie(x), ty = tie(y);
-    return tx != ty ? tx < ty : x < y;
-  });
+  sort_by_group(
+      items, [&](int64_t i) { return group[i]; },
+      [&](int64_t x, int64_t y) {
+        if (time[x] != time[y]) return time[x] < time[y];
+        const int tx = tie(x), ty = tie(y);
+        return tx != ty ? tx < ty : x < y;
+      });
   return items;
 }
 

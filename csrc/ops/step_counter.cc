@@ -18,8 +18,10 @@ StepSeries<T> step_counter(const int64_t* group, const int64_t* ts, const T* del
     const int64_t g = group[order[k]], t = ts[order[k]];
     if (k == 0 || g != out.group.back()) value = T{};
     for (; k < n && group[order[k]] == g && ts[order[k]] == t; ++k) {
-      if constexpr (std::is_same_v<T, int64_t>) checked_add_to(value, delta[order[k]]);
-      else value += delta[order[k]];
+      if constexpr (std::is_same_v<T, int64_t>)
+        checked_add_to(value, delta[order[k]]);
+      else
+        value += delta[order[k]];
     }
     out.group.push_back(g);
     out.ts.push_back(t);

@@ -24,7 +24,9 @@ struct StepSeries {
 template <class T>
 StepSeries<T> step_counter(const int64_t* group, const int64_t* ts, const T* delta, size_t n);
 
-extern template StepSeries<double> step_counter(const int64_t*, const int64_t*, const double*, size_t);
-extern template StepSeries<int64_t> step_counter(const int64_t*, const int64_t*, const int64_t*, size_t);
+extern template StepSeries<double> step_counter(const int64_t*, const int64_t*, const double*,
+                                                size_t);
+extern template StepSeries<int64_t> step_counter(const int64_t*, const int64_t*, const int64_t*,
+                                                 size_t);
 
 }  // namespace hta::ops

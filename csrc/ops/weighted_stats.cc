@@ -22,10 +22,11 @@ struct Piece {
   int64_t cum;
 };
 
-void check_args(const int64_t* group, const int64_t* ts, const double* value, size_t n, const double* quantiles,
-                size_t n_q, const double* thresholds, size_t n_t) {
+void check_args(const int64_t* group, const int64_t* ts, const double* value, size_t n,
+                const double* quantiles, size_t n_q, const double* thresholds, size_t n_t) {
   for (size_t i = 0; i < n; ++i) {
-    if (std::isnan(value[i])) throw std::invalid_argument("value[" + std::to_string(i) + "] is NaN");
+    if (std::isnan(value[i]))
+      throw std::invalid_argument("value[" + std::to_string(i) + "] is NaN");
     if (i > 0 && (group[i] < group[i - 1] || (group[i] == group[i - 1] && ts[i] < ts[i - 1])))
       throw std::invalid_argument("rows must be sorted by (group, ts); row " + std::to_string(i) +
                                   " comes before row " + std::to_string(i - 1));
@@ -61,14 +62,15 @@ void order_by_value(std::vector<Piece>& pieces) {
     }
     return;
   }
-  std::sort(pieces.begin(), pieces.end(), [](const Piece& x, const Piece& y) { return x.value < y.value; });
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& x, const Piece& y) { return x.value < y.value; });
 }
 
 }  // namespace
 
 WeightedStats weighted_stats(const int64_t* group, const int64_t* ts, const double* value, size_t n,
-                             const int64_t* group_end, size_t n_end, const double* quantiles, size_t n_q,
-                             const double* thresholds, size_t n_t) {
+                             const int64_t* group_end, size_t n_end, const double* quantiles,
+                             size_t n_q, const double* thresholds, size_t n_t) {
   check_args(group, ts, value, n, quantiles, n_q, thresholds, n_t);
   WeightedStats out;
   for (size_t i = 0; i < n; ++i) {
@@ -120,15 +122,16 @@ WeightedStats weighted_stats(const int64_t* group, const int64_t* ts, const doub
     } else {
       out.mean[k] = weighted / static_cast<double>(duration);
       double spread = 0.0;
-      for (const Piece& p : pieces) spread += static_cast<double>(p.dt) * (p.value - out.mean[k]) * (p.value - out.mean[k]);
+      for (const Piece& p : pieces)
+        spread += static_cast<double>(p.dt) * (p.value - out.mean[k]) * (p.value - out.mean[k]);
       out.std[k] = std::sqrt(spread / static_cast<double>(duration));
       out.min[k] = pieces.front().value;
       out.max[k] = pieces.back().value;
       for (size_t q = 0; q < n_q; ++q) {
         const double target = quantiles[q] * static_cast<double>(duration);
-        const auto it = std::lower_bound(pieces.begin(), pieces.end(), target, [](const Piece& p, double x) {
-          return static_cast<double>(p.cum) < x;
-        });
+        const auto it = std::lower_bound(
+            pieces.begin(), pieces.end(), target,
+            [](const Piece& p, double x) { return static_cast<double>(p.cum) < x; });
         out.quantile[k * n_q + q] = (it == pieces.end() ? pieces.back() : *it).value;
       }
     }

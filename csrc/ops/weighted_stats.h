@@ -36,7 +36,7 @@ struct WeightedStats {
 // unsorted rows, a NaN value or threshold, a quantile outside [0, 1], a wrong n_end or an end
 // before its group's last ts; std::overflow_error when a window length does not fit in int64.
 WeightedStats weighted_stats(const int64_t* group, const int64_t* ts, const double* value, size_t n,
-                             const int64_t* group_end, size_t n_end, const double* quantiles, size_t n_q,
-                             const double* thresholds, size_t n_t);
+                             const int64_t* group_end, size_t n_end, const double* quantiles,
+                             size_t n_q, const double* thresholds, size_t n_t);
 
 }  // namespace hta::ops

@@ -186,7 +186,8 @@ void ChunkPipeline::reserve_output(const TraceColumns& sample, size_t sample_len
   // as the file goes on.
   reserved_ = true;
   if (expected_bytes_ == 0 || sample_len == 0) return;
-  out_.reserve_like(sample, 1.3 * static_cast<double>(expected_bytes_) / static_cast<double>(sample_len));
+  out_.reserve_like(sample,
+                    1.3 * static_cast<double>(expected_bytes_) / static_cast<double>(sample_len));
 }
 
 void ChunkPipeline::merge(Job& job) {

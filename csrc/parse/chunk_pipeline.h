@@ -50,7 +50,7 @@ class ChunkPipeline {
 
  private:
   struct Job {
-    uint64_t seq = 0;  // position in the file, counting chunks
+    uint64_t seq = 0;            // position in the file, counting chunks
     const char* text = nullptr;  // buf.data(), or the caller's bytes
     std::vector<char> buf;
     size_t len = 0;
@@ -79,7 +79,7 @@ class ChunkPipeline {
   std::deque<std::unique_ptr<Job>> jobs_;  // in file order; front is the next to merge
   size_t next_to_parse_ = 0;               // index into jobs_ of the next unclaimed job
   std::vector<std::unique_ptr<Job>> free_jobs_;
-  std::unique_ptr<Job> pending_;           // handed out by take_buffer, back in submit
+  std::unique_ptr<Job> pending_;  // handed out by take_buffer, back in submit
   size_t max_in_flight_;
   bool stopping_ = false;
   ChunkError error_;
@@ -87,11 +87,11 @@ class ChunkPipeline {
   std::atomic<int64_t> merge_ns_{0};  // rebasing (workers) and appending
   std::function<void(uint64_t)> on_merged_;
   std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread
-  uint64_t submitted_ = 0;     // chunks submitted so far (the next chunk's seq)
-  uint64_t rebase_turn_ = 0;   // seq of the chunk whose turn it is to rebase
-  int64_t rows_before_ = 0;    // events in the chunks placed so far
-  bool placing_stopped_ = false;  // a chunk failed: later chunks are not placed
-  bool placing_ = false;          // a thread is placing the chunk whose turn it is
+  uint64_t submitted_ = 0;                      // chunks submitted so far (the next chunk's seq)
+  uint64_t rebase_turn_ = 0;                    // seq of the chunk whose turn it is to rebase
+  int64_t rows_before_ = 0;                     // events in the chunks placed so far
+  bool placing_stopped_ = false;                // a chunk failed: later chunks are not placed
+  bool placing_ = false;                        // a thread is placing the chunk whose turn it is
   std::shared_mutex copying_;  // shared while chunks copy into out_; unique to grow out_
 };
 

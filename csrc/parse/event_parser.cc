@@ -122,7 +122,8 @@ std::string_view key_text(od::raw_json_string key) {
 // A wrong-typed value is a bad field; a "value" that is a bracket, comma or colon (or
 // nothing) is broken JSON, which no event-level recovery can step over reliably.
 [[noreturn]] void bad_value(std::string_view tok, const char* what) {
-  const bool broken = tok.empty() || tok[0] == '}' || tok[0] == ']' || tok[0] == ',' || tok[0] == ':';
+  const bool broken =
+      tok.empty() || tok[0] == '}' || tok[0] == ']' || tok[0] == ',' || tok[0] == ':';
   throw FieldError{broken ? "broken JSON: a value is missing" : what, broken};
 }
 
@@ -302,56 +303,181 @@ char ChunkReader::read_char(od::value& v) {
 void ChunkReader::read_arg(ArgKey key, od::value& v, ArgValues& a) {
   using G = ArgValues;
   switch (key) {
-    case ArgKey::kUnknown: return;
-    case ArgKey::kCorrelation: a.correlation = read_int(v); return;
-    case ArgKey::kExternalId: a.external_id = read_int(v); return;
-    case ArgKey::kDevice: a.device = read_int32(v); return;
-    case ArgKey::kStream: a.stream = read_stream(v); return;
-    case ArgKey::kQueued: a.touch(G::kKernel); a.queued = read_int32(v); return;
-    case ArgKey::kContext: a.touch(G::kKernel); a.context = read_int32(v); return;
-    case ArgKey::kGrid: return read_dim3_arg(v, a, a.grid);
-    case ArgKey::kBlock: return read_dim3_arg(v, a, a.block);
-    case ArgKey::kRegisters: a.touch(G::kKernel); a.registers = read_int32(v); return;
-    case ArgKey::kSharedMemory: a.touch(G::kKernel); a.shared_memory = read_int32(v); return;
-    case ArgKey::kBlocksPerSm: a.touch(G::kKernel); a.blocks_per_sm = float(read_double(v)); return;
-    case ArgKey::kWarpsPerSm: a.touch(G::kKernel); a.warps_per_sm = float(read_double(v)); return;
-    case ArgKey::kOccupancy: a.touch(G::kKernel); a.occupancy = float(read_double(v)); return;
-    case ArgKey::kBytes: a.touch(G::kKernel); a.bytes = read_int(v); return;
-    case ArgKey::kBandwidth: a.touch(G::kKernel); a.bandwidth = read_double(v); return;
-    case ArgKey::kRecordFunctionId: a.touch(G::kOp); a.record_function_id = read_int(v); return;
-    case ArgKey::kSequenceNumber: a.touch(G::kOp); a.sequence_number = read_int(v); return;
-    case ArgKey::kFwdThreadId: a.touch(G::kOp); a.fwd_thread_id = read_int(v); return;
-    case ArgKey::kEvIdx: a.touch(G::kOp); a.ev_idx = read_int(v); return;
-    case ArgKey::kInputDims: a.touch(G::kOp); a.input_dims = read_raw_json(v); return;
-    case ArgKey::kInputType: a.touch(G::kOp); a.input_type = read_raw_json(v); return;
-    case ArgKey::kInputStrides: a.touch(G::kOp); a.input_strides = read_raw_json(v); return;
-    case ArgKey::kConcreteInputs: a.touch(G::kOp); a.concrete_inputs = read_raw_json(v); return;
-    case ArgKey::kCollectiveName: a.touch(G::kComm); a.collective_name = read_string(v); return;
-    case ArgKey::kInMsgNelems: a.touch(G::kComm); a.in_nelems = read_int(v); return;
-    case ArgKey::kOutMsgNelems: a.touch(G::kComm); a.out_nelems = read_int(v); return;
-    case ArgKey::kDtype: a.touch(G::kComm); a.dtype = read_raw_json(v); return;
-    case ArgKey::kGroupSize: a.touch(G::kComm); a.group_size = read_int32(v); return;
-    case ArgKey::kPgName: a.touch(G::kComm); a.pg_name = read_raw_json(v); return;
-    case ArgKey::kPgDesc: a.touch(G::kComm); a.pg_desc = read_raw_json(v); return;
-    case ArgKey::kPgRanks: a.touch(G::kComm); a.pg_ranks = read_raw_json(v); return;
-    case ArgKey::kInSplitSize: a.touch(G::kComm); a.in_split = read_raw_json(v); return;
-    case ArgKey::kOutSplitSize: a.touch(G::kComm); a.out_split = read_raw_json(v); return;
-    case ArgKey::kRank: a.touch(G::kComm); a.rank = read_int32(v); return;
-    case ArgKey::kSeq: a.touch(G::kComm); a.seq = read_int(v); return;
-    case ArgKey::kWaitOnStream: a.touch(G::kSync); a.wait_on_stream = read_int32(v); return;
+    case ArgKey::kUnknown:
+      return;
+    case ArgKey::kCorrelation:
+      a.correlation = read_int(v);
+      return;
+    case ArgKey::kExternalId:
+      a.external_id = read_int(v);
+      return;
+    case ArgKey::kDevice:
+      a.device = read_int32(v);
+      return;
+    case ArgKey::kStream:
+      a.stream = read_stream(v);
+      return;
+    case ArgKey::kQueued:
+      a.touch(G::kKernel);
+      a.queued = read_int32(v);
+      return;
+    case ArgKey::kContext:
+      a.touch(G::kKernel);
+      a.context = read_int32(v);
+      return;
+    case ArgKey::kGrid:
+      return read_dim3_arg(v, a, a.grid);
+    case ArgKey::kBlock:
+      return read_dim3_arg(v, a, a.block);
+    case ArgKey::kRegisters:
+      a.touch(G::kKernel);
+      a.registers = read_int32(v);
+      return;
+    case ArgKey::kSharedMemory:
+      a.touch(G::kKernel);
+      a.shared_memory = read_int32(v);
+      return;
+    case ArgKey::kBlocksPerSm:
+      a.touch(G::kKernel);
+      a.blocks_per_sm = float(read_double(v));
+      return;
+    case ArgKey::kWarpsPerSm:
+      a.touch(G::kKernel);
+      a.warps_per_sm = float(read_double(v));
+      return;
+    case ArgKey::kOccupancy:
+      a.touch(G::kKernel);
+      a.occupancy = float(read_double(v));
+      return;
+    case ArgKey::kBytes:
+      a.touch(G::kKernel);
+      a.bytes = read_int(v);
+      return;
+    case ArgKey::kBandwidth:
+      a.touch(G::kKernel);
+      a.bandwidth = read_double(v);
+      return;
+    case ArgKey::kRecordFunctionId:
+      a.touch(G::kOp);
+      a.record_function_id = read_int(v);
+      return;
+    case ArgKey::kSequenceNumber:
+      a.touch(G::kOp);
+      a.sequence_number = read_int(v);
+      return;
+    case ArgKey::kFwdThreadId:
+      a.touch(G::kOp);
+      a.fwd_thread_id = read_int(v);
+      return;
+    case ArgKey::kEvIdx:
+      a.touch(G::kOp);
+      a.ev_idx = read_int(v);
+      return;
+    case ArgKey::kInputDims:
+      a.touch(G::kOp);
+      a.input_dims = read_raw_json(v);
+      return;
+    case ArgKey::kInputType:
+      a.touch(G::kOp);
+      a.input_type = read_raw_json(v);
+      return;
+    case ArgKey::kInputStrides:
+      a.touch(G::kOp);
+      a.input_strides = read_raw_json(v);
+      return;
+    case ArgKey::kConcreteInputs:
+      a.touch(G::kOp);
+      a.concrete_inputs = read_raw_json(v);
+      return;
+    case ArgKey::kCollectiveName:
+      a.touch(G::kComm);
+      a.collective_name = read_string(v);
+      return;
+    case ArgKey::kInMsgNelems:
+      a.touch(G::kComm);
+      a.in_nelems = read_int(v);
+      return;
+    case ArgKey::kOutMsgNelems:
+      a.touch(G::kComm);
+      a.out_nelems = read_int(v);
+      return;
+    case ArgKey::kDtype:
+      a.touch(G::kComm);
+      a.dtype = read_raw_json(v);
+      return;
+    case ArgKey::kGroupSize:
+      a.touch(G::kComm);
+      a.group_size = read_int32(v);
+      return;
+    case ArgKey::kPgName:
+      a.touch(G::kComm);
+      a.pg_name = read_raw_json(v);
+      return;
+    case ArgKey::kPgDesc:
+      a.touch(G::kComm);
+      a.pg_desc = read_raw_json(v);
+      return;
+    case ArgKey::kPgRanks:
+      a.touch(G::kComm);
+      a.pg_ranks = read_raw_json(v);
+      return;
+    case ArgKey::kInSplitSize:
+      a.touch(G::kComm);
+      a.in_split = read_raw_json(v);
+      return;
+    case ArgKey::kOutSplitSize:
+      a.touch(G::kComm);
+      a.out_split = read_raw_json(v);
+      return;
+    case ArgKey::kRank:
+      a.touch(G::kComm);
+      a.rank = read_int32(v);
+      return;
+    case ArgKey::kSeq:
+      a.touch(G::kComm);
+      a.seq = read_int(v);
+      return;
+    case ArgKey::kWaitOnStream:
+      a.touch(G::kSync);
+      a.wait_on_stream = read_int32(v);
+      return;
     case ArgKey::kWaitOnEventCorrelation:
       a.touch(G::kSync);
       a.wait_on_event_correlation = read_int(v);
       return;
     case ArgKey::kMetaName:
-    case ArgKey::kMetaLabels: a.touch(G::kMeta); a.meta_value = read_raw_json(v); return;
-    case ArgKey::kMetaSortIndex: a.touch(G::kMeta); a.sort_index = read_int(v); return;
-    case ArgKey::kMemBytes: a.touch(G::kMemory); a.mem_bytes = read_int(v); return;
-    case ArgKey::kMemTotalAllocated: a.touch(G::kMemory); a.total_allocated = read_int(v); return;
-    case ArgKey::kMemTotalReserved: a.touch(G::kMemory); a.total_reserved = read_int(v); return;
-    case ArgKey::kMemAddr: a.touch(G::kMemory); a.addr = read_int(v); return;
-    case ArgKey::kMemDeviceType: a.touch(G::kMemory); a.device_type = read_int32(v); return;
-    case ArgKey::kMemDeviceId: a.touch(G::kMemory); a.device_id = read_int32(v); return;
+    case ArgKey::kMetaLabels:
+      a.touch(G::kMeta);
+      a.meta_value = read_raw_json(v);
+      return;
+    case ArgKey::kMetaSortIndex:
+      a.touch(G::kMeta);
+      a.sort_index = read_int(v);
+      return;
+    case ArgKey::kMemBytes:
+      a.touch(G::kMemory);
+      a.mem_bytes = read_int(v);
+      return;
+    case ArgKey::kMemTotalAllocated:
+      a.touch(G::kMemory);
+      a.total_allocated = read_int(v);
+      return;
+    case ArgKey::kMemTotalReserved:
+      a.touch(G::kMemory);
+      a.total_reserved = read_int(v);
+      return;
+    case ArgKey::kMemAddr:
+      a.touch(G::kMemory);
+      a.addr = read_int(v);
+      return;
+    case ArgKey::kMemDeviceType:
+      a.touch(G::kMemory);
+      a.device_type = read_int32(v);
+      return;
+    case ArgKey::kMemDeviceId:
+      a.touch(G::kMemory);
+      a.device_id = read_int32(v);
+      return;
   }
 }
 
@@ -401,22 +527,36 @@ void ChunkReader::read_event(od::object obj, RawEvent& ev) {
     od::value& v = field.value();
     switch (k.size()) {
       case 2:
-        if (k == "ph") ev.ph = read_char(v);
-        else if (k == "ts") { ev.ts = read_time(v); ev.has_ts = true; }
-        else if (k == "id") ev.id = read_id(v);
-        else if (k == "bp") ev.binds_enclosing = read_char(v) == 'e';
+        if (k == "ph")
+          ev.ph = read_char(v);
+        else if (k == "ts") {
+          ev.ts = read_time(v);
+          ev.has_ts = true;
+        } else if (k == "id")
+          ev.id = read_id(v);
+        else if (k == "bp")
+          ev.binds_enclosing = read_char(v) == 'e';
         break;
       case 3:
-        if (k == "cat") ev.cat = read_string(v);
-        else if (k == "pid") ev.pid = read_id(v);
-        else if (k == "tid") ev.tid = read_id(v);
-        else if (k == "dur") { ev.dur = read_time(v); ev.has_dur = true; }
+        if (k == "cat")
+          ev.cat = read_string(v);
+        else if (k == "pid")
+          ev.pid = read_id(v);
+        else if (k == "tid")
+          ev.tid = read_id(v);
+        else if (k == "dur") {
+          ev.dur = read_time(v);
+          ev.has_dur = true;
+        }
         break;
       case 4:
-        if (k == "name") ev.name = read_string(v);
+        if (k == "name")
+          ev.name = read_string(v);
         else if (k == "args") {
-          if (ev.ph == 0) args_before_ph = true;  // read on a second pass, once ph is known
-          else read_args(v, ev);
+          if (ev.ph == 0)
+            args_before_ph = true;  // read on a second pass, once ph is known
+          else
+            read_args(v, ev);
         }
         break;
       case 1:
@@ -599,8 +739,12 @@ const char* first_invalid_utf8(const char* s, size_t n) {
     const unsigned c = p[i];
     size_t len;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c < 0x80) { ++i; continue; }
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
       len = 3;
       if (c == 0xE0) lo = 0xA0;
@@ -627,9 +771,7 @@ const char* first_invalid_utf8(const char* s, size_t n) {
 ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset,
                               TraceColumns& out) {
   ChunkError result;
-  auto offset_of = [&](const char* p) {
-    return file_offset + static_cast<uint64_t>(p - text) - 1;
-  };
+  auto offset_of = [&](const char* p) { return file_offset + static_cast<uint64_t>(p - text) - 1; };
   auto fail = [&](const char* where, std::string message, bool field_error) {
     result.failed = true;
     result.field_error = field_error;
@@ -646,7 +788,8 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
   }
   if (err) return fail(text + 1, simdjson::error_message(err), false);
   od::array events;
-  if ((err = doc.get_array().get(events))) return fail(text + 1, simdjson::error_message(err), false);
+  if ((err = doc.get_array().get(events)))
+    return fail(text + 1, simdjson::error_message(err), false);
 
   ChunkReader reader(options_, out);
   const char* event_start = text + 1;

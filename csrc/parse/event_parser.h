@@ -1,10 +1,10 @@
 // Parses one chunk of the traceEvents array ("[" + complete events + "]", padded) into
 // columns with simdjson On-Demand. One EventParser per thread, reused across chunks.
 #pragma once
+#include <simdjson.h>
+
 #include <cstdint>
 #include <string>
-
-#include <simdjson.h>
 
 #include "trace/trace_columns.h"
 

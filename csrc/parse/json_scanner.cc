@@ -143,7 +143,8 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
           if (in_scalar_ && c != '"' && c != '{' && c != '[' && c != '}') break;
           in_scalar_ = false;
           if (after_event_) {
-            fail(base + i, "expected ',' or ']' after an event in traceEvents, found " + describe_byte(c));
+            fail(base + i,
+                 "expected ',' or ']' after an event in traceEvents, found " + describe_byte(c));
           }
           if (c == '}') fail(base + i, "unbalanced '}' in traceEvents");
           if (c != '"' && c != '{' && c != '[') {
@@ -165,7 +166,8 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
           case '}':
           case ']':
             if ((c == '}') != (open_.back() == '{')) {
-              fail(base + i, std::string("'") + open_.back() + "' closed by '" + c + "' in traceEvents");
+              fail(base + i,
+                   std::string("'") + open_.back() + "' closed by '" + c + "' in traceEvents");
             }
             --depth_;
             open_.pop_back();
@@ -197,7 +199,8 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
         }
         break;
       case Phase::kDone:
-        fail(base + i, "unexpected content after the end of the JSON document: " + describe_byte(c));
+        fail(base + i,
+             "unexpected content after the end of the JSON document: " + describe_byte(c));
     }
   }
   return n;

@@ -64,9 +64,9 @@ class Reader {
   JsonScanner scanner_;
   uint64_t total_ = 0;
   std::string prefix_, suffix_;
-  std::vector<char> carry_;     // bytes after the last boundary, not yet parsed
-  uint64_t carry_offset_ = 0;   // file offset of carry_[0]
-  size_t carry_scanned_ = 0;    // leading bytes of carry_ the exact scanner has seen
+  std::vector<char> carry_;         // bytes after the last boundary, not yet parsed
+  uint64_t carry_offset_ = 0;       // file offset of carry_[0]
+  size_t carry_scanned_ = 0;        // leading bytes of carry_ the exact scanner has seen
   uint64_t events_end_offset_ = 0;  // file offset just past the last event handed to parsing
 };
 
@@ -179,11 +179,11 @@ void Reader::read_events(ChunkPipeline& pipeline) {
         from = 1;
       }
       JsonScanner::Stop stop;
-      const size_t used = scanner_.scan(buf.data() + from, text_len - from, offset + from - 1, stop);
+      const size_t used =
+          scanner_.scan(buf.data() + from, text_len - from, offset + from - 1, stop);
       if (stop == JsonScanner::Stop::kEventsEnd) {
         const size_t close = from + used - 1;  // the ']' of traceEvents
-        read_suffix(std::string_view(buf.data() + close + 1, text_len - close - 1),
-                    offset + close);
+        read_suffix(std::string_view(buf.data() + close + 1, text_len - close - 1), offset + close);
         carry_.clear();
         dispatch(pipeline, buf, close, offset);
         return;
@@ -265,8 +265,9 @@ void Reader::run() {
   }
   result_.json_bytes = total_;
   const auto& st = result_.columns.stats;
-  if (result_.array_format && st.count(Stat::non_object_event) > 0 && result_.columns.events.size() == 0 &&
-      result_.columns.meta.size() == 0 && result_.columns.flows.size() == 0) {
+  if (result_.array_format && st.count(Stat::non_object_event) > 0 &&
+      result_.columns.events.size() == 0 && result_.columns.meta.size() == 0 &&
+      result_.columns.flows.size() == 0) {
     throw FormatError(ErrorCode::kNotATrace, std::nullopt,
                       "not a trace: a JSON array whose entries are not event objects");
   }

@@ -11,7 +11,7 @@ namespace hta {
 
 struct ReadOptions {
   ParseOptions parse;
-  int threads = 0;               // 0 = one per core
+  int threads = 0;  // 0 = one per core
   // Bytes of JSON per parsed chunk; 0 picks one. simdjson keeps ~5 bytes of index per byte
   // of its largest document for each parser, so mapped files use 512 KiB chunks (~2.5 MiB
   // per thread; they parse no slower). Streams (gzip, zstd, bytes) use 1 MiB: each of their
@@ -21,12 +21,12 @@ struct ReadOptions {
 
 struct ReadResult {
   TraceColumns columns;
-  std::string header_json;   // the top-level members other than traceEvents, as one object
-  uint64_t json_bytes = 0;   // decompressed size
-  bool array_format = false; // the file was a bare array of events
-  double parse_seconds = 0;  // summed over parser threads
+  std::string header_json;    // the top-level members other than traceEvents, as one object
+  uint64_t json_bytes = 0;    // decompressed size
+  bool array_format = false;  // the file was a bare array of events
+  double parse_seconds = 0;   // summed over parser threads
   double merge_seconds = 0;
-  double read_seconds = 0;   // the whole read, wall clock
+  double read_seconds = 0;  // the whole read, wall clock
   double link_seconds = 0;
 };
 

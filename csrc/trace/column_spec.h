@@ -8,10 +8,10 @@
 namespace hta {
 
 // X(enumerator, Python name): the binding exposes these as hta_fast._core.ColumnRole.
-#define HTA_COLUMN_ROLES(X)                                                                \
-  X(kPlain, plain)   /* a number */                                                        \
-  X(kString, string) /* a StringPool id; -1 = none */                                      \
-  X(kEnum, enum)     /* a code with a label (EnumLabel) */                                 \
+#define HTA_COLUMN_ROLES(X)                                \
+  X(kPlain, plain)   /* a number */                        \
+  X(kString, string) /* a StringPool id; -1 = none */      \
+  X(kEnum, enum)     /* a code with a label (EnumLabel) */ \
   X(kId, id)         /* a pid/tid: any int64 is real; string ids sit at kStringIdBase - id */
 
 #define HTA_COLUMN_ROLE_ENUMERATOR(id, name) id,
@@ -73,11 +73,27 @@ constexpr ColumnSpec enumeration(const EnumLabel (&labels)[N]) {
 }
 
 // The Arrow name of a column's value type.
-template <class T> constexpr const char* arrow_type_name();
-template <> constexpr const char* arrow_type_name<int64_t>() { return "int64"; }
-template <> constexpr const char* arrow_type_name<int32_t>() { return "int32"; }
-template <> constexpr const char* arrow_type_name<uint8_t>() { return "uint8"; }
-template <> constexpr const char* arrow_type_name<float>() { return "float32"; }
-template <> constexpr const char* arrow_type_name<double>() { return "float64"; }
+template <class T>
+constexpr const char* arrow_type_name();
+template <>
+constexpr const char* arrow_type_name<int64_t>() {
+  return "int64";
+}
+template <>
+constexpr const char* arrow_type_name<int32_t>() {
+  return "int32";
+}
+template <>
+constexpr const char* arrow_type_name<uint8_t>() {
+  return "uint8";
+}
+template <>
+constexpr const char* arrow_type_name<float>() {
+  return "float32";
+}
+template <>
+constexpr const char* arrow_type_name<double>() {
+  return "float64";
+}
 
 }  // namespace hta

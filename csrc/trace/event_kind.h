@@ -10,24 +10,24 @@
 namespace hta {
 
 // X(enumerator, Python name, value)
-#define HTA_EVENT_KINDS(X)                                                                \
-  X(kOther, other, 0)                                                                     \
-  X(kCpuOp, cpu_op, 1)                                                                    \
-  X(kUserAnnotation, user_annotation, 2)                                                  \
-  X(kPythonFunction, python_function, 3)                                                  \
-  X(kRuntime, runtime, 4)                                                                 \
-  X(kDriver, driver, 5)                                                                   \
-  X(kKernel, kernel, 6)                                                                   \
-  X(kMemcpy, memcpy, 7)                                                                   \
-  X(kMemset, memset, 8)                                                                   \
-  X(kGpuUserAnnotation, gpu_user_annotation, 9)                                           \
+#define HTA_EVENT_KINDS(X)                      \
+  X(kOther, other, 0)                           \
+  X(kCpuOp, cpu_op, 1)                          \
+  X(kUserAnnotation, user_annotation, 2)        \
+  X(kPythonFunction, python_function, 3)        \
+  X(kRuntime, runtime, 4)                       \
+  X(kDriver, driver, 5)                         \
+  X(kKernel, kernel, 6)                         \
+  X(kMemcpy, memcpy, 7)                         \
+  X(kMemset, memset, 8)                         \
+  X(kGpuUserAnnotation, gpu_user_annotation, 9) \
   X(kSync, sync, 10)
 
-#define HTA_KERNEL_CLASSES(X)                                                             \
-  X(kNone, NONE, 0)                                                                       \
-  X(kComp, COMP, 1)                                                                       \
-  X(kComm, COMM, 2)                                                                       \
-  X(kMem, MEM, 3)                                                                         \
+#define HTA_KERNEL_CLASSES(X) \
+  X(kNone, NONE, 0)           \
+  X(kComp, COMP, 1)           \
+  X(kComm, COMM, 2)           \
+  X(kMem, MEM, 3)             \
   X(kSync, SYNC, 4)
 
 #define HTA_ENUMERATOR(id, name, value) id = value,

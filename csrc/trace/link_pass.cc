@@ -1,12 +1,12 @@
 #include "trace/link_pass.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <climits>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
-#include <thread>
 #include <string_view>
+#include <thread>
 
 #include "io/format_error.h"
 #include "trace/event_kind.h"
@@ -55,8 +55,10 @@ void assign_kinds(TraceColumns& t, const LinkOptions& options) {
       e.kernel_class[i] = static_cast<uint8_t>(classifier.classify(kind, {}));
     }
     // GPU events are on pid = device, tid = stream when the args do not say.
-    if (e.device[i] < 0 && e.pid[i] >= 0 && e.pid[i] <= INT32_MAX) e.device[i] = static_cast<int32_t>(e.pid[i]);
-    if (e.stream[i] < 0 && e.tid[i] >= 0 && e.tid[i] <= INT32_MAX) e.stream[i] = static_cast<int32_t>(e.tid[i]);
+    if (e.device[i] < 0 && e.pid[i] >= 0 && e.pid[i] <= INT32_MAX)
+      e.device[i] = static_cast<int32_t>(e.pid[i]);
+    if (e.stream[i] < 0 && e.tid[i] >= 0 && e.tid[i] <= INT32_MAX)
+      e.stream[i] = static_cast<int32_t>(e.tid[i]);
   }
 }
 
@@ -96,8 +98,10 @@ class LaunchIndex {
       if (dense_) {
         // The first launch of each correlation id wins (file order).
         int32_t& slot = table_[static_cast<size_t>(e.correlation[i] - base_)];
-        if (slot >= 0) t.stats.add(Stat::duplicate_correlation);
-        else slot = static_cast<int32_t>(i);
+        if (slot >= 0)
+          t.stats.add(Stat::duplicate_correlation);
+        else
+          slot = static_cast<int32_t>(i);
       } else {
         sorted_.emplace_back(e.correlation[i], static_cast<int64_t>(i));
       }
@@ -119,9 +123,11 @@ class LaunchIndex {
   int64_t find(int64_t correlation) const {
     if (dense_) {
       const int64_t k = correlation - base_;
-      return k >= 0 && k < static_cast<int64_t>(table_.size()) ? table_[static_cast<size_t>(k)] : -1;
+      return k >= 0 && k < static_cast<int64_t>(table_.size()) ? table_[static_cast<size_t>(k)]
+                                                               : -1;
     }
-    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, int64_t{-1}));
+    auto it =
+        std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, int64_t{-1}));
     return it != sorted_.end() && it->first == correlation ? it->second : -1;
   }
 
@@ -174,7 +180,8 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
       if (e.ts[r] + e.dur[r] >= f.ts[i]) {
         // Of events with the very same extent (zero-length calls at one instant, say),
         // the first in the file.
-        while (it != rows + begin && e.ts[it[-1]] == e.ts[r] && e.dur[it[-1]] == e.dur[r]) r = *--it;
+        while (it != rows + begin && e.ts[it[-1]] == e.ts[r] && e.dur[it[-1]] == e.dur[r])
+          r = *--it;
         bound = r;
         break;
       }
@@ -230,7 +237,8 @@ void link_by_flows(TraceColumns& t) {
   }
   if (finishes.empty()) return;
   for (size_t i = 0; i < f.size(); ++i) {
-    if (f.event[i] >= 0 && f.phase[i] == 's' && is_launch(f.cat[i])) starts.emplace_back(f.id[i], f.event[i]);
+    if (f.event[i] >= 0 && f.phase[i] == 's' && is_launch(f.cat[i]))
+      starts.emplace_back(f.id[i], f.event[i]);
   }
   std::sort(starts.begin(), starts.end());
   for (auto [id, gpu_row] : finishes) {
@@ -306,7 +314,8 @@ void assign_steps(TraceColumns& t) {
     }
   }
   if (windows.empty()) return;
-  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
+  std::sort(windows.begin(), windows.end(),
+            [](const Window& a, const Window& b) { return a.start < b.start; });
   for (size_t i = 0; i < e.size(); ++i) {
     if (is_gpu_kind(static_cast<EventKind>(e.kind[i]))) continue;
     auto it = std::upper_bound(windows.begin(), windows.end(), e.ts[i],

@@ -10,27 +10,33 @@
 namespace hta {
 
 //      name                    severity   description
-#define HTA_STATS(X)                                                                               \
-  X(unsupported_phase,      "info",    "events with a phase the loader does not read (B/E/b/e/n/O/...); skipped") \
-  X(missing_phase,          "warning", "events without a ph field; skipped")                                       \
-  X(missing_timestamp,      "warning", "events without a ts field; skipped")                                       \
-  X(missing_duration,       "info",    "complete events without dur; read as 0")                                   \
-  X(negative_duration,      "warning", "complete events with dur < 0; read as 0")                                  \
-  X(non_object_event,       "warning", "traceEvents entries that are not objects; skipped")                        \
-  X(bad_field,              "warning", "known fields of the wrong type or out of range; event skipped (recover=True)") \
-  X(truncated_file,         "error",   "the file ends inside the traceEvents array; complete events kept (recover=True)") \
-  X(truncated_tail_bytes,   "error",   "bytes after the last complete event of a truncated file (recover=True)")   \
-  X(counter_non_numeric,    "info",    "counter (ph C) arguments that are not numbers; skipped")                  \
-  X(flow_unbound,           "info",    "flow endpoints whose event was not found")                                \
-  X(gpu_event_unlinked,     "info",    "GPU events with no launch found by correlation or flow")                 \
-  X(duplicate_correlation,  "warning", "launches sharing a correlation id with an earlier launch; the first wins")  \
-  X(speculative_split_retry, "info",   "files re-read with the exact event splitter after a fast split failed")
+#define HTA_STATS(X)                                                                       \
+  X(unsupported_phase, "info",                                                             \
+    "events with a phase the loader does not read (B/E/b/e/n/O/...); skipped")             \
+  X(missing_phase, "warning", "events without a ph field; skipped")                        \
+  X(missing_timestamp, "warning", "events without a ts field; skipped")                    \
+  X(missing_duration, "info", "complete events without dur; read as 0")                    \
+  X(negative_duration, "warning", "complete events with dur < 0; read as 0")               \
+  X(non_object_event, "warning", "traceEvents entries that are not objects; skipped")      \
+  X(bad_field, "warning",                                                                  \
+    "known fields of the wrong type or out of range; event skipped (recover=True)")        \
+  X(truncated_file, "error",                                                               \
+    "the file ends inside the traceEvents array; complete events kept (recover=True)")     \
+  X(truncated_tail_bytes, "error",                                                         \
+    "bytes after the last complete event of a truncated file (recover=True)")              \
+  X(counter_non_numeric, "info", "counter (ph C) arguments that are not numbers; skipped") \
+  X(flow_unbound, "info", "flow endpoints whose event was not found")                      \
+  X(gpu_event_unlinked, "info", "GPU events with no launch found by correlation or flow")  \
+  X(duplicate_correlation, "warning",                                                      \
+    "launches sharing a correlation id with an earlier launch; the first wins")            \
+  X(speculative_split_retry, "info",                                                       \
+    "files re-read with the exact event splitter after a fast split failed")
 
 enum class Stat : uint8_t {
 #define HTA_STAT_ENUM(name, sev, desc) name,
   HTA_STATS(HTA_STAT_ENUM)
 #undef HTA_STAT_ENUM
-  kCount
+      kCount
 };
 constexpr size_t kNumStats = static_cast<size_t>(Stat::kCount);
 

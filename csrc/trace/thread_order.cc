@@ -83,7 +83,8 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   // Sort the runs, largest first, spread over the threads.
   std::vector<uint32_t> by_size(counts.size());
   for (uint32_t g = 0; g < by_size.size(); ++g) by_size[g] = g;
-  std::sort(by_size.begin(), by_size.end(), [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
+  std::sort(by_size.begin(), by_size.end(),
+            [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
   std::atomic<size_t> next{0};
   auto worker = [&] {
     std::vector<SortKey> keys;

@@ -22,7 +22,8 @@ struct TraceColumns {
   StringPool strings;
   LoadStats stats;
 
-  template <class F> void for_each_table(F&& f) {
+  template <class F>
+  void for_each_table(F&& f) {
     f("events", events);
     f("kernel_args", kernel_args);
     f("op_args", op_args);
@@ -53,7 +54,7 @@ struct TraceColumns {
 struct ColumnDecl {
   const char* table;
   const char* name;
-  const char* type;      // Arrow name of the value type
+  const char* type;  // Arrow name of the value type
   ColumnSpec spec;
   bool floating;         // a float column: its sentinel is NaN
   int64_t int_sentinel;  // else missing<T>() of its type (-1; 255 for uint8)

@@ -9,29 +9,51 @@ report read it).
 The package names its modules, not their functions: several functions are named like their
 module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
 the module of the same name."""
+
 from ..frame.result import Result  # noqa: F401  (its home is hta_fast.frame; kept for old imports)
 from ..frame.select import Selection  # noqa: F401
 from . import (
-               annotations,
-               collectives,
-               cupti_counters,
-               idle_time,
-               kernel_breakdown,
-               kernel_sequences,
-               launch_stats,
-               memory_bw,
-               memory_timeline,
-               op_kernels,
-               op_table,
-               overlap,
-               queue_length,
-               registry,
-               roofline,
-               steps,
-               stragglers,
-               temporal,
-               trace_diff,
+    annotations,
+    collectives,
+    cupti_counters,
+    idle_time,
+    kernel_breakdown,
+    kernel_sequences,
+    launch_stats,
+    memory_bw,
+    memory_timeline,
+    op_kernels,
+    op_table,
+    overlap,
+    queue_length,
+    registry,
+    roofline,
+    steps,
+    stragglers,
+    temporal,
+    trace_diff,
 )
 from .registry import ANALYSES
 
-__all__ = ["ANALYSES", "annotations", "collectives", "cupti_counters", "idle_time", "kernel_breakdown", "kernel_sequences", "launch_stats", "memory_bw", "memory_timeline", "op_kernels", "op_table", "overlap", "queue_length", "registry", "roofline", "steps", "stragglers", "temporal", "trace_diff"]
+__all__ = [
+    "ANALYSES",
+    "annotations",
+    "collectives",
+    "cupti_counters",
+    "idle_time",
+    "kernel_breakdown",
+    "kernel_sequences",
+    "launch_stats",
+    "memory_bw",
+    "memory_timeline",
+    "op_kernels",
+    "op_table",
+    "overlap",
+    "queue_length",
+    "registry",
+    "roofline",
+    "steps",
+    "stragglers",
+    "temporal",
+    "trace_diff",
+]

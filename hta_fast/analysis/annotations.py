@@ -6,6 +6,7 @@ draws them on the stream of the kernels they cover. They are not GPU work and no
 events. Under a Selection that drops the last profiler step they are kept when they start
 before that step's CPU start (they have no launch to follow).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,24 +26,28 @@ __all__ = ["kernels_with_user_annotations", "user_annotation_breakdown"]
 
 KIND_NAMES = np.array([k.name for k in EventKind], dtype=object)
 
-KERNEL_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("name", pa.string()),
-    pa.field("cat", pa.string()),
-    pa.field("kind", pa.string()),
-    pa.field("pid", pa.int64()),
-    pa.field("tid", pa.int64()),
-    pa.field("stream", pa.int32()),
-    pa.field("correlation", pa.int64()),
-    pa.field("ts", pa.int64(), metadata=NS),
-    pa.field("dur", pa.int64(), metadata=NS),
-    pa.field("annotation", pa.string()),
-])
-BREAKDOWN_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("name", pa.string()),
-    *duration_stats(),
-])
+KERNEL_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("cat", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("pid", pa.int64()),
+        pa.field("tid", pa.int64()),
+        pa.field("stream", pa.int32()),
+        pa.field("correlation", pa.int64()),
+        pa.field("ts", pa.int64(), metadata=NS),
+        pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("annotation", pa.string()),
+    ]
+)
+BREAKDOWN_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        *duration_stats(),
+    ]
+)
 
 
 def selected_rows(trace: Trace, sel: select.Selection, kind: EventKind) -> np.ndarray:
@@ -68,8 +73,9 @@ def _nesting_depth(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.arange(len(ts)) - np.searchsorted(ends, ts, side="right")
 
 
-def innermost_annotation(ann_ts: np.ndarray, ann_end: np.ndarray, k_ts: np.ndarray,
-                         k_end: np.ndarray) -> np.ndarray:
+def innermost_annotation(
+    ann_ts: np.ndarray, ann_end: np.ndarray, k_ts: np.ndarray, k_end: np.ndarray
+) -> np.ndarray:
     """Index into the annotations of one track of the innermost annotation overlapping
     each [k_ts, k_end) (-1: none). Overlap: a.ts < k_end and k_ts < a.end (a zero-length
     event overlaps an annotation that holds its start)."""
@@ -104,29 +110,44 @@ def _kernel_table(rank: int, trace: Trace, sel: select.Selection) -> pa.Table:
         for p, t in tracks:  # one pass per GPU track holding annotations
             a = ann[(pid[ann] == p) & (tid[ann] == t)]
             on = np.flatnonzero((pid[gpu] == p) & (tid[gpu] == t))
-            got = innermost_annotation(ts[a], ts[a] + dur[a], ts[gpu[on]],
-                                       ts[gpu[on]] + dur[gpu[on]])
+            got = innermost_annotation(
+                ts[a], ts[a] + dur[a], ts[gpu[on]], ts[gpu[on]] + dur[gpu[on]]
+            )
             hit = got >= 0
             which[on[hit]] = a[got[hit]]
     names = col("events", "name")
     strings = trace.strings.cast(pa.string())
-    ann_name = strings.take(pa.array(np.where(which >= 0, names[np.maximum(which, 0)], 0),
-                                     pa.int32(), mask=which < 0))
-    return pa.table([
-        np.full(len(gpu), rank, np.int64), strings.take(pa.array(names[gpu], pa.int32())),
-        strings.take(pa.array(col("events", "cat")[gpu], pa.int32())),
-        pa.array(KIND_NAMES[kinds[gpu]], pa.string()), pid[gpu], tid[gpu],
-        col("events", "stream")[gpu].astype(np.int32),
-        col("events", "correlation")[gpu].astype(np.int64), ts[gpu], dur[gpu], ann_name,
-    ], schema=KERNEL_SCHEMA)
+    ann_name = strings.take(
+        pa.array(np.where(which >= 0, names[np.maximum(which, 0)], 0), pa.int32(), mask=which < 0)
+    )
+    return pa.table(
+        [
+            np.full(len(gpu), rank, np.int64),
+            strings.take(pa.array(names[gpu], pa.int32())),
+            strings.take(pa.array(col("events", "cat")[gpu], pa.int32())),
+            pa.array(KIND_NAMES[kinds[gpu]], pa.string()),
+            pid[gpu],
+            tid[gpu],
+            col("events", "stream")[gpu].astype(np.int32),
+            col("events", "correlation")[gpu].astype(np.int64),
+            ts[gpu],
+            dur[gpu],
+            ann_name,
+        ],
+        schema=KERNEL_SCHEMA,
+    )
 
 
-def kernels_with_user_annotations(traces: Union[Trace, TraceSet], rank: Optional[int] = None,
-                                  *, ranks: Optional[Sequence[int]] = None,
-                                  steps: Optional[Sequence[int]] = None,
-                                  window: Optional[tuple[int, int]] = None,
-                                  streams: Optional[Sequence[int]] = None,
-                                  selection: Optional[select.Selection] = None) -> Result:
+def kernels_with_user_annotations(
+    traces: Union[Trace, TraceSet],
+    rank: Optional[int] = None,
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """One row per GPU work event (kernel, memcpy, memset), ordered by track and start,
     with `annotation`: the name of the innermost GPU annotation on its track (pid, tid)
     that overlaps it, null when none does. `rank` picks one rank (same as ranks=[rank])."""
@@ -138,12 +159,12 @@ def kernels_with_user_annotations(traces: Union[Trace, TraceSet], rank: Optional
     notes = []
     if table.num_rows and table.column("annotation").null_count == table.num_rows:
         notes.append("no GPU event runs under a GPU user annotation")
-    return Result("kernels_with_user_annotations", table, notes=notes,
-                  params=dict(selection=sel))
+    return Result("kernels_with_user_annotations", table, notes=notes, params=dict(selection=sel))
 
 
-def _fold(names: np.ndarray, sums: np.ndarray, num_kernels: int, duration_ratio: float,
-          allow: np.ndarray) -> np.ndarray:
+def _fold(
+    names: np.ndarray, sums: np.ndarray, num_kernels: int, duration_ratio: float, allow: np.ndarray
+) -> np.ndarray:
     """Which names (given in descending-sum order) fold into "others": only when there are
     more than num_kernels names, those past position num_kernels or once the names before
     them already hold duration_ratio of the total time; allow-listed names never fold."""
@@ -154,14 +175,19 @@ def _fold(names: np.ndarray, sums: np.ndarray, num_kernels: int, duration_ratio:
     return fold & ~allow
 
 
-def user_annotation_breakdown(traces: Union[Trace, TraceSet], *, use_gpu_annotation: bool = True,
-                              duration_ratio: float = 0.8, num_kernels: int = 1000,
-                              allowlist_patterns: Optional[Sequence[str]] = None,
-                              ranks: Optional[Sequence[int]] = None,
-                              steps: Optional[Sequence[int]] = None,
-                              window: Optional[tuple[int, int]] = None,
-                              streams: Optional[Sequence[int]] = None,
-                              selection: Optional[select.Selection] = None) -> Result:
+def user_annotation_breakdown(
+    traces: Union[Trace, TraceSet],
+    *,
+    use_gpu_annotation: bool = True,
+    duration_ratio: float = 0.8,
+    num_kernels: int = 1000,
+    allowlist_patterns: Optional[Sequence[str]] = None,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per rank and annotation name: count, sum, max, min, mean, stddev (sample, 0 for one
     occurrence) of the annotations' durations (ns), GPU-side annotations by default, CPU
     ones with use_gpu_annotation=False. Nested annotations each count in full.
@@ -183,20 +209,30 @@ def user_annotation_breakdown(traces: Union[Trace, TraceSet], *, use_gpu_annotat
         sums = np.bincount(inv, weights=dur, minlength=len(uniq))
         names = np.array(trace.strings.take(pa.array(uniq, pa.int32())).to_pylist(), object)
         order = np.argsort(-sums, kind="stable")
-        allow = np.array([any(p in n for p in allowlist_patterns or ()) for n in names[order]],
-                         bool)
+        allow = np.array(
+            [any(p in n for p in allowlist_patterns or ()) for n in names[order]], bool
+        )
         fold_sorted = _fold(names[order], sums[order], num_kernels, duration_ratio, allow)
         label = names.copy()
         label[order[fold_sorted]] = "others"
         labels, linv = np.unique(label[inv].astype(str), return_inverse=True)
         parts.append(_stats(rank, labels, linv, dur))
     table = (pa.concat_tables(parts) if parts else BREAKDOWN_SCHEMA.empty_table()).sort_by(
-        [("rank", "ascending"), ("name", "ascending")])
+        [("rank", "ascending"), ("name", "ascending")]
+    )
     notes = [] if table.num_rows else [f"no {kind.name} event on the selected ranks"]
-    return Result("user_annotation_breakdown", table, notes=notes,
-                  params=dict(use_gpu_annotation=use_gpu_annotation,
-                              duration_ratio=duration_ratio, num_kernels=num_kernels,
-                              allowlist_patterns=allowlist_patterns, selection=sel))
+    return Result(
+        "user_annotation_breakdown",
+        table,
+        notes=notes,
+        params=dict(
+            use_gpu_annotation=use_gpu_annotation,
+            duration_ratio=duration_ratio,
+            num_kernels=num_kernels,
+            allowlist_patterns=allowlist_patterns,
+            selection=sel,
+        ),
+    )
 
 
 def _stats(rank: int, labels: np.ndarray, inv: np.ndarray, dur: np.ndarray) -> pa.Table:
@@ -211,6 +247,16 @@ def _stats(rank: int, labels: np.ndarray, inv: np.ndarray, dur: np.ndarray) -> p
     starts = np.r_[0, np.cumsum(count)[:-1]]
     dmax = np.maximum.reduceat(dur[order], starts) if len(dur) else np.zeros(0, np.int64)
     dmin = np.minimum.reduceat(dur[order], starts) if len(dur) else np.zeros(0, np.int64)
-    return pa.table([np.full(n, rank, np.int64), pa.array(labels.tolist(), pa.string()),
-                     count.astype(np.int64), np.rint(total).astype(np.int64), dmax, dmin, mean,
-                     std], schema=BREAKDOWN_SCHEMA)
+    return pa.table(
+        [
+            np.full(n, rank, np.int64),
+            pa.array(labels.tolist(), pa.string()),
+            count.astype(np.int64),
+            np.rint(total).astype(np.int64),
+            dmax,
+            dmin,
+            mean,
+            std,
+        ],
+        schema=BREAKDOWN_SCHEMA,
+    )

@@ -14,6 +14,7 @@ the rest of each rank's duration as waiting. Bandwidths are nccl-tests': algorit
 = bytes / time moving data, bus bandwidth = algorithm bandwidth x factor(collective, n)
 (bytes and factor: hta_fast.costs.collectives, which every consumer of collective sizes calls).
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
@@ -31,19 +32,20 @@ __all__ = ["collectives", "late_arrivals", "step_spread", "clock_offsets"]
 GBPS = {"unit": "GB/s"}
 
 
-def _pick(summaries: dict[int, RankSummary], ranks: Optional[Sequence[int]]
-          ) -> dict[int, RankSummary]:
+def _pick(
+    summaries: dict[int, RankSummary], ranks: Optional[Sequence[int]]
+) -> dict[int, RankSummary]:
     if ranks is None:
         return summaries
     wanted = set(int(r) for r in ranks)
     return {r: s for r, s in summaries.items() if r in wanted}
 
 
-def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence[int]]
-                     ) -> pa.Table:
-    parts = [s.collectives.append_column("rank", pa.array(np.full(s.collectives.num_rows, r,
-                                                                  np.int64)))
-             for r, s in summaries.items()]
+def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence[int]]) -> pa.Table:
+    parts = [
+        s.collectives.append_column("rank", pa.array(np.full(s.collectives.num_rows, r, np.int64)))
+        for r, s in summaries.items()
+    ]
     if not parts:
         return COLLECTIVES_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
     table = pa.concat_tables(parts)
@@ -60,15 +62,20 @@ def _group_by(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return first, code.reshape(-1)
 
 
-def _matched(traces: Any, ranks: Optional[Sequence[int]], steps: Optional[Sequence[int]]
-             ) -> tuple[pa.Table, dict[str, np.ndarray], int]:
+def _matched(
+    traces: Any, ranks: Optional[Sequence[int]], steps: Optional[Sequence[int]]
+) -> tuple[pa.Table, dict[str, np.ndarray], int]:
     """Every rank's collectives with the code of its matched collective, and per-match
     reductions: first/last start, the last rank, shortest duration..."""
     summaries = _pick(summaries_of(traces), ranks)
     table = _all_collectives(summaries, steps)
-    group_names, group_code = np.unique(np.asarray(table["group"].to_pylist(), dtype=object)
-                                        .astype(str), return_inverse=True) \
-        if table.num_rows else (np.array([], str), np.zeros(0, np.int64))
+    group_names, group_code = (
+        np.unique(
+            np.asarray(table["group"].to_pylist(), dtype=object).astype(str), return_inverse=True
+        )
+        if table.num_rows
+        else (np.array([], str), np.zeros(0, np.int64))
+    )
     group_code = np.asarray(group_code, np.int64).reshape(-1)
     index = table["index"].to_numpy()
     first, code = _group_by([group_code, index])
@@ -90,18 +97,26 @@ def _matched(traces: Any, ranks: Optional[Sequence[int]], steps: Optional[Sequen
     order = np.lexsort((rank, -ts, code))
     head = np.searchsorted(code[order], np.arange(m))
     last_row = order[head]
-    second = np.where(n_ranks > 1, ts[order[np.minimum(head + 1, len(order) - 1)]],
-                      last_start)
-    red = {"first": first, "code": code, "first_start": first_start, "last_start": last_start,
-           "min_dur": min_dur, "max_dur": max_dur, "n_ranks": n_ranks,
-           "last_rank": rank[last_row] if m else np.zeros(0, np.int64),
-           "late_by": last_start - second, "group_names": group_names,
-           "group_code": group_code}
+    second = np.where(n_ranks > 1, ts[order[np.minimum(head + 1, len(order) - 1)]], last_start)
+    red = {
+        "first": first,
+        "code": code,
+        "first_start": first_start,
+        "last_start": last_start,
+        "min_dur": min_dur,
+        "max_dur": max_dur,
+        "n_ranks": n_ranks,
+        "last_rank": rank[last_row] if m else np.zeros(0, np.int64),
+        "late_by": last_start - second,
+        "group_names": group_names,
+        "group_code": group_code,
+    }
     return table, red, len(summaries)
 
 
-def collectives(traces: Any, *, ranks: Optional[Sequence[int]] = None,
-                steps: Optional[Sequence[int]] = None) -> Result:
+def collectives(
+    traces: Any, *, ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None
+) -> Result:
     """Collectives matched across ranks.
 
     Main table, one row per matched collective (group, index): collective, ranks (how many
@@ -115,8 +130,10 @@ def collectives(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     count, bytes, data_time, wait_time, busbw_gbps = total bytes-weighted).
     """
     table, red, n_sel = _matched(traces, ranks, steps)
-    params: dict[str, Any] = {"ranks": None if ranks is None else list(ranks),
-                              "steps": None if steps is None else list(steps)}
+    params: dict[str, Any] = {
+        "ranks": None if ranks is None else list(ranks),
+        "steps": None if steps is None else list(steps),
+    }
     first, code = red["first"], red["code"]
     m = len(first)
     dur = np.maximum(table["dur"].to_numpy(), 0)
@@ -124,10 +141,20 @@ def collectives(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     mean_wait = np.bincount(code, wait, minlength=m) / np.maximum(red["n_ranks"], 1)
     coll = np.asarray(table["collective"].to_pylist(), dtype=object)[first] if m else []
     group_size = table["group_size"].to_numpy(zero_copy_only=False)[first] if m else []
-    nbytes = table["bytes"].to_numpy(zero_copy_only=False).astype(np.float64)[first] \
-        if m else np.zeros(0)
-    n = np.where(np.isnan(np.asarray(group_size, np.float64)), red["n_ranks"],
-                 np.asarray(group_size, np.float64)).astype(np.int64) if m else np.zeros(0, np.int64)
+    nbytes = (
+        table["bytes"].to_numpy(zero_copy_only=False).astype(np.float64)[first]
+        if m
+        else np.zeros(0)
+    )
+    n = (
+        np.where(
+            np.isnan(np.asarray(group_size, np.float64)),
+            red["n_ranks"],
+            np.asarray(group_size, np.float64),
+        ).astype(np.int64)
+        if m
+        else np.zeros(0, np.int64)
+    )
     factor = np.array([bus_factor(c, int(k)) for c, k in zip(coll, n)], np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         algbw = np.where(red["min_dur"] > 0, nbytes / red["min_dur"], np.nan)  # B/ns = GB/s
@@ -136,60 +163,100 @@ def collectives(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     kinds = np.asarray(table["collective"].to_pylist(), dtype=object)
     if m and (kinds != np.asarray(coll, dtype=object)[code]).any():
         bad = int(len(np.unique(code[kinds != np.asarray(coll, dtype=object)[code]])))
-        notes.append(f"{bad} matched collective(s) are of different kinds on different "
-                     "ranks: a rank skipped or added a collective in that group")
+        notes.append(
+            f"{bad} matched collective(s) are of different kinds on different "
+            "ranks: a rank skipped or added a collective in that group"
+        )
     partial = int((red["n_ranks"] < n_sel).sum()) if m else 0
     if partial:
-        notes.append(f"{partial} collective(s) ran on fewer than the {n_sel} selected ranks "
-                     "(process groups smaller than the world, or a rank missing)")
+        notes.append(
+            f"{partial} collective(s) ran on fewer than the {n_sel} selected ranks "
+            "(process groups smaller than the world, or a rank missing)"
+        )
     if m and np.isnan(nbytes).any():
-        notes.append(f"{int(np.isnan(nbytes).sum())} collective(s) have no size (no "
-                     "collective arguments in the trace): no bandwidth for them")
+        notes.append(
+            f"{int(np.isnan(nbytes).sum())} collective(s) have no size (no "
+            "collective arguments in the trace): no bandwidth for them"
+        )
     if not m:
         notes.append("no communication kernels")
-    main = pa.table({
-        "group": pa.array(red["group_names"][red["group_code"][first]].tolist() if m else [],
-                          pa.string()),
-        "index": pa.array(table["index"].to_numpy()[first] if m else [], pa.int64()),
-        "collective": pa.array(list(coll), pa.string()),
-        "ranks": pa.array(red["n_ranks"], pa.int64()),
-        "group_size": pa.array(n, pa.int64()),
-        "bytes": pa.array(nbytes, pa.int64(), from_pandas=True),
-        "dtype": table["dtype"].take(pa.array(first, pa.int64())) if m else pa.array([], pa.string()),
-        "first_start": pa.array(red["first_start"], pa.int64()),
-        "last_start": pa.array(red["last_start"], pa.int64()),
-        "arrival_skew": pa.array(red["last_start"] - red["first_start"], pa.int64()),
-        "last_rank": pa.array(red["last_rank"], pa.int64()),
-        "late_by": pa.array(red["late_by"], pa.int64()),
-        "data_time": pa.array(red["min_dur"], pa.int64()),
-        "max_dur": pa.array(red["max_dur"], pa.int64()),
-        "mean_wait": pa.array(mean_wait, pa.float64()),
-        "algbw_gbps": pa.array(algbw, pa.float64(), from_pandas=True),
-        "busbw_gbps": pa.array(busbw, pa.float64(), from_pandas=True),
-    })
-    main = main.sort_by([("first_start", "ascending"), ("group", "ascending"),
-                         ("index", "ascending")])
-    main = _units(main, ("first_start", "last_start", "arrival_skew", "late_by", "data_time",
-                         "max_dur", "mean_wait"), GBPS_COLUMNS)
-    per_rank = _units(pa.table({
-        "rank": table["rank"], "group": table["group"], "index": table["index"],
-        "collective": table["collective"], "step": table["step"], "ts": table["ts"],
-        "dur": table["dur"],
-        "arrival_delay": pa.array(table["ts"].to_numpy() - red["first_start"][code]
-                                  if m else [], pa.int64()),
-        "wait": pa.array(wait, pa.int64()),
-    }), ("ts", "dur", "arrival_delay", "wait"), ())
-    return Result("collectives", main, tables={"per_rank": per_rank,
-                                               "by_type": _by_type(main)},
-                  notes=notes, params=params)
+    main = pa.table(
+        {
+            "group": pa.array(
+                red["group_names"][red["group_code"][first]].tolist() if m else [], pa.string()
+            ),
+            "index": pa.array(table["index"].to_numpy()[first] if m else [], pa.int64()),
+            "collective": pa.array(list(coll), pa.string()),
+            "ranks": pa.array(red["n_ranks"], pa.int64()),
+            "group_size": pa.array(n, pa.int64()),
+            "bytes": pa.array(nbytes, pa.int64(), from_pandas=True),
+            "dtype": table["dtype"].take(pa.array(first, pa.int64()))
+            if m
+            else pa.array([], pa.string()),
+            "first_start": pa.array(red["first_start"], pa.int64()),
+            "last_start": pa.array(red["last_start"], pa.int64()),
+            "arrival_skew": pa.array(red["last_start"] - red["first_start"], pa.int64()),
+            "last_rank": pa.array(red["last_rank"], pa.int64()),
+            "late_by": pa.array(red["late_by"], pa.int64()),
+            "data_time": pa.array(red["min_dur"], pa.int64()),
+            "max_dur": pa.array(red["max_dur"], pa.int64()),
+            "mean_wait": pa.array(mean_wait, pa.float64()),
+            "algbw_gbps": pa.array(algbw, pa.float64(), from_pandas=True),
+            "busbw_gbps": pa.array(busbw, pa.float64(), from_pandas=True),
+        }
+    )
+    main = main.sort_by(
+        [("first_start", "ascending"), ("group", "ascending"), ("index", "ascending")]
+    )
+    main = _units(
+        main,
+        (
+            "first_start",
+            "last_start",
+            "arrival_skew",
+            "late_by",
+            "data_time",
+            "max_dur",
+            "mean_wait",
+        ),
+        GBPS_COLUMNS,
+    )
+    per_rank = _units(
+        pa.table(
+            {
+                "rank": table["rank"],
+                "group": table["group"],
+                "index": table["index"],
+                "collective": table["collective"],
+                "step": table["step"],
+                "ts": table["ts"],
+                "dur": table["dur"],
+                "arrival_delay": pa.array(
+                    table["ts"].to_numpy() - red["first_start"][code] if m else [], pa.int64()
+                ),
+                "wait": pa.array(wait, pa.int64()),
+            }
+        ),
+        ("ts", "dur", "arrival_delay", "wait"),
+        (),
+    )
+    return Result(
+        "collectives",
+        main,
+        tables={"per_rank": per_rank, "by_type": _by_type(main)},
+        notes=notes,
+        params=params,
+    )
 
 
 GBPS_COLUMNS = ("algbw_gbps", "busbw_gbps")
 
 
 def _units(table: pa.Table, ns: Sequence[str], gbps: Sequence[str]) -> pa.Table:
-    fields = [f.with_metadata(NS) if f.name in ns else
-              f.with_metadata(GBPS) if f.name in gbps else f for f in table.schema]
+    fields = [
+        f.with_metadata(NS) if f.name in ns else f.with_metadata(GBPS) if f.name in gbps else f
+        for f in table.schema
+    ]
     return table.cast(pa.schema(fields))
 
 
@@ -208,23 +275,40 @@ def _by_type(main: pa.Table) -> pa.Table:
     eff_bytes = np.where(np.isnan(eff_bytes), 0.0, eff_bytes)
     sized_time = np.bincount(code, np.where(has, data, 0.0), minlength=k)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bw = np.where(sized_time > 0, np.bincount(code, eff_bytes, minlength=k) / sized_time,
-                      np.nan)
-    return _units(pa.table({
-        "collective": pa.array(names.tolist(), pa.string()),
-        "count": pa.array(np.bincount(code, minlength=k), pa.int64()),
-        "bytes": pa.array(np.where(np.bincount(code, has, minlength=k) > 0,
-                                   np.bincount(code, np.where(has, nbytes, 0.0), minlength=k),
-                                   np.nan), pa.int64(), from_pandas=True),
-        "data_time": pa.array(np.bincount(code, data, minlength=k).astype(np.int64), pa.int64()),
-        "wait_time": pa.array(np.bincount(code, main["mean_wait"].to_numpy(), minlength=k),
-                              pa.float64()),
-        "busbw_gbps": pa.array(bw, pa.float64(), from_pandas=True),
-    }), ("data_time", "wait_time"), ("busbw_gbps",))
+        bw = np.where(
+            sized_time > 0, np.bincount(code, eff_bytes, minlength=k) / sized_time, np.nan
+        )
+    return _units(
+        pa.table(
+            {
+                "collective": pa.array(names.tolist(), pa.string()),
+                "count": pa.array(np.bincount(code, minlength=k), pa.int64()),
+                "bytes": pa.array(
+                    np.where(
+                        np.bincount(code, has, minlength=k) > 0,
+                        np.bincount(code, np.where(has, nbytes, 0.0), minlength=k),
+                        np.nan,
+                    ),
+                    pa.int64(),
+                    from_pandas=True,
+                ),
+                "data_time": pa.array(
+                    np.bincount(code, data, minlength=k).astype(np.int64), pa.int64()
+                ),
+                "wait_time": pa.array(
+                    np.bincount(code, main["mean_wait"].to_numpy(), minlength=k), pa.float64()
+                ),
+                "busbw_gbps": pa.array(bw, pa.float64(), from_pandas=True),
+            }
+        ),
+        ("data_time", "wait_time"),
+        ("busbw_gbps",),
+    )
 
 
-def late_arrivals(traces: Any, *, ranks: Optional[Sequence[int]] = None,
-                  steps: Optional[Sequence[int]] = None) -> Result:
+def late_arrivals(
+    traces: Any, *, ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None
+) -> Result:
     """Which rank arrives last at each collective, how often, by how much.
 
     One row per rank, most often last first: collectives (matched collectives it ran on
@@ -234,8 +318,10 @@ def late_arrivals(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     `params["latest"]` is the rank most often last (None without shared collectives).
     """
     table, red, _ = _matched(traces, ranks, steps)
-    params: dict[str, Any] = {"ranks": None if ranks is None else list(ranks),
-                              "steps": None if steps is None else list(steps)}
+    params: dict[str, Any] = {
+        "ranks": None if ranks is None else list(ranks),
+        "steps": None if steps is None else list(steps),
+    }
     shared = red["n_ranks"] > 1
     code = red["code"]
     rank = table["rank"].to_numpy()
@@ -254,39 +340,55 @@ def late_arrivals(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(participated > 0, times_last / np.maximum(participated, 1), 0.0)
         mean = np.where(times_last > 0, total / np.maximum(times_last, 1), 0.0)
-    out = _units(pa.table({
-        "rank": pa.array(rank_keys, pa.int64()),
-        "collectives": pa.array(participated, pa.int64()),
-        "times_last": pa.array(times_last, pa.int64()),
-        "share_last": pa.array(share, pa.float64()),
-        "total_late_by": pa.array(np.rint(total).astype(np.int64), pa.int64()),
-        "mean_late_by": pa.array(mean, pa.float64()),
-        "max_late_by": pa.array(max_late, pa.int64()),
-        "total_skew": pa.array(np.bincount(pos, skew.astype(np.float64), minlength=r)
-                               .astype(np.int64), pa.int64()),
-    }), ("total_late_by", "mean_late_by", "max_late_by", "total_skew"), ())
-    out = out.sort_by([("times_last", "descending"), ("total_late_by", "descending"),
-                       ("rank", "ascending")])
+    out = _units(
+        pa.table(
+            {
+                "rank": pa.array(rank_keys, pa.int64()),
+                "collectives": pa.array(participated, pa.int64()),
+                "times_last": pa.array(times_last, pa.int64()),
+                "share_last": pa.array(share, pa.float64()),
+                "total_late_by": pa.array(np.rint(total).astype(np.int64), pa.int64()),
+                "mean_late_by": pa.array(mean, pa.float64()),
+                "max_late_by": pa.array(max_late, pa.int64()),
+                "total_skew": pa.array(
+                    np.bincount(pos, skew.astype(np.float64), minlength=r).astype(np.int64),
+                    pa.int64(),
+                ),
+            }
+        ),
+        ("total_late_by", "mean_late_by", "max_late_by", "total_skew"),
+        (),
+    )
+    out = out.sort_by(
+        [("times_last", "descending"), ("total_late_by", "descending"), ("rank", "ascending")]
+    )
     notes = [] if r else ["no collective ran on two or more of the selected ranks"]
     params["latest"] = int(out["rank"][0].as_py()) if r and times_last.max() > 0 else None
     return Result("late_arrivals", out, notes=notes, params=params)
 
 
-def step_spread(traces: Any, *, ranks: Optional[Sequence[int]] = None,
-                steps: Optional[Sequence[int]] = None) -> Result:
+def step_spread(
+    traces: Any, *, ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None
+) -> Result:
     """Per-step time per rank and its spread across ranks.
 
     Main table, one row per step: ranks, min_dur, max_dur, mean_dur, spread (max - min),
     spread_pct (spread / mean), slowest_rank, fastest_rank. Side table "per_rank": rank,
     step, ts, dur, behind (dur - the step's fastest rank's)."""
     summaries = _pick(summaries_of(traces), ranks)
-    parts = [s.steps.append_column("rank", pa.array(np.full(s.steps.num_rows, r, np.int64)))
-             for r, s in summaries.items()]
-    table = pa.concat_tables(parts) if parts else \
-        STEPS_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
+    parts = [
+        s.steps.append_column("rank", pa.array(np.full(s.steps.num_rows, r, np.int64)))
+        for r, s in summaries.items()
+    ]
+    table = (
+        pa.concat_tables(parts)
+        if parts
+        else STEPS_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
+    )
     if steps is not None:
-        table = table.filter(pa.array(np.isin(table["step"].to_numpy(),
-                                              np.asarray(list(steps), np.int64))))
+        table = table.filter(
+            pa.array(np.isin(table["step"].to_numpy(), np.asarray(list(steps), np.int64)))
+        )
     step = table["step"].to_numpy()
     dur = table["dur"].to_numpy()
     rank = table["rank"].to_numpy()
@@ -304,25 +406,47 @@ def step_spread(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     heads = np.searchsorted(code[slow], np.arange(k))
     with np.errstate(divide="ignore", invalid="ignore"):
         pct = np.where(mean > 0, 100.0 * (hi - lo) / mean, np.nan)
-    main = _units(pa.table({
-        "step": pa.array(keys, pa.int64()),
-        "ranks": pa.array(cnt, pa.int64()),
-        "min_dur": pa.array(lo, pa.int64()), "max_dur": pa.array(hi, pa.int64()),
-        "mean_dur": pa.array(mean, pa.float64()),
-        "spread": pa.array(hi - lo, pa.int64()),
-        "spread_pct": pa.array(pct, pa.float64(), from_pandas=True),
-        "slowest_rank": pa.array(rank[slow[heads]] if k else [], pa.int64()),
-        "fastest_rank": pa.array(rank[fast[heads]] if k else [], pa.int64()),
-    }), ("min_dur", "max_dur", "mean_dur", "spread"), ())
-    per_rank = _units(pa.table({
-        "rank": pa.array(rank, pa.int64()), "step": pa.array(step, pa.int64()),
-        "ts": table["ts"], "dur": table["dur"],
-        "behind": pa.array(dur - lo[code] if k else [], pa.int64()),
-    }), ("ts", "dur", "behind"), ()).sort_by([("step", "ascending"), ("rank", "ascending")])
+    main = _units(
+        pa.table(
+            {
+                "step": pa.array(keys, pa.int64()),
+                "ranks": pa.array(cnt, pa.int64()),
+                "min_dur": pa.array(lo, pa.int64()),
+                "max_dur": pa.array(hi, pa.int64()),
+                "mean_dur": pa.array(mean, pa.float64()),
+                "spread": pa.array(hi - lo, pa.int64()),
+                "spread_pct": pa.array(pct, pa.float64(), from_pandas=True),
+                "slowest_rank": pa.array(rank[slow[heads]] if k else [], pa.int64()),
+                "fastest_rank": pa.array(rank[fast[heads]] if k else [], pa.int64()),
+            }
+        ),
+        ("min_dur", "max_dur", "mean_dur", "spread"),
+        (),
+    )
+    per_rank = _units(
+        pa.table(
+            {
+                "rank": pa.array(rank, pa.int64()),
+                "step": pa.array(step, pa.int64()),
+                "ts": table["ts"],
+                "dur": table["dur"],
+                "behind": pa.array(dur - lo[code] if k else [], pa.int64()),
+            }
+        ),
+        ("ts", "dur", "behind"),
+        (),
+    ).sort_by([("step", "ascending"), ("rank", "ascending")])
     notes = [] if k else ["no profiler steps on the selected ranks"]
-    return Result("step_spread", main, tables={"per_rank": per_rank}, notes=notes,
-                  params={"ranks": None if ranks is None else list(ranks),
-                          "steps": None if steps is None else list(steps)})
+    return Result(
+        "step_spread",
+        main,
+        tables={"per_rank": per_rank},
+        notes=notes,
+        params={
+            "ranks": None if ranks is None else list(ranks),
+            "steps": None if steps is None else list(steps),
+        },
+    )
 
 
 def _medians(key: np.ndarray, value: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -334,8 +458,9 @@ def _medians(key: np.ndarray, value: np.ndarray, counts: np.ndarray) -> np.ndarr
     return (v[start + (counts - 1) // 2] + v[start + counts // 2]) / 2
 
 
-def clock_offsets(traces: Any, *, ranks: Optional[Sequence[int]] = None,
-                  steps: Optional[Sequence[int]] = None) -> Result:
+def clock_offsets(
+    traces: Any, *, ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None
+) -> Result:
     """Rank-to-rank clock offsets, from the ends of collectives.
 
     A collective ends at about the same moment on every rank (no rank can finish before
@@ -356,12 +481,24 @@ def clock_offsets(traces: Any, *, ranks: Optional[Sequence[int]] = None,
     delta = end - median[code] if len(code) else np.zeros(0)
     rank_keys, per_rank = np.unique(rank, return_counts=True)
     offsets = _medians(rank, delta, per_rank)
-    out = _units(pa.table({
-        "rank": pa.array(rank_keys, pa.int64()),
-        "offset_ns": pa.array(offsets, pa.float64()),
-        "collectives": pa.array(per_rank, pa.int64()),
-    }), ("offset_ns",), ())
+    out = _units(
+        pa.table(
+            {
+                "rank": pa.array(rank_keys, pa.int64()),
+                "offset_ns": pa.array(offsets, pa.float64()),
+                "collectives": pa.array(per_rank, pa.int64()),
+            }
+        ),
+        ("offset_ns",),
+        (),
+    )
     notes = [] if len(rank_keys) else ["no collective ran on two or more of the selected ranks"]
-    return Result("clock_offsets", out, notes=notes,
-                  params={"ranks": None if ranks is None else list(ranks),
-                          "steps": None if steps is None else list(steps)})
+    return Result(
+        "clock_offsets",
+        out,
+        notes=notes,
+        params={
+            "ranks": None if ranks is None else list(ranks),
+            "steps": None if steps is None else list(steps),
+        },
+    )

@@ -7,6 +7,7 @@ correlation id, so they are paired with the kernel launches by order: the k-th r
 start) belongs to the k-th kernel launch (by start) of the rank. The operators are the
 CPU ops enclosing that launch on its thread, outermost first.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -42,6 +43,7 @@ def _read_events(path: str) -> list:
             data = f.read()
     elif path.endswith(".zst"):
         import zstandard  # optional: only for zstd traces with CUPTI counters
+
         with open(path, "rb") as f:
             data = zstandard.ZstdDecompressor().stream_reader(f).read()
     else:
@@ -57,11 +59,16 @@ def counter_args(trace: Trace, rows: np.ndarray) -> tuple[dict[str, np.ndarray],
     path = trace.meta.path
     if not path:
         return {}, "counter values need the trace file (this trace was loaded from bytes)"
-    events = [e for e in _read_events(path)
-              if isinstance(e, dict) and e.get("cat") == RANGE_CATEGORY and e.get("ph") == "X"]
+    events = [
+        e
+        for e in _read_events(path)
+        if isinstance(e, dict) and e.get("cat") == RANGE_CATEGORY and e.get("ph") == "X"
+    ]
     if len(events) != len(rows):
-        return {}, (f"{len(events)} {RANGE_CATEGORY} events in the file but {len(rows)} loaded: "
-                    "counter values left out")
+        return {}, (
+            f"{len(events)} {RANGE_CATEGORY} events in the file but {len(rows)} loaded: "
+            "counter values left out"
+        )
     # Pair file events with loaded rows by start time (both stable).
     file_ts = np.array([float(e.get("ts", 0)) for e in events]) * 1000.0
     order_f = np.argsort(file_ts, kind="stable")
@@ -100,8 +107,9 @@ def _stacks(trace: Trace, launches: np.ndarray) -> tuple[pa.Array, pa.Array, pa.
         cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
     n = len(launches)
     if not levels:
-        empty = pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)),
-                                         pa.array([], pa.string()))
+        empty = pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string())
+        )
         nulls = pa.nulls(n, pa.string())
         return empty, nulls, nulls
     m = np.stack(levels[::-1], axis=1)  # (n, depth), outermost first
@@ -116,16 +124,28 @@ def _stacks(trace: Trace, launches: np.ndarray) -> tuple[pa.Array, pa.Array, pa.
     has = counts > 0
     first = np.where(has, offsets[:-1], 0)
     last = np.where(has, offsets[1:] - 1, 0)
-    top = pc.if_else(pa.array(has), names.take(pa.array(first)) if len(names) else
-                     pa.nulls(n, pa.string()), pa.scalar(None, pa.string()))
-    bottom = pc.if_else(pa.array(has), names.take(pa.array(last)) if len(names) else
-                        pa.nulls(n, pa.string()), pa.scalar(None, pa.string()))
+    top = pc.if_else(
+        pa.array(has),
+        names.take(pa.array(first)) if len(names) else pa.nulls(n, pa.string()),
+        pa.scalar(None, pa.string()),
+    )
+    bottom = pc.if_else(
+        pa.array(has),
+        names.take(pa.array(last)) if len(names) else pa.nulls(n, pa.string()),
+        pa.scalar(None, pa.string()),
+    )
     return stacks, top, bottom
 
 
-def cupti_counters(traces: Union[Trace, TraceSet], *,
-                   ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                   streams: Streams = None, selection: Optional[Selection] = None) -> Result:
+def cupti_counters(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[Selection] = None,
+) -> Result:
     """One row per profiled kernel range: rank, ts, dur (ns), name (the kernel), pid, tid,
     launch_ts
     (start of its launch), op_stack (list of CPU op names enclosing the launch, outermost
@@ -149,15 +169,18 @@ def cupti_counters(traces: Union[Trace, TraceSet], *,
             notes.append(f"rank {rank}: {problem}")
         keep = np.ones(len(ts), bool) if mask is None else mask
         launch_ids = _ids(trace, pc.match_substring_regex(strings, LAUNCH_PATTERN))
-        launches = np.flatnonzero((trace.column("events", "kind") == EventKind.runtime)
-                                  & np.isin(name, launch_ids))
+        launches = np.flatnonzero(
+            (trace.column("events", "kind") == EventKind.runtime) & np.isin(name, launch_ids)
+        )
         r_order = all_ranges[np.argsort(ts[all_ranges], kind="stable")]
         l_order = launches[np.argsort(ts[launches], kind="stable")]
         if len(r_order) == len(l_order):
             paired = l_order
         else:
-            notes.append(f"rank {rank}: {len(r_order)} counter ranges but {len(l_order)} "
-                         "kernel launches: operators left out")
+            notes.append(
+                f"rank {rank}: {len(r_order)} counter ranges but {len(l_order)} "
+                "kernel launches: operators left out"
+            )
             paired = np.full(len(r_order), -1, np.int64)
         # Rows kept by the selection, in start order.
         sel_pos = np.flatnonzero(keep[r_order])
@@ -173,8 +196,11 @@ def cupti_counters(traces: Union[Trace, TraceSet], *,
             "name": names.cast(pa.string()),
             "pid": pa.array(trace.column("events", "pid")[rows]),
             "tid": pa.array(trace.column("events", "tid")[rows]),
-            "launch_ts": pa.array(np.where(launch >= 0, ts[np.maximum(launch, 0)], 0),
-                                  mask=launch < 0, type=pa.int64()),
+            "launch_ts": pa.array(
+                np.where(launch >= 0, ts[np.maximum(launch, 0)], 0),
+                mask=launch < 0,
+                type=pa.int64(),
+            ),
             "op_stack": stacks,
             "top_level_op": top,
             "bottom_level_op": bottom,
@@ -183,17 +209,26 @@ def cupti_counters(traces: Union[Trace, TraceSet], *,
             cols[k] = _counter_array(v[pos_in_all])
         parts.append(pa.table(cols))
     if not parts:
-        table = pa.table({"rank": pa.array([], pa.int64()), "ts": pa.array([], pa.int64()),
-                          "dur": pa.array([], pa.int64()), "name": pa.array([], pa.string()),
-                          "pid": pa.array([], pa.int64()), "tid": pa.array([], pa.int64()),
-                          "launch_ts": pa.array([], pa.int64()),
-                          "op_stack": pa.array([], pa.list_(pa.string())),
-                          "top_level_op": pa.array([], pa.string()),
-                          "bottom_level_op": pa.array([], pa.string())})
-        notes.append(f"no {RANGE_CATEGORY} events: the trace was not recorded in CUPTI "
-                     "range-profiler mode")
+        table = pa.table(
+            {
+                "rank": pa.array([], pa.int64()),
+                "ts": pa.array([], pa.int64()),
+                "dur": pa.array([], pa.int64()),
+                "name": pa.array([], pa.string()),
+                "pid": pa.array([], pa.int64()),
+                "tid": pa.array([], pa.int64()),
+                "launch_ts": pa.array([], pa.int64()),
+                "op_stack": pa.array([], pa.list_(pa.string())),
+                "top_level_op": pa.array([], pa.string()),
+                "bottom_level_op": pa.array([], pa.string()),
+            }
+        )
+        notes.append(
+            f"no {RANGE_CATEGORY} events: the trace was not recorded in CUPTI range-profiler mode"
+        )
     else:
         table = pa.concat_tables(parts, promote_options="permissive")
-    fields = [f.with_metadata(NS) if f.name in ("ts", "dur", "launch_ts") else f
-              for f in table.schema]
+    fields = [
+        f.with_metadata(NS) if f.name in ("ts", "dur", "launch_ts") else f for f in table.schema
+    ]
     return Result("cupti_counters", table.cast(pa.schema(fields)), notes=notes)

@@ -13,6 +13,7 @@ interval is classed by the event that ends it:
 
 The first event of a stream ends no interval.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -34,26 +35,33 @@ __all__ = ["idle_time_breakdown"]
 CATEGORIES = ("host_wait", "kernel_wait", "other")
 HOST_WAIT, KERNEL_WAIT, OTHER = range(3)
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("stream", pa.int32()),
-    pa.field("idle_category", pa.string()),
-    pa.field("idle_time", pa.int64(), metadata=NS),
-    pa.field("idle_time_ratio", pa.float64()),
-    pa.field("intervals", pa.int64()),
-])
-STATS_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("stream", pa.int32()),
-    pa.field("idle_category", pa.string()),
-    pa.field("count", pa.int64()),
-    *[pa.field(n, pa.float64(), metadata=NS)
-      for n in ("mean", "std", "min", "p25", "p50", "p75", "max")],
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("stream", pa.int32()),
+        pa.field("idle_category", pa.string()),
+        pa.field("idle_time", pa.int64(), metadata=NS),
+        pa.field("idle_time_ratio", pa.float64()),
+        pa.field("intervals", pa.int64()),
+    ]
+)
+STATS_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("stream", pa.int32()),
+        pa.field("idle_category", pa.string()),
+        pa.field("count", pa.int64()),
+        *[
+            pa.field(n, pa.float64(), metadata=NS)
+            for n in ("mean", "std", "min", "p25", "p50", "p75", "max")
+        ],
+    ]
+)
 
 
-def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def stream_idle_intervals(
+    starts: np.ndarray, ends: np.ndarray, stream: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Idle intervals of every stream: (stream, gap start, gap length, row ending it).
 
     Rows are indexes into the inputs. An event starting exactly at the latest end yields a
@@ -64,10 +72,17 @@ def stream_idle_intervals(starts: np.ndarray, ends: np.ndarray, stream: np.ndarr
     return g.group, g.starts, g.ends - g.starts, g.next_index
 
 
-def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_delay: int = 30_000,
-                        interval_stats: bool = False,
-                        ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                        streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
+def idle_time_breakdown(
+    traces: Union[Trace, TraceSet],
+    *,
+    consecutive_kernel_delay: int = 30_000,
+    interval_stats: bool = False,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per (rank, stream, idle_category): idle_time (int64 ns), idle_time_ratio (its share
     of the stream's idle time; null when the stream is never idle) and the number of
     intervals. consecutive_kernel_delay is in ns. Streams come in order of their first
@@ -93,14 +108,18 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
         gstream, gstart, glen, nxt = stream_idle_intervals(w.starts, w.ends, w.stream)
         # The launch of the event that ends each interval.
         partner = trace.column("events", "partner")[w.rows[nxt]]
-        launch_ts = np.where(partner >= 0, trace.column("events", "ts")[np.maximum(partner, 0)],
-                             np.iinfo(np.int64).min)
+        launch_ts = np.where(
+            partner >= 0,
+            trace.column("events", "ts")[np.maximum(partner, 0)],
+            np.iinfo(np.int64).min,
+        )
         cat = np.where(launch_ts > gstart, HOST_WAIT, np.where(glen < delay, KERNEL_WAIT, OTHER))
 
         uniq, order = _streams(trace, w, mask)
         if sel.streams is not None:  # the order asked for
-            order = np.array([s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())],
-                             uniq.dtype)
+            order = np.array(
+                [s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())], uniq.dtype
+            )
         # Per (stream, category): total length and count of intervals, in one pass.
         slot = np.searchsorted(uniq, gstream) * 3 + cat
         size = 3 * len(uniq)
@@ -108,7 +127,7 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
         counts = np.bincount(slot, minlength=size)
         for s in order.tolist():
             k = int(np.searchsorted(uniq, s)) * 3
-            whole = int(totals[k:k + 3].sum())
+            whole = int(totals[k : k + 3].sum())
             for c, name in enumerate(CATEGORIES):
                 out["rank"].append(rank)
                 out["stream"].append(s)
@@ -122,18 +141,28 @@ def idle_time_breakdown(traces: Union[Trace, TraceSet], *, consecutive_kernel_de
     tables = {}
     if interval_stats:
         tables["interval_stats"] = pa.table(
-            {f.name: pa.array(stats[f.name], f.type) for f in STATS_SCHEMA}, schema=STATS_SCHEMA)
-    return Result("idle_time_breakdown", table, tables=tables, notes=notes,
-                  params={"consecutive_kernel_delay": delay, "interval_stats": interval_stats,
-                          "selection": sel})
+            {f.name: pa.array(stats[f.name], f.type) for f in STATS_SCHEMA}, schema=STATS_SCHEMA
+        )
+    return Result(
+        "idle_time_breakdown",
+        table,
+        tables=tables,
+        notes=notes,
+        params={
+            "consecutive_kernel_delay": delay,
+            "interval_stats": interval_stats,
+            "selection": sel,
+        },
+    )
 
 
-def _streams(trace: Trace, w: GpuWork, mask: Optional[np.ndarray]
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _streams(trace: Trace, w: GpuWork, mask: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The streams of this GPU work: ascending, and in order of their first event."""
+
     def compute() -> tuple[np.ndarray, np.ndarray]:
         uniq, first = np.unique(w.stream, return_index=True)
         return uniq, uniq[np.argsort(first, kind="stable")]
+
     return derived.remember_under(trace, "gpu_work_streams", mask, compute)
 
 

@@ -15,6 +15,7 @@ are those of all their events.
 Side table "distribution", per (type, kernel name): how the kernel's total time varies
 across ranks (number of ranks running it, min, max, mean of the per-rank totals).
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Union
@@ -38,30 +39,36 @@ TYPE_NAMES = ("COMPUTATION", "COMMUNICATION", "MEMORY")
 _TYPE_CLASSES = (KernelClass.COMP, KernelClass.COMM, KernelClass.MEM)
 OTHERS = "others"
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("kernel_type", pa.string()),
-    pa.field("time", pa.int64(), metadata=NS),
-    pa.field("percentage", pa.float64(), metadata=PCT),
-])
-KERNELS_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("kernel_type", pa.string()),
-    pa.field("name", pa.string()),
-    *duration_stats(),
-])
-DISTRIBUTION_SCHEMA = pa.schema([
-    pa.field("kernel_type", pa.string()),
-    pa.field("name", pa.string()),
-    pa.field("ranks", pa.int64()),
-    pa.field("min", pa.int64(), metadata=NS),
-    pa.field("max", pa.int64(), metadata=NS),
-    pa.field("mean", pa.float64(), metadata=NS),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("kernel_type", pa.string()),
+        pa.field("time", pa.int64(), metadata=NS),
+        pa.field("percentage", pa.float64(), metadata=PCT),
+    ]
+)
+KERNELS_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("kernel_type", pa.string()),
+        pa.field("name", pa.string()),
+        *duration_stats(),
+    ]
+)
+DISTRIBUTION_SCHEMA = pa.schema(
+    [
+        pa.field("kernel_type", pa.string()),
+        pa.field("name", pa.string()),
+        pa.field("ranks", pa.int64()),
+        pa.field("min", pa.int64(), metadata=NS),
+        pa.field("max", pa.int64(), metadata=NS),
+        pa.field("mean", pa.float64(), metadata=NS),
+    ]
+)
 
 
 def type_label(mask: int, n_types: int) -> str:
-    """"COMPUTATION overlapping MEMORY" for the set bits of mask (bit i: TYPE_NAMES[i])."""
+    """ "COMPUTATION overlapping MEMORY" for the set bits of mask (bit i: TYPE_NAMES[i])."""
     return " overlapping ".join(TYPE_NAMES[i] for i in range(n_types) if mask >> i & 1)
 
 
@@ -95,10 +102,18 @@ def kept_names(sums: np.ndarray, duration_ratio: float, num_kernels: int) -> np.
     return (np.arange(n) < num_kernels) & (before < duration_ratio * sums.sum())
 
 
-def kernel_breakdown(traces: Union[Trace, TraceSet], *, duration_ratio: float = 0.8,
-                     num_kernels: int = 10, include_memory_kernels: bool = True,
-                     ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                     streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
+def kernel_breakdown(
+    traces: Union[Trace, TraceSet],
+    *,
+    duration_ratio: float = 0.8,
+    num_kernels: int = 10,
+    include_memory_kernels: bool = True,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per rank: time per exact set of running kernel types and its percentage of the
     rank's GPU busy time (types COMPUTATION, COMMUNICATION, and MEMORY unless
     include_memory_kernels=False); side tables "kernels" and "distribution" (see the
@@ -147,25 +162,56 @@ def kernel_breakdown(traces: Union[Trace, TraceSet], *, duration_ratio: float = 
             full.extend((TYPE_NAMES[i], label[j], rank, int(total[j])) for j in order)
             keep = kept_names(total[order], duration_ratio, num_kernels)
             for j in order[keep]:
-                _add_kernel(kern, rank, TYPE_NAMES[i], label[j], count[j], total[j], vmax[j],
-                            vmin[j], mean[j], std[j])
+                _add_kernel(
+                    kern,
+                    rank,
+                    TYPE_NAMES[i],
+                    label[j],
+                    count[j],
+                    total[j],
+                    vmax[j],
+                    vmin[j],
+                    mean[j],
+                    std[j],
+                )
             if not keep.all():
                 folded = np.isin(names[sel_i], ids[order[~keep]])
-                _, c, t, mx, mn, me, sd = group_stats(np.zeros(int(folded.sum()), np.int64),
-                                                      dur[sel_i][folded])
-                _add_kernel(kern, rank, TYPE_NAMES[i], OTHERS, c[0], t[0], mx[0], mn[0], me[0],
-                            sd[0])
+                _, c, t, mx, mn, me, sd = group_stats(
+                    np.zeros(int(folded.sum()), np.int64), dur[sel_i][folded]
+                )
+                _add_kernel(
+                    kern, rank, TYPE_NAMES[i], OTHERS, c[0], t[0], mx[0], mn[0], me[0], sd[0]
+                )
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
-    kernels = pa.table({f.name: pa.array(kern[f.name], f.type) for f in KERNELS_SCHEMA},
-                       schema=KERNELS_SCHEMA)
-    return Result("kernel_breakdown", table,
-                  tables={"kernels": kernels, "distribution": _distribution(full)}, notes=notes,
-                  params={"duration_ratio": duration_ratio, "num_kernels": num_kernels,
-                          "include_memory_kernels": include_memory_kernels, "selection": sel})
+    kernels = pa.table(
+        {f.name: pa.array(kern[f.name], f.type) for f in KERNELS_SCHEMA}, schema=KERNELS_SCHEMA
+    )
+    return Result(
+        "kernel_breakdown",
+        table,
+        tables={"kernels": kernels, "distribution": _distribution(full)},
+        notes=notes,
+        params={
+            "duration_ratio": duration_ratio,
+            "num_kernels": num_kernels,
+            "include_memory_kernels": include_memory_kernels,
+            "selection": sel,
+        },
+    )
 
 
-def _add_kernel(kern: dict, rank: int, kernel_type: str, name: str, count: Any, total: Any,
-                vmax: Any, vmin: Any, mean: Any, std: Any) -> None:
+def _add_kernel(
+    kern: dict,
+    rank: int,
+    kernel_type: str,
+    name: str,
+    count: Any,
+    total: Any,
+    vmax: Any,
+    vmin: Any,
+    mean: Any,
+    std: Any,
+) -> None:
     kern["rank"].append(rank)
     kern["kernel_type"].append(kernel_type)
     kern["name"].append(name)
@@ -181,11 +227,25 @@ def _distribution(full: list) -> pa.Table:
     """Per (type, name): spread of the per-rank total time across the ranks that run it."""
     if not full:
         return DISTRIBUTION_SCHEMA.empty_table()
-    t = pa.table({"kernel_type": [r[0] for r in full], "name": [r[1] for r in full],
-                  "sum": pa.array([r[3] for r in full], pa.int64())})
+    t = pa.table(
+        {
+            "kernel_type": [r[0] for r in full],
+            "name": [r[1] for r in full],
+            "sum": pa.array([r[3] for r in full], pa.int64()),
+        }
+    )
     g = t.group_by(["kernel_type", "name"], use_threads=False).aggregate(
-        [("sum", "count"), ("sum", "min"), ("sum", "max"), ("sum", "mean")])
+        [("sum", "count"), ("sum", "min"), ("sum", "max"), ("sum", "mean")]
+    )
     g = g.sort_by([("kernel_type", "ascending"), ("sum_max", "descending"), ("name", "ascending")])
-    return pa.table({"kernel_type": g["kernel_type"], "name": g["name"],
-                     "ranks": g["sum_count"].cast(pa.int64()), "min": g["sum_min"],
-                     "max": g["sum_max"], "mean": g["sum_mean"]}, schema=DISTRIBUTION_SCHEMA)
+    return pa.table(
+        {
+            "kernel_type": g["kernel_type"],
+            "name": g["name"],
+            "ranks": g["sum_count"].cast(pa.int64()),
+            "min": g["sum_min"],
+            "max": g["sum_max"],
+            "mean": g["sum_mean"],
+        },
+        schema=DISTRIBUTION_SCHEMA,
+    )

@@ -9,6 +9,7 @@ names, joined with "|". Roots with fewer than `min_pattern_len` GPU events are l
 Per pattern: how many roots have it, the total GPU time of their GPU events and the total
 duration of the roots themselves.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,22 +33,26 @@ from .op_kernels import enclosing, joined_names
 __all__ = ["kernel_sequences"]
 
 SEPARATOR = "|"
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("pattern", pa.string()),
-    pa.field("count", pa.int64()),
-    pa.field("gpu_kernel_duration", pa.int64(), metadata=NS),
-    pa.field("cpu_op_duration", pa.int64(), metadata=NS),
-])
-OCCURRENCE_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("pattern", pa.string()),
-    pa.field("root", pa.int64()),
-    pa.field("ts", pa.int64(), metadata=NS),
-    pa.field("dur", pa.int64(), metadata=NS),
-    pa.field("num_kernels", pa.int64()),
-    pa.field("kernel_dur_sum", pa.int64(), metadata=NS),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("pattern", pa.string()),
+        pa.field("count", pa.int64()),
+        pa.field("gpu_kernel_duration", pa.int64(), metadata=NS),
+        pa.field("cpu_op_duration", pa.int64(), metadata=NS),
+    ]
+)
+OCCURRENCE_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("pattern", pa.string()),
+        pa.field("root", pa.int64()),
+        pa.field("ts", pa.int64(), metadata=NS),
+        pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("num_kernels", pa.int64()),
+        pa.field("kernel_dur_sum", pa.int64(), metadata=NS),
+    ]
+)
 
 
 def _candidates(trace: Trace, operator_name: str, exact: bool) -> np.ndarray:
@@ -63,8 +68,14 @@ def _candidates(trace: Trace, operator_name: str, exact: bool) -> np.ndarray:
     return ok
 
 
-def _occurrences(rank: int, trace: Trace, mask: Optional[np.ndarray], operator_name: str,
-                 exact: bool, min_pattern_len: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+def _occurrences(
+    rank: int,
+    trace: Trace,
+    mask: Optional[np.ndarray],
+    operator_name: str,
+    exact: bool,
+    min_pattern_len: int,
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """(occurrence table, GPU rows, their root) for one rank."""
     is_cand = _candidates(trace, operator_name, exact)
     cand = np.flatnonzero(is_cand)
@@ -85,26 +96,42 @@ def _occurrences(rank: int, trace: Trace, mask: Optional[np.ndarray], operator_n
     long_enough = np.repeat(enough, counts)
     gpu, root = gpu[long_enough], root[long_enough]
     roots, counts = roots[enough], counts[enough]
-    first = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)[:len(counts)]
+    first = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)[: len(counts)]
     offsets = np.r_[first, len(gpu)]
     kernels = joined_names(trace, offsets, gpu, SEPARATOR)
     root_names = trace.strings.take(pa.array(col("events", "name")[roots], pa.int32()))
     pattern = pc.binary_join_element_wise(root_names.cast(pa.string()), kernels, SEPARATOR)
     kdur = np.add.reduceat(dur[gpu], first) if len(first) else np.zeros(0, np.int64)
-    table = pa.table([np.full(len(roots), rank, np.int64), pattern, roots, ts[roots],
-                      dur[roots], counts.astype(np.int64), kdur.astype(np.int64)],
-                     schema=OCCURRENCE_SCHEMA)
+    table = pa.table(
+        [
+            np.full(len(roots), rank, np.int64),
+            pattern,
+            roots,
+            ts[roots],
+            dur[roots],
+            counts.astype(np.int64),
+            kdur.astype(np.int64),
+        ],
+        schema=OCCURRENCE_SCHEMA,
+    )
     return table, gpu, root
 
 
-def kernel_sequences(traces: Union[Trace, TraceSet], operator_name: str, *,
-                     min_pattern_len: int = 3, top_k: int = 5, exact: bool = True,
-                     output_dir: Optional[str] = None, compress_other_kernels: bool = True,
-                     ranks: Optional[Sequence[int]] = None,
-                     steps: Optional[Sequence[int]] = None,
-                     window: Optional[tuple[int, int]] = None,
-                     streams: Optional[Sequence[int]] = None,
-                     selection: Optional[select.Selection] = None) -> Result:
+def kernel_sequences(
+    traces: Union[Trace, TraceSet],
+    operator_name: str,
+    *,
+    min_pattern_len: int = 3,
+    top_k: int = 5,
+    exact: bool = True,
+    output_dir: Optional[str] = None,
+    compress_other_kernels: bool = True,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per rank and pattern: count, gpu_kernel_duration, cpu_op_duration (ns), sorted by
     rank, count descending, pattern. Side table "occurrences": one row per root.
 
@@ -121,25 +148,47 @@ def kernel_sequences(traces: Union[Trace, TraceSet], operator_name: str, *,
         occ, gpu, root = _occurrences(rank, trace, mask, operator_name, exact, min_pattern_len)
         parts.append(occ)
         if output_dir is not None and occ.num_rows:
-            written.append(_write_overlay(trace, occ, gpu, root, top_k, output_dir,
-                                          compress_other_kernels))
+            written.append(
+                _write_overlay(trace, occ, gpu, root, top_k, output_dir, compress_other_kernels)
+            )
     occ = pa.concat_tables(parts) if parts else OCCURRENCE_SCHEMA.empty_table()
     table = _patterns(occ)
-    notes = [] if table.num_rows else [
-        f"no '{operator_name}' operator with at least {min_pattern_len} GPU events"]
-    return Result("kernel_sequences", table, tables={"occurrences": occ}, notes=notes,
-                  params=dict(operator_name=operator_name, min_pattern_len=min_pattern_len,
-                              top_k=top_k, exact=exact, selection=sel, written=written))
+    notes = (
+        []
+        if table.num_rows
+        else [f"no '{operator_name}' operator with at least {min_pattern_len} GPU events"]
+    )
+    return Result(
+        "kernel_sequences",
+        table,
+        tables={"occurrences": occ},
+        notes=notes,
+        params=dict(
+            operator_name=operator_name,
+            min_pattern_len=min_pattern_len,
+            top_k=top_k,
+            exact=exact,
+            selection=sel,
+            written=written,
+        ),
+    )
 
 
 def _patterns(occ: pa.Table) -> pa.Table:
     g = occ.group_by(["rank", "pattern"], use_threads=False).aggregate(
-        [("root", "count"), ("kernel_dur_sum", "sum"), ("dur", "sum")])
-    table = pa.table([g["rank"], g["pattern"], g["root_count"].cast(pa.int64()),
-                      g["kernel_dur_sum_sum"].cast(pa.int64()), g["dur_sum"].cast(pa.int64())],
-                     schema=SCHEMA)
-    return table.sort_by([("rank", "ascending"), ("count", "descending"),
-                          ("pattern", "ascending")])
+        [("root", "count"), ("kernel_dur_sum", "sum"), ("dur", "sum")]
+    )
+    table = pa.table(
+        [
+            g["rank"],
+            g["pattern"],
+            g["root_count"].cast(pa.int64()),
+            g["kernel_dur_sum_sum"].cast(pa.int64()),
+            g["dur_sum"].cast(pa.int64()),
+        ],
+        schema=SCHEMA,
+    )
+    return table.sort_by([("rank", "ascending"), ("count", "descending"), ("pattern", "ascending")])
 
 
 class _Number(float):
@@ -164,15 +213,25 @@ def _ns(ts: Any) -> int:
     return int(ts) * 1000 if isinstance(ts, int) else int(round(ts * 1000))
 
 
-def _write_overlay(trace: Trace, occ: pa.Table, gpu: np.ndarray, root: np.ndarray, top_k: int,
-                   output_dir: str, compress_other_kernels: bool) -> str:
+def _write_overlay(
+    trace: Trace,
+    occ: pa.Table,
+    gpu: np.ndarray,
+    root: np.ndarray,
+    top_k: int,
+    output_dir: str,
+    compress_other_kernels: bool,
+) -> str:
     """Write the annotated copy of one rank's trace file; returns its path."""
     if trace.meta.path is None:
         raise ValueError("the trace was not loaded from a file: nothing to annotate")
     top = _patterns(occ).slice(0, top_k)
     counts = dict(zip(top.column("pattern").to_pylist(), top.column("count").to_pylist()))
-    root_pattern = {r: p for r, p in zip(occ.column("root").to_pylist(),
-                                         occ.column("pattern").to_pylist()) if p in counts}
+    root_pattern = {
+        r: p
+        for r, p in zip(occ.column("root").to_pylist(), occ.column("pattern").to_pylist())
+        if p in counts
+    }
     # rows in a top pattern: each root, every CPU event nested in it, and its GPU events
     col = trace.column
     is_root = np.zeros(len(col("events", "ts")), bool)
@@ -180,8 +239,11 @@ def _write_overlay(trace: Trace, occ: pa.Table, gpu: np.ndarray, root: np.ndarra
     cpu_rows = np.flatnonzero(col("events", "parent") >= 0)
     cpu_root = enclosing(trace, cpu_rows, is_root)
     marked = {}
-    for rows, roots in ((cpu_rows, cpu_root), (gpu, root),
-                        (np.array(list(root_pattern), np.int64),) * 2):
+    for rows, roots in (
+        (cpu_rows, cpu_root),
+        (gpu, root),
+        (np.array(list(root_pattern), np.int64),) * 2,
+    ):
         ok = np.isin(roots, list(root_pattern))
         for r, rt in zip(rows[ok].tolist(), roots[ok].tolist()):
             marked[r] = root_pattern[rt]

@@ -8,6 +8,7 @@ launch that queued several kernels gives one row per kernel.
 
     launch_delay = max(0, gpu start - (launch start + launch duration))
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -43,12 +44,16 @@ _COLUMNS = [
 SCHEMA = pa.schema(_COLUMNS)
 
 
-def launch_pairs(trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def launch_pairs(
+    trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """(launch rows, GPU rows) of every launch -> GPU work link kept by `mask`, ordered by
     launch start, then GPU start."""
-    launch, gpu = derived.remember(trace, ("launch_pairs", include_memory_events),
-                                   lambda: _all_launch_pairs(trace, include_memory_events))
+    launch, gpu = derived.remember(
+        trace,
+        ("launch_pairs", include_memory_events),
+        lambda: _all_launch_pairs(trace, include_memory_events),
+    )
     if mask is not None:
         ok = mask[gpu] & mask[launch]
         launch, gpu = launch[ok], gpu[ok]
@@ -67,8 +72,9 @@ def _all_launch_pairs(trace: Trace, include_memory_events: bool) -> tuple[np.nda
     return launch[order], gpu[order]
 
 
-def launch_timing(trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
-                  ) -> dict[str, np.ndarray]:
+def launch_timing(
+    trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
+) -> dict[str, np.ndarray]:
     """The numbers of every launch/GPU-event pair (see launch_pairs), as numpy columns:
     launch, gpu (rows), correlation, launch_ts, gpu_ts, cpu_duration, gpu_duration,
     launch_delay (ns)."""
@@ -76,34 +82,58 @@ def launch_timing(trace: Trace, mask: Optional[np.ndarray], include_memory_event
     col = trace.column
     ts, dur = col("events", "ts"), col("events", "dur")
     launch_ts, gpu_ts, cpu_dur = ts[launch], ts[gpu], dur[launch]
-    return dict(launch=launch, gpu=gpu,
-                correlation=col("events", "correlation")[gpu].astype(np.int64),
-                launch_ts=launch_ts, gpu_ts=gpu_ts, cpu_duration=cpu_dur, gpu_duration=dur[gpu],
-                launch_delay=np.maximum(gpu_ts - (launch_ts + cpu_dur), 0))
+    return dict(
+        launch=launch,
+        gpu=gpu,
+        correlation=col("events", "correlation")[gpu].astype(np.int64),
+        launch_ts=launch_ts,
+        gpu_ts=gpu_ts,
+        cpu_duration=cpu_dur,
+        gpu_duration=dur[gpu],
+        launch_delay=np.maximum(gpu_ts - (launch_ts + cpu_dur), 0),
+    )
 
 
-def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray],
-                include_memory_events: bool) -> pa.Table:
+def _rank_table(
+    rank: int, trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool
+) -> pa.Table:
     t = launch_timing(trace, mask, include_memory_events)
     launch, gpu = t["launch"], t["gpu"]
     col = trace.column
 
     def strings(name: str, rows: np.ndarray) -> pa.Array:  # dictionary-encoded, no copy of text
         return _arrow.column("events", name, col("events", name)[rows], trace.strings)
-    return pa.table([
-        np.full(len(gpu), rank, np.int64), t["correlation"],
-        strings("name", launch), strings("name", gpu), strings("kind", gpu),
-        col("events", "stream")[gpu].astype(np.int32),
-        t["launch_ts"], t["gpu_ts"], t["cpu_duration"], t["gpu_duration"], t["launch_delay"],
-    ], schema=SCHEMA)
+
+    return pa.table(
+        [
+            np.full(len(gpu), rank, np.int64),
+            t["correlation"],
+            strings("name", launch),
+            strings("name", gpu),
+            strings("kind", gpu),
+            col("events", "stream")[gpu].astype(np.int32),
+            t["launch_ts"],
+            t["gpu_ts"],
+            t["cpu_duration"],
+            t["gpu_duration"],
+            t["launch_delay"],
+        ],
+        schema=SCHEMA,
+    )
 
 
-def launch_stats(traces: Union[Trace, TraceSet], *, runtime_cutoff: int = 50_000,
-                 launch_delay_cutoff: int = 100_000, include_memory_events: bool = True,
-                 ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
-                 window: Optional[tuple[int, int]] = None,
-                 streams: Optional[Sequence[int]] = None,
-                 selection: Optional[select.Selection] = None) -> Result:
+def launch_stats(
+    traces: Union[Trace, TraceSet],
+    *,
+    runtime_cutoff: int = 50_000,
+    launch_delay_cutoff: int = 100_000,
+    include_memory_events: bool = True,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per launch/GPU-event pair: correlation, launch and GPU names, stream, starts,
     cpu_duration (the launch call), gpu_duration, launch_delay (all ns).
 
@@ -112,8 +142,10 @@ def launch_stats(traces: Union[Trace, TraceSet], *, runtime_cutoff: int = 50_000
     launch_delay_cutoff    side table "long_delay": pairs whose launch_delay > this (ns)
     """
     sel = select.selection_of(selection, ranks, steps, window, streams)
-    parts = [_rank_table(rank, trace, mask, include_memory_events)
-             for rank, trace, mask in select.each_rank(traces, sel)]
+    parts = [
+        _rank_table(rank, trace, mask, include_memory_events)
+        for rank, trace, mask in select.each_rank(traces, sel)
+    ]
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
     notes = []
     if table.num_rows == 0:
@@ -121,9 +153,17 @@ def launch_stats(traces: Union[Trace, TraceSet], *, runtime_cutoff: int = 50_000
     cpu = table.column("cpu_duration").to_numpy()
     delay = table.column("launch_delay").to_numpy()
     return Result(
-        "launch_stats", table,
-        tables={"long_runtime": table.filter(pa.array(cpu > runtime_cutoff)),
-                "long_delay": table.filter(pa.array(delay > launch_delay_cutoff))},
+        "launch_stats",
+        table,
+        tables={
+            "long_runtime": table.filter(pa.array(cpu > runtime_cutoff)),
+            "long_delay": table.filter(pa.array(delay > launch_delay_cutoff)),
+        },
         notes=notes,
-        params=dict(runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
-                    include_memory_events=include_memory_events, selection=sel))
+        params=dict(
+            runtime_cutoff=runtime_cutoff,
+            launch_delay_cutoff=launch_delay_cutoff,
+            include_memory_events=include_memory_events,
+            selection=sel,
+        ),
+    )

@@ -7,6 +7,7 @@ The bandwidth is the trace's own "memory bandwidth (GB/s)" argument; where it is
 Bandwidths are summed as doubles, and a series is exactly 0 wherever no copy runs (decided
 by a fixed-point sum at 1e-9 GB/s, which cancels exactly), so no 1e-16 residues remain.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,7 +33,7 @@ FIXED = 1e9  # fixed-point steps per GB/s
 
 
 def copy_type(name: str, kind: int) -> str:
-    """"Memset", "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"...
+    """ "Memset", "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"...
     from the event's name; "Memcpy Unknown" for a copy whose name says nothing."""
     if kind == EventKind.memset or name.startswith("Memset"):
         return "Memset"
@@ -41,8 +42,9 @@ def copy_type(name: str, kind: int) -> str:
     return "Memcpy Unknown"
 
 
-def memory_rows(trace: Trace, mask: Optional[np.ndarray]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def memory_rows(
+    trace: Trace, mask: Optional[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of memcpy/memset events kept by mask, their copy types (strings, per row) and
     bandwidth in GB/s (NaN where neither the bandwidth nor the bytes are known)."""
     col = trace.column
@@ -53,10 +55,16 @@ def memory_rows(trace: Trace, mask: Optional[np.ndarray]
     rows = np.flatnonzero(m)
     names = col("events", "name")[rows]
     strings = trace.strings.to_numpy(zero_copy_only=False)
-    uniq, inv = np.unique(np.stack([names, kind[rows].astype(np.int64)]), axis=1,
-                          return_inverse=True)
-    types = np.array([copy_type(strings[n] if n >= 0 else "", k) for n, k in uniq.T],
-                     dtype=object)[inv.reshape(-1)] if len(rows) else np.array([], object)
+    uniq, inv = np.unique(
+        np.stack([names, kind[rows].astype(np.int64)]), axis=1, return_inverse=True
+    )
+    types = (
+        np.array([copy_type(strings[n] if n >= 0 else "", k) for n, k in uniq.T], dtype=object)[
+            inv.reshape(-1)
+        ]
+        if len(rows)
+        else np.array([], object)
+    )
     bw = np.full(len(rows), np.nan)
     ka_rows = col("kernel_args", "row")
     if len(ka_rows):
@@ -74,9 +82,15 @@ def memory_rows(trace: Trace, mask: Optional[np.ndarray]
     return rows, types, bw
 
 
-def memory_bandwidth(traces: Union[Trace, TraceSet], *,
-                     ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                     streams: Streams = None, selection: Optional[Selection] = None) -> Result:
+def memory_bandwidth(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[Selection] = None,
+) -> Result:
     """Bandwidth per (rank, copy type) over time.
 
     Main table: one row per change point: rank, name (copy type), pid (of the type's first
@@ -102,8 +116,10 @@ def memory_bandwidth(traces: Union[Trace, TraceSet], *,
             continue
         unknown = ~np.isfinite(bw)
         if unknown.any():
-            notes.append(f"rank {rank}: {int(unknown.sum())} of {len(rows)} memcpy/memset events "
-                         "carry neither a bandwidth nor a byte count; they are counted as 0 GB/s")
+            notes.append(
+                f"rank {rank}: {int(unknown.sum())} of {len(rows)} memcpy/memset events "
+                "carry neither a bandwidth nor a byte count; they are counted as 0 GB/s"
+            )
         ts = trace.column("events", "ts")[rows]
         end = ts + np.maximum(trace.column("events", "dur")[rows], 0)
         if sel.window is not None:
@@ -113,34 +129,56 @@ def memory_bandwidth(traces: Union[Trace, TraceSet], *,
         s, value = bandwidth_steps(code, ts, end, np.where(unknown, 0.0, bw))
         groups = np.arange(len(names))
         pid = _first_per_group(code, trace.column("events", "pid")[rows], groups)
-        series.append(pa.table({
-            "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
-            "name": pa.array(names[s.group].tolist(), pa.string()),
-            "pid": pa.array(pid[s.group]),
-            "ts": pa.array(s.ts),
-            "memory_bw_gbps": pa.array(value),
-        }, schema=SERIES_SCHEMA))
+        series.append(
+            pa.table(
+                {
+                    "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
+                    "name": pa.array(names[s.group].tolist(), pa.string()),
+                    "pid": pa.array(pid[s.group]),
+                    "ts": pa.array(s.ts),
+                    "memory_bw_gbps": pa.array(value),
+                },
+                schema=SERIES_SCHEMA,
+            )
+        )
         st = active_stats(s.group, s.ts, value)
-        summaries.append(pa.table({
-            "rank": pa.array(np.full(len(names), rank, np.int64)),
-            "name": pa.array(names.tolist(), pa.string()),
-            "active_time": pa.array(st.duration),
-            "mean": pa.array(st.mean), "min": pa.array(st.min),
-            "p25": pa.array(st.quantiles[:, 0]), "p50": pa.array(st.quantiles[:, 1]),
-            "p75": pa.array(st.quantiles[:, 2]), "max": pa.array(st.max),
-            "copies": pa.array(np.bincount(code, minlength=len(names)).astype(np.int64)),
-            "change_points": pa.array(np.bincount(s.group, minlength=len(names)).astype(np.int64)),
-        }, schema=SUMMARY_SCHEMA))
+        summaries.append(
+            pa.table(
+                {
+                    "rank": pa.array(np.full(len(names), rank, np.int64)),
+                    "name": pa.array(names.tolist(), pa.string()),
+                    "active_time": pa.array(st.duration),
+                    "mean": pa.array(st.mean),
+                    "min": pa.array(st.min),
+                    "p25": pa.array(st.quantiles[:, 0]),
+                    "p50": pa.array(st.quantiles[:, 1]),
+                    "p75": pa.array(st.quantiles[:, 2]),
+                    "max": pa.array(st.max),
+                    "copies": pa.array(np.bincount(code, minlength=len(names)).astype(np.int64)),
+                    "change_points": pa.array(
+                        np.bincount(s.group, minlength=len(names)).astype(np.int64)
+                    ),
+                },
+                schema=SUMMARY_SCHEMA,
+            )
+        )
     if not series:
         notes.append("no memcpy or memset events")
     table = pa.concat_tables(series) if series else SERIES_SCHEMA.empty_table()
-    return Result("memory_bandwidth", table, tables={
-        "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
-    }, notes=notes, params={"selection": sel})
+    return Result(
+        "memory_bandwidth",
+        table,
+        tables={
+            "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
+        },
+        notes=notes,
+        params={"selection": sel},
+    )
 
 
-def bandwidth_steps(group: np.ndarray, start: np.ndarray, end: np.ndarray, bw: np.ndarray
-                    ) -> tuple[ops.StepSeries, np.ndarray]:
+def bandwidth_steps(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, bw: np.ndarray
+) -> tuple[ops.StepSeries, np.ndarray]:
     """Step functions of summed bandwidth per group: (StepSeries, values) with values exactly
     0 where no copy of the group runs."""
     g2 = np.concatenate([group, group])
@@ -164,7 +202,11 @@ def active_stats(group: np.ndarray, ts: np.ndarray, value: np.ndarray) -> ops.We
     held = np.where(value > 0, held, 0)
     # A clock that runs only while the value is positive, restarting at 0 in each group.
     clock = np.cumsum(held) - held
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.array([], np.int64)
+    starts = (
+        np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        if len(group)
+        else np.array([], np.int64)
+    )
     base = np.repeat(clock[starts], np.diff(np.r_[starts, len(group)])) if len(group) else clock
     return ops.weighted_stats(group, clock - base, value, quantiles=QUANTILES)
 
@@ -175,15 +217,27 @@ def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) 
     return values[order][first]
 
 
-SERIES_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("name", pa.string()), pa.field("pid", pa.int64()),
-    pa.field("ts", pa.int64(), metadata=NS), pa.field("memory_bw_gbps", pa.float64(), metadata=GBPS),
-])
-SUMMARY_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("name", pa.string()),
-    pa.field("active_time", pa.int64(), metadata=NS),
-    pa.field("mean", pa.float64(), metadata=GBPS), pa.field("min", pa.float64(), metadata=GBPS),
-    pa.field("p25", pa.float64(), metadata=GBPS), pa.field("p50", pa.float64(), metadata=GBPS),
-    pa.field("p75", pa.float64(), metadata=GBPS), pa.field("max", pa.float64(), metadata=GBPS),
-    pa.field("copies", pa.int64()), pa.field("change_points", pa.int64()),
-])
+SERIES_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("pid", pa.int64()),
+        pa.field("ts", pa.int64(), metadata=NS),
+        pa.field("memory_bw_gbps", pa.float64(), metadata=GBPS),
+    ]
+)
+SUMMARY_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("active_time", pa.int64(), metadata=NS),
+        pa.field("mean", pa.float64(), metadata=GBPS),
+        pa.field("min", pa.float64(), metadata=GBPS),
+        pa.field("p25", pa.float64(), metadata=GBPS),
+        pa.field("p50", pa.float64(), metadata=GBPS),
+        pa.field("p75", pa.float64(), metadata=GBPS),
+        pa.field("max", pa.float64(), metadata=GBPS),
+        pa.field("copies", pa.int64()),
+        pa.field("change_points", pa.int64()),
+    ]
+)

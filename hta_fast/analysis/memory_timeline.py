@@ -7,6 +7,7 @@ tensors that existed before profiling have time -1. Those are placed at the firs
 timestamp. The result holds the bytes of every category after all entries of each
 distinct timestamp.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,8 +24,16 @@ from ..frame.result import Result
 __all__ = ["memory_timeline"]
 
 # Index order used by torch's memory profiler.
-CATEGORIES = ("Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient",
-              "Autograd", "Unknown")
+CATEGORIES = (
+    "Parameter",
+    "Optimizer state",
+    "Input",
+    "Temporary",
+    "Activation",
+    "Gradient",
+    "Autograd",
+    "Unknown",
+)
 COLUMNS = tuple(c.lower().replace(" ", "_") for c in CATEGORIES)
 BYTES = {"unit": "B"}
 
@@ -49,8 +58,9 @@ def raw_entries(source: Union[str, os.PathLike, bytes, Sequence]) -> np.ndarray:
     """The entries as an (n, 4) int64 array: time, action, bytes, category."""
     doc = _read(source)
     if not isinstance(doc, list):
-        raise ValueError("not a raw memory timeline: expected a JSON list of "
-                         "[time, action, bytes, category]")
+        raise ValueError(
+            "not a raw memory timeline: expected a JSON list of [time, action, bytes, category]"
+        )
     if not doc:
         return np.zeros((0, 4), np.int64)
     try:
@@ -58,8 +68,9 @@ def raw_entries(source: Union[str, os.PathLike, bytes, Sequence]) -> np.ndarray:
     except (ValueError, TypeError, OverflowError) as e:
         raise ValueError(f"not a raw memory timeline: {e}") from None
     if arr.ndim != 2 or arr.shape[1] != 4:
-        raise ValueError("not a raw memory timeline: entries must be "
-                         "[time, action, bytes, category]")
+        raise ValueError(
+            "not a raw memory timeline: entries must be [time, action, bytes, category]"
+        )
     return arr
 
 
@@ -80,8 +91,9 @@ def memory_timeline(source: Union[str, os.PathLike, bytes, Sequence]) -> Result:
     pre = t < 0
     if pre.any():
         t[pre] = first
-        notes.append(f"{int(pre.sum())} allocations made before profiling placed at the first "
-                     "timestamp")
+        notes.append(
+            f"{int(pre.sum())} allocations made before profiling placed at the first timestamp"
+        )
     order = np.argsort(t, kind="stable")
     t, nbytes, cat = t[order], nbytes[order], cat[order]
     delta = np.zeros((len(t), len(CATEGORIES)), np.int64)
@@ -92,14 +104,17 @@ def memory_timeline(source: Union[str, os.PathLike, bytes, Sequence]) -> Result:
     times, held = t[last], held[last]
     total = held.sum(axis=1)
     if (held < 0).any():
-        notes.append("some category goes below zero bytes: frees of memory allocated before "
-                     "the timeline began")
+        notes.append(
+            "some category goes below zero bytes: frees of memory allocated before "
+            "the timeline began"
+        )
     fields = [pa.field("time", pa.int64(), metadata=NS)]
     fields += [pa.field(c, pa.int64(), metadata=BYTES) for c in COLUMNS]
     fields.append(pa.field("total", pa.int64(), metadata=BYTES))
-    table = pa.Table.from_arrays([pa.array(times)] + [pa.array(held[:, i]) for i in
-                                                       range(len(COLUMNS))] + [pa.array(total)],
-                                 schema=pa.schema(fields))
+    table = pa.Table.from_arrays(
+        [pa.array(times)] + [pa.array(held[:, i]) for i in range(len(COLUMNS))] + [pa.array(total)],
+        schema=pa.schema(fields),
+    )
     if len(times):
         peak = held.max(axis=0)
         final = held[-1]
@@ -108,11 +123,23 @@ def memory_timeline(source: Union[str, os.PathLike, bytes, Sequence]) -> Result:
         peak = final = np.zeros(len(COLUMNS), np.int64)
         peak_time = None
     summary = pa.Table.from_arrays(
-        [pa.array(list(COLUMNS) + ["total"]),
-         pa.array(np.append(peak, total.max() if len(total) else 0)),
-         pa.array(np.append(final, total[-1] if len(total) else 0))],
-        schema=pa.schema([pa.field("category", pa.string()),
-                          pa.field("peak", pa.int64(), metadata=BYTES),
-                          pa.field("final", pa.int64(), metadata=BYTES)]))
-    return Result("memory_timeline", table, tables={"summary": summary}, notes=notes,
-                  params={"peak_time": peak_time, "entries": int(len(arr))})
+        [
+            pa.array(list(COLUMNS) + ["total"]),
+            pa.array(np.append(peak, total.max() if len(total) else 0)),
+            pa.array(np.append(final, total[-1] if len(total) else 0)),
+        ],
+        schema=pa.schema(
+            [
+                pa.field("category", pa.string()),
+                pa.field("peak", pa.int64(), metadata=BYTES),
+                pa.field("final", pa.int64(), metadata=BYTES),
+            ]
+        ),
+    )
+    return Result(
+        "memory_timeline",
+        table,
+        tables={"summary": summary},
+        notes=notes,
+        params={"peak_time": peak_time, "entries": int(len(arr))},
+    )

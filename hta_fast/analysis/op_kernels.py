@@ -14,6 +14,7 @@ kernels), joined with " -> ". The delays of an instance are those of its first l
 
 The main table groups instances by (operator name, kernel sequence).
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -34,25 +35,29 @@ __all__ = ["op_kernels"]
 
 SEPARATOR = " -> "
 
-INSTANCE_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("op_name", pa.string()),
-    pa.field("pid", pa.int64()),
-    pa.field("tid", pa.int64()),
-    pa.field("op_ts", pa.int64(), metadata=NS),
-    pa.field("kernel_sequence", pa.string()),
-    pa.field("num_kernels", pa.int64()),
-    pa.field("op_launch_delay", pa.int64(), metadata=NS),
-    pa.field("runtime_delay", pa.int64(), metadata=NS),
-])
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("op_name", pa.string()),
-    pa.field("kernel_sequence", pa.string()),
-    pa.field("occurrence_count", pa.int64()),
-    pa.field("avg_op_launch_delay", pa.float64(), metadata=NS),
-    pa.field("avg_runtime_delay", pa.float64(), metadata=NS),
-])
+INSTANCE_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("op_name", pa.string()),
+        pa.field("pid", pa.int64()),
+        pa.field("tid", pa.int64()),
+        pa.field("op_ts", pa.int64(), metadata=NS),
+        pa.field("kernel_sequence", pa.string()),
+        pa.field("num_kernels", pa.int64()),
+        pa.field("op_launch_delay", pa.int64(), metadata=NS),
+        pa.field("runtime_delay", pa.int64(), metadata=NS),
+    ]
+)
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("op_name", pa.string()),
+        pa.field("kernel_sequence", pa.string()),
+        pa.field("occurrence_count", pa.int64()),
+        pa.field("avg_op_launch_delay", pa.float64(), metadata=NS),
+        pa.field("avg_runtime_delay", pa.float64(), metadata=NS),
+    ]
+)
 
 
 def enclosing(trace: Trace, rows: np.ndarray, is_target: np.ndarray) -> np.ndarray:
@@ -105,34 +110,69 @@ def _instances(rank: int, trace: Trace, mask: Optional[np.ndarray], op_prefix: s
     ops, l0, g0 = op[first], launch[first], gpu[first]
     seq = joined_names(trace, offsets, gpu, SEPARATOR)
     op_names = trace.strings.take(pa.array(col("events", "name")[ops], pa.int32()))
-    table = pa.table([
-        np.full(len(ops), rank, np.int64), op_names.cast(pa.string()),
-        col("events", "pid")[ops], col("events", "tid")[ops], ts[ops], seq,
-        np.diff(offsets).astype(np.int64), ts[l0] - ts[ops], ts[g0] - ts[l0],
-    ], schema=INSTANCE_SCHEMA)
+    table = pa.table(
+        [
+            np.full(len(ops), rank, np.int64),
+            op_names.cast(pa.string()),
+            col("events", "pid")[ops],
+            col("events", "tid")[ops],
+            ts[ops],
+            seq,
+            np.diff(offsets).astype(np.int64),
+            ts[l0] - ts[ops],
+            ts[g0] - ts[l0],
+        ],
+        schema=INSTANCE_SCHEMA,
+    )
     return table.sort_by([("op_ts", "ascending"), ("tid", "ascending")])
 
 
-def op_kernels(traces: Union[Trace, TraceSet], *, op_prefix: str = "aten::",
-               ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
-               window: Optional[tuple[int, int]] = None,
-               streams: Optional[Sequence[int]] = None,
-               selection: Optional[select.Selection] = None) -> Result:
+def op_kernels(
+    traces: Union[Trace, TraceSet],
+    *,
+    op_prefix: str = "aten::",
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per rank, operator name and kernel sequence: occurrence_count, avg_op_launch_delay,
     avg_runtime_delay (ns), sorted by rank, occurrence_count descending, op_name,
     kernel_sequence. Side table "instances": one row per operator instance."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
-    parts = [_instances(rank, trace, mask, op_prefix)
-             for rank, trace, mask in select.each_rank(traces, sel)]
+    parts = [
+        _instances(rank, trace, mask, op_prefix)
+        for rank, trace, mask in select.each_rank(traces, sel)
+    ]
     inst = pa.concat_tables(parts) if parts else INSTANCE_SCHEMA.empty_table()
     grouped = inst.group_by(["rank", "op_name", "kernel_sequence"], use_threads=False).aggregate(
-        [("op_launch_delay", "count"), ("op_launch_delay", "mean"), ("runtime_delay", "mean")])
-    table = pa.table([
-        grouped["rank"], grouped["op_name"], grouped["kernel_sequence"],
-        grouped["op_launch_delay_count"].cast(pa.int64()),
-        grouped["op_launch_delay_mean"], grouped["runtime_delay_mean"]], schema=SCHEMA)
-    table = table.sort_by([("rank", "ascending"), ("occurrence_count", "descending"),
-                           ("op_name", "ascending"), ("kernel_sequence", "ascending")])
+        [("op_launch_delay", "count"), ("op_launch_delay", "mean"), ("runtime_delay", "mean")]
+    )
+    table = pa.table(
+        [
+            grouped["rank"],
+            grouped["op_name"],
+            grouped["kernel_sequence"],
+            grouped["op_launch_delay_count"].cast(pa.int64()),
+            grouped["op_launch_delay_mean"],
+            grouped["runtime_delay_mean"],
+        ],
+        schema=SCHEMA,
+    )
+    table = table.sort_by(
+        [
+            ("rank", "ascending"),
+            ("occurrence_count", "descending"),
+            ("op_name", "ascending"),
+            ("kernel_sequence", "ascending"),
+        ]
+    )
     notes = [] if inst.num_rows else [f"no kernel launch inside a '{op_prefix}*' operator"]
-    return Result("op_kernels", table, tables={"instances": inst}, notes=notes,
-                  params=dict(op_prefix=op_prefix, selection=sel))
+    return Result(
+        "op_kernels",
+        table,
+        tables={"instances": inst},
+        notes=notes,
+        params=dict(op_prefix=op_prefix, selection=sel),
+    )

@@ -12,6 +12,7 @@ of GPU events, and the count, sum, mean, median, min, max and population standar
 of the instances' GPU time (instances that launched nothing count as 0). The example is the
 instance at the (lower) median GPU time.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -35,22 +36,24 @@ __all__ = ["op_table"]
 
 SHAPE_COLUMNS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("name", pa.string()),
-    *[pa.field(c, pa.string()) for c in SHAPE_COLUMNS],
-    pa.field("count", pa.int64()),
-    pa.field("gpu_events", pa.int64()),
-    pa.field("gpu_time_sum", pa.int64(), metadata=NS),
-    pa.field("gpu_time_mean", pa.float64(), metadata=NS),
-    pa.field("gpu_time_median", pa.float64(), metadata=NS),
-    pa.field("gpu_time_min", pa.int64(), metadata=NS),
-    pa.field("gpu_time_max", pa.int64(), metadata=NS),
-    pa.field("gpu_time_std", pa.float64(), metadata=NS),
-    pa.field("cpu_time_sum", pa.int64(), metadata=NS),
-    pa.field("example_row", pa.int64()),
-    pa.field("example_ts", pa.int64(), metadata=NS),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        *[pa.field(c, pa.string()) for c in SHAPE_COLUMNS],
+        pa.field("count", pa.int64()),
+        pa.field("gpu_events", pa.int64()),
+        pa.field("gpu_time_sum", pa.int64(), metadata=NS),
+        pa.field("gpu_time_mean", pa.float64(), metadata=NS),
+        pa.field("gpu_time_median", pa.float64(), metadata=NS),
+        pa.field("gpu_time_min", pa.int64(), metadata=NS),
+        pa.field("gpu_time_max", pa.int64(), metadata=NS),
+        pa.field("gpu_time_std", pa.float64(), metadata=NS),
+        pa.field("cpu_time_sum", pa.int64(), metadata=NS),
+        pa.field("example_row", pa.int64()),
+        pa.field("example_ts", pa.int64(), metadata=NS),
+    ]
+)
 
 
 class OpGroups:
@@ -63,8 +66,15 @@ class OpGroups:
     gpu_time   inclusive GPU time of each instance (ns); gpu_events: their number
     """
 
-    def __init__(self, rows: np.ndarray, group: np.ndarray, starts: np.ndarray, keys: np.ndarray,
-                 gpu_time: np.ndarray, gpu_events: np.ndarray) -> None:
+    def __init__(
+        self,
+        rows: np.ndarray,
+        group: np.ndarray,
+        starts: np.ndarray,
+        keys: np.ndarray,
+        gpu_time: np.ndarray,
+        gpu_events: np.ndarray,
+    ) -> None:
         self.rows, self.group, self.starts, self.keys = rows, group, starts, keys
         self.gpu_time, self.gpu_events = gpu_time, gpu_events
 
@@ -73,8 +83,9 @@ class OpGroups:
         return len(self.starts) - 1
 
 
-def op_instance_rows(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]
-                     ) -> np.ndarray:
+def op_instance_rows(
+    trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]
+) -> np.ndarray:
     """Rows of the CPU operator events kept by `mask` (and named op_prefix*, if given)."""
     ok = derived.kind_mask(trace, [EventKind.cpu_op])
     if mask is not None:
@@ -94,8 +105,9 @@ def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def ancestor_pairs(trace: Trace, rows: np.ndarray, is_target: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def ancestor_pairs(
+    trace: Trace, rows: np.ndarray, is_target: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(i, ancestor) for every CPU ancestor (by `parent`) of rows[i] for which
     is_target[ancestor] holds, at any depth. One vectorised step per nesting level."""
     parent = trace.column("events", "parent")
@@ -114,14 +126,16 @@ def ancestor_pairs(trace: Trace, rows: np.ndarray, is_target: np.ndarray
     return np.concatenate(idx_parts), np.concatenate(anc_parts)
 
 
-def op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str] = None
-              ) -> OpGroups:
+def op_groups(
+    trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str] = None
+) -> OpGroups:
     """Group the operator instances of one trace (see OpGroups). Without a mask the groups
     are computed once per trace and shared (the op table, the roofline and the prediction
     all start from them)."""
     if mask is None:
-        return derived.remember(trace, ("op_groups", op_prefix),
-                                lambda: _op_groups(trace, None, op_prefix))
+        return derived.remember(
+            trace, ("op_groups", op_prefix), lambda: _op_groups(trace, None, op_prefix)
+        )
     return _op_groups(trace, mask, op_prefix)
 
 
@@ -143,8 +157,9 @@ def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str
     shapes = shape_ids(trace, rows)
     # groups are contiguous after the sort; inside a group, instances by GPU time then start
     ts = trace.column("events", "ts")[rows]
-    order = np.lexsort((ts, gpu_time, shapes[:, 3], shapes[:, 2], shapes[:, 1], shapes[:, 0],
-                        names))
+    order = np.lexsort(
+        (ts, gpu_time, shapes[:, 3], shapes[:, 2], shapes[:, 1], shapes[:, 0], names)
+    )
     rows, names, shapes = rows[order], names[order], shapes[order]
     gpu_time, gpu_events = gpu_time[order], gpu_events[order]
     keys = np.column_stack([names, shapes]) if len(rows) else np.zeros((0, 5), np.int32)
@@ -168,50 +183,90 @@ def group_stats(g: OpGroups) -> dict[str, np.ndarray]:
     count = ends - starts
     if not len(count):
         z = np.zeros(0)
-        return dict(count=z.astype(np.int64), gpu_events=z.astype(np.int64),
-                    sum=z.astype(np.int64), mean=z, median=z, min=z.astype(np.int64),
-                    max=z.astype(np.int64), std=z, example=z.astype(np.int64))
+        return dict(
+            count=z.astype(np.int64),
+            gpu_events=z.astype(np.int64),
+            sum=z.astype(np.int64),
+            mean=z,
+            median=z,
+            min=z.astype(np.int64),
+            max=z.astype(np.int64),
+            std=z,
+            example=z.astype(np.int64),
+        )
     t = g.gpu_time
     total = np.add.reduceat(t, starts)
     mean = total / count
     sq = np.add.reduceat((t - mean[g.group]) ** 2, starts)
     lo, hi = starts + (count - 1) // 2, starts + count // 2
-    return dict(count=count, gpu_events=np.add.reduceat(g.gpu_events, starts), sum=total,
-                mean=mean, median=(t[lo] + t[hi]) / 2, min=t[starts], max=t[ends - 1],
-                std=np.sqrt(sq / count), example=g.rows[lo])
+    return dict(
+        count=count,
+        gpu_events=np.add.reduceat(g.gpu_events, starts),
+        sum=total,
+        mean=mean,
+        median=(t[lo] + t[hi]) / 2,
+        min=t[starts],
+        max=t[ends - 1],
+        std=np.sqrt(sq / count),
+        example=g.rows[lo],
+    )
 
 
-def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray],
-                op_prefix: Optional[str]) -> pa.Table:
+def _rank_table(
+    rank: int, trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]
+) -> pa.Table:
     g = op_groups(trace, mask, op_prefix)
     s = group_stats(g)
     cpu_dur = np.maximum(trace.column("events", "dur"), 0)[g.rows]
     cpu_sum = np.add.reduceat(cpu_dur, g.starts[:-1]) if g.num_groups else np.zeros(0, np.int64)
     cols = [np.full(g.num_groups, rank, np.int64), strings_of(trace, g.keys[:, 0])]
     cols += [strings_of(trace, g.keys[:, 1 + j]) for j in range(4)]
-    cols += [s["count"].astype(np.int64), s["gpu_events"].astype(np.int64),
-             s["sum"].astype(np.int64), s["mean"], s["median"], s["min"].astype(np.int64),
-             s["max"].astype(np.int64), s["std"], cpu_sum.astype(np.int64),
-             s["example"].astype(np.int64), trace.column("events", "ts")[s["example"]]]
+    cols += [
+        s["count"].astype(np.int64),
+        s["gpu_events"].astype(np.int64),
+        s["sum"].astype(np.int64),
+        s["mean"],
+        s["median"],
+        s["min"].astype(np.int64),
+        s["max"].astype(np.int64),
+        s["std"],
+        cpu_sum.astype(np.int64),
+        s["example"].astype(np.int64),
+        trace.column("events", "ts")[s["example"]],
+    ]
     return pa.table(cols, schema=SCHEMA)
 
 
-def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
-             costs: bool = False, ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
-             window: Optional[tuple[int, int]] = None,
-             streams: Optional[Sequence[int]] = None,
-             selection: Optional[select.Selection] = None) -> Result:
+def op_table(
+    traces: Union[Trace, TraceSet],
+    *,
+    op_prefix: Optional[str] = None,
+    costs: bool = False,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """One row per (rank, operator name, shape arguments), sorted by rank, then GPU time
     (descending), then name. `op_prefix` keeps only operators named so ("aten::").
     costs=True appends each group's model family, FLOPs and bytes per call and in total
     (hta_fast.costs.flops.with_costs) and adds the side table "no_model" (operators without
     a model, with the reason, their calls and GPU time)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
-    parts = [_rank_table(rank, trace, mask, op_prefix)
-             for rank, trace, mask in select.each_rank(traces, sel)]
+    parts = [
+        _rank_table(rank, trace, mask, op_prefix)
+        for rank, trace, mask in select.each_rank(traces, sel)
+    ]
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
-    table = table.sort_by([("rank", "ascending"), ("gpu_time_sum", "descending"),
-                           ("count", "descending"), ("name", "ascending")])
+    table = table.sort_by(
+        [
+            ("rank", "ascending"),
+            ("gpu_time_sum", "descending"),
+            ("count", "descending"),
+            ("name", "ascending"),
+        ]
+    )
     notes = []
     if table.num_rows and table["input_dims"].null_count == table.num_rows:
         notes.append("no operator shapes in this trace (profile with record_shapes=True)")
@@ -223,9 +278,17 @@ def op_table(traces: Union[Trace, TraceSet], *, op_prefix: Optional[str] = None,
         for rank, trace, mask in select.each_rank(traces, sel):
             extras.update(cat_extras(trace, op_instance_rows(trace, mask, op_prefix), rank))
         table = with_costs(table, extras)
-        notes += [f"{k[1]} {k[2]} (rank {k[0]}): output size from the CatBackward0 nodes of "
-                  f"{e['tied']} of {e['calls']} calls; the others are assumed their mean size"
-                  for k, e in extras.items() if e["tied"] < e["calls"]]
+        notes += [
+            f"{k[1]} {k[2]} (rank {k[0]}): output size from the CatBackward0 nodes of "
+            f"{e['tied']} of {e['calls']} calls; the others are assumed their mean size"
+            for k, e in extras.items()
+            if e["tied"] < e["calls"]
+        ]
         tables["no_model"] = no_model_summary(table)
-    return Result("op_table", table, tables=tables, notes=notes,
-                  params=dict(op_prefix=op_prefix, costs=costs, selection=sel))
+    return Result(
+        "op_table",
+        table,
+        tables=tables,
+        notes=notes,
+        params=dict(op_prefix=op_prefix, costs=costs, selection=sel),
+    )

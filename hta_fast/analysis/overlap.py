@@ -6,6 +6,7 @@ behind computation.
 over the rank's GPU kernels (kernel_class COMP and COMM). A rank without communication has
 no such share: its percentage is null and a note says so.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -25,17 +26,25 @@ from .temporal import gpu_work
 
 __all__ = ["comm_comp_overlap"]
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("comp_comm_overlap_pctg", pa.float64(), metadata=PCT),
-    pa.field("comm_time", pa.int64(), metadata=NS),
-    pa.field("overlap_time", pa.int64(), metadata=NS),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("comp_comm_overlap_pctg", pa.float64(), metadata=PCT),
+        pa.field("comm_time", pa.int64(), metadata=NS),
+        pa.field("overlap_time", pa.int64(), metadata=NS),
+    ]
+)
 
 
-def comm_comp_overlap(traces: Union[Trace, TraceSet], *,
-                      ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                      streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
+def comm_comp_overlap(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per rank: comp_comm_overlap_pctg (float64, null without communication), comm_time
     (length of the union of communication kernels) and overlap_time (the part of it during
     which computation runs), in int64 ns."""

@@ -5,6 +5,7 @@ launch) adds one to the queue of the stream its first GPU event runs on when the
 and leaves that queue when the event starts on the GPU. A graph launch is one entry. The result is a step function per
 (rank, stream), with time-weighted statistics and the time spent at or above a full queue.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -26,8 +27,9 @@ __all__ = ["queue_length"]
 QUANTILES = (0.25, 0.5, 0.75)
 
 
-def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window: Window = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def queue_pairs(
+    trace: Trace, mask: Optional[np.ndarray], window: Window = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The launches counted in the queues: one entry per runtime/driver call that queued GPU
     work, on the stream of its first GPU event, from the call's start until that event starts
     (a graph launch is one entry, however many kernels it runs).
@@ -37,8 +39,9 @@ def queue_pairs(trace: Trace, mask: Optional[np.ndarray], window: Window = None
     entries whose time in the queue misses the window are dropped), and how many kept GPU
     work rows had no launch.
     """
-    host, rows, unlinked_rows = derived.remember(trace, "queue_pairs",
-                                                 lambda: _all_queue_pairs(trace))
+    host, rows, unlinked_rows = derived.remember(
+        trace, "queue_pairs", lambda: _all_queue_pairs(trace)
+    )
     if mask is not None:
         keep = mask[rows]
         host, rows = host[keep], rows[keep]
@@ -75,8 +78,11 @@ def queue_steps(stream: np.ndarray, launch_ts: np.ndarray, gpu_ts: np.ndarray) -
     """Queue length per stream as a step function (one row per distinct time of a stream)
     from its queue_pairs entries: +1 at each launch, -1 when its GPU event starts."""
     n = len(stream)
-    return ops.step_counter(np.concatenate([stream, stream]), np.concatenate([launch_ts, gpu_ts]),
-                            np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
+    return ops.step_counter(
+        np.concatenate([stream, stream]),
+        np.concatenate([launch_ts, gpu_ts]),
+        np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]),
+    )
 
 
 def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -87,9 +93,16 @@ def _first_per_group(group: np.ndarray, values: np.ndarray, groups: np.ndarray) 
     return values[order][first]
 
 
-def queue_length(traces: Union[Trace, TraceSet], *, max_queue_length: int = 1024,
-                 ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                 streams: Streams = None, selection: Optional[Selection] = None) -> Result:
+def queue_length(
+    traces: Union[Trace, TraceSet],
+    *,
+    max_queue_length: int = 1024,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[Selection] = None,
+) -> Result:
     """Queue length per (rank, stream) over time.
 
     Main table: one row per change point (distinct time at which a stream's queue changes):
@@ -111,64 +124,91 @@ def queue_length(traces: Union[Trace, TraceSet], *, max_queue_length: int = 1024
     for rank, trace, mask in select.each_rank(traces, mask_sel):
         rows, launch_ts, gpu_ts, unlinked = queue_pairs(trace, mask, sel.window)
         if unlinked:
-            notes.append(f"rank {rank}: {unlinked} GPU events have no launch in the trace and "
-                         "are not counted in any queue")
+            notes.append(
+                f"rank {rank}: {unlinked} GPU events have no launch in the trace and "
+                "are not counted in any queue"
+            )
         if len(rows) == 0:
             continue
         early = int(np.count_nonzero(gpu_ts < launch_ts))
         if early:
-            notes.append(f"rank {rank}: {early} GPU events start before their launch (CPU and "
-                         "GPU clocks disagree); their queue goes below zero")
+            notes.append(
+                f"rank {rank}: {early} GPU events start before their launch (CPU and "
+                "GPU clocks disagree); their queue goes below zero"
+            )
         stream = trace.column("events", "stream")[rows].astype(np.int64)
         s = queue_steps(stream, launch_ts, gpu_ts)
         groups = np.unique(stream)
         pid = _first_per_group(stream, trace.column("events", "pid")[rows], groups)
         tid = _first_per_group(stream, trace.column("events", "tid")[rows], groups)
         where = np.searchsorted(groups, s.group)
-        series.append(pa.table({
-            "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
-            "stream": pa.array(s.group),
-            "pid": pa.array(pid[where]),
-            "tid": pa.array(tid[where]),
-            "ts": pa.array(s.ts),
-            "queue_length": pa.array(s.value),
-        }, schema=SERIES_SCHEMA))
-        st = ops.weighted_stats(s.group, s.ts, s.value, quantiles=QUANTILES,
-                                thresholds=[max_queue_length])
+        series.append(
+            pa.table(
+                {
+                    "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
+                    "stream": pa.array(s.group),
+                    "pid": pa.array(pid[where]),
+                    "tid": pa.array(tid[where]),
+                    "ts": pa.array(s.ts),
+                    "queue_length": pa.array(s.value),
+                },
+                schema=SERIES_SCHEMA,
+            )
+        )
+        st = ops.weighted_stats(
+            s.group, s.ts, s.value, quantiles=QUANTILES, thresholds=[max_queue_length]
+        )
         counts = np.diff(np.searchsorted(s.group, groups, side="left"), append=len(s.group))
-        summaries.append(pa.table({
-            "rank": pa.array(np.full(len(groups), rank, np.int64)),
-            "stream": pa.array(st.groups),
-            "duration": pa.array(st.duration),
-            "mean": pa.array(st.mean),
-            "min": pa.array(st.min),
-            "p25": pa.array(st.quantiles[:, 0]),
-            "p50": pa.array(st.quantiles[:, 1]),
-            "p75": pa.array(st.quantiles[:, 2]),
-            "max": pa.array(st.max),
-            "change_points": pa.array(counts.astype(np.int64)),
-            "change_point_mean": pa.array(st.change_point_mean),
-        }, schema=SUMMARY_SCHEMA))
+        summaries.append(
+            pa.table(
+                {
+                    "rank": pa.array(np.full(len(groups), rank, np.int64)),
+                    "stream": pa.array(st.groups),
+                    "duration": pa.array(st.duration),
+                    "mean": pa.array(st.mean),
+                    "min": pa.array(st.min),
+                    "p25": pa.array(st.quantiles[:, 0]),
+                    "p50": pa.array(st.quantiles[:, 1]),
+                    "p75": pa.array(st.quantiles[:, 2]),
+                    "max": pa.array(st.max),
+                    "change_points": pa.array(counts.astype(np.int64)),
+                    "change_point_mean": pa.array(st.change_point_mean),
+                },
+                schema=SUMMARY_SCHEMA,
+            )
+        )
         span = _trace_span(trace, mask, sel.window)
         at_max = st.time_at_or_above[:, 0].astype(np.int64)
         pct = at_max / span * 100.0 if span > 0 else np.zeros(len(at_max))
-        blocked.append(pa.table({
-            "rank": pa.array(np.full(len(groups), rank, np.int64)),
-            "stream": pa.array(st.groups),
-            "blocked_time": pa.array(at_max),
-            "blocked_pct": pa.array(pct.astype(np.float64)),
-        }, schema=BLOCKED_SCHEMA))
+        blocked.append(
+            pa.table(
+                {
+                    "rank": pa.array(np.full(len(groups), rank, np.int64)),
+                    "stream": pa.array(st.groups),
+                    "blocked_time": pa.array(at_max),
+                    "blocked_pct": pa.array(pct.astype(np.float64)),
+                },
+                schema=BLOCKED_SCHEMA,
+            )
+        )
     table = pa.concat_tables(series) if series else SERIES_SCHEMA.empty_table()
     if not series:
         notes.append("no GPU work linked to a launch: no queue to measure")
-    return Result("queue_length", table, tables={
-        "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
-        "blocked": pa.concat_tables(blocked) if blocked else BLOCKED_SCHEMA.empty_table(),
-    }, notes=notes, params={"max_queue_length": max_queue_length, "selection": sel})
+    return Result(
+        "queue_length",
+        table,
+        tables={
+            "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
+            "blocked": pa.concat_tables(blocked) if blocked else BLOCKED_SCHEMA.empty_table(),
+        },
+        notes=notes,
+        params={"max_queue_length": max_queue_length, "selection": sel},
+    )
 
 
 def _without_window(sel: Selection) -> Selection:
     import dataclasses
+
     return dataclasses.replace(sel, window=None)
 
 
@@ -192,19 +232,36 @@ def _selected_span(trace: Trace, mask: Optional[np.ndarray], window: Window) -> 
     return int(end.max() - ts.min())
 
 
-SERIES_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("stream", pa.int64()), pa.field("pid", pa.int64()),
-    pa.field("tid", pa.int64()), pa.field("ts", pa.int64(), metadata=NS),
-    pa.field("queue_length", pa.int64()),
-])
-SUMMARY_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("stream", pa.int64()),
-    pa.field("duration", pa.int64(), metadata=NS),
-    pa.field("mean", pa.float64()), pa.field("min", pa.float64()), pa.field("p25", pa.float64()),
-    pa.field("p50", pa.float64()), pa.field("p75", pa.float64()), pa.field("max", pa.float64()),
-    pa.field("change_points", pa.int64()), pa.field("change_point_mean", pa.float64()),
-])
-BLOCKED_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("stream", pa.int64()),
-    pa.field("blocked_time", pa.int64(), metadata=NS), pa.field("blocked_pct", pa.float64()),
-])
+SERIES_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("stream", pa.int64()),
+        pa.field("pid", pa.int64()),
+        pa.field("tid", pa.int64()),
+        pa.field("ts", pa.int64(), metadata=NS),
+        pa.field("queue_length", pa.int64()),
+    ]
+)
+SUMMARY_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("stream", pa.int64()),
+        pa.field("duration", pa.int64(), metadata=NS),
+        pa.field("mean", pa.float64()),
+        pa.field("min", pa.float64()),
+        pa.field("p25", pa.float64()),
+        pa.field("p50", pa.float64()),
+        pa.field("p75", pa.float64()),
+        pa.field("max", pa.float64()),
+        pa.field("change_points", pa.int64()),
+        pa.field("change_point_mean", pa.float64()),
+    ]
+)
+BLOCKED_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("stream", pa.int64()),
+        pa.field("blocked_time", pa.int64(), metadata=NS),
+        pa.field("blocked_pct", pa.float64()),
+    ]
+)

@@ -2,6 +2,7 @@
 runs and what the report's sections draw from, one registry so that both show the same
 numbers. Each runs with every side table one of them shows (idle_time's interval
 statistics: the command line prints them, the report draws the main table)."""
+
 from __future__ import annotations
 
 from typing import Callable, Union
@@ -13,19 +14,19 @@ from ..traceset import TraceSet
 from . import annotations as user_annotations
 from . import collectives as cross_rank
 from . import (
-               cupti_counters,
-               idle_time,
-               kernel_breakdown,
-               launch_stats,
-               memory_bw,
-               op_kernels,
-               op_table,
-               overlap,
-               queue_length,
-               roofline,
-               steps,
-               stragglers,
-               temporal,
+    cupti_counters,
+    idle_time,
+    kernel_breakdown,
+    launch_stats,
+    memory_bw,
+    op_kernels,
+    op_table,
+    overlap,
+    queue_length,
+    roofline,
+    steps,
+    stragglers,
+    temporal,
 )
 
 __all__ = ["ANALYSES", "DEFAULT"]

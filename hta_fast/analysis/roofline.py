@@ -20,6 +20,7 @@ device's for the call's precision, on matrix units for GEMMs, convolutions and a
 allow_tf32="auto"). Per kernel name, an
 operator's flops and bytes are split over its kernels by their share of its GPU time.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -45,45 +46,57 @@ __all__ = ["roofline"]
 FLOPS_S = {"unit": "FLOP/s"}
 BYTES_S = {"unit": "B/s"}
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("name", pa.string()),
-    *[pa.field(c, pa.string()) for c in SHAPE_COLUMNS],
-    pa.field("family", pa.string()), pa.field("precision", pa.string()),
-    pa.field("device", pa.string()),
-    pa.field("calls", pa.int64()), pa.field("gpu_time", pa.int64(), metadata=NS),
-    pa.field("flops", pa.float64(), metadata={"unit": "FLOP", "description": "per call"}),
-    pa.field("bytes", pa.float64(), metadata={"unit": "B", "description": "per call"}),
-    pa.field("achieved_flops", pa.float64(), metadata=FLOPS_S),
-    pa.field("achieved_bandwidth", pa.float64(), metadata=BYTES_S),
-    pa.field("intensity", pa.float64(), metadata={"unit": "FLOP/B"}),
-    pa.field("peak_flops", pa.float64(), metadata=FLOPS_S),
-    pa.field("peak_bandwidth", pa.float64(), metadata=BYTES_S),
-    pa.field("bound", pa.string()),
-    pa.field("roofline_time", pa.float64(), metadata=NS),
-    pa.field("pct_of_roofline", pa.float64(), metadata=PCT),
-    pa.field("time_left", pa.float64(), metadata=NS),
-    pa.field("example_row", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        *[pa.field(c, pa.string()) for c in SHAPE_COLUMNS],
+        pa.field("family", pa.string()),
+        pa.field("precision", pa.string()),
+        pa.field("device", pa.string()),
+        pa.field("calls", pa.int64()),
+        pa.field("gpu_time", pa.int64(), metadata=NS),
+        pa.field("flops", pa.float64(), metadata={"unit": "FLOP", "description": "per call"}),
+        pa.field("bytes", pa.float64(), metadata={"unit": "B", "description": "per call"}),
+        pa.field("achieved_flops", pa.float64(), metadata=FLOPS_S),
+        pa.field("achieved_bandwidth", pa.float64(), metadata=BYTES_S),
+        pa.field("intensity", pa.float64(), metadata={"unit": "FLOP/B"}),
+        pa.field("peak_flops", pa.float64(), metadata=FLOPS_S),
+        pa.field("peak_bandwidth", pa.float64(), metadata=BYTES_S),
+        pa.field("bound", pa.string()),
+        pa.field("roofline_time", pa.float64(), metadata=NS),
+        pa.field("pct_of_roofline", pa.float64(), metadata=PCT),
+        pa.field("time_left", pa.float64(), metadata=NS),
+        pa.field("example_row", pa.int64()),
+    ]
+)
 
-KERNEL_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("kernel", pa.string()),
-    pa.field("count", pa.int64()), pa.field("gpu_time", pa.int64(), metadata=NS),
-    pa.field("flops", pa.float64(), metadata={"unit": "FLOP"}),
-    pa.field("bytes", pa.float64(), metadata={"unit": "B"}),
-    pa.field("achieved_flops", pa.float64(), metadata=FLOPS_S),
-    pa.field("achieved_bandwidth", pa.float64(), metadata=BYTES_S),
-    pa.field("intensity", pa.float64(), metadata={"unit": "FLOP/B"}),
-    pa.field("roofline_time", pa.float64(), metadata=NS),
-    pa.field("pct_of_roofline", pa.float64(), metadata=PCT),
-])
+KERNEL_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("kernel", pa.string()),
+        pa.field("count", pa.int64()),
+        pa.field("gpu_time", pa.int64(), metadata=NS),
+        pa.field("flops", pa.float64(), metadata={"unit": "FLOP"}),
+        pa.field("bytes", pa.float64(), metadata={"unit": "B"}),
+        pa.field("achieved_flops", pa.float64(), metadata=FLOPS_S),
+        pa.field("achieved_bandwidth", pa.float64(), metadata=BYTES_S),
+        pa.field("intensity", pa.float64(), metadata={"unit": "FLOP/B"}),
+        pa.field("roofline_time", pa.float64(), metadata=NS),
+        pa.field("pct_of_roofline", pa.float64(), metadata=PCT),
+    ]
+)
 
-COVERAGE_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("device", pa.string()),
-    pa.field("gpu_time", pa.int64(), metadata=NS),
-    pa.field("host_transfer_time", pa.int64(), metadata=NS),
-    pa.field("modelled_time", pa.int64(), metadata=NS),
-    pa.field("modelled_pct", pa.float64(), metadata=PCT),
-])
+COVERAGE_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("device", pa.string()),
+        pa.field("gpu_time", pa.int64(), metadata=NS),
+        pa.field("host_transfer_time", pa.int64(), metadata=NS),
+        pa.field("modelled_time", pa.int64(), metadata=NS),
+        pa.field("modelled_pct", pa.float64(), metadata=PCT),
+    ]
+)
 
 
 class ChargedGroups:
@@ -93,9 +106,12 @@ class ChargedGroups:
         self.trace = trace
         g = self.groups = op_groups(trace, mask, op_prefix)
         keys = g.keys
-        head = pa.table({"name": strings_of(trace, keys[:, 0]),
-                         **{c: strings_of(trace, keys[:, 1 + j])
-                            for j, c in enumerate(SHAPE_COLUMNS)}})
+        head = pa.table(
+            {
+                "name": strings_of(trace, keys[:, 0]),
+                **{c: strings_of(trace, keys[:, 1 + j]) for j, c in enumerate(SHAPE_COLUMNS)},
+            }
+        )
         self.head = head
         self.costs = op_costs(head, cat_extras(trace, g.rows))
         flops = self.costs["flops"].to_numpy(zero_copy_only=False)
@@ -114,15 +130,16 @@ class ChargedGroups:
         self.host_time = int(np.maximum(trace.column("events", "dur"), 0)[gpu[host]].sum())
         launch, gpu = launch[~host], gpu[~host]
         op = enclosing(trace, launch, target)
-        self.gpu = gpu                                   # every selected GPU event
-        self.op_row = op                                 # its operator row, or -1
+        self.gpu = gpu  # every selected GPU event
+        self.op_row = op  # its operator row, or -1
         self.event_group = np.where(op >= 0, group_of_row[np.maximum(op, 0)], -1)
         dur = np.maximum(trace.column("events", "dur"), 0)
         self.dur = dur[gpu]
         charged = op >= 0
         ng = g.num_groups
-        self.gpu_time = np.bincount(self.event_group[charged], weights=self.dur[charged],
-                                    minlength=ng).astype(np.int64)
+        self.gpu_time = np.bincount(
+            self.event_group[charged], weights=self.dur[charged], minlength=ng
+        ).astype(np.int64)
         # calls = instances with at least one charged event
         calls_rows = np.unique(op[charged])
         self.calls = np.bincount(group_of_row[calls_rows], minlength=ng).astype(np.int64)
@@ -152,25 +169,31 @@ TF32_KERNEL = r"tf32|s1688"
 def tf32_kernel_names(trace: Trace) -> np.ndarray:
     """Per string id: the name of a TF32 tensor-core kernel."""
     return pc.match_substring_regex(trace.strings, TF32_KERNEL, ignore_case=True).to_numpy(
-        zero_copy_only=False)
+        zero_copy_only=False
+    )
 
 
 def host_transfer_names(trace: Trace) -> np.ndarray:
     """Per string id: a copy to or from host memory ("Memcpy HtoD (Pinned -> Device)"),
     bound by the host link, which the device table does not hold."""
     return pc.match_substring_regex(trace.strings, r"^Memcpy (HtoD|DtoH|HtoH)").to_numpy(
-        zero_copy_only=False)
+        zero_copy_only=False
+    )
 
 
-def _peaks(device: Optional[Device], costs: pa.Table, tf32: np.ndarray
-           ) -> tuple[np.ndarray, float]:
+def _peaks(device: Optional[Device], costs: pa.Table, tf32: np.ndarray) -> tuple[np.ndarray, float]:
     n = costs.num_rows
     if device is None:
         return np.full(n, np.nan), np.nan
     prec = costs["precision"].to_pylist()
     matrix = costs["matrix"].to_pylist()
-    peak = np.array([device.peak_flops(p, bool(m), bool(t)) if p else np.nan
-                     for p, m, t in zip(prec, matrix, tf32)], np.float64)
+    peak = np.array(
+        [
+            device.peak_flops(p, bool(m), bool(t)) if p else np.nan
+            for p, m, t in zip(prec, matrix, tf32)
+        ],
+        np.float64,
+    )
     return np.where(peak > 0, peak, np.nan), device.memory_bytes_per_s
 
 
@@ -179,9 +202,14 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / b, np.nan)
 
 
-def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray], device: Optional[Device],
-                 op_prefix: Optional[str],
-                 allow_tf32: Union[bool, str]) -> tuple[pa.Table, pa.Table, pa.Table]:
+def _rank_tables(
+    rank: int,
+    trace: Trace,
+    mask: Optional[np.ndarray],
+    device: Optional[Device],
+    op_prefix: Optional[str],
+    allow_tf32: Union[bool, str],
+) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     peak, bw = _peaks(device, cg.costs, cg.tf32(allow_tf32))
     calls, time = cg.calls, cg.gpu_time
@@ -190,24 +218,37 @@ def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray], device: Op
     compute_s = _ratio(tflops, peak)
     memory_s = tbytes / bw if bw == bw else np.full(len(time), np.nan)
     roof = np.fmax(compute_s, memory_s) * 1e9
-    bound = np.where(np.isnan(roof), np.array(None, object),
-                     np.where(compute_s >= memory_s, "compute", "memory"))
+    bound = np.where(
+        np.isnan(roof), np.array(None, object), np.where(compute_s >= memory_s, "compute", "memory")
+    )
     s = group_stats(cg.groups)
     family = cg.costs["family"]
     dev_name = device.key if device else None
-    table = pa.table([
-        np.full(len(time), rank, np.int64), cg.head["name"],
-        *[cg.head[c] for c in SHAPE_COLUMNS], family, cg.costs["precision"],
-        pa.array([dev_name] * len(time), pa.string()), calls, time,
-        cg.costs["flops"], cg.costs["bytes"],
-        pa.array(_ratio(tflops, secs), from_pandas=True),
-        pa.array(_ratio(tbytes, secs), from_pandas=True),
-        pa.array(_ratio(cg.flops, cg.bytes), from_pandas=True),
-        pa.array(peak, from_pandas=True), pa.array(np.full(len(time), bw), from_pandas=True),
-        pa.array(bound, pa.string()), pa.array(roof, from_pandas=True),
-        pa.array(_ratio(roof, time.astype(np.float64)) * 100, from_pandas=True),
-        pa.array(time - roof, from_pandas=True), s["example"].astype(np.int64),
-    ], schema=SCHEMA)
+    table = pa.table(
+        [
+            np.full(len(time), rank, np.int64),
+            cg.head["name"],
+            *[cg.head[c] for c in SHAPE_COLUMNS],
+            family,
+            cg.costs["precision"],
+            pa.array([dev_name] * len(time), pa.string()),
+            calls,
+            time,
+            cg.costs["flops"],
+            cg.costs["bytes"],
+            pa.array(_ratio(tflops, secs), from_pandas=True),
+            pa.array(_ratio(tbytes, secs), from_pandas=True),
+            pa.array(_ratio(cg.flops, cg.bytes), from_pandas=True),
+            pa.array(peak, from_pandas=True),
+            pa.array(np.full(len(time), bw), from_pandas=True),
+            pa.array(bound, pa.string()),
+            pa.array(roof, from_pandas=True),
+            pa.array(_ratio(roof, time.astype(np.float64)) * 100, from_pandas=True),
+            pa.array(time - roof, from_pandas=True),
+            s["example"].astype(np.int64),
+        ],
+        schema=SCHEMA,
+    )
     keep = (calls > 0) & np.asarray(family.is_valid())
     table = table.filter(pa.array(keep))
 
@@ -227,23 +268,41 @@ def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray], device: Op
     kr = np.bincount(inv, weights=np.nan_to_num(k_roof), minlength=nk)
     if device is None:
         kr = np.full(nk, np.nan)
-    kernels = pa.table([
-        np.full(nk, rank, np.int64), strings_of(trace, uniq.astype(np.int32)),
-        np.bincount(inv, minlength=nk).astype(np.int64), k_time.astype(np.int64), kf, kb,
-        pa.array(_ratio(kf, k_time / 1e9), from_pandas=True),
-        pa.array(_ratio(kb, k_time / 1e9), from_pandas=True),
-        pa.array(_ratio(kf, kb), from_pandas=True), pa.array(kr, from_pandas=True),
-        pa.array(_ratio(kr, k_time) * 100, from_pandas=True),
-    ], schema=KERNEL_SCHEMA)
+    kernels = pa.table(
+        [
+            np.full(nk, rank, np.int64),
+            strings_of(trace, uniq.astype(np.int32)),
+            np.bincount(inv, minlength=nk).astype(np.int64),
+            k_time.astype(np.int64),
+            kf,
+            kb,
+            pa.array(_ratio(kf, k_time / 1e9), from_pandas=True),
+            pa.array(_ratio(kb, k_time / 1e9), from_pandas=True),
+            pa.array(_ratio(kf, kb), from_pandas=True),
+            pa.array(kr, from_pandas=True),
+            pa.array(_ratio(kr, k_time) * 100, from_pandas=True),
+        ],
+        schema=KERNEL_SCHEMA,
+    )
     total = int(cg.dur.sum()) + cg.host_time
     modelled = int(table["gpu_time"].to_numpy().sum()) if table.num_rows else 0
-    coverage = pa.table([[rank], [dev_name], [total], [cg.host_time], [modelled],
-                         [100.0 * modelled / total if total else None]], schema=COVERAGE_SCHEMA)
+    coverage = pa.table(
+        [
+            [rank],
+            [dev_name],
+            [total],
+            [cg.host_time],
+            [modelled],
+            [100.0 * modelled / total if total else None],
+        ],
+        schema=COVERAGE_SCHEMA,
+    )
     return table, kernels, coverage
 
 
-def resolve_device(trace: Trace, device: Union[str, Device, None],
-                   table: DeviceTable) -> Optional[Device]:
+def resolve_device(
+    trace: Trace, device: Union[str, Device, None], table: DeviceTable
+) -> Optional[Device]:
     if isinstance(device, Device):
         return device
     if isinstance(device, str):
@@ -251,12 +310,19 @@ def resolve_device(trace: Trace, device: Union[str, Device, None],
     return trace_device(trace, table)
 
 
-def roofline(traces: Union[Trace, TraceSet], *, device: Union[str, Device, None] = None,
-             devices_file: Optional[str] = None, allow_tf32: Union[bool, str] = "auto",
-             op_prefix: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
-             steps: Optional[Sequence[int]] = None, window: Optional[tuple[int, int]] = None,
-             streams: Optional[Sequence[int]] = None,
-             selection: Optional[select.Selection] = None) -> Result:
+def roofline(
+    traces: Union[Trace, TraceSet],
+    *,
+    device: Union[str, Device, None] = None,
+    devices_file: Optional[str] = None,
+    allow_tf32: Union[bool, str] = "auto",
+    op_prefix: Optional[str] = None,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Operator groups with a cost model and GPU work, ranked by time_left (descending).
     `device`: a device table key or name (default: each trace's own deviceProperties);
     `devices_file`: a user device table tried before the built-in one; `allow_tf32`: whether
@@ -269,8 +335,10 @@ def roofline(traces: Union[Trace, TraceSet], *, device: Union[str, Device, None]
         dev = resolve_device(trace, device, dev_table)
         if dev is None:
             names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
-            notes.append(f"rank {rank}: device {names[0] if names else 'unknown'!r} is not in "
-                         "the device table: roofline columns are null (pass device=)")
+            notes.append(
+                f"rank {rank}: device {names[0] if names else 'unknown'!r} is not in "
+                "the device table: roofline columns are null (pass device=)"
+            )
         t, k, c = _rank_tables(rank, trace, mask, dev, op_prefix, allow_tf32)
         parts.append(t)
         kparts.append(k)
@@ -282,6 +350,10 @@ def roofline(traces: Union[Trace, TraceSet], *, device: Union[str, Device, None]
     coverage = pa.concat_tables(cparts) if cparts else COVERAGE_SCHEMA.empty_table()
     if not table.num_rows:
         notes.append("no operator with recorded shapes and a cost model launched GPU work")
-    return Result("roofline", table, tables={"kernels": kernels, "coverage": coverage},
-                  notes=notes, params=dict(device=device, allow_tf32=allow_tf32,
-                                           op_prefix=op_prefix, selection=sel))
+    return Result(
+        "roofline",
+        table,
+        tables={"kernels": kernels, "coverage": coverage},
+        notes=notes,
+        params=dict(device=device, allow_tf32=allow_tf32, op_prefix=op_prefix, selection=sel),
+    )

@@ -3,6 +3,7 @@
 A step is a CPU event named ``ProfilerStep#N`` (the profiler's own step marker); GPU-side
 copies of the marker (gpu_user_annotation rows) are not steps.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -18,12 +19,16 @@ from ..traceset import TraceSet
 
 __all__ = ["profiler_steps"]
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()),
-    pa.field("step", pa.int64()),
-    pa.field("ts", pa.int64(), metadata=NS),
-    pa.field("dur", pa.int64(), metadata=NS),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("ts", pa.int64(), metadata=NS),
+        pa.field("dur", pa.int64(), metadata=NS),
+    ]
+)
+
+
 def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
     # The loader lists the step events (Trace.steps) as it assigns steps.
     rows = trace.column("steps", "row")
@@ -33,15 +38,20 @@ def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table
         keep = mask[rows]
         rows, step, ts, dur = rows[keep], step[keep], ts[keep], dur[keep]
     order = np.lexsort((ts, step))
-    return pa.table([np.full(len(rows), rank, np.int64), step[order], ts[order], dur[order]],
-                    schema=SCHEMA)
+    return pa.table(
+        [np.full(len(rows), rank, np.int64), step[order], ts[order], dur[order]], schema=SCHEMA
+    )
 
 
-def profiler_steps(traces: Union[Trace, TraceSet], *, ranks: Optional[Sequence[int]] = None,
-                   steps: Optional[Sequence[int]] = None,
-                   window: Optional[tuple[int, int]] = None,
-                   streams: Optional[Sequence[int]] = None,
-                   selection: Optional[select.Selection] = None) -> Result:
+def profiler_steps(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """One row per ProfilerStep#N event: rank, step, ts, dur (ns), sorted by rank and step.
     Side table "steps": the distinct step numbers over all selected ranks, sorted."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
@@ -49,6 +59,10 @@ def profiler_steps(traces: Union[Trace, TraceSet], *, ranks: Optional[Sequence[i
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
     distinct = np.unique(table.column("step").to_numpy())
     notes = [] if table.num_rows else ["no ProfilerStep#N event on the selected ranks"]
-    return Result("profiler_steps", table,
-                  tables={"steps": pa.table({"step": pa.array(distinct, pa.int64())})},
-                  notes=notes, params=dict(selection=sel))
+    return Result(
+        "profiler_steps",
+        table,
+        tables={"steps": pa.table({"step": pa.array(distinct, pa.int64())})},
+        notes=notes,
+        params=dict(selection=sel),
+    )

@@ -8,6 +8,7 @@ gives its metric, (start - first start of the selection) / mean step time, and t
 `num_candidates` latest ranks of the step are flagged. Ranks are ranked by how often they
 were flagged, then by how late they started on average.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
@@ -26,7 +27,6 @@ from ..traceset import TraceSet
 __all__ = ["stragglers"]
 
 
-
 def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct key rows sorted, code of each input row) for integer key columns."""
     stacked = np.stack([np.asarray(k, np.int64) for k in keys], axis=1)
@@ -35,17 +35,23 @@ def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _empty(notes: list[str], params: dict) -> Result:
-    table = pa.table({
-        "rank": pa.array([], pa.int64()),
-        "is_straggler": pa.array([], pa.bool_()),
-        "straggler_steps": pa.array([], pa.int64()),
-        "normalized_start_time": pa.array([], pa.float64()),
-        "start_delay": pa.array([], pa.int64()),
-        "kernel_duration": pa.array([], pa.int64()),
-    })
-    return Result("stragglers", _with_units(table, ("start_delay", "kernel_duration")),
-                  tables={"per_step": pa.table({}), "kernels": pa.table({})},
-                  notes=notes, params=params)
+    table = pa.table(
+        {
+            "rank": pa.array([], pa.int64()),
+            "is_straggler": pa.array([], pa.bool_()),
+            "straggler_steps": pa.array([], pa.int64()),
+            "normalized_start_time": pa.array([], pa.float64()),
+            "start_delay": pa.array([], pa.int64()),
+            "kernel_duration": pa.array([], pa.int64()),
+        }
+    )
+    return Result(
+        "stragglers",
+        _with_units(table, ("start_delay", "kernel_duration")),
+        tables={"per_step": pa.table({}), "kernels": pa.table({})},
+        notes=notes,
+        params=params,
+    )
 
 
 def _with_units(table: pa.Table, columns: Sequence[str]) -> pa.Table:
@@ -53,10 +59,17 @@ def _with_units(table: pa.Table, columns: Sequence[str]) -> pa.Table:
     return table.cast(pa.schema(fields))
 
 
-def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
-               min_duration_ratio: float = 0.01,
-               ranks: Ranks = None, steps: Steps = None, window: Window = None,
-               streams: Streams = None, selection: Optional[Selection] = None) -> Result:
+def stragglers(
+    traces: Union[Trace, TraceSet],
+    *,
+    num_candidates: int = 2,
+    min_duration_ratio: float = 0.01,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[Selection] = None,
+) -> Result:
     """Potential straggler ranks.
 
     Tables: main (one row per rank that ran the probe kernel, strongest straggler first):
@@ -69,9 +82,11 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
     """
     sel = select.selection_of(selection, ranks, steps, window, streams)
     num_candidates = max(1, int(num_candidates))
-    params: dict[str, Any] = {"num_candidates": num_candidates,
-                              "min_duration_ratio": min_duration_ratio,
-                              "steps": None if sel.steps is None else list(sel.steps)}
+    params: dict[str, Any] = {
+        "num_candidates": num_candidates,
+        "min_duration_ratio": min_duration_ratio,
+        "steps": None if sel.steps is None else list(sel.steps),
+    }
 
     t_min: Optional[int] = None
     t_end: Optional[int] = None
@@ -95,14 +110,24 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
         t_min = lo if t_min is None else min(t_min, lo)
         t_end = hi if t_end is None else max(t_end, hi)
         step_values.update(np.unique(step[rows]).tolist())
-        comm = rows[(col("events", "kind")[rows] == EventKind.kernel)
-                    & (col("events", "kernel_class")[rows] == KernelClass.COMM)]
+        comm = rows[
+            (col("events", "kind")[rows] == EventKind.kernel)
+            & (col("events", "kernel_class")[rows] == KernelClass.COMM)
+        ]
         if len(comm):
             names = trace.strings.take(pa.array(col("events", "name")[comm])).to_numpy(
-                zero_copy_only=False)
-            parts.append((np.full(len(comm), rank, np.int64), col("events", "stream")[comm]
-                          .astype(np.int64), step[comm].astype(np.int64),
-                          col("events", "ts")[comm], col("events", "dur")[comm], names))
+                zero_copy_only=False
+            )
+            parts.append(
+                (
+                    np.full(len(comm), rank, np.int64),
+                    col("events", "stream")[comm].astype(np.int64),
+                    step[comm].astype(np.int64),
+                    col("events", "ts")[comm],
+                    col("events", "dur")[comm],
+                    names,
+                )
+            )
 
     if t_min is None or t_end is None:
         return _empty(["no events inside profiler steps"], params)
@@ -117,10 +142,16 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
     rank_a, stream_a, step_a, ts_a, dur_a, name_a = (np.concatenate(x) for x in zip(*parts))
     long_ = dur_a >= min_duration_ratio * mean_step
     rank_a, stream_a, step_a, ts_a, dur_a, name_a = (
-        x[long_] for x in (rank_a, stream_a, step_a, ts_a, dur_a, name_a))
+        x[long_] for x in (rank_a, stream_a, step_a, ts_a, dur_a, name_a)
+    )
     if len(ts_a) == 0:
-        return _empty(["no communication kernel is long enough "
-                       f"(>= {min_duration_ratio:g} of the mean step time)"], params)
+        return _empty(
+            [
+                "no communication kernel is long enough "
+                f"(>= {min_duration_ratio:g} of the mean step time)"
+            ],
+            params,
+        )
     name_list, name_code = np.unique(name_a.astype(object), return_inverse=True)
     name_code = name_code.reshape(-1)
 
@@ -143,17 +174,20 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
     sn_keys, sn = _group_codes(ssn_keys[:, 0], ssn_keys[:, 2])
     valid = ~np.isnan(std)
     n_valid = np.bincount(sn, valid.astype(np.int64), minlength=len(sn_keys))
-    score = np.where(n_valid > 0, np.bincount(sn, np.where(valid, std, 0.0),
-                                              minlength=len(sn_keys)) / np.maximum(n_valid, 1),
-                     np.nan)
-    kernels = pa.table({
-        "stream": pa.array(sn_keys[:, 0], pa.int64()),
-        "name": pa.array(name_list[sn_keys[:, 1]].tolist(), pa.string()),
-        "duration_std": pa.array(score, pa.float64(), from_pandas=True),
-    })
+    score = np.where(
+        n_valid > 0,
+        np.bincount(sn, np.where(valid, std, 0.0), minlength=len(sn_keys)) / np.maximum(n_valid, 1),
+        np.nan,
+    )
+    kernels = pa.table(
+        {
+            "stream": pa.array(sn_keys[:, 0], pa.int64()),
+            "name": pa.array(name_list[sn_keys[:, 1]].tolist(), pa.string()),
+            "duration_std": pa.array(score, pa.float64(), from_pandas=True),
+        }
+    )
     if not valid.any():
-        return _empty(["no long communication kernel ran on two ranks in the same step"],
-                      params)
+        return _empty(["no long communication kernel ran on two ranks in the same step"], params)
     best = int(np.nanargmax(score))
     probe_stream, probe_name = int(sn_keys[best, 0]), int(sn_keys[best, 1])
     kernels = kernels.append_column("chosen", pa.array(np.arange(len(sn_keys)) == best))
@@ -174,16 +208,23 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
     np.minimum.at(step_first, step_code, t)
     delay = t - step_first[step_code]
 
-    per_step = _with_units(pa.table({
-        "rank": pa.array(r, pa.int64()), "step": pa.array(p, pa.int64()),
-        "stream": pa.array(np.full(len(r), probe_stream), pa.int64()),
-        "name": pa.array([str(name_list[probe_name])] * len(r), pa.string()),
-        "ts": pa.array(t, pa.int64()), "dur": pa.array(d, pa.int64()),
-        "start_delay": pa.array(delay, pa.int64()),
-        "normalized_start_time": pa.array(metric, pa.float64()),
-        "normalized_duration": pa.array(d / mean_step, pa.float64()),
-        "is_straggler": pa.array(flagged),
-    }), ("ts", "dur", "start_delay"))
+    per_step = _with_units(
+        pa.table(
+            {
+                "rank": pa.array(r, pa.int64()),
+                "step": pa.array(p, pa.int64()),
+                "stream": pa.array(np.full(len(r), probe_stream), pa.int64()),
+                "name": pa.array([str(name_list[probe_name])] * len(r), pa.string()),
+                "ts": pa.array(t, pa.int64()),
+                "dur": pa.array(d, pa.int64()),
+                "start_delay": pa.array(delay, pa.int64()),
+                "normalized_start_time": pa.array(metric, pa.float64()),
+                "normalized_duration": pa.array(d / mean_step, pa.float64()),
+                "is_straggler": pa.array(flagged),
+            }
+        ),
+        ("ts", "dur", "start_delay"),
+    )
 
     rank_keys, rc = np.unique(r, return_inverse=True)
     rc = rc.reshape(-1)
@@ -196,18 +237,28 @@ def stragglers(traces: Union[Trace, TraceSet], *, num_candidates: int = 2,
     chosen = order[:num_candidates]
     is_str = np.zeros(len(rank_keys), bool)
     is_str[chosen] = True
-    table = _with_units(pa.table({
-        "rank": pa.array(rank_keys[order], pa.int64()),
-        "is_straggler": pa.array(is_str[order]),
-        "straggler_steps": pa.array(count[order], pa.int64()),
-        "normalized_start_time": pa.array(mean_metric[order], pa.float64()),
-        "start_delay": pa.array(mean_delay[order], pa.int64()),
-        "kernel_duration": pa.array(mean_dur[order], pa.int64()),
-    }), ("start_delay", "kernel_duration"))
+    table = _with_units(
+        pa.table(
+            {
+                "rank": pa.array(rank_keys[order], pa.int64()),
+                "is_straggler": pa.array(is_str[order]),
+                "straggler_steps": pa.array(count[order], pa.int64()),
+                "normalized_start_time": pa.array(mean_metric[order], pa.float64()),
+                "start_delay": pa.array(mean_delay[order], pa.int64()),
+                "kernel_duration": pa.array(mean_dur[order], pa.int64()),
+            }
+        ),
+        ("start_delay", "kernel_duration"),
+    )
     params["stragglers"] = [int(x) for x in rank_keys[chosen]]
     notes = []
     missing = n_ranks - len(rank_keys)
     if missing:
         notes.append(f"{missing} selected rank(s) did not run the probe kernel")
-    return Result("stragglers", table, tables={"per_step": per_step, "kernels": kernels},
-                  notes=notes, params=params)
+    return Result(
+        "stragglers",
+        table,
+        tables={"per_step": per_step, "kernels": kernels},
+        notes=notes,
+        params=params,
+    )

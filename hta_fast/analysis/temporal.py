@@ -14,6 +14,7 @@ user annotations are not GPU work. The reference tool counts stream syncs as bus
 This module also holds gpu_work(), the GPU-work intervals of one rank that the other
 GPU-time analyses (idle_time, kernel_breakdown, overlap) start from.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional, Union
@@ -42,6 +43,7 @@ class GpuWork(NamedTuple):
     kclass   uint8 hta_fast.KernelClass (COMP, COMM or MEM)
     stream   int32 stream id
     """
+
     rows: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
@@ -49,8 +51,9 @@ class GpuWork(NamedTuple):
     stream: np.ndarray
 
 
-def gpu_work(trace: Trace, mask: Optional[np.ndarray],
-             window: Optional[tuple[int, int]] = None) -> GpuWork:
+def gpu_work(
+    trace: Trace, mask: Optional[np.ndarray], window: Optional[tuple[int, int]] = None
+) -> GpuWork:
     """The kernels, memcpy and memset events of a trace kept by mask (None: all), as
     intervals clipped to window when given (the selection keeps events that overlap it).
     The arrays are read-only: for a selection's mask they are worked out once and shared."""
@@ -63,14 +66,20 @@ def gpu_work(trace: Trace, mask: Optional[np.ndarray],
 
 
 def _gpu_work(trace: Trace, mask: Optional[np.ndarray]) -> GpuWork:
-    rows = derived.remember(trace, "gpu_work_rows", lambda: np.flatnonzero(
-        derived.kind_mask(trace, GPU_WORK_KINDS)))
+    rows = derived.remember(
+        trace, "gpu_work_rows", lambda: np.flatnonzero(derived.kind_mask(trace, GPU_WORK_KINDS))
+    )
     if mask is not None:
         rows = rows[mask[rows]]
     starts = trace.column("events", "ts")[rows]
     ends = starts + np.maximum(trace.column("events", "dur")[rows], 0)
-    return GpuWork(rows, starts, ends, trace.column("events", "kernel_class")[rows],
-                   trace.column("events", "stream")[rows])
+    return GpuWork(
+        rows,
+        starts,
+        ends,
+        trace.column("events", "kernel_class")[rows],
+        trace.column("events", "stream")[rows],
+    )
 
 
 _FIELDS = [
@@ -86,9 +95,15 @@ _FIELDS = [
 SCHEMA = pa.schema(_FIELDS)
 
 
-def temporal_breakdown(traces: Union[Trace, TraceSet], *,
-                       ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                       streams: Streams = None, selection: Optional[select.Selection] = None) -> Result:
+def temporal_breakdown(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Per rank: idle_time, compute_time, non_compute_time, kernel_time (int64 ns) and the
     first three as percentages of kernel_time.
 
@@ -110,11 +125,14 @@ def temporal_breakdown(traces: Union[Trace, TraceSet], *,
         idle = kernel_time - busy
         non_compute = busy - compute
         cols["rank"].append(rank)
-        for name, v in (("idle_time", idle), ("compute_time", compute),
-                        ("non_compute_time", non_compute), ("kernel_time", kernel_time)):
+        for name, v in (
+            ("idle_time", idle),
+            ("compute_time", compute),
+            ("non_compute_time", non_compute),
+            ("kernel_time", kernel_time),
+        ):
             cols[name].append(v)
             if name != "kernel_time":
                 cols[name + "_pctg"].append(100.0 * v / kernel_time if kernel_time else None)
     table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in _FIELDS}, schema=SCHEMA)
-    return Result("temporal_breakdown", table, notes=notes,
-                  params={"selection": sel})
+    return Result("temporal_breakdown", table, notes=notes, params={"selection": sel})

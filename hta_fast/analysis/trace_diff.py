@@ -4,6 +4,7 @@ long on each side, in the chosen ranks and profiler steps.
 Each side is read as loaded: no time alignment between the two and no step dropped. By
 default each side uses its smallest rank and its first profiler step.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,12 +46,17 @@ def short_name(name: str) -> str:
         while closer in s:
             i = s.index(closer)
             j = s.rfind(opener, 0, i)
-            s = s[:max(j, 0)] + s[i + 1:]
+            s = s[: max(j, 0)] + s[i + 1 :]
     return s.split(" ")[-1]
 
 
-def _side(traces: Union[Trace, TraceSet], ranks: Optional[Union[int, Sequence[int]]],
-          steps: Optional[Union[int, Sequence[int]]], device: str, use_short: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], list[int]]:
+def _side(
+    traces: Union[Trace, TraceSet],
+    ranks: Optional[Union[int, Sequence[int]]],
+    steps: Optional[Union[int, Sequence[int]]],
+    device: str,
+    use_short: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], list[int]]:
     """(names, counts, total durations) of one side, grouped by (short) name. Events
     belong to the step of steps_of()."""
     ts = select.as_traceset(traces)
@@ -105,8 +111,9 @@ def _side(traces: Union[Trace, TraceSet], ranks: Optional[Union[int, Sequence[in
     names_all = np.concatenate(names) if names else np.array([], object)
     counts_all = np.concatenate(counts) if counts else np.array([], np.int64)
     durs_all = np.concatenate(durs) if durs else np.array([], np.int64)
-    uniq, inv = np.unique(names_all.astype(str) if len(names_all) else names_all,
-                          return_inverse=True)
+    uniq, inv = np.unique(
+        names_all.astype(str) if len(names_all) else names_all, return_inverse=True
+    )
     inv = inv.reshape(-1)
     c = _sum_by(inv, counts_all, len(uniq))
     d = _sum_by(inv, durs_all, len(uniq))
@@ -145,12 +152,17 @@ def _string_ids(trace: Trace, value: str) -> np.ndarray:
     return np.flatnonzero(pc.equal(trace.strings, value).to_numpy(zero_copy_only=False))
 
 
-def trace_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], *,
-               control_rank: Optional[Union[int, Sequence[int]]] = None,
-               test_rank: Optional[Union[int, Sequence[int]]] = None,
-               control_steps: Optional[Union[int, Sequence[int]]] = None,
-               test_steps: Optional[Union[int, Sequence[int]]] = None,
-               device: str = "all", use_short_name: bool = False) -> Result:
+def trace_diff(
+    control: Union[Trace, TraceSet],
+    test: Union[Trace, TraceSet],
+    *,
+    control_rank: Optional[Union[int, Sequence[int]]] = None,
+    test_rank: Optional[Union[int, Sequence[int]]] = None,
+    control_steps: Optional[Union[int, Sequence[int]]] = None,
+    test_steps: Optional[Union[int, Sequence[int]]] = None,
+    device: str = "all",
+    use_short_name: bool = False,
+) -> Result:
     """Per name: control_counts, control_duration, test_counts, test_duration (ns, summed
     event durations), diff_counts and diff_duration (test - control) and
     counts_change_categories: added (only in test), deleted (only in control), increased,
@@ -163,8 +175,7 @@ def trace_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], *,
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    cn, cc, cd, cranks, csteps = _side(control, control_rank, control_steps, device,
-                                       use_short_name)
+    cn, cc, cd, cranks, csteps = _side(control, control_rank, control_steps, device, use_short_name)
     tn, tc, td, tranks, tsteps = _side(test, test_rank, test_steps, device, use_short_name)
     names = np.union1d(cn.astype(str), tn.astype(str)) if len(cn) + len(tn) else np.array([], str)
     ci = np.searchsorted(names, cn.astype(str))
@@ -193,16 +204,32 @@ def trace_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], *,
         pa.field("counts_change_categories", pa.string()),
     ]
     table = pa.Table.from_arrays(
-        [pa.array(names.tolist(), pa.string()), pa.array(c_counts), pa.array(c_dur),
-         pa.array(t_counts), pa.array(t_dur), pa.array(diff), pa.array(t_dur - c_dur),
-         pa.array(cat.tolist(), pa.string())], schema=pa.schema(fields))
-    params = {"control_rank": cranks, "test_rank": tranks, "control_steps": csteps,
-              "test_steps": tsteps, "device": device, "use_short_name": use_short_name}
+        [
+            pa.array(names.tolist(), pa.string()),
+            pa.array(c_counts),
+            pa.array(c_dur),
+            pa.array(t_counts),
+            pa.array(t_dur),
+            pa.array(diff),
+            pa.array(t_dur - c_dur),
+            pa.array(cat.tolist(), pa.string()),
+        ],
+        schema=pa.schema(fields),
+    )
+    params = {
+        "control_rank": cranks,
+        "test_rank": tranks,
+        "control_steps": csteps,
+        "test_steps": tsteps,
+        "device": device,
+        "use_short_name": use_short_name,
+    }
     return Result("trace_diff", table, params=params)
 
 
-def ops_diff(control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], **kwargs: Any
-             ) -> dict[str, list[str]]:
+def ops_diff(
+    control: Union[Trace, TraceSet], test: Union[Trace, TraceSet], **kwargs: Any
+) -> dict[str, list[str]]:
     """Names by change of count: {"added", "deleted", "increased", "decreased",
     "unchanged"} -> sorted names. Keywords as trace_diff."""
     res = trace_diff(control, test, **kwargs)

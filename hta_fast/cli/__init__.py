@@ -13,6 +13,7 @@
 
 Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
 """
+
 from __future__ import annotations
 
 from . import analyze, convert, demo, diff, doctor, info, model, ops, report  # noqa: F401 (register)

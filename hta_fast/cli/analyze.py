@@ -1,4 +1,5 @@
 """`hta-fast analyze`: run analyses and print their tables, or write them to a folder."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -16,20 +17,44 @@ from .progress import bar
 
 @cli.command()
 @path_arguments
-@click.option("-a", "--analysis", "names", multiple=True, type=click.Choice(sorted(ANALYSES)),
-              help=f"Analysis to run (repeat for several). Default: {', '.join(DEFAULT)}.")
+@click.option(
+    "-a",
+    "--analysis",
+    "names",
+    multiple=True,
+    type=click.Choice(sorted(ANALYSES)),
+    help=f"Analysis to run (repeat for several). Default: {', '.join(DEFAULT)}.",
+)
 @click.option("--steps", help=STEPS_HELP)
 @click.option("--ranks", help=RANKS_HELP)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
-              help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json).")
-@click.option("--limit", type=int, default=20, show_default=True,
-              help="Rows shown per table in the table format (0: all).")
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json).",
+)
+@click.option(
+    "--limit",
+    type=int,
+    default=20,
+    show_default=True,
+    help="Rows shown per table in the table format (0: all).",
+)
 @recover_option
 @click.pass_obj
-def analyze(opts: Options, paths: tuple[str, ...], names: tuple[str, ...], steps: Optional[str],
-            ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-            recover: bool) -> None:
+def analyze(
+    opts: Options,
+    paths: tuple[str, ...],
+    names: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+) -> None:
     """Run analyses on the traces; print their tables or write them to a folder.
 
     Times are in nanoseconds. Each analysis gives a main table and, for some, side tables

@@ -1,4 +1,5 @@
 """The click group, the global options and the one place where errors become one line."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,6 +28,7 @@ class Options:
 
 class BadInput(click.ClickException):
     """Bad input: one line on stderr and exit status 2."""
+
     exit_code = 2
 
     def show(self, file: Optional[IO[Any]] = None) -> None:
@@ -37,9 +39,14 @@ class Group(click.Group):
     """Turns any exception from a command into one readable line (exit 2), unless --debug;
     usage errors too (click would print three lines)."""
 
-    def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None,
-             complete_var: Optional[str] = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+    def main(
+        self,
+        args: Optional[Sequence[str]] = None,
+        prog_name: Optional[str] = None,
+        complete_var: Optional[str] = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:

@@ -4,6 +4,7 @@ The traces are written by hta_fast.synth from a real trace (by default the one i
 project's ../shared/traces): its events repeated with links kept intact, each rank's clock
 skewed by a few milliseconds, as in real jobs.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,35 +22,70 @@ from .report import write
 
 
 @cli.command()
-@click.option("-o", "--output", "out", type=click.Path(file_okay=False),
-              help="Folder for the traces and report.html (default: a new temporary folder).")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(file_okay=False),
+    help="Folder for the traces and report.html (default: a new temporary folder).",
+)
 @click.option("--ranks", "n_ranks", type=click.IntRange(1, 64), default=4, show_default=True)
-@click.option("--size-mb", type=click.FloatRange(0.1, 10_000), default=20, show_default=True,
-              help="JSON per rank, MB.")
-@click.option("--base", type=click.Path(exists=True, dir_okay=False),
-              help="Real trace to build from (default: the project's sample trace).")
+@click.option(
+    "--size-mb",
+    type=click.FloatRange(0.1, 10_000),
+    default=20,
+    show_default=True,
+    help="JSON per rank, MB.",
+)
+@click.option(
+    "--base",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Real trace to build from (default: the project's sample trace).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--cdn", is_flag=True, help="A small report that loads plotly.js from its CDN.")
 @click.pass_obj
-def demo(opts: Options, out: Optional[str], n_ranks: int, size_mb: float, base: Optional[str],
-         seed: int, cdn: bool) -> None:
+def demo(
+    opts: Options,
+    out: Optional[str],
+    n_ranks: int,
+    size_mb: float,
+    base: Optional[str],
+    seed: int,
+    cdn: bool,
+) -> None:
     """Generate a multi-rank trace set, then report on it: the whole tool, no data needed."""
     base_path = base or synth.DEFAULT_BASE
     if not os.path.isfile(base_path):
-        raise click.UsageError(f"the sample trace {base_path} is not here; give a trace of "
-                               "your own with --base FILE")
+        raise click.UsageError(
+            f"the sample trace {base_path} is not here; give a trace of your own with --base FILE"
+        )
     out = out or tempfile.mkdtemp(prefix="hta_fast_demo_")
     t0 = time.perf_counter()
     with bar(opts, total=n_ranks, desc="generating", unit="rank") as progress:
-        files = synth.generate(out, size_mb, ranks=n_ranks, base=base_path, compress=True,
-                               gzip_level=1,  # fast; the files are a demo, not an archive
-                               seed=seed, log=lambda msg: progress.update(1)
-                               if msg.endswith("MB/s)") else None)
-    click.echo(f"{len(files)} rank(s) x {size_mb:g} MB of trace JSON written to {out} "
-               f"in {time.perf_counter() - t0:.1f} s")
+        files = synth.generate(
+            out,
+            size_mb,
+            ranks=n_ranks,
+            base=base_path,
+            compress=True,
+            gzip_level=1,  # fast; the files are a demo, not an archive
+            seed=seed,
+            log=lambda msg: progress.update(1) if msg.endswith("MB/s)") else None,
+        )
+    click.echo(
+        f"{len(files)} rank(s) x {size_mb:g} MB of trace JSON written to {out} "
+        f"in {time.perf_counter() - t0:.1f} s"
+    )
     traces, load_s = load_traces([str(f) for f in files], opts)
     report_path = os.path.join(out, "report.html")
-    info = write(traces, report_path, opts, cdn=cdn, load_seconds=load_s,
-                 title=f"hta_fast demo: {n_ranks} synthetic ranks")
+    info = write(
+        traces,
+        report_path,
+        opts,
+        cdn=cdn,
+        load_seconds=load_s,
+        title=f"hta_fast demo: {n_ranks} synthetic ranks",
+    )
     click.echo(f"report: {info['path']} ({info['bytes'] / 1e6:.1f} MB); open it in a browser")
     click.echo(f"next: hta-fast doctor {out}   hta-fast analyze {out}   hta-fast info {out}")

@@ -4,6 +4,7 @@ Exit status: 0 healthy (or every gate passes), 1 a gate fails, 2 bad input. With
 --fail-under-utilization / --fail-on, any finding above its threshold fails; with them,
 only those gates decide.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,8 +39,9 @@ def doctor_module() -> ModuleType:
         raise BadInput(f"the doctor is not available in this installation ({e})") from None
 
 
-def thresholds_of(mod: ModuleType, pairs: tuple[str, ...], path: str | None
-                  ) -> Optional[Thresholds]:
+def thresholds_of(
+    mod: ModuleType, pairs: tuple[str, ...], path: str | None
+) -> Optional[Thresholds]:
     """Thresholds from a JSON file (--thresholds) updated by KEY=VALUE pairs (--threshold)."""
     values: dict[str, float] = {}
     if path:
@@ -47,35 +49,43 @@ def thresholds_of(mod: ModuleType, pairs: tuple[str, ...], path: str | None
             try:
                 loaded = json.load(fh)
             except ValueError as e:
-                raise click.BadParameter(f"{path}: not JSON ({e})",
-                                         param_hint="--thresholds") from None
+                raise click.BadParameter(
+                    f"{path}: not JSON ({e})", param_hint="--thresholds"
+                ) from None
         if not isinstance(loaded, dict):
-            raise click.BadParameter(f"{path}: expected a JSON object of KEY: number",
-                                     param_hint="--thresholds")
+            raise click.BadParameter(
+                f"{path}: expected a JSON object of KEY: number", param_hint="--thresholds"
+            )
         values.update(loaded)
     known = [f.name for f in dataclasses.fields(mod.Thresholds)]
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or key not in known:
-            raise click.BadParameter(f"{pair!r}: expected KEY=VALUE with KEY one of "
-                                     f"{', '.join(known)}", param_hint="--threshold")
+            raise click.BadParameter(
+                f"{pair!r}: expected KEY=VALUE with KEY one of {', '.join(known)}",
+                param_hint="--threshold",
+            )
         try:
             values[key] = float(value)
         except ValueError:
-            raise click.BadParameter(f"{pair!r}: {value!r} is not a number",
-                                     param_hint="--threshold") from None
+            raise click.BadParameter(
+                f"{pair!r}: {value!r} is not a number", param_hint="--threshold"
+            ) from None
     if not values:
         return None
     unknown = sorted(set(values) - set(known))
     if unknown:
-        raise click.BadParameter(f"unknown threshold(s) {', '.join(unknown)}; known: "
-                                 f"{', '.join(known)}", param_hint="--thresholds")
+        raise click.BadParameter(
+            f"unknown threshold(s) {', '.join(unknown)}; known: {', '.join(known)}",
+            param_hint="--thresholds",
+        )
     return mod.Thresholds.from_mapping(values)
 
 
-def gate_reasons(diag: Diagnosis, fail_under_utilization: Optional[float],
-                 fail_on: Sequence[str]) -> list[str]:
+def gate_reasons(
+    diag: Diagnosis, fail_under_utilization: Optional[float], fail_on: Sequence[str]
+) -> list[str]:
     if fail_under_utilization is None and not fail_on:
         return [f"{f.cause}: {f.title}" for f in diag.findings if f.above_threshold]
     return list(diag.failed(fail_under_utilization=fail_under_utilization, fail_on=fail_on))
@@ -86,21 +96,47 @@ def gate_reasons(diag: Diagnosis, fail_under_utilization: Optional[float],
 @click.option("--steps", help=STEPS_HELP)
 @click.option("--ranks", help=RANKS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The diagnosis as one JSON document.")
-@click.option("--fail-under-utilization", type=click.FloatRange(0, 100), metavar="PCT",
-              help="Fail (exit 1) when GPU utilisation is below PCT percent.")
-@click.option("--fail-on", multiple=True, metavar="CAUSE",
-              help="Fail (exit 1) when this cause is above its threshold (repeatable).")
-@click.option("--threshold", "threshold_pairs", multiple=True, metavar="KEY=VALUE",
-              help="Override one threshold (repeatable).")
-@click.option("--thresholds", "thresholds_file", type=click.Path(exists=True, dir_okay=False),
-              help="JSON file of threshold overrides.")
+@click.option(
+    "--fail-under-utilization",
+    type=click.FloatRange(0, 100),
+    metavar="PCT",
+    help="Fail (exit 1) when GPU utilisation is below PCT percent.",
+)
+@click.option(
+    "--fail-on",
+    multiple=True,
+    metavar="CAUSE",
+    help="Fail (exit 1) when this cause is above its threshold (repeatable).",
+)
+@click.option(
+    "--threshold",
+    "threshold_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one threshold (repeatable).",
+)
+@click.option(
+    "--thresholds",
+    "thresholds_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON file of threshold overrides.",
+)
 @recover_option
 @click.pass_obj
 @click.pass_context
-def doctor(ctx: click.Context, opts: Options, paths: tuple[str, ...], steps: Optional[str],
-           ranks: Optional[str], as_json: bool, fail_under_utilization: Optional[float],
-           fail_on: tuple[str, ...], threshold_pairs: tuple[str, ...],
-           thresholds_file: Optional[str], recover: bool) -> None:
+def doctor(
+    ctx: click.Context,
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    as_json: bool,
+    fail_under_utilization: Optional[float],
+    fail_on: tuple[str, ...],
+    threshold_pairs: tuple[str, ...],
+    thresholds_file: Optional[str],
+    recover: bool,
+) -> None:
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
 
     Exit status 0 when healthy, 1 when a gate fails, 2 for bad input. CAUSE is one of
@@ -110,8 +146,10 @@ def doctor(ctx: click.Context, opts: Options, paths: tuple[str, ...], steps: Opt
     mod = doctor_module()
     bad = [c for c in fail_on if c not in mod.CAUSES]
     if bad:
-        raise click.BadParameter(f"{', '.join(bad)}: not a cause; choose from "
-                                 f"{', '.join(mod.CAUSES)}", param_hint="--fail-on")
+        raise click.BadParameter(
+            f"{', '.join(bad)}: not a cause; choose from {', '.join(mod.CAUSES)}",
+            param_hint="--fail-on",
+        )
     thresholds = thresholds_of(mod, threshold_pairs, thresholds_file)
     traces, _ = load_traces(paths, opts, recover)
     traces = subset(traces, parse_ints(ranks, "rank"))

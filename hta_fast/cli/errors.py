@@ -1,4 +1,5 @@
 """One line for each kind of bad input: which file, where, and what to do about it."""
+
 from __future__ import annotations
 
 import errno

@@ -1,4 +1,5 @@
 """`hta-fast info`: ranks, devices, span, steps, event and kernel counts, sizes, load time."""
+
 from __future__ import annotations
 
 import click
@@ -21,11 +22,13 @@ def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool) ->
     rows = [rank_info(t) for t in traces.values()]
     json_mb = sum(r["json_bytes"] for r in rows) / 1e6
     if as_json:
-        click.echo(dumps({"ranks": rows, "load_seconds": round(seconds, 3),
-                          "json_mb": round(json_mb, 3)}))
+        click.echo(
+            dumps({"ranks": rows, "load_seconds": round(seconds, 3), "json_mb": round(json_mb, 3)})
+        )
         return
     table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "file"} for r in rows])
-    echo_table(f"{len(rows)} rank(s), {json_mb:,.1f} MB of JSON loaded in {seconds:.2f} s",
-               table, None)
+    echo_table(
+        f"{len(rows)} rank(s), {json_mb:,.1f} MB of JSON loaded in {seconds:.2f} s", table, None
+    )
     for r in rows:
         click.echo(f"rank {r['rank']}: {r['file']}")

@@ -1,4 +1,5 @@
 """Paths on the command line to a TraceSet, with a progress bar and warnings logged."""
+
 from __future__ import annotations
 
 import logging
@@ -23,17 +24,21 @@ def trace_files(paths: Sequence[str]) -> list[str]:
     return files_of(paths, must_exist=True)
 
 
-def load_traces(paths: Sequence[str], opts: Options, recover: bool = False,
-                what: str = "loading") -> tuple[TraceSet, float]:
+def load_traces(
+    paths: Sequence[str], opts: Options, recover: bool = False, what: str = "loading"
+) -> tuple[TraceSet, float]:
     """The TraceSet of the paths and the seconds it took; loader warnings go to the log."""
     files = trace_files(paths)
     total = sum(os.path.getsize(f) for f in files)
     t0 = time.perf_counter()
-    with bar(opts, total=total, desc=what, unit="B", unit_scale=True) as progress, \
-            warnings.catch_warnings(record=True) as caught:
+    with (
+        bar(opts, total=total, desc=what, unit="B", unit_scale=True) as progress,
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always")
-        traces = load_dir(files, recover=recover,
-                          on_loaded=lambda f: progress.update(os.path.getsize(f)))
+        traces = load_dir(
+            files, recover=recover, on_loaded=lambda f: progress.update(os.path.getsize(f))
+        )
     for w in caught:
         log.warning("%s", w.message)
     return traces, time.perf_counter() - t0
@@ -52,15 +57,17 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
                 a, b = part.split(sep, 1)
                 lo, hi = int(a), int(b)
                 if hi < lo:
-                    raise click.BadParameter(f"{what} range {part!r} ends before it starts",
-                                            param_hint=f"--{what}s")
+                    raise click.BadParameter(
+                        f"{what} range {part!r} ends before it starts", param_hint=f"--{what}s"
+                    )
                 out.update(range(lo, hi + 1))
             else:
                 out.add(int(part))
         except ValueError:
             raise click.BadParameter(
                 f"{text!r}: expected numbers like 3, 1,4 or 2:5 (both ends included)",
-                param_hint=f"--{what}s") from None
+                param_hint=f"--{what}s",
+            ) from None
     return sorted(out)
 
 
@@ -70,8 +77,9 @@ def subset(traces: TraceSet, ranks: list[int] | None) -> TraceSet:
         return traces
     missing = sorted(set(ranks) - set(traces.ranks))
     if missing:
-        raise click.BadParameter(f"no such rank(s) {missing}; the traces hold ranks "
-                                 f"{traces.ranks}", param_hint="--ranks")
+        raise click.BadParameter(
+            f"no such rank(s) {missing}; the traces hold ranks {traces.ranks}", param_hint="--ranks"
+        )
     return TraceSet({r: traces[r] for r in ranks})
 
 
@@ -86,5 +94,8 @@ def path_arguments(f: F) -> F:
 
 
 def recover_option(f: F) -> F:
-    return click.option("--recover", is_flag=True,
-                        help="Keep the complete events of a truncated trace instead of failing.")(f)
+    return click.option(
+        "--recover",
+        is_flag=True,
+        help="Keep the complete events of a truncated trace instead of failing.",
+    )(f)

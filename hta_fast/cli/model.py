@@ -1,6 +1,7 @@
 """`hta-fast critical-path`, `hta-fast replay` and `hta-fast whatif`: the dependency-graph
 model (hta_fast.model.path.critical_path, hta_fast.model.replay.steps,
 hta_fast.model.whatif.steps.what_if with hta_fast.model.whatif.edits.Edits)."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -15,19 +16,37 @@ from .output import check_format, emit
 
 @cli.command("critical-path")
 @table_command
-@click.option("--trace-out", type=click.Path(dir_okay=False),
-              help="Also write the path as a Chrome trace (open in Perfetto); .gz compresses.")
-@click.option("--together", is_flag=True,
-              help="One path per step across the ranks replayed together: where a collective "
-                   "waited for the last rank, the path goes on on that rank.")
-@click.option("--windows", is_flag=True,
-              help="Walk each profiler step's window alone (default: a rank's consecutive "
-                   "steps replayed as one chain, each step's path back to its replayed start).")
+@click.option(
+    "--trace-out",
+    type=click.Path(dir_okay=False),
+    help="Also write the path as a Chrome trace (open in Perfetto); .gz compresses.",
+)
+@click.option(
+    "--together",
+    is_flag=True,
+    help="One path per step across the ranks replayed together: where a collective "
+    "waited for the last rank, the path goes on on that rank.",
+)
+@click.option(
+    "--windows",
+    is_flag=True,
+    help="Walk each profiler step's window alone (default: a rank's consecutive "
+    "steps replayed as one chain, each step's path back to its replayed start).",
+)
 @click.pass_obj
-def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
-                          ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                          recover: bool, trace_out: Optional[str], together: bool,
-                          windows: bool) -> None:
+def critical_path_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+    trace_out: Optional[str],
+    together: bool,
+    windows: bool,
+) -> None:
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
     compute, communication, kernel-to-kernel and launch overhead, data loading."""
     from ..model.path.critical_path import critical_path
@@ -37,28 +56,50 @@ def critical_path_command(opts: Options, paths: tuple[str, ...], steps: Optional
     if together and trace_out:
         raise BadInput("--trace-out draws one rank's path: it does not go with --together")
     traces, _ = load_traces(paths, opts, recover)
-    result = critical_path(traces, selection=selection(ranks, steps), cross_rank=together,
-                           chained=not windows)
+    result = critical_path(
+        traces, selection=selection(ranks, steps), cross_rank=together, chained=not windows
+    )
     emit(*result_tables([result]), fmt, out_dir, limit)
     if trace_out:  # of the first rank asked for (default: the smallest)
         asked = parse_ints(ranks, "rank")
-        click.echo(write_critical_path_trace(traces, trace_out, rank=asked[0] if asked else None,
-                                             steps=parse_ints(steps, "step"),
-                                             chained=not windows))
+        click.echo(
+            write_critical_path_trace(
+                traces,
+                trace_out,
+                rank=asked[0] if asked else None,
+                steps=parse_ints(steps, "step"),
+                chained=not windows,
+            )
+        )
 
 
 @cli.command("replay")
 @table_command
-@click.option("--together", is_flag=True,
-              help="Replay all ranks of a step together (a collective ends when the last rank "
-                   "has reached it), with the no-cross-rank ablation.")
-@click.option("--windows", is_flag=True,
-              help="Replay each profiler step's window alone (default: a rank's consecutive "
-                   "steps as one chain, each starting where the one before it ends).")
+@click.option(
+    "--together",
+    is_flag=True,
+    help="Replay all ranks of a step together (a collective ends when the last rank "
+    "has reached it), with the no-cross-rank ablation.",
+)
+@click.option(
+    "--windows",
+    is_flag=True,
+    help="Replay each profiler step's window alone (default: a rank's consecutive "
+    "steps as one chain, each starting where the one before it ends).",
+)
 @click.pass_obj
-def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
-                   ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                   recover: bool, together: bool, windows: bool) -> None:
+def replay_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+    together: bool,
+    windows: bool,
+) -> None:
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one, and the ablations (kernel sum, busiest stream, no
     cross-stream edges, GPU only) beside it."""
@@ -67,8 +108,9 @@ def replay_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
-    result = (replay_ranks if together else replay_steps)(traces, chained=not windows,
-                                                          selection=selection(ranks, steps))
+    result = (replay_ranks if together else replay_steps)(
+        traces, chained=not windows, selection=selection(ranks, steps)
+    )
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
 
@@ -81,8 +123,9 @@ def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
         except ValueError:
             key = ""
         if not sep or not key:
-            raise click.BadParameter(f"{pair!r}: expected KEY=FACTOR, e.g. COMM=0.5",
-                                     param_hint=what)
+            raise click.BadParameter(
+                f"{pair!r}: expected KEY=FACTOR, e.g. COMM=0.5", param_hint=what
+            )
     return out
 
 
@@ -98,48 +141,107 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
     except ValueError:
         value = float("nan")
     if not value > 0 or value == float("inf"):
-        raise click.BadParameter(f"{text!r}: expected a positive scale (2, 2x) or a bus "
-                                 "bandwidth (150GB/s)", param_hint="--comm-bandwidth")
+        raise click.BadParameter(
+            f"{text!r}: expected a positive scale (2, 2x) or a bus bandwidth (150GB/s)",
+            param_hint="--comm-bandwidth",
+        )
     return (None, value) if busbw else (value, None)
 
 
 @cli.command("whatif")
 @table_command
-@click.option("--scale", "classes", multiple=True, metavar="CLASS=F",
-              help="Scale GPU time of a kernel class: COMM, COMP or MEM (repeatable).")
-@click.option("--scale-name", "names", multiple=True, metavar="REGEX=F",
-              help="Scale GPU events whose name matches (repeatable).")
-@click.option("--scale-category", "categories", multiple=True, metavar="CAT=F",
-              help="Scale events of a trace category, e.g. cpu_op=0.5 (repeatable).")
+@click.option(
+    "--scale",
+    "classes",
+    multiple=True,
+    metavar="CLASS=F",
+    help="Scale GPU time of a kernel class: COMM, COMP or MEM (repeatable).",
+)
+@click.option(
+    "--scale-name",
+    "names",
+    multiple=True,
+    metavar="REGEX=F",
+    help="Scale GPU events whose name matches (repeatable).",
+)
+@click.option(
+    "--scale-category",
+    "categories",
+    multiple=True,
+    metavar="CAT=F",
+    help="Scale events of a trace category, e.g. cpu_op=0.5 (repeatable).",
+)
 @click.option("--cpu", type=float, default=1.0, show_default=True, help="Scale CPU time.")
 @click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
-@click.option("--drop-comm-waits", is_flag=True,
-              help="Nothing waits on communication (perfect overlap bound).")
-@click.option("--edit-ranks", help="Apply the edits (not --comm-bandwidth) to these ranks only, "
-                                  "e.g. 0,3 or 0-3 (default: all).")
-@click.option("--no-cross-rank", is_flag=True,
-              help="Replay each rank alone (default: the ranks of a step together).")
-@click.option("--windows", is_flag=True,
-              help="Replay each profiler step's window alone (default: a rank's consecutive "
-                   "steps as one chain, each starting where the one before it ends).")
-@click.option("--comm-bandwidth", metavar="S|GBPS", default=None,
-              help="Interconnect bandwidth through the collective cost model fitted to the "
-                   "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).")
-@click.option("--device", default=None,
-              help="This step on another GPU (device table key or name): kernels take the "
-                   "times `hta-fast predict` gives there.")
-@click.option("--source-device", default=None,
-              help="With --device: the trace's own GPU, when its header does not name it.")
-@click.option("--devices-file", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="With --device: a JSON device table tried before the built-in one.")
+@click.option(
+    "--drop-comm-waits",
+    is_flag=True,
+    help="Nothing waits on communication (perfect overlap bound).",
+)
+@click.option(
+    "--edit-ranks",
+    help="Apply the edits (not --comm-bandwidth) to these ranks only, "
+    "e.g. 0,3 or 0-3 (default: all).",
+)
+@click.option(
+    "--no-cross-rank",
+    is_flag=True,
+    help="Replay each rank alone (default: the ranks of a step together).",
+)
+@click.option(
+    "--windows",
+    is_flag=True,
+    help="Replay each profiler step's window alone (default: a rank's consecutive "
+    "steps as one chain, each starting where the one before it ends).",
+)
+@click.option(
+    "--comm-bandwidth",
+    metavar="S|GBPS",
+    default=None,
+    help="Interconnect bandwidth through the collective cost model fitted to the "
+    "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).",
+)
+@click.option(
+    "--device",
+    default=None,
+    help="This step on another GPU (device table key or name): kernels take the "
+    "times `hta-fast predict` gives there.",
+)
+@click.option(
+    "--source-device",
+    default=None,
+    help="With --device: the trace's own GPU, when its header does not name it.",
+)
+@click.option(
+    "--devices-file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="With --device: a JSON device table tried before the built-in one.",
+)
 @click.pass_obj
-def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
-                   ranks: Optional[str], fmt: str, out_dir: Optional[str], limit: int,
-                   recover: bool, classes: tuple[str, ...], names: tuple[str, ...],
-                   categories: tuple[str, ...], cpu: float, zero_launch_overhead: bool,
-                   drop_comm_waits: bool, edit_ranks: Optional[str], no_cross_rank: bool,
-                   windows: bool, comm_bandwidth: Optional[str], device: Optional[str],
-                   source_device: Optional[str], devices_file: Optional[str]) -> None:
+def whatif_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+    classes: tuple[str, ...],
+    names: tuple[str, ...],
+    categories: tuple[str, ...],
+    cpu: float,
+    zero_launch_overhead: bool,
+    drop_comm_waits: bool,
+    edit_ranks: Optional[str],
+    no_cross_rank: bool,
+    windows: bool,
+    comm_bandwidth: Optional[str],
+    device: Optional[str],
+    source_device: Optional[str],
+    devices_file: Optional[str],
+) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     ...) and replay it: predicted step time per rank and step, and the bound that changed."""
     from ..model.whatif.edits import Edits
@@ -148,19 +250,31 @@ def whatif_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     check_format(fmt, out_dir)
     scale, busbw = _bandwidth(comm_bandwidth)
     try:  # the edits are checked before the traces load
-        edits = Edits(kernel_class=_factors(classes, "--scale") or None,
-                      name=_factors(names, "--scale-name") or None,
-                      category=_factors(categories, "--scale-category") or None, cpu=cpu,
-                      zero_launch_overhead=zero_launch_overhead, drop_comm_waits=drop_comm_waits,
-                      collective_bandwidth=scale, collective_busbw_gbps=busbw,
-                      edit_ranks=parse_ints(edit_ranks, "rank"), device=device,
-                      source_device=source_device, devices_file=devices_file)
+        edits = Edits(
+            kernel_class=_factors(classes, "--scale") or None,
+            name=_factors(names, "--scale-name") or None,
+            category=_factors(categories, "--scale-category") or None,
+            cpu=cpu,
+            zero_launch_overhead=zero_launch_overhead,
+            drop_comm_waits=drop_comm_waits,
+            collective_bandwidth=scale,
+            collective_busbw_gbps=busbw,
+            edit_ranks=parse_ints(edit_ranks, "rank"),
+            device=device,
+            source_device=source_device,
+            devices_file=devices_file,
+        )
     except ValueError as e:
         raise BadInput(str(e)) from None
     traces, _ = load_traces(paths, opts, recover)
     try:
-        result = what_if(traces, edits, cross_rank=not no_cross_rank, chained=not windows,
-                         selection=selection(ranks, steps))
+        result = what_if(
+            traces,
+            edits,
+            cross_rank=not no_cross_rank,
+            chained=not windows,
+            selection=selection(ranks, steps),
+        )
     except ValueError as e:
         raise BadInput(str(e)) from None
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)

@@ -1,5 +1,6 @@
 """`hta-fast ops` (operator table and roofline) and `hta-fast predict` (kernel time on another
 GPU): hta_fast.analysis.op_table / roofline and hta_fast.model.predict."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -17,29 +18,41 @@ DEVICES_FILE_HELP = "A JSON device table tried before the built-in one (see docs
 
 
 def _with_devices_file(f: F) -> F:
-    return click.option("--devices-file", type=click.Path(dir_okay=False, exists=True),
-                        help=DEVICES_FILE_HELP)(f)
+    return click.option(
+        "--devices-file", type=click.Path(dir_okay=False, exists=True), help=DEVICES_FILE_HELP
+    )(f)
 
 
 @cli.command("ops")
 @table_command
 @_with_devices_file
-@click.option("--device", help="Device table key or name for the roofline "
-              "(default: each trace's own GPU).")
+@click.option(
+    "--device", help="Device table key or name for the roofline (default: each trace's own GPU)."
+)
 @click.option("--prefix", help="Only operators whose names start so, e.g. aten::")
 @click.pass_obj
-def ops_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
-                ranks: Optional[str], devices_file: Optional[str], fmt: str,
-                out_dir: Optional[str], limit: int, recover: bool, device: Optional[str],
-                prefix: Optional[str]) -> None:
+def ops_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    devices_file: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+    device: Optional[str],
+    prefix: Optional[str],
+) -> None:
     """Operators by name and shape with the GPU time of their kernels, FLOPs and bytes, and
     the roofline: achieved against peak, the bound, and the ops with most time left."""
     check_format(fmt, out_dir)
     sel = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover)
     results = [
-        roofline_mod.roofline(traces, device=device, devices_file=devices_file,
-                              op_prefix=prefix, selection=sel),
+        roofline_mod.roofline(
+            traces, device=device, devices_file=devices_file, op_prefix=prefix, selection=sel
+        ),
         op_table_mod.op_table(traces, op_prefix=prefix, costs=True, selection=sel),
     ]
     emit(*result_tables(results), fmt, out_dir, limit)
@@ -51,10 +64,19 @@ def ops_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
 @click.option("--device", required=True, help="The GPU to predict for (device table key or name).")
 @click.option("--source-device", help="The trace's own GPU, when its header does not name it.")
 @click.pass_obj
-def predict_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
-                    ranks: Optional[str], devices_file: Optional[str], fmt: str,
-                    out_dir: Optional[str], limit: int, recover: bool, device: str,
-                    source_device: Optional[str]) -> None:
+def predict_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    devices_file: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+    device: str,
+    source_device: Optional[str],
+) -> None:
     """GPU time of each operator family predicted on another GPU from this trace's kernels
     (roofline with efficiency curves fitted from the trace; see docs/ops.md for its error)."""
     from ..model.predict import predict
@@ -62,8 +84,9 @@ def predict_command(opts: Options, paths: tuple[str, ...], steps: Optional[str],
     check_format(fmt, out_dir)
     sel = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover)
-    result = predict(traces, device, source_device=source_device, devices_file=devices_file,
-                     selection=sel)
+    result = predict(
+        traces, device, source_device=source_device, devices_file=devices_file, selection=sel
+    )
     tables, notes = result_tables([result])
     tables.pop("predict.events", None)  # one row per kernel: for the library, not a terminal
     emit(tables, notes, fmt, out_dir, limit)

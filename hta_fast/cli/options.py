@@ -1,5 +1,6 @@
 """What the table-printing commands (ops, predict, critical-path, replay, whatif) share: their
 options, the selection they describe, and their results as named tables."""
+
 from __future__ import annotations
 
 from typing import Callable, Optional, TypeVar
@@ -17,14 +18,29 @@ F = TypeVar("F", bound=Callable[..., object])
 
 def table_command(f: F) -> F:
     """PATH..., --steps, --ranks, --format, -o, --limit, --recover."""
-    for option in reversed([
-            click.option("--steps", help=STEPS_HELP), click.option("--ranks", help=RANKS_HELP),
-            click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-                         show_default=True),
-            click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
-                         help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json)."),
-            click.option("--limit", type=int, default=20, show_default=True,
-                         help="Rows shown per table in the table format (0: all).")]):
+    for option in reversed(
+        [
+            click.option("--steps", help=STEPS_HELP),
+            click.option("--ranks", help=RANKS_HELP),
+            click.option(
+                "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+            ),
+            click.option(
+                "-o",
+                "--output",
+                "out_dir",
+                type=click.Path(file_okay=False),
+                help="Folder for the tables (NAME.csv / NAME.parquet / analyses.json).",
+            ),
+            click.option(
+                "--limit",
+                type=int,
+                default=20,
+                show_default=True,
+                help="Rows shown per table in the table format (0: all).",
+            ),
+        ]
+    ):
         f = option(f)
     return recover_option(path_arguments(f))
 

@@ -1,4 +1,5 @@
 """Tables out: aligned text for a terminal, JSON, or CSV / Parquet files in a folder."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,9 @@ def text_table(table: pa.Table, limit: Optional[int] = None) -> str:
     widths = [max([len(h)] + [len(c) for c in col]) for h, col in zip(heads, cols)]
 
     def line(cells: Iterable[str]) -> str:
-        return "  ".join(c.rjust(w) if num else c.ljust(w)
-                         for c, w, num in zip(cells, widths, numeric)).rstrip()
+        return "  ".join(
+            c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)
+        ).rstrip()
 
     out = [line(heads), line("-" * w for w in widths)]
     out += [line(row) for row in zip(*cols)] if cols else []
@@ -63,6 +65,7 @@ def write_tables(tables: Mapping[str, pa.Table], fmt: str, out_dir: str) -> list
     """Writes each table as out_dir/NAME.csv or .parquet; returns the paths."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
+
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for name, table in tables.items():
@@ -83,8 +86,9 @@ def _plain(table: pa.Table) -> pa.Table:
         if pa.types.is_dictionary(t):
             col = col.cast(t.value_type)
         elif pa.types.is_list(t) or pa.types.is_struct(t) or pa.types.is_large_list(t):
-            col = pa.array([None if v is None else json.dumps(v) for v in col.to_pylist()],
-                           pa.string())
+            col = pa.array(
+                [None if v is None else json.dumps(v) for v in col.to_pylist()], pa.string()
+            )
         cols.append(col)
     return pa.table(cols, names=table.column_names)
 
@@ -101,8 +105,13 @@ def check_format(fmt: str, out_dir: Optional[str]) -> None:
         raise click.UsageError(f"--format {fmt} writes files: give a folder with -o DIR")
 
 
-def emit(tables: Mapping[str, pa.Table], notes: Mapping[str, list[str]], fmt: str,
-         out_dir: Optional[str], limit: int) -> None:
+def emit(
+    tables: Mapping[str, pa.Table],
+    notes: Mapping[str, list[str]],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+) -> None:
     """Tables in the asked format: files in out_dir (csv/parquet, or analyses.json), JSON on
     stdout, or text tables with their notes (and a csv copy when out_dir is given)."""
     if fmt in ("csv", "parquet") and out_dir:

@@ -1,4 +1,5 @@
 """Progress bars: tqdm on stderr, only for a person at a terminal."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@
 Method names, parameters, pandas outputs and column names follow the reference; plots are
 drawn only when visualize=True is passed. Where the reference is wrong, the numbers here
 are right (docs/differences.md says where and why)."""
+
 from .memory import MemoryAnalysis
 from .trace_analysis import TraceAnalysis
 from .trace_diff import TraceDiff

@@ -18,6 +18,7 @@ Where they differ (docs/differences.md):
     bandwidth argument gets bytes / duration where it has a byte count.
   * input frames are never modified.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,6 +45,7 @@ STATS = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 
 class TimeSeriesTypes(enum.Flag):
     """The series generate_trace_with_counters can add (as in the reference)."""
+
     QUEUE_LENGTH = enum.auto()
     MEMCPY_BANDWIDTH = enum.auto()
 
@@ -51,11 +53,14 @@ class TimeSeriesTypes(enum.Flag):
 # --- the reference's clock ---------------------------------------------------------------
 def _kept_rows(trace: Trace) -> np.ndarray:
     """Events the reference loads: those with a category other than "Trace" (read-only)."""
+
     def compute() -> np.ndarray:
         import pyarrow.compute as pc
+
         cat = trace.column("events", "cat")
         trace_ids = np.flatnonzero(pc.equal(trace.strings, "Trace").to_numpy(zero_copy_only=False))
         return (cat >= 0) & ~np.isin(cat, trace_ids)
+
     return derived.remember(trace, "kept_rows", compute)
 
 
@@ -63,6 +68,7 @@ def _first_kept_start(trace: Trace) -> Optional[int]:
     def compute() -> Optional[int]:
         starts = trace.column("events", "ts")[_kept_rows(trace)]
         return int(starts.min()) if len(starts) else None
+
     return derived.remember(trace, "first_kept_start", compute)
 
 
@@ -84,9 +90,12 @@ def _us(ns: np.ndarray, whole: Optional[bool] = None) -> np.ndarray:
 def _whole_us(traces: TraceSet) -> bool:
     """Whether every event of every rank starts on a whole microsecond (integer-µs traces),
     so that every difference of two starts is whole too."""
+
     def check(trace: Trace) -> bool:
-        return derived.remember(trace, "starts_whole_us", lambda: bool(
-            np.all(trace.column("events", "ts") % 1000 == 0)))
+        return derived.remember(
+            trace, "starts_whole_us", lambda: bool(np.all(trace.column("events", "ts") % 1000 == 0))
+        )
+
     return all(check(t) for t in traces.values())
 
 
@@ -131,8 +140,14 @@ def _queue_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Option
     occ = ops.occupancy(stream, launch_ts, gpu_ts)
     gpu_rows = rows[occ.item]  # the GPU event of each row's launch
     index = np.where(occ.entering, col("events", "partner")[gpu_rows], gpu_rows)
-    return _Series(index=index, ts=occ.ts - zero, group=occ.group, value=occ.level,
-                   pid=col("events", "pid")[gpu_rows], tid=col("events", "tid")[gpu_rows])
+    return _Series(
+        index=index,
+        ts=occ.ts - zero,
+        group=occ.group,
+        value=occ.level,
+        pid=col("events", "pid")[gpu_rows],
+        tid=col("events", "tid")[gpu_rows],
+    )
 
 
 def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.ndarray:
@@ -146,8 +161,9 @@ def _by_group_time(group: np.ndarray, ts: np.ndarray, later: np.ndarray) -> np.n
 _SeriesMaker = Callable[["Trace", Optional[np.ndarray], int], Optional[_Series]]
 
 
-def _each_series(analysis: TraceAnalysis, ranks: Optional[List[int]], make: _SeriesMaker
-                 ) -> Iterator[tuple[int, _Series]]:
+def _each_series(
+    analysis: TraceAnalysis, ranks: Optional[List[int]], make: _SeriesMaker
+) -> Iterator[tuple[int, _Series]]:
     sel = _selection(analysis, ranks)
     zero = origin_ns(analysis.traces)
     for rank, trace, mask in select.each_rank(analysis.traces, sel):
@@ -156,22 +172,34 @@ def _each_series(analysis: TraceAnalysis, ranks: Optional[List[int]], make: _Ser
             yield rank, series
 
 
-def get_queue_length_time_series(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
-                                 ) -> Dict[int, pd.DataFrame]:
+def get_queue_length_time_series(
+    analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+) -> Dict[int, pd.DataFrame]:
     """{rank: DataFrame[ts, pid, tid, stream, queue_length]} indexed by event row ("index"):
     +1 at each launch, -1 at each GPU event's start, per stream (ascending), in time order.
     Ranks without queued work are left out."""
     import pandas as pd
 
     whole = True if _whole_us(analysis.traces) else None
-    return {rank: pd.DataFrame({"ts": _us(s["ts"], whole), "pid": s["pid"], "tid": s["tid"],
-                                "stream": s["group"], "queue_length": s["value"]},
-                               index=pd.Index(s["index"], name="index"), copy=False)
-            for rank, s in _each_series(analysis, ranks, _queue_series)}
+    return {
+        rank: pd.DataFrame(
+            {
+                "ts": _us(s["ts"], whole),
+                "pid": s["pid"],
+                "tid": s["tid"],
+                "stream": s["group"],
+                "queue_length": s["value"],
+            },
+            index=pd.Index(s["index"], name="index"),
+            copy=False,
+        )
+        for rank, s in _each_series(analysis, ranks, _queue_series)
+    }
 
 
-def get_queue_length_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
-                             ) -> Optional[pd.DataFrame]:
+def get_queue_length_summary(
+    analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+) -> Optional[pd.DataFrame]:
     """get_queue_length_summary_from_time_series of get_queue_length_time_series, computed
     from each stream's step function instead of the series' rows: at a timestamp with several
     rows, only the last holds for any time, and that is the value after every change there."""
@@ -192,14 +220,27 @@ def get_queue_length_summary(analysis: TraceAnalysis, ranks: Optional[List[int]]
                 parts.append(((rank, g), [count] + [float("nan")] * 7))
                 continue
             q = st.quantiles[k]
-            parts.append(((rank, g), [count, float(st.mean[k]), float(st.std[k]),
-                                      float(st.min[k]), float(q[0]), float(q[1]), float(q[2]),
-                                      float(st.max[k])]))
+            parts.append(
+                (
+                    (rank, g),
+                    [
+                        count,
+                        float(st.mean[k]),
+                        float(st.std[k]),
+                        float(st.min[k]),
+                        float(q[0]),
+                        float(q[1]),
+                        float(q[2]),
+                        float(st.max[k]),
+                    ],
+                )
+            )
     return _describe_frame(parts, ["rank", "stream"], "queue_length") if parts else None
 
 
-def get_queue_length_summary_from_time_series(analysis: TraceAnalysis, queue_length_dict: Dict
-                                              ) -> Optional[pd.DataFrame]:
+def get_queue_length_summary_from_time_series(
+    analysis: TraceAnalysis, queue_length_dict: Dict
+) -> Optional[pd.DataFrame]:
     """Time-weighted statistics per (rank, stream) of the given series: each value weighted
     by the time it holds, from the stream's first row to its last; count = rows."""
     if not queue_length_dict:
@@ -209,15 +250,16 @@ def get_queue_length_summary_from_time_series(analysis: TraceAnalysis, queue_len
         stream = df["stream"].to_numpy(np.int64)
         ts = _ns(df["ts"].to_numpy())
         order = np.lexsort((ts, stream))
-        groups, stats = _weighted_describe(stream[order], ts[order],
-                                           df["queue_length"].to_numpy()[order],
-                                           positive_only=False)
+        groups, stats = _weighted_describe(
+            stream[order], ts[order], df["queue_length"].to_numpy()[order], positive_only=False
+        )
         parts += [((rank, g), row) for g, row in zip(groups.tolist(), stats)]
     return _describe_frame(parts, ["rank", "stream"], "queue_length")
 
 
-def get_time_spent_blocked_on_full_queue(analysis: TraceAnalysis, queue_length_dict: Dict,
-                                         max_queue_length: int = 1024) -> pd.DataFrame:
+def get_time_spent_blocked_on_full_queue(
+    analysis: TraceAnalysis, queue_length_dict: Dict, max_queue_length: int = 1024
+) -> pd.DataFrame:
     """Per (rank, stream) whose queue reaches max_queue_length for some time: that time (us)
     and its share of the rank's trace duration (a fraction, as in the reference)."""
     import pandas as pd
@@ -233,13 +275,19 @@ def get_time_spent_blocked_on_full_queue(analysis: TraceAnalysis, queue_length_d
             at = float(held[ql >= max_queue_length].sum())
             if at > 0:
                 rows.append((rank, stream, at, at / span if span > 0 else float("nan")))
-    return pd.DataFrame(rows, columns=["rank", "stream", "duration_at_max_queue_length",
-                                       "relative_duration_at_max_queue_length"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "rank",
+            "stream",
+            "duration_at_max_queue_length",
+            "relative_duration_at_max_queue_length",
+        ],
+    )
 
 
 # --- memory bandwidth --------------------------------------------------------------------
-def _bandwidth_series(trace: Trace, mask: Optional[np.ndarray], zero: int
-                      ) -> Optional[_Series]:
+def _bandwidth_series(trace: Trace, mask: Optional[np.ndarray], zero: int) -> Optional[_Series]:
     """Each copy's start (+bandwidth) and end (-bandwidth), summed per copy type (names
     ascending), in time order (ends before starts at one timestamp)."""
     rows, types, bw = _bw.memory_rows(trace, mask)
@@ -265,26 +313,41 @@ def _bandwidth_series(trace: Trace, mask: Optional[np.ndarray], zero: int
         value[a:b] = np.cumsum(signed[part])
         # the float sum drifts; where the exact fixed-point sum says no copy runs, it is 0
         value[a:b][np.cumsum(signed_fixed[part]) == 0] = 0.0
-    return _Series(index=order.astype(np.int64), ts=ts[order] - zero, group=code_o.astype(np.int64),
-                   value=value, names=names,
-                   pid=np.tile(trace.column("events", "pid")[rows], 2)[order])
+    return _Series(
+        index=order.astype(np.int64),
+        ts=ts[order] - zero,
+        group=code_o.astype(np.int64),
+        value=value,
+        names=names,
+        pid=np.tile(trace.column("events", "pid")[rows], 2)[order],
+    )
 
 
-def get_memory_bw_time_series(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
-                              ) -> Dict[int, pd.DataFrame]:
+def get_memory_bw_time_series(
+    analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+) -> Dict[int, pd.DataFrame]:
     """{rank: DataFrame[ts, pid, name, memory_bw_gbps]}: each copy's start (+bandwidth) and
     end (-bandwidth), summed per copy type (names ascending), in time order. ts in us."""
     import pandas as pd
 
-    return {rank: pd.DataFrame({"ts": s["ts"] / 1000.0, "pid": s["pid"],
-                                "name": s["names"][s["group"]].astype(object),
-                                "memory_bw_gbps": s["value"]},
-                               index=pd.Index(s["index"]), copy=False)
-            for rank, s in _each_series(analysis, ranks, _bandwidth_series)}
+    return {
+        rank: pd.DataFrame(
+            {
+                "ts": s["ts"] / 1000.0,
+                "pid": s["pid"],
+                "name": s["names"][s["group"]].astype(object),
+                "memory_bw_gbps": s["value"],
+            },
+            index=pd.Index(s["index"]),
+            copy=False,
+        )
+        for rank, s in _each_series(analysis, ranks, _bandwidth_series)
+    }
 
 
-def get_memory_bw_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = None
-                          ) -> Optional[pd.DataFrame]:
+def get_memory_bw_summary(
+    analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+) -> Optional[pd.DataFrame]:
     """Time-weighted bandwidth statistics per (rank, name) over the time a copy of that type
     runs; count = rows with a positive bandwidth. None without copies; an empty frame when no
     copy has a known bandwidth."""
@@ -293,21 +356,24 @@ def get_memory_bw_summary(analysis: TraceAnalysis, ranks: Optional[List[int]] = 
     for rank, s in _each_series(analysis, ranks, _bandwidth_series):
         seen = True
         groups, stats = _weighted_describe(s["group"], s["ts"], s["value"], positive_only=True)
-        parts += [((rank, str(s["names"][g])), row)
-                  for g, row in zip(groups, stats) if row[0] > 0]
+        parts += [((rank, str(s["names"][g])), row) for g, row in zip(groups, stats) if row[0] > 0]
     return _describe_frame(parts, ["rank", "name"], "memory_bw_gbps") if seen else None
 
 
 # --- counters in the trace ---------------------------------------------------------------
-def generate_trace_with_counters(analysis: TraceAnalysis, time_series: Any = None,
-                                 ranks: Optional[List[int]] = None,
-                                 output_suffix: str = "_with_counters") -> None:
+def generate_trace_with_counters(
+    analysis: TraceAnalysis,
+    time_series: Any = None,
+    ranks: Optional[List[int]] = None,
+    output_suffix: str = "_with_counters",
+) -> None:
     """Writes each rank's trace beside it, named with output_suffix before ".json", with
     "Queue Length" (one per stream) and memcpy bandwidth counter events added."""
 
     series = _series_names(time_series)
-    trace_with_counters(analysis.traces, suffix=output_suffix, series=series,
-                        selection=_selection(analysis, ranks))
+    trace_with_counters(
+        analysis.traces, suffix=output_suffix, series=series, selection=_selection(analysis, ranks)
+    )
 
 
 def _series_names(time_series: Any) -> tuple:
@@ -332,8 +398,9 @@ def _ns(ts_us: np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(ts_us, np.float64) * 1000.0).astype(np.int64)
 
 
-def _weighted_describe(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
-                       positive_only: bool) -> tuple[np.ndarray, list]:
+def _weighted_describe(
+    group: np.ndarray, ts: np.ndarray, value: np.ndarray, positive_only: bool
+) -> tuple[np.ndarray, list]:
     """(groups, [[count, mean, std, min, 25%, 50%, 75%, max] per group]) of step functions
     given as rows sorted by (group, ts) (ns; the last row of a timestamp holds). Weighted by
     the time each value holds until the group's next timestamp; positive_only: over the time
@@ -359,8 +426,18 @@ def _weighted_describe(group: np.ndarray, ts: np.ndarray, value: np.ndarray,
             rows.append([float(count[k])] + [float("nan")] * 7)
             continue
         q = st.quantiles[k]
-        rows.append([float(count[k]), float(st.mean[k]), float(np.sqrt(spread[k] / weight[k])),
-                     float(st.min[k]), float(q[0]), float(q[1]), float(q[2]), float(st.max[k])])
+        rows.append(
+            [
+                float(count[k]),
+                float(st.mean[k]),
+                float(np.sqrt(spread[k] / weight[k])),
+                float(st.min[k]),
+                float(q[0]),
+                float(q[1]),
+                float(q[2]),
+                float(st.max[k]),
+            ]
+        )
     return st.groups, rows
 
 

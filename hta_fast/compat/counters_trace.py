@@ -14,6 +14,7 @@ Counter events:
 Timestamps are written in microseconds on the file's own clock (baseTimeNanoseconds taken
 back off) with all nanosecond digits, so loading the copy gives the same nanoseconds.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -38,11 +39,18 @@ CHUNK = 1 << 20
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
-def trace_with_counters(traces: Union[Trace, TraceSet], *, out_dir: Optional[str] = None,
-                        suffix: str = "_with_counters",
-                        series: Sequence[str] = SERIES,
-                        ranks: Ranks = None, steps: Steps = None, window: Window = None,
-                        streams: Streams = None, selection: Optional[Selection] = None) -> Result:
+def trace_with_counters(
+    traces: Union[Trace, TraceSet],
+    *,
+    out_dir: Optional[str] = None,
+    suffix: str = "_with_counters",
+    series: Sequence[str] = SERIES,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+    selection: Optional[Selection] = None,
+) -> Result:
     """Writes, for every selected rank, its trace file with counter events added.
 
     out_dir   folder for the copies (default: beside each trace); a copy is named like its
@@ -57,26 +65,37 @@ def trace_with_counters(traces: Union[Trace, TraceSet], *, out_dir: Optional[str
     if unknown:
         raise ValueError(f"unknown series {sorted(unknown)}; choose from {SERIES}")
     sel = select.selection_of(selection, ranks, steps, window, streams)
-    rows: dict[str, list[Any]] = {"rank": [], "path": [], "queue_length_events": [],
-                                  "bandwidth_events": []}
+    rows: dict[str, list[Any]] = {
+        "rank": [],
+        "path": [],
+        "queue_length_events": [],
+        "bandwidth_events": [],
+    }
     for rank, trace, _ in select.each_rank(traces, sel):
-        one = Selection(ranks=[rank], steps=sel.steps, window=sel.window, streams=sel.streams,
-                        before_last_step=sel.before_last_step)
+        one = Selection(
+            ranks=[rank],
+            steps=sel.steps,
+            window=sel.window,
+            streams=sel.streams,
+            before_last_step=sel.before_last_step,
+        )
         q = queue_length(traces, selection=one).table if "queue_length" in series else None
-        b = memory_bandwidth(traces, selection=one).table if "memcpy_bandwidth" in series \
-            else None
+        b = memory_bandwidth(traces, selection=one).table if "memcpy_bandwidth" in series else None
         path = output_path(trace, out_dir, suffix)
         nq, nb = write_counters(trace, path, queue=q, bandwidth=b)
         rows["rank"].append(rank)
         rows["path"].append(path)
         rows["queue_length_events"].append(nq)
         rows["bandwidth_events"].append(nb)
-    table = pa.table({"rank": pa.array(rows["rank"], pa.int64()),
-                      "path": pa.array(rows["path"], pa.string()),
-                      "queue_length_events": pa.array(rows["queue_length_events"], pa.int64()),
-                      "bandwidth_events": pa.array(rows["bandwidth_events"], pa.int64())})
-    return Result("trace_with_counters", table, params={"series": tuple(series),
-                                                         "selection": sel})
+    table = pa.table(
+        {
+            "rank": pa.array(rows["rank"], pa.int64()),
+            "path": pa.array(rows["path"], pa.string()),
+            "queue_length_events": pa.array(rows["queue_length_events"], pa.int64()),
+            "bandwidth_events": pa.array(rows["bandwidth_events"], pa.int64()),
+        }
+    )
+    return Result("trace_with_counters", table, params={"series": tuple(series), "selection": sel})
 
 
 def output_path(trace: Trace, out_dir: Optional[str], suffix: str) -> str:
@@ -95,8 +114,10 @@ def us_text(ns: np.ndarray) -> list[str]:
     sign = np.where(ns < 0, "-", "")
     a = np.abs(ns)
     whole, frac = a // 1000, a % 1000
-    return [f"{s}{w}" if f == 0 else f"{s}{w}.{f:03d}"
-            for s, w, f in zip(sign.tolist(), whole.tolist(), frac.tolist())]
+    return [
+        f"{s}{w}" if f == 0 else f"{s}{w}.{f:03d}"
+        for s, w, f in zip(sign.tolist(), whole.tolist(), frac.tolist())
+    ]
 
 
 def _pid_json(trace: Trace, pids: np.ndarray) -> list[str]:
@@ -114,9 +135,12 @@ def _number(v: float) -> str:
     return repr(int(v)) if float(v).is_integer() else repr(float(v))
 
 
-def counter_events(trace: Trace, queue: Optional[pa.Table] = None,
-                   bandwidth: Optional[pa.Table] = None,
-                   include_id: bool = True) -> tuple[list[str], int, int]:
+def counter_events(
+    trace: Trace,
+    queue: Optional[pa.Table] = None,
+    bandwidth: Optional[pa.Table] = None,
+    include_id: bool = True,
+) -> tuple[list[str], int, int]:
     """JSON texts of the counter events for the series tables of one rank (the main tables of
     queue_length and memory_bandwidth), with how many of each."""
     base = trace.meta.base_time_ns
@@ -129,8 +153,10 @@ def counter_events(trace: Trace, queue: Optional[pa.Table] = None,
         value = queue.column("queue_length").to_numpy().tolist()
         for p, s, t, v in zip(pid, stream, ts, value):
             ident = f', "id": {s}' if include_id else ""
-            out.append(f'{{"ph": "C", "name": "Queue Length", "pid": {p}, "tid": {s}{ident}, '
-                       f'"ts": {t}, "args": {{"Queue Length": {v}}}}}')
+            out.append(
+                f'{{"ph": "C", "name": "Queue Length", "pid": {p}, "tid": {s}{ident}, '
+                f'"ts": {t}, "args": {{"Queue Length": {v}}}}}'
+            )
         nq = queue.num_rows
     if bandwidth is not None and bandwidth.num_rows:
         ts = us_text(bandwidth.column("ts").to_numpy() - base)
@@ -138,14 +164,17 @@ def counter_events(trace: Trace, queue: Optional[pa.Table] = None,
         names = [json.dumps(n) for n in bandwidth.column("name").to_pylist()]
         value = bandwidth.column("memory_bw_gbps").to_numpy().tolist()
         for p, n, t, v in zip(pid, names, ts, value):
-            out.append(f'{{"ph": "C", "name": {n}, "pid": {p}, "ts": {t}, '
-                       f'"args": {{"Memcpy BW": {_number(v)}}}}}')
+            out.append(
+                f'{{"ph": "C", "name": {n}, "pid": {p}, "ts": {t}, '
+                f'"args": {{"Memcpy BW": {_number(v)}}}}}'
+            )
         nb = bandwidth.num_rows
     return out, nq, nb
 
 
-def write_counters(trace: Trace, path: str, queue: Optional[pa.Table] = None,
-                   bandwidth: Optional[pa.Table] = None) -> tuple[int, int]:
+def write_counters(
+    trace: Trace, path: str, queue: Optional[pa.Table] = None, bandwidth: Optional[pa.Table] = None
+) -> tuple[int, int]:
     """Copies trace's file to path with the counter events spliced into traceEvents."""
     events, nq, nb = counter_events(trace, queue, bandwidth)
     src = trace.meta.path
@@ -194,7 +223,7 @@ def _splice(fin: Any, fout: Any, events: list[str]) -> None:
     if events:
         fout.write(b"\n")
         for i in range(0, len(events), 4096):
-            fout.write((",\n".join(events[i:i + 4096])).encode())
+            fout.write((",\n".join(events[i : i + 4096])).encode())
             if i + 4096 < len(events):
                 fout.write(b",\n")
         if not empty:

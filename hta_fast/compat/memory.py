@@ -4,6 +4,7 @@ hta_fast.analysis.memory_timeline.
     from hta_fast.compat.memory import MemoryAnalysis
     MemoryAnalysis("memory_timeline.raw.json.gz").plot_memory_timeline()
 """
+
 from __future__ import annotations
 
 import os
@@ -15,9 +16,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # The reference's colours: plotly's Pastel scheme, in category order.
-_PASTEL = ["rgb(102, 197, 204)", "rgb(246, 207, 113)", "rgb(248, 156, 116)",
-           "rgb(220, 176, 242)", "rgb(135, 197, 95)", "rgb(158, 185, 243)",
-           "rgb(254, 136, 177)", "rgb(201, 219, 116)"]
+_PASTEL = [
+    "rgb(102, 197, 204)",
+    "rgb(246, 207, 113)",
+    "rgb(248, 156, 116)",
+    "rgb(220, 176, 242)",
+    "rgb(135, 197, 95)",
+    "rgb(158, 185, 243)",
+    "rgb(254, 136, 177)",
+    "rgb(201, 219, 116)",
+]
 
 
 class MemoryAnalysis:
@@ -47,12 +55,21 @@ class MemoryAnalysis:
         df = self.get_memory_timeline()
         times = df["time"].to_numpy()
         x = (times - (times.min() if len(times) else 0)) / 1e6
-        stacked = np.cumsum(df[list(CATEGORIES)].to_numpy(), axis=1) / 1024 ** 3
+        stacked = np.cumsum(df[list(CATEGORIES)].to_numpy(), axis=1) / 1024**3
         fig = go.Figure()
         for i, (name, color) in enumerate(zip(CATEGORIES, _PASTEL)):
-            fig.add_trace(go.Scatter(x=x, y=stacked[:, i], mode="lines", fillcolor=color,
-                                     fill="tonexty", name=name, marker=dict(color=color),
-                                     showlegend=True))
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=stacked[:, i],
+                    mode="lines",
+                    fillcolor=color,
+                    fill="tonexty",
+                    name=name,
+                    marker=dict(color=color),
+                    showlegend=True,
+                )
+            )
         fig.update_xaxes(title="Time (ms)")
         fig.update_yaxes(title="Memory (GB)")
         fig.update_layout(title_text="Memory timeline", title_x=0.5, width=1200, height=800)

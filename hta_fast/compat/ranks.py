@@ -1,5 +1,6 @@
 """The reference's straggler and CUPTI-counter methods over hta_fast.analysis.stragglers and
 hta_fast.analysis.cupti_counters."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,8 +28,12 @@ def _steps(analysis: TraceAnalysis, selection: select.Selection) -> List[int]:
     return sorted(found)
 
 
-def get_potential_stragglers(analysis: TraceAnalysis, profiler_steps: Optional[List[int]] = None,
-                             num_candidates: int = 2, visualize: bool = False) -> List[int]:
+def get_potential_stragglers(
+    analysis: TraceAnalysis,
+    profiler_steps: Optional[List[int]] = None,
+    num_candidates: int = 2,
+    visualize: bool = False,
+) -> List[int]:
     """The ranks most often among the `num_candidates` latest to start the probe
     collective, strongest first. A step given in `profiler_steps` is used even when it is
     the last one (which the default view leaves out); unknown steps are ignored, and none
@@ -41,12 +46,15 @@ def get_potential_stragglers(analysis: TraceAnalysis, profiler_steps: Optional[L
         every = _steps(analysis, dataclasses.replace(analysis.selection, before_last_step=False))
         valid = [s for s in profiler_steps if s in every]
         if not valid:
-            raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; "
-                             f"available profiler steps={available}")
+            raise ValueError(
+                f"invalid value for argument: profiler_steps={profiler_steps}; "
+                f"available profiler steps={available}"
+            )
         sel = dataclasses.replace(analysis.selection, steps=valid, before_last_step=False)
     if profiler_steps is None and not available:
-        raise ValueError("invalid value for argument: profiler_steps=None; "
-                         "available profiler steps=[]")
+        raise ValueError(
+            "invalid value for argument: profiler_steps=None; available profiler steps=[]"
+        )
     res = stragglers(analysis.traces, num_candidates=num_candidates, selection=sel)
     if visualize:
         _plot(res)
@@ -60,10 +68,15 @@ def _plot(res: Result) -> None:
     if df.empty:
         return
     df["is_straggler"] = df["is_straggler"].map({True: "Yes", False: "No"})
-    px.bar(df, x="rank", y="normalized_start_time", color="is_straggler",
-           facet_col="step" if df["step"].nunique() > 1 else None,
-           color_discrete_map={"Yes": "red", "No": "blue"},
-           title="Potential Stragglers").show()
+    px.bar(
+        df,
+        x="rank",
+        y="normalized_start_time",
+        color="is_straggler",
+        facet_col="step" if df["step"].nunique() > 1 else None,
+        color_discrete_map={"Yes": "red", "No": "blue"},
+        title="Potential Stragglers",
+    ).show()
 
 
 def _origin(analysis: TraceAnalysis) -> int:
@@ -82,8 +95,9 @@ def _origin(analysis: TraceAnalysis) -> int:
     return first or 0
 
 
-def get_cupti_counter_data_with_operators(analysis: TraceAnalysis,
-                                          ranks: Optional[List[int]] = None) -> List[pd.DataFrame]:
+def get_cupti_counter_data_with_operators(
+    analysis: TraceAnalysis, ranks: Optional[List[int]] = None
+) -> List[pd.DataFrame]:
     """A list of DataFrames, one per rank with CUPTI range events (ranks: default [0]):
     cat, name, pid, tid, ts, dur (µs; ts from the earliest event of all ranks), stream,
     correlation, external_id, one column per counter, op_stack (list of op names,
@@ -93,28 +107,44 @@ def get_cupti_counter_data_with_operators(analysis: TraceAnalysis,
 
     if not ranks:
         ranks = [0]
-    res = cupti_counters(analysis.traces, selection=dataclasses.replace(
-        analysis.selection, ranks=list(ranks)))
+    res = cupti_counters(
+        analysis.traces, selection=dataclasses.replace(analysis.selection, ranks=list(ranks))
+    )
     if res.table.num_rows == 0:
         return []
     origin = _origin(analysis)
     df_all = res.to_pandas()
-    base = {"rank", "ts", "dur", "name", "pid", "tid", "launch_ts", "op_stack", "top_level_op",
-            "bottom_level_op"}
+    base = {
+        "rank",
+        "ts",
+        "dur",
+        "name",
+        "pid",
+        "tid",
+        "launch_ts",
+        "op_stack",
+        "top_level_op",
+        "bottom_level_op",
+    }
     counters = [c for c in df_all.columns if c not in base]
     out = []
     for rank in ranks:
         df = df_all[df_all["rank"] == rank]
         if df.empty or df["launch_ts"].isna().any():
             continue
-        frame = pd.DataFrame({
-            "cat": "cuda_profiler_range",
-            "name": df["name"].fillna("").to_numpy(),
-            "pid": df["pid"].to_numpy(), "tid": df["tid"].to_numpy(),
-            "ts": (df["ts"].to_numpy() - origin) / 1000.0,
-            "dur": df["dur"].to_numpy() / 1000.0,
-            "stream": -1, "correlation": -1, "external_id": -1,
-        })
+        frame = pd.DataFrame(
+            {
+                "cat": "cuda_profiler_range",
+                "name": df["name"].fillna("").to_numpy(),
+                "pid": df["pid"].to_numpy(),
+                "tid": df["tid"].to_numpy(),
+                "ts": (df["ts"].to_numpy() - origin) / 1000.0,
+                "dur": df["dur"].to_numpy() / 1000.0,
+                "stream": -1,
+                "correlation": -1,
+                "external_id": -1,
+            }
+        )
         for c in counters:
             frame[c] = df[c].to_numpy()
         frame["op_stack"] = [list(s) for s in df["op_stack"]]
@@ -122,4 +152,3 @@ def get_cupti_counter_data_with_operators(analysis: TraceAnalysis,
         frame["bottom_level_op"] = df["bottom_level_op"].fillna("").to_numpy()
         out.append(frame)
     return out
-

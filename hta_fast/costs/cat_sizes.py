@@ -12,6 +12,7 @@ name and recorded shapes: with [] for the list, all of one call site's calls and
 more) differ in size, so the group gets the mean over its tied calls, and the number of
 calls tied.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,7 +62,10 @@ def cat_extras(trace: Trace, rows: np.ndarray, rank: int = 0) -> dict[tuple, dic
     npos, nfound = op_arg_positions(trace, nodes)
     grad_bytes: dict[int, float] = {}
     node_seq = np.where(nfound, seq_col[npos], -1)
-    dims_col, types_col = trace.column("op_args", "input_dims"), trace.column("op_args", "input_type")
+    dims_col, types_col = (
+        trace.column("op_args", "input_dims"),
+        trace.column("op_args", "input_type"),
+    )
     for seq, p, ok in zip(node_seq.tolist(), npos.tolist(), nfound.tolist()):
         if not ok or seq < 0:
             continue
@@ -74,15 +78,20 @@ def cat_extras(trace: Trace, rows: np.ndarray, rank: int = 0) -> dict[tuple, dic
     calls: dict[tuple, int] = defaultdict(int)
     cols = [trace.column("op_args", c) for c in ("input_dims", "input_type", "concrete_inputs")]
     for row, p, ok in zip(cats.tolist(), pos.tolist(), found.tolist()):
-        key = (rank, _string(trace, name_col[row]),
-               *[(_string(trace, c[p]) if ok else None) for c in cols])
+        key = (
+            rank,
+            _string(trace, name_col[row]),
+            *[(_string(trace, c[p]) if ok else None) for c in cols],
+        )
         calls[key] += 1
         seq = int(seq_col[p]) if ok else -1
         b = grad_bytes.get(seq, -1.0) if seq >= 0 and seq not in shared else -1.0
         if b >= 0:
             sizes[key].append(b)
-    return {k: {"out_bytes": float(np.mean(v)), "tied": len(v), "calls": calls[k]}
-            for k, v in sizes.items()}
+    return {
+        k: {"out_bytes": float(np.mean(v)), "tied": len(v), "calls": calls[k]}
+        for k, v in sizes.items()
+    }
 
 
 def _gradient_bytes(dims: Any, types: Any) -> float | None:

@@ -9,6 +9,7 @@ Bus bandwidth = algorithm bandwidth (size / time) x the fraction of the data eac
 put on the wire: 2(n-1)/n for all-reduce; (n-1)/n for all-gather, reduce-scatter and
 all-to-all; 1 otherwise.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,10 +21,18 @@ from . import dtypes
 
 # Collective names as PyTorch (record_param_comms) and NCCL/RCCL kernels spell them, reduced
 # to letters; the first pattern found wins, so "reducescatter" is tried before "reduce".
-_COLLECTIVES = (("allreduce", "all_reduce"), ("allgather", "all_gather"),
-                ("reducescatter", "reduce_scatter"), ("alltoall", "all_to_all"),
-                ("broadcast", "broadcast"), ("sendrecv", "send_recv"), ("barrier", "barrier"),
-                ("reduce", "reduce"), ("send", "send"), ("recv", "recv"))
+_COLLECTIVES = (
+    ("allreduce", "all_reduce"),
+    ("allgather", "all_gather"),
+    ("reducescatter", "reduce_scatter"),
+    ("alltoall", "all_to_all"),
+    ("broadcast", "broadcast"),
+    ("sendrecv", "send_recv"),
+    ("barrier", "barrier"),
+    ("reduce", "reduce"),
+    ("send", "send"),
+    ("recv", "recv"),
+)
 # The collectives whose bus traffic is (n-1)/n of the data; all-reduce moves twice that.
 _SPREAD = ("all_gather", "reduce_scatter", "all_to_all")
 
@@ -64,8 +73,9 @@ def dtype_of_kernel(name: str) -> Optional[str]:
     return None
 
 
-def message_bytes(in_elems: np.ndarray, out_elems: np.ndarray,
-                  dtype: Sequence[Optional[str]]) -> np.ndarray:
+def message_bytes(
+    in_elems: np.ndarray, out_elems: np.ndarray, dtype: Sequence[Optional[str]]
+) -> np.ndarray:
     """The size in bytes of each collective (float64), from its input and output element
     counts (-1: not recorded) and its dtype spelling; NaN where the dtype is unknown or
     neither count is recorded."""

@@ -5,6 +5,7 @@ model takes an OpCall and returns a Cost, or raises NoModel with the reason it c
 the call. A family whose calls need what other calls of their rank tell registers that
 look-up too (`rank_extras`), so that the code applying the models never names a family.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,6 +44,7 @@ def model(*names: str) -> Callable[[Model], Model]:
         for n in names:
             MODELS[n] = fn
         return fn
+
     return register
 
 
@@ -80,9 +82,11 @@ def _wrapper(call: OpCall) -> Cost:
 def is_autograd_wrapper(name: str) -> bool:
     """Autograd's nodes (`MulBackward0`, `autograd::engine::evaluate_function: ...`) run
     no kernels of their own: their work is in the aten operators they call."""
-    return (name.startswith("autograd::engine::evaluate_function") or
-            (name.rstrip("0123456789").endswith("Backward") and "::" not in name) or
-            name == "torch::autograd::AccumulateGrad")
+    return (
+        name.startswith("autograd::engine::evaluate_function")
+        or (name.rstrip("0123456789").endswith("Backward") and "::" not in name)
+        or name == "torch::autograd::AccumulateGrad"
+    )
 
 
 def lookup(name: str) -> Model | None:

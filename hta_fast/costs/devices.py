@@ -3,6 +3,7 @@ by the name a trace's deviceProperties give (see devices.json for the numbers an
 sources). A user file in the same format overrides or extends it: its entries are tried
 first.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -115,21 +116,25 @@ class DeviceTable:
                 return e.device
         found = self.match({"name": name})
         if found is None:
-            raise ValueError(f"unknown device {name!r}; known: "
-                             f"{', '.join(e.device.key for e in self.entries)}")
+            raise ValueError(
+                f"unknown device {name!r}; known: {', '.join(e.device.key for e in self.entries)}"
+            )
         return found
 
     def keys(self) -> list[str]:
         return [e.device.key for e in self.entries]
 
 
-def trace_device(trace: Trace, table: Optional[DeviceTable] = None, device_id: int = 0
-                 ) -> Optional[Device]:
+def trace_device(
+    trace: Trace, table: Optional[DeviceTable] = None, device_id: int = 0
+) -> Optional[Device]:
     """The device of a trace (its deviceProperties entry `device_id`, else its first)."""
     table = table or DeviceTable.load()
     devices = trace.meta.devices
-    props = next((d for d in devices if isinstance(d, dict) and d.get("id") == device_id),
-                 devices[0] if devices else None)
+    props = next(
+        (d for d in devices if isinstance(d, dict) and d.get("id") == device_id),
+        devices[0] if devices else None,
+    )
     return table.match(props) if isinstance(props, dict) else None
 
 
@@ -147,8 +152,9 @@ def _read(path: Path) -> list[_Entry]:
         raise ValueError(f"{path}: device table file not found") from None
     except (ValueError, KeyError, TypeError, re.error) as e:
         expected = '{"devices": [{"key", "match", "memory_gbps", "tflops"}, ...]}'
-        raise ValueError(f"{path}: not a device table ({type(e).__name__}: {e}); "
-                         f"expected {expected}") from None
+        raise ValueError(
+            f"{path}: not a device table ({type(e).__name__}: {e}); expected {expected}"
+        ) from None
 
 
 def _entry(r: Mapping[str, Any]) -> _Entry:
@@ -160,8 +166,18 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
     unknown = set(provenance) - set(PRECISIONS) - {"memory_gbps"}
     if unknown:
         raise ValueError(f"device {r['key']!r}: provenance of unknown figure(s) {sorted(unknown)}")
-    dev = Device(key=str(r["key"]), vendor=str(r.get("vendor", "")), tflops=tflops,
-                 memory_gbps=float(r["memory_gbps"]), source=str(r.get("source", "")),
-                 provenance=provenance)
-    return _Entry(dev, re.compile(str(r.get("match", re.escape(dev.key.lower())))),
-                  r.get("min_memory_gb"), r.get("max_memory_gb"), r.get("sms"))
+    dev = Device(
+        key=str(r["key"]),
+        vendor=str(r.get("vendor", "")),
+        tflops=tflops,
+        memory_gbps=float(r["memory_gbps"]),
+        source=str(r.get("source", "")),
+        provenance=provenance,
+    )
+    return _Entry(
+        dev,
+        re.compile(str(r.get("match", re.escape(dev.key.lower())))),
+        r.get("min_memory_gb"),
+        r.get("max_memory_gb"),
+        r.get("sms"),
+    )

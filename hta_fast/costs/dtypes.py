@@ -7,6 +7,7 @@ and NCCL's own enum is spelled "ncclFloat16". Each spelling maps to one canonica
 the canonical name to its size in bytes and the math precision it computes in (the key into
 a device's peak table; None for a dtype with no peak of its own, the integers but int8).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -39,18 +40,36 @@ _DTYPES: dict[str, tuple[int, Optional[str], tuple[str, ...]]] = {
     "qint8": (1, None, ()),
     "quint8": (1, None, ()),
 }
-_CANONICAL = {alias: name for name, (_, _, aliases) in _DTYPES.items()
-              for alias in (name, *aliases)}
+_CANONICAL = {
+    alias: name for name, (_, _, aliases) in _DTYPES.items() for alias in (name, *aliases)
+}
 # Namespaces in front of a dtype's name ("c10::Half", "torch.float32", "ncclFloat16",
 # "__nv_bfloat16"); stripped before the look-up.
 _PREFIXES = ("torch.", "at::", "nccl", "__nv_")
 
 # torch's ScalarType codes, as `dtype` arguments appear in Concrete Inputs.
-_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
-                 6: "float32", 7: "float64", 8: "complex32", 9: "complex64", 10: "complex128",
-                 11: "bool", 12: "qint8", 13: "quint8", 14: "qint32", 15: "bfloat16",
-                 23: "float8_e5m2", 24: "float8_e4m3fn", 25: "float8_e5m2fnuz",
-                 26: "float8_e4m3fnuz"}
+_SCALAR_TYPES = {
+    0: "uint8",
+    1: "int8",
+    2: "int16",
+    3: "int32",
+    4: "int64",
+    5: "float16",
+    6: "float32",
+    7: "float64",
+    8: "complex32",
+    9: "complex64",
+    10: "complex128",
+    11: "bool",
+    12: "qint8",
+    13: "quint8",
+    14: "qint32",
+    15: "bfloat16",
+    23: "float8_e5m2",
+    24: "float8_e4m3fn",
+    25: "float8_e5m2fnuz",
+    26: "float8_e4m3fnuz",
+}
 
 
 def canonical(dtype: Optional[str]) -> Optional[str]:
@@ -62,7 +81,7 @@ def canonical(dtype: Optional[str]) -> Optional[str]:
     if name is None:
         for prefix in _PREFIXES:
             if key.startswith(prefix):
-                return _CANONICAL.get(key[len(prefix):])
+                return _CANONICAL.get(key[len(prefix) :])
     return name
 
 

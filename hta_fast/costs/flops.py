@@ -6,6 +6,7 @@ family modules register their models (cost.model); an operator without one, or w
 shapes are missing or do not fit its model, gets family null and `no_model` says why: it
 is counted, never dropped.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -17,18 +18,25 @@ from . import models  # noqa: F401  (importing the families registers their mode
 from .cost import RANK_EXTRAS, Cost, lookup
 from .op_call import NoModel, OpCall
 
-COST_SCHEMA = pa.schema([
-    pa.field("family", pa.string()),
-    pa.field("flops", pa.float64(), metadata={"unit": "FLOP", "description": "per call"}),
-    pa.field("bytes", pa.float64(), metadata={"unit": "B", "description": "per call"}),
-    pa.field("precision", pa.string()),
-    pa.field("matrix", pa.bool_()),
-    pa.field("no_model", pa.string()),
-])
+COST_SCHEMA = pa.schema(
+    [
+        pa.field("family", pa.string()),
+        pa.field("flops", pa.float64(), metadata={"unit": "FLOP", "description": "per call"}),
+        pa.field("bytes", pa.float64(), metadata={"unit": "B", "description": "per call"}),
+        pa.field("precision", pa.string()),
+        pa.field("matrix", pa.bool_()),
+        pa.field("no_model", pa.string()),
+    ]
+)
 
 
-def cost_of(name: str, dims: Optional[str], types: Optional[str],
-            concrete: Optional[str] = None, extra: Optional[dict] = None) -> Cost | str:
+def cost_of(
+    name: str,
+    dims: Optional[str],
+    types: Optional[str],
+    concrete: Optional[str] = None,
+    extra: Optional[dict] = None,
+) -> Cost | str:
     """The Cost of one call, or the reason there is none (a string). `extra`: what other
     operators of the trace tell about this one (op_costs finds it: an FBGEMM lookup's
     output width from its autograd node, see models.fbgemm.tbe_widths)."""
@@ -53,8 +61,7 @@ def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     their shapes, {(rank, name, dims, types, concrete): extra} (rank 0 without a rank
     column; model.cat_sizes.cat_extras)."""
     cols = [table[c].to_pylist() for c in ("name", "input_dims", "input_type", "concrete_inputs")]
-    ranks = (table["rank"].to_pylist() if "rank" in table.column_names
-             else [0] * table.num_rows)
+    ranks = table["rank"].to_pylist() if "rank" in table.column_names else [0] * table.num_rows
     extras = {**(extras or {}), **_extras(ranks, cols)}
     memo: dict = {}
     out: dict[str, list] = {f.name: [] for f in COST_SCHEMA}
@@ -64,12 +71,16 @@ def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
         c = memo.get(mkey)
         if c is None:
             c = memo[mkey] = cost_of(key[0], key[1], key[2], key[3], extra=extra)
-        values: tuple[Any, ...] = ((c.family, c.flops, c.bytes, c.precision, c.matrix, None)
-                                   if isinstance(c, Cost) else (None, None, None, None, None, c))
+        values: tuple[Any, ...] = (
+            (c.family, c.flops, c.bytes, c.precision, c.matrix, None)
+            if isinstance(c, Cost)
+            else (None, None, None, None, None, c)
+        )
         for f, v in zip(COST_SCHEMA.names, values):
             out[f].append(v)
-    return pa.table({f.name: pa.array(out[f.name], f.type) for f in COST_SCHEMA},
-                    schema=COST_SCHEMA)
+    return pa.table(
+        {f.name: pa.array(out[f.name], f.type) for f in COST_SCHEMA}, schema=COST_SCHEMA
+    )
 
 
 def _extras(ranks: list, cols: list[list]) -> dict:
@@ -96,16 +107,21 @@ def with_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
         out = out.append_column(f, costs[f.name])
     flops = costs["flops"].to_numpy(zero_copy_only=False)
     nbytes = costs["bytes"].to_numpy(zero_copy_only=False)
-    out = out.append_column(pa.field("total_flops", pa.float64(), metadata={"unit": "FLOP"}),
-                            pa.array(flops * count, pa.float64(), from_pandas=True))
-    return out.append_column(pa.field("total_bytes", pa.float64(), metadata={"unit": "B"}),
-                             pa.array(nbytes * count, pa.float64(), from_pandas=True))
+    out = out.append_column(
+        pa.field("total_flops", pa.float64(), metadata={"unit": "FLOP"}),
+        pa.array(flops * count, pa.float64(), from_pandas=True),
+    )
+    return out.append_column(
+        pa.field("total_bytes", pa.float64(), metadata={"unit": "B"}),
+        pa.array(nbytes * count, pa.float64(), from_pandas=True),
+    )
 
 
 def no_model_summary(table: pa.Table) -> pa.Table:
     """Operators without a model: name, reason, groups, calls, their GPU time (ns)."""
     t = table.filter(table["no_model"].is_valid())
     g = t.group_by(["name", "no_model"], use_threads=False).aggregate(
-        [("count", "count"), ("count", "sum"), ("gpu_time_sum", "sum")])
+        [("count", "count"), ("count", "sum"), ("gpu_time_sum", "sum")]
+    )
     g = g.rename_columns(["name", "reason", "groups", "calls", "gpu_time_sum"])
     return g.sort_by([("gpu_time_sum", "descending"), ("calls", "descending")])

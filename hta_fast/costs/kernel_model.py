@@ -9,6 +9,7 @@ median of log10(e) (predict weighs each group once by default, so that a few gro
 many times do not set a family's curve; or by calls), and between bin centres the curve is
 linear (flat beyond the first and last).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,9 +17,9 @@ from typing import Optional
 
 import numpy as np
 
-BIN_WIDTH = 0.5          # decades of roofline time per bin
-FLOOR_QUANTILE = 0.05    # the launch floor: this quantile of the trace's kernel durations,
-FLOOR_MAX_NS = 5_000.0   # capped: a trace without small kernels says nothing about the floor
+BIN_WIDTH = 0.5  # decades of roofline time per bin
+FLOOR_QUANTILE = 0.05  # the launch floor: this quantile of the trace's kernel durations,
+FLOOR_MAX_NS = 5_000.0  # capped: a trace without small kernels says nothing about the floor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +42,9 @@ def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(v[np.searchsorted(c, c[-1] / 2)])
 
 
-def fit_curve(roofline_ns: np.ndarray, measured_ns: np.ndarray, calls: np.ndarray
-              ) -> EfficiencyCurve:
+def fit_curve(
+    roofline_ns: np.ndarray, measured_ns: np.ndarray, calls: np.ndarray
+) -> EfficiencyCurve:
     """Fit one family's curve from per-call roofline and measured times of its groups,
     each weighted by `calls` (its calls, or 1 to count each group once)."""
     ok = (roofline_ns > 0) & (measured_ns > 0) & (calls > 0)
@@ -74,9 +76,15 @@ class KernelModels:
     curves: dict
     floor_ns: float
 
-    def predict_call(self, family: str, measured_ns: np.ndarray, roofline_src: np.ndarray,
-                     roofline_dst: np.ndarray, kernels_per_call: np.ndarray,
-                     floor_dst_ns: Optional[float] = None) -> np.ndarray:
+    def predict_call(
+        self,
+        family: str,
+        measured_ns: np.ndarray,
+        roofline_src: np.ndarray,
+        roofline_dst: np.ndarray,
+        kernels_per_call: np.ndarray,
+        floor_dst_ns: Optional[float] = None,
+    ) -> np.ndarray:
         """Time of one call on the destination device: the measured time scaled by the
         roofline ratio, corrected by the efficiency the curve gives at the two sizes, and
         not under the launch floor times the call's kernels (nor its measured time, where
@@ -86,7 +94,7 @@ class KernelModels:
             ratio = roofline_dst / roofline_src
             if curve is not None:
                 gain = curve(np.log10(roofline_src)) - curve(np.log10(roofline_dst))
-                ratio = ratio * 10 ** gain
+                ratio = ratio * 10**gain
         pred = np.where(np.isfinite(ratio) & (ratio > 0), measured_ns * ratio, measured_ns)
         floor = self.floor_ns if floor_dst_ns is None else floor_dst_ns
         # the floor stops a prediction going below it; it never raises a call that was

@@ -3,6 +3,7 @@
 The FLOP models (through op_table's shape groups) and cat_sizes read an operator's shapes,
 dtypes and sequence number from op_args; this is the one look-up from event rows to it.
 """
+
 from __future__ import annotations
 
 import numpy as np

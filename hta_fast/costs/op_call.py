@@ -1,6 +1,7 @@
 """One operator call as the FLOP models see it: name, input shapes, dtypes and the concrete
 scalar inputs, parsed from the raw JSON text the profiler records (`Input Dims`, `Input
 type`, `Concrete Inputs`). Parsing happens once per distinct shape group, never per event."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,16 +19,17 @@ class NoModel(Exception):
 @dataclasses.dataclass
 class OpCall:
     name: str
-    dims: list            # per input: a shape (list of ints), [] for a scalar/none, or nested
-    types: list           # per input: dtype spelling, "Scalar", "TensorList", ...
-    concrete: list        # per input: the concrete value's text ("" where not recorded)
+    dims: list  # per input: a shape (list of ints), [] for a scalar/none, or nested
+    types: list  # per input: dtype spelling, "Scalar", "TensorList", ...
+    concrete: list  # per input: the concrete value's text ("" where not recorded)
     # what other operators of the trace tell about this call (flops_fbgemm: a lookup's
     # output width read from its autograd node); None when nothing
     extra: Optional[dict] = None
 
     @staticmethod
-    def parse(name: str, dims_text: Optional[str], types_text: Optional[str],
-              concrete_text: Optional[str]) -> "OpCall":
+    def parse(
+        name: str, dims_text: Optional[str], types_text: Optional[str], concrete_text: Optional[str]
+    ) -> "OpCall":
         """Raises NoModel when the shapes are missing or not JSON lists."""
         if dims_text is None:
             raise NoModel("no input shapes recorded (record_shapes off)")
@@ -49,8 +51,12 @@ class OpCall:
         return s
 
     def has_tensor(self, i: int) -> bool:
-        return (i < len(self.dims) and isinstance(self.dims[i], list)
-                and len(self.dims[i]) > 0 and all(isinstance(d, int) for d in self.dims[i]))
+        return (
+            i < len(self.dims)
+            and isinstance(self.dims[i], list)
+            and len(self.dims[i]) > 0
+            and all(isinstance(d, int) for d in self.dims[i])
+        )
 
     def numel(self, i: int) -> int:
         return math.prod(self.shape(i))
@@ -71,8 +77,11 @@ class OpCall:
 
     def tensor_inputs(self) -> list[int]:
         """Indices of inputs that are plain tensors (a shape and a known dtype)."""
-        return [i for i in range(len(self.dims)) if self.has_tensor(i)
-                and dtypes.itemsize(self.dtype(i)) is not None]
+        return [
+            i
+            for i in range(len(self.dims))
+            if self.has_tensor(i) and dtypes.itemsize(self.dtype(i)) is not None
+        ]
 
     def list_shapes(self, i: int) -> list[tuple[list[int], int]]:
         """Shapes (and item sizes) of a TensorList input: Input Dims holds a list of shapes."""

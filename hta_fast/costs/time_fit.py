@@ -15,6 +15,7 @@ for each candidate the two remaining parameters are a weighted linear least squa
 All functions take numpy arrays and return plain floats: bytes in B, times in ns,
 bandwidth in B/ns (= GB/s).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,6 +34,7 @@ class TimeFit:
     latency up to knee_bytes, then the linear part), "bandwidth" (one size only: latency
     cannot be told from bandwidth, so all time is counted as bandwidth) or "latency" (no
     growth with size: a constant). bandwidth is in B/ns (GB/s), inf for "latency"."""
+
     form: str
     latency_ns: float
     bandwidth_gbps: float
@@ -90,8 +92,11 @@ def fit_piecewise(sizes: np.ndarray, times: np.ndarray) -> Optional[TimeFit]:
     if len(sizes) < PIECEWISE_MIN_SIZES:
         return None
     cands = sizes[:-2]
-    cands = np.unique(np.concatenate([cands, (cands[:-1] + cands[1:]) / 2])) \
-        if len(cands) > 1 else cands
+    cands = (
+        np.unique(np.concatenate([cands, (cands[:-1] + cands[1:]) / 2]))
+        if len(cands) > 1
+        else cands
+    )
     best: Optional[tuple[float, TimeFit]] = None
     for knee in cands:
         basis = np.stack([np.ones_like(sizes), np.maximum(sizes - knee, 0.0)], axis=1)
@@ -99,8 +104,7 @@ def fit_piecewise(sizes: np.ndarray, times: np.ndarray) -> Optional[TimeFit]:
         if per_byte <= 0 or latency < 0:
             continue
         if best is None or err < best[0]:
-            best = (err, TimeFit("piecewise", float(latency), float(1 / per_byte),
-                                 float(knee)))
+            best = (err, TimeFit("piecewise", float(latency), float(1 / per_byte), float(knee)))
     return None if best is None else best[1]
 
 
@@ -119,23 +123,26 @@ def fit_time(nbytes: np.ndarray, time: np.ndarray) -> tuple[TimeFit, float, floa
     in turn is left out, the curve refitted on the rest and its error on the left-out size
     measured; the mean over sizes (NaN with fewer than three sizes)."""
     keep = (time > 0) & np.isfinite(time) & np.isfinite(nbytes) & (nbytes >= 0)
-    sizes, fastest = lower_envelope(nbytes[keep].astype(np.float64),
-                                    time[keep].astype(np.float64))
+    sizes, fastest = lower_envelope(nbytes[keep].astype(np.float64), time[keep].astype(np.float64))
     fit = _best(sizes, fastest)
     err = relative_error(fit, sizes, fastest)
     held: list[float] = []
     if len(sizes) >= 3:
         for i in range(len(sizes)):
             rest = np.arange(len(sizes)) != i
-            held.append(relative_error(_best(sizes[rest], fastest[rest]), sizes[i:i + 1],
-                                       fastest[i:i + 1]))
+            held.append(
+                relative_error(
+                    _best(sizes[rest], fastest[rest]), sizes[i : i + 1], fastest[i : i + 1]
+                )
+            )
     return fit, err, float(np.mean(held)) if held else math.nan
 
 
 def _best(sizes: np.ndarray, times: np.ndarray) -> TimeFit:
     line = fit_linear(sizes, times)
     knee = fit_piecewise(sizes, times)
-    if knee is not None and relative_error(knee, sizes, times) < \
-            0.9 * relative_error(line, sizes, times):
+    if knee is not None and relative_error(knee, sizes, times) < 0.9 * relative_error(
+        line, sizes, times
+    ):
         return knee
     return line

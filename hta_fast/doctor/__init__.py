@@ -5,6 +5,7 @@ the trace, an estimate of its cost per step and what usually helps (docs/doctor.
     diag = diagnose(trace_set)
     print(diag.to_text())
 """
+
 from .ranking import diagnose
 from .result import CAUSES, Diagnosis, Finding
 from .thresholds import Thresholds

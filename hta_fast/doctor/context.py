@@ -1,6 +1,7 @@
 """What every cause reads about one rank, computed once: the analysed steps and their time
 window, the GPU work (temporal.gpu_work), its busy union, and the GPU-wide idle gaps with
 the event that ends each one."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,13 @@ class Gaps:
 
     @classmethod
     def empty(cls) -> "Gaps":
-        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                   np.zeros(0, bool), np.zeros(0, np.int64))
+        return cls(
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, bool),
+            np.zeros(0, np.int64),
+        )
 
 
 @dataclasses.dataclass
@@ -94,8 +100,9 @@ class RankView:
         idx = np.searchsorted(self.steps, step_values)
         idx_c = np.minimum(idx, len(self.steps) - 1)
         own = self.steps[idx_c] == step_values
-        by_time = np.clip(np.searchsorted(self._starts(), times, side="right") - 1, 0,
-                          len(self.steps) - 1)
+        by_time = np.clip(
+            np.searchsorted(self._starts(), times, side="right") - 1, 0, len(self.steps) - 1
+        )
         return np.where(own, idx_c, by_time).astype(np.int64)
 
     def step_start(self, index: int) -> int:
@@ -116,7 +123,11 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     st_step = trace.column("steps", "step").astype(np.int64)
     st_ts = trace.column("steps", "ts")
     st_dur = np.maximum(trace.column("steps", "dur"), 0)
-    keep = np.ones(len(st_step), bool) if steps is None else np.isin(st_step, np.asarray(list(steps), np.int64))
+    keep = (
+        np.ones(len(st_step), bool)
+        if steps is None
+        else np.isin(st_step, np.asarray(list(steps), np.int64))
+    )
     if steps is not None and not keep.any():
         return None
     st_step, st_ts, st_dur = st_step[keep], st_ts[keep], st_dur[keep]
@@ -147,15 +158,30 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         step_time = float(hi - lo)
     # Everything the GPU ran inside the window counts as busy, whichever step launched it.
     inside = (all_work.starts < hi) & (all_work.ends > lo) | (
-        (all_work.starts == all_work.ends) & (all_work.starts >= lo) & (all_work.starts < hi))
-    work = GpuWork(all_work.rows[inside], np.clip(all_work.starts[inside], lo, hi),
-                   np.clip(all_work.ends[inside], lo, hi), all_work.kclass[inside],
-                   all_work.stream[inside])
-    view = RankView(rank=rank, trace=trace, steps=step_values, has_steps=has_steps,
-                    step_time=step_time, lo=lo, hi=hi, work=work,
-                    selected=selected_all[inside], work_step_index=np.zeros(0, np.int64),
-                    busy=ops.union(work.starts, work.ends),
-                    gaps=Gaps.empty(), _step_starts=step_starts)
+        (all_work.starts == all_work.ends) & (all_work.starts >= lo) & (all_work.starts < hi)
+    )
+    work = GpuWork(
+        all_work.rows[inside],
+        np.clip(all_work.starts[inside], lo, hi),
+        np.clip(all_work.ends[inside], lo, hi),
+        all_work.kclass[inside],
+        all_work.stream[inside],
+    )
+    view = RankView(
+        rank=rank,
+        trace=trace,
+        steps=step_values,
+        has_steps=has_steps,
+        step_time=step_time,
+        lo=lo,
+        hi=hi,
+        work=work,
+        selected=selected_all[inside],
+        work_step_index=np.zeros(0, np.int64),
+        busy=ops.union(work.starts, work.ends),
+        gaps=Gaps.empty(),
+        _step_starts=step_starts,
+    )
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
     view.gaps = _idle_gaps(view)
     return view
@@ -172,8 +198,13 @@ def _idle_gaps(view: RankView) -> Gaps:
         empty = np.zeros(0, np.int64)
         starts = np.array([view.lo], np.int64) if view.span > 0 else empty
         ends = np.array([view.hi], np.int64) if view.span > 0 else empty
-        return Gaps(starts, ends, np.full(len(starts), -1, np.int64), np.ones(len(starts), bool),
-                    np.zeros(len(starts), np.int64))
+        return Gaps(
+            starts,
+            ends,
+            np.full(len(starts), -1, np.int64),
+            np.ones(len(starts), bool),
+            np.zeros(len(starts), np.int64),
+        )
     g = ops.group_gaps(np.zeros(len(w.rows), np.int64), w.starts, w.ends)
     first = int(np.argmin(w.starts))
     starts_a = np.asarray(g.starts, np.int64)
@@ -202,9 +233,11 @@ def _idle_gaps(view: RankView) -> Gaps:
 def name_flags(trace: Trace, pattern: str) -> np.ndarray:
     """Per string id of the trace's pool: whether it matches the regular expression
     (searched, case-sensitive). Remembered per trace."""
+
     def compute() -> np.ndarray:
         flags = pc.match_substring_regex(trace.strings, pattern).to_numpy(zero_copy_only=False)
         return np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
+
     return derived.remember(trace, ("name_flags", pattern), compute)
 
 

@@ -1,5 +1,6 @@
 """What each cause module hands the ranking: its cost per (rank, step), evidence, the events
 involved and advice; and a tally of events by name, merged across ranks."""
+
 from __future__ import annotations
 
 import collections
@@ -32,8 +33,9 @@ class Estimate:
 
 def per_step(view: RankView, step_index: np.ndarray, ns: np.ndarray) -> np.ndarray:
     """ns summed by step index, one entry per analysed step."""
-    return np.bincount(np.asarray(step_index, np.int64), weights=np.asarray(ns, np.float64),
-                       minlength=view.n_steps)[:view.n_steps]
+    return np.bincount(
+        np.asarray(step_index, np.int64), weights=np.asarray(ns, np.float64), minlength=view.n_steps
+    )[: view.n_steps]
 
 
 class Tally:
@@ -42,11 +44,17 @@ class Tally:
     def __init__(self) -> None:
         self.count: collections.Counter[str] = collections.Counter()
         self.total: collections.defaultdict[str, float] = collections.defaultdict(float)
-        self.extra: collections.defaultdict[str, collections.defaultdict[str, float]] = \
+        self.extra: collections.defaultdict[str, collections.defaultdict[str, float]] = (
             collections.defaultdict(lambda: collections.defaultdict(float))
+        )
 
-    def add(self, view: RankView, rows: np.ndarray, ns: np.ndarray,
-            extra: Optional[dict[str, np.ndarray]] = None) -> None:
+    def add(
+        self,
+        view: RankView,
+        rows: np.ndarray,
+        ns: np.ndarray,
+        extra: Optional[dict[str, np.ndarray]] = None,
+    ) -> None:
         """Adds the events at `rows` of the view's trace, each worth ns[i] (grouped by name id
         first, so only distinct names become strings)."""
         if len(rows) == 0:
@@ -56,8 +64,10 @@ class Tally:
         inv = inv.reshape(-1)
         cnt = np.bincount(inv, minlength=len(uniq))
         tot = np.bincount(inv, weights=np.asarray(ns, np.float64), minlength=len(uniq))
-        sums = {k: np.bincount(inv, weights=np.asarray(v, np.float64), minlength=len(uniq))
-                for k, v in (extra or {}).items()}
+        sums = {
+            k: np.bincount(inv, weights=np.asarray(v, np.float64), minlength=len(uniq))
+            for k, v in (extra or {}).items()
+        }
         strings = view.trace.strings
         # Keep the strings of the costliest names only: a trace may hold many distinct names.
         for j in np.argsort(-tot)[:50]:
@@ -73,7 +83,11 @@ class Tally:
         for name, total in heapq.nlargest(n, self.total.items(), key=operator.itemgetter(1)):
             if total <= 0:
                 break
-            row: dict[str, Any] = {"name": name, "count": self.count[name], "total_ns": int(round(total))}
+            row: dict[str, Any] = {
+                "name": name,
+                "count": self.count[name],
+                "total_ns": int(round(total)),
+            }
             for k, v in self.extra.items():
                 row[k] = int(round(v[name]))
             out.append(row)

@@ -12,6 +12,7 @@ counts them (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n
 1). Collectives of 1 MB or more under Thresholds.low_bus_bandwidth_fraction of the
 achievable bus bandwidth are called out.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,17 +29,21 @@ from .intervals import covered_length
 from .result import Number
 from .thresholds import Thresholds
 
-ADVICE = ("Hide communication behind computation: DDP gradient bucketing (bucket_cap_mb, "
-          "gradient_as_bucket_view), FSDP forward/backward prefetch, collectives on their own "
-          "stream issued as early as their inputs are ready; send less (bf16 gradients, "
-          "gradient accumulation, compression); when bus bandwidth is far below what the "
-          "interconnect achieves, check the topology and NCCL settings (NVLink/InfiniBand in use, "
-          "NCCL_ALGO/NCCL_PROTO, channel counts).")
+ADVICE = (
+    "Hide communication behind computation: DDP gradient bucketing (bucket_cap_mb, "
+    "gradient_as_bucket_view), FSDP forward/backward prefetch, collectives on their own "
+    "stream issued as early as their inputs are ready; send less (bf16 gradients, "
+    "gradient accumulation, compression); when bus bandwidth is far below what the "
+    "interconnect achieves, check the topology and NCCL settings (NVLink/InfiniBand in use, "
+    "NCCL_ALGO/NCCL_PROTO, channel counts)."
+)
 
 MIN_BANDWIDTH_BYTES = 1 << 20
 
 
-def bus_bandwidths(trace: Trace, rows: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bus_bandwidths(
+    trace: Trace, rows: np.ndarray, dur: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, bus bandwidth GB/s) of the given communication kernel rows whose size is
     known; both arrays cover only those rows. The sizes are the rank summary's (the
     kernel's collective arguments, else those of the record_param_comms that launched it),
@@ -105,14 +110,17 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
     if big.any():
         achievable = th.achievable_bus_bandwidth_gbps or float(np.percentile(bw[big], 90))
         low = big & (bw < th.low_bus_bandwidth_fraction * achievable)
-        evidence.update({
-            "median_bus_bandwidth_gbps": float(np.median(bw[big])),
-            "achievable_bus_bandwidth_gbps": achievable,
-            "collectives_far_below_bandwidth": int(np.count_nonzero(low)),
-            "collectives_with_size": int(np.count_nonzero(big)),
-        })
+        evidence.update(
+            {
+                "median_bus_bandwidth_gbps": float(np.median(bw[big])),
+                "achievable_bus_bandwidth_gbps": achievable,
+                "collectives_far_below_bandwidth": int(np.count_nonzero(low)),
+                "collectives_with_size": int(np.count_nonzero(big)),
+            }
+        )
     pct = evidence["overlap_pct"]
     hidden = f"{pct:.0f}% hidden behind compute" if isinstance(pct, float) else "none"
-    title = (f"Exposed communication: {comm_ns_per_step / 1e6:.2f} ms of "
-             f"collectives per step, {hidden}")
+    title = (
+        f"Exposed communication: {comm_ns_per_step / 1e6:.2f} ms of collectives per step, {hidden}"
+    )
     return Estimate(cost, evidence, tally.top(), title, ADVICE)

@@ -17,6 +17,7 @@ Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in thi
                     kernels, which many tiny kernels multiply
     other           anything else (work queued behind a cross-stream dependency, ...)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,11 +35,15 @@ HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_functi
 HOST_CALLS = (EventKind.runtime, EventKind.driver)
 
 DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)"
-BLOCKING_SYNC = (r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
-                 r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
-                 r"|aten::item|aten::_local_scalar_dense)$")
-ALLOCATOR = (r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"
-             r"|cuMemFree(_v2)?|hipMalloc|hipFree|hipHostMalloc|hipHostFree)$")
+BLOCKING_SYNC = (
+    r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
+    r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
+    r"|aten::item|aten::_local_scalar_dense)$"
+)
+ALLOCATOR = (
+    r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"
+    r"|cuMemFree(_v2)?|hipMalloc|hipFree|hipHostMalloc|hipHostFree)$"
+)
 
 
 @dataclasses.dataclass
@@ -100,8 +105,9 @@ def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
     short = length < th.kernel_wait_us * 1000.0
     par_ns = np.where(short & (g.next_row >= 0), rest, 0)
     other = rest - par_ns
-    out = GapSplit(loader_ns, sync_ns, alloc_ns, launch_ns, par_ns, other,
-                   loader_rows, sync_rows, alloc_rows)
+    out = GapSplit(
+        loader_ns, sync_ns, alloc_ns, launch_ns, par_ns, other, loader_rows, sync_rows, alloc_rows
+    )
     memo[key] = out
     return out
 

@@ -3,6 +3,7 @@
 Cost per step: the GPU idle time during which a data-loader call
 (`enumerate(DataLoader)#...__next__`) runs on the host (gap_causes: input_pipeline).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,10 +14,12 @@ from .gap_causes import split_gaps
 from .intervals import covered_length
 from .thresholds import Thresholds
 
-ADVICE = ("Have the next batch ready before the GPU needs it: DataLoader with num_workers > 0, "
-          "persistent_workers=True, a larger prefetch_factor and pin_memory=True; move decoding "
-          "and augmentation off the training process or onto the GPU (e.g. DALI); cache "
-          "preprocessed data; copy batches with non_blocking=True.")
+ADVICE = (
+    "Have the next batch ready before the GPU needs it: DataLoader with num_workers > 0, "
+    "persistent_workers=True, a larger prefetch_factor and pin_memory=True; move decoding "
+    "and augmentation off the training process or onto the GPU (e.g. DALI); cache "
+    "preprocessed data; copy batches with non_blocking=True."
+)
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
@@ -44,7 +47,9 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "gpu_idle_in_loader_ns_per_step": idle_in_loader / total_steps,
         "gpu_idle_share_of_loader_time": idle_in_loader / loader_time if loader_time else 0.0,
     }
-    title = (f"Input pipeline stalls: the host spends {evidence['loader_time_ns_per_step'] / 1e6:.2f} ms "
-             f"per step in the data loader, {100 * evidence['gpu_idle_share_of_loader_time']:.0f}% of "
-             "it with the GPU idle")
+    title = (
+        f"Input pipeline stalls: the host spends {evidence['loader_time_ns_per_step'] / 1e6:.2f} ms "
+        f"per step in the data loader, {100 * evidence['gpu_idle_share_of_loader_time']:.0f}% of "
+        "it with the GPU idle"
+    )
     return Estimate(cost, evidence, tally.top(), title, ADVICE)

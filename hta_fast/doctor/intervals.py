@@ -1,12 +1,14 @@
 """Interval arithmetic the shared ops do not give: how much of each query interval a
 normalised interval set covers, in one vectorised pass (prefix sums + binary search)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 
-def covered_length(set_starts: np.ndarray, set_ends: np.ndarray, q_starts: np.ndarray,
-                   q_ends: np.ndarray) -> np.ndarray:
+def covered_length(
+    set_starts: np.ndarray, set_ends: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray
+) -> np.ndarray:
     """Per query [q_starts[i], q_ends[i]): the length of its intersection with the interval
     set (sorted, disjoint, as ops.union returns). int64 ns; empty queries give 0."""
     q_starts = np.asarray(q_starts, np.int64)
@@ -26,8 +28,9 @@ def covered_length(set_starts: np.ndarray, set_ends: np.ndarray, q_starts: np.nd
     return upto(q_ends) - upto(q_starts)
 
 
-def touches(set_starts: np.ndarray, set_ends: np.ndarray, q_starts: np.ndarray,
-            q_ends: np.ndarray) -> np.ndarray:
+def touches(
+    set_starts: np.ndarray, set_ends: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray
+) -> np.ndarray:
     """Per query [q_starts[i], q_ends[i]]: whether any set interval [s, e] meets it (closed
     ends, so an interval ending exactly where the query starts counts)."""
     q_starts = np.asarray(q_starts, np.int64)

@@ -1,5 +1,6 @@
 """Kernel arguments (grid, block, occupancy, bytes) of chosen event rows, and the device
 properties the doctor compares them with."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -15,16 +16,22 @@ def locate(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ka_row = trace.column("kernel_args", "row")
     if len(ka_row) == 0 or len(rows) == 0:
         return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
-    order = trace.memo.get(("doctor.kernel_args", "order"), lambda: (
-        None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable")))
+    order = trace.memo.get(
+        ("doctor.kernel_args", "order"),
+        lambda: None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable"),
+    )
     sorted_rows = ka_row if order is None else ka_row[order]
     idx = np.minimum(np.searchsorted(sorted_rows, rows), len(sorted_rows) - 1)
     hit = sorted_rows[idx] == rows
     return hit, (idx if order is None else order[idx])
 
 
-def kernel_arg(trace: Trace, rows: np.ndarray, column: str,
-               where: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+def kernel_arg(
+    trace: Trace,
+    rows: np.ndarray,
+    column: str,
+    where: Optional[tuple[np.ndarray, np.ndarray]] = None,
+) -> np.ndarray:
     """kernel_args[column] for each event row; -1 (NaN for floats) where the row has none.
     `where`: locate(trace, rows), when several columns of the same rows are read."""
     values = trace.column("kernel_args", column)
@@ -35,8 +42,9 @@ def kernel_arg(trace: Trace, rows: np.ndarray, column: str,
     return out
 
 
-def grid_blocks(trace: Trace, rows: np.ndarray,
-                where: Optional[tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+def grid_blocks(
+    trace: Trace, rows: np.ndarray, where: Optional[tuple[np.ndarray, np.ndarray]] = None
+) -> np.ndarray:
     """Thread blocks in each kernel's grid (x*y*z); -1 where unknown."""
     where = where if where is not None else locate(trace, rows)
     gx, gy, gz = (kernel_arg(trace, rows, f"grid_{a}", where) for a in "xyz")

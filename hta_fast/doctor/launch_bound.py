@@ -11,6 +11,7 @@ analysis.queue_length's time-weighted mean over streams, computed by Little's la
 same launch/GPU-start pairs (queue_pairs): the time all entries spent queued over the streams'
 durations, without building the step functions.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,10 +25,12 @@ from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
 from .thresholds import Thresholds
 
-ADVICE = ("Cut the CPU time per step: capture the step in CUDA graphs (torch.compile "
-          "mode='reduce-overhead', torch.cuda.graphs), let torch.compile fuse small ops, use "
-          "larger batches, fused/foreach optimizers, and move per-step Python work (logging, "
-          "metrics, checks) out of the hot loop; check the CPU is not oversubscribed.")
+ADVICE = (
+    "Cut the CPU time per step: capture the step in CUDA graphs (torch.compile "
+    "mode='reduce-overhead', torch.cuda.graphs), let torch.compile fuse small ops, use "
+    "larger batches, fused/foreach optimizers, and move per-step Python work (logging, "
+    "metrics, checks) out of the hot loop; check the CPU is not oversubscribed."
+)
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
@@ -79,10 +82,12 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "launches_per_step": launches / total_steps,
         "mean_launch_cpu_us": launch_cpu / launches / 1e3 if launches else 0.0,
     }
-    title = (f"Launch-bound: the GPU waits for the CPU to queue work (CPU "
-             f"{evidence['cpu_time_ns_per_step'] / 1e6:.2f} ms per step, GPU busy "
-             f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms; mean queue length "
-             f"{evidence['mean_queue_length']:.1f})")
+    title = (
+        f"Launch-bound: the GPU waits for the CPU to queue work (CPU "
+        f"{evidence['cpu_time_ns_per_step'] / 1e6:.2f} ms per step, GPU busy "
+        f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms; mean queue length "
+        f"{evidence['mean_queue_length']:.1f})"
+    )
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 

@@ -8,6 +8,7 @@ Cost per step, the sum of:
   - FP32 GEMMs that ran on the CUDA cores (`sgemm` kernels without a tensor-core variant in the
     name) on a device with tensor cores: duration x (1 - 1 / Thresholds.fp32_gemm_speedup).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,12 +27,14 @@ PAGEABLE = r"Pageable"
 FP32_GEMM = r"(?i)sgemm|gemmSN_|gemv2T_kernel_val<.*float"
 TENSOR_CORE = r"(?i)tensorop|xmma|hmma|wmma|i?\d{3,5}gemm|tf32|bf16|f16|s1688|s16816|_tc_"
 
-ADVICE = ("Keep the step free of host-device round trips: no .item(), .cpu(), .tolist(), "
-          "print() of GPU tensors or torch.cuda.synchronize() in the loop (keep metrics on the "
-          "GPU and read them every N steps); copy from pinned memory (pin_memory=True) with "
-          "non_blocking=True; keep shapes stable so the caching allocator stops calling "
-          "cudaMalloc/cudaFree (no empty_cache() in the loop); let GEMMs use tensor cores "
-          "(torch.set_float32_matmul_precision('high') or autocast to bf16/fp16).")
+ADVICE = (
+    "Keep the step free of host-device round trips: no .item(), .cpu(), .tolist(), "
+    "print() of GPU tensors or torch.cuda.synchronize() in the loop (keep metrics on the "
+    "GPU and read them every N steps); copy from pinned memory (pin_memory=True) with "
+    "non_blocking=True; keep shapes stable so the caching allocator stops calling "
+    "cudaMalloc/cudaFree (no empty_cache() in the loop); let GEMMs use tensor cores "
+    "(torch.set_float32_matmul_precision('high') or autocast to bf16/fp16)."
+)
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
@@ -53,7 +56,9 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             k = np.searchsorted(sts[order], v.gaps.starts[hit], side="right") - 1
             ok = k >= 0
             tally.add(v, sync_rows[order][k[ok]], split.memory_sync[hit][ok])
-        tally.add(v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0))
+        tally.add(
+            v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0)
+        )
         syncs += len(sync_rows)
         allocs += len(split.alloc_rows)
         # Steady state: after the first analysed step, the caching allocator should be warm.
@@ -70,12 +75,15 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         comp_u = ops.union(w.starts[comp], w.ends[comp])
         copy = v.selected & (kind == EventKind.memcpy) & name_flags(trace, HOST_DEVICE_COPY)[safe]
         dur = w.ends - w.starts
-        exposed = dur[copy] - covered_length(comp_u.starts, comp_u.ends, w.starts[copy], w.ends[copy])
+        exposed = dur[copy] - covered_length(
+            comp_u.starts, comp_u.ends, w.starts[copy], w.ends[copy]
+        )
         # Copies running at once (both directions, several streams) are exposed once.
         if exposed.sum() > 0:
             union_exposed = ops.difference(w.starts[copy], w.ends[copy], comp_u.starts, comp_u.ends)
-            exposed = exposed * min(1.0, float((union_exposed.ends - union_exposed.starts).sum())
-                                    / float(exposed.sum()))
+            exposed = exposed * min(
+                1.0, float((union_exposed.ends - union_exposed.starts).sum()) / float(exposed.sum())
+            )
         step_cost += per_step(v, v.work_step_index[copy], exposed)
         tally.add(v, w.rows[copy], exposed)
         copies += int(np.count_nonzero(copy))
@@ -86,8 +94,13 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
 
         cc = compute_capability(trace)
         if cc is None or cc >= 7:
-            fp32 = (v.selected & comp & (kind == EventKind.kernel)
-                    & name_flags(trace, FP32_GEMM)[safe] & ~name_flags(trace, TENSOR_CORE)[safe])
+            fp32 = (
+                v.selected
+                & comp
+                & (kind == EventKind.kernel)
+                & name_flags(trace, FP32_GEMM)[safe]
+                & ~name_flags(trace, TENSOR_CORE)[safe]
+            )
             waste = dur[fp32] * (1.0 - 1.0 / th.fp32_gemm_speedup)
             step_cost += per_step(v, v.work_step_index[fp32], waste)
             tally.add(v, w.rows[fp32], waste)
@@ -108,8 +121,10 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     }
     parts = [f"{evidence['blocking_syncs_per_step']:.1f} blocking syncs per step"]
     if copies:
-        parts.append(f"{evidence['host_device_copies_per_step']:.1f} host-device copies per step "
-                     f"({evidence['pageable_copies_per_step']:.1f} from pageable memory)")
+        parts.append(
+            f"{evidence['host_device_copies_per_step']:.1f} host-device copies per step "
+            f"({evidence['pageable_copies_per_step']:.1f} from pageable memory)"
+        )
     if allocs:
         parts.append(f"{evidence['allocator_calls_per_step']:.1f} allocator calls per step")
     if fp32_waste:

@@ -9,6 +9,7 @@ Cost per step:
   - plus the idle gaps between back-to-back kernels that were already queued
     (gap_causes: parallelism), which many tiny kernels multiply.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,10 +22,12 @@ from .kernel_args import grid_blocks, kernel_arg, locate, sm_counts
 from .result import Number
 from .thresholds import Thresholds
 
-ADVICE = ("Give the GPU bigger pieces of work: larger batches or micro-batches, fused kernels "
-          "(torch.compile, fused/foreach optimizers, fused attention and norms), CUDA graphs to "
-          "remove the gaps between back-to-back kernels; for small-grid kernels, check which "
-          "dimension is tiny and whether it can be batched.")
+ADVICE = (
+    "Give the GPU bigger pieces of work: larger batches or micro-batches, fused kernels "
+    "(torch.compile, fused/foreach optimizers, fused attention and norms), CUDA graphs to "
+    "remove the gaps between back-to-back kernels; for small-grid kernels, check which "
+    "dimension is tiny and whether it can be batched."
+)
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
@@ -60,7 +63,8 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             loss = loss * (cap / loss.sum())
         split = split_gaps(v, th)
         step_cost = per_step(v, v.work_step_index[comp], loss) + per_step(
-            v, v.gaps.step_index, split.parallelism)
+            v, v.gaps.step_index, split.parallelism
+        )
         cost[v.rank] = step_cost
         tally.add(v, rows, loss, {"kernel_time_ns": dur, "blocks": np.maximum(blocks, 0)})
         n_kernels += len(rows)
@@ -87,10 +91,14 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "kernel_gap_ns_per_step": gap_ns / total_steps,
     }
     if views and not sms_seen:
-        notes.append("the traces give no SM count (deviceProperties): small grids are judged "
-                     "by estimated achieved occupancy instead")
-    title = (f"Too little parallel work: {kernels_per_step:.0f} compute kernels "
-             f"per step (median {median_us:.1f} us, {100 * tiny_share:.0f}% under "
-             f"{th.tiny_kernel_us:g} us); {100 * small_grid_share:.0f}% of compute "
-             f"time in grids smaller than the SM count")
+        notes.append(
+            "the traces give no SM count (deviceProperties): small grids are judged "
+            "by estimated achieved occupancy instead"
+        )
+    title = (
+        f"Too little parallel work: {kernels_per_step:.0f} compute kernels "
+        f"per step (median {median_us:.1f} us, {100 * tiny_share:.0f}% under "
+        f"{th.tiny_kernel_us:g} us); {100 * small_grid_share:.0f}% of compute "
+        f"time in grids smaller than the SM count"
+    )
     return Estimate(cost, evidence, tally.top(), title, ADVICE, notes)

@@ -8,6 +8,7 @@ collectives). Cost per step: that wait.
 Evidence: the straggler ranks (analysis.stragglers), the spread of the mean step time and of
 the work time across ranks ((max - min) / mean), the slowest rank.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
@@ -22,10 +23,12 @@ from .context import RankView
 from .estimate import Estimate
 from .result import Number
 
-ADVICE = ("Balance the work across ranks: even data shards and sequence lengths (length "
-          "bucketing, token-based batching), even model/embedding sharding, identical hardware "
-          "and clocks; then look at the slowest rank on its own (its input pipeline, host load, "
-          "throttling) - the other causes of this report, for that rank, usually say why.")
+ADVICE = (
+    "Balance the work across ranks: even data shards and sequence lengths (length "
+    "bucketing, token-based batching), even model/embedding sharding, identical hardware "
+    "and clocks; then look at the slowest rank on its own (its input pipeline, host load, "
+    "throttling) - the other causes of this report, for that rank, usually say why."
+)
 
 
 def per_step_times(v: RankView) -> tuple[np.ndarray, np.ndarray]:
@@ -65,32 +68,47 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
         cols = np.searchsorted(all_steps, v.steps)
         wait = np.where(shared[cols], slowest[cols] - work_t[v.rank], 0.0)
         cost[v.rank] = np.clip(np.minimum(wait, comm_t[v.rank]), 0, None)
-        top.append({"name": f"rank {v.rank}", "count": v.n_steps,
-                    "total_ns": int(work_t[v.rank].sum()),
-                    "wait_ns": int(cost[v.rank].sum())})
+        top.append(
+            {
+                "name": f"rank {v.rank}",
+                "count": v.n_steps,
+                "total_ns": int(work_t[v.rank].sum()),
+                "wait_ns": int(cost[v.rank].sum()),
+            }
+        )
     top.sort(key=lambda r: -r["total_ns"])
     step_times = np.array([v.step_time for v in views])
     works = np.array([work_t[v.rank].mean() for v in views])
-    step_spread = float((step_times.max() - step_times.min()) / step_times.mean()) \
-        if step_times.mean() > 0 else 0.0
+    step_spread = (
+        float((step_times.max() - step_times.min()) / step_times.mean())
+        if step_times.mean() > 0
+        else 0.0
+    )
     work_spread = float((works.max() - works.min()) / works.mean()) if works.mean() > 0 else 0.0
     slowest_rank = int(views[int(np.argmax(works))].rank)
     evidence["step_time_spread"] = step_spread
     evidence["work_time_spread"] = work_spread
     evidence["slowest_rank"] = slowest_rank
     evidence["wait_in_collectives_ns_per_step"] = float(
-        np.mean([cost[v.rank].sum() / v.n_steps for v in views]))
+        np.mean([cost[v.rank].sum() / v.n_steps for v in views])
+    )
     try:
         # One candidate per four ranks: with two ranks, "both are stragglers" says nothing.
-        st = stragglers(traces, num_candidates=max(1, len(views) // 4),
-                        ranks=[v.rank for v in views], steps=steps)
+        st = stragglers(
+            traces,
+            num_candidates=max(1, len(views) // 4),
+            ranks=[v.rank for v in views],
+            steps=steps,
+        )
         found = st.params.get("stragglers")
         evidence["stragglers"] = ", ".join(str(r) for r in found) if found else "none found"
         notes.extend(f"stragglers: {n}" for n in st.notes)
     except ValueError as e:  # e.g. steps the analysis cannot use
         evidence["stragglers"] = "unknown"
         notes.append(f"stragglers: {e}")
-    title = (f"Imbalance between ranks: rank {slowest_rank} is slowest; work time "
-             f"varies {100 * work_spread:.0f}% across ranks, step time "
-             f"{100 * step_spread:.0f}%")
+    title = (
+        f"Imbalance between ranks: rank {slowest_rank} is slowest; work time "
+        f"varies {100 * work_spread:.0f}% across ranks, step time "
+        f"{100 * step_spread:.0f}%"
+    )
     return Estimate(cost, evidence, top[:5], title, ADVICE, notes)

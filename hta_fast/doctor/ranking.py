@@ -6,6 +6,7 @@ steps); its share is that cost over the mean step time. A finding is above thres
 share reaches Thresholds.min_share. It shows on the ranks, and in the steps, where its cost
 reaches min_share of that rank's mean step time.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
@@ -29,8 +30,11 @@ from .result import CAUSES, Diagnosis, Finding, Number
 from .thresholds import Thresholds
 
 
-def diagnose(traces: Union[Trace, TraceSet], steps: Optional[Sequence[int]] = None,
-             thresholds: Optional[Thresholds] = None) -> Diagnosis:
+def diagnose(
+    traces: Union[Trace, TraceSet],
+    steps: Optional[Sequence[int]] = None,
+    thresholds: Optional[Thresholds] = None,
+) -> Diagnosis:
     """Why the GPU is idle: every cause of lost GPU time with its estimated cost per step,
     evidence and advice, highest cost first (see docs/doctor.md).
 
@@ -55,10 +59,14 @@ def diagnose(traces: Union[Trace, TraceSet], steps: Optional[Sequence[int]] = No
             missing_steps += 1
             notes.append(f"rank {rank}: none of the requested steps")
         elif len(v.work.rows) == 0:
-            notes.append(f"rank {rank}: no GPU work (kernels, memcpy, memset) in the analysed steps")
+            notes.append(
+                f"rank {rank}: no GPU work (kernels, memcpy, memset) in the analysed steps"
+            )
         else:
             if not v.has_steps:
-                notes.append(f"rank {rank}: no ProfilerStep#N events; the whole trace counts as one step")
+                notes.append(
+                    f"rank {rank}: no ProfilerStep#N events; the whole trace counts as one step"
+                )
             views.append(v)
     if wanted is not None and missing_steps == len(ts.ranks):
         present = sorted({int(s) for r in ts.ranks for s in ts[r].column("steps", "step")})
@@ -78,17 +86,29 @@ def diagnose(traces: Union[Trace, TraceSet], steps: Optional[Sequence[int]] = No
     findings.sort(key=lambda f: (-f.cost_ns_per_step, CAUSES.index(f.cause)))
     for e in estimates.values():
         notes.extend(e.notes)
-    utilization = float(np.mean([v.busy_time / v.span if v.span > 0 else 0.0 for v in views])) \
-        if views else 0.0
+    utilization = (
+        float(np.mean([v.busy_time / v.span if v.span > 0 else 0.0 for v in views]))
+        if views
+        else 0.0
+    )
     all_steps = sorted({int(s) for v in views if v.has_steps for s in v.steps})
-    return Diagnosis(utilization=utilization, findings=findings, thresholds=th, notes=notes,
-                     step_time_ns=int(round(step_time)), ranks=[v.rank for v in views],
-                     steps=all_steps)
+    return Diagnosis(
+        utilization=utilization,
+        findings=findings,
+        thresholds=th,
+        notes=notes,
+        step_time_ns=int(round(step_time)),
+        ranks=[v.rank for v in views],
+        steps=all_steps,
+    )
 
 
-def _finding(cause: str, est: Estimate, views: list[RankView], step_time: float,
-             th: Thresholds) -> Finding:
-    per_rank = {v.rank: float(est.cost[v.rank].sum()) / v.n_steps for v in views if v.rank in est.cost}
+def _finding(
+    cause: str, est: Estimate, views: list[RankView], step_time: float, th: Thresholds
+) -> Finding:
+    per_rank = {
+        v.rank: float(est.cost[v.rank].sum()) / v.n_steps for v in views if v.rank in est.cost
+    }
     cost = float(np.mean(list(per_rank.values()))) if per_rank else 0.0
     share = cost / step_time if step_time > 0 else 0.0
     ranks: list[int] = []
@@ -102,11 +122,18 @@ def _finding(cause: str, est: Estimate, views: list[RankView], step_time: float,
         if v.has_steps:
             hot = (c >= th.min_share * v.step_time) & (c > 0)
             steps.update(int(s) for s in v.steps[hot])
-    return Finding(cause=cause, title=est.title, above_threshold=bool(cost > 0 and share >= th.min_share),
-                   cost_ns_per_step=int(round(cost)), share=float(share),
-                   evidence={k: _number(x) for k, x in est.evidence.items()},
-                   top_events=est.top_events, steps=sorted(steps), ranks=sorted(ranks),
-                   advice=est.advice)
+    return Finding(
+        cause=cause,
+        title=est.title,
+        above_threshold=bool(cost > 0 and share >= th.min_share),
+        cost_ns_per_step=int(round(cost)),
+        share=float(share),
+        evidence={k: _number(x) for k, x in est.evidence.items()},
+        top_events=est.top_events,
+        steps=sorted(steps),
+        ranks=sorted(ranks),
+        advice=est.advice,
+    )
 
 
 def _number(x: Any) -> Number:

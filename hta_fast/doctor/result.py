@@ -1,4 +1,5 @@
 """What the doctor returns: one Finding per cause, ranked, inside a Diagnosis."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -6,8 +7,14 @@ from typing import Any, Iterable, Optional, Union
 
 from .thresholds import Thresholds
 
-CAUSES = ("parallelism", "input_pipeline", "launch_bound", "memory_sync",
-          "exposed_communication", "rank_imbalance")
+CAUSES = (
+    "parallelism",
+    "input_pipeline",
+    "launch_bound",
+    "memory_sync",
+    "exposed_communication",
+    "rank_imbalance",
+)
 
 Number = Union[int, float, str]
 
@@ -71,8 +78,9 @@ class Diagnosis:
                 return f
         raise KeyError(f"no such cause {cause!r}; causes: {', '.join(CAUSES)}")
 
-    def failed(self, fail_under_utilization: Optional[float] = None,
-               fail_on: Iterable[str] = ()) -> list[str]:
+    def failed(
+        self, fail_under_utilization: Optional[float] = None, fail_on: Iterable[str] = ()
+    ) -> list[str]:
         """Reasons a CI gate fails; an empty list passes.
 
         fail_under_utilization  percent: fail when the GPU utilization is below it
@@ -85,43 +93,61 @@ class Diagnosis:
             raise ValueError(f"unknown cause(s) {bad}; causes: {', '.join(CAUSES)}")
         reasons = []
         if fail_under_utilization is not None and 100.0 * self.utilization < fail_under_utilization:
-            reasons.append(f"GPU utilization {100.0 * self.utilization:.1f}% is under "
-                           f"{fail_under_utilization:g}%")
+            reasons.append(
+                f"GPU utilization {100.0 * self.utilization:.1f}% is under "
+                f"{fail_under_utilization:g}%"
+            )
         for f in self.findings:
             if f.above_threshold and (not wanted or f.cause in wanted):
-                reasons.append(f"{f.cause}: {f.title} ({_ms(f.cost_ns_per_step)} per step, "
-                               f"{100.0 * f.share:.1f}% of the step)")
+                reasons.append(
+                    f"{f.cause}: {f.title} ({_ms(f.cost_ns_per_step)} per step, "
+                    f"{100.0 * f.share:.1f}% of the step)"
+                )
         return reasons
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain({
-            "utilization": self.utilization,
-            "healthy": self.healthy,
-            "step_time_ns": self.step_time_ns,
-            "ranks": self.ranks,
-            "steps": self.steps,
-            "findings": [f.to_dict() for f in self.findings],
-            "thresholds": self.thresholds.to_dict(),
-            "notes": self.notes,
-        })
+        return _plain(
+            {
+                "utilization": self.utilization,
+                "healthy": self.healthy,
+                "step_time_ns": self.step_time_ns,
+                "ranks": self.ranks,
+                "steps": self.steps,
+                "findings": [f.to_dict() for f in self.findings],
+                "thresholds": self.thresholds.to_dict(),
+                "notes": self.notes,
+            }
+        )
 
     def to_text(self) -> str:
         n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
-        lines = [f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
-                 f"{len(self.ranks)} rank(s); mean step {_ms(self.step_time_ns)}"]
+        lines = [
+            f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
+            f"{len(self.ranks)} rank(s); mean step {_ms(self.step_time_ns)}"
+        ]
         above = [f for f in self.findings if f.above_threshold]
         if not above:
-            lines.append(f"Healthy: no cause reaches {100.0 * self.thresholds.min_share:g}% "
-                         "of the step time.")
+            lines.append(
+                f"Healthy: no cause reaches {100.0 * self.thresholds.min_share:g}% "
+                "of the step time."
+            )
         for i, f in enumerate(above, 1):
             lines.append(f"{i}. {f.cause}: {f.title}")
-            lines.append(f"   costs ~{_ms(f.cost_ns_per_step)} per step "
-                         f"({100.0 * f.share:.1f}% of the step)")
+            lines.append(
+                f"   costs ~{_ms(f.cost_ns_per_step)} per step ({100.0 * f.share:.1f}% of the step)"
+            )
             if f.evidence:
-                lines.append("   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items()))
+                lines.append(
+                    "   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items())
+                )
             if f.top_events:
-                lines.append("   top events: " + "; ".join(
-                    f"{e['name'][:80]} (x{e['count']}, {_ms(e['total_ns'])})" for e in f.top_events[:3]))
+                lines.append(
+                    "   top events: "
+                    + "; ".join(
+                        f"{e['name'][:80]} (x{e['count']}, {_ms(e['total_ns'])})"
+                        for e in f.top_events[:3]
+                    )
+                )
             where = []
             if f.ranks:
                 where.append("ranks " + _list(f.ranks))
@@ -132,8 +158,9 @@ class Diagnosis:
             lines.append(f"   what helps: {f.advice}")
         below = [f for f in self.findings if not f.above_threshold]
         if below:
-            lines.append("Below threshold: " + ", ".join(
-                f"{f.cause} {100.0 * f.share:.1f}%" for f in below))
+            lines.append(
+                "Below threshold: " + ", ".join(f"{f.cause} {100.0 * f.share:.1f}%" for f in below)
+            )
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """The doctor's thresholds: when a cause counts as a problem, and the constants its cost
 estimates use. Every one is documented here and in docs/doctor.md, and overridable by
 keyword (`Thresholds(min_share=0.1)`) or from a user's file (`Thresholds.from_mapping`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,14 +44,18 @@ class Thresholds:
                 raise ValueError(f"threshold {f.name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, f.name, float(value))
         if self.fp32_gemm_speedup < 1:
-            raise ValueError(f"threshold fp32_gemm_speedup must be >= 1, got {self.fp32_gemm_speedup}")
+            raise ValueError(
+                f"threshold fp32_gemm_speedup must be >= 1, got {self.fp32_gemm_speedup}"
+            )
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "Thresholds":
         """Thresholds from a mapping (a user's JSON/TOML/YAML file, read by the caller):
         the keys given replace the defaults; an unknown key is an error naming the known ones."""
         if not isinstance(values, Mapping):
-            raise ValueError(f"thresholds must be a mapping of name to number, got {type(values).__name__}")
+            raise ValueError(
+                f"thresholds must be a mapping of name to number, got {type(values).__name__}"
+            )
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

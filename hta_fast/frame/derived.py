@@ -2,6 +2,7 @@
 work, which launch queued which GPU event), kept read-only in the trace's memo
 (hta_fast.memo) and shared by every analysis and selection that asks.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable, Optional, TypeVar
@@ -18,8 +19,9 @@ def remember(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:
     return trace.memo.get(("frame.derived", key), compute, freeze=True)
 
 
-def remember_under(trace: Trace, key: Hashable, mask: Optional[np.ndarray],
-                   compute: Callable[[], T]) -> T:
+def remember_under(
+    trace: Trace, key: Hashable, mask: Optional[np.ndarray], compute: Callable[[], T]
+) -> T:
     """compute(), once per (trace, key, mask) for the read-only masks a Selection keeps
     (select.Selection.event_mask); other masks (writeable ones could change) compute anew."""
     return trace.memo.get_under(("frame.derived", key), mask, compute)
@@ -33,4 +35,5 @@ def kind_mask(trace: Trace, kinds: Iterable[int]) -> np.ndarray:
         lookup = np.zeros(256, bool)
         lookup[list(wanted)] = True
         return lookup[trace.column("events", "kind")]
+
     return remember(trace, ("kind_mask", wanted), compute)

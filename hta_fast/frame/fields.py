@@ -1,4 +1,5 @@
 """Field metadata and field groups shared by the analyses' Arrow schemas."""
+
 from __future__ import annotations
 
 import pyarrow as pa

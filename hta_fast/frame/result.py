@@ -1,6 +1,7 @@
 """Result: what every analysis returns. One main Arrow table, optional named side tables
 (a summary next to a time series, per-kernel rows next to per-type sums), and notes that
 say what the numbers cannot (no communication on this rank, a stream with no kernels)."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional
@@ -19,8 +20,14 @@ class Result:
     params   the parameters the analysis ran with
     """
 
-    def __init__(self, name: str, table: pa.Table, tables: Optional[Mapping[str, pa.Table]] = None,
-                 notes: Iterable[str] = (), params: Optional[Mapping[str, Any]] = None):
+    def __init__(
+        self,
+        name: str,
+        table: pa.Table,
+        tables: Optional[Mapping[str, pa.Table]] = None,
+        notes: Iterable[str] = (),
+        params: Optional[Mapping[str, Any]] = None,
+    ):
         self.name = name
         self.table = table
         self.tables = dict(tables or {})

@@ -5,6 +5,7 @@ optional), or one `Selection` that holds them. Steps follow the profiler: a CPU 
 belongs to the step whose ProfilerStep window holds its start, and a GPU event to the step
 of the launch that queued it, so a kernel that runs past the step's end stays in its step.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,11 +46,21 @@ class Selection:
         """Rows of trace.events kept, as a read-only bool array; None when every row is kept.
         Masks are remembered per trace: analyses called one after another on one selection
         (the compat facade's pattern) compute it once."""
-        if (self.steps is None and self.window is None and self.streams is None
-                and not self.before_last_step):
+        if (
+            self.steps is None
+            and self.window is None
+            and self.streams is None
+            and not self.before_last_step
+        ):
             return None
-        key = ("frame.select", "event_mask", _frozen(self.steps), _frozen(self.window),
-               _frozen(self.streams), self.before_last_step)
+        key = (
+            "frame.select",
+            "event_mask",
+            _frozen(self.steps),
+            _frozen(self.window),
+            _frozen(self.streams),
+            self.before_last_step,
+        )
         mask: np.ndarray = trace.memo.get(key, lambda: self._compute_mask(trace), freeze=True)
         return mask
 
@@ -68,7 +79,9 @@ class Selection:
             end = ts + np.maximum(col("events", "dur"), 0)
             keep &= (ts < hi) & ((end > lo) | (ts >= lo))
         if self.streams is not None:
-            keep &= ~gpu | np.isin(col("events", "stream"), np.asarray(list(self.streams), np.int32))
+            keep &= ~gpu | np.isin(
+                col("events", "stream"), np.asarray(list(self.streams), np.int32)
+            )
         if self.before_last_step:
             cut = last_step_start(trace)
             if cut is not None:
@@ -109,17 +122,26 @@ def as_traceset(traces: Union[Trace, TraceSet]) -> TraceSet:
     return traces if isinstance(traces, TraceSet) else TraceSet({traces.rank: traces})
 
 
-def selection_of(selection: Optional[Selection], ranks: Ranks = None, steps: Steps = None,
-                 window: Window = None, streams: Streams = None) -> Selection:
+def selection_of(
+    selection: Optional[Selection],
+    ranks: Ranks = None,
+    steps: Steps = None,
+    window: Window = None,
+    streams: Streams = None,
+) -> Selection:
     """The Selection an analysis runs with: an explicit one, updated by any keywords."""
     base = selection or Selection()
-    changes: dict[str, Any] = {k: v for k, v in dict(ranks=ranks, steps=steps, window=window,
-                                     streams=streams).items() if v is not None}
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in dict(ranks=ranks, steps=steps, window=window, streams=streams).items()
+        if v is not None
+    }
     return dataclasses.replace(base, **changes) if changes else base
 
 
-def each_rank(traces: Union[Trace, TraceSet], selection: Selection
-              ) -> Iterator[tuple[int, Trace, Optional[np.ndarray]]]:
+def each_rank(
+    traces: Union[Trace, TraceSet], selection: Selection
+) -> Iterator[tuple[int, Trace, Optional[np.ndarray]]]:
     """(rank, trace, event mask or None) for every selected rank, in rank order."""
     ts = as_traceset(traces)
     wanted = None if selection.ranks is None else set(selection.ranks)

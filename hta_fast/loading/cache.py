@@ -2,6 +2,7 @@
 source file and options, and rebuilds it when the source, the options, the schema or the
 package version change.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,16 +36,20 @@ def _entry_dir(path: str, cache_dir: Optional[Union[str, os.PathLike]], options:
     return Path(cache_dir or default_cache_dir()) / hashlib.sha1(key).hexdigest()[:20]
 
 
-def lookup(path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict) -> Optional[Trace]:
+def lookup(
+    path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict
+) -> Optional[Trace]:
     """The cached trace for `path`, or None when there is none or it is stale."""
     entry = _entry_dir(path, cache_dir, options)
     manifest = saved_trace.read_manifest(entry)
     if manifest is None:
         return None
-    fresh = (manifest.get("schema_version") == SCHEMA_VERSION
-             and manifest.get("package_version") == __version__
-             and manifest.get("source") == _source_identity(path)
-             and manifest.get("options") == options)
+    fresh = (
+        manifest.get("schema_version") == SCHEMA_VERSION
+        and manifest.get("package_version") == __version__
+        and manifest.get("source") == _source_identity(path)
+        and manifest.get("options") == options
+    )
     if not fresh:
         return None
     try:
@@ -53,6 +58,11 @@ def lookup(path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dic
         return None
 
 
-def store(trace: Trace, path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict) -> None:
-    saved_trace.write(_entry_dir(path, cache_dir, options), trace._raw,
-                      {**trace.saved_facts(), "source": _source_identity(path), "options": options})
+def store(
+    trace: Trace, path: str, cache_dir: Optional[Union[str, os.PathLike]], options: dict
+) -> None:
+    saved_trace.write(
+        _entry_dir(path, cache_dir, options),
+        trace._raw,
+        {**trace.saved_facts(), "source": _source_identity(path), "options": options},
+    )

@@ -14,6 +14,7 @@ schema is always there. DATASET is a local path or any fsspec URL (s3://, gs://,
 local paths need no fsspec. Read a table of every rank with `open_dataset(path).dataset("events")`
 or any engine that knows hive partitioning (DuckDB, Spark, Polars): `rank` becomes a column.
 """
+
 from __future__ import annotations
 
 import base64
@@ -68,6 +69,7 @@ def _exact(table: pa.Table) -> pa.Table:
 
 def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> None:
     import pyarrow.parquet as pq  # here, not at import: `import hta_fast` stays light
+
     table = _with_schema(table)
     folder = posixpath.dirname(path) if fs is not None else os.path.dirname(path)
     if fs is None:
@@ -81,6 +83,7 @@ def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> Non
 
 def _read_parquet(fs: Any, path: str) -> pa.Table:
     import pyarrow.parquet as pq
+
     if fs is None:
         return _exact(pq.read_table(path))
     with fs.open(path, "rb") as fh:
@@ -96,19 +99,20 @@ def table_of(trace: Trace, name: str) -> pa.Table:
 
 
 # --- writing ---------------------------------------------------------------------------------
-def write_rank(trace: Trace, path: str, compression: str = "zstd",
-               summary: Optional[RankSummary] = None) -> RankSummary:
+def write_rank(
+    trace: Trace, path: str, compression: str = "zstd", summary: Optional[RankSummary] = None
+) -> RankSummary:
     """Writes one rank's tables and its summary under the dataset `path`; returns the summary
     (with the row count of every table)."""
     fs, root = filesystem(path)
     compression = "none" if compression in (None, "none") else compression
     summary = summary or summarize(trace)
     for name in TABLES:
-        _write_parquet(fs, part_path(fs, root, name, trace.rank), table_of(trace, name),
-                       compression)
+        _write_parquet(
+            fs, part_path(fs, root, name, trace.rank), table_of(trace, name), compression
+        )
     for name, table in summary.tables().items():
-        _write_parquet(fs, part_path(fs, root, f"summary/{name}", trace.rank), table,
-                       compression)
+        _write_parquet(fs, part_path(fs, root, f"summary/{name}", trace.rank), table, compression)
     return summary
 
 
@@ -149,8 +153,9 @@ def check_free(path: str, overwrite: bool = False) -> bool:
     if not overwrite:
         raise FileExistsError(f"{path} exists and is not empty (overwrite=True replaces it)")
     if not (_exists(fs, _join(fs, root, MANIFEST)) or _exists(fs, _join(fs, root, WRITING))):
-        raise FileExistsError(f"{path} is not a dataset written by hta_fast (no {MANIFEST});"
-                              " refusing to replace it")
+        raise FileExistsError(
+            f"{path} is not a dataset written by hta_fast (no {MANIFEST}); refusing to replace it"
+        )
     return True
 
 
@@ -162,6 +167,7 @@ def prepare(path: str, overwrite: bool = False) -> None:
             fs.rm(root, recursive=True)
         else:
             import shutil
+
             shutil.rmtree(root)
     _write_text(fs, _join(fs, root, WRITING), "")
 
@@ -177,8 +183,13 @@ def _write_text(fs: Any, target: str, text: str) -> None:
             fh.write(text)
 
 
-def write_dataset(traces: Mapping[int, Trace], path: str, compression: str = "zstd",
-                  overwrite: bool = False, on_written: Any = None) -> "TraceDataset":
+def write_dataset(
+    traces: Mapping[int, Trace],
+    path: str,
+    compression: str = "zstd",
+    overwrite: bool = False,
+    on_written: Any = None,
+) -> "TraceDataset":
     """Writes every rank of a TraceSet (ranks in parallel: Parquet encoding releases the GIL)
     and the manifest; returns the dataset opened back."""
     prepare(path, overwrite)
@@ -225,8 +236,12 @@ class TraceDataset(Mapping[int, RankTables]):
     partial=True: (rank or None, file, reason).
     """
 
-    def __init__(self, path: str, summaries: Optional[Mapping[int, RankSummary]] = None,
-                 failed: Optional[list[tuple[Optional[int], str, str]]] = None):
+    def __init__(
+        self,
+        path: str,
+        summaries: Optional[Mapping[int, RankSummary]] = None,
+        failed: Optional[list[tuple[Optional[int], str, str]]] = None,
+    ):
         self.path = os.fspath(path)
         self._fs, self._root = filesystem(self.path)
         self._summaries = dict(sorted(summaries.items())) if summaries is not None else None
@@ -243,8 +258,10 @@ class TraceDataset(Mapping[int, RankTables]):
                 with self._fs.open(target, "r") as fh:
                     data = json.load(fh)
         except FileNotFoundError:
-            raise FileNotFoundError(f"{self.path}: no {MANIFEST}; not a dataset written by "
-                                    "hta_fast, or its writing did not finish") from None
+            raise FileNotFoundError(
+                f"{self.path}: no {MANIFEST}; not a dataset written by "
+                "hta_fast, or its writing did not finish"
+            ) from None
         except ValueError as e:
             raise ValueError(f"{target}: not valid JSON ({e})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -275,9 +292,9 @@ class TraceDataset(Mapping[int, RankTables]):
     def dataset(self, table: str = "events") -> Any:
         """A pyarrow.dataset over every rank of one table (`rank` is a partition column)."""
         import pyarrow.dataset as ds
+
         folder = _join(self._fs, self._root, *table.split("/"))
-        return ds.dataset(folder, format="parquet", partitioning="hive",
-                          filesystem=self._fs)
+        return ds.dataset(folder, format="parquet", partitioning="hive", filesystem=self._fs)
 
     @cached_property
     def summaries(self) -> dict[int, RankSummary]:

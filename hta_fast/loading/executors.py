@@ -5,6 +5,7 @@ path or an fsspec URL, decompressed where it runs), write its tables to the data
 the rank's small summary (hta_fast.loading.summary). On a Dask cluster that summary is all that travels
 back, so the coordinating process holds summaries, never tables.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,9 +31,9 @@ class RankFailure:
     path: str
     reason: str
     offset: Optional[int] = None
-    error: str = "TraceFormatError"   # the exception's class, re-raised in strict mode
-    errno: Optional[int] = None        # an OSError's
-    code: Optional[ErrorCode] = None   # a TraceFormatError's
+    error: str = "TraceFormatError"  # the exception's class, re-raised in strict mode
+    errno: Optional[int] = None  # an OSError's
+    code: Optional[ErrorCode] = None  # a TraceFormatError's
 
     def describe(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "rank ?"
@@ -41,13 +42,16 @@ class RankFailure:
 
     def exception(self, others: int = 0) -> Exception:
         """What strict loading raises: TraceFormatError (or the OSError) naming rank and file."""
-        more = (f" (and {others} more rank(s) failed; partial=True loads the rest)"
-                if others else "")
+        more = f" (and {others} more rank(s) failed; partial=True loads the rest)" if others else ""
         if self.error == "TraceFormatError":
-            return TraceFormatError(self.path, self.offset, self.reason + more, rank=self.rank,
-                                    code=self.code)
-        cls = {"FileNotFoundError": FileNotFoundError, "PermissionError": PermissionError,
-               "IsADirectoryError": IsADirectoryError}.get(self.error, OSError)
+            return TraceFormatError(
+                self.path, self.offset, self.reason + more, rank=self.rank, code=self.code
+            )
+        cls = {
+            "FileNotFoundError": FileNotFoundError,
+            "PermissionError": PermissionError,
+            "IsADirectoryError": IsADirectoryError,
+        }.get(self.error, OSError)
         # errno and filename as the OSError had them; the rank goes with the reason
         who = f"rank {self.rank}: " if self.rank is not None else ""
         return cls(self.errno or 0, f"{who}{self.reason}{more}", self.path)
@@ -58,8 +62,14 @@ def failure_of(path: str, error: Exception) -> RankFailure:
     if isinstance(error, TraceFormatError):
         return RankFailure(rank, path, error.reason, error.offset, code=error.code)
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-    return RankFailure(rank, path, reason or type(error).__name__, None, type(error).__name__,
-                       error.errno if isinstance(error, OSError) else None)
+    return RankFailure(
+        rank,
+        path,
+        reason or type(error).__name__,
+        None,
+        type(error).__name__,
+        error.errno if isinstance(error, OSError) else None,
+    )
 
 
 def read_trace(path: str, options: dict[str, Any]) -> Trace:
@@ -77,8 +87,13 @@ def read_trace(path: str, options: dict[str, Any]) -> Trace:
     return trace
 
 
-def load_rank(path: str, dataset: str, options: dict[str, Any], lone_file: bool = False,
-              compression: str = "zstd") -> Union[RankSummary, RankFailure]:
+def load_rank(
+    path: str,
+    dataset: str,
+    options: dict[str, Any],
+    lone_file: bool = False,
+    compression: str = "zstd",
+) -> Union[RankSummary, RankFailure]:
     """The per-rank task: load, write the rank's tables to `dataset`, return its summary."""
     try:
         trace = read_trace(path, options)
@@ -104,21 +119,37 @@ def dask_client(executor: Any) -> tuple[Any, bool]:
         return executor, False
     address = executor if executor != "dask" else os.environ.get("DASK_SCHEDULER_ADDRESS")
     if not address:
-        raise ValueError('executor="dask" needs DASK_SCHEDULER_ADDRESS (the scheduler\'s '
-                         'address) or pass a distributed.Client')
+        raise ValueError(
+            'executor="dask" needs DASK_SCHEDULER_ADDRESS (the scheduler\'s '
+            "address) or pass a distributed.Client"
+        )
     return distributed.Client(address), True
 
 
-def run_dask(client: Any, files: list[str], dataset: str, options: dict[str, Any],
-             compression: str, on_loaded: Any = None) -> list[Union[RankSummary, RankFailure]]:
+def run_dask(
+    client: Any,
+    files: list[str],
+    dataset: str,
+    options: dict[str, Any],
+    compression: str,
+    on_loaded: Any = None,
+) -> list[Union[RankSummary, RankFailure]]:
     """Runs load_rank for every file on the cluster; summaries come back as they finish.
 
     A worker that dies mid-task is replaced and its tasks run again elsewhere (Dask's own
     retry of lost tasks); a rank's bad input comes back as a RankFailure, not retried."""
     import distributed
+
     lone = len(files) == 1
-    futures = client.map(load_rank, files, dataset=dataset, options=options,
-                         lone_file=lone, compression=compression, pure=False)
+    futures = client.map(
+        load_rank,
+        files,
+        dataset=dataset,
+        options=options,
+        lone_file=lone,
+        compression=compression,
+        pure=False,
+    )
     index = {f.key: i for i, f in enumerate(futures)}
     out: list[Any] = [None] * len(files)
     for fut in distributed.as_completed(futures):
@@ -129,17 +160,25 @@ def run_dask(client: Any, files: list[str], dataset: str, options: dict[str, Any
     return out
 
 
-def run_processes(files: list[str], dataset: str, options: dict[str, Any], compression: str,
-                  max_workers: Optional[int], on_loaded: Any = None
-                  ) -> list[Union[RankSummary, RankFailure]]:
+def run_processes(
+    files: list[str],
+    dataset: str,
+    options: dict[str, Any],
+    compression: str,
+    max_workers: Optional[int],
+    on_loaded: Any = None,
+) -> list[Union[RankSummary, RankFailure]]:
     """load_rank in a local process pool (one rank per process at a time)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
+
     workers = max_workers or min(len(files), os.cpu_count() or 1)
     lone = len(files) == 1
     out: list[Any] = [None] * len(files)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(load_rank, f, dataset, options, lone, compression): i
-                   for i, f in enumerate(files)}
+        futures = {
+            pool.submit(load_rank, f, dataset, options, lone, compression): i
+            for i, f in enumerate(files)
+        }
         for fut in as_completed(futures):
             out[futures[fut]] = fut.result()
             if on_loaded is not None:

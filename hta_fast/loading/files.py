@@ -1,6 +1,7 @@
 """Which files make a set of traces, and which rank each file is: the one place that lists
 trace files (a folder, a list, an fsspec URL) and assigns ranks, for load_dir, the
 executors and the command line."""
+
 from __future__ import annotations
 
 import errno
@@ -28,8 +29,12 @@ def assign_rank(header_rank: Optional[int], path: str, lone_file: bool) -> int:
     rank = header_rank if header_rank is not None else rank_from_name(path)
     if rank is None:
         if not lone_file:
-            raise TraceFormatError(path, None, "no rank in distributedInfo or in the file name",
-                                   code=ErrorCode.bad_field)
+            raise TraceFormatError(
+                path,
+                None,
+                "no rank in distributedInfo or in the file name",
+                code=ErrorCode.bad_field,
+            )
         rank = 0
     return rank
 
@@ -49,14 +54,16 @@ def filesystem(path: str) -> tuple[Any, str]:
     """(fsspec filesystem or None for a local path, the path inside it)."""
     path = os.fspath(path)
     if path.startswith("file://"):
-        path = path[len("file://"):]
+        path = path[len("file://") :]
     if not is_url(path):
         return None, path
     try:
         import fsspec
     except ImportError:
-        raise ImportError(f"{path}: a URL needs fsspec (pip install fsspec, plus the "
-                          "filesystem's own package, s3fs for s3://)") from None
+        raise ImportError(
+            f"{path}: a URL needs fsspec (pip install fsspec, plus the "
+            "filesystem's own package, s3fs for s3://)"
+        ) from None
     fs, root = fsspec.core.url_to_fs(path)
     return fs, root
 
@@ -72,11 +79,13 @@ def trace_files(source: Union[PathLike, Iterable[PathLike]], must_exist: bool = 
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            inside = sorted(str(f) for f in path.iterdir()
-                            if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            inside = sorted(
+                str(f) for f in path.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES)
+            )
             if not inside:
                 raise FileNotFoundError(
-                    f"{p}: no trace files ({', '.join(TRACE_SUFFIXES)}) in this folder")
+                    f"{p}: no trace files ({', '.join(TRACE_SUFFIXES)}) in this folder"
+                )
             files.extend(inside)
         elif must_exist and not path.exists():
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(p))
@@ -92,8 +101,11 @@ def _url_trace_files(url: str) -> list[str]:
         return [url]
     protocol = url.split("://", 1)[0]
     # ls gives paths inside the filesystem ("bucket/key"): put the protocol back
-    files = sorted(f"{protocol}://{p.split('://', 1)[-1].lstrip('/')}"
-                   for p in fs.ls(inner, detail=False) if p.endswith(TRACE_SUFFIXES))
+    files = sorted(
+        f"{protocol}://{p.split('://', 1)[-1].lstrip('/')}"
+        for p in fs.ls(inner, detail=False)
+        if p.endswith(TRACE_SUFFIXES)
+    )
     if not files:
         raise FileNotFoundError(f"no trace files ({', '.join(TRACE_SUFFIXES)}) in {url}")
     return files

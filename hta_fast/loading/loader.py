@@ -1,4 +1,5 @@
 """load(): one trace file (or its bytes, or a saved trace) in, a Trace out."""
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,14 @@ def _rules(kernel_classes: KernelClassRules) -> list[tuple[str, int]]:
     return out
 
 
-def _read(source: Optional[Union[bytes, bytearray, memoryview]], path: Optional[str],
-          threads: int, recover: bool, chunk_size: int,
-          kernel_classes: KernelClassRules) -> tuple[RawColumns, TraceMeta]:
+def _read(
+    source: Optional[Union[bytes, bytearray, memoryview]],
+    path: Optional[str],
+    threads: int,
+    recover: bool,
+    chunk_size: int,
+    kernel_classes: KernelClassRules,
+) -> tuple[RawColumns, TraceMeta]:
     rules = _rules(kernel_classes)
     try:
         if path is not None:
@@ -44,9 +50,17 @@ def _read(source: Optional[Union[bytes, bytearray, memoryview]], path: Optional[
     return RawColumns.of(loaded), meta
 
 
-def load(source: Union[PathLike, bytes, bytearray, memoryview], *, threads: int = 0,
-         recover: bool = False, cache: bool = False, cache_dir: Optional[PathLike] = None,
-         kernel_classes: KernelClassRules = None, chunk_size: int = 0, rank: Optional[int] = None) -> Trace:
+def load(
+    source: Union[PathLike, bytes, bytearray, memoryview],
+    *,
+    threads: int = 0,
+    recover: bool = False,
+    cache: bool = False,
+    cache_dir: Optional[PathLike] = None,
+    kernel_classes: KernelClassRules = None,
+    chunk_size: int = 0,
+    rank: Optional[int] = None,
+) -> Trace:
     """Loads one trace file (.json, .json.gz, .json.zst), the bytes of one, or a directory
     written by Trace.save.
 
@@ -66,8 +80,10 @@ def load(source: Union[PathLike, bytes, bytearray, memoryview], *, threads: int 
         raise FileNotFoundError(path)
     if os.path.isdir(path):
         if not saved_trace.is_saved(path):
-            raise IsADirectoryError(f"{path} is a directory, not a trace or a saved trace "
-                                    "(use load_dir for one file per rank)")
+            raise IsADirectoryError(
+                f"{path} is a directory, not a trace or a saved trace "
+                "(use load_dir for one file per rank)"
+            )
         return open_saved(path)
     if cache:
         options = {"recover": recover, "kernel_classes": _rules(kernel_classes)}

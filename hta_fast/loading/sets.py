@@ -1,5 +1,6 @@
 """load_dir(): one file per rank into a TraceSet (ranks loaded on threads here) or a
 TraceDataset (ranks loaded and written by local processes or a Dask cluster)."""
+
 from __future__ import annotations
 
 import os
@@ -16,26 +17,50 @@ from .files import PathLike, assign_rank, claim, trace_files
 
 
 @overload
-def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
-             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], object]] = None,
-             executor: Optional[Literal["threads"]] = None, dataset: Optional[str] = None,
-             partial: bool = False, compression: str = "zstd", overwrite: bool = False,
-             **options: Any) -> TraceSet: ...
+def load_dir(
+    source: Union[PathLike, Iterable[PathLike]],
+    *,
+    max_workers: Optional[int] = None,
+    skip_non_traces: bool = False,
+    on_loaded: Optional[Callable[[str], object]] = None,
+    executor: Optional[Literal["threads"]] = None,
+    dataset: Optional[str] = None,
+    partial: bool = False,
+    compression: str = "zstd",
+    overwrite: bool = False,
+    **options: Any,
+) -> TraceSet: ...
 
 
 @overload
-def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
-             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], object]] = None,
-             executor: object, dataset: Optional[str] = None,
-             partial: bool = False, compression: str = "zstd", overwrite: bool = False,
-             **options: Any) -> TraceDataset: ...
+def load_dir(
+    source: Union[PathLike, Iterable[PathLike]],
+    *,
+    max_workers: Optional[int] = None,
+    skip_non_traces: bool = False,
+    on_loaded: Optional[Callable[[str], object]] = None,
+    executor: object,
+    dataset: Optional[str] = None,
+    partial: bool = False,
+    compression: str = "zstd",
+    overwrite: bool = False,
+    **options: Any,
+) -> TraceDataset: ...
 
 
-def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Optional[int] = None,
-             skip_non_traces: bool = False, on_loaded: Optional[Callable[[str], object]] = None,
-             executor: Any = None, dataset: Optional[str] = None, partial: bool = False,
-             compression: str = "zstd", overwrite: bool = False,
-             **options: Any) -> Union[TraceSet, TraceDataset]:
+def load_dir(
+    source: Union[PathLike, Iterable[PathLike]],
+    *,
+    max_workers: Optional[int] = None,
+    skip_non_traces: bool = False,
+    on_loaded: Optional[Callable[[str], object]] = None,
+    executor: Any = None,
+    dataset: Optional[str] = None,
+    partial: bool = False,
+    compression: str = "zstd",
+    overwrite: bool = False,
+    **options: Any,
+) -> Union[TraceSet, TraceDataset]:
     """Loads one file per rank from a directory (or a list of files, or an fsspec URL of a
     folder) into a TraceSet.
 
@@ -60,16 +85,28 @@ def load_dir(source: Union[PathLike, Iterable[PathLike]], *, max_workers: Option
     files = trace_files(source)
     remote = executor not in (None, "threads")
     if remote and executor != "processes" and not executors.is_dask(executor):
-        raise ValueError(f"executor {executor!r}: use None, \"threads\", \"processes\", "
-                         "\"dask\", a scheduler address or a distributed.Client")
+        raise ValueError(
+            f'executor {executor!r}: use None, "threads", "processes", '
+            '"dask", a scheduler address or a distributed.Client'
+        )
     if remote:
         if dataset is None:
-            raise ValueError(f"executor {executor!r} writes each rank to a Parquet dataset: "
-                             "pass dataset=PATH_OR_URL (a place every worker can reach)")
-        return _load_to_dataset(files, executor, dataset, partial, compression, overwrite,
-                                max_workers, on_loaded, options)
-    traces = _load_threads(files, source, max_workers, skip_non_traces, on_loaded, partial,
-                           options)
+            raise ValueError(
+                f"executor {executor!r} writes each rank to a Parquet dataset: "
+                "pass dataset=PATH_OR_URL (a place every worker can reach)"
+            )
+        return _load_to_dataset(
+            files,
+            executor,
+            dataset,
+            partial,
+            compression,
+            overwrite,
+            max_workers,
+            on_loaded,
+            options,
+        )
+    traces = _load_threads(files, source, max_workers, skip_non_traces, on_loaded, partial, options)
     if dataset is not None:
         write_dataset(traces, dataset, compression, overwrite)
     return traces
@@ -83,26 +120,35 @@ def _report(failures: list, partial: bool, loaded: int) -> None:
     for f in failures:
         warnings.warn(f"{f.describe()} (left out)", stacklevel=3)
     if not loaded:
-        raise FileNotFoundError(f"none of the {len(failures)} rank(s) loaded; the first: "
-                                f"{failures[0].describe()}")
+        raise FileNotFoundError(
+            f"none of the {len(failures)} rank(s) loaded; the first: {failures[0].describe()}"
+        )
 
 
-def _load_to_dataset(files: list[str], executor: Any, dataset: str, partial: bool,
-                     compression: str, overwrite: bool, max_workers: Optional[int],
-                     on_loaded: Optional[Callable[[str], object]], options: dict) -> TraceDataset:
+def _load_to_dataset(
+    files: list[str],
+    executor: Any,
+    dataset: str,
+    partial: bool,
+    compression: str,
+    overwrite: bool,
+    max_workers: Optional[int],
+    on_loaded: Optional[Callable[[str], object]],
+    options: dict,
+) -> TraceDataset:
     options = dict(options)
     # One parser thread per rank: ranks already run in parallel.
     options["threads"] = options.get("threads", 0) or (1 if len(files) > 1 else 0)
     if executor == "processes":
         prepare(dataset, overwrite)
-        outcomes = executors.run_processes(files, dataset, options, compression, max_workers,
-                                           on_loaded)
+        outcomes = executors.run_processes(
+            files, dataset, options, compression, max_workers, on_loaded
+        )
     else:
         client, owned = executors.dask_client(executor)  # fails before anything is written
         try:
             prepare(dataset, overwrite)
-            outcomes = executors.run_dask(client, files, dataset, options, compression,
-                                          on_loaded)
+            outcomes = executors.run_dask(client, files, dataset, options, compression, on_loaded)
         finally:
             if owned:
                 client.close()
@@ -116,13 +162,18 @@ def _load_to_dataset(files: list[str], executor: Any, dataset: str, partial: boo
         summaries[o.rank] = o
     _report(failures, partial, len(summaries))
     write_manifest(dataset, summaries)
-    return TraceDataset(dataset, summaries,
-                        failed=[(f.rank, f.path, f.reason) for f in failures])
+    return TraceDataset(dataset, summaries, failed=[(f.rank, f.path, f.reason) for f in failures])
 
 
-def _load_threads(files: list[str], source: Any, max_workers: Optional[int],
-                  skip_non_traces: bool, on_loaded: Optional[Callable[[str], object]],
-                  partial: bool, options: dict) -> TraceSet:
+def _load_threads(
+    files: list[str],
+    source: Any,
+    max_workers: Optional[int],
+    skip_non_traces: bool,
+    on_loaded: Optional[Callable[[str], object]],
+    partial: bool,
+    options: dict,
+) -> TraceSet:
     threads_each = options.pop("threads", 0) or (1 if len(files) > 1 else 0)
     workers = max_workers or min(len(files), os.cpu_count() or 1)
 

@@ -11,6 +11,7 @@ tables, so the coordinating process holds summaries whatever the size of each tr
                  bytes (the collective's buffer as nccl-tests counts it, null if unknown),
                  dtype, group_size (null if unknown)
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -25,22 +26,38 @@ from ..trace import TABLES, Trace
 SUMMARY_TABLES = ("steps", "kernels", "collectives")
 
 STEPS_SCHEMA = pa.schema([("step", pa.int64()), ("ts", pa.int64()), ("dur", pa.int64())])
-KERNELS_SCHEMA = pa.schema([("kernel_class", pa.string()), ("count", pa.int64()),
-                            ("total_ns", pa.int64())])
-COLLECTIVES_SCHEMA = pa.schema([
-    ("group", pa.string()), ("index", pa.int64()), ("collective", pa.string()),
-    # kernel names repeat: a dictionary keeps the summary (and the coordinator) small
-    ("name", pa.dictionary(pa.int32(), pa.string())), ("stream", pa.int64()), ("step", pa.int64()), ("ts", pa.int64()),
-    ("dur", pa.int64()), ("bytes", pa.int64()), ("dtype", pa.string()),
-    ("group_size", pa.int64()),
-])
+KERNELS_SCHEMA = pa.schema(
+    [("kernel_class", pa.string()), ("count", pa.int64()), ("total_ns", pa.int64())]
+)
+COLLECTIVES_SCHEMA = pa.schema(
+    [
+        ("group", pa.string()),
+        ("index", pa.int64()),
+        ("collective", pa.string()),
+        # kernel names repeat: a dictionary keeps the summary (and the coordinator) small
+        ("name", pa.dictionary(pa.int32(), pa.string())),
+        ("stream", pa.int64()),
+        ("step", pa.int64()),
+        ("ts", pa.int64()),
+        ("dur", pa.int64()),
+        ("bytes", pa.int64()),
+        ("dtype", pa.string()),
+        ("group_size", pa.int64()),
+    ]
+)
 
 
 class RankSummary:
     """One rank: where it came from, row counts, and the three small tables above."""
 
-    def __init__(self, rank: int, info: dict[str, Any], steps: pa.Table, kernels: pa.Table,
-                 collectives: pa.Table):
+    def __init__(
+        self,
+        rank: int,
+        info: dict[str, Any],
+        steps: pa.Table,
+        kernels: pa.Table,
+        collectives: pa.Table,
+    ):
         self.rank = rank
         self._info = info
         self.steps = steps
@@ -63,20 +80,25 @@ class RankSummary:
         return {"steps": self.steps, "kernels": self.kernels, "collectives": self.collectives}
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, RankSummary) and self.rank == other.rank
-                and self.tables() == other.tables())
+        return (
+            isinstance(other, RankSummary)
+            and self.rank == other.rank
+            and self.tables() == other.tables()
+        )
 
     def __repr__(self) -> str:
-        return (f"<RankSummary rank={self.rank} steps={self.steps.num_rows} "
-                f"collectives={self.collectives.num_rows}>")
+        return (
+            f"<RankSummary rank={self.rank} steps={self.steps.num_rows} "
+            f"collectives={self.collectives.num_rows}>"
+        )
 
 
-def split_by_rank(info: dict[int, dict[str, Any]], tables: dict[str, pa.Table]
-                  ) -> dict[int, RankSummary]:
+def split_by_rank(
+    info: dict[int, dict[str, Any]], tables: dict[str, pa.Table]
+) -> dict[int, RankSummary]:
     """Every rank's summary out of the summary tables of all ranks (a `rank` column each, as
     a hive-partitioned dataset reads them): one sort per table, then slices."""
-    schemas = {"steps": STEPS_SCHEMA, "kernels": KERNELS_SCHEMA,
-               "collectives": COLLECTIVES_SCHEMA}
+    schemas = {"steps": STEPS_SCHEMA, "kernels": KERNELS_SCHEMA, "collectives": COLLECTIVES_SCHEMA}
     sliced: dict[str, dict[int, pa.Table]] = {}
     for name, table in tables.items():
         ranks = np.asarray(table["rank"].to_numpy(zero_copy_only=False), np.int64)
@@ -85,10 +107,15 @@ def split_by_rank(info: dict[int, dict[str, Any]], tables: dict[str, pa.Table]
         ranks = ranks[order]
         bounds = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="left")
         ends = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="right")
-        sliced[name] = {r: body.slice(int(lo), int(hi - lo))
-                        for r, lo, hi in zip(sorted(info), bounds, ends)}
-    return {r: RankSummary(r, info[r], sliced["steps"][r], sliced["kernels"][r],
-                           sliced["collectives"][r]) for r in sorted(info)}
+        sliced[name] = {
+            r: body.slice(int(lo), int(hi - lo)) for r, lo, hi in zip(sorted(info), bounds, ends)
+        }
+    return {
+        r: RankSummary(
+            r, info[r], sliced["steps"][r], sliced["kernels"][r], sliced["collectives"][r]
+        )
+        for r in sorted(info)
+    }
 
 
 def _steps(trace: Trace) -> pa.Table:
@@ -107,8 +134,14 @@ def _kernels(trace: Trace) -> pa.Table:
     count = np.bincount(cls, minlength=n)
     total = np.bincount(cls, dur.astype(np.float64), minlength=n)
     present = np.flatnonzero(count)
-    return pa.table([[KernelClass(int(c)).name for c in present], count[present],
-                     np.rint(total[present]).astype(np.int64)], schema=KERNELS_SCHEMA)
+    return pa.table(
+        [
+            [KernelClass(int(c)).name for c in present],
+            count[present],
+            np.rint(total[present]).astype(np.int64),
+        ],
+        schema=KERNELS_SCHEMA,
+    )
 
 
 def _comm_arg_of_kernel(trace: Trace, kernels: np.ndarray) -> np.ndarray:
@@ -165,31 +198,47 @@ def _collectives(trace: Trace) -> pa.Table:
     group = [f"pg {p}" if p is not None else f"stream {s}" for p, s in zip(pg, stream)]
     collective = [collective_of(c or k) for c, k in zip(coll_name, names)]
     dtype = [(d or "").lower() or None for d in map(collective_dtype, arg_dtype, names)]
-    nbytes = message_bytes(np.array([-1 if x is None else x for x in in_n], np.int64),
-                           np.array([-1 if x is None else x for x in out_n], np.int64), dtype)
+    nbytes = message_bytes(
+        np.array([-1 if x is None else x for x in in_n], np.int64),
+        np.array([-1 if x is None else x for x in out_n], np.int64),
+        dtype,
+    )
     index = np.zeros(n, np.int64)
     seen: dict[str, int] = {}
     for i, g in enumerate(group):
         index[i] = seen.get(g, 0)
         seen[g] = index[i] + 1
-    return pa.table([group, index, collective,
-                     pa.array(names, pa.string()).dictionary_encode(), stream,
-                     trace.column("events", "step")[rows].astype(np.int64),
-                     ts, trace.column("events", "dur")[rows],
-                     pa.array(nbytes, pa.int64(), from_pandas=True),
-                     pa.array(dtype, pa.string()),
-                     pa.array([g if g is not None and g > 0 else None for g in gsize],
-                              pa.int64())],
-                    schema=COLLECTIVES_SCHEMA)
+    return pa.table(
+        [
+            group,
+            index,
+            collective,
+            pa.array(names, pa.string()).dictionary_encode(),
+            stream,
+            trace.column("events", "step")[rows].astype(np.int64),
+            ts,
+            trace.column("events", "dur")[rows],
+            pa.array(nbytes, pa.int64(), from_pandas=True),
+            pa.array(dtype, pa.string()),
+            pa.array([g if g is not None and g > 0 else None for g in gsize], pa.int64()),
+        ],
+        schema=COLLECTIVES_SCHEMA,
+    )
 
 
 def summarize(trace: Trace) -> RankSummary:
     """The summary of one loaded rank."""
     meta = trace.meta
-    info = {"source": meta.path, "world_size": meta.world_size,
-            "base_time_ns": meta.base_time_ns, "json_bytes": meta.json_bytes,
-            "rows": {name: (trace.meta_events if name == "meta" else getattr(trace, name)).num_rows
-                     for name in TABLES}}
+    info = {
+        "source": meta.path,
+        "world_size": meta.world_size,
+        "base_time_ns": meta.base_time_ns,
+        "json_bytes": meta.json_bytes,
+        "rows": {
+            name: (trace.meta_events if name == "meta" else getattr(trace, name)).num_rows
+            for name in TABLES
+        },
+    }
     return RankSummary(trace.rank, info, _steps(trace), _kernels(trace), _collectives(trace))
 
 

@@ -13,6 +13,7 @@ improve_plan; their step time by replay: plans.plan_replay.plan_step_time, compa
 
 Per-event knowledge (FLOPs and bytes per operator, devices) lives in hta_fast.costs; the per-
 operator analyses that use it in hta_fast.analysis.op_table and hta_fast.analysis.roofline."""
+
 # Moved to hta_fast.costs: re-exported here for one release, so that imports from
 # hta_fast.model keep working; import them from hta_fast.costs.cost, .devices and .flops.
 from ..costs.cost import Cost
@@ -24,11 +25,11 @@ from .graph.dependency_graph import DependencyGraph, build_graph
 from .path.critical_path import critical_path
 from .path.overlay import critical_path_trace, write_critical_path_trace
 from .plans.embedding_cost import (
-                                   LookupCostModel,
-                                   TableSpec,
-                                   evaluate_plan,
-                                   fit_lookup_costs,
-                                   improve_plan,
+    LookupCostModel,
+    TableSpec,
+    evaluate_plan,
+    fit_lookup_costs,
+    improve_plan,
 )
 from .plans.embedding_lookups import lookup_kernels
 from .plans.plan_replay import compare_plans, plan_step_time
@@ -39,11 +40,34 @@ from .whatif.steps import what_if
 
 __all__ = [
     # moved to hta_fast.costs, re-exported for one release
-    "Cost", "Device", "DeviceTable", "trace_device", "cost_of", "no_model_summary", "op_costs",
+    "Cost",
+    "Device",
+    "DeviceTable",
+    "trace_device",
+    "cost_of",
+    "no_model_summary",
+    "op_costs",
     "with_costs",
     # the model
-    "DependencyGraph", "build_graph", "replay_steps", "replay_ranks", "what_if", "Edits",
-    "critical_path", "predict",
-    "critical_path_trace", "write_critical_path_trace", "CostModel", "fit_collectives",
-    "collective_time_factors", "LookupCostModel", "TableSpec", "evaluate_plan",
-    "fit_lookup_costs", "improve_plan", "lookup_kernels", "plan_step_time", "compare_plans"]
+    "DependencyGraph",
+    "build_graph",
+    "replay_steps",
+    "replay_ranks",
+    "what_if",
+    "Edits",
+    "critical_path",
+    "predict",
+    "critical_path_trace",
+    "write_critical_path_trace",
+    "CostModel",
+    "fit_collectives",
+    "collective_time_factors",
+    "LookupCostModel",
+    "TableSpec",
+    "evaluate_plan",
+    "fit_lookup_costs",
+    "improve_plan",
+    "lookup_kernels",
+    "plan_step_time",
+    "compare_plans",
+]

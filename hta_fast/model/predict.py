@@ -12,6 +12,7 @@ Result: per family the measured and predicted GPU time (main table), per operato
 ("ops"), and per GPU event its predicted duration ("events": row, dur, predicted), which a
 schedule replay can use for "this step on another GPU".
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -33,42 +34,73 @@ __all__ = ["predict"]
 
 UNMODELLED, COMM, HOST = "(unmodelled compute)", "(communication)", "(host transfer)"
 
-SUMMARY_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("family", pa.string()),
-    pa.field("source_device", pa.string()), pa.field("device", pa.string()),
-    pa.field("events", pa.int64()),
-    pa.field("measured", pa.int64(), metadata=NS),
-    pa.field("predicted", pa.float64(), metadata=NS),
-])
-OPS_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("name", pa.string()),
-    pa.field("input_dims", pa.string()), pa.field("input_type", pa.string()),
-    pa.field("family", pa.string()), pa.field("calls", pa.int64()),
-    pa.field("measured", pa.int64(), metadata=NS),
-    pa.field("roofline_source", pa.float64(), metadata=NS),
-    pa.field("roofline_device", pa.float64(), metadata=NS),
-    pa.field("predicted", pa.float64(), metadata=NS),
-])
-EVENTS_SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("row", pa.int64()),
-    pa.field("dur", pa.int64(), metadata=NS), pa.field("predicted", pa.float64(), metadata=NS),
-    pa.field("family", pa.string()),
-])
+SUMMARY_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("family", pa.string()),
+        pa.field("source_device", pa.string()),
+        pa.field("device", pa.string()),
+        pa.field("events", pa.int64()),
+        pa.field("measured", pa.int64(), metadata=NS),
+        pa.field("predicted", pa.float64(), metadata=NS),
+    ]
+)
+OPS_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("input_dims", pa.string()),
+        pa.field("input_type", pa.string()),
+        pa.field("family", pa.string()),
+        pa.field("calls", pa.int64()),
+        pa.field("measured", pa.int64(), metadata=NS),
+        pa.field("roofline_source", pa.float64(), metadata=NS),
+        pa.field("roofline_device", pa.float64(), metadata=NS),
+        pa.field("predicted", pa.float64(), metadata=NS),
+    ]
+)
+EVENTS_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("row", pa.int64()),
+        pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("predicted", pa.float64(), metadata=NS),
+        pa.field("family", pa.string()),
+    ]
+)
 
 
-def _roofline_ns(dev: Device, flops: np.ndarray, nbytes: np.ndarray,
-                 precision: Sequence[Optional[str]], matrix: Sequence[Optional[bool]],
-                 tf32: Union[Sequence[bool], np.ndarray]) -> np.ndarray:
-    peak = np.array([dev.peak_flops(p, bool(m), bool(t)) if p else 0.0
-                     for p, m, t in zip(precision, matrix, tf32)], np.float64)
+def _roofline_ns(
+    dev: Device,
+    flops: np.ndarray,
+    nbytes: np.ndarray,
+    precision: Sequence[Optional[str]],
+    matrix: Sequence[Optional[bool]],
+    tf32: Union[Sequence[bool], np.ndarray],
+) -> np.ndarray:
+    peak = np.array(
+        [
+            dev.peak_flops(p, bool(m), bool(t)) if p else 0.0
+            for p, m, t in zip(precision, matrix, tf32)
+        ],
+        np.float64,
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         compute = np.where(peak > 0, flops / peak, 0.0)
     return np.maximum(compute, nbytes / dev.memory_bytes_per_s) * 1e9
 
 
-def _predict_rank(rank: int, trace: Trace, mask: Optional[np.ndarray], src: Device, dst: Device,
-                  allow_tf32: Union[bool, str], op_prefix: Optional[str], curves_on: bool,
-                  curve_weights: str = "groups") -> tuple[pa.Table, pa.Table, pa.Table]:
+def _predict_rank(
+    rank: int,
+    trace: Trace,
+    mask: Optional[np.ndarray],
+    src: Device,
+    dst: Device,
+    allow_tf32: Union[bool, str],
+    op_prefix: Optional[str],
+    curves_on: bool,
+    curve_weights: str = "groups",
+) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     fam = cg.costs["family"].to_pylist()
     prec, mat = cg.costs["precision"].to_pylist(), cg.costs["matrix"].to_pylist()
@@ -85,56 +117,110 @@ def _predict_rank(rank: int, trace: Trace, mask: Optional[np.ndarray], src: Devi
     fam_arr = np.array([f or "" for f in fam], dtype=object)
     # each operator group counts once in its family's curve ("groups"), or by its calls
     weight = cg.calls if curve_weights == "calls" else (cg.calls > 0).astype(np.int64)
-    curves = {f: fit_curve(r_src[fam_arr == f], per_call[fam_arr == f], weight[fam_arr == f])
-              for f in families} if curves_on else {}
+    curves = (
+        {
+            f: fit_curve(r_src[fam_arr == f], per_call[fam_arr == f], weight[fam_arr == f])
+            for f in families
+        }
+        if curves_on
+        else {}
+    )
     kclass = trace.column("events", "kernel_class")
     models = KernelModels(curves, launch_floor(cg.dur))
     pred_call = np.array(per_call, np.float64)
     for f in families:
         sel = (fam_arr == f) & (cg.calls > 0)
-        pred_call[sel] = models.predict_call(f, per_call[sel], r_src[sel], r_dst[sel],
-                                             k_per_call[sel])
+        pred_call[sel] = models.predict_call(
+            f, per_call[sel], r_src[sel], r_dst[sel], k_per_call[sel]
+        )
     # per event: charged events scale with their group; the rest by class
     scale = np.where(per_call > 0, pred_call / np.where(per_call > 0, per_call, 1), 1.0)
     is_comm = kclass[cg.gpu] == KernelClass.COMM
     bw_scale = src.memory_bytes_per_s / dst.memory_bytes_per_s
-    ev_pred = np.where(charged, cg.dur * scale[np.maximum(cg.event_group, 0)],
-                       np.where(is_comm, cg.dur, np.maximum(cg.dur * bw_scale,
-                                                           np.minimum(cg.dur, models.floor_ns))))
-    ev_fam = np.where(charged, fam_arr[np.maximum(cg.event_group, 0)],
-                      np.where(is_comm, COMM, UNMODELLED)).astype(object)
-    events = pa.table([np.full(len(cg.gpu), rank, np.int64), cg.gpu, cg.dur.astype(np.int64),
-                       ev_pred, pa.array(list(ev_fam), pa.string())], schema=EVENTS_SCHEMA)
+    ev_pred = np.where(
+        charged,
+        cg.dur * scale[np.maximum(cg.event_group, 0)],
+        np.where(
+            is_comm, cg.dur, np.maximum(cg.dur * bw_scale, np.minimum(cg.dur, models.floor_ns))
+        ),
+    )
+    ev_fam = np.where(
+        charged, fam_arr[np.maximum(cg.event_group, 0)], np.where(is_comm, COMM, UNMODELLED)
+    ).astype(object)
+    events = pa.table(
+        [
+            np.full(len(cg.gpu), rank, np.int64),
+            cg.gpu,
+            cg.dur.astype(np.int64),
+            ev_pred,
+            pa.array(list(ev_fam), pa.string()),
+        ],
+        schema=EVENTS_SCHEMA,
+    )
     if cg.host_time:
         ev_summary_extra = [(HOST, -1, cg.host_time, float(cg.host_time))]
     else:
         ev_summary_extra = []
     g = events.group_by("family", use_threads=False).aggregate(
-        [("row", "count"), ("dur", "sum"), ("predicted", "sum")])
-    rows = list(zip(g["family"].to_pylist(), g["row_count"].to_pylist(),
-                    g["dur_sum"].to_pylist(), g["predicted_sum"].to_pylist()))
+        [("row", "count"), ("dur", "sum"), ("predicted", "sum")]
+    )
+    rows = list(
+        zip(
+            g["family"].to_pylist(),
+            g["row_count"].to_pylist(),
+            g["dur_sum"].to_pylist(),
+            g["predicted_sum"].to_pylist(),
+        )
+    )
     rows += ev_summary_extra
-    summary = pa.table([[rank] * len(rows), [r[0] for r in rows], [src.key] * len(rows),
-                        [dst.key] * len(rows), [r[1] if r[1] >= 0 else None for r in rows],
-                        [int(r[2]) for r in rows], [float(r[3]) for r in rows]],
-                       schema=SUMMARY_SCHEMA)
+    summary = pa.table(
+        [
+            [rank] * len(rows),
+            [r[0] for r in rows],
+            [src.key] * len(rows),
+            [dst.key] * len(rows),
+            [r[1] if r[1] >= 0 else None for r in rows],
+            [int(r[2]) for r in rows],
+            [float(r[3]) for r in rows],
+        ],
+        schema=SUMMARY_SCHEMA,
+    )
     keep = cg.calls > 0
     keep &= np.array([f is not None for f in fam])
-    ops = pa.table([np.full(len(calls), rank, np.int64), cg.head["name"],
-                    cg.head["input_dims"], cg.head["input_type"], cg.costs["family"],
-                    cg.calls, cg.gpu_time, r_src * cg.calls, r_dst * cg.calls,
-                    pred_call * cg.calls], schema=OPS_SCHEMA).filter(pa.array(keep))
+    ops = pa.table(
+        [
+            np.full(len(calls), rank, np.int64),
+            cg.head["name"],
+            cg.head["input_dims"],
+            cg.head["input_type"],
+            cg.costs["family"],
+            cg.calls,
+            cg.gpu_time,
+            r_src * cg.calls,
+            r_dst * cg.calls,
+            pred_call * cg.calls,
+        ],
+        schema=OPS_SCHEMA,
+    ).filter(pa.array(keep))
     return summary, ops, events
 
 
-def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
-            source_device: Union[str, Device, None] = None,
-            devices_file: Optional[str] = None, allow_tf32: Union[bool, str] = False,
-            efficiency_curves: bool = True, curve_weights: str = "groups",
-            op_prefix: Optional[str] = None, ranks: Optional[Sequence[int]] = None,
-            steps: Optional[Sequence[int]] = None, window: Optional[tuple[int, int]] = None,
-            streams: Optional[Sequence[int]] = None,
-            selection: Optional[select.Selection] = None) -> Result:
+def predict(
+    traces: Union[Trace, TraceSet],
+    device: Union[str, Device],
+    *,
+    source_device: Union[str, Device, None] = None,
+    devices_file: Optional[str] = None,
+    allow_tf32: Union[bool, str] = False,
+    efficiency_curves: bool = True,
+    curve_weights: str = "groups",
+    op_prefix: Optional[str] = None,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Predicted GPU time per family on `device` (a device table key or name).
     `source_device` names the trace's own GPU when its deviceProperties do not;
     efficiency_curves=False scales by the roofline ratio alone (no size correction);
@@ -154,11 +240,16 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
         src = resolve_device(trace, source_device, table)
         if src is None:
             names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
-            raise ValueError(f"{trace.meta.path or 'trace'}: its device "
-                             f"{names[0] if names else '(none recorded)'!r} is not in the "
-                             "device table; pass source_device=")
-        parts.append(_predict_rank(rank, trace, mask, src, dst, allow_tf32, op_prefix,
-                                   efficiency_curves, curve_weights))
+            raise ValueError(
+                f"{trace.meta.path or 'trace'}: its device "
+                f"{names[0] if names else '(none recorded)'!r} is not in the "
+                "device table; pass source_device="
+            )
+        parts.append(
+            _predict_rank(
+                rank, trace, mask, src, dst, allow_tf32, op_prefix, efficiency_curves, curve_weights
+            )
+        )
     summary = pa.concat_tables([p[0] for p in parts]) if parts else SUMMARY_SCHEMA.empty_table()
     ops = pa.concat_tables([p[1] for p in parts]) if parts else OPS_SCHEMA.empty_table()
     events = pa.concat_tables([p[2] for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
@@ -167,6 +258,12 @@ def predict(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
     m = summary["measured"].to_numpy().sum() if summary.num_rows else 0
     p = summary["predicted"].to_numpy().sum() if summary.num_rows else 0.0
     notes = [f"GPU time measured {m / 1e6:.3f} ms, predicted on {dst.key} {p / 1e6:.3f} ms"]
-    return Result("predict", summary, tables={"ops": ops, "events": events}, notes=notes,
-                  params=dict(device=dst.key, allow_tf32=allow_tf32, curve_weights=curve_weights,
-                              selection=sel))
+    return Result(
+        "predict",
+        summary,
+        tables={"ops": ops, "events": events},
+        notes=notes,
+        params=dict(
+            device=dst.key, allow_tf32=allow_tf32, curve_weights=curve_weights, selection=sel
+        ),
+    )

@@ -7,6 +7,7 @@
 Each is a short function over columns (the metric) plus the call that runs it; the
 cookbook (docs/cookbook.md) walks through them.
 """
+
 from .sm_occupancy import occupancy_per_step
 from .tensor_cores import gemm_tensor_core_share
 from .utilisation import utilisation_curve

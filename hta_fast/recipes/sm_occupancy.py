@@ -4,6 +4,7 @@ Kineto records each kernel's estimated achieved occupancy (`est. achieved occupa
 A step's occupancy is the mean over its kernels weighted by their durations, over the
 kernels that carry the value (NaN when none does).
 """
+
 from __future__ import annotations
 
 from typing import Any, Union

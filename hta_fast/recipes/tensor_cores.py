@@ -5,6 +5,7 @@ kernel when its name carries the marks of the tensor-core code paths of cuBLAS a
 CUTLASS (hmma, xmma, wgmma, tensorop, or an MMA tile shape like 16816 / 884). Names are
 matched once per distinct name, not per event.
 """
+
 from __future__ import annotations
 
 from typing import Any, Union
@@ -33,8 +34,15 @@ def tensor_core_share(dur: np.ndarray, gemm: np.ndarray, tensor_core: np.ndarray
     return tc_time / gemm_time if gemm_time > 0 else np.nan
 
 
-def gemm_tensor_core_share(traces: Union[Trace, TraceSet], by: Any = (), **selection: Any
-                           ) -> Result:
+def gemm_tensor_core_share(
+    traces: Union[Trace, TraceSet], by: Any = (), **selection: Any
+) -> Result:
     """Per rank (and per `by` group): share of GEMM kernel time in tensor-core kernels."""
-    return udf.apply(tensor_core_share, traces, by=by, kinds="kernels",
-                     flags={"gemm": GEMM, "tensor_core": TENSOR_CORE}, **selection)
+    return udf.apply(
+        tensor_core_share,
+        traces,
+        by=by,
+        kinds="kernels",
+        flags={"gemm": GEMM, "tensor_core": TENSOR_CORE},
+        **selection,
+    )

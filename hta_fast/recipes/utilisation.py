@@ -5,6 +5,7 @@ buckets.
 Grouping by "window" puts an event in every bucket it overlaps, clipped to it, so the busy
 time of a bucket is the length of the union of its (sorted) intervals.
 """
+
 from __future__ import annotations
 
 from typing import Any, Union
@@ -31,8 +32,9 @@ def busy_time(ts: np.ndarray, end: np.ndarray) -> int:
     return busy
 
 
-def utilisation_curve(traces: Union[Trace, TraceSet], every: int, span: int = 1,
-                      **selection: Any) -> Result:
+def utilisation_curve(
+    traces: Union[Trace, TraceSet], every: int, span: int = 1, **selection: Any
+) -> Result:
     """Per rank and bucket (window = bucket start, ns): busy time (ns), utilisation (busy /
     every) and its mean over the last `span` buckets of the rank (fewer at its start;
     buckets without GPU work count as idle)."""
@@ -55,6 +57,6 @@ def utilisation_curve(traces: Union[Trace, TraceSet], every: int, span: int = 1,
         lo = np.maximum(idx + 1 - span, 0)
         rolling[at] = (csum[idx + 1] - csum[lo]) / (idx + 1 - lo)
     table = t.append_column("utilisation", pa.array(util)).append_column(
-        "rolling_utilisation", pa.array(rolling))
-    return Result("utilisation_curve", table, notes=res.notes,
-                  params={**res.params, "span": span})
+        "rolling_utilisation", pa.array(rolling)
+    )
+    return Result("utilisation_curve", table, notes=res.notes, params={**res.params, "span": span})

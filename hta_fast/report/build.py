@@ -1,4 +1,5 @@
 """Assembles the report: sections from the analyses, rendered into one HTML file."""
+
 from __future__ import annotations
 
 import datetime
@@ -33,9 +34,13 @@ SECTIONS = (
     (sections_time.collectives, "collectives", "Collectives"),
 )
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("hta_fast.report", "templates"),
-                          autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                          undefined=jinja2.StrictUndefined)
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("hta_fast.report", "templates"),
+    autoescape=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    undefined=jinja2.StrictUndefined,
+)
 
 
 def has_values(fig: dict[str, Any]) -> bool:
@@ -47,16 +52,23 @@ def has_values(fig: dict[str, Any]) -> bool:
     return False
 
 
-def build_sections(ctx: Context, load_seconds: float,
-                   on_section: Optional[Callable[[str], object]] = None
-                   ) -> tuple[list[Section], dict[str, Any]]:
+def build_sections(
+    ctx: Context, load_seconds: float, on_section: Optional[Callable[[str], object]] = None
+) -> tuple[list[Section], dict[str, Any]]:
     done = on_section or (lambda _id: None)
     try:
         first, headline = summary(ctx, load_seconds)
     except SectionFailed as e:  # the summary needs the temporal breakdown
         first = Section("summary", "Run summary", notes=[f"not available ({e})"])
-        headline = {"ranks": len(ctx.traces), "json_mb": 0.0, "events": 0, "kernels": 0,
-                    "devices": "–", "load_seconds": load_seconds, "utilization": None}
+        headline = {
+            "ranks": len(ctx.traces),
+            "json_mb": 0.0,
+            "events": 0,
+            "kernels": 0,
+            "devices": "–",
+            "load_seconds": load_seconds,
+            "utilization": None,
+        }
     done("summary")
     sections = [first]
     for build, id_, title in SECTIONS:
@@ -65,11 +77,19 @@ def build_sections(ctx: Context, load_seconds: float,
     return sections, headline
 
 
-def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] = None,
-                 steps: Optional[Sequence[int]] = None, cdn: bool = False,
-                 load_seconds: float = 0.0, title: Optional[str] = None,
-                 max_points: int = 20_000, thresholds: Optional[Thresholds] = None,
-                 on_section: Optional[Callable[[str], object]] = None) -> dict[str, Any]:
+def write_report(
+    traces: TraceSet,
+    path: str,
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    cdn: bool = False,
+    load_seconds: float = 0.0,
+    title: Optional[str] = None,
+    max_points: int = 20_000,
+    thresholds: Optional[Thresholds] = None,
+    on_section: Optional[Callable[[str], object]] = None,
+) -> dict[str, Any]:
     """Writes the report to path; returns {path, bytes, seconds, figures}.
 
     The numbers come from every event; only the time-series figures keep at most
@@ -88,19 +108,28 @@ def write_report(traces: TraceSet, path: str, *, ranks: Optional[Sequence[int]] 
         if len(drawn) < len(s.figures):
             s.notes.append("nothing to plot for these traces")
         s.figures = drawn
-    figures = [{"id": f"fig-{s.id}-{i}", "spec": fig}
-               for s in sections for i, fig in enumerate(s.figures)]
+    figures = [
+        {"id": f"fig-{s.id}-{i}", "spec": fig} for s in sections for i, fig in enumerate(s.figures)
+    ]
     html = _ENV.get_template("report.html.j2").render(
         title=title or f"hta_fast report: {len(traces)} rank(s)",
-        headline=headline, doctor=doctor, sections=sections, figures=figures,
+        headline=headline,
+        doctor=doctor,
+        sections=sections,
+        figures=figures,
         plotly_inline=None if cdn else plotlyjs.bundle(),
         plotly_src=plotlyjs.cdn_url() if cdn else None,
-        version=__version__, created=datetime.datetime.now(datetime.timezone.utc)
-        .strftime("%Y-%m-%d %H:%M UTC"),
-        selection={"ranks": ranks, "steps": steps})
+        version=__version__,
+        created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        selection={"ranks": ranks, "steps": steps},
+    )
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(html)
     os.replace(tmp, path)  # a reader never sees half a report
-    return {"path": path, "bytes": os.path.getsize(path), "figures": len(figures),
-            "seconds": time.perf_counter() - t0}
+    return {
+        "path": path,
+        "bytes": os.path.getsize(path),
+        "figures": len(figures),
+        "seconds": time.perf_counter() - t0,
+    }

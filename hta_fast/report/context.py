@@ -1,5 +1,6 @@
 """What the report sections share: the traces, the selection, and each analysis run once
 (as the command line runs it: analysis.registry)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,6 +18,7 @@ log = logging.getLogger("hta_fast")
 @dataclasses.dataclass
 class Section:
     """One part of the report: figures (plotly dicts), tables (see tables.py), notes."""
+
     id: str
     title: str
     intro: str = ""
@@ -50,11 +52,9 @@ class Context:
         return [n for name in names if name in self._results for n in self._results[name].notes]
 
 
-def run_section(build: Callable[[Context], Section], ctx: Context, id: str, title: str
-                ) -> Section:
+def run_section(build: Callable[[Context], Section], ctx: Context, id: str, title: str) -> Section:
     """Builds a section; an analysis that fails leaves the section with a note instead."""
     try:
         return build(ctx)
     except SectionFailed as e:
         return Section(id, title, notes=[f"not available for these traces ({e})"])
-

@@ -1,5 +1,6 @@
 """Fewer points for plots, never for numbers: the figures of big traces keep each bucket's
 minimum and maximum (so peaks stay visible); tables and statistics use every row."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Plotly figure specs as plain dicts (plotly.js draws them; Python's plotly is not needed)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
@@ -7,8 +8,18 @@ import numpy as np
 import numpy.typing as npt
 
 # Category colours, fixed so a cause or a kernel type looks the same in every figure.
-COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
-          "#ff9da6", "#9d755d", "#bab0ac")
+COLORS = (
+    "#4c78a8",
+    "#f58518",
+    "#54a24b",
+    "#e45756",
+    "#72b7b2",
+    "#eeca3b",
+    "#b279a2",
+    "#ff9da6",
+    "#9d755d",
+    "#bab0ac",
+)
 
 
 def _list(values: npt.ArrayLike) -> list[Any]:
@@ -19,9 +30,18 @@ def _list(values: npt.ArrayLike) -> list[Any]:
     return arr.tolist()
 
 
-def figure(data: list[dict[str, Any]], title: str, xaxis: str, yaxis: str, *, height: int = 380,
-           barmode: Optional[str] = None, ylog: bool = False, xlog: bool = False,
-           xtype: Optional[str] = None) -> dict[str, Any]:
+def figure(
+    data: list[dict[str, Any]],
+    title: str,
+    xaxis: str,
+    yaxis: str,
+    *,
+    height: int = 380,
+    barmode: Optional[str] = None,
+    ylog: bool = False,
+    xlog: bool = False,
+    xtype: Optional[str] = None,
+) -> dict[str, Any]:
     layout: dict[str, Any] = {
         "title": {"text": title, "font": {"size": 15}},
         "height": height,
@@ -46,10 +66,22 @@ def figure(data: list[dict[str, Any]], title: str, xaxis: str, yaxis: str, *, he
 IDLE = "#bab0ac"
 
 
-def bar(x: Union[Sequence[Any], np.ndarray], y: npt.ArrayLike, name: str, i: int = 0, *,
-        horizontal: bool = False, text: Optional[Sequence[str]] = None,
-        color: Optional[str] = None, **extra: Any) -> dict[str, Any]:
-    trace: dict[str, Any] = {"type": "bar", "name": name, "marker": {"color": color or COLORS[i % len(COLORS)]}}
+def bar(
+    x: Union[Sequence[Any], np.ndarray],
+    y: npt.ArrayLike,
+    name: str,
+    i: int = 0,
+    *,
+    horizontal: bool = False,
+    text: Optional[Sequence[str]] = None,
+    color: Optional[str] = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    trace: dict[str, Any] = {
+        "type": "bar",
+        "name": name,
+        "marker": {"color": color or COLORS[i % len(COLORS)]},
+    }
     if horizontal:
         trace.update(x=_list(y), y=list(x), orientation="h")
     else:
@@ -61,6 +93,11 @@ def bar(x: Union[Sequence[Any], np.ndarray], y: npt.ArrayLike, name: str, i: int
 
 
 def step_line(x: np.ndarray, y: np.ndarray, name: str, i: int = 0) -> dict[str, Any]:
-    return {"type": "scatter", "mode": "lines", "line": {"shape": "hv", "width": 1,
-                                                         "color": COLORS[i % len(COLORS)]},
-            "name": name, "x": _list(x), "y": _list(y)}
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "line": {"shape": "hv", "width": 1, "color": COLORS[i % len(COLORS)]},
+        "name": name,
+        "x": _list(x),
+        "y": _list(y),
+    }

@@ -1,4 +1,5 @@
 """The doctor's findings for the top of the report (hta_fast.doctor, when installed)."""
+
 from __future__ import annotations
 
 import importlib
@@ -21,8 +22,9 @@ def _number(v: Any) -> str:
     return str(v)
 
 
-def diagnosis(traces: TraceSet, steps: Optional[Sequence[int]],
-              thresholds: Optional[Thresholds] = None) -> dict[str, Any]:
+def diagnosis(
+    traces: TraceSet, steps: Optional[Sequence[int]], thresholds: Optional[Thresholds] = None
+) -> dict[str, Any]:
     """{available, utilization, healthy, findings: [...], message} for the template."""
     try:
         doctor = importlib.import_module("hta_fast.doctor")
@@ -35,14 +37,31 @@ def diagnosis(traces: TraceSet, steps: Optional[Sequence[int]],
         return {"available": False, "message": f"the doctor could not run on these traces ({e})"}
     findings = []
     for f in diag.findings:
-        findings.append({
-            "cause": f.cause, "title": f.title, "above": bool(f.above_threshold),
-            "cost_us": f.cost_ns_per_step / 1e3, "share_pct": 100.0 * f.share,
-            "advice": f.advice,
-            "evidence": [(k, _number(v)) for k, v in f.evidence.items()],
-            "top_events": [{"name": str(e.get("name", "")), "count": e.get("count"),
-                            "total_us": (e.get("total_ns") or 0) / 1e3} for e in f.top_events[:5]],
-            "steps": list(f.steps), "ranks": list(f.ranks),
-        })
-    return {"available": True, "utilization": diag.utilization, "healthy": bool(diag.healthy),
-            "findings": findings, "message": ""}
+        findings.append(
+            {
+                "cause": f.cause,
+                "title": f.title,
+                "above": bool(f.above_threshold),
+                "cost_us": f.cost_ns_per_step / 1e3,
+                "share_pct": 100.0 * f.share,
+                "advice": f.advice,
+                "evidence": [(k, _number(v)) for k, v in f.evidence.items()],
+                "top_events": [
+                    {
+                        "name": str(e.get("name", "")),
+                        "count": e.get("count"),
+                        "total_us": (e.get("total_ns") or 0) / 1e3,
+                    }
+                    for e in f.top_events[:5]
+                ],
+                "steps": list(f.steps),
+                "ranks": list(f.ranks),
+            }
+        )
+    return {
+        "available": True,
+        "utilization": diag.utilization,
+        "healthy": bool(diag.healthy),
+        "findings": findings,
+        "message": "",
+    }

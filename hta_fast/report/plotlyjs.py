@@ -1,5 +1,6 @@
 """plotly.js for the report: the bundle shipped inside the plotly Python package, read as
 text (plotly itself is not imported), or a CDN script tag for a small file."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,10 +15,11 @@ CDN = "https://cdn.plot.ly/plotly-{version}.min.js"
 def bundle_path() -> str:
     spec = importlib.util.find_spec("plotly")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the HTML report needs plotly's JavaScript bundle: "
-                           "pip install 'hta_fast[plot]' (or plotly)")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "package_data",
-                        "plotly.min.js")
+        raise RuntimeError(
+            "the HTML report needs plotly's JavaScript bundle: "
+            "pip install 'hta_fast[plot]' (or plotly)"
+        )
+    path = os.path.join(list(spec.submodule_search_locations)[0], "package_data", "plotly.min.js")
     if not os.path.isfile(path):
         raise RuntimeError(f"plotly is installed but {path} is missing; reinstall plotly")
     return path

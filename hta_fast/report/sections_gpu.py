@@ -1,5 +1,6 @@
 """Report sections on where GPU time goes: temporal breakdown, kernel types with their
 overlaps, top kernels, communication/computation overlap, idle time per stream."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,17 +16,30 @@ MS = 1e6
 def temporal(ctx: Context) -> Section:
     t = ctx.result("temporal").table
     ranks = [f"rank {r}" for r in t.column("rank").to_pylist()]
-    parts = (("compute_time", "computation"), ("non_compute_time", "communication / memory"),
-             ("idle_time", "idle"))
-    data = [bar(ranks, np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS, label, i,
-                color=IDLE if c == "idle_time" else None)
-            for i, (c, label) in enumerate(parts)]
+    parts = (
+        ("compute_time", "computation"),
+        ("non_compute_time", "communication / memory"),
+        ("idle_time", "idle"),
+    )
+    data = [
+        bar(
+            ranks,
+            np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS,
+            label,
+            i,
+            color=IDLE if c == "idle_time" else None,
+        )
+        for i, (c, label) in enumerate(parts)
+    ]
     return Section(
-        "temporal", "Temporal breakdown per rank",
+        "temporal",
+        "Temporal breakdown per rank",
         "Each rank's GPU span (first to last GPU event) split into computation, other GPU "
         "work (communication, memory copies) and idle time.",
         figures=[figure(data, "GPU time per rank", "", "ms", barmode="stack")],
-        tables=[html_table("temporal breakdown", t)], notes=ctx.notes("temporal"))
+        tables=[html_table("temporal breakdown", t)],
+        notes=ctx.notes("temporal"),
+    )
 
 
 def kernel_types(ctx: Context) -> Section:
@@ -36,15 +50,24 @@ def kernel_types(ctx: Context) -> Section:
     for i, label in enumerate(labels):
         sub = t.filter(pc.equal(t["kernel_type"], label))
         by_rank = dict(zip(sub.column("rank").to_pylist(), sub.column("time").to_pylist()))
-        data.append(bar([f"rank {r}" for r in ranks],
-                        np.array([by_rank.get(r, 0) for r in ranks], float) / MS, label, i))
+        data.append(
+            bar(
+                [f"rank {r}" for r in ranks],
+                np.array([by_rank.get(r, 0) for r in ranks], float) / MS,
+                label,
+                i,
+            )
+        )
     return Section(
-        "kernel-types", "Kernel types and their overlaps",
+        "kernel-types",
+        "Kernel types and their overlaps",
         "GPU busy time split by the exact set of kernel types running at once, so "
         "'COMPUTATION overlapping COMMUNICATION' is time both run; a rank's rows add up to "
         "its busy time.",
         figures=[figure(data, "busy time by kernel type", "", "ms", barmode="stack")],
-        tables=[html_table("kernel types", t)], notes=ctx.notes("kernel_breakdown"))
+        tables=[html_table("kernel types", t)],
+        notes=ctx.notes("kernel_breakdown"),
+    )
 
 
 def top_kernels(ctx: Context, n: int = 20) -> Section:
@@ -55,30 +78,51 @@ def top_kernels(ctx: Context, n: int = 20) -> Section:
     mean = top.column("mean").to_numpy() / MS
     lo = mean - top.column("min").to_numpy() / MS
     hi = top.column("max").to_numpy() / MS - mean
-    data = [bar(short[::-1], mean[::-1], "mean over ranks", 0, horizontal=True,
-                text=names[::-1],
-                error_x={"type": "data", "symmetric": False, "array": hi[::-1].tolist(),
-                         "arrayminus": lo[::-1].tolist()})]
+    data = [
+        bar(
+            short[::-1],
+            mean[::-1],
+            "mean over ranks",
+            0,
+            horizontal=True,
+            text=names[::-1],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": hi[::-1].tolist(),
+                "arrayminus": lo[::-1].tolist(),
+            },
+        )
+    ]
     kernels = ctx.result("kernel_breakdown")["kernels"].sort_by([("sum", "descending")])
     return Section(
-        "top-kernels", "Top kernels",
+        "top-kernels",
+        "Top kernels",
         f"The {len(names)} kernels with the most time per rank (bars: mean of the per-rank "
         "totals; whiskers: the smallest and the largest rank).",
-        figures=[figure(data, "top kernels", "ms per rank", "", height=max(320, 26 * len(names) + 120))],
-        tables=[html_table("kernels per rank (largest total first)", kernels, limit=40)])
+        figures=[
+            figure(data, "top kernels", "ms per rank", "", height=max(320, 26 * len(names) + 120))
+        ],
+        tables=[html_table("kernels per rank (largest total first)", kernels, limit=40)],
+    )
 
 
 def overlap(ctx: Context) -> Section:
     t = ctx.result("overlap").table
     ranks = [f"rank {r}" for r in t.column("rank").to_pylist()]
-    pct = np.array([np.nan if v is None else v for v in t.column("comp_comm_overlap_pctg").to_pylist()])
+    pct = np.array(
+        [np.nan if v is None else v for v in t.column("comp_comm_overlap_pctg").to_pylist()]
+    )
     data = [bar(ranks, pct, "communication hidden behind computation", 2)]
     return Section(
-        "overlap", "Communication / computation overlap",
+        "overlap",
+        "Communication / computation overlap",
         "The share of each rank's communication time during which computation also runs "
         "(higher is better: exposed communication stalls the step).",
         figures=[figure(data, "overlap per rank", "", "%")],
-        tables=[html_table("overlap", t)], notes=ctx.notes("overlap"))
+        tables=[html_table("overlap", t)],
+        notes=ctx.notes("overlap"),
+    )
 
 
 def idle(ctx: Context) -> Section:
@@ -87,15 +131,30 @@ def idle(ctx: Context) -> Section:
     cats = ("host_wait", "kernel_wait", "other")
     x = [f"rank {r} / stream {s}" for r, s in keys]
     rank, stream = t.column("rank").to_numpy(), t.column("stream").to_numpy()
-    cat, time = np.array(t.column("idle_category").to_pylist(), object), t.column("idle_time").to_numpy()
+    cat, time = (
+        np.array(t.column("idle_category").to_pylist(), object),
+        t.column("idle_time").to_numpy(),
+    )
     data = []
     for i, c in enumerate(cats):
         y = [time[(rank == r) & (stream == s) & (cat == c)].sum() / MS for r, s in keys]
         data.append(bar(x, y, c, i + 3))
     return Section(
-        "idle", "Idle time per stream",
+        "idle",
+        "Idle time per stream",
         "Why each stream sits idle between its kernels: host_wait (the CPU had not launched "
         "the next kernel yet), kernel_wait (short gaps between queued kernels), other.",
-        figures=[figure(data, "idle time per stream", "", "ms", barmode="stack",
-                        height=420, xtype="category")],
-        tables=[html_table("idle time", t, limit=60)], notes=ctx.notes("idle_time"))
+        figures=[
+            figure(
+                data,
+                "idle time per stream",
+                "",
+                "ms",
+                barmode="stack",
+                height=420,
+                xtype="category",
+            )
+        ],
+        tables=[html_table("idle time", t, limit=60)],
+        notes=ctx.notes("idle_time"),
+    )

@@ -1,5 +1,6 @@
 """Report sections over time and across steps and ranks: queue length and memory bandwidth
 over time, the launch-delay distribution, per-step and per-rank timings, collectives."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,9 @@ from .tables import html_table
 MS = 1e6
 
 
-def _series(table: pa.Table, key: str, value: str, ctx: Context, label: str
-            ) -> tuple[list[dict[str, Any]], int]:
+def _series(
+    table: pa.Table, key: str, value: str, ctx: Context, label: str
+) -> tuple[list[dict[str, Any]], int]:
     """One downsampled step line per (rank, key); x in ms from the first change point."""
     if table.num_rows == 0:
         return [], 0
@@ -53,33 +55,49 @@ def _series(table: pa.Table, key: str, value: str, ctx: Context, label: str
 def queue(ctx: Context) -> Section:
     res = ctx.result("queue_length")
     lines, shown = _series(res.table, "stream", "queue_length", ctx, "stream")
-    note = [] if shown >= res.table.num_rows else [
-        f"the figure shows {shown:,} of {res.table.num_rows:,} change points (the minimum and "
-        "maximum of each stretch); the statistics use all of them"]
+    note = (
+        []
+        if shown >= res.table.num_rows
+        else [
+            f"the figure shows {shown:,} of {res.table.num_rows:,} change points (the minimum and "
+            "maximum of each stretch); the statistics use all of them"
+        ]
+    )
     return Section(
-        "queue", "CUDA queue length over time",
+        "queue",
+        "CUDA queue length over time",
         "Launched kernels not yet started, per stream. A queue near 0 means the GPU waits for "
         "the CPU; a full queue (1024) blocks the CPU.",
-        figures=[figure(lines, "queue length", "ms since the first launch", "kernels queued",
-                        height=420)],
-        tables=[html_table("queue length, time-weighted", res["summary"]),
-                html_table("time at a full queue", res["blocked"])],
-        notes=note + ctx.notes("queue_length"))
+        figures=[
+            figure(lines, "queue length", "ms since the first launch", "kernels queued", height=420)
+        ],
+        tables=[
+            html_table("queue length, time-weighted", res["summary"]),
+            html_table("time at a full queue", res["blocked"]),
+        ],
+        notes=note + ctx.notes("queue_length"),
+    )
 
 
 def bandwidth(ctx: Context) -> Section:
     res = ctx.result("memory_bw")
     lines, shown = _series(res.table, "name", "memory_bw_gbps", ctx, "")
-    note = [] if shown >= res.table.num_rows else [
-        f"the figure shows {shown:,} of {res.table.num_rows:,} change points; the statistics "
-        "use all of them"]
+    note = (
+        []
+        if shown >= res.table.num_rows
+        else [
+            f"the figure shows {shown:,} of {res.table.num_rows:,} change points; the statistics "
+            "use all of them"
+        ]
+    )
     return Section(
-        "bandwidth", "Memory bandwidth over time",
+        "bandwidth",
+        "Memory bandwidth over time",
         "Bandwidth of memcpy / memset per copy type, summed over concurrent copies.",
-        figures=[figure(lines, "memory bandwidth", "ms since the first copy", "GB/s",
-                        height=420)],
+        figures=[figure(lines, "memory bandwidth", "ms since the first copy", "GB/s", height=420)],
         tables=[html_table("memory bandwidth while copying, time-weighted", res["summary"])],
-        notes=note + ctx.notes("memory_bw"))
+        notes=note + ctx.notes("memory_bw"),
+    )
 
 
 def launch_delay(ctx: Context) -> Section:
@@ -98,27 +116,53 @@ def launch_delay(ctx: Context) -> Section:
     for r in np.unique(rank):
         d = delay[rank == r]
         q = np.percentile(d, [50, 90, 99]) if len(d) else [np.nan] * 3
-        rows.append({"rank": int(r), "launches": int(len(d)),
-                     "zero_delay": int(np.count_nonzero(d == 0)), "p50": float(q[0]),
-                     "p90": float(q[1]), "p99": float(q[2]),
-                     "max": int(d.max()) if len(d) else None})
+        rows.append(
+            {
+                "rank": int(r),
+                "launches": int(len(d)),
+                "zero_delay": int(np.count_nonzero(d == 0)),
+                "p50": float(q[0]),
+                "p90": float(q[1]),
+                "p99": float(q[2]),
+                "max": int(d.max()) if len(d) else None,
+            }
+        )
     ns = {"unit": "ns"}
-    schema = pa.schema([pa.field("rank", pa.int64()), pa.field("launches", pa.int64()),
-                        pa.field("zero_delay", pa.int64()),
-                        *[pa.field(n, pa.float64(), metadata=ns) for n in ("p50", "p90", "p99")],
-                        pa.field("max", pa.int64(), metadata=ns)])
+    schema = pa.schema(
+        [
+            pa.field("rank", pa.int64()),
+            pa.field("launches", pa.int64()),
+            pa.field("zero_delay", pa.int64()),
+            *[pa.field(n, pa.float64(), metadata=ns) for n in ("p50", "p90", "p99")],
+            pa.field("max", pa.int64(), metadata=ns),
+        ]
+    )
     per_rank = pa.Table.from_pylist(rows, schema=schema)
     zero = int(np.count_nonzero(delay == 0))
     return Section(
-        "launch-delay", "Launch delay",
+        "launch-delay",
+        "Launch delay",
         "Time from the end of each launch call to the start of its GPU work, over every "
         f"launch ({len(delay):,}; {zero:,} with no delay are not on the log axis).",
         figures=[figure(data, "launch delay distribution", "µs (log)", "launches", xlog=True)],
-        tables=[html_table("launch delay per rank", per_rank),
-                html_table("longest launch delays", t.sort_by([("launch_delay", "descending")]),
-                           columns=["rank", "launch_name", "gpu_name", "stream", "cpu_duration",
-                                    "launch_delay"], limit=15)],
-        notes=ctx.notes("launch_stats"))
+        tables=[
+            html_table("launch delay per rank", per_rank),
+            html_table(
+                "longest launch delays",
+                t.sort_by([("launch_delay", "descending")]),
+                columns=[
+                    "rank",
+                    "launch_name",
+                    "gpu_name",
+                    "stream",
+                    "cpu_duration",
+                    "launch_delay",
+                ],
+                limit=15,
+            ),
+        ],
+        notes=ctx.notes("launch_stats"),
+    )
 
 
 def steps(ctx: Context) -> Section:
@@ -127,23 +171,40 @@ def steps(ctx: Context) -> Section:
     data = []
     for i, r in enumerate(ranks):
         sub = t.filter(pc.equal(t["rank"], r))
-        data.append(bar([f"step {s}" for s in sub.column("step").to_pylist()],
-                        sub.column("dur").to_numpy() / MS, f"rank {r}", i))
-    per_rank = t.group_by("rank").aggregate([("dur", "count"), ("dur", "mean"), ("dur", "min"),
-                                             ("dur", "max")]).sort_by("rank")
+        data.append(
+            bar(
+                [f"step {s}" for s in sub.column("step").to_pylist()],
+                sub.column("dur").to_numpy() / MS,
+                f"rank {r}",
+                i,
+            )
+        )
+    per_rank = (
+        t.group_by("rank")
+        .aggregate([("dur", "count"), ("dur", "mean"), ("dur", "min"), ("dur", "max")])
+        .sort_by("rank")
+    )
     ns = {"unit": "ns"}
-    per_rank = per_rank.cast(pa.schema([
-        pa.field("rank", pa.int64()), pa.field("dur_count", pa.int64()),
-        pa.field("dur_mean", pa.float64(), metadata=ns), pa.field("dur_min", pa.int64(), metadata=ns),
-        pa.field("dur_max", pa.int64(), metadata=ns)]))
+    per_rank = per_rank.cast(
+        pa.schema(
+            [
+                pa.field("rank", pa.int64()),
+                pa.field("dur_count", pa.int64()),
+                pa.field("dur_mean", pa.float64(), metadata=ns),
+                pa.field("dur_min", pa.int64(), metadata=ns),
+                pa.field("dur_max", pa.int64(), metadata=ns),
+            ]
+        )
+    )
     return Section(
-        "steps", "Per-step and per-rank timings",
+        "steps",
+        "Per-step and per-rank timings",
         "Duration of every profiler step (ProfilerStep#N) on every rank: a rank that is "
         "slower on every step is a straggler; one slow step is a hiccup.",
         figures=[figure(data, "step duration", "", "ms", barmode="group", xtype="category")],
-        tables=[html_table("steps per rank", per_rank),
-                html_table("every step", t, limit=100)],
-        notes=ctx.notes("steps"))
+        tables=[html_table("steps per rank", per_rank), html_table("every step", t, limit=100)],
+        notes=ctx.notes("steps"),
+    )
 
 
 def collectives(ctx: Context) -> Section:
@@ -156,22 +217,33 @@ def collectives(ctx: Context) -> Section:
         sub = comm.filter(pc.equal(comm["name"], name))
         by_rank = dict(zip(sub.column("rank").to_pylist(), sub.column("sum").to_pylist()))
         short = name if len(name) <= 50 else name[:47] + "..."
-        data.append(bar([f"rank {r}" for r in ranks],
-                        np.array([by_rank.get(r, 0) for r in ranks], float) / MS, short, i))
+        data.append(
+            bar(
+                [f"rank {r}" for r in ranks],
+                np.array([by_rank.get(r, 0) for r in ranks], float) / MS,
+                short,
+                i,
+            )
+        )
     tables = [html_table("communication kernels per rank", comm, limit=60)]
     notes = [] if comm.num_rows else ["no communication kernels in these traces"]
     try:
         strag = ctx.result("stragglers")
         if strag.table.num_rows:
-            tables.append(html_table("potential stragglers (latest to start the collectives)",
-                                     strag.table))
+            tables.append(
+                html_table("potential stragglers (latest to start the collectives)", strag.table)
+            )
         notes += strag.notes
     except SectionFailed as e:  # stragglers need collectives on several ranks
         notes.append(f"stragglers not available ({e})")
     return Section(
-        "collectives", "Collectives",
+        "collectives",
+        "Collectives",
         "Time in each communication kernel (NCCL and similar) per rank, and the ranks that "
         "start collectives last (the others wait for them).",
         figures=[figure(data, "communication time per rank", "", "ms", barmode="stack")]
-        if data else [],
-        tables=tables, notes=notes)
+        if data
+        else [],
+        tables=tables,
+        notes=notes,
+    )

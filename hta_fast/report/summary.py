@@ -1,4 +1,5 @@
 """What a set of traces holds (the report's summary and `hta-fast info`)."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ def rank_info(trace: Trace) -> dict[str, Any]:
     dur = np.maximum(trace.column("events", "dur"), 0)
     gpu = np.isin(kind, GPU_WORK_KINDS)
     steps = trace.column("steps", "step")
-    devices = sorted({str(d.get("name")) for d in trace.meta.devices
-                      if isinstance(d, dict) and d.get("name")})
+    devices = sorted(
+        {str(d.get("name")) for d in trace.meta.devices if isinstance(d, dict) and d.get("name")}
+    )
     path = trace.meta.path
     return {
         "rank": trace.rank,
@@ -67,8 +69,9 @@ def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]
     if np.isfinite(util).any():
         headline["utilization"] = float(np.nanmean(util))
     shown = info.drop_columns(["file"]).append_column(
-        "gpu_busy_pct", pa.array([None if not np.isfinite(u) else 100 * u for u in util],
-                                 pa.float64()))
+        "gpu_busy_pct",
+        pa.array([None if not np.isfinite(u) else 100 * u for u in util], pa.float64()),
+    )
     files = pa.table({"rank": info.column("rank"), "file": info.column("file")})
     tables = [html_table("ranks", shown, limit=None), html_table("files", files, limit=None)]
     skipped = loader_counts(ctx.traces)

@@ -1,4 +1,5 @@
 """Arrow tables as rows of display text for the HTML template: ns columns in µs."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,12 @@ def _fmt(v: Any, unit: Optional[str]) -> str:
     return str(v)
 
 
-def html_table(caption: str, table: pa.Table, columns: Optional[Sequence[str]] = None,
-               limit: Optional[int] = 50) -> dict[str, Any]:
+def html_table(
+    caption: str,
+    table: pa.Table,
+    columns: Optional[Sequence[str]] = None,
+    limit: Optional[int] = 50,
+) -> dict[str, Any]:
     """{caption, headers, numeric, rows, more}: ns columns are shown in µs (header says so)."""
     names = [c for c in (columns or table.column_names) if c in table.column_names]
     shown = table if limit is None else table.slice(0, limit)
@@ -36,5 +41,10 @@ def html_table(caption: str, table: pa.Table, columns: Optional[Sequence[str]] =
         numeric.append(pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
         cols.append([_fmt(v, unit) for v in shown.column(name).to_pylist()])
     rows = [list(r) for r in zip(*cols)] if cols else []
-    return {"caption": caption, "headers": headers, "numeric": numeric, "rows": rows,
-            "more": table.num_rows - shown.num_rows}
+    return {
+        "caption": caption,
+        "headers": headers,
+        "numeric": numeric,
+        "rows": rows,
+        "more": table.num_rows - shown.num_rows,
+    }

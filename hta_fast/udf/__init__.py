@@ -14,10 +14,20 @@ See columns.py for the columns a metric can read and apply() for the grouping an
 selection keywords. Numba is imported on first use only (the `udf` extra installs it);
 compiled metrics are cached on disk, so a second process does not compile them again.
 """
+
 from .apply import KIND_SETS, apply
 from .columns import COLUMNS
 from .errors import MetricCompileError, MetricRunError
 from .groups import KEYS
 from .metric import Metric, metric
 
-__all__ = ["apply", "metric", "Metric", "MetricCompileError", "MetricRunError", "COLUMNS", "KEYS", "KIND_SETS"]
+__all__ = [
+    "apply",
+    "metric",
+    "Metric",
+    "MetricCompileError",
+    "MetricRunError",
+    "COLUMNS",
+    "KEYS",
+    "KIND_SETS",
+]

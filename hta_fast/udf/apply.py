@@ -1,4 +1,5 @@
 """apply(): run a metric over groups of events of one or many ranks, as a Result."""
+
 from __future__ import annotations
 
 import functools
@@ -26,32 +27,45 @@ KIND_SETS = {
     "all": tuple(EventKind),
 }
 
-_KEY_TYPES = {"stream": pa.int32(), "step": pa.int32(), "device": pa.int32(),
-              "pid": pa.int64(), "tid": pa.int64(), "window": pa.int64()}
+_KEY_TYPES = {
+    "stream": pa.int32(),
+    "step": pa.int32(),
+    "device": pa.int32(),
+    "pid": pa.int64(),
+    "tid": pa.int64(),
+    "window": pa.int64(),
+}
 _NULL_AT_MINUS_ONE = {"stream", "step", "device"}
 
 
 def _kinds(kinds: Union[str, Sequence[Union[str, int]]]) -> np.ndarray:
     if isinstance(kinds, str):
         if kinds not in KIND_SETS:
-            raise ValueError(f"kinds={kinds!r} is not one of {', '.join(KIND_SETS)} "
-                             f"or a list of hta_fast.EventKind names")
+            raise ValueError(
+                f"kinds={kinds!r} is not one of {', '.join(KIND_SETS)} "
+                f"or a list of hta_fast.EventKind names"
+            )
         return np.array(KIND_SETS[kinds], np.uint8)
     out = []
     for k in kinds:
         try:
             out.append(EventKind[k] if isinstance(k, str) else EventKind(k))
         except (KeyError, ValueError):
-            raise ValueError(f"unknown event kind {k!r}; kinds are "
-                             f"{', '.join(e.name for e in EventKind)}") from None
+            raise ValueError(
+                f"unknown event kind {k!r}; kinds are {', '.join(e.name for e in EventKind)}"
+            ) from None
     return np.array(out, np.uint8)
 
 
-def _key_column(key: str, values: list[np.ndarray], strings: list[Callable[[np.ndarray], pa.Array]]
-                ) -> pa.Array:
+def _key_column(
+    key: str, values: list[np.ndarray], strings: list[Callable[[np.ndarray], pa.Array]]
+) -> pa.Array:
     if key == "name":
-        return pa.concat_arrays([s(v) for s, v in zip(strings, values)]) if values else \
-            pa.array([], pa.string())
+        return (
+            pa.concat_arrays([s(v) for s, v in zip(strings, values)])
+            if values
+            else pa.array([], pa.string())
+        )
     joined = np.concatenate(values) if values else np.empty(0, np.int64)
     if key == "kind":
         return pa.array([EventKind(int(v)).name for v in joined], pa.string())
@@ -62,12 +76,20 @@ def _key_column(key: str, values: list[np.ndarray], strings: list[Callable[[np.n
     return pa.array(joined.astype(t.to_pandas_dtype()), t, mask=mask)
 
 
-def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceSet], *,
-          by: Union[str, Sequence[str]] = (), kinds: Union[str, Sequence[Union[str, int]]] = "gpu",
-          every: Optional[int] = None, flags: Optional[Mapping[str, str]] = None,
-          ranks: Optional[Sequence[int]] = None, steps: Optional[Sequence[int]] = None,
-          window: Optional[tuple[int, int]] = None, streams: Optional[Sequence[int]] = None,
-          selection: Optional[select.Selection] = None) -> Result:
+def apply(
+    metric: Union[Metric, Callable[..., Any]],
+    traces: Union[Trace, TraceSet],
+    *,
+    by: Union[str, Sequence[str]] = (),
+    kinds: Union[str, Sequence[Union[str, int]]] = "gpu",
+    every: Optional[int] = None,
+    flags: Optional[Mapping[str, str]] = None,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """Runs `metric` once per (rank, group) over the selected events, in parallel.
 
     by        group keys inside each rank: "stream", "step", "name", "kind",
@@ -88,15 +110,19 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
     appear. Each call sees its group's rows in start-time order.
     """
     if not isinstance(traces, (Trace, TraceSet)):
-        raise TypeError(f"udf.apply runs over a Trace or a TraceSet (hta_fast.load, "
-                        f"hta_fast.load_dir), got {type(traces).__name__}")
+        raise TypeError(
+            f"udf.apply runs over a Trace or a TraceSet (hta_fast.load, "
+            f"hta_fast.load_dir), got {type(traces).__name__}"
+        )
     m = metric if isinstance(metric, Metric) else Metric(metric)
     by_keys = (by,) if isinstance(by, str) else tuple(by)
     flags = dict(flags or {})
     groups.check_keys(by_keys, every)
     if m.name in ("rank", "events") + by_keys:
-        raise ValueError(f"metric name {m.name!r} is also a result column; give the metric "
-                         f"another name (udf.metric(name=...))")
+        raise ValueError(
+            f"metric name {m.name!r} is also a result column; give the metric "
+            f"another name (udf.metric(name=...))"
+        )
     cols.check_names(m.columns, flags)
     kind_codes = _kinds(kinds)
     sel = select.selection_of(selection, ranks, steps, window, streams)
@@ -123,8 +149,9 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
         rows, ts, end, bucket = _times(trace, rows, sel.window, every, origin)
         g = groups.group(trace, rows, ts, bucket, by_keys)
         ordered = rows[g.order]
-        for i, col in enumerate(cols.gather(trace, m.columns, ordered, flags, ts[g.order],
-                                            end[g.order])):
+        for i, col in enumerate(
+            cols.gather(trace, m.columns, ordered, flags, ts[g.order], end[g.order])
+        ):
             parts[i].append(col)
         n_groups = len(g.offsets) - 1
         offsets.append(g.offsets[1:] + total)
@@ -144,23 +171,36 @@ def apply(metric: Union[Metric, Callable[..., Any]], traces: Union[Trace, TraceS
             run(offs, out, *columns)
         except Exception as e:
             cause = e.__cause__ or e.__context__ or e
-            raise MetricRunError(f"metric {m.name} raised {type(cause).__name__}: {cause} "
-                                 f"while running over the groups") from None
+            raise MetricRunError(
+                f"metric {m.name} raised {type(cause).__name__}: {cause} "
+                f"while running over the groups"
+            ) from None
 
-    table = {"rank": pa.array(np.concatenate(rank_col) if rank_col else np.empty(0, np.int64),
-                              pa.int64())}
+    table = {
+        "rank": pa.array(
+            np.concatenate(rank_col) if rank_col else np.empty(0, np.int64), pa.int64()
+        )
+    }
     for k in by_keys:
         table[k] = _key_column(k, key_vals[k], namers)
-    table["events"] = pa.array(np.concatenate(counts) if counts else np.empty(0, np.int64),
-                               pa.int64())
+    table["events"] = pa.array(
+        np.concatenate(counts) if counts else np.empty(0, np.int64), pa.int64()
+    )
     table[m.name] = pa.array(out)
-    return Result(m.name, pa.table(table), params={
-        "by": by_keys, "kinds": kinds, "every": every, "flags": flags, "selection": sel})
+    return Result(
+        m.name,
+        pa.table(table),
+        params={"by": by_keys, "kinds": kinds, "every": every, "flags": flags, "selection": sel},
+    )
 
 
-def _times(trace: Trace, rows: np.ndarray, window: Optional[tuple[int, int]],
-           every: Optional[int], origin: int
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
+def _times(
+    trace: Trace,
+    rows: np.ndarray,
+    window: Optional[tuple[int, int]],
+    every: Optional[int],
+    origin: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """(rows, ts, end, bucket start) with times clipped to the selection window; with
     every=, a row per (event, bucket it overlaps), its times clipped to the bucket."""
     ts = trace.column("events", "ts")[rows]
@@ -177,8 +217,7 @@ def _times(trace: Trace, rows: np.ndarray, window: Optional[tuple[int, int]],
     rep = np.repeat(np.arange(len(rows)), spans)
     within = np.arange(len(rep)) - np.repeat(np.cumsum(spans) - spans, spans)
     bucket = origin + (first[rep] + within) * every
-    return (rows[rep], np.maximum(ts[rep], bucket), np.minimum(end[rep], bucket + every),
-            bucket)
+    return (rows[rep], np.maximum(ts[rep], bucket), np.minimum(end[rep], bucket + every), bucket)
 
 
 def _names(strings: pa.Array, ids: np.ndarray) -> pa.Array:

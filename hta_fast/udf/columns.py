@@ -17,6 +17,7 @@ several buckets is in each, with the part inside it). Other values are the core'
 trace.strings, enums as their uint8 codes (hta_fast.EventKind, hta_fast.KernelClass), and
 missing values as -1 (NaN for floats), so a metric can test them without nulls.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,12 +28,40 @@ import numpy as np
 from ..schema import GPU_KINDS
 from ..trace import Trace
 
-EVENT_COLUMNS = ("ts", "dur", "name", "cat", "pid", "tid", "kind", "kernel_class", "device",
-                 "stream", "correlation", "external_id", "partner", "parent", "step")
-KERNEL_ARG_COLUMNS = ("queued", "context", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
-                      "block_z", "registers_per_thread", "shared_memory", "blocks_per_sm",
-                      "warps_per_sm", "est_achieved_occupancy", "bytes",
-                      "memory_bandwidth_gbps")
+EVENT_COLUMNS = (
+    "ts",
+    "dur",
+    "name",
+    "cat",
+    "pid",
+    "tid",
+    "kind",
+    "kernel_class",
+    "device",
+    "stream",
+    "correlation",
+    "external_id",
+    "partner",
+    "parent",
+    "step",
+)
+KERNEL_ARG_COLUMNS = (
+    "queued",
+    "context",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "shared_memory",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "est_achieved_occupancy",
+    "bytes",
+    "memory_bandwidth_gbps",
+)
 DERIVED_COLUMNS = ("end", "launch_ts")
 COLUMNS = EVENT_COLUMNS + KERNEL_ARG_COLUMNS + DERIVED_COLUMNS
 
@@ -43,7 +72,8 @@ def check_names(wanted: tuple[str, ...], flags: Mapping[str, str]) -> None:
         if name not in COLUMNS and name not in flags:
             raise ValueError(
                 f"metric parameter {name!r} is not a column; columns are {', '.join(COLUMNS)}"
-                + (f"; flags are {', '.join(flags)}" if flags else ""))
+                + (f"; flags are {', '.join(flags)}" if flags else "")
+            )
     for name in flags:
         if name in COLUMNS:
             raise ValueError(f"flag {name!r} has the name of a column; choose another name")
@@ -71,12 +101,19 @@ def name_flags(trace: Trace, pattern: str) -> np.ndarray:
     once per distinct string, not per event."""
     rx = re.compile(pattern)
     strings = trace.strings.to_pylist()
-    return np.fromiter((s is not None and rx.search(s) is not None for s in strings), bool,
-                       count=len(strings))
+    return np.fromiter(
+        (s is not None and rx.search(s) is not None for s in strings), bool, count=len(strings)
+    )
 
 
-def gather(trace: Trace, names: tuple[str, ...], rows: np.ndarray, flags: Mapping[str, str],
-           ts: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+def gather(
+    trace: Trace,
+    names: tuple[str, ...],
+    rows: np.ndarray,
+    flags: Mapping[str, str],
+    ts: np.ndarray,
+    end: np.ndarray,
+) -> list[np.ndarray]:
     """The named columns at the given event rows, in order, as contiguous arrays; ts, end
     and dur are the given (clipped) times."""
     out = []
@@ -94,8 +131,9 @@ def gather(trace: Trace, names: tuple[str, ...], rows: np.ndarray, flags: Mappin
         elif name == "launch_ts":
             partner = trace.column("events", "partner")[rows]
             gpu = np.isin(trace.column("events", "kind")[rows], GPU_KINDS)
-            col = np.where(gpu & (partner >= 0),
-                           trace.column("events", "ts")[np.maximum(partner, 0)], -1)
+            col = np.where(
+                gpu & (partner >= 0), trace.column("events", "ts")[np.maximum(partner, 0)], -1
+            )
         else:
             ids = trace.column("events", "name")[rows]
             col = name_flags(trace, flags[name])[np.maximum(ids, 0)] & (ids >= 0)

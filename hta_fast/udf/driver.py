@@ -6,6 +6,7 @@ module into a cache folder, named by a hash of the metric's code (a changed metr
 new driver, never a stale one), and imported from there: a second process loads both the
 metric and its driver from Numba's cache instead of compiling them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,6 +46,7 @@ def code_key(fn: Callable[..., Any], arity: int) -> str:
     """A hash of everything that decides the compiled code: the function's bytecode,
     constants and names, the simple values of the globals it reads, Numba's version."""
     import numba
+
     h = hashlib.sha256()
 
     def add_code(code: types.CodeType) -> None:
@@ -67,8 +69,11 @@ def code_key(fn: Callable[..., Any], arity: int) -> str:
 
 def cache_dir() -> Path:
     """NUMBA_CACHE_DIR/hta_fast_udf, else the user cache folder, else a temp folder."""
-    root = os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or \
-        os.path.join(os.path.expanduser("~"), ".cache")
+    root = (
+        os.environ.get("NUMBA_CACHE_DIR")
+        or os.environ.get("XDG_CACHE_HOME")
+        or os.path.join(os.path.expanduser("~"), ".cache")
+    )
     for base in (Path(root) / "hta_fast_udf", Path(tempfile.gettempdir()) / "hta_fast_udf"):
         try:
             base.mkdir(parents=True, exist_ok=True)

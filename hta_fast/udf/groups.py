@@ -5,6 +5,7 @@ One stable sort by start time, then one stable sort by group id (a radix sort wh
 are few groups), so the work is O(n log n) at worst and close to O(n) on traces that are
 already in time order.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
@@ -14,13 +15,21 @@ import numpy as np
 from ..trace import Trace
 
 # Group keys and the events column each reads; "window" is a time bucket of the start.
-KEYS = {"stream": "stream", "step": "step", "name": "name", "kind": "kind",
-        "kernel_class": "kernel_class", "device": "device", "pid": "pid", "tid": "tid",
-        "window": "ts"}
+KEYS = {
+    "stream": "stream",
+    "step": "step",
+    "name": "name",
+    "kind": "kind",
+    "kernel_class": "kernel_class",
+    "device": "device",
+    "pid": "pid",
+    "tid": "tid",
+    "window": "ts",
+}
 
 
 class Groups(NamedTuple):
-    order: np.ndarray    # int64 positions into the selected rows, grouped, by start time
+    order: np.ndarray  # int64 positions into the selected rows, grouped, by start time
     offsets: np.ndarray  # int64, len(groups) + 1: group g is order[offsets[g]:offsets[g+1]]
     keys: dict[str, np.ndarray]  # per key: its value for each group (window: bucket start)
 
@@ -32,8 +41,10 @@ def check_keys(by: tuple[str, ...], every: Optional[int]) -> None:
     if len(set(by)) != len(by):
         raise ValueError(f"a group key is repeated in by={by!r}")
     if ("window" in by) != (every is not None):
-        raise ValueError("grouping by 'window' needs every=<bucket length in ns>, and every= "
-                         "needs 'window' in by")
+        raise ValueError(
+            "grouping by 'window' needs every=<bucket length in ns>, and every= "
+            "needs 'window' in by"
+        )
     if every is not None and every <= 0:
         raise ValueError(f"every must be a positive number of ns, got {every}")
 
@@ -63,14 +74,20 @@ def _sort_codes(codes: np.ndarray, n: int) -> np.ndarray:
     return codes
 
 
-def group(trace: Trace, rows: np.ndarray, ts: np.ndarray, bucket: Optional[np.ndarray],
-          by: tuple[str, ...]) -> Groups:
+def group(
+    trace: Trace,
+    rows: np.ndarray,
+    ts: np.ndarray,
+    bucket: Optional[np.ndarray],
+    by: tuple[str, ...],
+) -> Groups:
     """Groups of the selected rows (trace.events row numbers, start times ts, and for
     by "window" the start of each row's time bucket) by the keys in `by`."""
     order = np.argsort(ts, kind="stable")
     if not by:
-        return Groups(order, np.array([0, len(rows)], np.int64) if len(rows) else
-                      np.zeros(1, np.int64), {})
+        return Groups(
+            order, np.array([0, len(rows)], np.int64) if len(rows) else np.zeros(1, np.int64), {}
+        )
     gid = np.zeros(len(rows), np.int64)
     n = 1
     key_columns = {}

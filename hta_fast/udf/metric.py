@@ -4,6 +4,7 @@ The function's parameter names say which columns it reads (see columns.py); it i
 once per group with that group's rows, in start-time order, and returns one number. Numba
 is imported only here, when a metric is first compiled, so `import hta_fast` stays light.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -16,8 +17,12 @@ import numpy as np
 from .errors import MetricCompileError
 
 # What a metric may return, by Numba type, and the column type it becomes.
-_OUTPUT_TYPES = {"int": np.dtype(np.int64), "uint": np.dtype(np.int64),
-                 "float": np.dtype(np.float64), "bool": np.dtype(np.bool_)}
+_OUTPUT_TYPES = {
+    "int": np.dtype(np.int64),
+    "uint": np.dtype(np.int64),
+    "float": np.dtype(np.float64),
+    "bool": np.dtype(np.bool_),
+}
 
 
 def _numba() -> Any:
@@ -43,9 +48,14 @@ class Metric:
             raise TypeError(f"a metric is a function, got {type(fn).__name__}")
         params = inspect.signature(fn).parameters.values()
         for p in params:
-            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty:
-                raise TypeError(f"metric {fn.__name__}: parameter {p.name!r} must be a plain "
-                                f"positional parameter naming a column")
+            if (
+                p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                or p.default is not p.empty
+            ):
+                raise TypeError(
+                    f"metric {fn.__name__}: parameter {p.name!r} must be a plain "
+                    f"positional parameter naming a column"
+                )
         self.function: Callable[..., Any] = fn
         self.name = name or fn.__name__
         self.columns: tuple[str, ...] = tuple(p.name for p in params)
@@ -89,7 +99,8 @@ class Metric:
                 raise MetricCompileError(self._explain(str(e), columns)) from None
             except numba.core.errors.NumbaError as e:
                 raise MetricCompileError(
-                    f"metric {self.name} does not compile: {_first_line(str(e))}") from None
+                    f"metric {self.name} does not compile: {_first_line(str(e))}"
+                ) from None
             ret = disp.overloads[argtypes].signature.return_type
             self._output[argtypes] = self._output_of(ret, columns)
         return self._output[argtypes]
@@ -104,21 +115,27 @@ class Metric:
             return _OUTPUT_TYPES["float"]
         raise MetricCompileError(
             f"metric {self.name} must return one number per group, but returns {ret} "
-            f"(for columns {_describe(self.columns, columns)})")
+            f"(for columns {_describe(self.columns, columns)})"
+        )
 
     def _explain(self, message: str, columns: Sequence[np.ndarray]) -> str:
         """Numba's typing error in one line, naming the columns on the failing source line."""
         numba = _numba()
         culprit = _failing_line(message)
-        on_line = [i for i, c in enumerate(self.columns)
-                   if culprit and re.search(rf"\b{re.escape(c)}\b", culprit)]
+        on_line = [
+            i
+            for i, c in enumerate(self.columns)
+            if culprit and re.search(rf"\b{re.escape(c)}\b", culprit)
+        ]
         # Of the columns on the failing line, those whose type the message names.
         typed = [i for i in on_line if str(numba.typeof(columns[i])) in message]
         named = typed or on_line or list(range(len(self.columns)))
         cols = _describe([self.columns[i] for i in named], [columns[i] for i in named])
         where = f" at `{culprit.strip()}`" if culprit else ""
-        return (f"metric {self.name} does not compile{where}: {_first_line(message)}; "
-                f"column{'s' if len(named) > 1 else ''} {cols}")
+        return (
+            f"metric {self.name} does not compile{where}: {_first_line(message)}; "
+            f"column{'s' if len(named) > 1 else ''} {cols}"
+        )
 
 
 def _describe(names: Sequence[str], columns: Sequence[np.ndarray]) -> str:

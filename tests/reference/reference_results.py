@@ -77,7 +77,8 @@ def reference_python() -> Path:
     if not REF_PYTHON.exists():
         raise ReferenceUnavailable(
             f"the reference tool's environment is missing ({REF_PYTHON}); "
-            "run `make .venv-ref/.deps` in the repository root to create it")
+            "run `make .venv-ref/.deps` in the repository root to create it"
+        )
     return REF_PYTHON
 
 
@@ -99,25 +100,33 @@ def _fingerprint(paths: Iterable[Path]) -> List[List[Any]]:
     return out
 
 
-def cache_key(inputs: Sequence[Path], analyses: Optional[Sequence[str]],
-              diff_with: Optional[Path]) -> str:
+def cache_key(
+    inputs: Sequence[Path], analyses: Optional[Sequence[str]], diff_with: Optional[Path]
+) -> str:
     h = hashlib.sha256()
     h.update(SCRIPT.read_bytes())
-    h.update(json.dumps({
-        "inputs": [str(p) for p in inputs],
-        "files": _fingerprint(_input_files(inputs)),
-        "diff_with": str(diff_with) if diff_with else None,
-        "diff_files": _fingerprint(_input_files([diff_with])) if diff_with else None,
-        "analyses": sorted(analyses) if analyses else None,
-    }, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {
+                "inputs": [str(p) for p in inputs],
+                "files": _fingerprint(_input_files(inputs)),
+                "diff_with": str(diff_with) if diff_with else None,
+                "diff_files": _fingerprint(_input_files([diff_with])) if diff_with else None,
+                "analyses": sorted(analyses) if analyses else None,
+            },
+            sort_keys=True,
+        ).encode()
+    )
     return h.hexdigest()[:24]
 
 
-def reference_results(trace_dir_or_files: Union[PathLike, Sequence[PathLike]],
-                      analyses: Optional[Sequence[str]] = None,
-                      diff_with: Optional[PathLike] = None,
-                      timeout: Optional[float] = None,
-                      refresh: bool = False) -> ReferenceResults:
+def reference_results(
+    trace_dir_or_files: Union[PathLike, Sequence[PathLike]],
+    analyses: Optional[Sequence[str]] = None,
+    diff_with: Optional[PathLike] = None,
+    timeout: Optional[float] = None,
+    refresh: bool = False,
+) -> ReferenceResults:
     """The reference's results for a trace directory (or a list of trace files).
 
     Args:
@@ -157,8 +166,13 @@ def _complete(index_path: Path) -> bool:
         return False
 
 
-def _run(inputs: Sequence[Path], analyses: Optional[Sequence[str]], diff: Optional[Path],
-         out: Path, timeout: Optional[float]) -> None:
+def _run(
+    inputs: Sequence[Path],
+    analyses: Optional[Sequence[str]],
+    diff: Optional[Path],
+    out: Path,
+    timeout: Optional[float],
+) -> None:
     python = reference_python()
     CACHE_DIR.mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=CACHE_DIR, prefix=".tmp-"))
@@ -172,8 +186,9 @@ def _run(inputs: Sequence[Path], analyses: Optional[Sequence[str]], diff: Option
     env.pop("PYTHONPATH", None)  # the reference must not see this repository's packages
     try:
         with open(tmp / "log.txt", "wb") as log:
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                  cwd=str(tmp), timeout=timeout)
+            proc = subprocess.run(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(tmp), timeout=timeout
+            )
     except subprocess.TimeoutExpired as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ReferenceRunFailed(f"the reference run timed out after {timeout}s: {cmd}") from exc
@@ -181,7 +196,8 @@ def _run(inputs: Sequence[Path], analyses: Optional[Sequence[str]], diff: Option
         tail = (tmp / "log.txt").read_bytes()[-3000:].decode(errors="replace")
         shutil.rmtree(tmp, ignore_errors=True)
         raise ReferenceRunFailed(
-            f"run_reference.py exited with {proc.returncode}: {' '.join(cmd)}\n{tail}")
+            f"run_reference.py exited with {proc.returncode}: {' '.join(cmd)}\n{tail}"
+        )
     if out.exists():
         shutil.rmtree(out)
     os.replace(tmp, out)
@@ -247,16 +263,17 @@ def _read_frame(desc: Dict[str, Any], directory: Path) -> pd.DataFrame:
     if n_index == 1:
         index = pd.Index(flat[index_cols[0]]).rename(_label(desc["index_names"][0]))
     else:
-        index = pd.MultiIndex.from_frame(flat[index_cols],
-                                         names=[_label(n) for n in desc["index_names"]])
+        index = pd.MultiIndex.from_frame(
+            flat[index_cols], names=[_label(n) for n in desc["index_names"]]
+        )
     data.index = index
     columns = [_label(c) for c in desc["columns"]]
     if desc.get("column_multiindex"):
         data.columns = pd.MultiIndex.from_tuples(
-            columns, names=[_label(n) for n in desc["column_level_names"]])
+            columns, names=[_label(n) for n in desc["column_level_names"]]
+        )
     else:
-        data.columns = pd.Index(columns, dtype=object,
-                                name=_label(desc["column_level_names"][0]))
+        data.columns = pd.Index(columns, dtype=object, name=_label(desc["column_level_names"][0]))
     data.attrs["reference_dtypes"] = dict(zip(map(str, columns), desc["dtypes"]))
     return data
 

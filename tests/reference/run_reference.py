@@ -127,8 +127,14 @@ def _column_label(label: Any) -> Any:
 def _arrow_can_store(col: pd.Series) -> bool:
     try:
         arr = pa.array(col, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
-            ValueError, OverflowError):
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        pa.ArrowNotImplementedError,
+        TypeError,
+        ValueError,
+        OverflowError,
+    ):
         return False
     # A struct or a union of mixed dicts loses nothing, but keep things simple and uniform.
     return not pa.types.is_struct(arr.type) and not pa.types.is_union(arr.type)
@@ -161,14 +167,20 @@ class ResultWriter:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)[:80]
         return self.out_dir / f"{self.counter:03d}_{safe}.{ext}"
 
-    def write_frame(self, df: pd.DataFrame, stem: str, kind: str = "dataframe",
-                    extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    def write_frame(
+        self,
+        df: pd.DataFrame,
+        stem: str,
+        kind: str = "dataframe",
+        extra: Optional[Dict[str, Any]] = None,
+    ) -> Dict[str, Any]:
         desc: Dict[str, Any] = {
             "kind": kind,
             "shape": [int(df.shape[0]), int(df.shape[1])],
             "index_names": [_column_label(n) for n in df.index.names],
-            "index_dtypes": [str(df.index.get_level_values(i).dtype)
-                             for i in range(df.index.nlevels)],
+            "index_dtypes": [
+                str(df.index.get_level_values(i).dtype) for i in range(df.index.nlevels)
+            ],
             "columns": [_column_label(c) for c in df.columns],
             "column_level_names": [_column_label(n) for n in df.columns.names],
             "column_multiindex": isinstance(df.columns, pd.MultiIndex),
@@ -181,8 +193,7 @@ class ResultWriter:
         index_frame = df.index.to_frame(index=False)
         index_frame.columns = [f"__index_{i}__" for i in range(n_index)]
         flat.columns = [f"c{i}" for i in range(df.shape[1])]
-        flat = pd.concat([index_frame.reset_index(drop=True), flat.reset_index(drop=True)],
-                         axis=1)
+        flat = pd.concat([index_frame.reset_index(drop=True), flat.reset_index(drop=True)], axis=1)
         if HAVE_PYARROW:
             json_columns = []
             for name in flat.columns:
@@ -207,21 +218,30 @@ class ResultWriter:
         if isinstance(obj, pd.DataFrame):
             return self.write_frame(obj, stem)
         if isinstance(obj, pd.Series):
-            desc = self.write_frame(obj.to_frame(name="__series__"), stem, kind="series",
-                                    extra={"series_name": _column_label(obj.name),
-                                           "series_dtype": str(obj.dtype)})
+            desc = self.write_frame(
+                obj.to_frame(name="__series__"),
+                stem,
+                kind="series",
+                extra={"series_name": _column_label(obj.name), "series_dtype": str(obj.dtype)},
+            )
             return desc
         if isinstance(obj, tuple):
-            return {"kind": "tuple",
-                    "items": [self.write(v, f"{stem}_{i}") for i, v in enumerate(obj)]}
+            return {
+                "kind": "tuple",
+                "items": [self.write(v, f"{stem}_{i}") for i, v in enumerate(obj)],
+            }
         if isinstance(obj, list) and not _is_plain_json(obj):
-            return {"kind": "list",
-                    "items": [self.write(v, f"{stem}_{i}") for i, v in enumerate(obj)]}
+            return {
+                "kind": "list",
+                "items": [self.write(v, f"{stem}_{i}") for i, v in enumerate(obj)],
+            }
         if isinstance(obj, dict) and not _is_plain_json(obj):
             keys = list(obj.keys())
-            return {"kind": "dict",
-                    "keys": [_column_label(k) for k in keys],
-                    "items": [self.write(obj[k], f"{stem}_{k}") for k in keys]}
+            return {
+                "kind": "dict",
+                "keys": [_column_label(k) for k in keys],
+                "items": [self.write(obj[k], f"{stem}_{k}") for k in keys],
+            }
         if _is_plain_json(obj):
             return {"kind": "json", "value": _to_plain_json(obj)}
         return {"kind": "repr", "value": repr(obj), "type": type(obj).__name__}
@@ -235,8 +255,9 @@ class ResultWriter:
 class Context:
     """What the analyses need: the loaded TraceAnalysis (pristine), inputs, scratch space."""
 
-    def __init__(self, inputs: List[str], is_dir: bool, scratch: Path,
-                 diff_with: Optional[str]) -> None:
+    def __init__(
+        self, inputs: List[str], is_dir: bool, scratch: Path, diff_with: Optional[str]
+    ) -> None:
         self.inputs = inputs
         self.is_dir = is_dir
         self.scratch = scratch
@@ -250,12 +271,16 @@ class Context:
         from hta.trace_analysis import TraceAnalysis
 
         if self.is_dir:
-            return TraceAnalysis(trace_dir=self.inputs[0],
-                                 include_last_profiler_step=include_last_profiler_step)
+            return TraceAnalysis(
+                trace_dir=self.inputs[0], include_last_profiler_step=include_last_profiler_step
+            )
         files = [os.path.abspath(f) for f in self.inputs]
         common = os.path.commonpath([os.path.dirname(f) for f in files])
-        return TraceAnalysis(trace_files=files, trace_dir=common,  # type: ignore[arg-type]
-                             include_last_profiler_step=include_last_profiler_step)
+        return TraceAnalysis(
+            trace_files=files,
+            trace_dir=common,  # type: ignore[arg-type]
+            include_last_profiler_step=include_last_profiler_step,
+        )
 
     def fresh(self) -> Any:
         """A deep copy of the loaded TraceAnalysis; analyses may mutate it freely."""
@@ -334,8 +359,9 @@ def a_idle_time_breakdown(ctx: Context) -> Any:
 
 
 def a_idle_time_breakdown_stats(ctx: Context) -> Any:
-    return ctx.fresh().get_idle_time_breakdown(ranks=ctx.ranks(), visualize=False,
-                                               show_idle_interval_stats=True)
+    return ctx.fresh().get_idle_time_breakdown(
+        ranks=ctx.ranks(), visualize=False, show_idle_interval_stats=True
+    )
 
 
 def a_kernel_breakdown(ctx: Context) -> Any:
@@ -355,8 +381,7 @@ def a_gpu_user_annotation_breakdown(ctx: Context) -> Any:
 
 
 def a_cpu_user_annotation_breakdown(ctx: Context) -> Any:
-    return ctx.fresh().get_gpu_user_annotation_breakdown(use_gpu_annotation=False,
-                                                         visualize=False)
+    return ctx.fresh().get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)
 
 
 def a_comm_comp_overlap(ctx: Context) -> Any:
@@ -420,10 +445,18 @@ def a_counters_trace(ctx: Context) -> Any:
         rows = []
         for e in added:
             args = e.get("args", {})
-            (counter, value), = args.items() if len(args) == 1 else ((None, None),)
-            rows.append({"ph": e.get("ph"), "name": e.get("name"), "pid": e.get("pid"),
-                         "ts": e.get("ts"), "id": e.get("id"), "counter": counter,
-                         "value": value})
+            ((counter, value),) = args.items() if len(args) == 1 else ((None, None),)
+            rows.append(
+                {
+                    "ph": e.get("ph"),
+                    "name": e.get("name"),
+                    "pid": e.get("pid"),
+                    "ts": e.get("ts"),
+                    "id": e.get("id"),
+                    "counter": counter,
+                    "value": value,
+                }
+            )
         out[r] = pd.DataFrame(rows, columns=["ph", "name", "pid", "ts", "id", "counter", "value"])
     shutil.rmtree(work, ignore_errors=True)
     return out
@@ -436,13 +469,18 @@ def _count_events(path: str) -> int:
 
 
 def a_cuda_kernel_launch_stats(ctx: Context) -> Any:
-    return _per_rank(ctx, lambda ta, r: ta.get_cuda_kernel_launch_stats(
-        ranks=[r], visualize=False)[r])
+    return _per_rank(
+        ctx, lambda ta, r: ta.get_cuda_kernel_launch_stats(ranks=[r], visualize=False)[r]
+    )
 
 
 def a_cuda_kernel_launch_stats_no_memory(ctx: Context) -> Any:
-    return _per_rank(ctx, lambda ta, r: ta.get_cuda_kernel_launch_stats(
-        ranks=[r], include_memory_events=False, visualize=False)[r])
+    return _per_rank(
+        ctx,
+        lambda ta, r: ta.get_cuda_kernel_launch_stats(
+            ranks=[r], include_memory_events=False, visualize=False
+        )[r],
+    )
 
 
 def a_aten_op_kernels_and_delay(ctx: Context) -> Any:
@@ -459,8 +497,9 @@ def a_frequent_cuda_kernel_sequences(ctx: Context) -> Any:
         raise Skip(f"none of {FREQUENT_SEQUENCE_OPERATORS} occurs in the trace")
     out_dir = tempfile.mkdtemp(dir=ctx.scratch, prefix="frequent_")
     rank = ctx.first_rank()
-    df = ta.get_frequent_cuda_kernel_sequences(operator_name=op, output_dir=out_dir,
-                                               rank=rank, visualize=False)
+    df = ta.get_frequent_cuda_kernel_sequences(
+        operator_name=op, output_dir=out_dir, rank=rank, visualize=False
+    )
     shutil.rmtree(out_dir, ignore_errors=True)
     return {"operator_name": op, "rank": rank, "patterns": df}
 
@@ -515,21 +554,28 @@ def a_critical_path(ctx: Context) -> Any:
         for u, v in zip(path[:-1], path[1:]):
             e = g.edges[u, v]["object"]
             nu, nv = g.node_list[u], g.node_list[v]
-            rows.append({
-                "begin": int(u), "end": int(v),
-                "begin_ev_idx": int(nu.ev_idx), "end_ev_idx": int(nv.ev_idx),
-                "begin_ts": _jsonable_scalar(nu.ts), "end_ts": _jsonable_scalar(nv.ts),
-                "begin_is_start": bool(nu.is_start), "end_is_start": bool(nv.is_start),
-                "type": e.type.value,
-                "weight": _jsonable_scalar(g.edges[u, v]["weight"]),
-                "edge_weight": _jsonable_scalar(e.weight),
-                "attributed_event": g.get_event_attribution_for_edge(e),
-            })
+            rows.append(
+                {
+                    "begin": int(u),
+                    "end": int(v),
+                    "begin_ev_idx": int(nu.ev_idx),
+                    "end_ev_idx": int(nv.ev_idx),
+                    "begin_ts": _jsonable_scalar(nu.ts),
+                    "end_ts": _jsonable_scalar(nv.ts),
+                    "begin_is_start": bool(nu.is_start),
+                    "end_is_start": bool(nv.is_start),
+                    "type": e.type.value,
+                    "weight": _jsonable_scalar(g.edges[u, v]["weight"]),
+                    "edge_weight": _jsonable_scalar(e.weight),
+                    "attributed_event": g.get_event_attribution_for_edge(e),
+                }
+            )
         out["path_edges"] = pd.DataFrame(rows)
         out["breakdown"] = g.get_critical_path_breakdown()
         out["summary"] = g.summary()
         out["critical_path_length"] = _jsonable_scalar(
-            sum(g.edges[u, v]["weight"] for u, v in zip(path[:-1], path[1:])))
+            sum(g.edges[u, v]["weight"] for u, v in zip(path[:-1], path[1:]))
+        )
     return out
 
 
@@ -568,8 +614,11 @@ def a_memory_timeline(ctx: Context) -> Any:
     public method plots. The data behind the plot is MemoryAnalysis._process_raw_events():
     timestamps and per-category byte totals, stored here one row per timestamp."""
     files = _input_files(ctx)
-    raw = [f for f in files if ".raw." in os.path.basename(f)
-           or "memory_timeline" in os.path.basename(f)]
+    raw = [
+        f
+        for f in files
+        if ".raw." in os.path.basename(f) or "memory_timeline" in os.path.basename(f)
+    ]
     if not raw:
         raise Skip("no raw memory timeline file (*.raw.gz) among the inputs")
     from hta.memory_analysis import _CATEGORY_TO_INDEX, MemoryAnalysis
@@ -586,8 +635,9 @@ def a_memory_timeline(ctx: Context) -> Any:
 def _input_files(ctx: Context) -> List[str]:
     if ctx.is_dir:
         d = ctx.inputs[0]
-        return sorted(os.path.join(d, f) for f in os.listdir(d)
-                      if os.path.isfile(os.path.join(d, f)))
+        return sorted(
+            os.path.join(d, f) for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))
+        )
     return list(ctx.inputs)
 
 
@@ -595,76 +645,127 @@ def _input_files(ctx: Context) -> List[str]:
 ANALYSES: Dict[str, Tuple[Callable[[Context], Any], bool, str]] = {
     "load": (a_load, True, "TraceAnalysis(...).t: traces, meta_data, symbol table"),
     "temporal_breakdown": (a_temporal_breakdown, True, "get_temporal_breakdown(visualize=False)"),
-    "idle_time_breakdown": (a_idle_time_breakdown, True,
-                            "get_idle_time_breakdown(ranks=<all>, visualize=False)"),
+    "idle_time_breakdown": (
+        a_idle_time_breakdown,
+        True,
+        "get_idle_time_breakdown(ranks=<all>, visualize=False)",
+    ),
     "idle_time_breakdown_stats": (
-        a_idle_time_breakdown_stats, True,
-        "get_idle_time_breakdown(ranks=<all>, visualize=False, show_idle_interval_stats=True)"),
+        a_idle_time_breakdown_stats,
+        True,
+        "get_idle_time_breakdown(ranks=<all>, visualize=False, show_idle_interval_stats=True)",
+    ),
     "kernel_breakdown": (a_kernel_breakdown, True, "get_gpu_kernel_breakdown(visualize=False)"),
     "kernel_breakdown_no_memory": (
-        a_kernel_breakdown_no_memory, True,
-        "get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=False)"),
+        a_kernel_breakdown_no_memory,
+        True,
+        "get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=False)",
+    ),
     "comm_comp_overlap": (a_comm_comp_overlap, True, "get_comm_comp_overlap(visualize=False)"),
-    "queue_length_time_series": (a_queue_length_time_series, True,
-                                 "get_queue_length_time_series(ranks=<all>)"),
-    "queue_length_summary": (a_queue_length_summary, True,
-                             "get_queue_length_summary(ranks=<all>)"),
+    "queue_length_time_series": (
+        a_queue_length_time_series,
+        True,
+        "get_queue_length_time_series(ranks=<all>)",
+    ),
+    "queue_length_summary": (a_queue_length_summary, True, "get_queue_length_summary(ranks=<all>)"),
     "time_blocked_on_full_queue": (
-        a_time_blocked_on_full_queue, True,
-        "get_time_spent_blocked_on_full_queue(get_queue_length_time_series(ranks=<all>))"),
+        a_time_blocked_on_full_queue,
+        True,
+        "get_time_spent_blocked_on_full_queue(get_queue_length_time_series(ranks=<all>))",
+    ),
     "time_blocked_on_full_queue_len2": (
-        a_time_blocked_on_full_queue_len2, True,
-        "get_time_spent_blocked_on_full_queue(<time series of all ranks>, max_queue_length=2)"),
-    "memory_bw_time_series": (a_memory_bw_time_series, True,
-                              "get_memory_bw_time_series(ranks=<all>)"),
+        a_time_blocked_on_full_queue_len2,
+        True,
+        "get_time_spent_blocked_on_full_queue(<time series of all ranks>, max_queue_length=2)",
+    ),
+    "memory_bw_time_series": (
+        a_memory_bw_time_series,
+        True,
+        "get_memory_bw_time_series(ranks=<all>)",
+    ),
     "memory_bw_summary": (a_memory_bw_summary, True, "get_memory_bw_summary(ranks=<all>)"),
     "cuda_kernel_launch_stats": (
-        a_cuda_kernel_launch_stats, True,
-        "get_cuda_kernel_launch_stats(ranks=[r], visualize=False)[r] for each rank r"),
+        a_cuda_kernel_launch_stats,
+        True,
+        "get_cuda_kernel_launch_stats(ranks=[r], visualize=False)[r] for each rank r",
+    ),
     "cuda_kernel_launch_stats_no_memory": (
-        a_cuda_kernel_launch_stats_no_memory, True,
+        a_cuda_kernel_launch_stats_no_memory,
+        True,
         "get_cuda_kernel_launch_stats(ranks=[r], include_memory_events=False, "
-        "visualize=False)[r] for each rank r"),
+        "visualize=False)[r] for each rank r",
+    ),
     "aten_op_kernels_and_delay": (
-        a_aten_op_kernels_and_delay, True,
-        "get_aten_op_kernels_and_delay(ranks=[r])[r] for each rank r"),
+        a_aten_op_kernels_and_delay,
+        True,
+        "get_aten_op_kernels_and_delay(ranks=[r])[r] for each rank r",
+    ),
     "gpu_kernels_with_user_annotations": (
-        a_gpu_kernels_with_user_annotations, True,
-        "get_gpu_kernels_with_user_annotations(rank=r) for each rank r"),
-    "gpu_user_annotation_breakdown": (a_gpu_user_annotation_breakdown, True,
-                                      "get_gpu_user_annotation_breakdown(visualize=False)"),
+        a_gpu_kernels_with_user_annotations,
+        True,
+        "get_gpu_kernels_with_user_annotations(rank=r) for each rank r",
+    ),
+    "gpu_user_annotation_breakdown": (
+        a_gpu_user_annotation_breakdown,
+        True,
+        "get_gpu_user_annotation_breakdown(visualize=False)",
+    ),
     "cpu_user_annotation_breakdown": (
-        a_cpu_user_annotation_breakdown, True,
-        "get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)"),
+        a_cpu_user_annotation_breakdown,
+        True,
+        "get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False)",
+    ),
     "profiler_steps": (a_profiler_steps, True, "get_profiler_steps()"),
-    "potential_stragglers": (a_potential_stragglers, True,
-                             "get_potential_stragglers() (multi-rank only)"),
+    "potential_stragglers": (
+        a_potential_stragglers,
+        True,
+        "get_potential_stragglers() (multi-rank only)",
+    ),
     "frequent_cuda_kernel_sequences": (
-        a_frequent_cuda_kernel_sequences, True,
+        a_frequent_cuda_kernel_sequences,
+        True,
         "get_frequent_cuda_kernel_sequences(operator_name=<first of FREQUENT_SEQUENCE_OPERATORS "
-        "in the trace>, output_dir=<scratch>, rank=<first rank>, visualize=False)"),
-    "counters_trace": (a_counters_trace, True,
-                       "generate_trace_with_counters(ranks=<all>) (files in scratch)"),
-    "cupti_counter_data": (a_cupti_counter_data, True,
-                           "get_cupti_counter_data_with_operators(ranks=<all>)"),
+        "in the trace>, output_dir=<scratch>, rank=<first rank>, visualize=False)",
+    ),
+    "counters_trace": (
+        a_counters_trace,
+        True,
+        "generate_trace_with_counters(ranks=<all>) (files in scratch)",
+    ),
+    "cupti_counter_data": (
+        a_cupti_counter_data,
+        True,
+        "get_cupti_counter_data_with_operators(ranks=<all>)",
+    ),
     "trace_diff": (a_trace_diff, False, "TraceDiff.compare_traces(<input dir>, <diff-with dir>)"),
     "trace_diff_short_names": (
-        a_trace_diff_short_names, False,
-        "TraceDiff.compare_traces(<input dir>, <diff-with dir>, use_short_name=True)"),
+        a_trace_diff_short_names,
+        False,
+        "TraceDiff.compare_traces(<input dir>, <diff-with dir>, use_short_name=True)",
+    ),
     "ops_diff": (a_ops_diff, False, "TraceDiff.ops_diff(<input dir>, <diff-with dir>)"),
-    "memory_timeline": (a_memory_timeline, False,
-                        "MemoryAnalysis(<*.raw.gz>)._process_raw_events()"),
+    "memory_timeline": (
+        a_memory_timeline,
+        False,
+        "MemoryAnalysis(<*.raw.gz>)._process_raw_events()",
+    ),
     "temporal_breakdown_with_last_step": (
-        a_temporal_breakdown_with_last_step, True,
+        a_temporal_breakdown_with_last_step,
+        True,
         "TraceAnalysis(..., include_last_profiler_step=True).get_temporal_breakdown("
-        "visualize=False)"),
+        "visualize=False)",
+    ),
     "profiler_steps_with_last_step": (
-        a_profiler_steps_with_last_step, True,
-        "TraceAnalysis(..., include_last_profiler_step=True).get_profiler_steps()"),
+        a_profiler_steps_with_last_step,
+        True,
+        "TraceAnalysis(..., include_last_profiler_step=True).get_profiler_steps()",
+    ),
     "critical_path": (
-        a_critical_path, True,
+        a_critical_path,
+        True,
         "critical_path_analysis(rank=<first rank>, annotation='ProfilerStep' (or '' without "
-        "one), instance_id=0)"),
+        "one), instance_id=0)",
+    ),
 }
 
 
@@ -684,9 +785,11 @@ def _disable_figures() -> None:
 
 
 def _error_record(exc: BaseException) -> Dict[str, Any]:
-    return {"type": type(exc).__name__, "message": str(exc)[:2000],
-            "traceback": "".join(traceback.format_exception(type(exc), exc,
-                                                            exc.__traceback__))[-6000:]}
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:2000],
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:],
+    }
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -749,23 +852,36 @@ def main(argv: Optional[List[str]] = None) -> int:
             t0 = time.perf_counter()
             try:
                 ctx.ta = ctx.construct()
-                index["load"] = {"status": "ok", "seconds": time.perf_counter() - t0,
-                                 "ranks": ctx.ranks(),
-                                 "trace_files": {str(r): f for r, f in
-                                                 sorted(ctx.ta.t.trace_files.items())}}
+                index["load"] = {
+                    "status": "ok",
+                    "seconds": time.perf_counter() - t0,
+                    "ranks": ctx.ranks(),
+                    "trace_files": {str(r): f for r, f in sorted(ctx.ta.t.trace_files.items())},
+                }
             except Exception as exc:  # noqa: BLE001 - recorded, the rest still runs
                 ctx.load_error = exc
-                index["load"] = {"status": "error", "seconds": time.perf_counter() - t0,
-                                 "error": _error_record(exc)}
+                index["load"] = {
+                    "status": "error",
+                    "seconds": time.perf_counter() - t0,
+                    "error": _error_record(exc),
+                }
         for name in names:
             fn, needs_trace, call = ANALYSES[name]
             rec: Dict[str, Any] = {"call": call}
             if needs_trace and ctx.ta is None:
-                rec.update({"status": "error", "seconds": 0.0,
-                            "error": {"type": "LoadFailed",
-                                      "message": "TraceAnalysis could not be constructed: "
-                                      + index["load"]["error"]["type"] + ": "
-                                      + index["load"]["error"]["message"][:500]}})
+                rec.update(
+                    {
+                        "status": "error",
+                        "seconds": 0.0,
+                        "error": {
+                            "type": "LoadFailed",
+                            "message": "TraceAnalysis could not be constructed: "
+                            + index["load"]["error"]["type"]
+                            + ": "
+                            + index["load"]["error"]["message"][:500],
+                        },
+                    }
+                )
                 index["analyses"][name] = rec
                 write_index()
                 continue

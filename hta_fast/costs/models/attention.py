@@ -9,6 +9,7 @@ heads, bytes the tensors' own sizes. The backward recomputes Q K^T and adds four
 (dV, dP, dQ, dK): 2.5 times the forward's FLOPs. Bytes: forward reads q, k, v and writes the
 output; backward reads q, k, v, out, dout and writes dq, dk, dv.
 """
+
 from __future__ import annotations
 
 from ..cost import Cost, model, precision_of
@@ -42,8 +43,8 @@ def causal_pairs(L: int, S: int, bottom_right: bool) -> int:
     shift = S - L if bottom_right else 0
     total = 0
     # closed form of sum_{i<L} clamp(i + 1 + shift, 0, S)
-    lo = max(0, -1 - shift + 1)          # first i with i + 1 + shift >= 1
-    hi = min(L, S - shift)               # first i with i + 1 + shift > S
+    lo = max(0, -1 - shift + 1)  # first i with i + 1 + shift >= 1
+    hi = min(L, S - shift)  # first i with i + 1 + shift > S
     if hi > lo:
         a, b = lo + 1 + shift, hi + shift  # values at i=lo and i=hi-1
         total += (a + b) * (hi - lo) // 2
@@ -78,6 +79,11 @@ def attention(call: OpCall) -> Cost:
     qkv = call.nbytes(qi) + call.nbytes(qi + 1) + call.nbytes(qi + 2)
     out = b * h * L * ev * size
     if backward:
-        return Cost("attention", BACKWARD_FACTOR * flops, float(2 * qkv + 2 * out),
-                    precision_of(call, qi), matrix=True)
+        return Cost(
+            "attention",
+            BACKWARD_FACTOR * flops,
+            float(2 * qkv + 2 * out),
+            precision_of(call, qi),
+            matrix=True,
+        )
     return Cost("attention", flops, float(qkv + out), precision_of(call, qi), matrix=True)

@@ -7,6 +7,7 @@ transposed convolution swaps the roles of input and output. Backward (grad_outpu
 weight, ...): grad_input and grad_weight each cost one forward; the output size is
 grad_output's. Bytes: the tensors read and written once.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,10 +23,13 @@ def _out_size(inp: int, k: int, s: int, p: int, d: int) -> int:
 # Argument positions of (stride, padding, dilation, groups) per signature, and whether the
 # operator is a transposed convolution (None: read the `transposed` argument at index 6).
 _ARGS = {
-    "aten::convolution": (3, 4, 5, 8, None), "aten::_convolution": (3, 4, 5, 8, None),
-    "aten::conv1d": (3, 4, 5, 6, False), "aten::conv2d": (3, 4, 5, 6, False),
+    "aten::convolution": (3, 4, 5, 8, None),
+    "aten::_convolution": (3, 4, 5, 8, None),
+    "aten::conv1d": (3, 4, 5, 6, False),
+    "aten::conv2d": (3, 4, 5, 6, False),
     "aten::conv3d": (3, 4, 5, 6, False),
-    "aten::conv_transpose1d": (3, 4, 7, 6, True), "aten::conv_transpose2d": (3, 4, 7, 6, True),
+    "aten::conv_transpose1d": (3, 4, 7, 6, True),
+    "aten::conv_transpose2d": (3, 4, 7, 6, True),
     "aten::conv_transpose3d": (3, 4, 7, 6, True),
     "aten::cudnn_convolution": (3, 2, 4, 5, False),
     "aten::cudnn_convolution_transpose": (4, 2, 5, 6, True),
@@ -50,8 +54,10 @@ def conv_forward(call: OpCall) -> Cost:
     groups = call.int_list(i_groups, 1, 1)[0]
     if transposed:
         # weight: C_in x K/groups x kernel; each input element scatters into K/g x kernel
-        out = [(i - 1) * s - 2 * p + d * (k - 1) + 1
-               for i, k, s, p, d in zip(x[2:], kernel, stride, pad, dil)]
+        out = [
+            (i - 1) * s - 2 * p + d * (k - 1) + 1
+            for i, k, s, p, d in zip(x[2:], kernel, stride, pad, dil)
+        ]
         k_out = w[1] * groups
         flops = 2.0 * x[0] * x[1] * math.prod(x[2:]) * w[1] * math.prod(kernel)
     else:
@@ -68,8 +74,11 @@ def conv_forward(call: OpCall) -> Cost:
     return Cost("conv", flops, float(nbytes), precision_of(call, 0), matrix=True)
 
 
-@model("aten::convolution_backward", "aten::cudnn_convolution_backward",
-       "aten::miopen_convolution_backward")
+@model(
+    "aten::convolution_backward",
+    "aten::cudnn_convolution_backward",
+    "aten::miopen_convolution_backward",
+)
 def conv_backward(call: OpCall) -> Cost:
     """(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
     output_padding, groups, output_mask). output_mask says which gradients are computed."""
@@ -86,7 +95,7 @@ def conv_backward(call: OpCall) -> Cost:
     one_pass = 2.0 * batch_out * math.prod(spatial) * w[1] * math.prod(w[2:])
     flops = one_pass * (int(bool(mask[0])) + int(bool(mask[1])))
     size = call.itemsize(0)
-    nbytes = math.prod(go) + math.prod(x) + math.prod(w)       # reads
+    nbytes = math.prod(go) + math.prod(x) + math.prod(w)  # reads
     nbytes += (math.prod(x) if mask[0] else 0) + (math.prod(w) if mask[1] else 0)  # writes
     if mask[2]:
         flops += math.prod(go)

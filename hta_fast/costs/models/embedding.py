@@ -8,6 +8,7 @@ embedding_bag). FLOPs: embedding none; embedding_bag one add per looked-up eleme
 with per-sample weights). Backward: the output gradient read and a row per index scattered
 (read-modify-write) into the weight gradient.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,9 @@ def embedding_backward(call: OpCall) -> Cost:
     d, size = g[-1], call.itemsize(0)
     rows = call.numel(1)
     nbytes = call.nbytes(0) + call.nbytes(1) + 2 * rows * d * size
-    return Cost("embedding", float(rows * d), float(nbytes),
-                dtypes.precision(call.dtype(0)) or "fp32")
+    return Cost(
+        "embedding", float(rows * d), float(nbytes), dtypes.precision(call.dtype(0)) or "fp32"
+    )
 
 
 @model("aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only")
@@ -60,12 +62,19 @@ def embedding_bag(call: OpCall) -> Cost:
         nbytes += call.nbytes(2)
     if weighted:
         nbytes += call.nbytes(6)
-    return Cost("embedding", float(rows * d * (2 if weighted else 1)), float(nbytes),
-                dtypes.precision(call.dtype(0)) or "fp32")
+    return Cost(
+        "embedding",
+        float(rows * d * (2 if weighted else 1)),
+        float(nbytes),
+        dtypes.precision(call.dtype(0)) or "fp32",
+    )
 
 
-@model("aten::_embedding_bag_backward", "aten::_embedding_bag_dense_backward",
-       "aten::embedding_bag_backward")
+@model(
+    "aten::_embedding_bag_backward",
+    "aten::_embedding_bag_dense_backward",
+    "aten::embedding_bag_backward",
+)
 def embedding_bag_backward(call: OpCall) -> Cost:
     """(grad, indices, offsets|offset2bag, ...): grad is bags x D."""
     g = call.shape(0)
@@ -74,5 +83,6 @@ def embedding_bag_backward(call: OpCall) -> Cost:
     d, size = g[1], call.itemsize(0)
     rows = call.numel(1)
     nbytes = call.nbytes(0) + call.nbytes(1) + 2 * rows * d * size
-    return Cost("embedding", float(rows * d), float(nbytes),
-                dtypes.precision(call.dtype(0)) or "fp32")
+    return Cost(
+        "embedding", float(rows * d), float(nbytes), dtypes.precision(call.dtype(0)) or "fp32"
+    )

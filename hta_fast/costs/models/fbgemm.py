@@ -25,6 +25,7 @@ Costs (the least traffic, as for aten's embedding_bag):
   record them); repeated rows are counted each time (upper bound: unique rows are not
   recorded). FLOPs: rows x D.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,12 +37,19 @@ from .. import dtypes
 from ..cost import Cost, pattern_model, rank_extras
 from ..op_call import NoModel, OpCall
 
-LOOKUP = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)"
-                    r"|(dense)_embedding_codegen_lookup)_function$")
+LOOKUP = re.compile(
+    r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)"
+    r"|(dense)_embedding_codegen_lookup)_function$"
+)
 BACKWARD = re.compile(r"^torch::autograd::CppNode<SplitLookupFunction_(\w+)_Op>$")
 # optimizer state values read and written per looked-up row, in units of D ("D") or 1
 STATE_PER_ROW: dict[str, Union[int, str]] = {
-    "sgd": 0, "dense": 0, "rowwise_adagrad": 1, "rowwise_adagrad_with_counter": 1, "adagrad": "D"}
+    "sgd": 0,
+    "dense": 0,
+    "rowwise_adagrad": 1,
+    "rowwise_adagrad_with_counter": 1,
+    "adagrad": "D",
+}
 
 
 def optimizer_of(name: str) -> Optional[str]:
@@ -59,16 +67,16 @@ class Lookup:
     """The recorded arguments of one TBE lookup call."""
 
     optimizer: str
-    tables: int            # T
-    bags: int              # T x B
-    rows: int              # looked-up rows, all tables
-    weights: int           # elements of the flattened tables (device + UVM)
-    weight_size: int       # bytes per weight element
+    tables: int  # T
+    bags: int  # T x B
+    rows: int  # looked-up rows, all tables
+    weights: int  # elements of the flattened tables (device + UVM)
+    weight_size: int  # bytes per weight element
     precision: str
-    read_bytes: int        # indices + offsets (+ per-sample weights)
+    read_bytes: int  # indices + offsets (+ per-sample weights)
     weighted: bool
     total_d: Optional[int]  # from Concrete Inputs, when recorded
-    pooled: bool           # False when Concrete Inputs say pooling mode NONE
+    pooled: bool  # False when Concrete Inputs say pooling mode NONE
 
     @property
     def batch(self) -> int:
@@ -88,8 +96,16 @@ def parse_lookup(call: OpCall) -> Lookup:
     if opt == "dense":
         d, weight_inputs = 2, [0]
     else:
-        d = next((k for k in (6, 5) if call.dtype(k) == "int" and call.dtype(k + 1) == "Scalar"
-                  and call.dtype(k + 2) == "Scalar"), -1)
+        d = next(
+            (
+                k
+                for k in (6, 5)
+                if call.dtype(k) == "int"
+                and call.dtype(k + 1) == "Scalar"
+                and call.dtype(k + 2) == "Scalar"
+            ),
+            -1,
+        )
         if d < 0:
             raise NoModel("TBE arguments in an unknown layout (no D_offsets before total_D, max_D)")
         weight_inputs = [d - 5, d - 4]
@@ -106,10 +122,19 @@ def parse_lookup(call: OpCall) -> Lookup:
     read = call.nbytes(idx) + call.nbytes(off) + (call.nbytes(d + 8) if weighted else 0)
     total_d = call.value(d + 1)
     pooling = call.value(d + 7)
-    return Lookup(opt, t, bags, call.numel(idx), weights, call.itemsize(main),
-                  dtypes.precision(call.dtype(main)) or "fp32", read, weighted,
-                  total_d if isinstance(total_d, int) and not isinstance(total_d, bool) else None,
-                  pooling != 2)
+    return Lookup(
+        opt,
+        t,
+        bags,
+        call.numel(idx),
+        weights,
+        call.itemsize(main),
+        dtypes.precision(call.dtype(main)) or "fp32",
+        read,
+        weighted,
+        total_d if isinstance(total_d, int) and not isinstance(total_d, bool) else None,
+        pooling != 2,
+    )
 
 
 def _width(call: OpCall, lk: Lookup) -> tuple[int, int]:
@@ -119,8 +144,13 @@ def _width(call: OpCall, lk: Lookup) -> tuple[int, int]:
         return lk.total_d, dtypes.itemsize(extra.get("output_type")) or 4
     if "total_d" in extra:
         return int(extra["total_d"]), dtypes.itemsize(extra.get("output_type")) or 4
-    raise NoModel(extra.get("reason", "output width total_D not recorded (no Concrete Inputs) "
-                                      "and no autograd node of this lookup to read it from"))
+    raise NoModel(
+        extra.get(
+            "reason",
+            "output width total_D not recorded (no Concrete Inputs) "
+            "and no autograd node of this lookup to read it from",
+        )
+    )
 
 
 def tbe_lookup(call: OpCall) -> Cost:
@@ -142,16 +172,24 @@ def tbe_backward(call: OpCall) -> Cost:
         raise NoModel(f"TBE gradient of shape {g}")
     extra = call.extra or {}
     if "rows" not in extra:
-        raise NoModel(extra.get("reason", "no lookup of this autograd node recorded "
-                                          "(its rows looked up are unknown)"))
+        raise NoModel(
+            extra.get(
+                "reason",
+                "no lookup of this autograd node recorded (its rows looked up are unknown)",
+            )
+        )
     state = STATE_PER_ROW.get(opt)
     if state is None:
         raise NoModel(f"optimizer {opt!r}: its state per row is not modelled")
     d = g[1] / extra["tables"]
     rows = float(extra["rows"])
     per_row = d if state == "D" else float(state)
-    nbytes = (call.nbytes(0) + extra["read_bytes"] + 2 * rows * d * extra["weight_size"]
-              + 2 * rows * per_row * 4)
+    nbytes = (
+        call.nbytes(0)
+        + extra["read_bytes"]
+        + 2 * rows * d * extra["weight_size"]
+        + 2 * rows * per_row * 4
+    )
     return Cost("embedding", rows * d, float(nbytes), extra.get("precision", "fp32"))
 
 
@@ -165,8 +203,9 @@ Key = tuple[Any, ...]
 
 
 @rank_extras
-def tbe_widths(groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Optional[str]]]
-               ) -> dict[Key, dict]:
+def tbe_widths(
+    groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Optional[str]]],
+) -> dict[Key, dict]:
     """For one rank's operator groups (key, name, Input Dims, Input type, Concrete Inputs),
     the `extra` each TBE lookup and autograd node group needs: {"total_d", "output_type"}
     for a lookup, {"rows", "tables", "weight_size", "read_bytes", "precision"} for a node,
@@ -200,7 +239,9 @@ def tbe_widths(groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Op
     widths: dict[tuple[str, int], dict[int, str]] = defaultdict(dict)
     for opt, b, w, dtype in nodes.values():
         widths[(opt, b)][w] = dtype
-    configs: dict[tuple[str, int], dict[tuple[int, int], list[Key]]] = defaultdict(lambda: defaultdict(list))
+    configs: dict[tuple[str, int], dict[tuple[int, int], list[Key]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for key, lk in lookups.items():
         if lk.total_d is None:
             configs[(lk.optimizer, lk.batch)][(lk.tables, lk.weights)].append(key)
@@ -211,11 +252,14 @@ def tbe_widths(groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Op
         for config, keys in by_config.items():
             width = assigned.get(config)
             if width is None:
-                reason = (f"output width total_D not recorded and no autograd node with a "
-                          f"[{cls[1]}, total_D] gradient for this lookup among the selected "
-                          "operators" if not seen else
-                          f"output width total_D not recorded; autograd node widths "
-                          f"{sorted(seen)} for batch {cls[1]} fit more than one lookup")
+                reason = (
+                    f"output width total_D not recorded and no autograd node with a "
+                    f"[{cls[1]}, total_D] gradient for this lookup among the selected "
+                    "operators"
+                    if not seen
+                    else f"output width total_D not recorded; autograd node widths "
+                    f"{sorted(seen)} for batch {cls[1]} fit more than one lookup"
+                )
                 for k in keys:
                     out[k] = {"reason": reason}
                 continue
@@ -228,19 +272,27 @@ def tbe_widths(groups: Iterable[tuple[Key, str, Optional[str], Optional[str], Op
     for key, (opt, b, w, _) in nodes.items():
         paired = chosen.get((opt, b, w))
         if not paired:
-            out[key] = {"reason": f"no lookup of this autograd node ({opt}, [{b}, {w}]) recorded "
-                                  "with shapes: rows looked up unknown"}
+            out[key] = {
+                "reason": f"no lookup of this autograd node ({opt}, [{b}, {w}]) recorded "
+                "with shapes: rows looked up unknown"
+            }
             continue
         first = paired[0]
-        out[key] = {"rows": sum(p.rows for p in paired) / len(paired), "tables": first.tables,
-                    "weight_size": first.weight_size, "precision": first.precision,
-                    "read_bytes": sum(p.read_bytes for p in paired) / len(paired)}
+        out[key] = {
+            "rows": sum(p.rows for p in paired) / len(paired),
+            "tables": first.tables,
+            "weight_size": first.weight_size,
+            "precision": first.precision,
+            "read_bytes": sum(p.read_bytes for p in paired) / len(paired),
+        }
     return out
 
 
 def _assign(configs: Iterable[tuple[int, int]], seen: dict[int, str]) -> dict[tuple[int, int], int]:
-    cand = {c: {w for w in seen if w >= c[0] and (c[0] > 1 or (c[1] > 0 and c[1] % w == 0))}
-            for c in configs}
+    cand = {
+        c: {w for w in seen if w >= c[0] and (c[0] > 1 or (c[1] > 0 and c[1] % w == 0))}
+        for c in configs
+    }
     one_each = len(cand) == len(seen)
     done: dict[tuple[int, int], int] = {}
     changed = True

@@ -23,6 +23,7 @@ Bytes, per operator (the least traffic: each input read once, each output writte
   8-byte scale and bias) and FP8RowwiseQuantizedToFloat (back); FloatToHFP8Quantized
   (4 bytes -> 1 per element) and HFP8QuantizedToFloat: casts, family "copy" as _to_copy.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,24 +62,33 @@ def block_bucketize(call: OpCall) -> Cost:
     lengths, indices = call.nbytes(0), call.nbytes(1)
     weights = call.nbytes(6) if call.has_tensor(6) else 0
     my_size = call.value(5)
-    factor = my_size if isinstance(my_size, int) and not isinstance(my_size, bool) and my_size > 0 else 1
+    factor = (
+        my_size if isinstance(my_size, int) and not isinstance(my_size, bool) and my_size > 0 else 1
+    )
     blocks = call.nbytes(4) if call.has_tensor(4) else 0
     read = lengths + indices + blocks + weights
     written = lengths * factor + indices + weights
     return Cost(SPARSE, 0.0, float(read + written), "fp32")
 
 
-@model("fbgemm::asynchronous_complete_cumsum", "fbgemm::asynchronous_inclusive_cumsum",
-       "fbgemm::asynchronous_exclusive_cumsum")
+@model(
+    "fbgemm::asynchronous_complete_cumsum",
+    "fbgemm::asynchronous_inclusive_cumsum",
+    "fbgemm::asynchronous_exclusive_cumsum",
+)
 def offsets_cumsum(call: OpCall) -> Cost:
     n, size = call.numel(0), call.itemsize(0)
     extra = 1 if call.name.endswith("complete_cumsum") else 0
     return Cost("reduction", float(n), float(n * size + (n + extra) * size), "fp32")
 
 
-@model("fbgemm::permute_pooled_embs_auto_grad", "fbgemm::permute_pooled_embs",
-       "fbgemm::permute_pooled_embs_auto_grad_split", "fbgemm::permute_pooled_embs_split",
-       "fbgemm::recat_embedding_grad_output_mixed_D_batch")
+@model(
+    "fbgemm::permute_pooled_embs_auto_grad",
+    "fbgemm::permute_pooled_embs",
+    "fbgemm::permute_pooled_embs_auto_grad_split",
+    "fbgemm::permute_pooled_embs_split",
+    "fbgemm::recat_embedding_grad_output_mixed_D_batch",
+)
 def pooled_permute(call: OpCall) -> Cost:
     x = call.shape(0)
     if len(x) != 2:
@@ -91,8 +101,10 @@ def pooled_permute_node(call: OpCall) -> Cost:
     return Cost("copy", 0.0, float(2 * call.nbytes(0)), "fp32")
 
 
-pattern_model(re.compile(r"^torch::autograd::CppNode<fbgemm_gpu::PermutePooledEmbsFunction"),
-              pooled_permute_node)
+pattern_model(
+    re.compile(r"^torch::autograd::CppNode<fbgemm_gpu::PermutePooledEmbsFunction"),
+    pooled_permute_node,
+)
 
 
 @model("fbgemm::FloatToFP8RowwiseQuantized")

@@ -4,6 +4,7 @@ A product of an (m x k) and a (k x n) matrix costs 2*m*k*n FLOPs; a bias or accu
 input adds m*n. Bytes: each operand read once and the output written once (the least
 traffic a kernel can have).
 """
+
 from __future__ import annotations
 
 import math
@@ -12,12 +13,20 @@ from ..cost import Cost, model, precision_of
 from ..op_call import NoModel, OpCall
 
 
-def _gemm(call: OpCall, batch: int, m: int, k: int, n: int, a: int, b: int,
-          extra_inputs: tuple[int, ...] = (), out_itemsize: int | None = None) -> Cost:
+def _gemm(
+    call: OpCall,
+    batch: int,
+    m: int,
+    k: int,
+    n: int,
+    a: int,
+    b: int,
+    extra_inputs: tuple[int, ...] = (),
+    out_itemsize: int | None = None,
+) -> Cost:
     size = call.itemsize(a)
     flops = 2.0 * batch * m * k * n
-    nbytes = batch * (m * k * size + n * k * call.itemsize(b)
-                      + m * n * (out_itemsize or size))
+    nbytes = batch * (m * k * size + n * k * call.itemsize(b) + m * n * (out_itemsize or size))
     for i in extra_inputs:
         if call.has_tensor(i):
             flops += batch * m * n

@@ -8,6 +8,7 @@ backward 1. Bytes are the least traffic: the input read and the output written o
 backward also reads the saved input or output), plus the parameters; dropout writes (and
 its backward reads) a one-byte mask.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,14 +26,17 @@ def _params(call: OpCall, indices: tuple[int, ...]) -> int:
     return sum(call.nbytes(i) for i in indices if call.has_tensor(i))
 
 
-@model("aten::native_layer_norm", "aten::layer_norm", "aten::native_group_norm",
-       "aten::group_norm")
+@model("aten::native_layer_norm", "aten::layer_norm", "aten::native_group_norm", "aten::group_norm")
 def layer_norm(call: OpCall) -> Cost:
     n, size, p = _elems(call)
     weight = 2 if "layer" in call.name else 1
     affine = call.has_tensor(weight)
-    return Cost("norm", float(n * (7 if affine else 5)),
-                float(2 * n * size + _params(call, (weight, weight + 1))), p)
+    return Cost(
+        "norm",
+        float(n * (7 if affine else 5)),
+        float(2 * n * size + _params(call, (weight, weight + 1))),
+        p,
+    )
 
 
 @model("aten::native_layer_norm_backward", "aten::native_group_norm_backward")
@@ -42,16 +46,27 @@ def layer_norm_backward(call: OpCall) -> Cost:
     return Cost("norm", float(8 * n), float(3 * n * size + 2 * params), p)
 
 
-@model("aten::native_batch_norm", "aten::batch_norm", "aten::_batch_norm_impl_index",
-       "aten::cudnn_batch_norm", "aten::miopen_batch_norm", "aten::_native_batch_norm_legit",
-       "aten::_native_batch_norm_legit_no_training", "aten::instance_norm")
+@model(
+    "aten::native_batch_norm",
+    "aten::batch_norm",
+    "aten::_batch_norm_impl_index",
+    "aten::cudnn_batch_norm",
+    "aten::miopen_batch_norm",
+    "aten::_native_batch_norm_legit",
+    "aten::_native_batch_norm_legit_no_training",
+    "aten::instance_norm",
+)
 def batch_norm(call: OpCall) -> Cost:
     n, size, p = _elems(call)
     return Cost("norm", float(7 * n), float(2 * n * size + _params(call, (1, 2, 3, 4))), p)
 
 
-@model("aten::native_batch_norm_backward", "aten::cudnn_batch_norm_backward",
-       "aten::miopen_batch_norm_backward", "aten::batch_norm_backward")
+@model(
+    "aten::native_batch_norm_backward",
+    "aten::cudnn_batch_norm_backward",
+    "aten::miopen_batch_norm_backward",
+    "aten::batch_norm_backward",
+)
 def batch_norm_backward(call: OpCall) -> Cost:
     n, size, p = _elems(call)
     return Cost("norm", float(8 * n), float(3 * n * size + 2 * _params(call, (2,))), p)
@@ -69,8 +84,13 @@ def rms_norm_backward(call: OpCall) -> Cost:
     return Cost("norm", float(6 * n), float(3 * n * size + 2 * _params(call, (3,))), p)
 
 
-@model("aten::_softmax", "aten::softmax", "aten::_log_softmax", "aten::log_softmax",
-       "aten::_safe_softmax")
+@model(
+    "aten::_softmax",
+    "aten::softmax",
+    "aten::_log_softmax",
+    "aten::log_softmax",
+    "aten::_safe_softmax",
+)
 def softmax(call: OpCall) -> Cost:
     n, size, p = _elems(call)
     out_size = 4 if call.value(2) is True and call.name.startswith("aten::_") else size
@@ -83,9 +103,13 @@ def softmax_backward(call: OpCall) -> Cost:
     return Cost("softmax", float(3 * n), float(n * (call.itemsize(0) + call.itemsize(1) + size)), p)
 
 
-@model("aten::native_dropout", "aten::dropout", "aten::feature_dropout",
-       "aten::fused_dropout",
-       "aten::_fused_dropout")
+@model(
+    "aten::native_dropout",
+    "aten::dropout",
+    "aten::feature_dropout",
+    "aten::fused_dropout",
+    "aten::_fused_dropout",
+)
 def dropout(call: OpCall) -> Cost:
     n, size, p = _elems(call)
     return Cost("dropout", float(2 * n), float(2 * n * size + n), p)

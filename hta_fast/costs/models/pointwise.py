@@ -10,6 +10,7 @@ no FLOPs. Views and allocations move nothing (family "view", zero FLOPs and byte
 (`aten::to`, `aten::contiguous`) leave their work to the operators they call (family
 "composite", zero here, counted there).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,15 @@ addcmul addcdiv lerp threshold_backward gelu_backward silu_backward sigmoid_back
 tanh_backward hardtanh_backward leaky_relu_backward elu_backward mish_backward
 hardswish_backward hardsigmoid_backward softplus_backward xlogy true_divide floor_divide
 mul_ add_ clamp_min_ copysign hypot""".split()
-FLOPS_PER_ELEMENT = {"addcmul": 3, "addcdiv": 3, "lerp": 3, "gelu_backward": 2,
-                     "silu_backward": 2, "sigmoid_backward": 2, "tanh_backward": 2}
+FLOPS_PER_ELEMENT = {
+    "addcmul": 3,
+    "addcdiv": 3,
+    "lerp": 3,
+    "gelu_backward": 2,
+    "silu_backward": 2,
+    "sigmoid_backward": 2,
+    "tanh_backward": 2,
+}
 REDUCTIONS = """sum mean amax amin max min prod norm linalg_vector_norm var std var_mean
 std_mean argmax argmin all any logsumexp nansum count_nonzero""".split()
 SCANS = "cumsum cumprod".split()
@@ -71,16 +79,28 @@ def elementwise(call: OpCall) -> Cost:
     return Cost("elementwise", flops, float(nbytes), dtypes.precision(call.dtype(main)) or "fp32")
 
 
-@model("aten::fill_", "aten::zero_", "aten::zeros", "aten::ones", "aten::full",
-       "aten::zeros_like", "aten::ones_like", "aten::full_like")
+@model(
+    "aten::fill_",
+    "aten::zero_",
+    "aten::zeros",
+    "aten::ones",
+    "aten::full",
+    "aten::zeros_like",
+    "aten::ones_like",
+    "aten::full_like",
+)
 def fill(call: OpCall) -> Cost:
     if call.name in ("aten::zeros", "aten::ones", "aten::full"):
         shape = call.value(0)
         if not (isinstance(shape, list) and all(isinstance(d, int) for d in shape)):
             raise NoModel("output size not recorded (Concrete Inputs missing)")
         return Cost("elementwise", 0.0, float(math.prod(shape) * 4), "fp32")
-    return Cost("elementwise", 0.0, float(call.nbytes(0)), precision_of(call, 0)
-                if dtypes.precision(call.dtype(0)) is not None else "fp32")
+    return Cost(
+        "elementwise",
+        0.0,
+        float(call.nbytes(0)),
+        precision_of(call, 0) if dtypes.precision(call.dtype(0)) is not None else "fp32",
+    )
 
 
 @model(*[f"aten::{n}" for n in REDUCTIONS])
@@ -88,8 +108,12 @@ def reduction(call: OpCall) -> Cost:
     x = call.shape(0)
     n = math.prod(x)
     size = call.itemsize(0)
-    factor = 3 if call.name.split("::")[-1] in ("var", "std", "var_mean", "std_mean", "norm",
-                                                 "linalg_vector_norm") else 1
+    factor = (
+        3
+        if call.name.split("::")[-1]
+        in ("var", "std", "var_mean", "std_mean", "norm", "linalg_vector_norm")
+        else 1
+    )
     out_elems = _reduced_elems(call, x)
     nbytes = n * size + (out_elems or 0) * size
     precision = dtypes.precision(call.dtype(0)) or "fp32"
@@ -99,7 +123,7 @@ def reduction(call: OpCall) -> Cost:
 def _reduced_elems(call: OpCall, x: list[int]) -> int | None:
     """Output elements when the reduced dims are recorded (argument 1), else None."""
     if len(call.dims) == 1:
-        return 1                                    # reduction over everything
+        return 1  # reduction over everything
     dims = call.value(1)
     if isinstance(dims, int) and not isinstance(dims, bool):
         dims = [dims]
@@ -112,8 +136,9 @@ def _reduced_elems(call: OpCall, x: list[int]) -> int | None:
 @model(*[f"aten::{n}" for n in SCANS])
 def scan(call: OpCall) -> Cost:
     n = call.numel(0)
-    return Cost("reduction", float(n), float(2 * call.nbytes(0)),
-                dtypes.precision(call.dtype(0)) or "fp32")
+    return Cost(
+        "reduction", float(n), float(2 * call.nbytes(0)), dtypes.precision(call.dtype(0)) or "fp32"
+    )
 
 
 @model("aten::copy_")
@@ -127,8 +152,11 @@ def to_copy(call: OpCall) -> Cost:
     """_to_copy(x, dtype, ...): the output dtype is a ScalarType code; when it is not
     recorded the output keeps the input's."""
     code = call.value(1) if call.name == "aten::_to_copy" else None
-    cast = dtypes.scalar_type_itemsize(code) if isinstance(code, int) and not isinstance(
-        code, bool) else None
+    cast = (
+        dtypes.scalar_type_itemsize(code)
+        if isinstance(code, int) and not isinstance(code, bool)
+        else None
+    )
     out_size = cast or call.itemsize(0)
     return Cost("copy", 0.0, float(call.nbytes(0) + call.numel(0) * out_size), "fp32")
 
@@ -146,20 +174,27 @@ def concatenate(call: OpCall) -> Cost:
     shapes = [s for s in lists if isinstance(s, list)]
     if shapes and all(isinstance(d, int) for s in shapes for d in s):
         types = call.types[0] if call.types and isinstance(call.types[0], list) else None
-        sizes = ([dtypes.itemsize(t) or out_size or 4 for t in types]
-                 if types and len(types) == len(shapes) else [out_size or 4] * len(shapes))
+        sizes = (
+            [dtypes.itemsize(t) or out_size or 4 for t in types]
+            if types and len(types) == len(shapes)
+            else [out_size or 4] * len(shapes)
+        )
         nbytes = sum(math.prod(s) * z for s, z in zip(shapes, sizes))
         return Cost("copy", 0.0, float(2 * nbytes), "fp32")
     if call.dtype(0) == "TensorList" and out_size is not None:
         return Cost("copy", 0.0, float(2 * call.nbytes(2)), "fp32")
     if call.dtype(0) == "TensorList" and call.dims and call.dims[0] == []:
         tied = (call.extra or {}).get("out_bytes")
-        if tied is not None:            # from the calls' CatBackward0 nodes (model.cat_sizes)
+        if tied is not None:  # from the calls' CatBackward0 nodes (model.cat_sizes)
             return Cost("copy", 0.0, float(2 * tied), "fp32")
-        raise NoModel("TensorList shapes not recorded (this profiler writes [] for a list of "
-                      "tensors), no out= tensor, and no CatBackward0 node tied to these calls")
-    raise NoModel(f"TensorList input not recorded as a list of shapes: {call.dims[:1]!r} "
-                  f"of type {call.types[:1]!r}")
+        raise NoModel(
+            "TensorList shapes not recorded (this profiler writes [] for a list of "
+            "tensors), no out= tensor, and no CatBackward0 node tied to these calls"
+        )
+    raise NoModel(
+        f"TensorList input not recorded as a list of shapes: {call.dims[:1]!r} "
+        f"of type {call.types[:1]!r}"
+    )
 
 
 @model(*[f"aten::{n}" for n in VIEWS])

@@ -7,6 +7,7 @@ gives, so each kernel's event row can be tied to its matched collective. The rep
 tie both ways: to change a collective's time moving data on every rank that ran it, and to
 hold each rank's end of a collective until the last rank has reached it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,6 +28,7 @@ class RankCollectives:
     """One rank's communication kernels: rows (event rows, start order) and match (the
     position of the collective each one takes part in, in MatchedCollectives.result's
     table)."""
+
     rows: np.ndarray
     match: np.ndarray
 
@@ -36,6 +38,7 @@ class MatchedCollectives:
     """result: hta_fast.analysis.collectives' Result (one row per matched collective:
     group, index, collective, ranks, bytes, data_time, ...); per_rank: each rank's kernels
     tied to those rows; data_time and ranks: the table's columns as numpy."""
+
     result: Result
     per_rank: dict[int, RankCollectives]
     data_time: np.ndarray
@@ -47,17 +50,27 @@ def match_collectives(traces: Union[Trace, TraceSet]) -> MatchedCollectives:
     ts = as_traceset(traces)
     result = collectives(ts)
     table = result.table
-    position = {(g, int(i)): k for k, (g, i) in
-                enumerate(zip(table["group"].to_pylist(), table["index"].to_pylist()))}
+    position = {
+        (g, int(i)): k
+        for k, (g, i) in enumerate(zip(table["group"].to_pylist(), table["index"].to_pylist()))
+    }
     summaries = summaries_of(ts)
     per_rank = {}
     for rank in ts.ranks:
         own = summaries[rank].collectives
         rows = collective_rows(ts[rank])
-        match = np.fromiter((position[(g, int(i))] for g, i in
-                             zip(own["group"].to_pylist(), own["index"].to_pylist())),
-                            np.int64, count=own.num_rows)
+        match = np.fromiter(
+            (
+                position[(g, int(i))]
+                for g, i in zip(own["group"].to_pylist(), own["index"].to_pylist())
+            ),
+            np.int64,
+            count=own.num_rows,
+        )
         per_rank[rank] = RankCollectives(rows, match)
-    return MatchedCollectives(result, per_rank,
-                              np.asarray(table["data_time"].to_numpy(), np.int64),
-                              np.asarray(table["ranks"].to_numpy(), np.int64))
+    return MatchedCollectives(
+        result,
+        per_rank,
+        np.asarray(table["data_time"].to_numpy(), np.int64),
+        np.asarray(table["ranks"].to_numpy(), np.int64),
+    )

@@ -17,6 +17,7 @@ A window (`window`: a step walked alone, or a whole trace without profiler steps
 of one step whose critical path runs back to the window's start node, release edge included;
 a chained step's path stops at the step's replayed start.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,6 +38,7 @@ class Chain:
     start), own_gpu (graph events of the step's own GPU work; own_gpu_step says whose),
     members / member_step (graph events that span the step, grouped by step, increasing
     within it). window: the graph of one window alone (module doc)."""
+
     rank: int
     trace: Trace
     graph: DependencyGraph
@@ -54,8 +56,12 @@ class Chain:
         """Each step's start (ns since the chain's start) in a replay with these node times."""
         return times[self.start_node] - self.start_offset
 
-    def step_ends(self, times: np.ndarray, events: Optional[np.ndarray] = None,
-                  event_step: Optional[np.ndarray] = None) -> np.ndarray:
+    def step_ends(
+        self,
+        times: np.ndarray,
+        events: Optional[np.ndarray] = None,
+        event_step: Optional[np.ndarray] = None,
+    ) -> np.ndarray:
         """Each step's latest node time of its members (or of `events`, per `event_step`),
         no earlier than its start."""
         ev = self.members if events is None else events
@@ -84,8 +90,11 @@ class Chain:
         latest[has] = np.maximum.reduceat(ends_at, first_of[has]) if has.any() else []
         # A step's members are in node order: its first tie is the first of its latest nodes.
         tie = np.flatnonzero(ends_at == latest[self.member_step])
-        first = tie[np.searchsorted(self.member_step[tie], np.arange(n)).clip(0, len(tie) - 1)] \
-            if len(tie) else np.zeros(n, np.int64)
+        first = (
+            tie[np.searchsorted(self.member_step[tie], np.arange(n)).clip(0, len(tie) - 1)]
+            if len(tie)
+            else np.zeros(n, np.int64)
+        )
         member = self.members[first] if len(self.members) else first
         node = np.where(times[2 * member] == latest, 2 * member, 2 * member + 1)
         return np.where(~has | (latest < self.step_starts(times)), self.start_node, node)

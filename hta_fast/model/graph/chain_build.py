@@ -9,6 +9,7 @@ step k that runs in step k + 1's window hangs from its launch and its stream pre
 replayed, instead of from the window's start at its measured time. Only the work carried into
 the run's first step is carried as in a window.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -27,16 +28,20 @@ def merged(big: np.ndarray, small: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     what its steps carry to thousands), where a sort of both would cost n log n."""
     small = np.unique(np.asarray(small, np.int64))
     pos = np.searchsorted(big, small)
-    new = (pos >= len(big)) | (big[np.minimum(pos, max(len(big) - 1, 0))] != small) \
-        if len(big) else np.ones(len(small), bool)
+    new = (
+        (pos >= len(big)) | (big[np.minimum(pos, max(len(big) - 1, 0))] != small)
+        if len(big)
+        else np.ones(len(small), bool)
+    )
     out = np.insert(big.astype(np.int64), pos[new], small[new])
     added = np.zeros(len(out), bool)
     added[pos[new] + np.arange(int(new.sum()))] = True
     return out, added
 
 
-def _own_rows(all_rows: np.ndarray, step_of: np.ndarray, steps: np.ndarray
-              ) -> tuple[np.ndarray, list[np.ndarray]]:
+def _own_rows(
+    all_rows: np.ndarray, step_of: np.ndarray, steps: np.ndarray
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """The run's own rows and, per step, the positions in them of the step's rows (sorted).
     all_rows is sorted and the steps partition it, so the run's rows are a mask of it, and
     one stable grouping by step (near-sorted: a step's events are mostly together) gives
@@ -49,9 +54,17 @@ def _own_rows(all_rows: np.ndarray, step_of: np.ndarray, steps: np.ndarray
     return all_rows[in_run], [order[a:b] for a, b in zip(lo, hi)]
 
 
-def build_chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarray,
-                gpu: GpuRows, steps: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                window: bool) -> Optional[Chain]:
+def build_chain(
+    trace: Trace,
+    rank: int,
+    all_rows: np.ndarray,
+    step_of: np.ndarray,
+    gpu: GpuRows,
+    steps: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    window: bool,
+) -> Optional[Chain]:
     """The chain of these consecutive steps (steps without events of their own are left
     out; None when none has any). all_rows: the rank's graph rows, step_of their steps; gpu:
     the GPU work that may be carried in."""
@@ -66,13 +79,28 @@ def build_chain(trace: Trace, rank: int, all_rows: np.ndarray, step_of: np.ndarr
     rows, carried_in = merged(own_all, np.concatenate([c for _, _, _, c in per_step]))
     local_of_own = np.flatnonzero(~carried_in)  # own_all[j] is graph event local_of_own[j]
     own = [(own_all[at], local_of_own[at], carried) for _, _, at, carried in per_step]
-    return _assemble(trace, rank, rows, carried_in, [s for s, _, _, _ in per_step],
-                     np.array([s for _, s, _, _ in per_step], np.int64), own, window)
+    return _assemble(
+        trace,
+        rank,
+        rows,
+        carried_in,
+        [s for s, _, _, _ in per_step],
+        np.array([s for _, s, _, _ in per_step], np.int64),
+        own,
+        window,
+    )
 
 
-def _assemble(trace: Trace, rank: int, rows: np.ndarray, carried_in: np.ndarray,
-              steps: list[int], step_start: np.ndarray,
-              own: list[tuple[np.ndarray, np.ndarray, np.ndarray]], window: bool) -> Chain:
+def _assemble(
+    trace: Trace,
+    rank: int,
+    rows: np.ndarray,
+    carried_in: np.ndarray,
+    steps: list[int],
+    step_start: np.ndarray,
+    own: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    window: bool,
+) -> Chain:
     """The chain's graph and per-step nodes. own, per step: its own trace rows, their graph
     events and the rows carried into it."""
     kind = trace.column("events", "kind")
@@ -106,9 +134,14 @@ def _assemble(trace: Trace, rank: int, rows: np.ndarray, carried_in: np.ndarray,
         part[local_own[other]] = k
     start = int(step_start[0])
     try:
-        graph = build_graph(trace, rows, start, carried=carried_in,
-                            release_from=release_from if len(own) > 1 else None,
-                            thread_part=part)
+        graph = build_graph(
+            trace,
+            rows,
+            start,
+            carried=carried_in,
+            release_from=release_from if len(own) > 1 else None,
+            thread_part=part,
+        )
     except ValueError:  # a step's start waits on its own work: release from the chain's start
         graph = build_graph(trace, rows, start, carried=carried_in, thread_part=part)
     # The first step starts at the graph's source; each later one at its anchor's start,
@@ -116,10 +149,20 @@ def _assemble(trace: Trace, rank: int, rows: np.ndarray, carried_in: np.ndarray,
     source = 2 * len(rows)
     start_node = np.array([source] + [2 * a for a in anchor[1:]], np.int64)
     offset = graph.core.measured[start_node] - step_start
-    return Chain(rank, trace, graph, list(steps), step_start, start_node,
-                 offset.astype(np.int64), np.concatenate(gpu_ev).astype(np.int64),
-                 np.concatenate(gpu_of), np.concatenate(members).astype(np.int64),
-                 np.concatenate(member_of), window)
+    return Chain(
+        rank,
+        trace,
+        graph,
+        list(steps),
+        step_start,
+        start_node,
+        offset.astype(np.int64),
+        np.concatenate(gpu_ev).astype(np.int64),
+        np.concatenate(gpu_of),
+        np.concatenate(members).astype(np.int64),
+        np.concatenate(member_of),
+        window,
+    )
 
 
 def whole_trace(trace: Trace, rank: int, rows: np.ndarray) -> Chain:
@@ -129,6 +172,17 @@ def whole_trace(trace: Trace, rank: int, rows: np.ndarray) -> Chain:
     events = np.arange(len(rows), dtype=np.int64)
     gpu = events[np.isin(trace.column("events", "kind")[rows], GPU_WORK)]
     source = np.array([2 * len(rows)], np.int64)
-    return Chain(rank, trace, graph, [None], np.array([graph.window_start], np.int64), source,
-                 np.zeros(1, np.int64), gpu, np.zeros(len(gpu), np.int64), events,
-                 np.zeros(len(events), np.int64), True)
+    return Chain(
+        rank,
+        trace,
+        graph,
+        [None],
+        np.array([graph.window_start], np.int64),
+        source,
+        np.zeros(1, np.int64),
+        gpu,
+        np.zeros(len(gpu), np.int64),
+        events,
+        np.zeros(len(events), np.int64),
+        True,
+    )

@@ -4,6 +4,7 @@ Columns of the trace are turned into the core's graph input here (csrc/graph, ru
 docs/model.md); the core builds the edges, calibrates their weights so that a replay meets the
 measured timeline, replays and finds the critical path.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,9 +18,22 @@ from ...schema import CPU_KINDS, GPU_WORK_KINDS
 from ...trace import Trace
 from . import sync_calls
 
-EDGE_TYPES = ["release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "gpu_self",
-              "launch", "kernel_kernel", "cross_stream", "sync_wait", "sync_self", "cross_thread",
-              "thread_join", "join_tail"]
+EDGE_TYPES = [
+    "release",
+    "cpu_self",
+    "cpu_nest_down",
+    "cpu_nest_up",
+    "cpu_sibling",
+    "gpu_self",
+    "launch",
+    "kernel_kernel",
+    "cross_stream",
+    "sync_wait",
+    "sync_self",
+    "cross_thread",
+    "thread_join",
+    "join_tail",
+]
 EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
 
 GPU_WORK = GPU_WORK_KINDS  # the graph's nodes: schema's CPU_KINDS and GPU work
@@ -37,6 +51,7 @@ class DependencyGraph:
     calibrated weight (ns) of each edge and whether it decided its target's measured time.
     carried: per event, whether it is GPU work launched before the window (a backlog it
     holds as the predecessors of its own GPU work; started no earlier than the window)."""
+
     core: _core._DependencyGraph
     rows: np.ndarray
     window_start: int
@@ -60,8 +75,9 @@ class DependencyGraph:
         """Each edge's target node."""
         return self.core.dst
 
-    def replay(self, weight: Optional[np.ndarray] = None, skip: int = 0,
-               floor: Optional[np.ndarray] = None) -> np.ndarray:
+    def replay(
+        self, weight: Optional[np.ndarray] = None, skip: int = 0, floor: Optional[np.ndarray] = None
+    ) -> np.ndarray:
         """Node times (ns since the window start) with these weights (default: calibrated);
         floor: per node, a time it cannot happen before (set by other ranks' graphs)."""
         return self.core.replay(self.weight if weight is None else weight, skip, floor)
@@ -109,9 +125,16 @@ def _sync_args(trace: Trace, sync_rows: np.ndarray) -> tuple[dict[int, int], dic
     return streams, corrs
 
 
-def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, lane: np.ndarray,
-                          is_gpu: np.ndarray, corr: np.ndarray, sync_kind: np.ndarray,
-                          wait_lane: np.ndarray) -> None:
+def _infer_synced_streams(
+    calls: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    lane: np.ndarray,
+    is_gpu: np.ndarray,
+    corr: np.ndarray,
+    sync_kind: np.ndarray,
+    wait_lane: np.ndarray,
+) -> None:
     """A stream sync whose trace lacks its cuda_sync row (older traces) names no stream. Of
     the streams with work launched before the call, it waited for one whose last such work
     ended by the call's return: the one that ended latest. Where every such stream ended by
@@ -136,10 +159,14 @@ def _infer_synced_streams(calls: np.ndarray, ts: np.ndarray, dur: np.ndarray, la
             sync_kind[i], wait_lane[i] = sync_calls.STREAM, best
 
 
-def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = None,
-                carried: Optional[np.ndarray] = None,
-                release_from: Optional[np.ndarray] = None,
-                thread_part: Optional[np.ndarray] = None) -> DependencyGraph:
+def build_graph(
+    trace: Trace,
+    rows: np.ndarray,
+    window_start: Optional[int] = None,
+    carried: Optional[np.ndarray] = None,
+    release_from: Optional[np.ndarray] = None,
+    thread_part: Optional[np.ndarray] = None,
+) -> DependencyGraph:
     """The calibrated dependency graph of these event rows of one trace. carried (a mask over
     rows): GPU work launched before the window; its launch is not in the graph, and an event
     that began before window_start enters the graph at window_start with what was left of it.
@@ -182,8 +209,9 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     # Lanes: one per (pid, tid) thread and one per (pid, stream); the flag keeps kinds apart.
     pid_code = _dense_codes(pid[rows])
     sub_code = _dense_codes(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]))
-    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code) \
-        * (sub_code.max(initial=0) + 1) + sub_code
+    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code) * (
+        sub_code.max(initial=0) + 1
+    ) + sub_code
     if thread_part is not None:
         part = np.where(is_gpu, 0, np.asarray(thread_part, np.int64))
         key = key * (int(part.max(initial=0)) + 1) + part
@@ -191,8 +219,9 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     # One event per GPU lane names its (pid, stream).
     gpu_at = np.full(int(lane.max(initial=-1)) + 1, -1, np.int64)
     gpu_at[lane[is_gpu]] = rows[is_gpu]
-    lane_of_stream = {(int(pid[r]), int(stream[r])): int(ln)
-                      for ln, r in enumerate(gpu_at.tolist()) if r >= 0}
+    lane_of_stream = {
+        (int(pid[r]), int(stream[r])): int(ln) for ln, r in enumerate(gpu_at.tolist()) if r >= 0
+    }
 
     par = np.where(is_gpu, -1, to_local(parent[rows]))
     launch = np.where(is_gpu & ~carried, to_local(partner[rows]), -1)
@@ -202,7 +231,9 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
     names = col("events", "name")[rows]
     uniq = np.unique(names)
     strings = trace.strings
-    kind_of = sync_calls.sync_kind_of_names([strings[int(i)].as_py() if i >= 0 else "" for i in uniq])
+    kind_of = sync_calls.sync_kind_of_names(
+        [strings[int(i)].as_py() if i >= 0 else "" for i in uniq]
+    )
     sync_kind = np.where(is_gpu, 0, kind_of[np.searchsorted(uniq, names)]).astype(np.uint8)
     wait_lane = np.full(len(rows), -1, np.int64)
     wait_corr = np.full(len(rows), -1, np.int64)
@@ -248,15 +279,26 @@ def build_graph(trace: Trace, rows: np.ndarray, window_start: Optional[int] = No
         corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
 
     if unknown_stream:
-        _infer_synced_streams(np.array(unknown_stream), ts, dur, lane, is_gpu, corr, sync_kind,
-                              wait_lane)
+        _infer_synced_streams(
+            np.array(unknown_stream), ts, dur, lane, is_gpu, corr, sync_kind, wait_lane
+        )
 
     start = int(ts.min()) if window_start is None and len(ts) else int(window_start or 0)
     core = _core.graph.build(
-        np.ascontiguousarray(ts, np.int64), np.ascontiguousarray(dur, np.int64), lane,
-        is_gpu.astype(np.uint8), par.astype(np.int64), launch.astype(np.int64), corr, sync_kind,
-        wait_lane, wait_corr, target_lane, start,
-        None if release_from is None else np.ascontiguousarray(release_from, np.int64))
+        np.ascontiguousarray(ts, np.int64),
+        np.ascontiguousarray(dur, np.int64),
+        lane,
+        is_gpu.astype(np.uint8),
+        par.astype(np.int64),
+        launch.astype(np.int64),
+        corr,
+        sync_kind,
+        wait_lane,
+        wait_corr,
+        target_lane,
+        start,
+        None if release_from is None else np.ascontiguousarray(release_from, np.int64),
+    )
     weight, binding = core.calibrate()
     types = core.type
     n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))

@@ -1,6 +1,7 @@
 """Which runtime calls wait, and on what: the names behind the dependency graph's sync edges.
 
 Kind numbers are the core's SyncKind (csrc/graph/dependency_graph.h)."""
+
 from __future__ import annotations
 
 import re
@@ -14,10 +15,20 @@ NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = range(6)
 _PATTERNS = [
     (STREAM, re.compile(r"^(cuda|hip|cu)StreamSynchronize")),
     (EVENT, re.compile(r"^(cuda|hip|cu)EventSynchronize")),
-    (DEVICE, re.compile(r"^(cudaDeviceSynchronize|hipDeviceSynchronize|cuCtxSynchronize|"
-                        r"cudaThreadSynchronize)")),
-    (OWN_COPY, re.compile(r"^(cuda|hip)Memcpy(?!.*Async)(2D|3D|ToSymbol|FromSymbol)?$"
-                          r"|^cuMemcpy[DH]to[DH](_v2)?$")),
+    (
+        DEVICE,
+        re.compile(
+            r"^(cudaDeviceSynchronize|hipDeviceSynchronize|cuCtxSynchronize|"
+            r"cudaThreadSynchronize)"
+        ),
+    ),
+    (
+        OWN_COPY,
+        re.compile(
+            r"^(cuda|hip)Memcpy(?!.*Async)(2D|3D|ToSymbol|FromSymbol)?$"
+            r"|^cuMemcpy[DH]to[DH](_v2)?$"
+        ),
+    ),
     (STREAM_WAIT, re.compile(r"^(cuda|hip|cu)StreamWaitEvent")),
 ]
 

@@ -7,6 +7,7 @@ work at its measured time. A rank without profiler steps is one window of its wh
 either way. Both hand out hta_fast.model.graph.chain.Chain (a window is a chain of one step),
 so replay, critical path and what-if have one code path for both.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,14 +29,15 @@ def _runs(chosen: np.ndarray, chained: bool) -> list[np.ndarray]:
     or one by one."""
     idx = np.flatnonzero(chosen)
     if not chained:
-        return [idx[i:i + 1] for i in range(len(idx))]
+        return [idx[i : i + 1] for i in range(len(idx))]
     if not len(idx):
         return []
     return np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
 
 
-def walk(traces: Union[Trace, TraceSet], sel: select.Selection,
-         chained: bool = True) -> Iterator[Chain]:
+def walk(
+    traces: Union[Trace, TraceSet], sel: select.Selection, chained: bool = True
+) -> Iterator[Chain]:
     """The chains of the selection, rank by rank, steps in time order (module doc)."""
     for rank, trace, mask in select.each_rank(traces, sel):
         all_rows = graph_rows(trace, mask)
@@ -48,16 +50,31 @@ def walk(traces: Union[Trace, TraceSet], sel: select.Selection,
         steps = steps[order]
         starts = trace.column("steps", "ts")[order]
         ends = starts + np.maximum(trace.column("steps", "dur")[order], 0)
-        chosen = np.ones(len(steps), bool) if sel.steps is None else \
-            np.isin(steps, np.array(sorted(sel.steps), np.int64))
+        chosen = (
+            np.ones(len(steps), bool)
+            if sel.steps is None
+            else np.isin(steps, np.array(sorted(sel.steps), np.int64))
+        )
         step_of = trace.column("events", "step")[all_rows]
         # Carried work comes from the steps before, selected or not.
-        any_step = dataclasses.replace(sel, steps=None).event_mask(trace) \
-            if sel.steps is not None else mask
+        any_step = (
+            dataclasses.replace(sel, steps=None).event_mask(trace)
+            if sel.steps is not None
+            else mask
+        )
         gpu = carry_candidates(trace, graph_rows(trace, any_step))
         for run in _runs(chosen, chained):
-            chain = build_chain(trace, rank, all_rows, step_of, gpu, steps[run], starts[run],
-                                ends[run], window=not chained)
+            chain = build_chain(
+                trace,
+                rank,
+                all_rows,
+                step_of,
+                gpu,
+                steps[run],
+                starts[run],
+                ends[run],
+                window=not chained,
+            )
             if chain is not None:
                 yield chain
 
@@ -67,8 +84,9 @@ def step_key(chain: Chain) -> tuple[tuple[bool, int], ...]:
     return tuple((s is not None, s or 0) for s in chain.steps)
 
 
-def walk_groups(traces: Union[Trace, TraceSet], sel: select.Selection,
-                chained: bool = True) -> Iterator[list[Chain]]:
+def walk_groups(
+    traces: Union[Trace, TraceSet], sel: select.Selection, chained: bool = True
+) -> Iterator[list[Chain]]:
     """The chains of all selected ranks that cover the same steps, to replay together
     (ranks without profiler steps form one group of whole traces), steps in order."""
     groups: dict[tuple[Optional[int], ...], list[Chain]] = {}

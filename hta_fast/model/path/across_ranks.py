@@ -19,6 +19,7 @@ the rank it has reached (Graph::critical_paths with stop_at), the edge that cros
 start counting only for the part inside the step; its length is the latest end minus that
 start. Window by window (chains of one step) the walk runs back to the window's start node.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,6 +35,7 @@ class Stretch:
     """Edges of one rank's graph on the path, in order (window: index into the step's
     windows), and the time each counts for on the path: its weight, but for an edge that
     crosses a chained step's start, the part after the start."""
+
     window: int
     edges: np.ndarray
     durations: np.ndarray
@@ -44,6 +46,7 @@ class Jump:
     """A collective end on window `held` (its collective index `collective` into the
     LinkedWindow's comm) set by the start of the same collective on window `last`, the rank
     that arrived last; wait: ns from that arrival to the held end."""
+
     held: int
     collective: int
     last: int
@@ -58,9 +61,14 @@ class PathAcrossRanks:
     length: int  # ns
 
 
-def path_across_ranks(windows: Sequence[LinkedWindow], weights: Sequence[np.ndarray],
-                      together: Together, end_nodes: Sequence[int], starts: Sequence[int],
-                      stops: Sequence[int]) -> PathAcrossRanks:
+def path_across_ranks(
+    windows: Sequence[LinkedWindow],
+    weights: Sequence[np.ndarray],
+    together: Together,
+    end_nodes: Sequence[int],
+    starts: Sequence[int],
+    stops: Sequence[int],
+) -> PathAcrossRanks:
     """The path of one step over the joint replay `together` of these windows (one chain per
     rank, hta_fast.model.graph.chain) with these weights. Per window: the node where the step
     ends, the step's replayed start and where a walk back stops (ns since the window's
@@ -79,8 +87,9 @@ def path_across_ranks(windows: Sequence[LinkedWindow], weights: Sequence[np.ndar
     seen: set[tuple[int, int]] = set()
     while True:
         w, t = windows[i], times[i]
-        edges, _ = w.graph.core.critical_paths(weights[i], t, 0, np.array([node], np.int64),
-                                               np.array([int(stops[i])], np.int64))
+        edges, _ = w.graph.core.critical_paths(
+            weights[i], t, 0, np.array([node], np.int64), np.array([int(stops[i])], np.int64)
+        )
         durations = weights[i][edges].astype(np.int64)
         first = int(w.graph.core.src[edges[0]]) if len(edges) else node
         if len(edges) and t[first] < floor[i]:  # the edge that crosses the step's start
@@ -93,8 +102,10 @@ def path_across_ranks(windows: Sequence[LinkedWindow], weights: Sequence[np.ndar
         code = int(w.match[k])
         last = window_of_rank[int(together.last_rank[code])]
         if (i, k) in seen:  # a jump back onto a collective already left: a cycle of waits
-            raise RuntimeError(f"the critical path across ranks returned to rank {w.rank}'s "
-                               f"collective {code}: the ranks' collectives wait in a cycle")
+            raise RuntimeError(
+                f"the critical path across ranks returned to rank {w.rank}'s "
+                f"collective {code}: the ranks' collectives wait in a cycle"
+            )
         seen.add((i, k))
         lw = windows[last]
         node = int(2 * lw.comm[int(np.flatnonzero(lw.match == code)[0])])

@@ -6,6 +6,7 @@ held rank from the moment the last rank reached it (its after_last wait), charge
 rank's collective kernel; from_rank names the rank that arrived last. The summary's shares
 (BOUND_BY and cross_rank) add up to 100 % of the path.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
@@ -24,32 +25,48 @@ CROSS_RANK = "cross_rank"
 SHARES = BOUND_BY + [CROSS_RANK]
 
 SUMMARY = pa.schema(
-    [pa.field("step", pa.int64()),
-     pa.field("critical_path_length", pa.int64(), metadata=NS),
-     pa.field("replayed_step", pa.int64(), metadata=NS),
-     pa.field("measured_step", pa.int64(), metadata=NS),
-     pa.field("end_rank", pa.int64()), pa.field("start_rank", pa.int64()),
-     pa.field("jumps", pa.int64())]
-    + [pa.field(b, pa.float64(), metadata=PCT) for b in SHARES])
+    [
+        pa.field("step", pa.int64()),
+        pa.field("critical_path_length", pa.int64(), metadata=NS),
+        pa.field("replayed_step", pa.int64(), metadata=NS),
+        pa.field("measured_step", pa.int64(), metadata=NS),
+        pa.field("end_rank", pa.int64()),
+        pa.field("start_rank", pa.int64()),
+        pa.field("jumps", pa.int64()),
+    ]
+    + [pa.field(b, pa.float64(), metadata=PCT) for b in SHARES]
+)
 
 BREAKDOWN_ACROSS = BREAKDOWN.append(pa.field("from_rank", pa.int64()))
 
 
-def _jump_row(step: Optional[int], held: LinkedWindow, trace: Trace, jump: Jump,
-              from_rank: int) -> pa.Table:
+def _jump_row(
+    step: Optional[int], held: LinkedWindow, trace: Trace, jump: Jump, from_rank: int
+) -> pa.Table:
     event = held.graph.rows[held.comm[[jump.collective]]]
-    return pa.table({
-        "rank": pa.array([held.rank], pa.int64()), "step": pa.array([step], pa.int64()),
-        "duration": pa.array([jump.wait], pa.int64()), "type": pa.array([CROSS_RANK]),
-        **event_columns(trace, event, np.ones(1, bool)),
-        "bound_by": pa.array([CROSS_RANK]), "from_rank": pa.array([from_rank], pa.int64()),
-    }, schema=BREAKDOWN_ACROSS)
+    return pa.table(
+        {
+            "rank": pa.array([held.rank], pa.int64()),
+            "step": pa.array([step], pa.int64()),
+            "duration": pa.array([jump.wait], pa.int64()),
+            "type": pa.array([CROSS_RANK]),
+            **event_columns(trace, event, np.ones(1, bool)),
+            "bound_by": pa.array([CROSS_RANK]),
+            "from_rank": pa.array([from_rank], pa.int64()),
+        },
+        schema=BREAKDOWN_ACROSS,
+    )
 
 
-def path_tables(step: Optional[int], windows: Sequence[LinkedWindow], traces: Sequence[Trace],
-                weights: Sequence[np.ndarray], replayed: Sequence[int],
-                path: PathAcrossRanks, measured: Optional[Sequence[int]] = None
-                ) -> tuple[dict[str, Any], pa.Table]:
+def path_tables(
+    step: Optional[int],
+    windows: Sequence[LinkedWindow],
+    traces: Sequence[Trace],
+    weights: Sequence[np.ndarray],
+    replayed: Sequence[int],
+    path: PathAcrossRanks,
+    measured: Optional[Sequence[int]] = None,
+) -> tuple[dict[str, Any], pa.Table]:
     """The step's SUMMARY row and its BREAKDOWN_ACROSS rows. replayed (and measured, default:
     each window's measured end): each window's replayed step (ns since its own start, or a
     chained step's span); replayed_step and measured_step are those of the rank that ends
@@ -59,8 +76,15 @@ def path_tables(step: Optional[int], windows: Sequence[LinkedWindow], traces: Se
     for piece in path.pieces:
         if isinstance(piece, Stretch):
             w = windows[piece.window]
-            rows, bound = breakdown_rows(w.rank, step, w.graph, traces[piece.window],
-                                         piece.edges, weights[piece.window], piece.durations)
+            rows, bound = breakdown_rows(
+                w.rank,
+                step,
+                w.graph,
+                traces[piece.window],
+                piece.edges,
+                weights[piece.window],
+                piece.durations,
+            )
             parts.append(rows.append_column("from_rank", pa.nulls(rows.num_rows, pa.int64())))
             bounds.append(bound)
             durations.append(piece.durations)
@@ -74,20 +98,29 @@ def path_tables(step: Optional[int], windows: Sequence[LinkedWindow], traces: Se
     duration = np.concatenate(durations)
     total = int(duration.sum())
     row: dict[str, Any] = {
-        "step": step, "critical_path_length": path.length,
+        "step": step,
+        "critical_path_length": path.length,
         "replayed_step": replayed[path.end_window],
-        "measured_step": windows[path.end_window].graph.measured_end if measured is None
+        "measured_step": windows[path.end_window].graph.measured_end
+        if measured is None
         else measured[path.end_window],
-        "end_rank": windows[path.end_window].rank, "start_rank": windows[path.start_window].rank,
-        "jumps": jumps}
-    row.update({b: (100.0 * float(duration[bound_all == b].sum()) / total if total else None)
-                for b in SHARES})
+        "end_rank": windows[path.end_window].rank,
+        "start_rank": windows[path.start_window].rank,
+        "jumps": jumps,
+    }
+    row.update(
+        {
+            b: (100.0 * float(duration[bound_all == b].sum()) / total if total else None)
+            for b in SHARES
+        }
+    )
     return row, pa.concat_tables(parts)
 
 
 def summary_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SUMMARY},
-                    schema=SUMMARY)
+    return pa.table(
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SUMMARY}, schema=SUMMARY
+    )
 
 
 def breakdown_table(parts: list[pa.Table]) -> pa.Table:

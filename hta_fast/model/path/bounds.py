@@ -1,12 +1,13 @@
 """What each critical-path edge is bound by, and the event its time is charged to.
 
-    cpu_bound                    CPU event time, gaps between a thread's calls, host wake-up
-                                 after a sync (data_loading: events whose name holds DataLoader)
-    gpu_compute_bound            kernels, copies and sets that are not communication
-    gpu_communication_bound      communication kernels
-    gpu_kernel_launch_overhead   launch call start -> its GPU event start
-    gpu_kernel_kernel_overhead   gaps between GPU events on a stream or across a stream wait
+cpu_bound                    CPU event time, gaps between a thread's calls, host wake-up
+                             after a sync (data_loading: events whose name holds DataLoader)
+gpu_compute_bound            kernels, copies and sets that are not communication
+gpu_communication_bound      communication kernels
+gpu_kernel_launch_overhead   launch call start -> its GPU event start
+gpu_kernel_kernel_overhead   gaps between GPU events on a stream or across a stream wait
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,23 +18,34 @@ from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
 
-BOUND_BY = ["cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
-            "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead", "data_loading"]
+BOUND_BY = [
+    "cpu_bound",
+    "gpu_compute_bound",
+    "gpu_communication_bound",
+    "gpu_kernel_kernel_overhead",
+    "gpu_kernel_launch_overhead",
+    "data_loading",
+]
 # Categories as fixed-width strings, not Python objects: a path's shares compare each edge's
 # category with each name, which numpy does in C on these (per element in Python on objects).
 BOUND_DTYPE = f"<U{max(len(b) for b in BOUND_BY)}"
 
 # The end of an edge whose event the edge's time is charged to (0: source, 1: target).
-_CHARGED_TO_SOURCE = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "gpu_self", "launch",
-                                        "sync_self")]
-_BOUND = {"launch": "gpu_kernel_launch_overhead", "kernel_kernel": "gpu_kernel_kernel_overhead",
-          "cross_stream": "gpu_kernel_kernel_overhead"}
+_CHARGED_TO_SOURCE = [
+    EDGE[t] for t in ("cpu_self", "cpu_nest_down", "gpu_self", "launch", "sync_self")
+]
+_BOUND = {
+    "launch": "gpu_kernel_launch_overhead",
+    "kernel_kernel": "gpu_kernel_kernel_overhead",
+    "cross_stream": "gpu_kernel_kernel_overhead",
+}
 
 
 def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
     """The trace row each edge's time is charged to."""
-    node: np.ndarray = np.where(np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE),
-                                graph.src[edges], graph.dst[edges])
+    node: np.ndarray = np.where(
+        np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE), graph.src[edges], graph.dst[edges]
+    )
     return graph.rows[np.minimum(node // 2, len(graph.rows) - 1)]
 
 
@@ -47,8 +59,9 @@ def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndar
     """The BOUND_BY category of each edge (an array of BOUND_DTYPE)."""
     events = charged_events(graph, edges)
     loading = pc.fill_null(pc.match_substring(names_of(trace, "name", events), "DataLoader"), False)
-    out = np.where(loading.to_numpy(zero_copy_only=False), "data_loading",
-                   "cpu_bound").astype(BOUND_DTYPE)
+    out = np.where(loading.to_numpy(zero_copy_only=False), "data_loading", "cpu_bound").astype(
+        BOUND_DTYPE
+    )
     types = graph.edge_type[edges]
     gpu = types == EDGE["gpu_self"]
     comm = trace.column("events", "kernel_class")[events] == KernelClass.COMM
@@ -62,5 +75,6 @@ def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndar
 def shares(bounds: np.ndarray, weight: np.ndarray) -> dict[str, float | None]:
     """Each category's share of the path length, in percent (None for an empty path)."""
     total = int(weight.sum())
-    return {b: (100.0 * float(weight[bounds == b].sum()) / total if total else None)
-            for b in BOUND_BY}
+    return {
+        b: (100.0 * float(weight[bounds == b].sum()) / total if total else None) for b in BOUND_BY
+    }

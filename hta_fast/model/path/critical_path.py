@@ -20,6 +20,7 @@ followed across them (hta_fast.model.path.across_ranks): the summary is per step
 rows carry the rank each one is on, and a jump from a held collective to the rank that
 arrived last is a row of type cross_rank.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Union
@@ -41,23 +42,35 @@ from .rows import BREAKDOWN, breakdown_rows
 from .step_paths import step_paths
 
 SUMMARY = pa.schema(
-    [pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
-     pa.field("critical_path_length", pa.int64(), metadata=NS),
-     pa.field("measured_step", pa.int64(), metadata=NS)]
-    + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY])
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("critical_path_length", pa.int64(), metadata=NS),
+        pa.field("measured_step", pa.int64(), metadata=NS),
+    ]
+    + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY]
+)
 
 
 def _no_sync_note(rank: int, step: Optional[int], graph: DependencyGraph) -> list[str]:
     if graph.n_sync_edges:
         return []
-    return [f"rank {rank} step {step}: the trace has no sync or stream-wait events, so the host "
-            "never waits for the GPU in this graph; the shares say where the step's time went "
-            "only as far as launches and stream order tell, not that the step is CPU bound"]
+    return [
+        f"rank {rank} step {step}: the trace has no sync or stream-wait events, so the host "
+        "never waits for the GPU in this graph; the shares say where the step's time went "
+        "only as far as launches and stream order tell, not that the step is CPU bound"
+    ]
 
 
-def critical_path(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
-                  selection: Optional[select.Selection] = None,
-                  cross_rank: bool = False, chained: bool = True) -> Result:
+def critical_path(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    selection: Optional[select.Selection] = None,
+    cross_rank: bool = False,
+    chained: bool = True,
+) -> Result:
     """Summary per (rank, step) (the main table) and the path's edges ("breakdown").
     cross_rank: one path per step across the selected ranks replayed together (summary per
     step, with end_rank, start_rank, jumps and the cross_rank share). chained (default): each
@@ -73,25 +86,41 @@ def critical_path(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps:
         measured = chain.spans(chain.measured_times())
         for k, (path, weight) in enumerate(step_paths(chain, g.weight, g.replay())):
             step = chain.steps[k]
-            rows, bound = breakdown_rows(chain.rank, step, g, chain.trace, path, g.weight,
-                                         weight)
-            found.append((chain.rank, step, _summary(chain.rank, step, weight, bound,
-                                                     int(measured[k])), rows))
+            rows, bound = breakdown_rows(chain.rank, step, g, chain.trace, path, g.weight, weight)
+            found.append(
+                (
+                    chain.rank,
+                    step,
+                    _summary(chain.rank, step, weight, bound, int(measured[k])),
+                    rows,
+                )
+            )
             notes += _no_sync_note(chain.rank, step, g)
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
-    table = pa.table({f.name: pa.array([r[f.name] for r in summary], f.type) for f in SUMMARY},
-                     schema=SUMMARY)
+    table = pa.table(
+        {f.name: pa.array([r[f.name] for r in summary], f.type) for f in SUMMARY}, schema=SUMMARY
+    )
     breakdown = pa.concat_tables([f[3] for f in found]) if found else BREAKDOWN.empty_table()
-    return Result("critical_path", table, tables={"breakdown": breakdown}, notes=notes,
-                  params={"selection": sel, "chained": chained})
+    return Result(
+        "critical_path",
+        table,
+        tables={"breakdown": breakdown},
+        notes=notes,
+        params={"selection": sel, "chained": chained},
+    )
 
 
-def _summary(rank: int, step: Optional[int], weight: np.ndarray, bound: np.ndarray,
-             measured: int) -> dict[str, Any]:
+def _summary(
+    rank: int, step: Optional[int], weight: np.ndarray, bound: np.ndarray, measured: int
+) -> dict[str, Any]:
     """One SUMMARY row: the path's length (weight: the time each edge counts for) and
     shares."""
-    row: dict[str, Any] = {"rank": rank, "step": step, "critical_path_length": int(weight.sum()),
-                           "measured_step": measured}
+    row: dict[str, Any] = {
+        "rank": rank,
+        "step": step,
+        "critical_path_length": int(weight.sum()),
+        "measured_step": measured,
+    }
     row.update(shares(bound, weight))
     return row

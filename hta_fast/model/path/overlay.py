@@ -5,6 +5,7 @@ wait between two events (launch, stream order, cross-stream, sync, cross-thread)
 can be followed across threads and streams. Slices are rebuilt from the loaded columns (name,
 cat, pid, tid, ts, dur), not copied from the file, so the original args are not in it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,8 +33,9 @@ def _id(trace: Trace, value: int) -> Union[int, str]:
     return name if name is not None else int(value)
 
 
-def _events(trace: Trace, g: DependencyGraph, step_of: list, paths: list[np.ndarray],
-            flow_id: int) -> tuple[list[dict[str, Any]], int]:
+def _events(
+    trace: Trace, g: DependencyGraph, step_of: list, paths: list[np.ndarray], flow_id: int
+) -> tuple[list[dict[str, Any]], int]:
     """The slices of the graph's events (step_of: each one's step) and the arrows of these
     path edges, flows numbered after flow_id."""
     on_path = np.zeros(len(g.rows), bool)
@@ -48,10 +50,18 @@ def _events(trace: Trace, g: DependencyGraph, step_of: list, paths: list[np.ndar
     dur = np.maximum(trace.column("events", "dur")[rows], 0)
     events: list[dict[str, Any]] = []
     for i in range(len(rows)):
-        events.append({"ph": "X", "name": names[i] or "", "cat": cats[i] or "",
-                       "pid": _id(trace, pid[i]), "tid": _id(trace, tid[i]),
-                       "ts": start[i] / 1000, "dur": dur[i] / 1000,
-                       "args": {"critical": int(on_path[i]), "step": step_of[i]}})
+        events.append(
+            {
+                "ph": "X",
+                "name": names[i] or "",
+                "cat": cats[i] or "",
+                "pid": _id(trace, pid[i]),
+                "tid": _id(trace, tid[i]),
+                "ts": start[i] / 1000,
+                "dur": dur[i] / 1000,
+                "args": {"critical": int(on_path[i]), "step": step_of[i]},
+            }
+        )
     times = g.core.measured
     for path in paths:
         for e, bound in zip(path, bound_by(g, trace, path)):
@@ -61,10 +71,16 @@ def _events(trace: Trace, g: DependencyGraph, step_of: list, paths: list[np.ndar
                 continue  # nesting and durations show as slices already
             flow_id += 1
             for ph, node, row in (("s", s, a), ("f", d, d // 2)):
-                flow = {"ph": ph, "id": flow_id, "name": EDGE_TYPES[g.edge_type[e]],
-                        "cat": "critical_path", "pid": _id(trace, pid[row]),
-                        "tid": _id(trace, tid[row]), "ts": times[node] / 1000,
-                        "args": {"bound_by": bound}}
+                flow = {
+                    "ph": ph,
+                    "id": flow_id,
+                    "name": EDGE_TYPES[g.edge_type[e]],
+                    "cat": "critical_path",
+                    "pid": _id(trace, pid[row]),
+                    "tid": _id(trace, tid[row]),
+                    "ts": times[node] / 1000,
+                    "args": {"bound_by": bound},
+                }
                 if ph == "f":
                     flow["bp"] = "e"
                 events.append(flow)
@@ -82,9 +98,13 @@ def _drawn_steps(chain: Chain) -> list:
     return np.asarray(np.where(own, step_col, chain.steps[0])).tolist()
 
 
-def critical_path_trace(traces: Union[Trace, TraceSet], *, rank: Optional[int] = None,
-                        steps: Optional[list[int]] = None, chained: bool = True
-                        ) -> dict[str, Any]:
+def critical_path_trace(
+    traces: Union[Trace, TraceSet],
+    *,
+    rank: Optional[int] = None,
+    steps: Optional[list[int]] = None,
+    chained: bool = True,
+) -> dict[str, Any]:
     """The Chrome trace document (a dict) of one rank's critical paths. chained (default):
     the paths of hta_fast.model.path.critical_path's chained steps (each from the step's end
     back to its replayed start), each event drawn once with its own step; False: each step's
@@ -105,13 +125,18 @@ def critical_path_trace(traces: Union[Trace, TraceSet], *, rank: Optional[int] =
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
-def write_critical_path_trace(traces: Union[Trace, TraceSet], path: Union[str, os.PathLike], *,
-                              rank: Optional[int] = None, steps: Optional[list[int]] = None,
-                              chained: bool = True) -> str:
+def write_critical_path_trace(
+    traces: Union[Trace, TraceSet],
+    path: Union[str, os.PathLike],
+    *,
+    rank: Optional[int] = None,
+    steps: Optional[list[int]] = None,
+    chained: bool = True,
+) -> str:
     """Writes critical_path_trace(...) as JSON (gzip when path ends in .gz); returns the path."""
     doc = critical_path_trace(traces, rank=rank, steps=steps, chained=chained)
     data = json.dumps(doc).encode()
     out = os.fspath(path)
-    with (gzip.open(out, "wb") if out.endswith(".gz") else open(out, "wb")) as f:
+    with gzip.open(out, "wb") if out.endswith(".gz") else open(out, "wb") as f:
         f.write(data)
     return out

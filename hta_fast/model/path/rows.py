@@ -1,6 +1,7 @@
 """Breakdown rows of a critical path: one row per edge, with its duration (the edge's weight),
 type, the event it is charged to (name, cat, pid, tid, stream) and what it is bound by
 (hta_fast.model.path.bounds). Shared by the per-rank path and the path across ranks."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -13,27 +14,44 @@ from ...trace import Trace
 from ..graph.dependency_graph import EDGE_TYPES, DependencyGraph
 from .bounds import bound_by, charged_events, names_of
 
-BREAKDOWN = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
-    pa.field("duration", pa.int64(), metadata=NS), pa.field("type", pa.string()),
-    pa.field("name", pa.string()), pa.field("cat", pa.string()), pa.field("pid", pa.int64()),
-    pa.field("tid", pa.int64()), pa.field("stream", pa.int64()), pa.field("bound_by", pa.string()),
-])
+BREAKDOWN = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("duration", pa.int64(), metadata=NS),
+        pa.field("type", pa.string()),
+        pa.field("name", pa.string()),
+        pa.field("cat", pa.string()),
+        pa.field("pid", pa.int64()),
+        pa.field("tid", pa.int64()),
+        pa.field("stream", pa.int64()),
+        pa.field("bound_by", pa.string()),
+    ]
+)
 _GPU_TYPES = ["gpu_self", "kernel_kernel", "cross_stream"]
 
 
 def event_columns(trace: Trace, events: np.ndarray, gpu: np.ndarray) -> dict[str, pa.Array]:
     """name, cat, pid, tid and stream (null where `gpu` is False) of these event rows."""
     stream = trace.column("events", "stream")[events].astype(np.int64)
-    return {"name": names_of(trace, "name", events), "cat": names_of(trace, "cat", events),
-            "pid": pa.array(trace.column("events", "pid")[events], pa.int64()),
-            "tid": pa.array(trace.column("events", "tid")[events], pa.int64()),
-            "stream": pa.array(np.where(gpu, stream, 0), pa.int64(), mask=~gpu)}
+    return {
+        "name": names_of(trace, "name", events),
+        "cat": names_of(trace, "cat", events),
+        "pid": pa.array(trace.column("events", "pid")[events], pa.int64()),
+        "tid": pa.array(trace.column("events", "tid")[events], pa.int64()),
+        "stream": pa.array(np.where(gpu, stream, 0), pa.int64(), mask=~gpu),
+    }
 
 
-def breakdown_rows(rank: int, step: object, graph: DependencyGraph, trace: Trace,
-                   edges: np.ndarray, weight: np.ndarray,
-                   durations: Optional[np.ndarray] = None) -> tuple[pa.Table, np.ndarray]:
+def breakdown_rows(
+    rank: int,
+    step: object,
+    graph: DependencyGraph,
+    trace: Trace,
+    edges: np.ndarray,
+    weight: np.ndarray,
+    durations: Optional[np.ndarray] = None,
+) -> tuple[pa.Table, np.ndarray]:
     """The BREAKDOWN rows of these path edges (weights: the graph's, one per edge) and each
     edge's bound_by category. durations: the time each path edge counts for, where it is not
     its weight (a chained step's path: the edge that crosses the step's start counts for the
@@ -42,11 +60,15 @@ def breakdown_rows(rank: int, step: object, graph: DependencyGraph, trace: Trace
     type_names = np.array(EDGE_TYPES, object)[graph.edge_type[edges]]
     bound = bound_by(graph, trace, edges)
     events = charged_events(graph, edges)
-    table = pa.table({
-        "rank": pa.array(np.full(len(edges), rank), pa.int64()),
-        "step": pa.array([step] * len(edges), pa.int64()),
-        "duration": pa.array(w, pa.int64()), "type": pa.array(type_names.tolist(), pa.string()),
-        **event_columns(trace, events, np.isin(type_names, _GPU_TYPES)),
-        "bound_by": pa.array(bound.tolist(), pa.string()),
-    }, schema=BREAKDOWN)
+    table = pa.table(
+        {
+            "rank": pa.array(np.full(len(edges), rank), pa.int64()),
+            "step": pa.array([step] * len(edges), pa.int64()),
+            "duration": pa.array(w, pa.int64()),
+            "type": pa.array(type_names.tolist(), pa.string()),
+            **event_columns(trace, events, np.isin(type_names, _GPU_TYPES)),
+            "bound_by": pa.array(bound.tolist(), pa.string()),
+        },
+        schema=BREAKDOWN,
+    )
     return table, bound

@@ -4,6 +4,7 @@ walk stopped at its step's start, so a step's path costs its own length). A chai
 path stops at its replayed start and the edge that crosses the start counts only for the part
 inside the step, so the path is as long as the replayed step; a window's runs back to the
 window's start node."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,16 +12,18 @@ import numpy as np
 from ..graph.chain import Chain
 
 
-def step_paths(chain: Chain, weight: np.ndarray, times: np.ndarray
-               ) -> list[tuple[np.ndarray, np.ndarray]]:
+def step_paths(
+    chain: Chain, weight: np.ndarray, times: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per step, its critical path's edges and the time each counts for within the step."""
     g = chain.graph
     starts = chain.step_starts(times)
-    paths, offsets = g.core.critical_paths(weight, times, 0, chain.end_nodes(times),
-                                           chain.path_stops(times))
+    paths, offsets = g.core.critical_paths(
+        weight, times, 0, chain.end_nodes(times), chain.path_stops(times)
+    )
     out = []
     for k in range(len(chain.steps)):
-        p = paths[offsets[k]:offsets[k + 1]]
+        p = paths[offsets[k] : offsets[k + 1]]
         w = weight[p].astype(np.int64)
         if len(p) and times[g.src[p[0]]] < starts[k]:  # the edge that crosses the step's start
             w[0] = times[g.dst[p[0]]] - starts[k]

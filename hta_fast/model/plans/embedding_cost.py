@@ -13,6 +13,7 @@ the whole global batch and sends each other rank its share of the pooled rows, b
 dim x element size / ranks each. A rank sends (ranks - 1) / ranks of its tables' output
 and receives 1 / ranks of every other table's output.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,6 +32,7 @@ from ...frame.result import Result
 class TableSpec:
     """One embedding table: rows, dim, pooling (mean indices per sample), batch (global
     samples per step), itemsize (bytes per element)."""
+
     name: str
     rows: int
     dim: int
@@ -42,8 +44,9 @@ class TableSpec:
         for field in ("rows", "dim", "pooling", "batch", "itemsize"):
             v = getattr(self, field)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"table {self.name!r}: {field} must be a positive number, "
-                                 f"got {v!r}")
+                raise ValueError(
+                    f"table {self.name!r}: {field} must be a positive number, got {v!r}"
+                )
 
     @property
     def rows_touched(self) -> float:
@@ -63,8 +66,12 @@ class TableSpec:
 class LookupCostModel:
     """Lookup time curves per kernel family. predict(bytes, family) -> ns."""
 
-    def __init__(self, fits: Mapping[str, TimeFit], errors: Optional[Mapping[str, tuple]] = None,
-                 notes: Sequence[str] = ()):
+    def __init__(
+        self,
+        fits: Mapping[str, TimeFit],
+        errors: Optional[Mapping[str, tuple]] = None,
+        notes: Sequence[str] = (),
+    ):
         if not fits:
             raise ValueError("a lookup cost model needs at least one fitted family")
         self.fits = dict(fits)
@@ -72,14 +79,17 @@ class LookupCostModel:
         self.notes = list(notes)
 
     @staticmethod
-    def from_parameters(latency_ns: float, bandwidth_gbps: float,
-                        family: str = "lookup") -> "LookupCostModel":
+    def from_parameters(
+        latency_ns: float, bandwidth_gbps: float, family: str = "lookup"
+    ) -> "LookupCostModel":
         """A model from known parameters (a user spec or another machine's fit)."""
         if not (latency_ns >= 0 and bandwidth_gbps > 0):
-            raise ValueError(f"latency must be >= 0 and bandwidth > 0, got {latency_ns!r}, "
-                             f"{bandwidth_gbps!r}")
-        return LookupCostModel({family: TimeFit("linear", float(latency_ns),
-                                                float(bandwidth_gbps))})
+            raise ValueError(
+                f"latency must be >= 0 and bandwidth > 0, got {latency_ns!r}, {bandwidth_gbps!r}"
+            )
+        return LookupCostModel(
+            {family: TimeFit("linear", float(latency_ns), float(bandwidth_gbps))}
+        )
 
     def family(self, name: Optional[str] = None) -> TimeFit:
         if name is None:
@@ -90,8 +100,9 @@ class LookupCostModel:
             raise KeyError(f"no lookup curve for {name!r}; fitted: {sorted(self.fits)}")
         return self.fits[name]
 
-    def predict(self, nbytes: Union[float, np.ndarray], family: Optional[str] = None
-                ) -> Union[float, np.ndarray]:
+    def predict(
+        self, nbytes: Union[float, np.ndarray], family: Optional[str] = None
+    ) -> Union[float, np.ndarray]:
         return self.family(family).predict(nbytes)
 
     def table(self) -> Result:
@@ -99,17 +110,20 @@ class LookupCostModel:
         fit_error_pct, holdout_error_pct (null where not measured)."""
         names = sorted(self.fits)
         err = [self.errors.get(n, (None, None, None, None)) for n in names]
-        t = pa.table({
-            "family": pa.array(names, pa.string()),
-            "form": pa.array([self.fits[n].form for n in names], pa.string()),
-            "latency_ns": pa.array([self.fits[n].latency_ns for n in names], pa.float64()),
-            "bandwidth_gbps": pa.array([self.fits[n].bandwidth_gbps for n in names],
-                                       pa.float64()),
-            "lookups": pa.array([e[0] for e in err], pa.int64()),
-            "sizes": pa.array([e[1] for e in err], pa.int64()),
-            "fit_error_pct": pa.array([e[2] for e in err], pa.float64(), from_pandas=True),
-            "holdout_error_pct": pa.array([e[3] for e in err], pa.float64(), from_pandas=True),
-        })
+        t = pa.table(
+            {
+                "family": pa.array(names, pa.string()),
+                "form": pa.array([self.fits[n].form for n in names], pa.string()),
+                "latency_ns": pa.array([self.fits[n].latency_ns for n in names], pa.float64()),
+                "bandwidth_gbps": pa.array(
+                    [self.fits[n].bandwidth_gbps for n in names], pa.float64()
+                ),
+                "lookups": pa.array([e[0] for e in err], pa.int64()),
+                "sizes": pa.array([e[1] for e in err], pa.int64()),
+                "fit_error_pct": pa.array([e[2] for e in err], pa.float64(), from_pandas=True),
+                "holdout_error_pct": pa.array([e[3] for e in err], pa.float64(), from_pandas=True),
+            }
+        )
         return Result("lookup_cost", t, notes=self.notes)
 
     def __repr__(self) -> str:
@@ -123,15 +137,16 @@ def fit_lookup_costs(lookups: Union[Result, pa.Table]) -> LookupCostModel:
     table = lookups.table if isinstance(lookups, Result) else lookups
     missing = [c for c in ("family", "bytes", "dur") if c not in table.column_names]
     if missing:
-        raise ValueError(f"lookup observations lack column(s) {missing}; need family, "
-                         "bytes, dur")
+        raise ValueError(f"lookup observations lack column(s) {missing}; need family, bytes, dur")
     family = np.asarray(table["family"].to_pylist(), dtype=object)
     nbytes = np.asarray(table["bytes"].to_numpy(zero_copy_only=False), np.float64)
     dur = np.asarray(table["dur"].to_numpy(zero_copy_only=False), np.float64)
     ok = np.isfinite(nbytes) & (dur > 0)
     if not ok.any():
-        raise ValueError("no lookup kernel with a byte count: give the table dimension "
-                         "(lookup_kernels(..., dim=)) or a TableSpec-based model")
+        raise ValueError(
+            "no lookup kernel with a byte count: give the table dimension "
+            "(lookup_kernels(..., dim=)) or a TableSpec-based model"
+        )
     fits, errors, notes = {}, {}, []
     for f in sorted(set(family[ok].tolist())):
         rows = ok & (family == f)
@@ -143,8 +158,7 @@ def fit_lookup_costs(lookups: Union[Result, pa.Table]) -> LookupCostModel:
     return LookupCostModel(fits, errors, notes)
 
 
-def _assignment(tables: Sequence[TableSpec], plan: Mapping[str, int], ranks: int
-                ) -> np.ndarray:
+def _assignment(tables: Sequence[TableSpec], plan: Mapping[str, int], ranks: int) -> np.ndarray:
     if ranks < 1:
         raise ValueError(f"ranks must be >= 1, got {ranks}")
     names = [t.name for t in tables]
@@ -152,24 +166,28 @@ def _assignment(tables: Sequence[TableSpec], plan: Mapping[str, int], ranks: int
         raise ValueError("table names must be unique")
     if set(plan) != set(names):
         extra, lost = sorted(set(plan) - set(names)), sorted(set(names) - set(plan))
-        raise ValueError(f"the plan must place every table once: unknown {extra}, "
-                         f"unplaced {lost}")
+        raise ValueError(f"the plan must place every table once: unknown {extra}, unplaced {lost}")
     owner = np.array([plan[n] for n in names], np.int64)
     if ((owner < 0) | (owner >= ranks)).any():
         raise ValueError(f"plan places a table on a rank outside 0..{ranks - 1}")
     return owner
 
 
-def _rank_times(fit: TimeFit, owner: np.ndarray, nbytes: np.ndarray, ranks: int
-                ) -> np.ndarray:
+def _rank_times(fit: TimeFit, owner: np.ndarray, nbytes: np.ndarray, ranks: int) -> np.ndarray:
     per_rank = np.bincount(owner, nbytes, minlength=ranks)
     count = np.bincount(owner, minlength=ranks)
     return np.where(count > 0, fit.predict(per_rank), 0.0)
 
 
-def evaluate_plan(tables: Sequence[TableSpec], plan: Mapping[str, int], ranks: int, *,
-                  cost: LookupCostModel, family: Optional[str] = None,
-                  comm: Any = None) -> Result:
+def evaluate_plan(
+    tables: Sequence[TableSpec],
+    plan: Mapping[str, int],
+    ranks: int,
+    *,
+    cost: LookupCostModel,
+    family: Optional[str] = None,
+    comm: Any = None,
+) -> Result:
     """Each rank's predicted embedding lookup time and all-to-all bytes under `plan`.
 
     Result "embedding_plan", one row per rank: rank, tables, rows_touched, lookup_bytes,
@@ -195,29 +213,56 @@ def evaluate_plan(tables: Sequence[TableSpec], plan: Mapping[str, int], ranks: i
             a2a_ns = float(comm.predict("all_to_all", buffer, ranks))
         except KeyError as e:
             notes.append(f"no all-to-all time: {e.args[0]}")
-    table = pa.table({
-        "rank": pa.array(np.arange(ranks), pa.int64()),
-        "tables": pa.array(np.bincount(owner, minlength=ranks), pa.int64()),
-        "rows_touched": pa.array(np.bincount(owner, [t.rows_touched for t in tables],
-                                             minlength=ranks), pa.float64()),
-        "lookup_bytes": pa.array(np.bincount(owner, nbytes, minlength=ranks), pa.float64()),
-        "lookup_ns": pa.array(times, pa.float64()),
-        "a2a_send_bytes": pa.array(send, pa.float64()),
-        "a2a_recv_bytes": pa.array(recv, pa.float64()),
-    })
-    table = table.cast(pa.schema([f.with_metadata(NS) if f.name == "lookup_ns" else
-                                  f.with_metadata({"unit": "B"}) if f.name.endswith("bytes")
-                                  else f for f in table.schema]))
+    table = pa.table(
+        {
+            "rank": pa.array(np.arange(ranks), pa.int64()),
+            "tables": pa.array(np.bincount(owner, minlength=ranks), pa.int64()),
+            "rows_touched": pa.array(
+                np.bincount(owner, [t.rows_touched for t in tables], minlength=ranks), pa.float64()
+            ),
+            "lookup_bytes": pa.array(np.bincount(owner, nbytes, minlength=ranks), pa.float64()),
+            "lookup_ns": pa.array(times, pa.float64()),
+            "a2a_send_bytes": pa.array(send, pa.float64()),
+            "a2a_recv_bytes": pa.array(recv, pa.float64()),
+        }
+    )
+    table = table.cast(
+        pa.schema(
+            [
+                f.with_metadata(NS)
+                if f.name == "lookup_ns"
+                else f.with_metadata({"unit": "B"})
+                if f.name.endswith("bytes")
+                else f
+                for f in table.schema
+            ]
+        )
+    )
     max_ns = float(times.max())
-    return Result("embedding_plan", table, notes=notes, params={
-        "plan": dict(plan), "ranks": ranks, "max_lookup_ns": max_ns,
-        "a2a_bytes": float(send.sum()), "a2a_ns": a2a_ns,
-        "predicted_ns": max_ns + (a2a_ns or 0.0)})
+    return Result(
+        "embedding_plan",
+        table,
+        notes=notes,
+        params={
+            "plan": dict(plan),
+            "ranks": ranks,
+            "max_lookup_ns": max_ns,
+            "a2a_bytes": float(send.sum()),
+            "a2a_ns": a2a_ns,
+            "predicted_ns": max_ns + (a2a_ns or 0.0),
+        },
+    )
 
 
-def improve_plan(tables: Sequence[TableSpec], ranks: int, *, cost: LookupCostModel,
-                 family: Optional[str] = None, plan: Optional[Mapping[str, int]] = None,
-                 max_rounds: int = 1000) -> dict[str, int]:
+def improve_plan(
+    tables: Sequence[TableSpec],
+    ranks: int,
+    *,
+    cost: LookupCostModel,
+    family: Optional[str] = None,
+    plan: Optional[Mapping[str, int]] = None,
+    max_rounds: int = 1000,
+) -> dict[str, int]:
     """A plan whose slowest rank is as fast as a greedy search finds.
 
     Start: `plan`, or largest tables first, each on the rank that would finish it

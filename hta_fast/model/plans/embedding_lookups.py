@@ -23,6 +23,7 @@ bytes = indices x dim x the weights' element size (rows read from the tables);
 dim_source says where dim came from: "weight" (embedding_bag's weight shape),
 "concrete_inputs", "autograd_node" or "given".
 """
+
 from __future__ import annotations
 
 import re
@@ -45,19 +46,27 @@ _LOOKUP_KERNEL = re.compile(r"embedding_codegen_forward|embedding_bag|EmbeddingB
 _NOT_LOOKUP = re.compile(r"backward|grad", re.I)
 _LOOKUP_OP = re.compile(r"embedding_codegen_lookup|embedding_bag", re.I)
 # (D_offsets, indices, offsets, weights) argument positions of FBGEMM's lookup functions.
-_FBGEMM_ARGS = ((re.compile(r"split_embedding_codegen_lookup"), (6, 11, 12, 1)),
-                (re.compile(r"dense_embedding_codegen_lookup"), (2, 7, 8, 0)))
+_FBGEMM_ARGS = (
+    (re.compile(r"split_embedding_codegen_lookup"), (6, 11, 12, 1)),
+    (re.compile(r"dense_embedding_codegen_lookup"), (2, 7, 8, 0)),
+)
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("row", pa.int64()),
-    pa.field("family", pa.string()), pa.field("op", pa.string()),
-    pa.field("dur", pa.int64(), metadata=NS),
-    pa.field("tables", pa.int64()), pa.field("bags", pa.int64()),
-    pa.field("indices", pa.int64()), pa.field("dim", pa.float64()),
-    pa.field("dim_source", pa.string()),
-    pa.field("bytes", pa.float64(), metadata={"unit": "B"}),
-    pa.field("no_model", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("row", pa.int64()),
+        pa.field("family", pa.string()),
+        pa.field("op", pa.string()),
+        pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("tables", pa.int64()),
+        pa.field("bags", pa.int64()),
+        pa.field("indices", pa.int64()),
+        pa.field("dim", pa.float64()),
+        pa.field("dim_source", pa.string()),
+        pa.field("bytes", pa.float64(), metadata={"unit": "B"}),
+        pa.field("no_model", pa.string()),
+    ]
+)
 
 
 def kernel_family(name: str) -> str:
@@ -74,21 +83,29 @@ def _work(op: str, call: OpCall) -> tuple[int, int, int, Optional[float], int]:
             tables = call.numel(d_off) - 1
             bags = call.numel(off) - 1
             if tables <= 0 or bags < 0:
-                raise NoModel(f"{op}: D_offsets {call.shape(d_off)} / offsets "
-                              f"{call.shape(off)} do not describe tables")
+                raise NoModel(
+                    f"{op}: D_offsets {call.shape(d_off)} / offsets "
+                    f"{call.shape(off)} do not describe tables"
+                )
             return tables, bags, call.numel(idx), None, call.itemsize(weights, 4)
     w = call.shape(0)
     if len(w) != 2:
         raise NoModel(f"{op}: weight of shape {w}")
     idx_shape = call.shape(1)
     # 2-D indices are fixed-size bags (one row each); else offsets mark where bags start
-    bags = idx_shape[0] if len(idx_shape) == 2 else \
-        max(call.numel(2) - 1, 0) if call.has_tensor(2) else 0
+    bags = (
+        idx_shape[0]
+        if len(idx_shape) == 2
+        else max(call.numel(2) - 1, 0)
+        if call.has_tensor(2)
+        else 0
+    )
     return 1, bags, call.numel(1), float(w[1]), call.itemsize(0, 4)
 
 
-def _fbgemm_dim(call: OpCall, tables: int, dim: Optional[float], width: Optional[dict]
-                ) -> tuple[float, str]:
+def _fbgemm_dim(
+    call: OpCall, tables: int, dim: Optional[float], width: Optional[dict]
+) -> tuple[float, str]:
     """The tables' mean dimension of an FBGEMM lookup and its source: `dim` if given, else
     total_D / tables from Concrete Inputs or the paired autograd node; NoModel with the
     reason where neither says."""
@@ -102,13 +119,17 @@ def _fbgemm_dim(call: OpCall, tables: int, dim: Optional[float], width: Optional
         return total_d / tables, "concrete_inputs"
     if width is not None and "total_d" in width:
         return width["total_d"] / tables, "autograd_node"
-    reason = (width or {}).get("reason", "output width total_D not recorded (no Concrete "
-                                         "Inputs) and no autograd node of this lookup")
+    reason = (width or {}).get(
+        "reason",
+        "output width total_D not recorded (no Concrete "
+        "Inputs) and no autograd node of this lookup",
+    )
     raise NoModel(f"table dimension not recorded: {reason} (give dim=)")
 
 
-def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray],
-               dim: Optional[float]) -> list[dict]:
+def _rank_rows(
+    rank: int, trace: Trace, mask: Optional[np.ndarray], dim: Optional[float]
+) -> list[dict]:
     name_id = trace.column("events", "name")
     strings = trace.strings.cast(pa.string())
     ids = np.unique(name_id)
@@ -116,8 +137,9 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray],
     dur = trace.column("events", "dur")
     launch, gpu = launch_pairs(trace, mask, include_memory_events=False)
     kname = [names[i] for i in name_id[gpu].tolist()]
-    is_lookup = np.array([bool(_LOOKUP_KERNEL.search(n)) and not _NOT_LOOKUP.search(n)
-                          for n in kname], bool)
+    is_lookup = np.array(
+        [bool(_LOOKUP_KERNEL.search(n)) and not _NOT_LOOKUP.search(n) for n in kname], bool
+    )
     if not is_lookup.any():
         return []
     gpu, launch = gpu[is_lookup], launch[is_lookup]
@@ -138,9 +160,19 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray],
     out = []
     for k, g in enumerate(gpu):
         row: dict[str, Any] = {
-            "rank": rank, "row": int(g), "family": kernel_family(kname[k]), "op": None,
-            "dur": int(dur[g]), "tables": None, "bags": None, "indices": None, "dim": None,
-            "dim_source": None, "bytes": None, "no_model": None}
+            "rank": rank,
+            "row": int(g),
+            "family": kernel_family(kname[k]),
+            "op": None,
+            "dur": int(dur[g]),
+            "tables": None,
+            "bags": None,
+            "indices": None,
+            "dim": None,
+            "dim_source": None,
+            "bytes": None,
+            "no_model": None,
+        }
         o = int(op_of[k])
         if o < 0:
             row["no_model"] = "no embedding operator above the kernel"
@@ -166,8 +198,9 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray],
     return out
 
 
-def _tbe_widths(trace: Trace, names: dict[int, str], dims: list, types: list,
-                concrete: list) -> dict[tuple, dict]:
+def _tbe_widths(
+    trace: Trace, names: dict[int, str], dims: list, types: list, concrete: list
+) -> dict[tuple, dict]:
     """tbe_widths over the rank's FBGEMM lookups and autograd nodes (all of its trace: a
     node's gradient is recorded in the backward pass, which a selection may leave out),
     keyed by (name, Input Dims, Input type, Concrete Inputs)."""
@@ -182,12 +215,16 @@ def _tbe_widths(trace: Trace, names: dict[int, str], dims: list, types: list,
     return tbe_widths((g, *g) for g in groups)
 
 
-def lookup_kernels(traces: Union[Trace, TraceSet], *, dim: Optional[float] = None,
-                   ranks: Optional[Sequence[int]] = None,
-                   steps: Optional[Sequence[int]] = None,
-                   window: Optional[tuple[int, int]] = None,
-                   streams: Optional[Sequence[int]] = None,
-                   selection: Optional[select.Selection] = None) -> Result:
+def lookup_kernels(
+    traces: Union[Trace, TraceSet],
+    *,
+    dim: Optional[float] = None,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
     """One row per embedding lookup kernel: rank, row, family, op (the launching
     operator), dur, tables, bags, indices (rows touched), dim, dim_source (weight,
     concrete_inputs, autograd_node or given), bytes (rows read: indices x dim x element
@@ -197,8 +234,11 @@ def lookup_kernels(traces: Union[Trace, TraceSet], *, dim: Optional[float] = Non
     if dim is not None and not dim > 0:
         raise ValueError(f"dim must be a positive number, got {dim!r}")
     sel = select.selection_of(selection, ranks, steps, window, streams)
-    rows = [r for rank, trace, mask in select.each_rank(traces, sel)
-            for r in _rank_rows(rank, trace, mask, dim)]
+    rows = [
+        r
+        for rank, trace, mask in select.each_rank(traces, sel)
+        for r in _rank_rows(rank, trace, mask, dim)
+    ]
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     notes = [] if rows else ["no embedding lookup kernels in these traces"]
     missing = table["no_model"].drop_null()

@@ -11,6 +11,7 @@ Plan rank i is the traces' i-th rank in sorted order. The all-to-all kernels kee
 measured times: most traces record no size for them (PyTorch's all-to-all runs as
 send/recv), so a changed all-to-all size cannot be turned into a time here.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -29,8 +30,7 @@ from .embedding_cost import LookupCostModel, TableSpec, evaluate_plan
 from .embedding_lookups import lookup_kernels
 
 
-def _family_name(cost: LookupCostModel, family: Optional[str], kernel_family: Optional[str]
-                 ) -> str:
+def _family_name(cost: LookupCostModel, family: Optional[str], kernel_family: Optional[str]) -> str:
     if kernel_family is not None:
         return kernel_family
     if family is not None:
@@ -40,10 +40,18 @@ def _family_name(cost: LookupCostModel, family: Optional[str], kernel_family: Op
     raise ValueError(f"name the lookup kernel family to replace, one of {sorted(cost.fits)}")
 
 
-def plan_step_time(traces: Union[Trace, TraceSet], tables: Sequence[TableSpec],
-                   plan: Mapping[str, int], *, cost: LookupCostModel,
-                   family: Optional[str] = None, kernel_family: Optional[str] = None,
-                   comm: Any = None, cross_rank: bool = True, steps: Steps = None) -> Result:
+def plan_step_time(
+    traces: Union[Trace, TraceSet],
+    tables: Sequence[TableSpec],
+    plan: Mapping[str, int],
+    *,
+    cost: LookupCostModel,
+    family: Optional[str] = None,
+    kernel_family: Optional[str] = None,
+    comm: Any = None,
+    cross_rank: bool = True,
+    steps: Steps = None,
+) -> Result:
     """Result "plan_step_time", one row per (rank, step): the what_if columns (measured,
     replayed, predicted step time, change_pct, bounds, shares) and lookup_measured /
     lookup_planned (ns of the replaced lookup kernels in the step, as measured and under the
@@ -83,37 +91,74 @@ def plan_step_time(traces: Union[Trace, TraceSet], tables: Sequence[TableSpec],
     result = what_if(ts, Edits(duration_change=changes), cross_rank=cross_rank, steps=steps)
     table = result.table
     keys_of = list(zip(table["rank"].to_pylist(), table["step"].to_pylist()))
-    table = table.append_column(pa.field("lookup_measured", pa.float64(), metadata=NS),
-                                pa.array([measured_by.get(k) for k in keys_of], pa.float64()))
-    table = table.append_column(pa.field("lookup_planned", pa.float64(), metadata=NS),
-                                pa.array([planned_by.get(k) for k in keys_of], pa.float64()))
+    table = table.append_column(
+        pa.field("lookup_measured", pa.float64(), metadata=NS),
+        pa.array([measured_by.get(k) for k in keys_of], pa.float64()),
+    )
+    table = table.append_column(
+        pa.field("lookup_planned", pa.float64(), metadata=NS),
+        pa.array([planned_by.get(k) for k in keys_of], pa.float64()),
+    )
     step_ns: dict[Optional[int], int] = {}
     for (_, s), p in zip(keys_of, table["predicted"].to_pylist()):
         step_ns[s] = max(step_ns.get(s, 0), p)
     missing = sorted(r for r in ranks if not (lk_rank == r).any())
     notes = list(evaluation.notes) + list(result.notes)
     if missing:
-        notes.append(f"rank(s) {missing} have no {name!r} lookup kernels: their planned "
-                     "lookup time is not in the replay")
-    return Result("plan_step_time", table, notes=notes,
-                  params={**evaluation.params, "kernel_family": name, "step_ns": step_ns})
+        notes.append(
+            f"rank(s) {missing} have no {name!r} lookup kernels: their planned "
+            "lookup time is not in the replay"
+        )
+    return Result(
+        "plan_step_time",
+        table,
+        notes=notes,
+        params={**evaluation.params, "kernel_family": name, "step_ns": step_ns},
+    )
 
 
-def compare_plans(traces: Union[Trace, TraceSet], tables: Sequence[TableSpec],
-                  plans: Mapping[str, Mapping[str, int]], *, cost: LookupCostModel,
-                  family: Optional[str] = None, kernel_family: Optional[str] = None,
-                  comm: Any = None, steps: Steps = None) -> Result:
+def compare_plans(
+    traces: Union[Trace, TraceSet],
+    tables: Sequence[TableSpec],
+    plans: Mapping[str, Mapping[str, int]],
+    *,
+    cost: LookupCostModel,
+    family: Optional[str] = None,
+    kernel_family: Optional[str] = None,
+    comm: Any = None,
+    steps: Steps = None,
+) -> Result:
     """Result "plan_comparison", one row per plan, fastest first: plan, step_ns (the mean over
     steps of the slowest rank's replayed step), max_lookup_ns (the plan's slowest rank's
     lookup time, without replay)."""
     rows = []
     for label, plan in plans.items():
-        r = plan_step_time(traces, tables, plan, cost=cost, family=family,
-                           kernel_family=kernel_family, comm=comm, steps=steps)
+        r = plan_step_time(
+            traces,
+            tables,
+            plan,
+            cost=cost,
+            family=family,
+            kernel_family=kernel_family,
+            comm=comm,
+            steps=steps,
+        )
         per_step = list(r.params["step_ns"].values())
-        rows.append({"plan": label, "step_ns": float(np.mean(per_step)) if per_step else None,
-                     "max_lookup_ns": r.params["max_lookup_ns"]})
-    table = pa.Table.from_pylist(rows, schema=pa.schema([
-        pa.field("plan", pa.string()), pa.field("step_ns", pa.float64(), metadata=NS),
-        pa.field("max_lookup_ns", pa.float64(), metadata=NS)]))
+        rows.append(
+            {
+                "plan": label,
+                "step_ns": float(np.mean(per_step)) if per_step else None,
+                "max_lookup_ns": r.params["max_lookup_ns"],
+            }
+        )
+    table = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                pa.field("plan", pa.string()),
+                pa.field("step_ns", pa.float64(), metadata=NS),
+                pa.field("max_lookup_ns", pa.float64(), metadata=NS),
+            ]
+        ),
+    )
     return Result("plan_comparison", table.sort_by("step_ns"))

@@ -4,6 +4,7 @@ stream with the most of it, back to back), no_cross_stream (the graph without cr
 edges) and gpu_only (the step's own GPU work with its stream order and cross-stream edges
 only, from the step's measured start, nothing from another step holding it: no CPU, no
 launches, no host syncs)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,9 +15,19 @@ from ..graph.dropped import DROPPED
 
 ABLATIONS = ["sum_kernels", "busiest_stream", "no_cross_stream", "gpu_only"]
 
-GPU_ONLY_SKIP = skip_mask("release", "cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling",
-                          "launch", "sync_wait", "sync_self", "cross_thread", "thread_join",
-                          "join_tail")
+GPU_ONLY_SKIP = skip_mask(
+    "release",
+    "cpu_self",
+    "cpu_nest_down",
+    "cpu_nest_up",
+    "cpu_sibling",
+    "launch",
+    "sync_wait",
+    "sync_self",
+    "cross_thread",
+    "thread_join",
+    "join_tail",
+)
 
 
 def _gpu_only(chain: Chain) -> np.ndarray:
@@ -47,7 +58,9 @@ def ablations(chain: Chain) -> dict[str, np.ndarray]:
     _, stream_code = np.unique(stream, return_inverse=True)
     per_stream = np.zeros((n_steps, int(stream_code.max(initial=-1)) + 1))
     np.add.at(per_stream, (chain.own_gpu_step, stream_code.reshape(-1)), dur)
-    return {"sum_kernels": sum_kernels.astype(np.int64),
-            "busiest_stream": per_stream.max(axis=1, initial=0).astype(np.int64),
-            "no_cross_stream": chain.spans(g.replay(skip=skip_mask("cross_stream"))),
-            "gpu_only": _gpu_only(chain)}
+    return {
+        "sum_kernels": sum_kernels.astype(np.int64),
+        "busiest_stream": per_stream.max(axis=1, initial=0).astype(np.int64),
+        "no_cross_stream": chain.spans(g.replay(skip=skip_mask("cross_stream"))),
+        "gpu_only": _gpu_only(chain),
+    }

@@ -18,6 +18,7 @@ ends, the floors come from the other ranks' replayed starts, and that repeats un
 moves. Times only grow from one pass to the next, and each pass settles the collectives one
 cross-rank wait further down a chain, so the passes are at most the longest chain + 1.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,6 +37,7 @@ class LinkedWindow:
     """One rank's window with its collectives tied to the other ranks': comm (graph events
     of linked collectives), match (their collective), data (ns moving data, as measured) and
     after_last (ns from the last arrival to this rank's end, as measured)."""
+
     rank: int
     graph: DependencyGraph
     comm: np.ndarray
@@ -52,8 +54,9 @@ class LinkedWindow:
         return edges[order[np.searchsorted(events[order], self.comm)]]
 
 
-def link_windows(graphs: Sequence[tuple[int, DependencyGraph]], matched: MatchedCollectives
-                 ) -> list[LinkedWindow]:
+def link_windows(
+    graphs: Sequence[tuple[int, DependencyGraph]], matched: MatchedCollectives
+) -> list[LinkedWindow]:
     """Ties the communication kernels of these windows (one per rank, the same step) to the
     collectives they share: those that two or more of the windows hold as their own. A
     kernel carried into a window (launched in the step before, cut at the window's start) is
@@ -63,8 +66,11 @@ def link_windows(graphs: Sequence[tuple[int, DependencyGraph]], matched: Matched
     for rank, g in graphs:
         rc = matched.per_rank[rank]
         pos = np.minimum(np.searchsorted(g.rows, rc.rows), max(len(g.rows) - 1, 0))
-        inside = (g.rows[pos] == rc.rows) & ~g.carried[pos] if len(g.rows) else \
-            np.zeros(len(rc.rows), bool)
+        inside = (
+            (g.rows[pos] == rc.rows) & ~g.carried[pos]
+            if len(g.rows)
+            else np.zeros(len(rc.rows), bool)
+        )
         local.append((pos[inside], rc.match[inside]))
     seen = np.concatenate([np.unique(m) for _, m in local]) if local else np.zeros(0, np.int64)
     codes, counts = np.unique(seen, return_counts=True)
@@ -77,8 +83,11 @@ def link_windows(graphs: Sequence[tuple[int, DependencyGraph]], matched: Matched
     for (rank, g), (ev, m) in zip(graphs, local):
         keep = np.isin(m, shared)
         ev, m = ev[keep], m[keep]
-        out.append(LinkedWindow(rank, g, ev, m, matched.data_time[m],
-                                g.core.measured[2 * ev + 1] - last[m]))
+        out.append(
+            LinkedWindow(
+                rank, g, ev, m, matched.data_time[m], g.core.measured[2 * ev + 1] - last[m]
+            )
+        )
     return out
 
 
@@ -86,13 +95,17 @@ def link_windows(graphs: Sequence[tuple[int, DependencyGraph]], matched: Matched
 class Together:
     """times: each window's node times (ns since its start); passes of the fixed point;
     last_rank: per collective code, the rank that reached it last (-1: not linked)."""
+
     times: list[np.ndarray]
     passes: int
     last_rank: np.ndarray
 
 
-def replay_together(windows: Sequence[LinkedWindow], weights: Sequence[np.ndarray],
-                    after_last: Optional[Sequence[np.ndarray]] = None) -> Together:
+def replay_together(
+    windows: Sequence[LinkedWindow],
+    weights: Sequence[np.ndarray],
+    after_last: Optional[Sequence[np.ndarray]] = None,
+) -> Together:
     """Every window's node times replayed with these weights, each collective's end held
     until its last rank's start + after_last (default: as measured). The windows' starts
     place them on one clock (the traces')."""
@@ -122,9 +135,11 @@ def replay_together(windows: Sequence[LinkedWindow], weights: Sequence[np.ndarra
                 fill = at_last & (last_rank[w.match] < 0)
                 last_rank[w.match[fill]] = w.rank
             return Together(times, passes, last_rank)
-    raise RuntimeError(f"the ranks' collectives did not settle after {MAX_PASSES} passes: "
-                       "they wait on each other in a cycle (collectives of different groups "
-                       "in different orders on different ranks)")
+    raise RuntimeError(
+        f"the ranks' collectives did not settle after {MAX_PASSES} passes: "
+        "they wait on each other in a cycle (collectives of different groups "
+        "in different orders on different ranks)"
+    )
 
 
 def measured_weights(linked: Sequence[LinkedWindow]) -> list[np.ndarray]:

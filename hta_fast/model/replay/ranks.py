@@ -7,6 +7,7 @@ Beside it the ablation no_cross_rank: each rank replayed alone with every collec
 only its time moving data, as if no rank ever waited for another (what the cross-rank rule
 buys).
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -26,14 +27,19 @@ from ..graph.walk import walk_groups
 from .cross_rank import LinkedWindow, link_windows, measured_weights, replay_together
 from .step_rows import error_pct
 
-SCHEMA = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
-    pa.field("measured", pa.int64(), metadata=NS), pa.field("replayed", pa.int64(), metadata=NS),
-    pa.field("error_pct", pa.float64(), metadata=PCT),
-    pa.field("collectives", pa.int64()), pa.field("passes", pa.int64()),
-    pa.field("no_cross_rank", pa.int64(), metadata=NS),
-    pa.field("no_cross_rank_error_pct", pa.float64(), metadata=PCT),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("measured", pa.int64(), metadata=NS),
+        pa.field("replayed", pa.int64(), metadata=NS),
+        pa.field("error_pct", pa.float64(), metadata=PCT),
+        pa.field("collectives", pa.int64()),
+        pa.field("passes", pa.int64()),
+        pa.field("no_cross_rank", pa.int64(), metadata=NS),
+        pa.field("no_cross_rank_error_pct", pa.float64(), metadata=PCT),
+    ]
+)
 
 
 def _collectives_per_step(chain: Chain, linked: LinkedWindow) -> np.ndarray:
@@ -45,8 +51,14 @@ def _collectives_per_step(chain: Chain, linked: LinkedWindow) -> np.ndarray:
     return np.bincount(of[of >= 0], minlength=len(chain.steps))
 
 
-def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
-                 selection: Optional[select.Selection] = None, chained: bool = True) -> Result:
+def replay_ranks(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    selection: Optional[select.Selection] = None,
+    chained: bool = True,
+) -> Result:
     """One row per (rank, step): measured and replayed step time (all ranks of the step
     replayed together), the error, the collectives tied to other ranks, the fixed point's
     passes, and the no_cross_rank ablation with its error. chained (default): each rank's
@@ -65,14 +77,29 @@ def replay_ranks(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
             n_comm = _collectives_per_step(c, lw)
             for k, step in enumerate(c.steps):
                 m, r, a = int(measured[k]), int(replayed[k]), int(alone[k])
-                rows.append({"rank": c.rank, "step": step, "measured": m, "replayed": r,
-                             "error_pct": error_pct(r, m), "collectives": int(n_comm[k]),
-                             "passes": together.passes, "no_cross_rank": a,
-                             "no_cross_rank_error_pct": error_pct(a, m)})
+                rows.append(
+                    {
+                        "rank": c.rank,
+                        "step": step,
+                        "measured": m,
+                        "replayed": r,
+                        "error_pct": error_pct(r, m),
+                        "collectives": int(n_comm[k]),
+                        "passes": together.passes,
+                        "no_cross_rank": a,
+                        "no_cross_rank_error_pct": error_pct(a, m),
+                    }
+                )
     # Steps in order, ranks within a step.
     rows.sort(key=lambda r: (r["step"] is not None, r["step"] or 0, r["rank"]))
-    table = pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA},
-                     schema=SCHEMA)
-    notes = [] if not rows or max(r["collectives"] for r in rows) > 0 else \
-        ["no collective is shared by two of the selected ranks in a step: each rank replays alone"]
+    table = pa.table(
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+    )
+    notes = (
+        []
+        if not rows or max(r["collectives"] for r in rows) > 0
+        else [
+            "no collective is shared by two of the selected ranks in a step: each rank replays alone"
+        ]
+    )
     return Result("replay_ranks", table, notes=notes, params={"selection": sel})

@@ -1,6 +1,7 @@
 """replay_steps' rows of one chain (hta_fast.model.graph.chain; a window is a chain of one step):
 the chain replayed once, each step's measured and replayed span, its own GPU events' start
 errors and the ablations (hta_fast.model.replay.ablations), cut back into steps."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -12,12 +13,16 @@ from ...frame.fields import NS
 from ..graph.chain import Chain
 from .ablations import ABLATIONS, ablations
 
-GPU_EVENTS = pa.schema([
-    pa.field("rank", pa.int64()), pa.field("step", pa.int64()), pa.field("row", pa.int64()),
-    pa.field("measured_start", pa.int64(), metadata=NS),
-    pa.field("replayed_start", pa.int64(), metadata=NS),
-    pa.field("start_error", pa.int64(), metadata=NS),
-])
+GPU_EVENTS = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("row", pa.int64()),
+        pa.field("measured_start", pa.int64(), metadata=NS),
+        pa.field("replayed_start", pa.int64(), metadata=NS),
+        pa.field("start_error", pa.int64(), metadata=NS),
+    ]
+)
 
 
 def error_pct(predicted: int, measured: int) -> Optional[float]:
@@ -32,7 +37,7 @@ def _median_max(values: np.ndarray, group: np.ndarray, n: int) -> tuple[list, li
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(n + 1))
     for k in range(n):
-        v = values[order[bounds[k]:bounds[k + 1]]]
+        v = values[order[bounds[k] : bounds[k + 1]]]
         if len(v):
             med[k], top[k] = float(np.median(v)), int(v.max())
     return med, top
@@ -50,22 +55,32 @@ def chain_step_rows(chain: Chain) -> tuple[list[dict[str, Any]], pa.Table]:
     measured_start = g.core.measured[2 * ev]
     err = replayed_start - measured_start
     med, top = _median_max(np.abs(err), chain.own_gpu_step, n_steps)
-    events = pa.table({
-        "rank": pa.array(np.full(len(ev), chain.rank), pa.int64()),
-        "step": pa.array(chain.steps, pa.int64()).take(pa.array(chain.own_gpu_step)),
-        "row": pa.array(g.rows[ev], pa.int64()),
-        "measured_start": pa.array(measured_start, pa.int64()),
-        "replayed_start": pa.array(replayed_start, pa.int64()),
-        "start_error": pa.array(err, pa.int64()),
-    }, schema=GPU_EVENTS)
+    events = pa.table(
+        {
+            "rank": pa.array(np.full(len(ev), chain.rank), pa.int64()),
+            "step": pa.array(chain.steps, pa.int64()).take(pa.array(chain.own_gpu_step)),
+            "row": pa.array(g.rows[ev], pa.int64()),
+            "measured_start": pa.array(measured_start, pa.int64()),
+            "replayed_start": pa.array(replayed_start, pa.int64()),
+            "start_error": pa.array(err, pa.int64()),
+        },
+        schema=GPU_EVENTS,
+    )
     ablated = ablations(chain)
     n_gpu = np.bincount(chain.own_gpu_step, minlength=n_steps)
     rows = []
     for k, step in enumerate(chain.steps):
         m, r = int(measured[k]), int(replayed[k])
-        row = {"rank": chain.rank, "step": step, "measured": m, "replayed": r,
-               "error_pct": error_pct(r, m), "gpu_events": int(n_gpu[k]),
-               "gpu_start_error_max": top[k], "gpu_start_error_median": med[k]}
+        row = {
+            "rank": chain.rank,
+            "step": step,
+            "measured": m,
+            "replayed": r,
+            "error_pct": error_pct(r, m),
+            "gpu_events": int(n_gpu[k]),
+            "gpu_start_error_max": top[k],
+            "gpu_start_error_median": med[k],
+        }
         for name in ABLATIONS:
             row[name] = int(ablated[name][k])
             row[name + "_error_pct"] = error_pct(row[name], m)

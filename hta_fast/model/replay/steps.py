@@ -9,6 +9,7 @@ GPU events (its own: carried-over GPU work launched before the step is in its gr
 predecessors, not counted here). Beside it, the ablations (hta_fast.model.replay.ablations),
 each a predicted step time and its error.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -27,25 +28,42 @@ from .ablations import ABLATIONS
 from .step_rows import GPU_EVENTS, chain_step_rows
 
 SCHEMA = pa.schema(
-    [pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
-     pa.field("measured", pa.int64(), metadata=NS), pa.field("replayed", pa.int64(), metadata=NS),
-     pa.field("error_pct", pa.float64(), metadata=PCT),
-     pa.field("gpu_events", pa.int64()),
-     pa.field("gpu_start_error_max", pa.int64(), metadata=NS),
-     pa.field("gpu_start_error_median", pa.float64(), metadata=NS)]
-    + [f for a in ABLATIONS for f in (pa.field(a, pa.int64(), metadata=NS),
-                                      pa.field(a + "_error_pct", pa.float64(), metadata=PCT))])
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("measured", pa.int64(), metadata=NS),
+        pa.field("replayed", pa.int64(), metadata=NS),
+        pa.field("error_pct", pa.float64(), metadata=PCT),
+        pa.field("gpu_events", pa.int64()),
+        pa.field("gpu_start_error_max", pa.int64(), metadata=NS),
+        pa.field("gpu_start_error_median", pa.float64(), metadata=NS),
+    ]
+    + [
+        f
+        for a in ABLATIONS
+        for f in (
+            pa.field(a, pa.int64(), metadata=NS),
+            pa.field(a + "_error_pct", pa.float64(), metadata=PCT),
+        )
+    ]
+)
 
 
 def steps_label(chain: Chain) -> str:
-    """"step 3", or "steps 1-4" for a chain of several."""
+    """ "step 3", or "steps 1-4" for a chain of several."""
     if len(chain.steps) == 1:
         return f"step {chain.steps[0]}"
     return f"steps {chain.steps[0]}-{chain.steps[-1]}"
 
 
-def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: Steps = None,
-                 selection: Optional[select.Selection] = None, chained: bool = True) -> Result:
+def replay_steps(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    selection: Optional[select.Selection] = None,
+    chained: bool = True,
+) -> Result:
     """One row per (rank, profiler step): measured and replayed step time, the error, the GPU
     start-time errors and the ablations. A rank without profiler steps is one row, step null.
     Side table "gpu_events": each GPU event's measured and replayed start (ns on the trace's
@@ -61,11 +79,15 @@ def replay_steps(traces: Union[Trace, TraceSet], *, ranks: Ranks = None, steps: 
         rows += chain_rows
         per_event.append(events)
         if chain.graph.n_sync_edges == 0:
-            notes.append(f"rank {chain.rank} {steps_label(chain)}: no sync or stream-wait "
-                         "events, so the graph has no GPU -> CPU or cross-stream edges")
+            notes.append(
+                f"rank {chain.rank} {steps_label(chain)}: no sync or stream-wait "
+                "events, so the graph has no GPU -> CPU or cross-stream edges"
+            )
     rows.sort(key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0))
-    table = pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA},
-                     schema=SCHEMA)
+    table = pa.table(
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+    )
     events = pa.concat_tables(per_event) if per_event else GPU_EVENTS.empty_table()
-    return Result("replay", table, tables={"gpu_events": events}, notes=notes,
-                  params={"selection": sel})
+    return Result(
+        "replay", table, tables={"gpu_events": events}, notes=notes, params={"selection": sel}
+    )

@@ -1,6 +1,7 @@
 """The edits that change GPU event durations by ns rather than by a factor, per rank, merged into
 one (event rows, ns) pair per rank: the bandwidth edit (hta_fast.model.whatif.bandwidth_edit),
 another GPU (hta_fast.model.whatif.device_edit) and the edits' own duration_change."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,6 +25,7 @@ class DurationChanges:
     """per_rank: (event rows, ns added to each one's duration); factor: per matched
     collective, what its time moving data is multiplied by (None without a bandwidth edit);
     notes from the edits that made them."""
+
     per_rank: Changes
     factor: Optional[np.ndarray]
     notes: list[str]
@@ -32,8 +34,10 @@ class DurationChanges:
 def comm_changes(matched: MatchedCollectives, factor: np.ndarray) -> Changes:
     """Per rank, (communication kernel rows, ns added to each one's duration) when each
     matched collective's time moving data is multiplied by `factor` (one per collective)."""
-    return {rank: (rc.rows, matched.data_time[rc.match] * (factor[rc.match] - 1.0))
-            for rank, rc in matched.per_rank.items()}
+    return {
+        rank: (rc.rows, matched.data_time[rc.match] * (factor[rc.match] - 1.0))
+        for rank, rc in matched.per_rank.items()
+    }
 
 
 def add_changes(changes: Changes, more: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
@@ -48,9 +52,12 @@ def add_changes(changes: Changes, more: Mapping[int, tuple[np.ndarray, np.ndarra
         changes[int(rank)] = (ev_rows, delta)
 
 
-def duration_changes(traces: Union[Trace, TraceSet], edits: Edits,
-                     matched: Optional[MatchedCollectives], sel: select.Selection
-                     ) -> DurationChanges:
+def duration_changes(
+    traces: Union[Trace, TraceSet],
+    edits: Edits,
+    matched: Optional[MatchedCollectives],
+    sel: select.Selection,
+) -> DurationChanges:
     """Every rank's duration changes under these edits (matched: the traces' collectives,
     needed by a bandwidth edit). The device edit applies on the edited ranks only."""
     changes: Changes = {}
@@ -59,16 +66,23 @@ def duration_changes(traces: Union[Trace, TraceSet], edits: Edits,
     if edits.changes_bandwidth:
         assert matched is not None
         factor, bw_notes = collective_bandwidth_factors(
-            matched, scale=edits.collective_bandwidth, busbw_gbps=edits.collective_busbw_gbps,
-            cost=edits.collective_cost)
+            matched,
+            scale=edits.collective_bandwidth,
+            busbw_gbps=edits.collective_busbw_gbps,
+            cost=edits.collective_cost,
+        )
         changes = comm_changes(matched, factor)
         notes += bw_notes
     add_changes(changes, edits.duration_change or {})
     if edits.device is not None:
         on_device, device_notes = device_changes(
-            traces, edits.device, source_device=edits.source_device,
-            devices_file=edits.devices_file, allow_tf32=edits.allow_tf32,
-            selection=select.Selection(ranks=sel.ranks))
+            traces,
+            edits.device,
+            source_device=edits.source_device,
+            devices_file=edits.devices_file,
+            allow_tf32=edits.allow_tf32,
+            selection=select.Selection(ranks=sel.ranks),
+        )
         add_changes(changes, {r: c for r, c in on_device.items() if edits.applies_to(r)})
         notes += device_notes
     return DurationChanges(changes, factor, notes)

@@ -7,6 +7,7 @@ ratio of memory bandwidths, communication kernels and host transfers unchanged. 
 handed to the replay is predicted - measured per event, so the graph's waits, CPU work and
 launch order stay as recorded: the GPU is swapped, the host is not.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -22,16 +23,27 @@ from ..predict import predict
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
 
-def device_changes(traces: Union[Trace, TraceSet], device: Union[str, Device], *,
-                   source_device: Union[str, Device, None] = None,
-                   devices_file: Optional[str] = None, allow_tf32: Union[bool, str] = False,
-                   efficiency_curves: bool = True,
-                   selection: Optional[select.Selection] = None) -> tuple[Changes, list[str]]:
+def device_changes(
+    traces: Union[Trace, TraceSet],
+    device: Union[str, Device],
+    *,
+    source_device: Union[str, Device, None] = None,
+    devices_file: Optional[str] = None,
+    allow_tf32: Union[bool, str] = False,
+    efficiency_curves: bool = True,
+    selection: Optional[select.Selection] = None,
+) -> tuple[Changes, list[str]]:
     """Per rank, (GPU event rows, ns added to each one's duration) for the kernels predicted
     on `device`, and predict's notes."""
-    r = predict(traces, device, source_device=source_device, devices_file=devices_file,
-                allow_tf32=allow_tf32, efficiency_curves=efficiency_curves,
-                selection=selection)
+    r = predict(
+        traces,
+        device,
+        source_device=source_device,
+        devices_file=devices_file,
+        allow_tf32=allow_tf32,
+        efficiency_curves=efficiency_curves,
+        selection=selection,
+    )
     ev = r["events"]
     rank = ev["rank"].to_numpy()
     rows = ev["row"].to_numpy()

@@ -27,6 +27,7 @@
 
 Factors on one event multiply.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,8 +53,11 @@ def _fail(field: str, message: str) -> ValueError:
 
 
 def _factor(field: str, value: Any) -> float:
-    number = float(value) if isinstance(value, numbers.Real) and \
-        not isinstance(value, (bool, np.bool_)) else math.nan
+    number = (
+        float(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+        else math.nan
+    )
     if not number >= 0 or not math.isfinite(number):
         raise _fail(field, f"what-if factors must be numbers >= 0, got {value!r}")
     return number
@@ -81,8 +85,11 @@ def _changes(table: Optional[Changes]) -> Optional[Changes]:
     for rank, pair in table.items():
         rows, delta = (np.asarray(v) for v in pair)
         if rows.ndim != 1 or rows.shape != delta.shape:
-            raise _fail("duration_change", f"rank {rank}: expected (rows, ns) of one length, "
-                        f"got shapes {rows.shape} and {delta.shape}")
+            raise _fail(
+                "duration_change",
+                f"rank {rank}: expected (rows, ns) of one length, "
+                f"got shapes {rows.shape} and {delta.shape}",
+            )
         out[int(rank)] = (rows.astype(np.int64), delta.astype(np.float64))
     return out
 
@@ -90,6 +97,7 @@ def _changes(table: Optional[Changes]) -> Optional[Changes]:
 @dataclasses.dataclass(frozen=True)
 class Edits:
     """What a what-if changes (the module doc); every field optional, all applied together."""
+
     kernel_class: Optional[Mapping[str, float]] = None
     name: Optional[Mapping[str, float]] = None
     category: Optional[Mapping[str, float]] = None
@@ -112,8 +120,9 @@ class Edits:
             put(self, field, _factors(field, getattr(self, field)))
         for cls in self.kernel_class or {}:
             if cls not in KERNEL_CLASSES:
-                raise _fail("kernel_class", f"unknown kernel class {cls!r}: one of "
-                            f"{KERNEL_CLASSES}")
+                raise _fail(
+                    "kernel_class", f"unknown kernel class {cls!r}: one of {KERNEL_CLASSES}"
+                )
         for pattern in self.name or {}:
             try:
                 re.compile(pattern)
@@ -135,13 +144,20 @@ class Edits:
         try:
             check_bandwidth(self.collective_bandwidth, self.collective_busbw_gbps)
         except ValueError as e:
-            field = "collective_bandwidth" if self.collective_busbw_gbps is None else \
-                "collective_busbw_gbps" if self.collective_bandwidth is None else \
-                "collective_bandwidth / collective_busbw_gbps"
+            field = (
+                "collective_bandwidth"
+                if self.collective_busbw_gbps is None
+                else "collective_busbw_gbps"
+                if self.collective_bandwidth is None
+                else "collective_bandwidth / collective_busbw_gbps"
+            )
             raise _fail(field, str(e)) from None
         if self.collective_cost is not None and not isinstance(self.collective_cost, CostModel):
-            raise _fail("collective_cost", f"expected a CostModel (fit_collectives), got "
-                        f"{type(self.collective_cost).__name__}")
+            raise _fail(
+                "collective_cost",
+                f"expected a CostModel (fit_collectives), got "
+                f"{type(self.collective_cost).__name__}",
+            )
 
     def _check_device(self) -> None:
         for field in ("device", "source_device"):
@@ -165,18 +181,25 @@ class Edits:
 
     def params(self) -> dict[str, Any]:
         """The edits as a Result's params (a device by its key)."""
-        device = self.device if self.device is None or isinstance(self.device, str) \
-            else self.device.key
+        device = (
+            self.device if self.device is None or isinstance(self.device, str) else self.device.key
+        )
+
         def copy(table: Optional[Mapping[str, float]]) -> Optional[dict[str, float]]:
             return None if table is None else dict(table)
-        return {"kernel_class": copy(self.kernel_class), "name": copy(self.name),
-                "category": copy(self.category), "cpu": self.cpu,
-                "zero_launch_overhead": self.zero_launch_overhead,
-                "drop_comm_waits": self.drop_comm_waits,
-                "collective_bandwidth": self.collective_bandwidth,
-                "collective_busbw_gbps": self.collective_busbw_gbps,
-                "edit_ranks": None if self.edit_ranks is None else list(self.edit_ranks),
-                "device": device}
+
+        return {
+            "kernel_class": copy(self.kernel_class),
+            "name": copy(self.name),
+            "category": copy(self.category),
+            "cpu": self.cpu,
+            "zero_launch_overhead": self.zero_launch_overhead,
+            "drop_comm_waits": self.drop_comm_waits,
+            "collective_bandwidth": self.collective_bandwidth,
+            "collective_busbw_gbps": self.collective_busbw_gbps,
+            "edit_ranks": None if self.edit_ranks is None else list(self.edit_ranks),
+            "device": device,
+        }
 
 
 NO_EDITS = Edits()

@@ -8,6 +8,7 @@ another rank held (its floor, not an edge, set its time), the time from the step
 start to that end was spent waiting for the rank that arrived last. A held end at or before
 the step's start (a collective carried over from the step before) is no wait of this step.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -37,8 +38,15 @@ def _top(share: dict[str, Optional[float]]) -> Optional[str]:
     return max(s, key=lambda k: s[k]) if s else None
 
 
-def step_row(r: Replayed, k: int, spans: tuple[int, int, int], before: Path, after: Path,
-             waited: int, held_by: Optional[int]) -> dict[str, Any]:
+def step_row(
+    r: Replayed,
+    k: int,
+    spans: tuple[int, int, int],
+    before: Path,
+    after: Path,
+    waited: int,
+    held_by: Optional[int],
+) -> dict[str, Any]:
     """One output row for step k of r's chain. spans: the step measured, replayed and
     predicted; before / after: its paths; waited: ns waiting for rank held_by before
     `after` begins."""
@@ -47,19 +55,28 @@ def step_row(r: Replayed, k: int, spans: tuple[int, int, int], before: Path, aft
     measured, replayed, predicted = spans
     after_share = shares(bound_by(graph, trace, after[0]), after[1])
     row: dict[str, Any] = {
-        "rank": chain.rank, "step": chain.steps[k], "measured": measured, "replayed": replayed,
+        "rank": chain.rank,
+        "step": chain.steps[k],
+        "measured": measured,
+        "replayed": replayed,
         "predicted": predicted,
         "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
         "bound_before": _top(shares(bound_by(graph, trace, before[0]), before[1])),
-        "bound_after": _top(after_share)}
+        "bound_after": _top(after_share),
+    }
     on_path = predicted - waited
-    row.update({b: (v * on_path / predicted if v is not None and predicted else v)
-                for b, v in after_share.items()})
+    row.update(
+        {
+            b: (v * on_path / predicted if v is not None and predicted else v)
+            for b, v in after_share.items()
+        }
+    )
     row[WAITING] = 100.0 * waited / predicted if predicted else None
     row["held_by"] = held_by if waited else None
     waiting_share = float(row[WAITING] or 0.0)
-    if waited and (row["bound_after"] is None or waiting_share > max(
-            float(row[b] or 0.0) for b in BOUND_BY)):
+    if waited and (
+        row["bound_after"] is None or waiting_share > max(float(row[b] or 0.0) for b in BOUND_BY)
+    ):
         row["bound_after"] = WAITING
     return row
 
@@ -80,6 +97,15 @@ def group_rows(group: GroupReplay) -> list[dict[str, Any]]:
             first = int(chain.graph.src[path[0]]) if len(path) else int(ends[k])
             waited = waited_for_rank(r, first, int(starts[k]))
             held_by = int(group.holder[r.code_of[first]]) if waited else None
-            rows.append(step_row(r, k, (int(measured[k]), int(base[k]), int(predicted[k])),
-                                 before[k], after[k], waited, held_by))
+            rows.append(
+                step_row(
+                    r,
+                    k,
+                    (int(measured[k]), int(base[k]), int(predicted[k])),
+                    before[k],
+                    after[k],
+                    waited,
+                    held_by,
+                )
+            )
     return rows

@@ -8,6 +8,7 @@ by window its carried-over work stays at its measured time. With several ranks a
 cross_rank, the ranks' chains of the same steps are replayed together (a collective ends on
 no rank before the last rank has reached it, hta_fast.model.replay.cross_rank).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,13 +33,19 @@ from .group import replay_group
 from .rows import WAITING, group_rows
 
 SCHEMA = pa.schema(
-    [pa.field("rank", pa.int64()), pa.field("step", pa.int64()),
-     pa.field("measured", pa.int64(), metadata=NS), pa.field("replayed", pa.int64(), metadata=NS),
-     pa.field("predicted", pa.int64(), metadata=NS),
-     pa.field("change_pct", pa.float64(), metadata=PCT),
-     pa.field("bound_before", pa.string()), pa.field("bound_after", pa.string())]
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("measured", pa.int64(), metadata=NS),
+        pa.field("replayed", pa.int64(), metadata=NS),
+        pa.field("predicted", pa.int64(), metadata=NS),
+        pa.field("change_pct", pa.float64(), metadata=PCT),
+        pa.field("bound_before", pa.string()),
+        pa.field("bound_after", pa.string()),
+    ]
     + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY]
-    + [pa.field(WAITING, pa.float64(), metadata=PCT), pa.field("held_by", pa.int64())])
+    + [pa.field(WAITING, pa.float64(), metadata=PCT), pa.field("held_by", pa.int64())]
+)
 
 EDIT_FIELDS = [f.name for f in dataclasses.fields(Edits)]
 
@@ -47,8 +54,9 @@ def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
     """The edits given, with the keyword edits (what_if's spelling of Edits' fields)."""
     unknown = sorted(set(keywords) - set(EDIT_FIELDS))
     if unknown:
-        raise TypeError(f"what_if() got unexpected keyword argument(s) {unknown}; the edits "
-                        f"are {EDIT_FIELDS}")
+        raise TypeError(
+            f"what_if() got unexpected keyword argument(s) {unknown}; the edits are {EDIT_FIELDS}"
+        )
     if edits is None:
         return Edits(**keywords)
     if not isinstance(edits, Edits):
@@ -57,15 +65,25 @@ def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
 
 
 def _notes(rows: list[dict[str, Any]]) -> list[str]:
-    return [f"rank {row['rank']} step {row['step']}: the step is now mostly "
-            f"{row['bound_after']} (was {row['bound_before']})"
-            for row in rows if row["bound_before"] != row["bound_after"]]
+    return [
+        f"rank {row['rank']} step {row['step']}: the step is now mostly "
+        f"{row['bound_after']} (was {row['bound_before']})"
+        for row in rows
+        if row["bound_before"] != row["bound_after"]
+    ]
 
 
-def what_if(traces: Union[Trace, TraceSet], edits: Optional[Edits] = None, *,
-            ranks: Ranks = None, steps: Steps = None,
-            selection: Optional[select.Selection] = None, cross_rank: bool = True,
-            chained: bool = True, **edit_keywords: Any) -> Result:
+def what_if(
+    traces: Union[Trace, TraceSet],
+    edits: Optional[Edits] = None,
+    *,
+    ranks: Ranks = None,
+    steps: Steps = None,
+    selection: Optional[select.Selection] = None,
+    cross_rank: bool = True,
+    chained: bool = True,
+    **edit_keywords: Any,
+) -> Result:
     """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
     change_pct = (predicted - measured) / measured × 100, the category that bounds most of the
     critical path before and after, the new path's shares, and the share spent waiting for
@@ -85,25 +103,38 @@ def what_if(traces: Union[Trace, TraceSet], edits: Optional[Edits] = None, *,
     rows: list[dict[str, Any]] = []
     path_rows: list[dict[str, Any]] = []
     path_parts: list[pa.Table] = []
-    groups = walk_groups(traces, sel, chained) if together else \
-        ([c] for c in walk(traces, sel, chained))
+    groups = (
+        walk_groups(traces, sel, chained) if together else ([c] for c in walk(traces, sel, chained))
+    )
     for chains in groups:
         group = replay_group(chains, edits, changes, matched if together else None)
         rows += group_rows(group)
         if group.linked is not None and group.together is not None:
             # The predicted path of each step across its ranks (hta_fast.model.path.ranks).
-            for row, part in step_paths_across(chains, group.linked,
-                                               [r.w_edit for r in group.ranks], group.together):
+            for row, part in step_paths_across(
+                chains, group.linked, [r.w_edit for r in group.ranks], group.together
+            ):
                 path_rows.append(row)
                 path_parts.append(part)
     if together:
         rows.sort(key=lambda row: (row["step"] is not None, row["step"] or 0, row["rank"]))
     else:
         rows.sort(key=lambda row: (row["rank"], row["step"] is not None, row["step"] or 0))
-    table = pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA},
-                     schema=SCHEMA)
-    paths = {"path_across_ranks": summary_table(path_rows),
-             "path_across_ranks_breakdown": breakdown_table(path_parts)} if together else {}
-    return Result("what_if", table, tables=paths, notes=changes.notes + _notes(rows),
-                  params={"selection": sel, **edits.params(), "cross_rank": together,
-                          "chained": chained})
+    table = pa.table(
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+    )
+    paths = (
+        {
+            "path_across_ranks": summary_table(path_rows),
+            "path_across_ranks_breakdown": breakdown_table(path_parts),
+        }
+        if together
+        else {}
+    )
+    return Result(
+        "what_if",
+        table,
+        tables=paths,
+        notes=changes.notes + _notes(rows),
+        params={"selection": sel, **edits.params(), "cross_rank": together, "chained": chained},
+    )

@@ -3,6 +3,7 @@
 The replay keeps each lane's order and each wait's measured or typical cost (docs/model.md,
 "Weights"), so a shorter kernel lets the work queued behind it, and the host waiting for it,
 move up."""
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,10 @@ from ..graph.dependency_graph import EDGE, DependencyGraph
 from ..graph.dropped import DROPPED
 from .edits import Edits
 
-CPU_EDGES = [EDGE[t] for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling",
-                               "sync_self", "join_tail")]
+CPU_EDGES = [
+    EDGE[t]
+    for t in ("cpu_self", "cpu_nest_down", "cpu_nest_up", "cpu_sibling", "sync_self", "join_tail")
+]
 
 
 def _names(trace: Trace, ids: np.ndarray) -> list[str]:
@@ -25,8 +28,9 @@ def _names(trace: Trace, ids: np.ndarray) -> list[str]:
     return [strings[int(i)].as_py() if i >= 0 else "" for i in ids]
 
 
-def _match_factor(trace: Trace, ids: np.ndarray, table: Mapping[str, float],
-                  regex: bool) -> np.ndarray:
+def _match_factor(
+    trace: Trace, ids: np.ndarray, table: Mapping[str, float], regex: bool
+) -> np.ndarray:
     """Per row, the product of the factors whose key matches its string (name or cat)."""
     out = np.ones(len(ids))
     if not table:
@@ -50,16 +54,21 @@ def _gpu_factor(trace: Trace, rows: np.ndarray, edits: Edits) -> np.ndarray:
     kclass = trace.column("events", "kernel_class")[rows]
     for cls, f in (edits.kernel_class or {}).items():
         factor[kclass == KernelClass[cls]] *= f
-    factor *= _match_factor(trace, trace.column("events", "name")[rows], edits.name or {},
-                            regex=True)
-    factor *= _match_factor(trace, trace.column("events", "cat")[rows], edits.category or {},
-                            regex=False)
+    factor *= _match_factor(
+        trace, trace.column("events", "name")[rows], edits.name or {}, regex=True
+    )
+    factor *= _match_factor(
+        trace, trace.column("events", "cat")[rows], edits.category or {}, regex=False
+    )
     return factor
 
 
-def edited_weights(graph: DependencyGraph, trace: Trace, edits: Edits,
-                   duration_change: Optional[tuple[np.ndarray, np.ndarray]] = None
-                   ) -> np.ndarray:
+def edited_weights(
+    graph: DependencyGraph,
+    trace: Trace,
+    edits: Edits,
+    duration_change: Optional[tuple[np.ndarray, np.ndarray]] = None,
+) -> np.ndarray:
     """The graph's calibrated weights with the edits' factors applied. duration_change:
     (event rows, ns) added to those GPU events' durations before the factors (a
     collective's changed time moving data, a lookup's planned time, another GPU's time)."""
