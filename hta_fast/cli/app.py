@@ -78,14 +78,17 @@ class Group(click.Group):
             raise BadInput(describe(e)) from None
 
 
+class _CliHandler(logging.StreamHandler):
+    """The command line's own handler, so that repeated calls in one process add it once."""
+
+
 def _setup_logging(quiet: bool, debug: bool) -> None:
     # Only the hta_fast logger is configured: embedding applications keep theirs.
     level = logging.DEBUG if debug else (logging.ERROR if quiet else logging.WARNING)
     log.setLevel(level)
-    if not any(getattr(h, "_hta_fast_cli", False) for h in log.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _CliHandler) for h in log.handlers):
+        handler = _CliHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("hta-fast: %(levelname)s: %(message)s"))
-        handler._hta_fast_cli = True
         log.addHandler(handler)
     log.propagate = False
 
