@@ -27,11 +27,18 @@ $(VENV)/.deps: pyproject.toml | system-deps
 	$(PY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" ninja
 	touch $@
 
-# The build directory (build/<wheel tag>) persists, so a one-file change recompiles one file.
-build: $(VENV)/.deps
-	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
-
 CSRC := $(shell find csrc -name '*.cc' -o -name '*.h')
+# The editable install maps each module file, so it is redone when a C++ source changes or a
+# package folder gains or loses a file (the folder's mtime); editing a .py file needs nothing.
+BUILD_INPUTS := pyproject.toml CMakeLists.txt $(CSRC) \
+	$(shell find hta_fast -type d -not -name __pycache__)
+
+# The build directory (build/<wheel tag>) persists, so a one-file change recompiles one file.
+$(VENV)/.built: $(BUILD_INPUTS) | $(VENV)/.deps
+	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
+	touch $@
+
+build: $(VENV)/.built
 
 # The differential tests run the reference tool, so the test target installs it first.
 test: build .venv-ref/.deps lint

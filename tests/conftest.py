@@ -53,6 +53,14 @@ def traces_dir() -> Path:
     return TRACES_DIR
 
 
+BIG_TRACE_BYTES = 2 << 20  # compressed
+
+
+def _big(relative: str) -> bool:
+    path = TRACES_DIR / relative
+    return path.is_file() and path.stat().st_size > BIG_TRACE_BYTES
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrises `chrome_trace` over every Chrome trace file under TRACES_DIR and
     `non_chrome_trace` over the files there that are not Chrome traces.
@@ -65,7 +73,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     files = real_trace_files()
     if "chrome_trace" in metafunc.fixturenames:
         chrome = [f for f in files if f not in NOT_CHROME_TRACES] or [MISSING]
-        metafunc.parametrize("chrome_trace", chrome, scope="module")
+        # The big files cost seconds each (the tests' own model parses them in Python):
+        # `make test-fast` reads only the small ones.
+        params = [pytest.param(f, marks=pytest.mark.slow) if _big(f) else f for f in chrome]
+        metafunc.parametrize("chrome_trace", params, scope="module")
     if "non_chrome_trace" in metafunc.fixturenames:
         # Listed whether or not they exist: a test for a missing one fails.
         non_chrome = list(NOT_CHROME_TRACES) if files else [MISSING]

@@ -389,6 +389,7 @@ def test_doctor_without_the_doctor_package(dlrm, monkeypatch):
 
 
 # --- demo ----------------------------------------------------------------------------------
+@pytest.mark.slow  # generates a trace set and its report
 def test_demo_writes_traces_and_a_report(tmp_path):
     res = run_subprocess("demo", "-o", str(tmp_path), "--ranks", "2", "--size-mb", "2")
     assert res.returncode == 0, res.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 from test_cli import one_error_line, run_subprocess
 
@@ -32,6 +33,7 @@ def test_critical_path_json_equals_the_analysis(traces_dir, tmp_path):
     assert hta_fast.load(str(out)).events.num_rows > 0  # the overlay opens as a trace
 
 
+@pytest.mark.slow  # every window of a real job
 def test_critical_path_windows_walks_each_window_alone(traces_dir, tmp_path):
     # trace_diff/control: 6 steps. Chained (the default), each step's path stops at its
     # start; --windows begins each with the window's 0 µs release.

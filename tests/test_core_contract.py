@@ -37,6 +37,7 @@ def stub_class(name: str) -> ast.ClassDef:
     return next(n for n in STUB.body if isinstance(n, ast.ClassDef) and n.name == name)
 
 
+@pytest.mark.slow  # runs mypy.stubtest
 def test_stubtest_passes():
     out = subprocess.run(
         [

@@ -193,6 +193,7 @@ class KillFirstLoad(distributed.WorkerPlugin):
             os._exit(1)
 
 
+@pytest.mark.slow  # starts a cluster and kills a worker
 def test_worker_killed_mid_load(traces_dir, tmp_path):
     import cloudpickle
 

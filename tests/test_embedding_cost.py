@@ -148,6 +148,7 @@ def _score_cases(n: int) -> dict:
     }
 
 
+@pytest.mark.slow  # searches every plan
 def test_evaluator_picks_the_best_plan():
     score = _score_cases(300)
     print(
@@ -160,6 +161,7 @@ def test_evaluator_picks_the_best_plan():
     assert score["mean_regret"] < 0.005
 
 
+@pytest.mark.slow  # searches every plan
 def test_greedy_search_comes_close_to_the_best_plan():
     regrets, round_robin = [], []
     for seed in range(40):

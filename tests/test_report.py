@@ -189,6 +189,7 @@ def check_in_chromium(page, tmp_path) -> tuple[dict, list[str], list[str]]:
     return status, console, blank_figures(shot, status["rects"])
 
 
+@pytest.mark.slow  # a headless browser
 @needs_chromium
 @pytest.mark.parametrize("name", [DLRM, "hta/trace_filter", "hta/critical_path/cuda_event_sync"])
 def test_report_renders_in_chromium(traces_dir, tmp_path, capsys, name):
@@ -209,6 +210,7 @@ def test_report_renders_in_chromium(traces_dir, tmp_path, capsys, name):
         )
 
 
+@pytest.mark.slow  # a headless browser
 @needs_chromium
 def test_chromium_check_sees_errors_and_blank_figures(dlrm_report, tmp_path):
     """The checks above can fail: a script error and hidden plots are both caught."""

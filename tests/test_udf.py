@@ -302,6 +302,7 @@ def test_real_occupancy_matches_numpy(real):
             assert np.isnan(r["occupancy"])
 
 
+@pytest.mark.slow  # compiles with Numba in child processes
 def test_compiled_metric_is_cached_across_processes(tmp_path, traces_dir):
     """A second process loads the recipe's metric and its driver from Numba's disk cache."""
     script = (
