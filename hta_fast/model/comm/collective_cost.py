@@ -24,7 +24,8 @@ from typing import Any, Iterable, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ...analysis.collectives import bus_factor, collectives
+from ...analysis.collectives import collectives
+from ...costs.collectives import bus_factor
 from ...costs.time_fit import TimeFit, fit_time
 from ...frame.fields import NS
 from ...frame.result import Result
