@@ -258,6 +258,20 @@ void count_unlinked(TraceColumns& t) {
   }
 }
 
+// Whether open event p holds r, which starts at or after p (sorted by start, longer first).
+// p holds what starts inside it, and what starts with it: a zero-length op holds the launch
+// recorded at its instant. Two zero-length events at one instant are ambiguous by time
+// alone; there the External id decides, when both have one.
+bool holds(const EventTable& e, int64_t p, int64_t r) {
+  if (e.ts[p] + e.dur[p] > e.ts[r]) return true;
+  if (e.ts[p] != e.ts[r]) return false;
+  return e.external_id[p] < 0 || e.external_id[r] < 0 || e.external_id[p] == e.external_id[r];
+}
+
+// Runtime and driver calls are leaves: a launch never encloses another launch or an op,
+// even when two zero-length calls share a timestamp.
+bool can_be_parent(EventKind k) { return k != EventKind::kRuntime && k != EventKind::kDriver; }
+
 // Parent = innermost enclosing CPU event on the same thread: sweep each thread's events
 // (by start, longer first) with a stack of open events.
 void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
@@ -265,17 +279,13 @@ void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
   Rows stack;
   int64_t prev = -1;
   for (const int64_t r : rows) {
-    if (is_gpu_kind(static_cast<EventKind>(e.kind[r]))) continue;
+    const auto kind = static_cast<EventKind>(e.kind[r]);
+    if (is_gpu_kind(kind)) continue;
     if (prev >= 0 && (e.pid[prev] != e.pid[r] || e.tid[prev] != e.tid[r])) stack.clear();
     prev = r;
-    // Pop events that ended by r's start; one that starts with r is longer (sorted first)
-    // and holds it even when it has zero length.
-    while (!stack.empty() && e.ts[stack.back()] + e.dur[stack.back()] <= e.ts[r] &&
-           e.ts[stack.back()] != e.ts[r]) {
-      stack.pop_back();
-    }
+    while (!stack.empty() && !holds(e, stack.back(), r)) stack.pop_back();
     e.parent[r] = stack.empty() ? -1 : stack.back();
-    stack.push_back(r);
+    if (can_be_parent(kind)) stack.push_back(r);
   }
 }
 
