@@ -8,9 +8,9 @@ import click
 import pyarrow as pa
 
 from ..analysis.registry import ANALYSES, DEFAULT
-from ..frame.select import Selection
 from .app import Options, cli
-from .loading import RANKS_HELP, STEPS_HELP, load_traces, parse_ints, path_arguments, recover_option
+from .loading import RANKS_HELP, STEPS_HELP, load_traces, path_arguments, recover_option
+from .options import selection as asked_selection
 from .output import FORMATS, check_format, emit
 from .progress import bar
 
@@ -61,8 +61,9 @@ def analyze(
     (NAME.SIDE): per-kernel rows, summaries, interval statistics.
     """
     check_format(fmt, out_dir)
-    selection = Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
+    asked = asked_selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover)
+    selection = asked.of(traces)
     tables: dict[str, pa.Table] = {}
     notes: dict[str, list[str]] = {}
     chosen = list(dict.fromkeys(names or DEFAULT))

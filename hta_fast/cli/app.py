@@ -11,6 +11,7 @@ from typing import IO, Any, Optional, Sequence
 import click
 
 from .errors import describe
+from .terminal import safe_lines
 
 log = logging.getLogger("hta_fast")
 
@@ -32,7 +33,7 @@ class BadInput(click.ClickException):
     exit_code = 2
 
     def show(self, file: Optional[IO[Any]] = None) -> None:
-        click.echo(f"hta-fast: error: {self.format_message()}", err=True)
+        click.echo(f"hta-fast: error: {safe_lines(self.format_message())}", err=True)
 
 
 class Group(click.Group):
@@ -53,7 +54,8 @@ class Group(click.Group):
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as e:
             where = e.ctx.command_path if e.ctx is not None else "hta-fast"
-            click.echo(f"hta-fast: error: {e.format_message()} (see {where} --help)", err=True)
+            message = safe_lines(e.format_message())
+            click.echo(f"hta-fast: error: {message} (see {where} --help)", err=True)
             sys.exit(e.exit_code)
         except click.ClickException as e:
             e.show()
@@ -79,7 +81,11 @@ class Group(click.Group):
 
 
 class _CliHandler(logging.StreamHandler):
-    """The command line's own handler, so that repeated calls in one process add it once."""
+    """The command line's own handler, so that repeated calls in one process add it once;
+    messages (warnings about a trace's events) have their control characters escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return safe_lines(super().format(record))
 
 
 def _setup_logging(quiet: bool, debug: bool) -> None:

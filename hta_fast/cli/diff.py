@@ -9,7 +9,7 @@ import numpy as np
 
 from ..analysis import trace_diff
 from .app import Options, cli
-from .loading import load_traces, parse_ints, recover_option
+from .loading import load_traces, parse_ints, parse_steps, pick_steps, recover_option
 from .output import FORMATS, dumps, echo_table, jsonable, write_tables
 
 
@@ -75,8 +75,8 @@ def diff_command(
         use_short_name=short_names,
         control_rank=parse_ints(control_rank, "rank"),
         test_rank=parse_ints(test_rank, "rank"),
-        control_steps=parse_ints(control_steps, "step"),
-        test_steps=parse_ints(test_steps, "step"),
+        control_steps=pick_steps(a, parse_steps(control_steps)),
+        test_steps=pick_steps(b, parse_steps(test_steps)),
     )
     table = result.table
     if fmt in ("csv", "parquet") and out_dir:  # out_dir is required for these (above)

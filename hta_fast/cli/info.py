@@ -9,6 +9,7 @@ from ..report.summary import rank_info
 from .app import Options, cli
 from .loading import load_traces, path_arguments, recover_option
 from .output import dumps, echo_table
+from .terminal import echo
 
 
 @cli.command()
@@ -31,4 +32,4 @@ def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool) ->
         f"{len(rows)} rank(s), {json_mb:,.1f} MB of JSON loaded in {seconds:.2f} s", table, None
     )
     for r in rows:
-        click.echo(f"rank {r['rank']}: {r['file']}")
+        echo(f"rank {r['rank']}: {r['file']}")

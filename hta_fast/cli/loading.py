@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import logging
+import math
+import operator
 import os
 import time
 import warnings
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import click
 
@@ -44,11 +48,36 @@ def load_traces(
     return traces, time.perf_counter() - t0
 
 
-def parse_ints(text: str | None, what: str) -> list[int] | None:
-    """'3', '1,4', '2:5' or '2-5' (2 to 5, both included), '0:3,6' -> sorted distinct ints."""
+@dataclasses.dataclass(frozen=True)
+class IntRanges:
+    """What --steps or --ranks names: sorted, disjoint, inclusive (lo, hi) bounds. Kept as
+    bounds, never expanded: `--steps 0:99999999999` costs two numbers, and `pick` looks up
+    only the values a trace has."""
+
+    text: str
+    bounds: tuple[tuple[int, int], ...]
+
+    def __contains__(self, value: object) -> bool:
+        try:
+            v = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            return False
+        i = bisect.bisect_right(self.bounds, (v, math.inf)) - 1
+        return i >= 0 and self.bounds[i][0] <= v <= self.bounds[i][1]
+
+    def count(self) -> int:
+        return sum(hi - lo + 1 for lo, hi in self.bounds)
+
+    def pick(self, values: Iterable[int]) -> list[int]:
+        """The values named, sorted and distinct."""
+        return sorted({int(v) for v in values if int(v) in self})
+
+
+def parse_ranges(text: str | None, what: str) -> IntRanges | None:
+    """'3', '1,4', '2:5' or '2-5' (2 to 5, both included), '0:3,6'; None when not given."""
     if text is None or text.strip() == "":
         return None
-    out: set[int] = set()
+    parts: list[tuple[int, int]] = []
     for part in text.split(","):
         part = part.strip()
         sep = ":" if ":" in part else ("-" if "-" in part else None)
@@ -60,15 +89,52 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
                     raise click.BadParameter(
                         f"{what} range {part!r} ends before it starts", param_hint=f"--{what}s"
                     )
-                out.update(range(lo, hi + 1))
             else:
-                out.add(int(part))
+                lo = hi = int(part)
         except ValueError:
             raise click.BadParameter(
                 f"{text!r}: expected numbers like 3, 1,4 or 2:5 (both ends included)",
                 param_hint=f"--{what}s",
             ) from None
-    return sorted(out)
+        parts.append((lo, hi))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(parts):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return IntRanges(text, tuple(merged))
+
+
+# Ranks are listed (every rank named must exist, and the analyses take a list); a job has
+# far fewer, so a longer list is a typo, not a wish.
+MAX_RANKS = 1 << 20
+
+
+def parse_ints(text: str | None, what: str) -> list[int] | None:
+    """Ranks (or any numbers to be listed) as sorted distinct ints, at most MAX_RANKS."""
+    ranges = parse_ranges(text, what)
+    if ranges is None:
+        return None
+    if ranges.count() > MAX_RANKS:
+        raise click.BadParameter(
+            f"{text!r} names {ranges.count():,} {what}s; at most {MAX_RANKS:,} can be listed",
+            param_hint=f"--{what}s",
+        )
+    return [v for lo, hi in ranges.bounds for v in range(lo, hi + 1)]
+
+
+def parse_steps(text: str | None) -> IntRanges | None:
+    """--steps: kept as ranges until the traces are loaded (pick_steps)."""
+    return parse_ranges(text, "step")
+
+
+def pick_steps(traces: TraceSet, steps: IntRanges | None) -> list[int] | None:
+    """The profiler steps named that the traces have (a step no trace has selects nothing,
+    as it did when listed); None (all) when none were named."""
+    if steps is None:
+        return None
+    return steps.pick({s for t in traces.values() for s in t.column("steps", "step").tolist()})
 
 
 def subset(traces: TraceSet, ranks: list[int] | None) -> TraceSet:

@@ -9,12 +9,22 @@ import click
 
 from ..analysis import op_table as op_table_mod
 from ..analysis import roofline as roofline_mod
-from .app import Options, cli
+from .app import BadInput, Options, cli
 from .loading import load_traces
 from .options import F, result_tables, selection, table_command
 from .output import check_format, emit
 
 DEVICES_FILE_HELP = "A JSON device table tried before the built-in one (see docs/ops.md)."
+
+# The library's hints name its keywords; on the command line they are these options (as
+# cli.errors does for recover=True).
+_FLAGS = {"pass device=": "pass --device", "pass source_device=": "pass --source-device"}
+
+
+def in_flag_terms(text: str) -> str:
+    for keyword, flag in _FLAGS.items():
+        text = text.replace(keyword, flag)
+    return text
 
 
 def _with_devices_file(f: F) -> F:
@@ -47,15 +57,18 @@ def ops_command(
     """Operators by name and shape with the GPU time of their kernels, FLOPs and bytes, and
     the roofline: achieved against peak, the bound, and the ops with most time left."""
     check_format(fmt, out_dir)
-    sel = selection(ranks, steps)
+    asked = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover)
+    sel = asked.of(traces)
     results = [
         roofline_mod.roofline(
             traces, device=device, devices_file=devices_file, op_prefix=prefix, selection=sel
         ),
         op_table_mod.op_table(traces, op_prefix=prefix, costs=True, selection=sel),
     ]
-    emit(*result_tables(results), fmt, out_dir, limit)
+    tables, notes = result_tables(results)
+    notes = {name: [in_flag_terms(n) for n in lines] for name, lines in notes.items()}
+    emit(tables, notes, fmt, out_dir, limit)
 
 
 @cli.command("predict")
@@ -82,11 +95,15 @@ def predict_command(
     from ..model.predict import predict
 
     check_format(fmt, out_dir)
-    sel = selection(ranks, steps)
+    asked = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover)
-    result = predict(
-        traces, device, source_device=source_device, devices_file=devices_file, selection=sel
-    )
+    sel = asked.of(traces)
+    try:
+        result = predict(
+            traces, device, source_device=source_device, devices_file=devices_file, selection=sel
+        )
+    except ValueError as e:
+        raise BadInput(in_flag_terms(str(e))) from None
     tables, notes = result_tables([result])
     tables.pop("predict.events", None)  # one row per kernel: for the library, not a terminal
     emit(tables, notes, fmt, out_dir, limit)

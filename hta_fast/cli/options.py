@@ -3,6 +3,7 @@ options, the selection they describe, and their results as named tables."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional, TypeVar
 
 import click
@@ -10,7 +11,17 @@ import pyarrow as pa
 
 from ..frame.result import Result
 from ..frame.select import Selection
-from .loading import RANKS_HELP, STEPS_HELP, parse_ints, path_arguments, recover_option
+from ..traceset import TraceSet
+from .loading import (
+    RANKS_HELP,
+    STEPS_HELP,
+    IntRanges,
+    parse_ints,
+    parse_steps,
+    path_arguments,
+    pick_steps,
+    recover_option,
+)
 from .output import FORMATS
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -45,8 +56,19 @@ def table_command(f: F) -> F:
     return recover_option(path_arguments(f))
 
 
-def selection(ranks: Optional[str], steps: Optional[str]) -> Selection:
-    return Selection(ranks=parse_ints(ranks, "rank"), steps=parse_ints(steps, "step"))
+@dataclasses.dataclass(frozen=True)
+class Asked:
+    """--ranks and --steps, checked before the traces load; the Selection once they have."""
+
+    ranks: Optional[list[int]]
+    steps: Optional[IntRanges]
+
+    def of(self, traces: TraceSet) -> Selection:
+        return Selection(ranks=self.ranks, steps=pick_steps(traces, self.steps))
+
+
+def selection(ranks: Optional[str], steps: Optional[str]) -> Asked:
+    return Asked(parse_ints(ranks, "rank"), parse_steps(steps))
 
 
 def result_tables(results: list[Result]) -> tuple[dict[str, pa.Table], dict[str, list[str]]]:

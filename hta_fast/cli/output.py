@@ -1,4 +1,9 @@
-"""Tables out: aligned text for a terminal, JSON, or CSV / Parquet files in a folder."""
+"""Tables out: aligned text for a terminal, JSON, or CSV / Parquet files in a folder.
+
+Trace text is untrusted in every form: text output has its control characters escaped
+(cli.terminal), JSON escapes them itself, and a CSV string cell that a spreadsheet would take
+for a formula is written with a leading single quote (see _no_formulas).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from typing import Any, Iterable, Mapping, Optional
 import click
 import pyarrow as pa
 
+from .terminal import echo, safe_cell
+
 FORMATS = ("table", "json", "csv", "parquet")
 
 
@@ -20,7 +27,7 @@ def _cell(v: Any) -> str:
         return "nan" if math.isnan(v) else f"{v:,.2f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    text = str(v)
+    text = safe_cell(str(v))
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -31,7 +38,7 @@ def text_table(table: pa.Table, limit: Optional[int] = None) -> str:
     heads = []
     for f in table.schema:
         unit = (f.metadata or {}).get(b"unit")
-        heads.append(f"{f.name} ({unit.decode()})" if unit else f.name)
+        heads.append(safe_cell(f"{f.name} ({unit.decode()})" if unit else f.name))
     cols = [[_cell(v) for v in shown.column(i).to_pylist()] for i in range(table.num_columns)]
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in table.schema]
     widths = [max([len(h)] + [len(c) for c in col]) for h, col in zip(heads, cols)]
@@ -89,13 +96,30 @@ def _plain(table: pa.Table) -> pa.Table:
             col = pa.array(
                 [None if v is None else json.dumps(v) for v in col.to_pylist()], pa.string()
             )
-        cols.append(col)
+        cols.append(_no_formulas(col))
     return pa.table(cols, names=table.column_names)
 
 
+# What makes a spreadsheet read a cell as a formula (=, +, -, @) or lets one hide behind
+# whitespace it strips (tab, carriage return): OWASP's list for CSV injection.
+_FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def _no_formulas(col: Any) -> Any:
+    """String cells that a spreadsheet would run (=HYPERLINK(...), +cmd|...) prefixed with a
+    single quote, which spreadsheets read as "this is text" and do not show. Numbers are
+    left alone: -3 stays a number."""
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return col
+    risky = pc.match_substring_regex(col, _FORMULA_START)
+    return pc.if_else(risky, pc.binary_join_element_wise("'", col, ""), col)
+
+
 def echo_table(title: str, table: pa.Table, limit: Optional[int]) -> None:
-    click.echo(click.style(title, bold=True))
-    click.echo(text_table(table, limit))
+    click.echo(click.style(safe_cell(title), bold=True))
+    click.echo(text_table(table, limit))  # each cell made safe in text_table
     click.echo()
 
 
@@ -132,7 +156,7 @@ def emit(
             echo_table(f"{key} ({table.num_rows:,} rows)", table, limit or None)
         for name, lines in notes.items():
             for line in lines:
-                click.echo(f"note ({name}): {line}")
+                echo(f"note ({name}): {line}")
         if out_dir:
             for path in write_tables(tables, "csv", out_dir):
                 click.echo(path)

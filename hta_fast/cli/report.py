@@ -14,7 +14,9 @@ from .loading import (
     STEPS_HELP,
     load_traces,
     parse_ints,
+    parse_steps,
     path_arguments,
+    pick_steps,
     recover_option,
     subset,
 )
@@ -95,9 +97,10 @@ def report(
     recover: bool,
 ) -> None:
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
-    ranks_, steps_ = parse_ints(ranks, "rank"), parse_ints(steps, "step")
+    ranks_, asked_steps = parse_ints(ranks, "rank"), parse_steps(steps)
     traces, load_s = load_traces(paths, opts, recover)
     subset(traces, ranks_)  # an unknown rank is bad input, before any work
+    steps_ = pick_steps(traces, asked_steps)
     default_title = "hta_fast report: " + ", ".join(
         os.path.basename(os.path.normpath(p)) for p in paths[:3]
     )

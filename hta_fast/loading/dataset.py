@@ -21,12 +21,15 @@ import base64
 import json
 import os
 import posixpath
+import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any, Iterator, Mapping, Optional
 
 import pyarrow as pa
 
+from .. import _atomic_folder
 from .._core import __version__
 from .._named_tables import NamedTables
 from ..schema import SCHEMA_VERSION
@@ -36,9 +39,11 @@ from .summary import SUMMARY_TABLES, RankSummary, split_by_rank, summarize
 
 FORMAT = "hta_fast.parquet_dataset"
 MANIFEST = "manifest.json"
-# Present while a dataset is being written (removed with the manifest's writing): a load that
-# failed half-way leaves a folder that overwrite=True still knows to be ours.
+# Present while a dataset is being written (removed with the manifest's writing), holding
+# FORMAT: a load that failed half-way leaves a folder that overwrite=True still knows to be ours.
 WRITING = "_writing"
+# A file of a table, relative to the dataset: TABLE/rank=N/part-0.parquet.
+_PART = re.compile(r"(?:summary/)?[a-z_]+/rank=-?[0-9]+/part-0\.parquet")
 
 
 # --- where the dataset lives ---------------------------------------------------------------
@@ -144,32 +149,100 @@ def _exists(fs: Any, path: str) -> bool:
     return fs.exists(path) if fs is not None else os.path.exists(path)
 
 
+def _names(fs: Any, root: str) -> list[str]:
+    if fs is None:
+        return os.listdir(root)
+    return [posixpath.basename(p.rstrip("/")) for p in fs.ls(root, detail=False)]
+
+
+def is_ours(path: str) -> bool:
+    """Whether the folder at `path` is a dataset hta_fast wrote, finished or not, and holds
+    nothing else: only then may overwrite=True remove it. Ours is a manifest or a writing
+    marker naming FORMAT; a marker left empty (as hta_fast wrote it before it held FORMAT)
+    counts only when every file is where a dataset puts it."""
+    fs, root = filesystem(path)
+    manifest = _read_json(fs, _join(fs, root, MANIFEST))
+    tables = manifest.get("tables") if isinstance(manifest, dict) else None
+    expected = {
+        MANIFEST,
+        WRITING,
+        "summary",
+        *TABLES,
+        *(tables if isinstance(tables, list) else []),
+    }
+    if not set(_names(fs, root)) <= expected:
+        return False  # something of someone else's is in there
+    if isinstance(manifest, dict) and manifest.get("format") == FORMAT:
+        return True
+    marker = _join(fs, root, WRITING)
+    if not _exists(fs, marker):
+        return False
+    text = _read_text(fs, marker, limit=len(FORMAT) + 16)
+    if text.strip() == FORMAT:
+        return True
+    return text == "" and all(_PART.fullmatch(f) for f in _files_under(fs, root, {WRITING}))
+
+
+def _read_text(fs: Any, target: str, limit: int = -1) -> str:
+    if fs is None:
+        with open(target, "rb") as fh:
+            data = fh.read(limit)
+    else:
+        with fs.open(target, "rb") as fh:
+            data = fh.read(limit)
+    return bytes(data).decode("utf-8", errors="replace")
+
+
+def _read_json(fs: Any, target: str) -> Any:
+    try:
+        return json.loads(_read_text(fs, target))
+    except (OSError, ValueError):
+        return None
+
+
+def _files_under(fs: Any, root: str, skip: set[str]) -> Iterator[str]:
+    """Every file below root, relative to it, with "/" between parts."""
+    if fs is not None:
+        prefix = root.rstrip("/") + "/"
+        for p in fs.find(root):
+            rel = p[len(prefix) :] if p.startswith(prefix) else p
+            if rel not in skip:
+                yield rel
+        return
+    for folder, _dirs, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(folder, f), root).replace(os.sep, "/")
+            if rel not in skip:
+                yield rel
+
+
 def check_free(path: str, overwrite: bool = False) -> bool:
     """Raises FileExistsError unless the dataset path is free, or (with overwrite) holds a
     dataset of ours; returns whether there is one to replace."""
     fs, root = filesystem(path)
-    if not (_exists(fs, root) and (fs.ls(root) if fs is not None else os.listdir(root))):
+    if not (_exists(fs, root) and _names(fs, root)):
         return False
     if not overwrite:
         raise FileExistsError(f"{path} exists and is not empty (overwrite=True replaces it)")
-    if not (_exists(fs, _join(fs, root, MANIFEST)) or _exists(fs, _join(fs, root, WRITING))):
+    if not is_ours(path):
         raise FileExistsError(
-            f"{path} is not a dataset written by hta_fast (no {MANIFEST}); refusing to replace it"
+            f"{path} is not a dataset written by hta_fast (no {MANIFEST} naming the format "
+            f"{FORMAT!r}, or files that are not the dataset's); refusing to replace it"
         )
     return True
 
 
 def prepare(path: str, overwrite: bool = False) -> None:
-    """check_free, then removes the dataset it replaces and marks the path as being written."""
+    """check_free, then removes the dataset it replaces and marks the path as being written.
+    The ranks are then written in place (load_dir's process and Dask executors do so), which,
+    unlike write_dataset, leaves no old dataset to fall back on if the writing is cut short."""
     fs, root = filesystem(path)
     if check_free(path, overwrite):
         if fs is not None:
             fs.rm(root, recursive=True)
         else:
-            import shutil
-
             shutil.rmtree(root)
-    _write_text(fs, _join(fs, root, WRITING), "")
+    _write_text(fs, _join(fs, root, WRITING), FORMAT)
 
 
 def _write_text(fs: Any, target: str, text: str) -> None:
@@ -191,16 +264,40 @@ def write_dataset(
     on_written: Any = None,
 ) -> "TraceDataset":
     """Writes every rank of a TraceSet (ranks in parallel: Parquet encoding releases the GIL)
-    and the manifest; returns the dataset opened back."""
-    prepare(path, overwrite)
-    summaries: dict[int, RankSummary] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(len(traces), os.cpu_count() or 1))) as pool:
-        futures = {r: pool.submit(write_rank, t, path, compression) for r, t in traces.items()}
-        for r, fut in futures.items():
-            summaries[r] = fut.result()
-            if on_written is not None:
-                on_written(r)
-    write_manifest(path, summaries)
+    and the manifest; returns the dataset opened back.
+
+    A local dataset is written in a hidden folder beside `path` and swapped in when complete
+    (hta_fast._atomic_folder), so that whatever happens to this process, `path` holds the old
+    dataset or the new one. An object store has no such swap: there the old dataset is
+    removed first."""
+    fs, root = filesystem(path)
+    if fs is not None:
+        prepare(path, overwrite)
+        staging = path
+    else:
+        check_free(path, overwrite)
+        staging = _atomic_folder.staging_beside(root, "writing")
+        _write_text(None, os.path.join(staging, WRITING), FORMAT)
+    try:
+        summaries: dict[int, RankSummary] = {}
+        workers = max(1, min(len(traces), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {
+                r: pool.submit(write_rank, t, staging, compression) for r, t in traces.items()
+            }
+            for r, fut in futures.items():
+                summaries[r] = fut.result()
+                if on_written is not None:
+                    on_written(r)
+        write_manifest(staging, summaries)
+        if fs is None:
+            # Asked again: something may have been put at `path` while the ranks were written.
+            check_free(path, overwrite)
+            _atomic_folder.install(staging, root)
+    except BaseException:
+        if fs is None:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
     return TraceDataset(path, summaries)
 
 

@@ -1,7 +1,14 @@
-"""Plotly figure specs as plain dicts (plotly.js draws them; Python's plotly is not needed)."""
+"""Plotly figure specs as plain dicts (plotly.js draws them; Python's plotly is not needed).
+
+plotly.js reads every label, legend name, axis category and hover text as pseudo-HTML (<a
+href>, <span style>, <br>, ...). Text from a trace is not ours to format: every string that
+goes into a figure goes through plotly_text here, in the builders below, so a kernel named
+`<a href=...>` shows as that name and is not a link.
+"""
 
 from __future__ import annotations
 
+import html
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -20,6 +27,16 @@ COLORS = (
     "#9d755d",
     "#bab0ac",
 )
+
+
+def plotly_text(text: Any) -> Any:
+    """A string as plotly.js shows it literally (its tags and entities escaped: plotly
+    decodes &lt; &gt; &amp; back to the characters); anything else unchanged."""
+    return html.escape(text, quote=False) if isinstance(text, str) else text
+
+
+def _texts(values: Union[Sequence[Any], np.ndarray]) -> list[Any]:
+    return [plotly_text(v) for v in values]
 
 
 def _list(values: npt.ArrayLike) -> list[Any]:
@@ -43,11 +60,11 @@ def figure(
     xtype: Optional[str] = None,
 ) -> dict[str, Any]:
     layout: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 15}},
+        "title": {"text": plotly_text(title), "font": {"size": 15}},
         "height": height,
         "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
-        "xaxis": {"title": {"text": xaxis}, "automargin": True},
-        "yaxis": {"title": {"text": yaxis}, "automargin": True},
+        "xaxis": {"title": {"text": plotly_text(xaxis)}, "automargin": True},
+        "yaxis": {"title": {"text": plotly_text(yaxis)}, "automargin": True},
         "legend": {"orientation": "h", "y": -0.2},
         "template": None,
         "plot_bgcolor": "#fafafa",
@@ -79,15 +96,15 @@ def bar(
 ) -> dict[str, Any]:
     trace: dict[str, Any] = {
         "type": "bar",
-        "name": name,
+        "name": plotly_text(name),
         "marker": {"color": color or COLORS[i % len(COLORS)]},
     }
     if horizontal:
-        trace.update(x=_list(y), y=list(x), orientation="h")
+        trace.update(x=_list(y), y=_texts(x), orientation="h")
     else:
-        trace.update(x=list(x), y=_list(y))
+        trace.update(x=_texts(x), y=_list(y))
     if text is not None:
-        trace["hovertext"] = list(text)
+        trace["hovertext"] = _texts(text)
     trace.update(extra)
     return trace
 
@@ -97,7 +114,7 @@ def step_line(x: np.ndarray, y: np.ndarray, name: str, i: int = 0) -> dict[str, 
         "type": "scatter",
         "mode": "lines",
         "line": {"shape": "hv", "width": 1, "color": COLORS[i % len(COLORS)]},
-        "name": name,
+        "name": plotly_text(name),
         "x": _list(x),
         "y": _list(y),
     }
