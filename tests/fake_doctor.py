@@ -67,6 +67,9 @@ class Diagnosis:
         ]
         return reasons
 
+    def no_gpu_reasons(self) -> list[str]:
+        return []
+
     def to_dict(self) -> dict:
         return {
             "utilization": self.utilization,

@@ -88,7 +88,7 @@ def test_evidence_names_the_events_steps_and_ranks(diagnoses):
     assert f.steps == list(range(synth.STEPS)) and f.ranks == [0]
     m = diagnoses["memory_sync"].finding("memory_sync")
     assert m.evidence["pageable_copies_per_step"] == 1.0
-    assert m.evidence["blocking_syncs_per_step"] == 3.0  # item, _local_scalar_dense, sync
+    assert m.evidence["blocking_syncs_per_step"] == 1.0  # item > _local_scalar_dense > sync
     assert {e["name"] for e in m.top_events} >= {"Memcpy DtoH (Device -> Pageable)"}
     i = diagnoses["input_pipeline"].finding("input_pipeline")
     assert i.top_events[0]["name"].startswith("enumerate(DataLoader)")
@@ -194,8 +194,8 @@ def test_real_trace_diagnoses(traces_dir, chrome_trace):
         assert set(f.ranks) <= set(d.ranks)
     json.dumps(d.to_dict())
     assert d.to_text()
-    if not d.ranks:  # CPU-only traces
-        assert d.utilization == 0.0 and d.healthy and d.notes
+    if d.no_gpu_activity:  # CPU-only traces, launches without GPU events (test_doctor_no_gpu)
+        assert d.ranks and not d.healthy and d.failed()
 
 
 def test_real_eight_rank_set(traces_dir):
@@ -256,15 +256,28 @@ def test_real_trace_evidence_matches_the_json(traces_dir):
     steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
     lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
     x = [e for e in events if e.get("ph") == "X" and lo <= e["ts"] <= hi]
-    syncs = sum(
-        e["name"]
+    sync_calls = [
+        e
+        for e in x
+        if e["name"]
         in (
             "cudaStreamSynchronize",
             "cudaDeviceSynchronize",
             "aten::item",
             "aten::_local_scalar_dense",
         )
-        for e in x
+    ]
+    # one sync per outermost call: aten::item > aten::_local_scalar_dense > the sync is one
+    # (of two calls with the same span, the first in the file encloses the other)
+    syncs = sum(
+        not any(
+            (o["pid"], o["tid"]) == (e["pid"], e["tid"])
+            and o["ts"] <= e["ts"]
+            and e["ts"] + e["dur"] <= o["ts"] + o["dur"]
+            and ((o["ts"], o["dur"]) != (e["ts"], e["dur"]) or j < i)
+            for j, o in enumerate(sync_calls)
+        )
+        for i, e in enumerate(sync_calls)
     )
     loaders = sum(e["name"].startswith("enumerate(DataLoader)") for e in x)
     launch_ts = {

@@ -101,9 +101,12 @@ def test_real_dlrm_plans_by_replay(traces_dir):
     better = improve_plan(tables, 8, cost=cost, family=LOOKUP)
     r = plan_step_time(dlrm(), tables, round_robin, cost=cost, family=LOOKUP).to_pandas()
     assert len(r) == 8 and (r.lookup_measured > 0).all()
-    # The rank with the longest planned lookup holds the others at the next collective.
+    # The rank with the longest planned lookup holds most others at the next collective.
+    # (Each rank's all-to-all waits for its own lookup kernels, by the trace's stream waits,
+    # so a rank whose host reaches it late can hold some: docs/model.md, stream waits
+    # without cuda_sync rows.)
     slowest = int(r["rank"][r.lookup_planned.idxmax()])
-    assert set(r.held_by.dropna()) == {slowest}
+    assert r.held_by.dropna().value_counts().idxmax() == slowest
     c = compare_plans(
         dlrm(), tables, {"round_robin": round_robin, "improved": better}, cost=cost, family=LOOKUP
     ).to_pandas()

@@ -7,7 +7,9 @@ with the same key form a group.
 
 The GPU time of an instance is the summed duration of every GPU event (kernel, memcpy,
 memset) queued by a launch anywhere inside it (at any nesting depth, so `aten::linear`
-includes the kernels of its `aten::addmm`). Per group: the number of instances, the number
+includes the kernels of its `aten::addmm`). An operator that calls itself with the same
+shapes (directly or through other operators) is one call: the inner call is part of the
+outer one, so no kernel counts twice in a row. Per group: the number of instances, the number
 of GPU events, and the count, sum, mean, median, min, max and population standard deviation
 of the instances' GPU time (instances that launched nothing count as 0). The example is the
 instance at the (lower) median GPU time.
@@ -141,6 +143,7 @@ def op_groups(
 
 def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]) -> OpGroups:
     rows = op_instance_rows(trace, mask, op_prefix)
+    rows = rows[~_inside_same_call(trace, rows)]
     n_events = len(trace.column("events", "ts"))
     position = np.full(n_events, -1, np.int64)
     position[rows] = np.arange(len(rows))
@@ -167,6 +170,24 @@ def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str
     starts = np.r_[np.flatnonzero(new), len(rows)].astype(np.int64)
     group = np.cumsum(new) - 1
     return OpGroups(rows, group, starts, keys[starts[:-1]].astype(np.int32), gpu_time, gpu_events)
+
+
+def _inside_same_call(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per instance row: whether an enclosing instance (at any depth) has its name and
+    shapes. Such a call (an operator re-entering itself through the dispatcher, or through
+    another operator) is part of the outer call: counted as an instance of its own, its
+    kernels would count twice in one row, once for it and once for the outer call."""
+    if len(rows) == 0:
+        return np.zeros(0, bool)
+    n_events = len(trace.column("events", "ts"))
+    position = np.full(n_events, -1, np.int64)
+    position[rows] = np.arange(len(rows))
+    i, anc = ancestor_pairs(trace, rows, position >= 0)
+    keys = np.column_stack([trace.column("events", "name")[rows], shape_ids(trace, rows)])
+    same = np.all(keys[i] == keys[position[anc]], axis=1)
+    out = np.zeros(len(rows), bool)
+    out[i[same]] = True
+    return out
 
 
 def strings_of(trace: Trace, ids: np.ndarray) -> pa.Array:

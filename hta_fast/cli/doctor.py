@@ -1,8 +1,9 @@
 """`hta-fast doctor`: why the GPU is idle, ranked; usable as a CI gate.
 
-Exit status: 0 healthy (or every gate passes), 1 a gate fails, 2 bad input. Without
---fail-under-utilization / --fail-on, any finding above its threshold fails; with them,
-only those gates decide.
+Exit status: 0 healthy (or every gate passes), 1 a gate fails, 2 bad input, 3 a rank
+recorded no GPU activity (nothing to judge there; it fails whatever gates are asked, and
+comes before 1). Without --fail-under-utilization / --fail-on, any finding above its
+threshold fails; with them, only those gates decide.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from .loading import (
     STEPS_HELP,
     load_traces,
     parse_ints,
+    parse_steps,
     path_arguments,
+    pick_steps,
     recover_option,
     subset,
 )
 from .output import dumps
+from .terminal import echo
 
 if TYPE_CHECKING:
     from ..doctor import Diagnosis, Thresholds
@@ -87,8 +91,21 @@ def gate_reasons(
     diag: Diagnosis, fail_under_utilization: Optional[float], fail_on: Sequence[str]
 ) -> list[str]:
     if fail_under_utilization is None and not fail_on:
-        return [f"{f.cause}: {f.title}" for f in diag.findings if f.above_threshold]
+        return no_gpu_reasons(diag) + [
+            f"{f.cause}: {f.title}" for f in diag.findings if f.above_threshold
+        ]
     return list(diag.failed(fail_under_utilization=fail_under_utilization, fail_on=fail_on))
+
+
+def no_gpu_reasons(diag: Diagnosis) -> list[str]:
+    return list(diag.no_gpu_reasons())
+
+
+def exit_status(diag: Diagnosis, reasons: Sequence[str]) -> int:
+    """3 when a rank recorded no GPU activity, else 1 when a gate fails, else 0."""
+    if no_gpu_reasons(diag):
+        return 3
+    return 1 if reasons else 0
 
 
 @cli.command()
@@ -139,7 +156,8 @@ def doctor(
 ) -> None:
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
 
-    Exit status 0 when healthy, 1 when a gate fails, 2 for bad input. CAUSE is one of
+    Exit status 0 when healthy, 1 when a gate fails, 2 for bad input, 3 when a rank
+    recorded no GPU activity. CAUSE is one of
     parallelism, input_pipeline, launch_bound, memory_sync, exposed_communication,
     rank_imbalance.
     """
@@ -153,14 +171,14 @@ def doctor(
     thresholds = thresholds_of(mod, threshold_pairs, thresholds_file)
     traces, _ = load_traces(paths, opts, recover)
     traces = subset(traces, parse_ints(ranks, "rank"))
-    diag = mod.diagnose(traces, steps=parse_ints(steps, "step"), thresholds=thresholds)
+    diag = mod.diagnose(traces, steps=pick_steps(traces, parse_steps(steps)), thresholds=thresholds)
     reasons = gate_reasons(diag, fail_under_utilization, fail_on)
     if as_json:
         doc = diag.to_dict()
         doc["gate"] = {"passed": not reasons, "reasons": reasons}
         click.echo(dumps(doc))
     else:
-        click.echo(diag.to_text())
+        echo(diag.to_text())  # names from the trace: control characters escaped
         for r in reasons:
-            click.echo(f"FAIL: {r}", err=True)
-    ctx.exit(1 if reasons else 0)
+            echo(f"FAIL: {r}", err=True)
+    ctx.exit(exit_status(diag, reasons))

@@ -9,7 +9,7 @@ from typing import Optional
 import click
 
 from .app import BadInput, Options, cli
-from .loading import load_traces, parse_ints
+from .loading import load_traces, parse_ints, parse_steps, pick_steps
 from .options import result_tables, selection, table_command
 from .output import check_format, emit
 
@@ -57,7 +57,10 @@ def critical_path_command(
         raise BadInput("--trace-out draws one rank's path: it does not go with --together")
     traces, _ = load_traces(paths, opts, recover)
     result = critical_path(
-        traces, selection=selection(ranks, steps), cross_rank=together, chained=not windows
+        traces,
+        selection=selection(ranks, steps).of(traces),
+        cross_rank=together,
+        chained=not windows,
     )
     emit(*result_tables([result]), fmt, out_dir, limit)
     if trace_out:  # of the first rank asked for (default: the smallest)
@@ -67,7 +70,7 @@ def critical_path_command(
                 traces,
                 trace_out,
                 rank=asked[0] if asked else None,
-                steps=parse_ints(steps, "step"),
+                steps=pick_steps(traces, parse_steps(steps)),
                 chained=not windows,
             )
         )
@@ -109,7 +112,7 @@ def replay_command(
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
     result = (replay_ranks if together else replay_steps)(
-        traces, chained=not windows, selection=selection(ranks, steps)
+        traces, chained=not windows, selection=selection(ranks, steps).of(traces)
     )
     emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
@@ -273,7 +276,7 @@ def whatif_command(
             edits,
             cross_rank=not no_cross_rank,
             chained=not windows,
-            selection=selection(ranks, steps),
+            selection=selection(ranks, steps).of(traces),
         )
     except ValueError as e:
         raise BadInput(str(e)) from None

@@ -5,7 +5,9 @@ breakdown, communication/computation overlap) in its pandas shapes and units
 Where the reference is wrong our numbers differ: see docs/differences.md (sync events are
 not GPU time; idle intervals start at the stream's latest end; per-kernel statistics are
 those of the kernel's events; duration_ratio is a share of time; a rank without GPU work or
-without communication gives NaN instead of an exception).
+without communication gives NaN instead of an exception). GPU events without a launch are
+left out of the default view, as by the reference, with a warning saying how many
+(hta_fast.compat.launchless).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import numpy as np
 
 from ..analysis import idle_time, kernel_breakdown, overlap, temporal
+from .launchless import warn_launchless
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,6 +32,7 @@ _TEMPORAL_COLUMNS = ["idle_time", "compute_time", "non_compute_time", "kernel_ti
 def get_temporal_breakdown(analysis: TraceAnalysis, visualize: bool = False) -> pd.DataFrame:
     import pandas as pd
 
+    warn_launchless(analysis, "get_temporal_breakdown")
     t = temporal.temporal_breakdown(analysis.traces, selection=analysis.selection).table
     df = pd.DataFrame({"rank": np.asarray(t["rank"], np.int64)})
     for c in _TEMPORAL_COLUMNS:
@@ -89,6 +93,7 @@ def get_idle_time_breakdown(
         streams=streams or None,
         selection=analysis.selection,
     )
+    warn_launchless(analysis, "get_idle_time_breakdown", ranks)
     stream_dt = _stream_dtype(analysis, ranks)
     t = {
         name: res.table.column(name).to_numpy(zero_copy_only=False)
@@ -165,6 +170,7 @@ def get_gpu_kernel_breakdown(
     """(kernel type DataFrame, per kernel DataFrame)."""
     import pandas as pd
 
+    warn_launchless(analysis, "get_gpu_kernel_breakdown")
     res = kernel_breakdown.kernel_breakdown(
         analysis.traces,
         duration_ratio=duration_ratio,
@@ -218,6 +224,7 @@ def get_gpu_kernel_breakdown(
 def get_comm_comp_overlap(analysis: TraceAnalysis, visualize: bool = False) -> pd.DataFrame:
     import pandas as pd
 
+    warn_launchless(analysis, "get_comm_comp_overlap")
     t = overlap.comm_comp_overlap(analysis.traces, selection=analysis.selection).table
     pct = t["comp_comm_overlap_pctg"].to_numpy(zero_copy_only=False).astype(np.float64)
     df = pd.DataFrame(

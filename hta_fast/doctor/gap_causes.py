@@ -4,12 +4,15 @@ Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in thi
 
     input_pipeline  the part of the gap during which a data-loader call runs on the host
                     (`enumerate(DataLoader)#...__next__` and the like)
-    memory_sync     the rest of the gap, when the GPU went idle while the host was blocked in
-                    a synchronising call (cudaStreamSynchronize, cudaDeviceSynchronize,
-                    cudaEventSynchronize, synchronous cudaMemcpy, aten::item,
-                    aten::_local_scalar_dense): the host could not queue more work until the
-                    GPU had drained; then the part of the rest that an allocator call
-                    (cudaMalloc, cudaFree, ...) covers
+    memory_sync     the rest of a host-wait gap (below), when the GPU went idle while the
+                    host was blocked in a synchronising call (cudaStreamSynchronize,
+                    cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy,
+                    aten::item, aten::_local_scalar_dense): the host could not queue more work
+                    until the GPU had drained; then the part of the rest of a host-wait gap
+                    that an allocator call (cudaMalloc, cudaFree, ...) covers. A gap ended by
+                    work queued before it began is not the sync's: the GPU was still working
+                    through what the host had queued before it blocked (the launch
+                    machinery's gaps between those kernels are parallelism's, below)
     launch_bound    the rest, when the event that ends the gap had not been launched yet when
                     the gap began (the idle_time analysis' host_wait): the CPU was too slow
     parallelism     the rest, when the next work was already queued and the gap is shorter than
@@ -27,6 +30,7 @@ import numpy as np
 
 from .. import ops
 from ..schema import EventKind
+from ..trace import Trace
 from .context import RankView, rows_named
 from .intervals import covered_length, touches
 from .thresholds import Thresholds
@@ -49,7 +53,9 @@ ALLOCATOR = (
 @dataclasses.dataclass
 class GapSplit:
     """Per gap of view.gaps: ns charged to each cause (they add up to the gap's length), and
-    the host rows behind the first three."""
+    the host rows behind the first three (sync_rows: the outermost sync calls, one per
+    sync the program made: aten::item's aten::_local_scalar_dense and
+    cudaStreamSynchronize inside it are that one sync)."""
 
     input_pipeline: np.ndarray
     memory_sync: np.ndarray
@@ -85,7 +91,7 @@ def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
     g = view.gaps
     length = g.lengths
     loader_rows = host_rows(view, DATALOADER, HOST_OPS)
-    sync_rows = host_rows(view, BLOCKING_SYNC, HOST_CALLS + HOST_OPS)
+    sync_rows = outermost(view.trace, host_rows(view, BLOCKING_SYNC, HOST_CALLS + HOST_OPS))
     alloc_rows = host_rows(view, ALLOCATOR, HOST_CALLS)
 
     loader = _union_of(view, loader_rows)
@@ -94,11 +100,16 @@ def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
     # A sync holding the host when the GPU went idle (its interval holds the gap's start).
     sync_ts = view.trace.column("events", "ts")[sync_rows]
     sync_end = sync_ts + np.maximum(view.trace.column("events", "dur")[sync_rows], 0)
-    sync_hit = _holds(sync_ts, sync_end, g.starts)
+    # Only where the host had not queued the work that ends the gap: blocked, it could not.
+    sync_hit = g.host_wait & _holds(sync_ts, sync_end, g.starts)
     sync_ns = np.where(sync_hit, rest, 0)
     rest = rest - sync_ns
     alloc = _union_of(view, alloc_rows)
-    alloc_ns = np.minimum(rest, covered_length(alloc.starts, alloc.ends, g.starts, g.ends))
+    alloc_ns = np.where(
+        g.host_wait,
+        np.minimum(rest, covered_length(alloc.starts, alloc.ends, g.starts, g.ends)),
+        0,
+    )
     rest = rest - alloc_ns
     launch_ns = np.where(g.host_wait, rest, 0)
     rest = rest - launch_ns
@@ -110,6 +121,25 @@ def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
     )
     memo[key] = out
     return out
+
+
+def outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The rows (sorted) that no other of them encloses, by the CPU nesting (`parent`), at
+    any depth."""
+    rows = np.asarray(rows, np.int64)
+    if len(rows) == 0:
+        return rows
+    parent = trace.column("events", "parent")
+    member = np.zeros(len(parent), bool)
+    member[rows] = True
+    inner = np.zeros(len(rows), bool)
+    cur = parent[rows].astype(np.int64)
+    live = cur >= 0
+    while live.any():  # one vectorised step per nesting level
+        inner |= live & member[np.maximum(cur, 0)]
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1).astype(np.int64)
+        live = (cur >= 0) & ~inner
+    return rows[~inner]
 
 
 def _holds(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray:

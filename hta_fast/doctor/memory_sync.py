@@ -2,7 +2,11 @@
 
 Cost per step, the sum of:
   - GPU idle while the host was blocked in a synchronising call when the GPU went idle
-    (cudaStreamSynchronize, .item(), ...) or in an allocator call (gap_causes: memory_sync);
+    (cudaStreamSynchronize, .item(), ...) or in an allocator call, in the gaps ended by work
+    the host launched after the gap began (gap_causes: memory_sync); the gaps between
+    kernels queued before the host blocked are not the sync's. Each sync counts once: the
+    outermost of nested sync calls (aten::item > aten::_local_scalar_dense >
+    cudaStreamSynchronize) is the one;
   - host<->device copies (Memcpy HtoD / DtoH) not hidden behind compute kernels (copies
     running at once counted once);
   - FP32 GEMMs that ran on the CUDA cores (`sgemm` kernels without a tensor-core variant in the

@@ -26,6 +26,7 @@ from . import (
 )
 from .context import RankView, rank_view
 from .estimate import Estimate
+from .no_gpu import no_gpu_reason
 from .result import CAUSES, Diagnosis, Finding, Number
 from .thresholds import Thresholds
 
@@ -52,16 +53,21 @@ def diagnose(
     ts = select.as_traceset(traces)
     views: list[RankView] = []
     notes: list[str] = []
+    analysed: list[int] = []
+    no_gpu: dict[int, str] = {}
+    seen_steps: set[int] = set()
     missing_steps = 0
     for rank in ts.ranks:
         v = rank_view(rank, ts[rank], wanted)
         if v is None:
             missing_steps += 1
             notes.append(f"rank {rank}: none of the requested steps")
-        elif len(v.work.rows) == 0:
-            notes.append(
-                f"rank {rank}: no GPU work (kernels, memcpy, memset) in the analysed steps"
-            )
+            continue
+        analysed.append(rank)
+        if v.has_steps:
+            seen_steps.update(int(s) for s in v.steps)
+        if len(v.work.rows) == 0:
+            no_gpu[rank] = no_gpu_reason(ts[rank])
         else:
             if not v.has_steps:
                 notes.append(
@@ -91,15 +97,15 @@ def diagnose(
         if views
         else 0.0
     )
-    all_steps = sorted({int(s) for v in views if v.has_steps for s in v.steps})
     return Diagnosis(
         utilization=utilization,
         findings=findings,
         thresholds=th,
         notes=notes,
         step_time_ns=int(round(step_time)),
-        ranks=[v.rank for v in views],
-        steps=all_steps,
+        ranks=analysed,
+        steps=sorted(seen_steps),
+        no_gpu_activity=no_gpu,
     )
 
 

@@ -56,7 +56,11 @@ class Diagnosis:
     thresholds       the Thresholds used
     notes            what the numbers cannot say (no steps, unknown SM count, one rank, ...)
     step_time_ns     mean step time over ranks (the denominator of every share)
-    ranks, steps     what was analysed
+    ranks, steps     what was analysed (ranks without GPU activity included)
+    no_gpu_activity  rank -> why it has no GPU work in the analysed steps (launches without
+                     GPU events, a CPU-only trace, ...). Utilization, step time and findings
+                     are over the other ranks; such a rank is never healthy: there is
+                     nothing to judge on it
     """
 
     utilization: float
@@ -66,11 +70,12 @@ class Diagnosis:
     step_time_ns: int
     ranks: list[int]
     steps: list[int]
+    no_gpu_activity: dict[int, str]
 
     @property
     def healthy(self) -> bool:
-        """No finding above its threshold."""
-        return not any(f.above_threshold for f in self.findings)
+        """GPU activity on every analysed rank, and no finding above its threshold."""
+        return not self.no_gpu_activity and not any(f.above_threshold for f in self.findings)
 
     def finding(self, cause: str) -> Finding:
         for f in self.findings:
@@ -81,7 +86,8 @@ class Diagnosis:
     def failed(
         self, fail_under_utilization: Optional[float] = None, fail_on: Iterable[str] = ()
     ) -> list[str]:
-        """Reasons a CI gate fails; an empty list passes.
+        """Reasons a CI gate fails; an empty list passes. A rank without GPU activity fails
+        it whatever is asked (its reason comes first).
 
         fail_under_utilization  percent: fail when the GPU utilization is below it
         fail_on                 causes that fail the gate when above threshold; empty: every
@@ -91,7 +97,7 @@ class Diagnosis:
         bad = [c for c in wanted if c not in CAUSES]
         if bad:
             raise ValueError(f"unknown cause(s) {bad}; causes: {', '.join(CAUSES)}")
-        reasons = []
+        reasons = self.no_gpu_reasons()
         if fail_under_utilization is not None and 100.0 * self.utilization < fail_under_utilization:
             reasons.append(
                 f"GPU utilization {100.0 * self.utilization:.1f}% is under "
@@ -105,6 +111,10 @@ class Diagnosis:
                 )
         return reasons
 
+    def no_gpu_reasons(self) -> list[str]:
+        """One gate reason per rank without GPU activity."""
+        return [f"rank {r}: {why}" for r, why in sorted(self.no_gpu_activity.items())]
+
     def to_dict(self) -> dict[str, Any]:
         return _plain(
             {
@@ -113,6 +123,7 @@ class Diagnosis:
                 "step_time_ns": self.step_time_ns,
                 "ranks": self.ranks,
                 "steps": self.steps,
+                "no_gpu_activity": self.no_gpu_activity,
                 "findings": [f.to_dict() for f in self.findings],
                 "thresholds": self.thresholds.to_dict(),
                 "notes": self.notes,
@@ -121,15 +132,24 @@ class Diagnosis:
 
     def to_text(self) -> str:
         n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
-        lines = [
-            f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
-            f"{len(self.ranks)} rank(s); mean step {_ms(self.step_time_ns)}"
-        ]
+        with_gpu = len(self.ranks) - len(self.no_gpu_activity)
+        if with_gpu:
+            lines = [
+                f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
+                f"{len(self.ranks)} rank(s); mean step {_ms(self.step_time_ns)}"
+            ]
+        else:
+            lines = [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
+        lines.extend(self.no_gpu_reasons())
         above = [f for f in self.findings if f.above_threshold]
-        if not above:
+        if not above and with_gpu:
             lines.append(
-                f"Healthy: no cause reaches {100.0 * self.thresholds.min_share:g}% "
-                "of the step time."
+                (
+                    "Healthy: no"
+                    if not self.no_gpu_activity
+                    else "On the ranks with GPU activity, no"
+                )
+                + f" cause reaches {100.0 * self.thresholds.min_share:g}% of the step time."
             )
         for i, f in enumerate(above, 1):
             lines.append(f"{i}. {f.cause}: {f.title}")
@@ -157,7 +177,7 @@ class Diagnosis:
                 lines.append("   where: " + "; ".join(where))
             lines.append(f"   what helps: {f.advice}")
         below = [f for f in self.findings if not f.above_threshold]
-        if below:
+        if below and with_gpu:
             lines.append(
                 "Below threshold: " + ", ".join(f"{f.cause} {100.0 * f.share:.1f}%" for f in below)
             )

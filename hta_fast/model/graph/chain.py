@@ -29,6 +29,12 @@ from ...trace import Trace
 from .dependency_graph import DependencyGraph
 
 
+def step_label(step: Optional[int]) -> str:
+    """How a note names a step: "step 3"; a trace without profiler steps is analysed whole
+    (step None), and a note says so rather than "step None"."""
+    return "the whole trace" if step is None else f"step {step}"
+
+
 @dataclasses.dataclass
 class Chain:
     """rank, trace and graph (over every step of the chain; window_start is its first step's
@@ -51,6 +57,19 @@ class Chain:
     members: np.ndarray
     member_step: np.ndarray
     window: bool
+
+    @property
+    def label(self) -> str:
+        """ "step 3", or "steps 1-4" for a chain of several (for notes)."""
+        if len(self.steps) == 1:
+            return step_label(self.steps[0])
+        return f"steps {self.steps[0]}-{self.steps[-1]}"
+
+    def wait_notes(self) -> list[str]:
+        """What the notes of an analysis of this chain say about its waits inferred from
+        launch order (hta_fast.model.graph.runtime_waits)."""
+        note = self.graph.waits.inferred_note()
+        return [f"rank {self.rank} {self.label}: {note}"] if note else []
 
     def step_starts(self, times: np.ndarray) -> np.ndarray:
         """Each step's start (ns since the chain's start) in a replay with these node times."""

@@ -16,7 +16,7 @@ import numpy as np
 from ... import _core
 from ...schema import CPU_KINDS, GPU_WORK_KINDS
 from ...trace import Trace
-from . import sync_calls
+from . import runtime_waits, sync_calls
 
 EDGE_TYPES = [
     "release",
@@ -50,7 +50,8 @@ class DependencyGraph:
     2i (start) and 2i + 1 (end), and 2 * len(rows) (the window start). weight/binding: the
     calibrated weight (ns) of each edge and whether it decided its target's measured time.
     carried: per event, whether it is GPU work launched before the window (a backlog it
-    holds as the predecessors of its own GPU work; started no earlier than the window)."""
+    holds as the predecessors of its own GPU work; started no earlier than the window).
+    waits: what its sync and stream-wait calls came to (inferred ones, what is missing)."""
 
     core: _core._DependencyGraph
     rows: np.ndarray
@@ -59,6 +60,7 @@ class DependencyGraph:
     binding: np.ndarray
     n_sync_edges: int
     carried: np.ndarray
+    waits: runtime_waits.WaitCalls
 
     # The core hands out copies: a chain's steps read them once per step, so they are kept.
     @functools.cached_property
@@ -234,7 +236,9 @@ def build_graph(
     kind_of = sync_calls.sync_kind_of_names(
         [strings[int(i)].as_py() if i >= 0 else "" for i in uniq]
     )
-    sync_kind = np.where(is_gpu, 0, kind_of[np.searchsorted(uniq, names)]).astype(np.uint8)
+    name_at = np.searchsorted(uniq, names)
+    sync_kind = np.where(is_gpu, 0, kind_of[name_at]).astype(np.uint8)
+    asked = sync_kind.copy()  # what each call does, before its row is looked for
     wait_lane = np.full(len(rows), -1, np.int64)
     wait_corr = np.full(len(rows), -1, np.int64)
     target_lane = np.full(len(rows), -1, np.int64)
@@ -270,13 +274,27 @@ def build_graph(
                 wait_lane[i], wait_corr[i], target_lane[i] = src, a_corr, dst
 
     # A sync call without a correlation id waits for what was launched before it started.
-    blind = np.flatnonzero((sync_kind != 0) & (corr < 0))
+    blind = np.flatnonzero((asked != 0) & (corr < 0))
     if len(blind):
         launched = np.flatnonzero(~is_gpu & (corr >= 0))
         order = launched[np.argsort(ts[launched], kind="stable")]
         running_max = np.maximum.accumulate(corr[order]) if len(order) else order
         k = np.searchsorted(ts[order], ts[blind], side="right")
         corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
+
+    waits = runtime_waits.waits_without_rows(
+        trace, rows, calls, asked, name_at, uniq, ts, dur, lane, is_gpu, launch, corr
+    )
+    if waits is not None:
+        w_lane, w_corr, target, summary = waits
+        got = w_lane >= 0
+        on = calls[got]
+        sync_kind[on] = asked[on]
+        wait_lane[on], wait_corr[on], target_lane[on] = w_lane[got], w_corr[got], target[got]
+    else:
+        summary = runtime_waits.WaitCalls(
+            calls=len(calls), stream_waits=int(np.count_nonzero(asked == sync_calls.STREAM_WAIT))
+        )
 
     if unknown_stream:
         _infer_synced_streams(
@@ -302,4 +320,4 @@ def build_graph(
     weight, binding = core.calibrate()
     types = core.type
     n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))
-    return DependencyGraph(core, rows, start, weight, binding, n_sync, carried)
+    return DependencyGraph(core, rows, start, weight, binding, n_sync, carried, summary)

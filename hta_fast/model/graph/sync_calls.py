@@ -33,6 +33,17 @@ _PATTERNS = [
 ]
 
 
+# cudaEventRecord and friends: what an event sync or a stream wait without its cuda_sync row
+# is tied to (hta_fast.model.graph.runtime_waits).
+RECORD = r"^(cuda|hip|cu)EventRecord"
+_RECORD = re.compile(RECORD)
+
+
+def is_record_of_names(names: list[str]) -> np.ndarray:
+    """Whether each name is an event record call."""
+    return np.array([bool(_RECORD.match(name)) for name in names], bool)
+
+
 def sync_kind_of_names(names: list[str]) -> np.ndarray:
     """The SyncKind of each name (NONE for calls that do not wait)."""
     out = np.zeros(len(names), np.uint8)

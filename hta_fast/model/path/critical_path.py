@@ -34,6 +34,7 @@ from ...frame.result import Result
 from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
+from ..graph.chain import step_label
 from ..graph.dependency_graph import DependencyGraph
 from ..graph.walk import walk
 from .bounds import BOUND_BY, shares
@@ -56,9 +57,9 @@ def _no_sync_note(rank: int, step: Optional[int], graph: DependencyGraph) -> lis
     if graph.n_sync_edges:
         return []
     return [
-        f"rank {rank} step {step}: the trace has no sync or stream-wait events, so the host "
-        "never waits for the GPU in this graph; the shares say where the step's time went "
-        "only as far as launches and stream order tell, not that the step is CPU bound"
+        f"rank {rank} {step_label(step)}: {graph.waits.missing()}, so the host never waits for the "
+        "GPU in this graph; the shares say where the step's time went only as far as "
+        "launches and stream order tell, not that the step is CPU bound"
     ]
 
 
@@ -96,6 +97,7 @@ def critical_path(
                 )
             )
             notes += _no_sync_note(chain.rank, step, g)
+        notes += chain.wait_notes()
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
     table = pa.table(

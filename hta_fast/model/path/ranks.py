@@ -18,7 +18,7 @@ from ...frame.result import Result
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import match_collectives
-from ..graph.chain import Chain
+from ..graph.chain import Chain, step_label
 from ..graph.walk import walk_groups
 from ..replay.cross_rank import (
     LinkedWindow,
@@ -75,7 +75,7 @@ def _no_link_note(step: Optional[int], linked: Sequence[LinkedWindow]) -> list[s
     if any(len(lw.comm) for lw in linked):
         return []
     return [
-        f"step {step}: no collective is shared by two of the selected ranks: the path "
+        f"{step_label(step)}: no collective is shared by two of the selected ranks: the path "
         "stays on the rank that ends last"
     ]
 

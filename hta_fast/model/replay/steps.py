@@ -22,7 +22,6 @@ from ...frame.result import Result
 from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
-from ..graph.chain import Chain
 from ..graph.walk import walk
 from .ablations import ABLATIONS
 from .step_rows import GPU_EVENTS, chain_step_rows
@@ -49,13 +48,6 @@ SCHEMA = pa.schema(
 )
 
 
-def steps_label(chain: Chain) -> str:
-    """ "step 3", or "steps 1-4" for a chain of several."""
-    if len(chain.steps) == 1:
-        return f"step {chain.steps[0]}"
-    return f"steps {chain.steps[0]}-{chain.steps[-1]}"
-
-
 def replay_steps(
     traces: Union[Trace, TraceSet],
     *,
@@ -80,9 +72,10 @@ def replay_steps(
         per_event.append(events)
         if chain.graph.n_sync_edges == 0:
             notes.append(
-                f"rank {chain.rank} {steps_label(chain)}: no sync or stream-wait "
-                "events, so the graph has no GPU -> CPU or cross-stream edges"
+                f"rank {chain.rank} {chain.label}: {chain.graph.waits.missing()}, so the "
+                "graph has no GPU -> CPU or cross-stream edges"
             )
+        notes += chain.wait_notes()
     rows.sort(key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0))
     table = pa.table(
         {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA

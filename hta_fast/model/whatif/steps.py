@@ -23,6 +23,7 @@ from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import match_collectives
+from ..graph.chain import step_label
 from ..graph.walk import walk, walk_groups
 from ..path.across_ranks_rows import breakdown_table, summary_table
 from ..path.bounds import BOUND_BY
@@ -66,7 +67,7 @@ def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
 
 def _notes(rows: list[dict[str, Any]]) -> list[str]:
     return [
-        f"rank {row['rank']} step {row['step']}: the step is now mostly "
+        f"rank {row['rank']} {step_label(row['step'])}: the step is now mostly "
         f"{row['bound_after']} (was {row['bound_before']})"
         for row in rows
         if row["bound_before"] != row["bound_after"]
