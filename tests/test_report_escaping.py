@@ -1,6 +1,6 @@
 """Names from a trace in the HTML report are text: plotly.js reads labels, legend names, axis
 categories and hover text as pseudo-HTML, so a kernel named `<a href=...>` would be a live
-link in a figure unless every such string is escaped (report.figures.plotly_text)."""
+link in a figure unless every such string is escaped (hta_fast.untrusted_text.plotly_text)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import re
 
 from synthetic_traces import KinetoBuilder, traceset
 
-from hta_fast.report import figures as report_figures
 from hta_fast.report import write_report
+from hta_fast.untrusted_text import plotly_text
 
 LINK = '<a href="https://evil.example/">EVIL</a>'
 STYLED = '<span style="font-size:80px;color:red">BIG</span>'
@@ -46,11 +46,9 @@ def _strings(node):
 
 
 def test_plotly_text_escapes_tags_and_entities():
-    assert (
-        report_figures.plotly_text(LINK) == '&lt;a href="https://evil.example/"&gt;EVIL&lt;/a&gt;'
-    )
-    assert report_figures.plotly_text("a &amp; b") == "a &amp;amp; b"  # shown as typed, not decoded
-    assert report_figures.plotly_text(3.5) == 3.5
+    assert plotly_text(LINK) == '&lt;a href="https://evil.example/"&gt;EVIL&lt;/a&gt;'
+    assert plotly_text("a &amp; b") == "a &amp;amp; b"  # shown as typed, not decoded
+    assert plotly_text(3.5) == 3.5
 
 
 def test_trace_names_reach_the_figures_only_escaped(tmp_path):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..analysis import idle_time, kernel_breakdown, overlap, temporal
 from .launchless import warn_launchless
+from .plot_frames import plot_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -208,10 +209,13 @@ def get_gpu_kernel_breakdown(
         import plotly.express as px
 
         px.pie(
-            types, values="sum", names="kernel_type", title="Time spent on each kernel type"
+            plot_frame(types),
+            values="sum",
+            names="kernel_type",
+            title="Time spent on each kernel type",
         ).show()
         px.bar(
-            kernels,
+            plot_frame(kernels),
             x="rank",
             y="sum (us)",
             color="name",

@@ -19,6 +19,7 @@ from ..analysis import op_kernels as ok_mod
 from ..analysis import steps as steps_mod
 from ..frame import select
 from ..schema import EventKind
+from .plot_frames import plot_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -191,7 +192,7 @@ def get_frequent_cuda_kernel_sequences(
     if visualize:
         import plotly.express as px
 
-        top = df[:top_k]
+        top = plot_frame(df[:top_k])
         px.bar(
             top,
             x=top.index,
@@ -317,5 +318,7 @@ def get_gpu_user_annotation_breakdown(
     if visualize:
         import plotly.express as px
 
-        px.bar(df, x="name", y="sum (us)", color="rank", title="Time per user annotation").show()
+        px.bar(
+            plot_frame(df), x="name", y="sum (us)", color="rank", title="Time per user annotation"
+        ).show()
     return df

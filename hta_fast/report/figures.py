@@ -2,17 +2,18 @@
 
 plotly.js reads every label, legend name, axis category and hover text as pseudo-HTML (<a
 href>, <span style>, <br>, ...). Text from a trace is not ours to format: every string that
-goes into a figure goes through plotly_text here, in the builders below, so a kernel named
+goes into a figure goes through hta_fast.untrusted_text.plotly_text in the builders below, so a kernel named
 `<a href=...>` shows as that name and is not a link.
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
+
+from ..untrusted_text import plotly_text
 
 # Category colours, fixed so a cause or a kernel type looks the same in every figure.
 COLORS = (
@@ -27,12 +28,6 @@ COLORS = (
     "#9d755d",
     "#bab0ac",
 )
-
-
-def plotly_text(text: Any) -> Any:
-    """A string as plotly.js shows it literally (its tags and entities escaped: plotly
-    decodes &lt; &gt; &amp; back to the characters); anything else unchanged."""
-    return html.escape(text, quote=False) if isinstance(text, str) else text
 
 
 def _texts(values: Union[Sequence[Any], np.ndarray]) -> list[Any]:
