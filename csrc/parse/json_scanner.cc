@@ -19,9 +19,9 @@ std::string describe_byte(char c) {
 }
 }  // namespace
 
-bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next) {
+bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next, size_t from) {
   // Search backwards for '{' preceded (through whitespace) by ',' preceded by '}'.
-  for (size_t i = n; i-- > 0;) {
+  for (size_t i = n; i-- > from;) {
     if (p[i] != '{') continue;
     size_t j = i;
     while (j > 0 && is_ws(p[j - 1])) --j;
