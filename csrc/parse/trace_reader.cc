@@ -42,9 +42,13 @@ class Reader {
     size_t n = 0;
     try {
       n = source_.read(buf.data() + used, want);
-    } catch (const TruncatedInput&) {
+    } catch (const TruncatedInput& e) {
       // A compressed stream cut short: with recover, what was decompressed is the file.
-      if (!options_.parse.recover) throw;
+      // That keeps the complete events only when the cut falls among them.
+      if (!options_.parse.recover) {
+        if (in_events_) throw;
+        throw FormatError(e.code(), e.offset(), e.what());
+      }
     }
     total_ += n;
     return n;
@@ -68,13 +72,15 @@ class Reader {
   uint64_t carry_offset_ = 0;       // file offset of carry_[0]
   size_t carry_scanned_ = 0;        // leading bytes of carry_ already searched or scanned
   uint64_t events_end_offset_ = 0;  // file offset just past the last event handed to parsing
+  bool in_events_ = false;          // reading inside the traceEvents array
 };
 
 [[noreturn]] void Reader::truncated(uint64_t at) const {
   throw FormatError(ErrorCode::kTruncated, at,
                     "the file ends inside the traceEvents array at byte " + std::to_string(at) +
                         " (the profiler may have stopped while writing); pass recover=True "
-                        "to keep the complete events before the cut");
+                        "to keep the complete events before the cut",
+                    {}, /*recoverable=*/true);
 }
 
 void Reader::read_header_prefix() {
@@ -101,6 +107,7 @@ void Reader::read_header_prefix() {
       carry_.assign(buf.begin() + static_cast<long>(used), buf.begin() + static_cast<long>(n));
       carry_offset_ = events_end_offset_ = base + used;
       result_.array_format = !scanner_.object_format();
+      in_events_ = true;
       return;
     }
     prefix_.append(buf.data(), n);
@@ -189,6 +196,7 @@ void Reader::read_events(ChunkPipeline& pipeline) {
             scanner_.scan(buf.data() + from, text_len - from, offset + from - 1, stop);
         if (stop == JsonScanner::Stop::kEventsEnd) {
           const size_t close = from + used - 1;  // the ']' of traceEvents
+          in_events_ = false;
           read_suffix(std::string_view(buf.data() + close + 1, text_len - close - 1),
                       offset + close);
           carry_.clear();
@@ -266,7 +274,7 @@ void Reader::run() {
     if (err.failed) {
       if (!exact_ && !err.field_error) throw SplitFailed{};
       throw FormatError(err.field_error ? ErrorCode::kBadField : ErrorCode::kBadJson, err.offset,
-                        err.message);
+                        err.message, err.key, err.recoverable);
     }
   }
   result_.json_bytes = total_;

@@ -44,7 +44,9 @@ def _read(
             assert source is not None
             loaded = _core.load_bytes(source, threads, recover, chunk_size, rules)
     except _core.FormatError as e:
-        raise TraceFormatError(path, e.offset, e.reason, code=e.code) from None
+        raise TraceFormatError(
+            path, e.offset, e.reason, code=e.code, key=e.key, recoverable=e.recoverable
+        ) from None
     # The core parsed the header (see TraceMeta); nothing here parses it again.
     meta = TraceMeta.from_header(loaded.header, path, loaded.json_bytes, loaded.base_time_ns)
     return RawColumns.of(loaded), meta
