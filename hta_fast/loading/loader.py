@@ -67,9 +67,10 @@ def load(
     written by Trace.save.
 
     threads         parser threads (0 = one per core)
-    recover         keep the complete events of a truncated file and skip events with
-                    fields of the wrong type (both counted in Trace.stats); without it
-                    such input raises TraceFormatError
+    recover         keep the complete events of a truncated file, skip events with a
+                    core field of the wrong type, read a bad argument (args.*) as missing
+                    and invalid UTF-8 as U+FFFD (each counted in Trace.stats); without it
+                    such input raises TraceFormatError (see docs/format.md)
     cache           reuse an Arrow copy of the loaded trace while the file is unchanged
     kernel_classes  extra (regex, class) rules for kernel classes, tried first:
                     [("^my_allreduce", "COMM")]
