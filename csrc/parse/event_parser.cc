@@ -614,47 +614,46 @@ void ChunkReader::read_event(od::object obj, RawEvent& ev) {
 }
 
 // One field of an event, by its key; the known keys are told apart by length first.
-void ChunkReader::read_field(std::string_view k, od::value& v, RawEvent& ev,
-                             bool& args_before_ph) {
+void ChunkReader::read_field(std::string_view k, od::value& v, RawEvent& ev, bool& args_before_ph) {
   switch (k.size()) {
-      case 2:
-        if (k == "ph")
-          ev.ph = read_char(v);
-        else if (k == "ts") {
-          ev.ts = read_time(v);
-          ev.has_ts = true;
-        } else if (k == "id")
-          ev.id = read_id(v, ev);
-        else if (k == "bp")
-          ev.binds_enclosing = read_char(v) == 'e';
-        break;
-      case 3:
-        if (k == "cat")
-          ev.cat = read_string(v);
-        else if (k == "pid")
-          ev.pid = read_id(v, ev);
-        else if (k == "tid")
-          ev.tid = read_id(v, ev);
-        else if (k == "dur") {
-          ev.dur = read_time(v);
-          ev.has_dur = true;
-        }
-        break;
-      case 4:
-        if (k == "name")
-          ev.name = read_string(v);
-        else if (k == "args") {
-          if (ev.ph == 0)
-            args_before_ph = true;  // read on a second pass, once ph is known
-          else
-            read_args(v, ev);
-        }
-        break;
-      case 1:
-        if (k == "s") ev.scope = read_char(v);
-        break;
-      default:
-        break;
+    case 2:
+      if (k == "ph")
+        ev.ph = read_char(v);
+      else if (k == "ts") {
+        ev.ts = read_time(v);
+        ev.has_ts = true;
+      } else if (k == "id")
+        ev.id = read_id(v, ev);
+      else if (k == "bp")
+        ev.binds_enclosing = read_char(v) == 'e';
+      break;
+    case 3:
+      if (k == "cat")
+        ev.cat = read_string(v);
+      else if (k == "pid")
+        ev.pid = read_id(v, ev);
+      else if (k == "tid")
+        ev.tid = read_id(v, ev);
+      else if (k == "dur") {
+        ev.dur = read_time(v);
+        ev.has_dur = true;
+      }
+      break;
+    case 4:
+      if (k == "name")
+        ev.name = read_string(v);
+      else if (k == "args") {
+        if (ev.ph == 0)
+          args_before_ph = true;  // read on a second pass, once ph is known
+        else
+          read_args(v, ev);
+      }
+      break;
+    case 1:
+      if (k == "s") ev.scope = read_char(v);
+      break;
+    default:
+      break;
   }
 }
 

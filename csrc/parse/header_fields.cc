@@ -87,19 +87,19 @@ std::string member_at_fault(std::string_view json) {
                  key);
   }
   if (err == simdjson::DEPTH_ERROR) {
-    header_error(ErrorCode::kTooDeep,
-                 "the trace header nests deeper than " + std::to_string(kMaxHeaderDepth) +
-                     " levels" + where,
-                 key);
+    header_error(
+        ErrorCode::kTooDeep,
+        "the trace header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels" + where,
+        key);
   }
   if (err == simdjson::UTF8_ERROR) {
     header_error(ErrorCode::kBadJson, "invalid UTF-8 in the trace header" + where, key,
                  /*recoverable=*/true);
   }
-  header_error(ErrorCode::kBadJson,
-               std::string("the trace header is not valid JSON: ") + simdjson::error_message(err) +
-                   where,
-               key);
+  header_error(
+      ErrorCode::kBadJson,
+      std::string("the trace header is not valid JSON: ") + simdjson::error_message(err) + where,
+      key);
 }
 
 int64_t read_base_time(simdjson::dom::element base) {

@@ -110,7 +110,8 @@ namespace {
 // also rejects what JSON does not call a number ("01", "1.", ".5"). Inlined into its two
 // callers: as a call (which GCC chooses once the grammar checks are in), it cost ~5% of a
 // whole parse.
-[[gnu::always_inline]] inline bool parse_simple(std::string_view s, bool& negative, uint64_t& digits, int& exponent) {
+[[gnu::always_inline]] inline bool parse_simple(std::string_view s, bool& negative,
+                                                uint64_t& digits, int& exponent) {
   size_t i = 0;
   negative = false;
   if (i < s.size() && s[i] == '-') {
