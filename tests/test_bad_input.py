@@ -148,7 +148,7 @@ def test_json_that_is_not_a_trace(text, why):
 def test_trace_events_not_an_array(value):
     text = b'{"schemaVersion": 1, "traceEvents": ' + value + b', "traceName": "x"}'
     e = load_error(text)
-    assert "traceEvents" in e.reason and "array" in e.reason
+    assert "traceEvents" in e.reason and "array" in e.reason and e.key == "traceEvents"
     assert e.offset == text.index(b"traceEvents") + len(b'traceEvents": ')
 
 
@@ -308,7 +308,12 @@ def test_bad_memcpy_bytes_keeps_the_copy():
 def test_bad_field_in_other_phases(event):
     events = [ev_text(0).encode(), json.dumps(event).encode(), ev_text(2).encode()]
     doc = Doc(events)
-    assert load_error(doc.text).offset == doc.starts[1]
+    e = load_error(doc.text)
+    assert e.offset == doc.starts[1]
+    bad = [
+        k for k, v in event.items() if k != "args" and (isinstance(v, (dict, list)) or v == "abc")
+    ]
+    assert [e.key] == bad and f'key "{e.key}"' in e.reason
     t = hta_fast.load(doc.text, recover=True)
     assert t.events["name"].to_pylist() == ["op0", "op2"]
     assert t.stat("bad_field") == 1

@@ -95,7 +95,10 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
       case Phase::kHeader:
         if (after_events_key_) {
           after_events_key_ = false;
-          if (c != '[') fail(base + i, "traceEvents is not an array", ErrorCode::kBadField);
+          if (c != '[') {
+            throw FormatError(ErrorCode::kBadField, base + i, "traceEvents is not an array",
+                              "traceEvents");
+          }
           phase_ = Phase::kEvents;
           depth_ = events_depth_ = 2;
           stop = Stop::kEventsBegin;
