@@ -407,7 +407,7 @@ def test_invalid_utf8_in_a_name(raw, k):
         assert names == [f"op{i}" if i != k else repaired[0] for i in range(n)], c
         assert t.stat("invalid_utf8") == repaired[0].count("\ufffd") and t.stat("bad_field") == 0
         assert examples(t, "invalid_utf8")[0]["offset"] == bad_at, c
-        assert "\ufffd" in examples(t, "invalid_utf8")[0]["text"]
+        assert examples(t, "invalid_utf8")[0]["text"].startswith("\ufffd")
         # every later offset is where it was: the repair shifts the text, not the offsets
         assert examples(t, "invalid_utf8")[-1]["offset"] < bad_at + len(raw)
 

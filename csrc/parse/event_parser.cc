@@ -846,11 +846,9 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
     const char* fixed = repair_.text.data();
     const char* fixed_end = fixed + repair_.text.size() - 1;  // its closing ']'
     for (const auto& e : repair_.edits) {
-      // The example starts a little before the replacement, at a character's first byte.
+      // The example is the input from the bad sequence on, the sequence shown as U+FFFD.
       const char* at = fixed + e.text_end - 3;
-      const char* from = at - std::min<size_t>(24, static_cast<size_t>(at - fixed - 1));
-      while (from < at && (static_cast<unsigned char>(*from) & 0xC0) == 0x80) ++from;
-      out.stats.add(Stat::invalid_utf8, file_offset + e.input_at - 1, snippet(from, fixed_end));
+      out.stats.add(Stat::invalid_utf8, file_offset + e.input_at - 1, snippet(at, fixed_end));
     }
     len = repair_.text.size();
     repair_.text.resize(len + simdjson::SIMDJSON_PADDING, ' ');
