@@ -93,7 +93,9 @@ def test_non_json_numbers_in_counters_are_not_numbers(raw):
 
 
 # --- ph: exactly one character, escaped or not ----------------------------------------------
-@pytest.mark.parametrize("raw", ['"XX"', '""', '"X "', "88", '"\\u0058\\u0058"', '"é"'])
+@pytest.mark.parametrize(
+    "raw", ['"XX"', '""', '"X "', "88", '"\\u0058\\u0058"', '"é"', '"\\u0000"', '"\\n"']
+)
 def test_ph_of_other_lengths_is_a_bad_value(raw):
     text = trace(event(name="a"), with_raw("ph", raw))
     with pytest.raises(TraceFormatError) as e:

@@ -339,16 +339,17 @@ void ChunkReader::read_dim3_arg(od::value& v, ArgValues& a, int32_t (&field)[3])
   std::copy(dims, dims + 3, field);
 }
 
-// ph, s and bp: a string of exactly one ASCII character, escaped ("\u0058") or not.
+// ph, s and bp: a string of exactly one printable ASCII character, escaped ("\u0058") or not.
 char ChunkReader::read_char(od::value& v) {
+  auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
   std::string_view tok = token(v);
   if (tok.size() >= 3 && tok[0] == '"' && tok[2] == '"' && tok[1] != '\\' && tok[1] != '"' &&
-      static_cast<unsigned char>(tok[1]) < 0x80) {
+      printable(tok[1])) {
     return tok[1];
   }
   std::string_view text;
   if (tok.empty() || tok[0] != '"' || v.get_string().get(text) || text.size() != 1 ||
-      static_cast<unsigned char>(text[0]) >= 0x80) {
+      !printable(text[0])) {
     bad_value(tok, "expected a one-letter string");
   }
   return text[0];
