@@ -24,12 +24,15 @@ class ErrorCode(enum.Enum):
     unsupported = 7
     too_deep = 8
     too_large = 9
+    duplicate_key = 10
 
 class FormatError(ValueError):
     """A broken trace. args are (reason,); the fields say what and where."""
 
     code: ErrorCode
     offset: Optional[int]  # None: no single byte is to blame
+    key: Optional[str]  # the field at fault ("ts", "args.bytes"); None: no one field
+    recoverable: bool  # recover=True would read past it
     reason: str
 
 # register_schema.cc: what the columns mean (csrc/trace/tables.h, event_kind.h)

@@ -19,8 +19,11 @@ class TraceFormatError(ValueError):
     """A trace file that cannot be read: which file, where, what kind of fault and what is
     wrong.
 
-    code    an ErrorCode; None when Python code raised the error without one
-    offset  the byte offset of the fault, or None when no single byte is to blame
+    code         an ErrorCode; None when Python code raised the error without one
+    offset       the byte offset of the fault, or None when no single byte is to blame
+    key          the field at fault ("ts", "args.bytes", "baseTimeNanoseconds"), or None
+    recoverable  loading with recover=True would get past this fault (False for an error
+                 that recover=True raised)
     """
 
     def __init__(
@@ -31,12 +34,16 @@ class TraceFormatError(ValueError):
         *,
         rank: Optional[int] = None,
         code: Optional[ErrorCode] = None,
+        key: Optional[str] = None,
+        recoverable: bool = False,
     ):
         self.path = None if path is None else os.fspath(path)
         self.offset = offset
         self.reason = reason
         self.rank = rank  # set when the file is one rank of a set (load_dir)
         self.code = code
+        self.key = key
+        self.recoverable = recoverable
         where = self.path or "<bytes>"
         at = f" at byte {offset}" if offset is not None else ""
         who = f"rank {rank}: " if rank is not None else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import warnings
 from functools import cached_property
 from typing import Any, Optional
 
@@ -13,6 +15,7 @@ import pyarrow as pa
 from . import _arrow, saved_trace
 from . import interop as _interop
 from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
+from .errors import ErrorCode, TraceFormatError
 from .raw_columns import RawColumns
 from .schema import STRING_ID_BASE
 
@@ -45,29 +48,90 @@ class TraceMeta:
     ) -> "TraceMeta":
         """base_time_ns: what the core added to the timestamps (a load's, or a save's record of
         it); None reads baseTimeNanoseconds from `header` (a header from elsewhere, or a save
-        written before saves recorded it)."""
+        written before saves recorded it).
+
+        A header value of the wrong type never raises here: a distributedInfo, rank,
+        world_size or deviceProperties that cannot be read is left out with a warning. Only
+        baseTimeNanoseconds, which every timestamp depends on, raises TraceFormatError."""
         if base_time_ns is None:
-            base_time_ns = int(header.get("baseTimeNanoseconds") or 0)
-        dist = header.get("distributedInfo") or {}
+            base_time_ns = _base_time(header, path)
+        dist = header.get("distributedInfo")
         if not isinstance(dist, dict):
+            _ignored(path, "distributedInfo", dist, "an object")
             dist = {}
-        devices = header.get("deviceProperties", header.get("computeProperties")) or []
-        rank = dist.get("rank")
-        world = dist.get("world_size")
+        devices_key = "deviceProperties" if "deviceProperties" in header else "computeProperties"
+        devices = header.get(devices_key)
+        if not isinstance(devices, list):
+            _ignored(path, devices_key, devices, "a list")
+            devices = []
         return TraceMeta(
             path=path,
-            rank=int(rank)
-            if isinstance(rank, (int, str)) and str(rank).lstrip("-").isdigit()
-            else None,
-            world_size=int(world)
-            if isinstance(world, (int, str)) and str(world).isdigit()
-            else None,
+            rank=_header_int(path, "distributedInfo.rank", dist.get("rank")),
+            world_size=_header_int(
+                path, "distributedInfo.world_size", dist.get("world_size"), minimum=0
+            ),
             base_time_ns=base_time_ns,
-            devices=devices if isinstance(devices, list) else [],
+            devices=devices,
             distributed=dist,
             json_bytes=json_bytes,
             header=header,
         )
+
+
+def _ignored(path: Optional[str], key: str, value: Any, wanted: str, stacklevel: int = 5) -> None:
+    # Absent (None) and empty values are common and mean "not recorded": no warning.
+    # stacklevel 5: the warning points at the caller of load().
+    if value is None or value == "" or value == 0:
+        return
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    warnings.warn(
+        f"{path or '<bytes>'}: trace header {key} is {shown}, not {wanted}; ignored",
+        stacklevel=stacklevel,
+    )
+
+
+def _as_int(value: Any) -> Optional[int]:
+    """An int, or a string of ASCII digits (with an optional '-'), as int; else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value):
+        return int(value)
+    return None
+
+
+_INT_TEXT = re.compile(r"-?[0-9]+")
+
+
+def _header_int(
+    path: Optional[str], key: str, value: Any, minimum: Optional[int] = None
+) -> Optional[int]:
+    n = _as_int(value)
+    if n is not None and minimum is not None and n < minimum:
+        n = None
+    if n is None and value is not None:
+        _ignored(
+            path, key, value, "an integer" if minimum is None else f"an integer >= {minimum}", 6
+        )
+    return n
+
+
+def _base_time(header: dict[str, Any], path: Optional[str]) -> int:
+    value = header.get("baseTimeNanoseconds")
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 2**63:
+        return int(value)
+    n = _as_int(value)
+    if n is None or not -(2**63) <= n < 2**63:
+        raise TraceFormatError(
+            path,
+            None,
+            f"baseTimeNanoseconds is not an int64: {str(value)[:40]!r}",
+            code=ErrorCode.bad_field,
+            key="baseTimeNanoseconds",
+        )
+    return n
 
 
 class Trace(NamedTables):

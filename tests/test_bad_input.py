@@ -148,7 +148,7 @@ def test_json_that_is_not_a_trace(text, why):
 def test_trace_events_not_an_array(value):
     text = b'{"schemaVersion": 1, "traceEvents": ' + value + b', "traceName": "x"}'
     e = load_error(text)
-    assert "traceEvents" in e.reason and "array" in e.reason
+    assert "traceEvents" in e.reason and "array" in e.reason and e.key == "traceEvents"
     assert e.offset == text.index(b"traceEvents") + len(b'traceEvents": ')
 
 
@@ -162,7 +162,7 @@ def test_cut_inside_the_header_before_events(cut):
         assert "header" in e.reason
 
 
-# --- bad fields: strict names the event, recover skips exactly it ---------------------
+# --- bad fields: strict names the event and the key, recover skips exactly it ------------
 BAD_FIELDS = [
     {"ts": "abc"},
     {"ts": {}},
@@ -175,11 +175,6 @@ BAD_FIELDS = [
     {"name": 5},
     {"cat": {}},
     {"args": 5},
-    {"args": {"correlation": "x"}},
-    {"args": {"correlation": 1.5}},
-    {"args": {"External id": {}}},
-    {"args": {"device": 99999999999}},
-    {"args": {"grid": [1, "x", 3]}},
 ]
 # Integers beyond int64 (written as text: json.dumps would keep them exact anyway).
 BIG_NUMBERS = [
@@ -188,10 +183,21 @@ BIG_NUMBERS = [
     '"ts": -9223372036854775.809',
     '"ts": 1e300',
     '"dur": 18446744073709551616',
+    '"pid": 9223372036854775808',
+]
+# Bad arguments: strict names args.<key>; recover reads the argument as missing and keeps
+# the event (a memcpy without its byte count is still on the GPU timeline).
+BAD_ARGS = [
+    {"args": {"correlation": "x"}},
+    {"args": {"correlation": 1.5}},
+    {"args": {"External id": {}}},
+    {"args": {"device": 99999999999}},
+    {"args": {"grid": [1, "x", 3]}},
     '"args": {"correlation": 18446744073709551616}',
     '"args": {"correlation": 9223372036854775808}',
     '"args": {"External id": -9223372036854775809}',
-    '"pid": 9223372036854775808',
+    '"args": {"bytes": 1e30}',
+    '"args": {"bytes": 100000000000000000000000}',
 ]
 
 
@@ -205,26 +211,88 @@ def bad_event_text(bad) -> str:
     return ev_text(999, **bad)
 
 
-@pytest.mark.parametrize("position", ["first", "middle", "last"])
-@pytest.mark.parametrize("bad", BAD_FIELDS + BIG_NUMBERS, ids=repr)
-def test_bad_field(bad, position):
+def bad_key(bad) -> str:
+    """The key an error about `bad` names: "ts", or "args.bytes" for an argument."""
+    text = bad if isinstance(bad, str) else json.dumps(bad)
+    outer = json.loads("{" + text + "}") if isinstance(bad, str) else bad
+    ((key, value),) = outer.items()
+    return f"args.{next(iter(value))}" if key == "args" and isinstance(value, dict) else key
+
+
+def bad_doc(bad, position) -> tuple[Doc, int, int]:
     n = 1200  # > 64 KiB, so the small chunks really cut the file
     k = {"first": 0, "middle": 700, "last": n - 1}[position]
     events = [ev_text(i).encode() for i in range(n)]
     events[k] = bad_event_text(bad).encode()
     json.loads(b"[" + b",".join(events) + b"]")  # still valid JSON
-    doc = Doc(events)
+    return Doc(events), n, k
+
+
+@pytest.mark.parametrize("position", ["first", "middle", "last"])
+@pytest.mark.parametrize("bad", BAD_FIELDS + BIG_NUMBERS, ids=repr)
+def test_bad_field(bad, position):
+    doc, n, k = bad_doc(bad, position)
     for c in CONFIGS:
         e = load_error(doc.text, **c)
         assert e.offset == doc.starts[k], (c, e)
-        assert "bad event" in e.reason
+        assert e.code is ErrorCode.bad_field and e.recoverable
+        assert e.key == bad_key(bad) and f'bad event: key "{e.key}"' in e.reason, e
         t = hta_fast.load(doc.text, recover=True, **c)
         names = t.events["name"].to_pylist()
         assert names == [f"op{i}" for i in range(n) if i != k], c
-        assert t.stat("bad_field") == 1
+        assert t.stat("bad_field") == 1 and t.stat("bad_arg") == 0
         ex = examples(t, "bad_field")
         assert [x["offset"] for x in ex] == [doc.starts[k]]
         assert ex[0]["text"].startswith('{"ph":"X"')
+
+
+@pytest.mark.parametrize("position", ["first", "last"])
+@pytest.mark.parametrize("bad", BAD_ARGS, ids=repr)
+def test_bad_argument(bad, position):
+    doc, n, k = bad_doc(bad, position)
+    key = bad_key(bad)
+    for c in CONFIGS:
+        e = load_error(doc.text, **c)
+        assert e.offset == doc.starts[k], (c, e)
+        assert e.code is ErrorCode.bad_field and e.recoverable
+        assert e.key == key and f'bad event: key "{key}"' in e.reason, e
+        t = hta_fast.load(doc.text, recover=True, **c)
+        names = [f"op{i}" if i != k else "op999" for i in range(n)]
+        assert t.events["name"].to_pylist() == names, c
+        assert t.stat("bad_arg") == 1 and t.stat("bad_field") == 0
+        ex = examples(t, "bad_arg")
+        assert [x["offset"] for x in ex] == [doc.starts[k]]
+        assert ex[0]["text"] == doc.events[k].decode()[:80]
+        column = {"External id": "external_id"}.get(key[5:], key[5:])
+        if column in t.events.column_names:
+            assert t.events[column][k].as_py() is None
+
+
+def test_bad_memcpy_bytes_keeps_the_copy():
+    # the memcpy stays on the GPU timeline, linked to its launch; only its size is unknown
+    launch = {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaMemcpyAsync",
+        "pid": 1,
+        "tid": 1,
+        "ts": 1,
+        "dur": 2,
+        "args": {"correlation": 7},
+    }
+    copy = (
+        '{"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD","pid":0,"tid":7,"ts":5,'
+        '"dur":3,"args":{"device":0,"stream":7,"correlation":7,"bytes":1e30}}'
+    )
+    doc = Doc([json.dumps(launch).encode(), copy.encode()])
+    e = load_error(doc.text)
+    assert e.key == "args.bytes" and e.offset == doc.starts[1]
+    t = hta_fast.load(doc.text, recover=True)
+    ev = t.events.to_pydict()
+    assert ev["name"] == ["cudaMemcpyAsync", "Memcpy HtoD"]
+    assert ev["partner"] == [1, 0] and ev["stream"][1] == 7
+    assert t.kernel_args["bytes"].to_pylist() == [None]
+    assert t.stat("bad_arg") == 1
 
 
 @pytest.mark.parametrize(
@@ -240,7 +308,12 @@ def test_bad_field(bad, position):
 def test_bad_field_in_other_phases(event):
     events = [ev_text(0).encode(), json.dumps(event).encode(), ev_text(2).encode()]
     doc = Doc(events)
-    assert load_error(doc.text).offset == doc.starts[1]
+    e = load_error(doc.text)
+    assert e.offset == doc.starts[1]
+    bad = [
+        k for k, v in event.items() if k != "args" and (isinstance(v, (dict, list)) or v == "abc")
+    ]
+    assert [e.key] == bad and f'key "{e.key}"' in e.reason
     t = hta_fast.load(doc.text, recover=True)
     assert t.events["name"].to_pylist() == ["op0", "op2"]
     assert t.stat("bad_field") == 1
@@ -321,18 +394,41 @@ def test_invalid_utf8_in_a_name(raw, k):
     events[k] = events[k].replace(f'"op{k}"'.encode(), b'"op' + raw + b'"')
     doc = Doc(events)
     bad_at = doc.text.index(raw)
+    # recover=True reads each bad sequence as U+FFFD, as Python's errors="replace" does
+    repaired = ("op" + raw.decode("utf-8", errors="replace"),)
     for c in CONFIGS:
         e = load_error(doc.text, **c)
-        assert "UTF-8" in e.reason
+        assert "UTF-8" in e.reason and e.code is ErrorCode.bad_json and e.recoverable
         # the offset must point into the event that holds the bad bytes, not at the start
         # of whatever chunk it fell in
         assert doc.starts[k] <= e.offset <= bad_at, (c, e.offset, doc.starts[k], bad_at)
-        try:
-            t = hta_fast.load(doc.text, recover=True, **c)
-        except TraceFormatError:
-            continue
-        assert t.events["name"].to_pylist() == [f"op{i}" for i in range(n) if i != k]
-        assert t.stat("bad_field") == 1
+        t = hta_fast.load(doc.text, recover=True, **c)
+        names = t.events["name"].to_pylist()
+        assert names == [f"op{i}" if i != k else repaired[0] for i in range(n)], c
+        assert t.stat("invalid_utf8") == repaired[0].count("\ufffd") and t.stat("bad_field") == 0
+        assert examples(t, "invalid_utf8")[0]["offset"] == bad_at, c
+        assert examples(t, "invalid_utf8")[0]["text"].startswith("\ufffd")
+        # every later offset is where it was: the repair shifts the text, not the offsets
+        assert examples(t, "invalid_utf8")[-1]["offset"] < bad_at + len(raw)
+
+
+def test_invalid_utf8_offsets_after_a_repair():
+    # a bad field after the repaired bytes is still reported at its own offset
+    events = [ev_text(0, name="a\udcff").encode(), ev_text(1, ts="x").encode()]
+    text = Doc(events).text.replace(b"\\udcff", b"\xff")
+    doc_starts = [text.index(b'{"ph"'), text.index(b'{"ph"', text.index(b'{"ph"') + 1)]
+    t = hta_fast.load(text, recover=True, threads=1)
+    assert t.events["name"].to_pylist() == ["a\ufffd"]
+    assert [x["offset"] for x in examples(t, "bad_field")] == [doc_starts[1]]
+
+
+def test_invalid_utf8_in_the_header():
+    text = b'{"traceName":"r\xff","traceEvents":[' + ev_text(0).encode() + b"]}"
+    e = load_error(text)
+    assert e.code is ErrorCode.bad_json and e.key == "traceName" and e.recoverable
+    assert "UTF-8" in e.reason and "traceName" in e.reason
+    t = hta_fast.load(text, recover=True)
+    assert t.meta.header["traceName"] == "r\ufffd" and t.stat("invalid_utf8") == 1
 
 
 @pytest.mark.parametrize("name", [b'"\\ud800"', b'"a\\udc00b"', b'"\\x"', b'"\\u12"', b'"a\x01b"'])
@@ -394,7 +490,8 @@ def test_duplicated_header_key_the_last_wins():
     t = hta_fast.load(header_doc(b'"baseTimeNanoseconds":5000,', b',"baseTimeNanoseconds":7000'))
     assert t.meta.header["baseTimeNanoseconds"] == 7000 == t.meta.base_time_ns
     assert t.events["ts"].to_pylist() == [7000]
-    t = hta_fast.load(header_doc(b'"distributedInfo":{"rank":3},', b',"distributedInfo":"x"'))
+    with pytest.warns(UserWarning, match="distributedInfo is 'x', not an object; ignored"):
+        t = hta_fast.load(header_doc(b'"distributedInfo":{"rank":3},', b',"distributedInfo":"x"'))
     assert t.meta.header["distributedInfo"] == "x" and t.meta.rank is None
 
 

@@ -1,7 +1,10 @@
 """Fuzzing the loader: mutated traces must load or raise TraceFormatError, nothing else.
 
-Crashes (a segfault kills the process) are caught by loading a large batch of mutants in a
-child process; the in-process hypothesis tests then search further, and also check that
+Crashes (a segfault kills the process) and hangs are caught by loading a large corpus of
+mutants in a child process for a bounded time: byte-level mutants, and the structured
+families of tests/fuzz_families.py (ids near the string-id range, deep headers, one huge
+event, duplicated keys, arguments beyond int64), whose loads are also checked against what
+they must keep. The in-process hypothesis tests then search further, and also check that
 the chunk size, the thread count and recover=True do not change what a good file yields.
 A property test compares valid random traces with a reading by the json module.
 The whole file runs in well under a minute.
@@ -17,10 +20,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
+from fuzz_families import FAMILIES, family_mutant
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
@@ -168,18 +173,41 @@ CONFIGS = [
     dict(recover=True, chunk_size=64, threads=1),
 ]
 
-# The child: loads every file under every config, reports exceptions other than
-# TraceFormatError, and notes which file it is on, so a crash can be pinned to a mutant.
+# The child: loads the files in order under every config until the deadline, reports
+# exceptions other than TraceFormatError and loads that break a mutant's expectations
+# (tests/fuzz_families.py), and notes which file it is on, so a crash or a hang can be
+# pinned to a mutant.
 CHILD = textwrap.dedent("""
-    import json, os, sys, traceback
+    import json, os, sys, time
     import hta_fast
+    SLOW = 3  # seconds for one mutant under every config: a few MB at most, ~0.1 s
+    from hta_fast.schema import STRING_ID_BASE
     folder, configs, start = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+    deadline = float(sys.argv[4])
+    expects = json.load(open(os.path.join(folder, "expect.json")))
     files = sorted(f for f in os.listdir(folder) if f.startswith("m"))
     progress = open(os.path.join(folder, "progress"), "w")
-    bad = []
+
+    def broken_expectations(t, c, expect):
+        out = []
+        if c["recover"] and "events" in expect and len(t.events) != expect["events"]:
+            out.append(f"{len(t.events)} events kept, not {expect['events']}")
+        for row, column, value in expect.get("ids", []):
+            got = t.events[column][row].as_py()
+            seen = t.id_name(got) if got <= STRING_ID_BASE else got
+            want = str(value) if value <= STRING_ID_BASE else value
+            if seen != want:
+                out.append(f"{column} of row {row} reads {seen!r}, not {want!r}")
+        return out
+
+    bad, wrong, slow, done = [], [], [], 0
     for f in files[start:]:
+        if time.time() > deadline:
+            break
+        began = time.time()
         path = os.path.join(folder, f)
         data = open(path, "rb").read()
+        expect = expects.get(f, {})
         for i, c in enumerate(configs):
             progress.write(f"{f} {i}\\n")
             progress.flush()
@@ -190,11 +218,15 @@ CHILD = textwrap.dedent("""
                                   t.kernel_args, t.op_args, t.stats):
                         table.validate(full=True)  # offsets in range, strings UTF-8
                     t.meta.header
+                    wrong += [[f, c, w] for w in broken_expectations(t, c, expect)]
                 except hta_fast.TraceFormatError:
                     pass
                 except Exception as e:
                     bad.append([f, c, type(e).__name__, str(e)[:300]])
-    json.dump({"loaded": len(files) - start, "bad": bad},
+        if time.time() - began > SLOW:
+            slow.append([f, round(time.time() - began, 1)])
+        done += 1
+    json.dump({"loaded": done, "bad": bad, "wrong": wrong, "slow": slow},
               open(os.path.join(folder, "report.json"), "w"))
 """)
 
@@ -203,40 +235,52 @@ def run_batch(
     folder: Path,
     mutants: dict[str, bytes],
     recipes: dict[str, list],
-    timeout: float = 60,
+    budget: float = 60,
+    expects: dict[str, dict] | None = None,
     max_crashes: int = 5,
-) -> tuple[list[str], list[str]]:
-    """Loads the mutants in child processes; returns (crashes, other exceptions) described.
-    After a crash a new child goes on from the next mutant."""
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Loads the mutants in child processes, in name order, for `budget` seconds; returns
+    (crashes, other exceptions, broken expectations and loads that took seconds) described,
+    and the names loaded.
+    After a crash a new child goes on from the next mutant; a child still running past the
+    budget (plus a grace period for the file it is on) is a hang."""
     for name, data in mutants.items():
         (folder / name).write_bytes(data)
+    (folder / "expect.json").write_text(json.dumps(expects or {}))
     files = sorted(mutants)
-    crashes, bad, start, loaded = [], [], 0, 0
+    deadline = time.time() + budget
+    crashes, bad, wrong, start, loaded = [], [], [], 0, []
+    slow: list[str] = []
     while start < len(files) and len(crashes) < max_crashes:
         (folder / "progress").write_text("")
         cmd = [sys.executable, "-c", CHILD, str(folder), json.dumps(CONFIGS), str(start)]
+        cmd.append(str(deadline))
         try:
+            timeout = max(deadline - time.time(), 0) + 30
             proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
             died = (
                 proc.returncode != 0
                 and f"exit code {proc.returncode}, stderr {proc.stderr[-600:]!r}"
             )
         except subprocess.TimeoutExpired:
-            died = f"no answer after {timeout} s (a hang)"
+            died = "no answer 30 s past the budget (a hang)"
         if not died:
             report = json.loads((folder / "report.json").read_text())
-            loaded += report["loaded"]
+            loaded += files[start : start + report["loaded"]]
             bad += [
                 f"{f} {c} {kind}: {msg} recipe={recipes[f]}" for f, c, kind, msg in report["bad"]
             ]
+            wrong += [f"{f} {c}: {msg} recipe={recipes[f]}" for f, c, msg in report["wrong"]]
+            slow += [f"{f}: {sec} s, recipe={recipes[f]}"[:300] for f, sec in report["slow"]]
             break
         last = (folder / "progress").read_text().split()
         if not last:
             pytest.fail(f"the child failed before loading anything: {died}")
         name, cfg = last[-2], CONFIGS[int(last[-1])]
         crashes.append(f"{folder / name} {cfg}: {died}; recipe={recipes[name]}")
+        loaded += files[start : files.index(name) + 1]
         start = files.index(name) + 1
-    return crashes, bad
+    return crashes, bad, wrong, slow, loaded
 
 
 def seeds() -> dict[str, bytes]:
@@ -252,32 +296,62 @@ def seeds() -> dict[str, bytes]:
 
 
 # --- the crash screen ---------------------------------------------------------------------
-def test_mutants_in_child_process(tmp_path):
-    rng = random.Random(20240208)
-    mutants, recipes = {}, {}
+CHILD_BUDGET = 18  # seconds of loading in the child; the corpus is larger than that
+
+
+def corpus(rng: random.Random) -> tuple[dict[str, bytes], dict[str, list], dict[str, dict]]:
+    """Byte-level mutants of every seed, gzip mutants, and structured family mutants of the
+    small seeds, interleaved (by name) so that any prefix the budget allows holds each kind."""
+    groups: dict[str, list[tuple[bytes, list, dict]]] = {}
+    byte_mutants = groups.setdefault("bytes", [])
     for seed_name, data in seeds().items():
         count = 300 if len(data) < 70000 else 100
-        for i in range(count):
-            steps = rng.choice([1, 1, 2, 3, 8])
-            m, recipe = mutate(data, rng, steps)
-            name = f"m_{seed_name}_{i:04d}.json"
-            mutants[name], recipes[name] = m, [seed_name] + recipe
+        for _ in range(count):
+            m, recipe = mutate(data, rng, rng.choice([1, 1, 2, 3, 8]))
+            byte_mutants.append((m, [seed_name] + recipe, {}))
     # compressed mutants: damage inside the gzip stream, and mutated JSON compressed intact
     gz = gzip.compress(seeds()["synth"], compresslevel=9)
-    for i in range(150):
+    for _ in range(150):
         m, recipe = mutate(gz, rng, rng.choice([1, 2]))
-        name = f"m_gz_{i:04d}.json.gz"
-        mutants[name], recipes[name] = m, ["gz(synth)"] + recipe
-    for i in range(50):
+        groups.setdefault("gz", []).append((m, ["gz(synth)"] + recipe, {}))
+    for _ in range(50):
         m, recipe = mutate(seeds()["synth"], rng, 2)
-        name = f"m_gzjson_{i:04d}.json.gz"
-        mutants[name], recipes[name] = gzip.compress(m, compresslevel=1), ["synth"] + recipe
-    crashes, bad = run_batch(tmp_path, mutants, recipes)
+        groups["gz"].append((gzip.compress(m, compresslevel=1), ["gz", "synth"] + recipe, {}))
+    small = {k: v for k, v in seeds().items() if k in ("synth", "real")}
+    kept = {k: len(hta_fast.load(v, recover=True).events) for k, v in small.items()}
+    for family in FAMILIES:
+        for i in range(40 if family == "huge_event" else 250):
+            seed_name = sorted(small)[i % len(small)]
+            m, recipe, expect = family_mutant(small[seed_name], family, rng)
+            if "events" in expect:
+                expect["events"] = kept[seed_name]
+            groups.setdefault(family, []).append((m, [seed_name] + recipe, expect))
+    mutants, recipes, expects = {}, {}, {}
+    longest = max(len(g) for g in groups.values())
+    for i in range(longest):
+        for group, items in groups.items():
+            if i < len(items):
+                m, recipe, expect = items[i]
+                ext = ".json.gz" if group == "gz" else ".json"
+                name = f"m_{i:04d}_{group}{ext}"
+                mutants[name], recipes[name], expects[name] = m, recipe, expect
+    return mutants, recipes, expects
+
+
+def test_mutants_in_child_process(tmp_path):
+    mutants, recipes, expects = corpus(random.Random(20240208))
+    crashes, bad, wrong, slow, loaded = run_batch(tmp_path, mutants, recipes, CHILD_BUDGET, expects)
     assert not crashes, f"{len(crashes)} mutants killed the process:\n" + "\n".join(crashes)
     assert not bad, (
         f"{len(bad)} loads raised something other than TraceFormatError "
         f"(mutants in {tmp_path}):\n" + "\n".join(bad[:20])
     )
+    assert not wrong, f"{len(wrong)} loads kept the wrong thing:\n" + "\n".join(wrong[:20])
+    assert not slow, f"{len(slow)} mutants took seconds to load:\n" + "\n".join(slow[:20])
+    # the budget must leave room for every kind of mutant, or the screen proves little
+    for group in ["bytes", "gz", *FAMILIES]:
+        n = sum(f"_{group}." in name for name in loaded)
+        assert n >= 20, f"only {n} {group} mutants loaded in {CHILD_BUDGET} s"
 
 
 # --- in-process search ------------------------------------------------------------------

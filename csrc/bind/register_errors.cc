@@ -2,7 +2,8 @@
 //
 // A broken input crosses into Python as FormatError with fields, never as text to parse:
 // .code (ErrorCode, declared in io/format_error.h), .offset (int, or None when no byte is
-// to blame) and .reason (the message).
+// to blame), .key (the field at fault, or None), .recoverable (recover=True would read past
+// it) and .reason (the message).
 #include <pybind11/native_enum.h>
 #include <pybind11/pybind11.h>
 
@@ -24,6 +25,8 @@ void raise_format_error(const hta::FormatError& e) {
   error.attr("code") = py::cast(e.code());
   error.attr("offset") = e.offset() ? py::object(py::int_(*e.offset())) : py::none();
   error.attr("reason") = reason;
+  error.attr("key") = e.key().empty() ? py::object(py::none()) : py::object(safe_str(e.key()));
+  error.attr("recoverable") = py::bool_(e.recoverable());
   PyErr_SetObject(type.ptr(), error.ptr());
 }
 

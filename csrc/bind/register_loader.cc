@@ -104,7 +104,8 @@ LoadedTrace load(hta::ByteSource& source, const LoadArgs& args) {
     hta::read_trace(source, options, result);
     release_free_memory();
     const auto t1 = std::chrono::steady_clock::now();
-    header.emplace(result.header_json);
+    header.emplace(result.header_json, args.recover);
+    result.columns.stats.add(hta::Stat::invalid_utf8, header->repaired_utf8());
     hta::LinkOptions link;
     link.kernel_class_rules = args.kernel_class_rules;
     link.base_time_ns = header->base_time_ns();

@@ -1,10 +1,12 @@
 #include "parse/event_parser.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
 #include "parse/arg_keys.h"
 #include "parse/number_text.h"
+#include "parse/utf8_text.h"
 
 namespace hta {
 namespace od = simdjson::ondemand;
@@ -90,6 +92,9 @@ struct RawEvent {
   int64_t ts, dur;
   bool has_ts, has_dur, binds_enclosing;
   char scope;
+  // What was read leniently, counted when the event is stored: an argument that could not
+  // be read (recover=True), an integer id kept as text (read_id).
+  bool bad_arg, id_as_text;
   ArgValues args;
 
   void start() {
@@ -99,15 +104,35 @@ struct RawEvent {
     ts = dur = 0;
     has_ts = has_dur = binds_enclosing = false;
     scope = 0;
+    bad_arg = id_as_text = false;
     args.start();
   }
 };
 
-// Thrown inside one chunk; turned into a ChunkError at the chunk boundary.
+// Thrown inside one chunk; turned into a ChunkError at the chunk boundary. `key` is filled
+// in on the way out, by the loop that knows which field was being read.
 struct FieldError {
   const char* what;
   bool structural;
+  std::string key = {};
 };
+
+constexpr size_t kSnippetBytes = 80;
+
+bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// A stat's example: up to `max` bytes from `start`, never past `end` (the event's end, or
+// the last real byte of the chunk: past it lie the splitter's ']', padding and stale bytes
+// of a reused buffer), without trailing whitespace or a character cut in two.
+std::string_view snippet(const char* start, const char* end, size_t max = kSnippetBytes) {
+  const size_t avail = end > start ? static_cast<size_t>(end - start) : 0;
+  size_t n = std::min(avail, max);
+  if (n < avail) {
+    while (n > 0 && (static_cast<unsigned char>(start[n]) & 0xC0) == 0x80) --n;
+  }
+  while (n > 0 && is_json_space(start[n - 1])) --n;
+  return {start, n};
+}
 
 std::string_view key_text(od::raw_json_string key) {
   // Keys in traces carry no escapes; a key that does simply matches no known key.
@@ -129,23 +154,36 @@ std::string_view key_text(od::raw_json_string key) {
 
 class ChunkReader {
  public:
-  ChunkReader(const ParseOptions& options, TraceColumns& out) : options_(options), out_(out) {}
+  // `text_end`: the chunk's last real byte (its closing ']', added by the splitter).
+  ChunkReader(const ParseOptions& options, TraceColumns& out, od::document& doc,
+              const char* text_end)
+      : options_(options), out_(out), doc_(doc), text_end_(text_end) {}
 
   void read_event(od::object obj, RawEvent& ev);
   void store(RawEvent& ev, uint64_t offset, const char* where);
+  // Where the event read last ends: the parser stands just past it.
+  const char* event_end(const char* start) {
+    const char* here = nullptr;
+    if (doc_.current_location().get(here) == simdjson::SUCCESS && here > start &&
+        here <= text_end_) {
+      return here;
+    }
+    return text_end_;
+  }
 
  private:
   static void check(simdjson::error_code e) {
     if (e) throw FieldError{simdjson::error_message(e), true};
   }
   static std::string_view token(od::value& v) { return v.raw_json_token(); }
+  void read_field(std::string_view k, od::value& v, RawEvent& ev, bool& args_before_ph);
   int32_t read_string(od::value& v);
   int32_t read_raw_json(od::value& v);
   int64_t read_int(od::value& v);
   int32_t read_int32(od::value& v);
   int64_t read_time(od::value& v);
   double read_double(od::value& v);
-  int64_t read_id(od::value& v);
+  int64_t read_id(od::value& v, RawEvent& ev);
   int32_t read_stream(od::value& v);
   bool read_dim3(od::value& v, int32_t (&out)[3]);
   void read_dim3_arg(od::value& v, ArgValues& a, int32_t (&field)[3]);
@@ -153,9 +191,12 @@ class ChunkReader {
   void read_args(od::value& v, RawEvent& ev);
   void read_counter_args(od::value& v, RawEvent& ev);
   void read_arg(ArgKey key, od::value& v, ArgValues& a);
+  void note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text);
 
   const ParseOptions& options_;
   TraceColumns& out_;
+  od::document& doc_;
+  const char* text_end_;
   // Counter args are stored when the event is, since ts may follow args.
   std::vector<std::pair<int32_t, double>> counter_values_;
   uint64_t non_numeric_counters_ = 0;
@@ -241,13 +282,17 @@ double ChunkReader::read_double(od::value& v) {
   bad_value(tok, "expected a number");
 }
 
-// pid/tid: numbers, numeric strings, or names ("Spans", "stream 7", "").
-int64_t ChunkReader::read_id(od::value& v) {
+// pid/tid/id: numbers, numeric strings, or names ("Spans", "stream 7", ""). Names are stored
+// at kStringIdBase - (pool id); an integer at or below kStringIdBase would read as such a
+// name, so it is kept as its decimal text, as the string "-1099511627776" would be.
+int64_t ChunkReader::read_id(od::value& v, RawEvent& ev) {
   std::string_view tok = token(v);
   int64_t x = 0;
   switch (parse_int64(tok, x)) {
     case NumberStatus::kOk:
-      return x;
+      if (x > kStringIdBase) return x;
+      ev.id_as_text = true;
+      return kStringIdBase - out_.strings.intern(std::to_string(x));
     case NumberStatus::kOutOfRange:
       throw FieldError{"id beyond int64", false};
     default:
@@ -294,10 +339,20 @@ void ChunkReader::read_dim3_arg(od::value& v, ArgValues& a, int32_t (&field)[3])
   std::copy(dims, dims + 3, field);
 }
 
+// ph, s and bp: a string of exactly one printable ASCII character, escaped ("\u0058") or not.
 char ChunkReader::read_char(od::value& v) {
+  auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
   std::string_view tok = token(v);
-  if (tok.size() < 3 || tok[0] != '"') bad_value(tok, "expected a one-letter string");
-  return tok[1];
+  if (tok.size() >= 3 && tok[0] == '"' && tok[2] == '"' && tok[1] != '\\' && tok[1] != '"' &&
+      printable(tok[1])) {
+    return tok[1];
+  }
+  std::string_view text;
+  if (tok.empty() || tok[0] != '"' || v.get_string().get(text) || text.size() != 1 ||
+      !printable(text[0])) {
+    bad_value(tok, "expected a one-letter string");
+  }
+  return text[0];
 }
 
 void ChunkReader::read_arg(ArgKey key, od::value& v, ArgValues& a) {
@@ -512,76 +567,106 @@ void ChunkReader::read_args(od::value& v, RawEvent& ev) {
     // the simdjson_result costs a store-forwarding stall per field.
     od::field field;
     check(std::move(item).get(field));
-    const ArgKey k = arg_key(key_text(field.key()));
+    const std::string_view key = key_text(field.key());
+    const ArgKey k = arg_key(key);
     if (k == ArgKey::kUnknown) continue;
-    read_arg(k, field.value(), ev.args);
+    try {
+      read_arg(k, field.value(), ev.args);
+    } catch (FieldError& e) {
+      if (e.structural) throw;
+      if (!options_.recover) {
+        e.key = "args.";
+        e.key += key;
+        throw;
+      }
+      // An argument is optional: read as if this copy of the key were absent (its column
+      // stays missing), and keep the event, which the timeline needs.
+      ev.bad_arg = true;
+    }
   }
 }
 
 void ChunkReader::read_event(od::object obj, RawEvent& ev) {
   bool args_before_ph = false;
-  for (auto item : obj) {
-    od::field field;
-    check(std::move(item).get(field));
-    const std::string_view k = key_text(field.key());
-    od::value& v = field.value();
-    switch (k.size()) {
-      case 2:
-        if (k == "ph")
-          ev.ph = read_char(v);
-        else if (k == "ts") {
-          ev.ts = read_time(v);
-          ev.has_ts = true;
-        } else if (k == "id")
-          ev.id = read_id(v);
-        else if (k == "bp")
-          ev.binds_enclosing = read_char(v) == 'e';
-        break;
-      case 3:
-        if (k == "cat")
-          ev.cat = read_string(v);
-        else if (k == "pid")
-          ev.pid = read_id(v);
-        else if (k == "tid")
-          ev.tid = read_id(v);
-        else if (k == "dur") {
-          ev.dur = read_time(v);
-          ev.has_dur = true;
-        }
-        break;
-      case 4:
-        if (k == "name")
-          ev.name = read_string(v);
-        else if (k == "args") {
-          if (ev.ph == 0)
-            args_before_ph = true;  // read on a second pass, once ph is known
-          else
-            read_args(v, ev);
-        }
-        break;
-      case 1:
-        if (k == "s") ev.scope = read_char(v);
-        break;
-      default:
-        break;
-    }
-  }
-  if (args_before_ph && ev.ph != 0) {
-    bool ignored;
-    check(obj.reset().get(ignored));
+  std::string_view k;  // the key being read, for the error
+  try {
     for (auto item : obj) {
       od::field field;
       check(std::move(item).get(field));
-      if (key_text(field.key()) != "args") continue;
-      read_args(field.value(), ev);
-      break;
+      k = key_text(field.key());
+      read_field(k, field.value(), ev, args_before_ph);
     }
+    if (args_before_ph && ev.ph != 0) {
+      // Every field is walked again (none skipped after args), so that the parser ends
+      // past the event and event_end() finds its end.
+      k = "args";
+      bool ignored;
+      check(obj.reset().get(ignored));
+      for (auto item : obj) {
+        od::field field;
+        check(std::move(item).get(field));
+        if (key_text(field.key()) == "args") read_args(field.value(), ev);
+      }
+    }
+  } catch (FieldError& e) {
+    if (!e.structural && e.key.empty()) e.key = k;
+    throw;
   }
 }
 
+// One field of an event, by its key; the known keys are told apart by length first.
+void ChunkReader::read_field(std::string_view k, od::value& v, RawEvent& ev, bool& args_before_ph) {
+  switch (k.size()) {
+    case 2:
+      if (k == "ph")
+        ev.ph = read_char(v);
+      else if (k == "ts") {
+        ev.ts = read_time(v);
+        ev.has_ts = true;
+      } else if (k == "id")
+        ev.id = read_id(v, ev);
+      else if (k == "bp")
+        ev.binds_enclosing = read_char(v) == 'e';
+      break;
+    case 3:
+      if (k == "cat")
+        ev.cat = read_string(v);
+      else if (k == "pid")
+        ev.pid = read_id(v, ev);
+      else if (k == "tid")
+        ev.tid = read_id(v, ev);
+      else if (k == "dur") {
+        ev.dur = read_time(v);
+        ev.has_dur = true;
+      }
+      break;
+    case 4:
+      if (k == "name")
+        ev.name = read_string(v);
+      else if (k == "args") {
+        if (ev.ph == 0)
+          args_before_ph = true;  // read on a second pass, once ph is known
+        else
+          read_args(v, ev);
+      }
+      break;
+    case 1:
+      if (k == "s") ev.scope = read_char(v);
+      break;
+    default:
+      break;
+  }
+}
+
+void ChunkReader::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text) {
+  if (ev.bad_arg) out_.stats.add(Stat::bad_arg, offset, text);
+  if (ev.id_as_text) out_.stats.add(Stat::id_as_text, offset, text);
+}
+
 void ChunkReader::store(RawEvent& ev, uint64_t offset, const char* where) {
-  auto snippet = [&] { return std::string_view(where, 80); };
-  if (ev.ph == 0) return out_.stats.add(Stat::missing_phase, offset, snippet());
+  auto example = [&] { return snippet(where, event_end(where)); };
+  if (ev.bad_arg | ev.id_as_text) note_lenient_reads(ev, offset, example());
+  if (ev.ph == 0) return out_.stats.add(Stat::missing_phase, offset, example());
   if (ev.ph == 'M') {
     ev.args.touch(ArgValues::kMeta);
     auto& m = out_.meta;
@@ -594,13 +679,13 @@ void ChunkReader::store(RawEvent& ev, uint64_t offset, const char* where) {
   }
   if (!ev.has_ts) {
     counter_values_.clear();
-    return out_.stats.add(Stat::missing_timestamp, offset, snippet());
+    return out_.stats.add(Stat::missing_timestamp, offset, example());
   }
   switch (ev.ph) {
     case 'X': {
-      if (!ev.has_dur) out_.stats.add(Stat::missing_duration, offset, snippet());
+      if (!ev.has_dur) out_.stats.add(Stat::missing_duration, offset, example());
       if (ev.dur < 0) {
-        out_.stats.add(Stat::negative_duration, offset, snippet());
+        out_.stats.add(Stat::negative_duration, offset, example());
         ev.dur = 0;
       }
       auto& e = out_.events;
@@ -726,44 +811,8 @@ void ChunkReader::store(RawEvent& ev, uint64_t offset, const char* where) {
       return;
     }
     default:
-      out_.stats.add(Stat::unsupported_phase, offset, snippet());
+      out_.stats.add(Stat::unsupported_phase, offset, example());
   }
-}
-
-// The first byte of s[0..n) that breaks UTF-8 (for the error offset; simdjson says only
-// that the chunk is invalid). Rejects overlong forms, surrogates and code points > U+10FFFF.
-const char* first_invalid_utf8(const char* s, size_t n) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s);
-  size_t i = 0;
-  while (i < n) {
-    const unsigned c = p[i];
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if (c >= 0xC2 && c <= 0xDF)
-      len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return s + i;
-    }
-    if (i + len > n) return s + i;
-    if (p[i + 1] < lo || p[i + 1] > hi) return s + i;
-    for (size_t k = 2; k < len; ++k) {
-      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return s + i;
-    }
-    i += len;
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -771,7 +820,12 @@ const char* first_invalid_utf8(const char* s, size_t n) {
 ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset,
                               TraceColumns& out) {
   ChunkError result;
-  auto offset_of = [&](const char* p) { return file_offset + static_cast<uint64_t>(p - text) - 1; };
+  const Utf8Repair* repaired = nullptr;  // text is repair_.text: map offsets back
+  auto offset_of = [&](const char* p) {
+    size_t i = static_cast<size_t>(p - text);
+    if (repaired) i = repaired->input_index(i);
+    return file_offset + i - 1;
+  };
   auto fail = [&](const char* where, std::string message, bool field_error) {
     result.failed = true;
     result.field_error = field_error;
@@ -783,15 +837,33 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
   od::document doc;
   auto err = parser_.iterate(text, len, len + simdjson::SIMDJSON_PADDING).get(doc);
   if (err == simdjson::UTF8_ERROR) {
-    const char* bad = first_invalid_utf8(text, len);
-    return fail(bad ? bad : text + 1, "invalid UTF-8 in the text", false);
+    if (!options_.recover) {
+      const char* bad = first_invalid_utf8(text, len);
+      fail(bad ? bad : text + 1, "invalid UTF-8 in the text", false);
+      result.recoverable = true;
+      return result;
+    }
+    repair_.repair(text, len);
+    const char* fixed = repair_.text.data();
+    const char* fixed_end = fixed + repair_.text.size() - 1;  // its closing ']'
+    for (const auto& e : repair_.edits) {
+      // The example is the input from the bad sequence on, the sequence shown as U+FFFD.
+      const char* at = fixed + e.text_end - 3;
+      out.stats.add(Stat::invalid_utf8, file_offset + e.input_at - 1, snippet(at, fixed_end));
+    }
+    len = repair_.text.size();
+    repair_.text.resize(len + simdjson::SIMDJSON_PADDING, ' ');
+    text = repair_.text.data();
+    repaired = &repair_;
+    err = parser_.iterate(text, len, len + simdjson::SIMDJSON_PADDING).get(doc);
   }
   if (err) return fail(text + 1, simdjson::error_message(err), false);
   od::array events;
   if ((err = doc.get_array().get(events)))
     return fail(text + 1, simdjson::error_message(err), false);
 
-  ChunkReader reader(options_, out);
+  const char* text_end = text + len - 1;  // the splitter's ']': the real bytes end before it
+  ChunkReader reader(options_, out, doc, text_end);
   const char* event_start = text + 1;
   RawEvent ev;
   try {
@@ -803,7 +875,7 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
       od::object obj;
       if (value.get_object().get(obj)) {
         out.stats.add(Stat::non_object_event, offset_of(event_start),
-                      std::string_view(event_start, 40));
+                      snippet(event_start, text_end, 40));
         continue;
       }
       ev.start();
@@ -812,7 +884,7 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
       } catch (const FieldError& e) {
         if (e.structural || !options_.recover) throw;
         // Recover mode: skip the rest of this event; the array iteration moves past it.
-        out.stats.add(Stat::bad_field, offset_of(event_start), std::string_view(event_start, 80));
+        out.stats.add(Stat::bad_field, offset_of(event_start), snippet(event_start, text_end));
         continue;
       }
       reader.store(ev, offset_of(event_start), event_start);
@@ -821,10 +893,15 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
     // No On-Demand call here should throw; if one does, it is a broken chunk, not a crash.
     return fail(event_start, e.what(), false);
   } catch (const FieldError& e) {
-    const char* where = event_start;
-    std::string message = e.what;
-    if (!e.structural) message = "bad event: " + message;
-    return fail(where, message, !e.structural);
+    if (e.structural) return fail(event_start, e.what, false);
+    // Only strict mode gets here: recover=True skips the event.
+    std::string message = "bad event: ";
+    if (!e.key.empty()) message += "key \"" + e.key + "\": ";
+    message += e.what;
+    fail(event_start, std::move(message), true);
+    result.key = e.key;
+    result.recoverable = true;
+    return result;
   }
   // The array must end exactly at the closing bracket the splitter added.
   const char* trailing = nullptr;

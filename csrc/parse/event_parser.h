@@ -6,19 +6,23 @@
 #include <cstdint>
 #include <string>
 
+#include "parse/utf8_text.h"
 #include "trace/trace_columns.h"
 
 namespace hta {
 
 struct ParseOptions {
-  // Skip events with fields of the wrong type (counted in stats) instead of failing.
+  // Instead of failing: skip events with a bad field, read a bad argument as missing and
+  // replace invalid UTF-8 with U+FFFD (each counted in stats).
   bool recover = false;
 };
 
 struct ChunkError {
   bool failed = false;
   bool field_error = false;  // a well-formed event with a bad field (not a split problem)
+  bool recoverable = false;  // recover=True would have read past it
   uint64_t offset = 0;       // in the decompressed JSON text
+  std::string key;           // the field at fault ("ts", "args.bytes"), if one is
   std::string message;
 };
 
@@ -34,6 +38,7 @@ class EventParser {
  private:
   ParseOptions options_;
   simdjson::ondemand::parser parser_;
+  Utf8Repair repair_;  // recover=True: a chunk with invalid UTF-8, repaired
 };
 
 }  // namespace hta

@@ -19,9 +19,9 @@ std::string describe_byte(char c) {
 }
 }  // namespace
 
-bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next) {
+bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next, size_t from) {
   // Search backwards for '{' preceded (through whitespace) by ',' preceded by '}'.
-  for (size_t i = n; i-- > 0;) {
+  for (size_t i = n; i-- > from;) {
     if (p[i] != '{') continue;
     size_t j = i;
     while (j > 0 && is_ws(p[j - 1])) --j;
@@ -95,7 +95,10 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
       case Phase::kHeader:
         if (after_events_key_) {
           after_events_key_ = false;
-          if (c != '[') fail(base + i, "traceEvents is not an array", ErrorCode::kBadField);
+          if (c != '[') {
+            throw FormatError(ErrorCode::kBadField, base + i, "traceEvents is not an array",
+                              "traceEvents");
+          }
           phase_ = Phase::kEvents;
           depth_ = events_depth_ = 2;
           stop = Stop::kEventsBegin;

@@ -15,10 +15,12 @@
 
 namespace hta {
 
-// The last `}` ws* `,` ws* `{` in [p, p+n): sets `end` just past the `}` and `next` at the
-// `{`. Speculative: the match may sit inside a string or a nested value, which makes the
-// chunk fail to parse, and the loader then falls back to JsonScanner.
-bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next);
+// The last `}` ws* `,` ws* `{` in [p, p+n) whose `{` is at or after p[from]: sets `end` just
+// past the `}` and `next` at the `{`. `from` lets a caller that grows a buffer search only
+// the new bytes (the `}` and `,` may lie before them). Speculative: the match may sit inside
+// a string or a nested value, which makes the chunk fail to parse, and the loader then falls
+// back to JsonScanner.
+bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next, size_t from = 0);
 
 class JsonScanner {
  public:

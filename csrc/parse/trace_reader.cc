@@ -42,9 +42,13 @@ class Reader {
     size_t n = 0;
     try {
       n = source_.read(buf.data() + used, want);
-    } catch (const TruncatedInput&) {
+    } catch (const TruncatedInput& e) {
       // A compressed stream cut short: with recover, what was decompressed is the file.
-      if (!options_.parse.recover) throw;
+      // That keeps the complete events only when the cut falls among them.
+      if (!options_.parse.recover) {
+        if (in_events_) throw;
+        throw FormatError(e.code(), e.offset(), e.what());
+      }
     }
     total_ += n;
     return n;
@@ -66,15 +70,17 @@ class Reader {
   std::string prefix_, suffix_;
   std::vector<char> carry_;         // bytes after the last boundary, not yet parsed
   uint64_t carry_offset_ = 0;       // file offset of carry_[0]
-  size_t carry_scanned_ = 0;        // leading bytes of carry_ the exact scanner has seen
+  size_t carry_scanned_ = 0;        // leading bytes of carry_ already searched or scanned
   uint64_t events_end_offset_ = 0;  // file offset just past the last event handed to parsing
+  bool in_events_ = false;          // reading inside the traceEvents array
 };
 
 [[noreturn]] void Reader::truncated(uint64_t at) const {
   throw FormatError(ErrorCode::kTruncated, at,
                     "the file ends inside the traceEvents array at byte " + std::to_string(at) +
                         " (the profiler may have stopped while writing); pass recover=True "
-                        "to keep the complete events before the cut");
+                        "to keep the complete events before the cut",
+                    {}, /*recoverable=*/true);
 }
 
 void Reader::read_header_prefix() {
@@ -101,6 +107,7 @@ void Reader::read_header_prefix() {
       carry_.assign(buf.begin() + static_cast<long>(used), buf.begin() + static_cast<long>(n));
       carry_offset_ = events_end_offset_ = base + used;
       result_.array_format = !scanner_.object_format();
+      in_events_ = true;
       return;
     }
     prefix_.append(buf.data(), n);
@@ -152,69 +159,76 @@ void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
 void Reader::read_events(ChunkPipeline& pipeline) {
   const size_t chunk = options_.chunk_size ? options_.chunk_size : size_t{1} << 20;
   for (;;) {
-    // The chunk buffer: "[" + carried bytes + a new block read straight into it.
+    // The chunk buffer: "[" + carried bytes + blocks read straight into it, until it holds
+    // an event boundary or the input ends. An event larger than a block so grows this one
+    // buffer (geometrically, by vector's growth) and is searched once: copying or searching
+    // the carried bytes again for every block made one huge event cost quadratic time.
     std::vector<char> buf = pipeline.take_buffer(1 + carry_.size() + chunk);
     buf[0] = '[';
     std::memcpy(buf.data() + 1, carry_.data(), carry_.size());
-    const size_t carried = carry_.size();
-    const size_t n = fill(buf, 1 + carried, chunk);
-    const size_t text_len = 1 + carried + n;
     const uint64_t offset = carry_offset_;
-
-    size_t end = npos, next = npos;
-    // A short read means the input is exhausted: the end of the array (and any header
-    // after it, which may hold `},{` of its own) is in this buffer, so scan it exactly.
-    const bool last_block = n < chunk;
-    if (!exact_ && !last_block) {
-      // Fast path: split at the last `},{` and let the parser verify it.
-      if (find_last_boundary(buf.data() + 1, carried + n, end, next)) {
-        ++end, ++next;  // to buffer indices
+    size_t text_len = 1 + carry_.size();
+    // Leading bytes of buf[1..] already searched (fast path) or scanned (exact path).
+    size_t seen = carry_scanned_;
+    for (;;) {
+      const size_t n = fill(buf, text_len, chunk);
+      text_len += n;
+      size_t end = npos, next = npos;
+      // A short read means the input is exhausted: the end of the array (and any header
+      // after it, which may hold `},{` of its own) is in this buffer, so scan it exactly.
+      const bool last_block = n < chunk;
+      if (!exact_ && !last_block) {
+        // Fast path: split at the last `},{` and let the parser verify it. The bytes seen
+        // before hold no boundary (or the buffer would have been dispatched).
+        if (find_last_boundary(buf.data() + 1, text_len - 1, end, next, seen)) {
+          ++end, ++next;  // to buffer indices
+        }
+      } else {
+        // Exact path. At the end of the input, the buffer (which starts at an event
+        // boundary) is scanned afresh so the last complete event is known.
+        size_t from = 1 + seen;
+        if (n == 0 || !exact_) {
+          scanner_ = JsonScanner::inside_events(!result_.array_format);
+          from = 1;
+        }
+        JsonScanner::Stop stop;
+        const size_t used =
+            scanner_.scan(buf.data() + from, text_len - from, offset + from - 1, stop);
+        if (stop == JsonScanner::Stop::kEventsEnd) {
+          const size_t close = from + used - 1;  // the ']' of traceEvents
+          in_events_ = false;
+          read_suffix(std::string_view(buf.data() + close + 1, text_len - close - 1),
+                      offset + close);
+          carry_.clear();
+          dispatch(pipeline, buf, close, offset);
+          return;
+        }
+        if (scanner_.last_boundary() != npos) {
+          next = from + scanner_.last_boundary();
+          end = next - 1;  // the ',' becomes the closing ']'
+        }
+        if (n == 0) {
+          // The source ended inside the array: the file was cut short.
+          if (!options_.parse.recover) truncated(offset + text_len - 1);
+          const size_t complete = scanner_.last_complete_end();
+          const size_t cut = complete != npos ? from + complete : 1;
+          const uint64_t kept_end = complete != npos ? offset + cut - 1 : events_end_offset_;
+          result_.columns.stats.add(Stat::truncated_file, total_, "end of file");
+          result_.columns.stats.add(Stat::truncated_tail_bytes, total_ - kept_end);
+          carry_.clear();
+          if (cut > 1) dispatch(pipeline, buf, cut, offset);
+          return;
+        }
       }
-    } else {
-      // Exact path. At the end of the input, the carried bytes (which start at an event
-      // boundary) are scanned afresh so the last complete event is known.
-      size_t from = 1 + carry_scanned_;
-      if (n == 0 || !exact_) {
-        scanner_ = JsonScanner::inside_events(!result_.array_format);
-        from = 1;
-      }
-      JsonScanner::Stop stop;
-      const size_t used =
-          scanner_.scan(buf.data() + from, text_len - from, offset + from - 1, stop);
-      if (stop == JsonScanner::Stop::kEventsEnd) {
-        const size_t close = from + used - 1;  // the ']' of traceEvents
-        read_suffix(std::string_view(buf.data() + close + 1, text_len - close - 1), offset + close);
-        carry_.clear();
-        dispatch(pipeline, buf, close, offset);
-        return;
-      }
-      if (scanner_.last_boundary() != npos) {
-        next = from + scanner_.last_boundary();
-        end = next - 1;  // the ',' becomes the closing ']'
-      }
-      if (n == 0) {
-        // The source ended inside the array: the file was cut short.
-        if (!options_.parse.recover) truncated(offset + text_len - 1);
-        const size_t complete = scanner_.last_complete_end();
-        const size_t cut = complete != npos ? from + complete : 1;
-        const uint64_t kept_end = complete != npos ? offset + cut - 1 : events_end_offset_;
-        result_.columns.stats.add(Stat::truncated_file, total_, "end of file");
-        result_.columns.stats.add(Stat::truncated_tail_bytes, total_ - kept_end);
-        carry_.clear();
-        if (cut > 1) dispatch(pipeline, buf, cut, offset);
-        return;
-      }
-    }
-    if (end == npos) {
-      // No boundary yet (an event larger than a block): keep accumulating.
-      carry_.assign(buf.begin() + 1, buf.begin() + static_cast<long>(text_len));
+      seen = text_len - 1;
+      if (end == npos) continue;  // no boundary yet: read the next block after this one
+      carry_.assign(buf.begin() + static_cast<long>(next),
+                    buf.begin() + static_cast<long>(text_len));
+      carry_offset_ = offset + next - 1;
       carry_scanned_ = carry_.size();
-      continue;
+      dispatch(pipeline, buf, end, offset);
+      break;
     }
-    carry_.assign(buf.begin() + static_cast<long>(next), buf.begin() + static_cast<long>(text_len));
-    carry_offset_ = offset + next - 1;
-    carry_scanned_ = carry_.size();
-    dispatch(pipeline, buf, end, offset);
   }
 }
 
@@ -260,7 +274,7 @@ void Reader::run() {
     if (err.failed) {
       if (!exact_ && !err.field_error) throw SplitFailed{};
       throw FormatError(err.field_error ? ErrorCode::kBadField : ErrorCode::kBadJson, err.offset,
-                        err.message);
+                        err.message, err.key, err.recoverable);
     }
   }
   result_.json_bytes = total_;

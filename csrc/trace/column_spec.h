@@ -12,7 +12,7 @@ namespace hta {
   X(kPlain, plain)   /* a number */                        \
   X(kString, string) /* a StringPool id; -1 = none */      \
   X(kEnum, enum)     /* a code with a label (EnumLabel) */ \
-  X(kId, id)         /* a pid/tid: any int64 is real; string ids sit at kStringIdBase - id */
+  X(kId, id)         /* a pid/tid/flow id; string ids sit at kStringIdBase - pool id */
 
 #define HTA_COLUMN_ROLE_ENUMERATOR(id, name) id,
 enum class ColumnRole : uint8_t { HTA_COLUMN_ROLES(HTA_COLUMN_ROLE_ENUMERATOR) };
@@ -60,6 +60,12 @@ constexpr ColumnSpec process_or_thread() {
   ColumnSpec s;
   s.role = ColumnRole::kId;
   s.nullable = false;
+  return s;
+}
+// A flow id: as a pid/tid (string ids rebased with the strings), but -1 means "none".
+constexpr ColumnSpec flow_id() {
+  ColumnSpec s;
+  s.role = ColumnRole::kId;
   return s;
 }
 template <size_t N>

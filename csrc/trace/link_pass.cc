@@ -26,7 +26,8 @@ void shift_times(TraceColumns& t, int64_t base) {
   }
   if (overflow) {
     throw FormatError(ErrorCode::kBadField, std::nullopt,
-                      "timestamps beyond int64 nanoseconds after adding baseTimeNanoseconds");
+                      "timestamps (ts) beyond int64 nanoseconds after adding baseTimeNanoseconds",
+                      "ts");
   }
 }
 

@@ -19,7 +19,16 @@ namespace hta {
   X(negative_duration, "warning", "complete events with dur < 0; read as 0")               \
   X(non_object_event, "warning", "traceEvents entries that are not objects; skipped")      \
   X(bad_field, "warning",                                                                  \
-    "known fields of the wrong type or out of range; event skipped (recover=True)")        \
+    "events with a known field of the wrong type or out of range (ph, ts, dur, pid, tid, " \
+    "id, name, cat, s, bp, args itself); event skipped (recover=True)")                    \
+  X(bad_arg, "warning",                                                                    \
+    "events with an argument (args.*) of the wrong type or out of range; the argument "    \
+    "read as missing, the event kept (recover=True)")                                      \
+  X(invalid_utf8, "warning",                                                               \
+    "invalid UTF-8 sequences in the text; each read as U+FFFD (recover=True)")             \
+  X(id_as_text, "info",                                                                    \
+    "events with an integer pid, tid or id at or below -2**32, where string ids live; "    \
+    "kept as its decimal text (a string id: Trace.id_name)")                               \
   X(truncated_file, "error",                                                               \
     "the file ends inside the traceEvents array; complete events kept (recover=True)")     \
   X(truncated_tail_bytes, "error",                                                         \

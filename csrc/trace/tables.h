@@ -123,7 +123,7 @@ constexpr EnumLabel kFlowPhaseLabels[] = {{'f', "f"}, {'s', "s"}, {'t', "t"}};
   X(int64_t, ts, exact().in("ns"))                  \
   X(int64_t, pid, process_or_thread())              \
   X(int64_t, tid, process_or_thread())              \
-  X(int64_t, id, plain())                           \
+  X(int64_t, id, flow_id())                         \
   X(uint8_t, phase, enumeration(kFlowPhaseLabels))  \
   X(uint8_t, binds_enclosing, exact()) /* bp "e" */ \
   X(int32_t, cat, string_id())                      \
@@ -204,8 +204,10 @@ HTA_DEFINE_TABLE(InstantTable, HTA_INSTANT_COLUMNS, ts)
 HTA_DEFINE_TABLE(MetaTable, HTA_META_COLUMNS, name)
 HTA_DEFINE_TABLE(StepTable, HTA_STEP_COLUMNS, row)
 
-// String pids/tids ("Spans", "stream 7", "") are stored as kStringIdBase - (pool id), far
-// below any real (possibly negative) pid, so they stay distinct and stable.
+// String pids/tids/flow ids ("Spans", "stream 7", "") are stored as kStringIdBase - (pool
+// id), far below any real (possibly negative) pid, so they stay distinct and stable. The
+// parser keeps an integer at or below kStringIdBase as its decimal text (a string id), so
+// the two ranges never meet (parse/event_parser.cc, read_id).
 constexpr int64_t kStringIdBase = -(int64_t{1} << 32);
 inline bool is_string_id(int64_t v) { return v <= kStringIdBase; }
 

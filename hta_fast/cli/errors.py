@@ -16,7 +16,11 @@ def describe(e: BaseException) -> str:
             return f"{text} (nothing to read: was the profile written out completely?)"
         if e.code in NOT_A_TRACE:
             return f"{text} (hta-fast reads PyTorch profiler / Kineto Chrome-trace JSON files)"
-        return f"{text} (the file is damaged; --recover keeps the events that can be read)"
+        # Suggested only where it helps: the core knows which faults recover=True reads
+        # past (a bad event, a cut, invalid UTF-8), and none where --recover was given.
+        if e.recoverable:
+            return f"{text} (the file is damaged; --recover keeps the events that can be read)"
+        return f"{text} (the file is damaged)"
     if isinstance(e, IsADirectoryError):
         return str(e)
     if isinstance(e, FileNotFoundError):

@@ -45,7 +45,24 @@ def load_traces(
         )
     for w in caught:
         log.warning("%s", w.message)
+    if recover:
+        log.warning("%s", recover_summary(traces))
     return traces, time.perf_counter() - t0
+
+
+def recover_summary(traces: TraceSet) -> str:
+    """One line: what --recover dropped or repaired, summed over ranks (Trace.stats rows of
+    severity warning or error; the info rows are routine)."""
+    counts: dict[str, int] = {}
+    for t in traces.values():
+        for row in t.stats.select(["name", "severity", "count"]).to_pylist():
+            if row["severity"] != "info" and row["count"]:
+                counts[row["name"]] = counts.get(row["name"], 0) + row["count"]
+    ranks = f"{len(traces)} rank(s)"
+    if not counts:
+        return f"--recover: {ranks} read whole, nothing dropped or repaired"
+    what = ", ".join(f"{name} {n:,}" for name, n in counts.items())
+    return f"--recover: {ranks}; dropped or repaired: {what} (see Trace.stats)"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,6 +34,8 @@ class RankFailure:
     error: str = "TraceFormatError"  # the exception's class, re-raised in strict mode
     errno: Optional[int] = None  # an OSError's
     code: Optional[ErrorCode] = None  # a TraceFormatError's
+    key: Optional[str] = None  # a TraceFormatError's
+    recoverable: bool = False  # a TraceFormatError's
 
     def describe(self) -> str:
         who = f"rank {self.rank}" if self.rank is not None else "rank ?"
@@ -45,7 +47,13 @@ class RankFailure:
         more = f" (and {others} more rank(s) failed; partial=True loads the rest)" if others else ""
         if self.error == "TraceFormatError":
             return TraceFormatError(
-                self.path, self.offset, self.reason + more, rank=self.rank, code=self.code
+                self.path,
+                self.offset,
+                self.reason + more,
+                rank=self.rank,
+                code=self.code,
+                key=self.key,
+                recoverable=self.recoverable,
             )
         cls = {
             "FileNotFoundError": FileNotFoundError,
@@ -60,7 +68,15 @@ class RankFailure:
 def failure_of(path: str, error: Exception) -> RankFailure:
     rank = rank_from_name(path)
     if isinstance(error, TraceFormatError):
-        return RankFailure(rank, path, error.reason, error.offset, code=error.code)
+        return RankFailure(
+            rank,
+            path,
+            error.reason,
+            error.offset,
+            code=error.code,
+            key=error.key,
+            recoverable=error.recoverable,
+        )
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     return RankFailure(
         rank,

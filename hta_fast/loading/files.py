@@ -34,6 +34,7 @@ def assign_rank(header_rank: Optional[int], path: str, lone_file: bool) -> int:
                 None,
                 "no rank in distributedInfo or in the file name",
                 code=ErrorCode.bad_field,
+                key="distributedInfo.rank",
             )
         rank = 0
     return rank

@@ -44,7 +44,9 @@ def _read(
             assert source is not None
             loaded = _core.load_bytes(source, threads, recover, chunk_size, rules)
     except _core.FormatError as e:
-        raise TraceFormatError(path, e.offset, e.reason, code=e.code) from None
+        raise TraceFormatError(
+            path, e.offset, e.reason, code=e.code, key=e.key, recoverable=e.recoverable
+        ) from None
     # The core parsed the header (see TraceMeta); nothing here parses it again.
     meta = TraceMeta.from_header(loaded.header, path, loaded.json_bytes, loaded.base_time_ns)
     return RawColumns.of(loaded), meta
@@ -65,9 +67,10 @@ def load(
     written by Trace.save.
 
     threads         parser threads (0 = one per core)
-    recover         keep the complete events of a truncated file and skip events with
-                    fields of the wrong type (both counted in Trace.stats); without it
-                    such input raises TraceFormatError
+    recover         keep the complete events of a truncated file, skip events with a
+                    core field of the wrong type, read a bad argument (args.*) as missing
+                    and invalid UTF-8 as U+FFFD (each counted in Trace.stats); without it
+                    such input raises TraceFormatError (see docs/format.md)
     cache           reuse an Arrow copy of the loaded trace while the file is unchanged
     kernel_classes  extra (regex, class) rules for kernel classes, tried first:
                     [("^my_allreduce", "COMM")]
