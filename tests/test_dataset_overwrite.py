@@ -216,3 +216,37 @@ def test_a_writer_killed_at_random_moments_leaves_a_whole_dataset(tmp_path, sour
         child.communicate(timeout=60)
         seen.add(_which(out, old, new))
     assert seen <= {"old", "new"}
+
+
+def test_the_process_executor_replaces_a_dataset_atomically(tmp_path, sources, monkeypatch):
+    """load_dir(executor="processes", dataset=...) writes beside the path and swaps: while the
+    ranks are written the old dataset is still whole at the path; a failure leaves it there."""
+    old, new = sources
+    target = tmp_path / "ds"
+    write_dataset(hta_fast.load_dir([str(f) for f in old]), str(target))
+    seen = []
+    real = hta_fast.loading.executors.run_processes
+
+    def spying(files, where, *args, **kwargs):
+        seen.append((where, _which(target, old, new)))  # the old dataset, untouched
+        return real(files, where, *args, **kwargs)
+
+    monkeypatch.setattr(hta_fast.loading.executors, "run_processes", spying)
+    ds = hta_fast.load_dir(
+        [str(f) for f in new], executor="processes", dataset=str(target), overwrite=True
+    )
+    ((where, state),) = seen
+    assert state == "old" and Path(where).parent == tmp_path and Path(where) != target
+    assert ds.ranks == [0, 1] and _which(target, old, new) == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "traces"]
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("a worker died")
+
+    monkeypatch.setattr(hta_fast.loading.executors, "run_processes", failing)
+    with pytest.raises(RuntimeError, match="a worker died"):
+        hta_fast.load_dir(
+            [str(f) for f in old], executor="processes", dataset=str(target), overwrite=True
+        )
+    assert _which(target, old, new) == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "traces"]

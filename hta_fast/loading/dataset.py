@@ -18,6 +18,7 @@ or any engine that knows hive partitioning (DuckDB, Spark, Polars): `rank` becom
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import posixpath
@@ -233,9 +234,8 @@ def check_free(path: str, overwrite: bool = False) -> bool:
 
 
 def prepare(path: str, overwrite: bool = False) -> None:
-    """check_free, then removes the dataset it replaces and marks the path as being written.
-    The ranks are then written in place (load_dir's process and Dask executors do so), which,
-    unlike write_dataset, leaves no old dataset to fall back on if the writing is cut short."""
+    """check_free, then removes the dataset it replaces and marks the path as being written:
+    for an object store, which has no swap (staged)."""
     fs, root = filesystem(path)
     if check_free(path, overwrite):
         if fs is not None:
@@ -243,6 +243,32 @@ def prepare(path: str, overwrite: bool = False) -> None:
         else:
             shutil.rmtree(root)
     _write_text(fs, _join(fs, root, WRITING), FORMAT)
+
+
+@contextlib.contextmanager
+def staged(path: str, overwrite: bool = False) -> Iterator[str]:
+    """Where to write a dataset that is to end up at `path`, put in place when the block
+    ends without an error. A local dataset is written in a hidden folder beside `path` and
+    swapped in when complete (hta_fast._atomic_folder), so that whatever happens to the
+    writers, `path` holds the old dataset or the new one (the folder is on the same
+    filesystem, so Dask workers that reach `path` reach it too). An object store has no
+    such swap: there the old dataset is removed first and the ranks written in place."""
+    fs, root = filesystem(path)
+    if fs is not None:
+        prepare(path, overwrite)
+        yield path
+        return
+    check_free(path, overwrite)
+    staging = _atomic_folder.staging_beside(root, "writing")
+    try:
+        _write_text(None, os.path.join(staging, WRITING), FORMAT)
+        yield staging
+        # Asked again: something may have been put at `path` while the ranks were written.
+        check_free(path, overwrite)
+        _atomic_folder.install(staging, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def _write_text(fs: Any, target: str, text: str) -> None:
@@ -264,40 +290,20 @@ def write_dataset(
     on_written: Any = None,
 ) -> "TraceDataset":
     """Writes every rank of a TraceSet (ranks in parallel: Parquet encoding releases the GIL)
-    and the manifest; returns the dataset opened back.
-
-    A local dataset is written in a hidden folder beside `path` and swapped in when complete
-    (hta_fast._atomic_folder), so that whatever happens to this process, `path` holds the old
-    dataset or the new one. An object store has no such swap: there the old dataset is
-    removed first."""
-    fs, root = filesystem(path)
-    if fs is not None:
-        prepare(path, overwrite)
-        staging = path
-    else:
-        check_free(path, overwrite)
-        staging = _atomic_folder.staging_beside(root, "writing")
-        _write_text(None, os.path.join(staging, WRITING), FORMAT)
-    try:
+    and the manifest, atomically where the filesystem allows (staged); returns the dataset
+    opened back."""
+    with staged(path, overwrite) as target:
         summaries: dict[int, RankSummary] = {}
         workers = max(1, min(len(traces), os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {
-                r: pool.submit(write_rank, t, staging, compression) for r, t in traces.items()
+                r: pool.submit(write_rank, t, target, compression) for r, t in traces.items()
             }
             for r, fut in futures.items():
                 summaries[r] = fut.result()
                 if on_written is not None:
                     on_written(r)
-        write_manifest(staging, summaries)
-        if fs is None:
-            # Asked again: something may have been put at `path` while the ranks were written.
-            check_free(path, overwrite)
-            _atomic_folder.install(staging, root)
-    except BaseException:
-        if fs is None:
-            shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_manifest(target, summaries)
     return TraceDataset(path, summaries)
 
 

@@ -12,7 +12,7 @@ from ..errors import NOT_A_TRACE, TraceFormatError
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import executors
-from .dataset import TraceDataset, prepare, write_dataset, write_manifest
+from .dataset import TraceDataset, staged, write_dataset, write_manifest
 from .files import PathLike, assign_rank, claim, trace_files
 
 
@@ -139,29 +139,30 @@ def _load_to_dataset(
     options = dict(options)
     # One parser thread per rank: ranks already run in parallel.
     options["threads"] = options.get("threads", 0) or (1 if len(files) > 1 else 0)
-    if executor == "processes":
-        prepare(dataset, overwrite)
-        outcomes = executors.run_processes(
-            files, dataset, options, compression, max_workers, on_loaded
-        )
-    else:
-        client, owned = executors.dask_client(executor)  # fails before anything is written
-        try:
-            prepare(dataset, overwrite)
-            outcomes = executors.run_dask(client, files, dataset, options, compression, on_loaded)
-        finally:
-            if owned:
-                client.close()
-    failures = [o for o in outcomes if isinstance(o, executors.RankFailure)]
-    summaries: dict[int, Any] = {}
-    owners: dict[int, str] = {}
-    for f, o in zip(files, outcomes):
-        if isinstance(o, executors.RankFailure):
-            continue
-        claim(owners, o.rank, f)
-        summaries[o.rank] = o
-    _report(failures, partial, len(summaries))
-    write_manifest(dataset, summaries)
+    with staged(dataset, overwrite) as target:
+        if executor == "processes":
+            outcomes = executors.run_processes(
+                files, target, options, compression, max_workers, on_loaded
+            )
+        else:
+            client, owned = executors.dask_client(executor)  # fails before anything is written
+            try:
+                outcomes = executors.run_dask(
+                    client, files, target, options, compression, on_loaded
+                )
+            finally:
+                if owned:
+                    client.close()
+        failures = [o for o in outcomes if isinstance(o, executors.RankFailure)]
+        summaries: dict[int, Any] = {}
+        owners: dict[int, str] = {}
+        for f, o in zip(files, outcomes):
+            if isinstance(o, executors.RankFailure):
+                continue
+            claim(owners, o.rank, f)
+            summaries[o.rank] = o
+        _report(failures, partial, len(summaries))
+        write_manifest(target, summaries)
     return TraceDataset(dataset, summaries, failed=[(f.rank, f.path, f.reason) for f in failures])
 
 
