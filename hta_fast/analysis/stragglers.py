@@ -4,9 +4,16 @@ A collective ends at about the same time on every rank, so the rank that starts 
 the one the others waited for. Among the long communication kernels (at least
 `min_duration_ratio` of the mean step time), the (stream, kernel name) whose normalised
 duration varies most across ranks is the probe; on each step every rank's last such kernel
-gives its metric, (start - first start of the selection) / mean step time, and the
-`num_candidates` latest ranks of the step are flagged. Ranks are ranked by how often they
-were flagged, then by how late they started on average.
+gives its metric, (start - first start of the selection) / mean step time.
+
+Two rules say which ranks are stragglers:
+- "latest" (the default, the reference tool's): the `num_candidates` latest ranks of each
+  step are flagged; ranks are ranked by how often they were flagged, then by how late they
+  started on average, and the first `num_candidates` are the stragglers. It always names
+  some, even among identical ranks.
+- "robust": a rank is a straggler when its mean start delay (after the step's earliest
+  rank, in mean step times) stands out from the other ranks' (`high_outliers`, with the
+  margin counted in mean step times): none among identical ranks, however many.
 """
 
 from __future__ import annotations
@@ -24,7 +31,62 @@ from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
 
-__all__ = ["stragglers"]
+__all__ = ["stragglers", "high_outliers", "OUTLIER_SIGMAS", "OUTLIER_MIN_MARGIN"]
+
+# A value is an outlier beyond this many robust standard deviations of the others...
+OUTLIER_SIGMAS = 3.0
+# ...and beyond this fraction of their median: identical ranks have a tiny MAD, and their
+# noise would pass the first test alone.
+OUTLIER_MIN_MARGIN = 0.05
+# MAD times this estimates the standard deviation of normally distributed values.
+MAD_TO_SIGMA = 1.4826
+# Up to this many values each candidate is compared with the others only (with two ranks
+# the whole set's MAD is half their difference, and nothing would ever stand out); beyond,
+# one value moves the median and MAD by at most one order statistic in a thousand, and the
+# whole set's are used.
+_LEAVE_ONE_OUT_UP_TO = 1024
+RULES = ("latest", "robust")
+
+
+def high_outliers(
+    values: Any,
+    *,
+    sigmas: float = OUTLIER_SIGMAS,
+    min_margin: float = OUTLIER_MIN_MARGIN,
+    scale: Optional[float] = None,
+) -> np.ndarray:
+    """Which values stand out above the others, by robust statistics: value x is flagged
+    when, with m the median and s = 1.4826 * MAD of the other values,
+    x > m + sigmas * s  and  x > m + min_margin * (scale if given, else |m|).
+    NaN is never flagged and is left out of the others. Scaling every value (and `scale`)
+    by a positive constant flags the same values. Returns a bool array."""
+    x = np.asarray(values, np.float64).reshape(-1)
+    out = np.zeros(len(x), bool)
+    finite = np.isfinite(x)
+    xs = np.sort(x[finite])
+    if len(xs) < 2:
+        return out
+    # Removing the largest value gives the lowest median the others of any value can have:
+    # only values above it (by the margin) can be flagged.
+    floor = float(np.median(xs[:-1]))
+    least = min_margin * (scale if scale is not None else max(floor, 0.0))
+    cand = np.flatnonzero(finite & (x > floor + least))
+    if len(cand) == 0:
+        return out
+    if len(xs) > _LEAVE_ONE_OUT_UP_TO:
+        med = float(np.median(xs))
+        sig = MAD_TO_SIGMA * float(np.median(np.abs(xs - med)))
+        bar = med + max(sigmas * sig, min_margin * (scale if scale is not None else abs(med)))
+        out[cand] = x[cand] > bar
+        return out
+    for i in cand:
+        # The others: the sorted values without one copy of x[i].
+        rest = np.delete(xs, np.searchsorted(xs, x[i]))
+        med = float(np.median(rest))
+        sig = MAD_TO_SIGMA * float(np.median(np.abs(rest - med)))
+        margin = min_margin * (scale if scale is not None else abs(med))
+        out[i] = x[i] > med + sigmas * sig and x[i] > med + margin
+    return out
 
 
 def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +125,7 @@ def stragglers(
     traces: Union[Trace, TraceSet],
     *,
     num_candidates: int = 2,
+    rule: str = "latest",
     min_duration_ratio: float = 0.01,
     ranks: Ranks = None,
     steps: Steps = None,
@@ -72,17 +135,27 @@ def stragglers(
 ) -> Result:
     """Potential straggler ranks.
 
+    rule "latest" (the reference tool's): the `num_candidates` ranks most often among the
+    latest to start the probe kernel. rule "robust": the ranks whose mean start delay, in
+    mean step times, is more than OUTLIER_SIGMAS (3) robust standard deviations (1.4826 *
+    MAD) above the other ranks' median and more than OUTLIER_MIN_MARGIN (0.05) of a mean
+    step time above it (`high_outliers`); `num_candidates` is not used. Clock skew between
+    ranks shifts start delays: skew spread evenly is not flagged, one far-off clock is.
+
     Tables: main (one row per rank that ran the probe kernel, strongest straggler first):
-    rank, is_straggler (among the `num_candidates` returned), straggler_steps (steps where
-    the rank was among the latest starters), normalized_start_time (mean over steps),
+    rank, is_straggler, straggler_steps (steps where the rank was among the latest
+    starters, or with "robust", stood out in that step), normalized_start_time (mean over steps),
     start_delay (mean ns after the earliest rank's start of the probe kernel),
     kernel_duration (mean ns); "per_step": the probe kernel of every (rank, step);
     "kernels": the candidate (stream, name) pairs and how much their duration varies
     across ranks. `params["stragglers"]` is the list of ranks.
     """
     sel = select.selection_of(selection, ranks, steps, window, streams)
+    if rule not in RULES:
+        raise ValueError(f"unknown straggler rule {rule!r}; rules: {', '.join(RULES)}")
     num_candidates = max(1, int(num_candidates))
     params: dict[str, Any] = {
+        "rule": rule,
         "num_candidates": num_candidates,
         "min_duration_ratio": min_duration_ratio,
         "steps": None if sel.steps is None else list(sel.steps),
@@ -203,10 +276,16 @@ def stragglers(
     starts = np.searchsorted(step_code[order], np.arange(len(step_keys)))
     k = np.minimum(num_candidates, np.bincount(step_code)) - 1
     threshold = metric[order][starts + k]
-    flagged = metric >= threshold[step_code]
     step_first = np.full(len(step_keys), np.iinfo(np.int64).max)
     np.minimum.at(step_first, step_code, t)
     delay = t - step_first[step_code]
+    if rule == "latest":
+        flagged = metric >= threshold[step_code]
+    else:
+        flagged = np.zeros(len(t), bool)
+        for j in range(len(step_keys)):
+            rows = np.flatnonzero(step_code == j)
+            flagged[rows] = high_outliers(delay[rows] / mean_step, scale=1.0)
 
     per_step = _with_units(
         pa.table(
@@ -233,10 +312,16 @@ def stragglers(
     mean_metric = np.bincount(rc, metric) / steps_per_rank
     mean_delay = np.rint(np.bincount(rc, delay) / steps_per_rank).astype(np.int64)
     mean_dur = np.rint(np.bincount(rc, d) / steps_per_rank).astype(np.int64)
-    order = np.lexsort((rank_keys, -mean_metric, -count))
-    chosen = order[:num_candidates]
-    is_str = np.zeros(len(rank_keys), bool)
-    is_str[chosen] = True
+    if rule == "latest":
+        order = np.lexsort((rank_keys, -mean_metric, -count))
+        chosen = order[:num_candidates]
+        is_str = np.zeros(len(rank_keys), bool)
+        is_str[chosen] = True
+    else:
+        mean_delay_f = np.bincount(rc, delay) / steps_per_rank
+        is_str = high_outliers(mean_delay_f / mean_step, scale=1.0)
+        order = np.lexsort((rank_keys, -mean_delay_f, ~is_str))
+        chosen = order[: int(is_str.sum())]
     table = _with_units(
         pa.table(
             {

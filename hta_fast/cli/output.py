@@ -31,9 +31,14 @@ def _cell(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def text_table(table: pa.Table, limit: Optional[int] = None) -> str:
+# How to see the rows a text table left out, for the commands with --limit and --format.
+SEE_ALL = "--limit 0 shows all; --format csv or json writes every row"
+
+
+def text_table(table: pa.Table, limit: Optional[int] = None, see_all: str = SEE_ALL) -> str:
     """Aligned columns (numbers right-aligned), at most `limit` rows and a line saying how
-    many were left out. Units come from the schema's metadata (ns, %)."""
+    many were left out and how to see them (`see_all`). Units come from the schema's
+    metadata (ns, %)."""
     shown = table if limit is None or table.num_rows <= limit else table.slice(0, limit)
     heads = []
     for f in table.schema:
@@ -51,7 +56,7 @@ def text_table(table: pa.Table, limit: Optional[int] = None) -> str:
     out = [line(heads), line("-" * w for w in widths)]
     out += [line(row) for row in zip(*cols)] if cols else []
     if shown.num_rows < table.num_rows:
-        out.append(f"... {table.num_rows - shown.num_rows:,} more rows (--limit, or --format csv)")
+        out.append(f"... {table.num_rows - shown.num_rows:,} more rows ({see_all})")
     return "\n".join(out)
 
 
@@ -117,9 +122,9 @@ def _no_formulas(col: Any) -> Any:
     return pc.if_else(risky, pc.binary_join_element_wise("'", col, ""), col)
 
 
-def echo_table(title: str, table: pa.Table, limit: Optional[int]) -> None:
+def echo_table(title: str, table: pa.Table, limit: Optional[int], see_all: str = SEE_ALL) -> None:
     click.echo(click.style(safe_cell(title), bold=True))
-    click.echo(text_table(table, limit))  # each cell made safe in text_table
+    click.echo(text_table(table, limit, see_all))  # each cell made safe in text_table
     click.echo()
 
 

@@ -5,8 +5,16 @@ non-communication GPU work launched in that step; a rank waits for the slowest r
 difference, at most its own communication time in that step (the wait happens inside
 collectives). Cost per step: that wait.
 
-Evidence: the straggler ranks (analysis.stragglers), the spread of the mean step time and of
-the work time across ranks ((max - min) / mean), the slowest rank.
+The slowest rank is named only when it stands out: its mean work time per step is an outlier
+above the other ranks' (analysis.stragglers.high_outliers: more than 3 robust standard
+deviations, 1.4826 * MAD, and more than 5 % above their median). Work time, not step time:
+ranks that wait for each other have the same step time, and a duration is immune to clock
+skew between ranks. Among identical ranks none stands out, and their wait is their noise.
+
+Evidence: the slowest rank and the other slow ones, how much more work per step it has than
+the median rank and how long the others wait for it (their median wait per step), the
+straggler ranks (analysis.stragglers, rule "robust": late to start the collectives), the
+spread of the mean step time and of the work time across ranks ((max - min) / mean).
 """
 
 from __future__ import annotations
@@ -16,12 +24,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import ops
-from ..analysis.stragglers import stragglers
+from ..analysis.stragglers import high_outliers, stragglers
 from ..schema import KernelClass
 from ..traceset import TraceSet
 from .context import RankView
 from .estimate import Estimate
-from .result import Number
+from .result import Number, duration_text
 
 ADVICE = (
     "Balance the work across ranks: even data shards and sequence lengths (length "
@@ -76,7 +84,7 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
                 "wait_ns": int(cost[v.rank].sum()),
             }
         )
-    top.sort(key=lambda r: -r["total_ns"])
+    top.sort(key=lambda r: -r["total_ns"])  # stable: equal work in rank order
     step_times = np.array([v.step_time for v in views])
     works = np.array([work_t[v.rank].mean() for v in views])
     step_spread = (
@@ -85,30 +93,43 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
         else 0.0
     )
     work_spread = float((works.max() - works.min()) / works.mean()) if works.mean() > 0 else 0.0
-    slowest_rank = int(views[int(np.argmax(works))].rank)
+    ranks = np.array([v.rank for v in views])
+    waits = np.array([cost[v.rank].sum() / v.n_steps for v in views])
+    slow = high_outliers(works)
+    # Slowest first; equal work in rank order.
+    slow_order = np.flatnonzero(slow)[np.lexsort((ranks[slow], -works[slow]))]
+    evidence["slowest_rank"] = int(ranks[slow_order[0]]) if len(slow_order) else "none stands out"
+    evidence["slow_ranks"] = _ranks_text(ranks[slow_order].tolist())
+    if len(slow_order):
+        excess = float(works[slow_order[0]] - np.median(works[~slow]))
+        others_wait = float(np.median(waits[~slow]))
+        evidence["slowest_extra_work_ns_per_step"] = excess
+        evidence["others_wait_ns_per_step"] = others_wait
     evidence["step_time_spread"] = step_spread
     evidence["work_time_spread"] = work_spread
-    evidence["slowest_rank"] = slowest_rank
-    evidence["wait_in_collectives_ns_per_step"] = float(
-        np.mean([cost[v.rank].sum() / v.n_steps for v in views])
-    )
+    evidence["wait_in_collectives_ns_per_step"] = float(np.mean(waits))
     try:
-        # One candidate per four ranks: with two ranks, "both are stragglers" says nothing.
-        st = stragglers(
-            traces,
-            num_candidates=max(1, len(views) // 4),
-            ranks=[v.rank for v in views],
-            steps=steps,
-        )
-        found = st.params.get("stragglers")
-        evidence["stragglers"] = ", ".join(str(r) for r in found) if found else "none found"
+        st = stragglers(traces, rule="robust", ranks=[v.rank for v in views], steps=steps)
+        evidence["stragglers"] = _ranks_text(st.params.get("stragglers") or [])
         notes.extend(f"stragglers: {n}" for n in st.notes)
     except ValueError as e:  # e.g. steps the analysis cannot use
         evidence["stragglers"] = "unknown"
         notes.append(f"stragglers: {e}")
-    title = (
-        f"Imbalance between ranks: rank {slowest_rank} is slowest; work time "
-        f"varies {100 * work_spread:.0f}% across ranks, step time "
+    spread = (
+        f"work time varies {100 * work_spread:.0f}% across ranks, step time "
         f"{100 * step_spread:.0f}%"
     )
+    if len(slow_order):
+        title = (
+            f"Imbalance between ranks: rank {evidence['slowest_rank']} is slowest, "
+            f"{duration_text(excess)} more work per step than the median rank; the others wait "
+            f"{duration_text(others_wait)} per step for it; {spread}"
+        )
+    else:
+        title = f"Imbalance between ranks: no rank stands out; {spread}"
     return Estimate(cost, evidence, top[:5], title, ADVICE, notes)
+
+
+def _ranks_text(ranks: Sequence[int]) -> str:
+    """Ranks as evidence: "3, 17" (every one: text output shortens long lists), or "none found"."""
+    return ", ".join(str(int(r)) for r in ranks) if len(ranks) else "none found"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from .thresholds import Thresholds
 
@@ -17,6 +17,11 @@ CAUSES = (
 )
 
 Number = Union[int, float, str]
+
+# Evidence whose value lists ranks ("3, 17, 40"): whole in to_dict, shortened in to_text.
+RANK_LIST_EVIDENCE = ("slow_ranks", "stragglers")
+# How many items of a long list of ranks or steps the text shows.
+LIST_LIMIT = 8
 
 
 @dataclasses.dataclass
@@ -106,7 +111,7 @@ class Diagnosis:
         for f in self.findings:
             if f.above_threshold and (not wanted or f.cause in wanted):
                 reasons.append(
-                    f"{f.cause}: {f.title} ({_ms(f.cost_ns_per_step)} per step, "
+                    f"{f.cause}: {f.title} ({duration_text(f.cost_ns_per_step)} per step, "
                     f"{100.0 * f.share:.1f}% of the step)"
                 )
         return reasons
@@ -136,7 +141,7 @@ class Diagnosis:
         if with_gpu:
             lines = [
                 f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
-                f"{len(self.ranks)} rank(s); mean step {_ms(self.step_time_ns)}"
+                f"{len(self.ranks)} rank(s); mean step {duration_text(self.step_time_ns)}"
             ]
         else:
             lines = [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
@@ -154,7 +159,7 @@ class Diagnosis:
         for i, f in enumerate(above, 1):
             lines.append(f"{i}. {f.cause}: {f.title}")
             lines.append(
-                f"   costs ~{_ms(f.cost_ns_per_step)} per step ({100.0 * f.share:.1f}% of the step)"
+                f"   costs ~{duration_text(f.cost_ns_per_step)} per step ({100.0 * f.share:.1f}% of the step)"
             )
             if f.evidence:
                 lines.append(
@@ -164,15 +169,15 @@ class Diagnosis:
                 lines.append(
                     "   top events: "
                     + "; ".join(
-                        f"{e['name'][:80]} (x{e['count']}, {_ms(e['total_ns'])})"
+                        f"{e['name'][:80]} (x{e['count']}, {duration_text(e['total_ns'])})"
                         for e in f.top_events[:3]
                     )
                 )
             where = []
             if f.ranks:
-                where.append("ranks " + _list(f.ranks))
+                where.append("ranks " + short_list(f.ranks))
             if f.steps:
-                where.append("steps " + _list(f.steps))
+                where.append("steps " + short_list(f.steps))
             if where:
                 lines.append("   where: " + "; ".join(where))
             lines.append(f"   what helps: {f.advice}")
@@ -185,7 +190,8 @@ class Diagnosis:
         return "\n".join(lines)
 
 
-def _ms(ns: float) -> str:
+def duration_text(ns: float) -> str:
+    """A duration in ns as people read it: ms from 1 ms up, else us."""
     ns = float(ns)
     if abs(ns) >= 1e6:
         return f"{ns / 1e6:.2f} ms"
@@ -194,10 +200,12 @@ def _ms(ns: float) -> str:
 
 def _fmt(key: str, v: Number) -> str:
     """An evidence value as people read it: times in ms/us, shares and spreads in percent."""
+    if isinstance(v, str) and key in RANK_LIST_EVIDENCE:
+        return short_list(v.split(", "))
     if isinstance(v, str) or isinstance(v, bool):
         return str(v)
     if "_ns" in key:
-        return _ms(v)
+        return duration_text(v)
     if key.endswith(("_share", "_spread")) or "share_of" in key:
         return f"{100.0 * v:.1f}%"
     if isinstance(v, float):
@@ -205,9 +213,11 @@ def _fmt(key: str, v: Number) -> str:
     return str(v)
 
 
-def _list(xs: list[int], limit: int = 12) -> str:
+def short_list(xs: Sequence[Any], limit: int = LIST_LIMIT) -> str:
+    """The first `limit` items, then how many more: "0, 1, 2 ... and 1,021 more". Text
+    output on a thousand ranks stays a line; JSON output keeps every item."""
     shown = ", ".join(str(x) for x in xs[:limit])
-    return shown + (f", ... ({len(xs)} in all)" if len(xs) > limit else "")
+    return shown + (f" ... and {len(xs) - limit:,} more" if len(xs) > limit else "")
 
 
 def _plain(x: Any) -> Any:
