@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any, Optional, Sequence
 
 import click
@@ -34,16 +35,18 @@ def write(
     load_seconds: float = 0.0,
     max_points: int = 20_000,
     title: Optional[str] = None,
+    source: str = "DIR",
 ) -> dict[str, Any]:
     from ..report import write_report  # jinja2 and the template only when a report is made
-    from ..report.build import SECTIONS
+    from ..report.build import sections_for
 
     if os.path.isdir(out):
         raise click.UsageError(f"{out} is a folder; -o takes the report's file name")
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise click.UsageError(f"{parent}: no such folder for the report")
-    with bar(opts, total=len(SECTIONS) + 2, desc="report", unit="part") as progress:
+    parts = len(sections_for(len(ranks) if ranks is not None else len(traces))) + 2
+    with bar(opts, total=parts, desc="report", unit="part") as progress:
         return write_report(
             traces,
             out,
@@ -54,6 +57,7 @@ def write(
             max_points=max_points,
             title=title,
             on_section=lambda _id: progress.update(1),
+            source=source,
         )
 
 
@@ -114,6 +118,7 @@ def report(
         load_seconds=load_s,
         max_points=max_points,
         title=title or default_title,
+        source=" ".join(shlex.quote(p) for p in paths),  # for the commands the report shows
     )
     click.echo(
         f"{info['path']}: {info['bytes'] / 1e6:.1f} MB, {info['figures']} figures, "

@@ -12,10 +12,10 @@ import jinja2
 from .._core import __version__
 from ..frame.select import Selection
 from ..traceset import TraceSet
-from . import plotlyjs, sections_gpu, sections_time
+from . import plotlyjs, sections_dist, sections_gpu, sections_ranks, sections_time
 from .context import Context, Section, SectionFailed, run_section
 from .findings import diagnosis
-from .summary import summary
+from .summary import summary as rank_summary
 
 if TYPE_CHECKING:
     from ..doctor import Thresholds
@@ -34,6 +34,29 @@ SECTIONS = (
     (sections_time.collectives, "collectives", "Collectives"),
 )
 
+# From this many ranks on, a row per rank is screens of alike rows and a file that grows
+# with the ranks: the sections below show distributions, binned heatmaps and the ranks
+# that stand out instead, in a report of about the same size for any number of ranks.
+MANY_RANKS = 16
+MANY_SECTIONS = (
+    (sections_ranks.outliers, "ranks", "Outlier ranks"),
+    (sections_ranks.temporal, "temporal", "Temporal breakdown per rank"),
+    (sections_ranks.steps, "steps", "Per-step and per-rank timings"),
+    (sections_ranks.collectives, "collectives", "Collectives"),
+    (sections_dist.kernel_types, "kernel-types", "Kernel types and their overlaps"),
+    (sections_gpu.top_kernels, "top-kernels", "Top kernels"),
+    (sections_dist.overlap, "overlap", "Communication / computation overlap"),
+    (sections_dist.idle, "idle", "Idle time per stream"),
+    (sections_dist.queue, "queue", "CUDA queue length over time"),
+    (sections_dist.bandwidth, "bandwidth", "Memory bandwidth over time"),
+    (sections_dist.launch_delay, "launch-delay", "Launch delay"),
+)
+
+
+def sections_for(ranks: int) -> tuple:
+    return MANY_SECTIONS if ranks >= MANY_RANKS else SECTIONS
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("hta_fast.report", "templates"),
     autoescape=True,
@@ -46,6 +69,10 @@ _ENV = jinja2.Environment(
 def has_values(fig: dict[str, Any]) -> bool:
     """Whether a figure would draw anything: some trace with a number other than null."""
     for trace in fig["data"]:
+        if trace.get("type") == "heatmap":
+            if any(v is not None for row in trace["z"] for v in row):
+                return True
+            continue
         values = trace.get("x" if trace.get("orientation") == "h" else "y", ())
         if any(v is not None for v in values):
             return True
@@ -56,6 +83,8 @@ def build_sections(
     ctx: Context, load_seconds: float, on_section: Optional[Callable[[str], object]] = None
 ) -> tuple[list[Section], dict[str, Any]]:
     done = on_section or (lambda _id: None)
+    many = len(ctx.traces) >= MANY_RANKS
+    summary = sections_dist.summary if many else rank_summary
     try:
         first, headline = summary(ctx, load_seconds)
     except SectionFailed as e:  # the summary needs the temporal breakdown
@@ -71,7 +100,7 @@ def build_sections(
         }
     done("summary")
     sections = [first]
-    for build, id_, title in SECTIONS:
+    for build, id_, title in sections_for(len(ctx.traces)):
         sections.append(run_section(build, ctx, id_, title))
         done(id_)
     return sections, headline
@@ -89,16 +118,22 @@ def write_report(
     max_points: int = 20_000,
     thresholds: Optional[Thresholds] = None,
     on_section: Optional[Callable[[str], object]] = None,
+    source: str = "DIR",
 ) -> dict[str, Any]:
     """Writes the report to path; returns {path, bytes, seconds, figures}.
 
+    From MANY_RANKS ranks on, per-rank tables and bars become distributions, heatmaps and
+    the outlier ranks, each with the command that opens its own report (`hta-fast report
+    SOURCE --ranks N`; source names the traces as the command line does).
+
     The numbers come from every event; only the time-series figures keep at most
     max_points points (per figure, split over its series). on_section(id) is called as
-    each part is done ("doctor", "summary", then each of SECTIONS), for progress bars."""
+    each part is done ("doctor", "summary", then each of sections_for(ranks)), for
+    progress bars."""
     t0 = time.perf_counter()
     # Every part of the report, the summary and the doctor included, sees the chosen ranks.
     chosen = traces if ranks is None else TraceSet({r: traces[r] for r in ranks})
-    ctx = Context(chosen, Selection(steps=steps), max_points=max_points)
+    ctx = Context(chosen, Selection(steps=steps), max_points=max_points, source=source)
     doctor = diagnosis(chosen, steps, thresholds)
     if on_section is not None:
         on_section("doctor")

@@ -32,11 +32,19 @@ class SectionFailed(Exception):
 
 
 class Context:
-    def __init__(self, traces: TraceSet, selection: Selection, max_points: int = 20_000):
+    def __init__(
+        self,
+        traces: TraceSet,
+        selection: Selection,
+        max_points: int = 20_000,
+        source: str = "DIR",
+    ):
         self.traces = traces
         self.selection = selection
         self.max_points = max_points  # points per figure, over all its series
+        self.source = source  # the traces as the command line names them, for commands shown
         self._results: dict[str, Result] = {}
+        self._derived: dict[str, Any] = {}
 
     def result(self, name: str) -> Result:
         if name not in self._results:
@@ -47,6 +55,12 @@ class Context:
                 log.debug("report: %s failed", name, exc_info=True)
                 raise SectionFailed(f"{name}: {e}") from e
         return self._results[name]
+
+    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+        """A value worked out from the results once and shared by the sections."""
+        if name not in self._derived:
+            self._derived[name] = compute()
+        return self._derived[name]
 
     def notes(self, *names: str) -> list[str]:
         return [n for name in names if name in self._results for n in self._results[name].notes]

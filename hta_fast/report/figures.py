@@ -113,3 +113,49 @@ def step_line(x: np.ndarray, y: np.ndarray, name: str, i: int = 0) -> dict[str, 
         "x": _list(x),
         "y": _list(y),
     }
+
+
+def _grid_list(z: np.ndarray) -> list[list[Any]]:
+    """A heatmap's cells with three significant digits of its largest: the grid is most of
+    the figure's bytes, and a colour shows no more."""
+    finite = np.abs(z[np.isfinite(z)])
+    top = float(finite.max()) if finite.size else 0.0
+    decimals = max(0, 2 - int(np.floor(np.log10(top)))) if top > 0 else 0
+    rounded = np.round(z, decimals)
+    return [
+        [None if not np.isfinite(v) else (int(v) if decimals == 0 else v) for v in row]
+        for row in rounded.tolist()
+    ]
+
+
+# Pale for ordinary cells, dark red for the ones to look at.
+HOT = [[0.0, "#fff7bc"], [0.5, "#fe9929"], [1.0, "#b30000"]]
+
+
+def heatmap(
+    z: np.ndarray,
+    x: Union[Sequence[Any], np.ndarray],
+    y: Sequence[str],
+    title: str,
+    xaxis: str,
+    scale: str,
+    *,
+    reverse: bool = False,
+) -> dict[str, Any]:
+    """Rows y (top to bottom) by columns x; scale names the colour bar (what and unit).
+    reverse: low values in dark red (for a figure where low is bad)."""
+    trace = {
+        "type": "heatmap",
+        "z": _grid_list(z),
+        "x": _list(x) if np.asarray(x).dtype.kind in "iuf" else _texts(x),
+        "y": _texts(y),
+        "colorscale": HOT,
+        "reversescale": reverse,
+        "colorbar": {"title": {"text": plotly_text(scale)}},
+        "hoverongaps": False,
+    }
+    fig = figure(
+        [trace], title, xaxis, "", height=min(900, 160 + 3 * len(y) + 12 * min(len(y), 40))
+    )
+    fig["layout"]["yaxis"].update(autorange="reversed", type="category")
+    return fig

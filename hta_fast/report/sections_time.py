@@ -3,7 +3,7 @@ over time, the launch-delay distribution, per-step and per-rank timings, collect
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,22 @@ from .figures import bar, figure, step_line
 from .tables import html_table
 
 MS = 1e6
+
+# Turns a table of one row per rank (or rank and stream) into the template's table: every
+# row (html_table), or their distribution when there are many ranks (sections_dist).
+Tabler = Callable[[str, pa.Table], dict[str, Any]]
+
+
+def _only(table: pa.Table, ranks: Optional[Sequence[int]]) -> pa.Table:
+    if ranks is None:
+        return table
+    return table.filter(pc.is_in(table["rank"], pa.array(list(ranks), pa.int64())))
+
+
+def _drawn_note(ranks: Optional[Sequence[int]]) -> list[str]:
+    if ranks is None:
+        return []
+    return ["the figure draws ranks " + ", ".join(map(str, ranks)) + " (see Outlier ranks)"]
 
 
 def _series(
@@ -52,14 +68,18 @@ def _series(
     return lines, shown
 
 
-def queue(ctx: Context) -> Section:
+def queue(
+    ctx: Context, drawn: Optional[Sequence[int]] = None, tabler: Tabler = html_table
+) -> Section:
+    """drawn: the ranks whose series the figure draws (None: all)."""
     res = ctx.result("queue_length")
-    lines, shown = _series(res.table, "stream", "queue_length", ctx, "stream")
-    note = (
+    table = _only(res.table, drawn)
+    lines, shown = _series(table, "stream", "queue_length", ctx, "stream")
+    note = _drawn_note(drawn) + (
         []
-        if shown >= res.table.num_rows
+        if shown >= table.num_rows
         else [
-            f"the figure shows {shown:,} of {res.table.num_rows:,} change points (the minimum and "
+            f"the figure shows {shown:,} of {table.num_rows:,} change points (the minimum and "
             "maximum of each stretch); the statistics use all of them"
         ]
     )
@@ -72,21 +92,24 @@ def queue(ctx: Context) -> Section:
             figure(lines, "queue length", "ms since the first launch", "kernels queued", height=420)
         ],
         tables=[
-            html_table("queue length, time-weighted", res["summary"]),
-            html_table("time at a full queue", res["blocked"]),
+            tabler("queue length, time-weighted", res["summary"]),
+            tabler("time at a full queue", res["blocked"]),
         ],
         notes=note + ctx.notes("queue_length"),
     )
 
 
-def bandwidth(ctx: Context) -> Section:
+def bandwidth(
+    ctx: Context, drawn: Optional[Sequence[int]] = None, tabler: Tabler = html_table
+) -> Section:
     res = ctx.result("memory_bw")
-    lines, shown = _series(res.table, "name", "memory_bw_gbps", ctx, "")
-    note = (
+    table = _only(res.table, drawn)
+    lines, shown = _series(table, "name", "memory_bw_gbps", ctx, "")
+    note = _drawn_note(drawn) + (
         []
-        if shown >= res.table.num_rows
+        if shown >= table.num_rows
         else [
-            f"the figure shows {shown:,} of {res.table.num_rows:,} change points; the statistics "
+            f"the figure shows {shown:,} of {table.num_rows:,} change points; the statistics "
             "use all of them"
         ]
     )
@@ -95,12 +118,12 @@ def bandwidth(ctx: Context) -> Section:
         "Memory bandwidth over time",
         "Bandwidth of memcpy / memset per copy type, summed over concurrent copies.",
         figures=[figure(lines, "memory bandwidth", "ms since the first copy", "GB/s", height=420)],
-        tables=[html_table("memory bandwidth while copying, time-weighted", res["summary"])],
+        tables=[tabler("memory bandwidth while copying, time-weighted", res["summary"])],
         notes=note + ctx.notes("memory_bw"),
     )
 
 
-def launch_delay(ctx: Context) -> Section:
+def launch_delay(ctx: Context, tabler: Tabler = html_table) -> Section:
     t = ctx.result("launch_stats").table
     delay = t.column("launch_delay").to_numpy()
     rank = t.column("rank").to_numpy()
@@ -146,7 +169,7 @@ def launch_delay(ctx: Context) -> Section:
         f"launch ({len(delay):,}; {zero:,} with no delay are not on the log axis).",
         figures=[figure(data, "launch delay distribution", "µs (log)", "launches", xlog=True)],
         tables=[
-            html_table("launch delay per rank", per_rank),
+            tabler("launch delay per rank", per_rank),
             html_table(
                 "longest launch delays",
                 t.sort_by([("launch_delay", "descending")]),

@@ -49,8 +49,9 @@ def ranks_table(traces: TraceSet) -> pa.Table:
     return pa.Table.from_pylist([rank_info(t) for t in traces.values()])
 
 
-def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]:
-    """The summary section and the headline numbers shown above it."""
+def rank_overview(ctx: Context, load_seconds: float) -> tuple[pa.Table, pa.Table, dict[str, Any]]:
+    """(ranks_table, the table shown: without files, with each rank's GPU busy share, the
+    headline numbers)."""
     info = ranks_table(ctx.traces)
     headline = {
         "ranks": len(ctx.traces),
@@ -72,6 +73,12 @@ def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]
         "gpu_busy_pct",
         pa.array([None if not np.isfinite(u) else 100 * u for u in util], pa.float64()),
     )
+    return info, shown, headline
+
+
+def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]:
+    """The summary section and the headline numbers shown above it."""
+    info, shown, headline = rank_overview(ctx, load_seconds)
     files = pa.table({"rank": info.column("rank"), "file": info.column("file")})
     tables = [html_table("ranks", shown, limit=None), html_table("files", files, limit=None)]
     skipped = loader_counts(ctx.traces)

@@ -8,7 +8,8 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 
 
-def _fmt(v: Any, unit: Optional[str]) -> str:
+def cell(v: Any, unit: Optional[str]) -> str:
+    """One value as display text: ns in µs, None and NaN as a dash."""
     if v is None:
         return "–"
     if isinstance(v, float) and math.isnan(v):
@@ -24,6 +25,14 @@ def _fmt(v: Any, unit: Optional[str]) -> str:
     return str(v)
 
 
+def unit_of(field: pa.Field) -> Optional[str]:
+    return (field.metadata or {}).get(b"unit", b"").decode() or None
+
+
+def header(name: str, unit: Optional[str]) -> str:
+    return f"{name} (µs)" if unit == "ns" else (f"{name} ({unit})" if unit else name)
+
+
 def html_table(
     caption: str,
     table: pa.Table,
@@ -36,10 +45,10 @@ def html_table(
     headers, numeric, cols = [], [], []
     for name in names:
         field = table.schema.field(name)
-        unit = (field.metadata or {}).get(b"unit", b"").decode() or None
-        headers.append(f"{name} (µs)" if unit == "ns" else (f"{name} ({unit})" if unit else name))
+        unit = unit_of(field)
+        headers.append(header(name, unit))
         numeric.append(pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
-        cols.append([_fmt(v, unit) for v in shown.column(name).to_pylist()])
+        cols.append([cell(v, unit) for v in shown.column(name).to_pylist()])
     rows = [list(r) for r in zip(*cols)] if cols else []
     return {
         "caption": caption,

@@ -1,0 +1,145 @@
+"""Report sections for many ranks whose per-rank tables become distributions (min, p10,
+median, p90, max, the ranks at the extremes) and whose per-rank bars become a few bars or a
+histogram, so that the report's size stays the same whatever the number of ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import sections_time
+from .context import Context, Section
+from .figures import bar, figure
+from .rank_stats import distribution, rank_labels
+from .sections_ranks import drawn_ranks
+from .summary import loader_counts, rank_overview
+from .tables import html_table
+
+MS = 1e6
+KEYS = ("rank", "stream", "name", "idle_category", "kernel_type")
+
+
+def rows_distribution(caption: str, table: pa.Table) -> dict[str, Any]:
+    """Every numeric column's distribution over the rows; the rows named by their keys."""
+    keys = [k for k in KEYS if k in table.column_names]
+    values = [
+        f.name
+        for f in table.schema
+        if f.name not in keys and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
+    ]
+    return distribution(caption, table, values, rank_labels(table, *keys))
+
+
+def _pivot(t: pa.Table, key: str, value: str) -> tuple[pa.Table, list[str]]:
+    """One row per rank, one column per distinct key (0 where a rank has none), in ns."""
+    ranks, ri = np.unique(t.column("rank").to_numpy(), return_inverse=True)
+    names = list(dict.fromkeys(t.column(key).to_pylist()))
+    ki = np.array([names.index(k) for k in t.column(key).to_pylist()], np.int64)
+    z = np.zeros((len(ranks), len(names)))
+    np.add.at(z, (ri.reshape(-1), ki), t.column(value).to_numpy().astype(float))
+    ns = {"unit": "ns"}
+    schema = pa.schema([pa.field(str(n), pa.float64(), metadata=ns) for n in names])
+    return pa.table([z[:, i] for i in range(len(names))], schema=schema), [
+        f"rank {r}" for r in ranks
+    ]
+
+
+def _median_bars(table: pa.Table, title: str) -> dict[str, Any]:
+    """Horizontal bars: each column's median over ranks, whiskers to the min and max."""
+    names = table.column_names
+    v = np.stack([table.column(n).to_numpy() for n in names], axis=1) / MS
+    med, lo, hi = np.median(v, 0), v.min(0), v.max(0)
+    trace = bar(
+        names[::-1],
+        med[::-1],
+        "median over ranks",
+        0,
+        horizontal=True,
+        error_x={
+            "type": "data",
+            "symmetric": False,
+            "array": (hi - med)[::-1].tolist(),
+            "arrayminus": (med - lo)[::-1].tolist(),
+        },
+    )
+    return figure([trace], title, "ms per rank", "", height=max(300, 30 * len(names) + 120))
+
+
+def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]:
+    info, shown, headline = rank_overview(ctx, load_seconds)
+    labels = rank_labels(shown, "rank")
+    cols = [c for c in shown.column_names if c not in ("rank", "devices")]
+    files = pa.table({"rank": info.column("rank"), "file": info.column("file")})
+    tables = [distribution("ranks", shown, cols, labels), html_table("files", files, limit=10)]
+    skipped = loader_counts(ctx.traces)
+    if skipped.num_rows:
+        by_stat = (
+            skipped.group_by(["name", "severity", "description"])
+            .aggregate([("rank", "count"), ("count", "sum"), ("count", "max")])
+            .rename_columns(["name", "severity", "description", "ranks", "count", "max_per_rank"])
+        )
+        tables.append(html_table("what the loader counted and skipped", by_stat, limit=None))
+    return Section("summary", "Run summary", tables=tables), headline
+
+
+def kernel_types(ctx: Context) -> Section:
+    t = ctx.result("kernel_breakdown").table
+    table, labels = _pivot(t, "kernel_type", "time")
+    return Section(
+        "kernel-types",
+        "Kernel types and their overlaps",
+        "GPU busy time split by the exact set of kernel types running at once, per rank: the "
+        "median over ranks, whiskers to the smallest and the largest rank.",
+        figures=[_median_bars(table, "busy time by kernel type")] if table.num_columns else [],
+        tables=[distribution("kernel types, time per rank", table, table.column_names, labels)],
+        notes=ctx.notes("kernel_breakdown"),
+    )
+
+
+def overlap(ctx: Context) -> Section:
+    t = ctx.result("overlap").table
+    pct = np.asarray(
+        pc.cast(t["comp_comm_overlap_pctg"], pa.float64()).fill_null(np.nan).to_numpy(), float
+    )
+    edges = np.linspace(0, 100, 21)
+    counts, _ = np.histogram(pct[np.isfinite(pct)], edges)
+    data = [bar((edges[:-1] + 2.5), counts, "ranks", 2, width=4.5)]
+    return Section(
+        "overlap",
+        "Communication / computation overlap",
+        "The share of each rank's communication time during which computation also runs "
+        "(higher is better): how many ranks hide how much.",
+        figures=[figure(data, "ranks by overlap", "% of communication overlapped", "ranks")],
+        tables=[rows_distribution("overlap", t)],
+        notes=ctx.notes("overlap"),
+    )
+
+
+def idle(ctx: Context) -> Section:
+    t = ctx.result("idle_time").table
+    table, labels = _pivot(t, "idle_category", "idle_time")
+    return Section(
+        "idle",
+        "Idle time per stream",
+        "Why streams sit idle between their kernels, summed over each rank's streams: "
+        "host_wait (the CPU had not launched the next kernel yet), kernel_wait (short gaps "
+        "between queued kernels), other.",
+        figures=[_median_bars(table, "idle time per rank")] if table.num_columns else [],
+        tables=[distribution("idle time per rank", table, table.column_names, labels)],
+        notes=ctx.notes("idle_time"),
+    )
+
+
+def queue(ctx: Context) -> Section:
+    return sections_time.queue(ctx, drawn_ranks(ctx), rows_distribution)
+
+
+def bandwidth(ctx: Context) -> Section:
+    return sections_time.bandwidth(ctx, drawn_ranks(ctx), rows_distribution)
+
+
+def launch_delay(ctx: Context) -> Section:
+    return sections_time.launch_delay(ctx, rows_distribution)

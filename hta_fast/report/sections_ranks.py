@@ -1,0 +1,257 @@
+"""Report sections for many ranks that show ranks side by side: the outlier ranks (with the
+command that opens each one's own report), and rank x step, rank x time and rank x
+collective heatmaps, binned to at most heatmap.MAX_ROWS rows whatever the number of ranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .busy_bins import busy_bins
+from .context import Context, Section, SectionFailed
+from .figures import heatmap
+from .heatmap import bin_axis, grid, rank_rows
+from .rank_stats import (
+    MAD_SIGMA,
+    OUTLIER_MADS,
+    OUTLIER_MIN_EXCESS,
+    Outlier,
+    distribution,
+    per_rank_median,
+    rank_labels,
+    slow_outliers,
+)
+from .tables import html_table
+
+MS = 1e6
+US = 1e3
+TIME_BINS = 120
+MAX_COLS = 150  # steps or collectives per heatmap row
+
+
+def step_outliers(ctx: Context) -> tuple[list[Outlier], float, np.ndarray, np.ndarray]:
+    """(outliers by median step time, the median over ranks, ranks, their median step)."""
+
+    def compute() -> tuple[list[Outlier], float, np.ndarray, np.ndarray]:
+        t = ctx.result("steps").table
+        ranks, med = per_rank_median(
+            t.column("rank").to_numpy(), t.column("dur").to_numpy().astype(float)
+        )
+        found, overall = slow_outliers(ranks, med)
+        return found, overall, ranks, med
+
+    return ctx.derived("step_outliers", compute)
+
+
+def drawn_ranks(ctx: Context, most: int = 4) -> list[int]:
+    """The few ranks whose time series are drawn: the slowest outliers and the rank with
+    the median step time (the first rank when there are no steps)."""
+    try:
+        found, overall, ranks, med = step_outliers(ctx)
+    except SectionFailed:
+        found, ranks = [], np.zeros(0, np.int64)
+    picked = [o.rank for o in found[: most - 1]]
+    if len(ranks):
+        typical = int(ranks[np.nanargmin(np.abs(med - overall))]) if np.isfinite(overall) else None
+        if typical is not None and typical not in picked:
+            picked.append(typical)
+    return picked or [int(ctx.traces.ranks[0])]
+
+
+def outliers(ctx: Context) -> Section:
+    found, overall, ranks, _ = step_outliers(ctx)
+    rule = (
+        f"a rank is an outlier when its median step time is above the median over ranks by "
+        f"more than {OUTLIER_MADS:g} x {MAD_SIGMA} x MAD (the median absolute deviation) and "
+        f"by more than {100 * OUTLIER_MIN_EXCESS:g} %"
+    )
+    intro = (
+        f"The ranks that stand out among {len(ctx.traces):,}, slowest first ({rule}). Each "
+        "command writes the report of that rank alone."
+    )
+    if not len(ranks):
+        return Section("ranks", "Outlier ranks", intro, notes=["no profiler steps: no step time"])
+    table = pa.table(
+        {
+            "rank": pa.array([o.rank for o in found], pa.int64()),
+            "median_step": pa.array([o.value for o in found], pa.float64()),
+            "above_median_pct": pa.array([o.above_median_pct for o in found], pa.float64()),
+            "command": pa.array(
+                [f"hta-fast report {ctx.source} --ranks {o.rank}" for o in found], pa.string()
+            ),
+        }
+    ).cast(
+        pa.schema(
+            [
+                pa.field("rank", pa.int64()),
+                pa.field("median_step", pa.float64(), metadata={"unit": "ns"}),
+                pa.field("above_median_pct", pa.float64(), metadata={"unit": "%"}),
+                pa.field("command", pa.string()),
+            ]
+        )
+    )
+    shown = html_table("outlier ranks", table, limit=50)
+    shown["code"] = [3]  # the command column: shown whole, as code
+    notes = [f"median step time over ranks: {overall / US:,.1f} µs"]
+    if not found:
+        notes.insert(0, "no outlier: every rank's step time is close to the median")
+    return Section("ranks", "Outlier ranks", intro, tables=[shown] if found else [], notes=notes)
+
+
+def steps(ctx: Context) -> Section:
+    t = ctx.result("steps").table
+    if t.num_rows == 0:
+        return Section("steps", "Per-step and per-rank timings", notes=ctx.notes("steps"))
+    ranks, cols, z = grid(
+        t.column("rank").to_numpy(), t.column("step").to_numpy(), t.column("dur").to_numpy() / MS
+    )
+    cb = bin_axis(z, 1, MAX_COLS, "max")
+    zr, labels = rank_rows(cb.z, ranks, "max")
+    x = [
+        f"step {cols[a]}" if a == e else f"steps {cols[a]}–{cols[e]}"
+        for a, e in zip(cb.first, cb.last)
+    ]
+    binned = len(labels) < len(ranks) or len(x) < len(cols)
+    fig = heatmap(
+        zr,
+        x,
+        labels,
+        "step time per rank" + (" (max of each bin)" if binned else ""),
+        "",
+        "ms",
+    )
+    _, _, r, med = step_outliers(ctx)
+    agg = (
+        t.group_by("rank")
+        .aggregate([("dur", "mean"), ("dur", "max"), ("dur", "count")])
+        .sort_by("rank")
+    )
+    ns = {"unit": "ns"}
+    per_rank = pa.table(
+        [med, agg["dur_mean"], agg["dur_max"], agg["dur_count"]],
+        schema=pa.schema(
+            [
+                pa.field("median_step", pa.float64(), metadata=ns),
+                pa.field("mean_step", pa.float64(), metadata=ns),
+                pa.field("max_step", pa.int64(), metadata=ns),
+                pa.field("steps", pa.int64()),
+            ]
+        ),
+    )
+    slowest = t.sort_by([("dur", "descending"), ("rank", "ascending")])
+    return Section(
+        "steps",
+        "Per-step and per-rank timings",
+        "Duration of every profiler step (ProfilerStep#N) on every rank: a row darker than "
+        "the others is a rank slower on every step (a straggler); one dark cell is a hiccup.",
+        figures=[fig],
+        tables=[
+            distribution(
+                "step time per rank", per_rank, per_rank.column_names, [f"rank {x}" for x in r]
+            ),
+            html_table("slowest steps", slowest, limit=20),
+        ],
+        notes=ctx.notes("steps"),
+    )
+
+
+def temporal(ctx: Context) -> Section:
+    t = ctx.result("temporal").table
+    b = busy_bins(ctx.traces, ctx.selection, TIME_BINS)
+    figures = []
+    if b.busy.shape[1]:
+        z, labels = rank_rows(100 * b.busy, b.ranks, "min")
+        centers = (b.edges[:-1] + b.edges[1:]) / 2 - b.edges[0]
+        binned = len(labels) < len(b.ranks)
+        figures.append(
+            heatmap(
+                z,
+                centers / MS,
+                labels,
+                "GPU busy per rank over time" + (" (min of each rank bin)" if binned else ""),
+                f"ms since the first GPU work ({TIME_BINS} bins of "
+                f"{(b.edges[1] - b.edges[0]) / MS:,.2f} ms)",
+                "% busy",
+                reverse=True,
+            )
+        )
+    cols = [c for c in t.column_names if c != "rank"]
+    return Section(
+        "temporal",
+        "Temporal breakdown per rank",
+        "Each rank's GPU span (first to last GPU event) split into computation, other GPU "
+        "work (communication, memory copies) and idle time; the heatmap shows the share of "
+        "each time bin with GPU work running (ranks' clocks as recorded).",
+        figures=figures,
+        tables=[distribution("temporal breakdown", t, cols, rank_labels(t, "rank"))],
+        notes=ctx.notes("temporal"),
+    )
+
+
+def _comm_per_rank(ctx: Context) -> tuple[pa.Table, list[str]]:
+    kernels = ctx.result("kernel_breakdown")["kernels"]
+    comm = kernels.filter(pc.equal(kernels["kernel_type"], "COMMUNICATION"))
+    agg = comm.group_by("rank").aggregate([("sum", "sum"), ("count", "sum")]).sort_by("rank")
+    table = pa.table(
+        [agg["sum_sum"], agg["count_sum"]],
+        schema=pa.schema(
+            [
+                pa.field("comm_time", pa.int64(), metadata={"unit": "ns"}),
+                pa.field("comm_kernels", pa.int64()),
+            ]
+        ),
+    )
+    return table, rank_labels(agg, "rank")
+
+
+def _arrival_heatmap(per_rank: pa.Table) -> dict:
+    first = per_rank["ts"].to_numpy() - per_rank["arrival_delay"].to_numpy()
+    # A matched collective's column, in time order: its first arrival, then its index.
+    _, code = np.unique(
+        np.stack([first, per_rank["index"].to_numpy()], axis=1), axis=0, return_inverse=True
+    )
+    ranks, cols, z = grid(
+        per_rank["rank"].to_numpy(), code.reshape(-1), per_rank["arrival_delay"].to_numpy() / US
+    )
+    cb = bin_axis(z, 1, MAX_COLS, "max")
+    zr, labels = rank_rows(cb.z, ranks, "max")
+    binned = len(labels) < len(ranks) or len(cb.first) < len(cols)
+    return heatmap(
+        zr,
+        cb.first,
+        labels,
+        "arrival at each collective after the first rank"
+        + (" (max of each bin)" if binned else ""),
+        f"collectives in time order ({len(cols):,})",
+        "µs late",
+    )
+
+
+def collectives(ctx: Context) -> Section:
+    comm, labels = _comm_per_rank(ctx)
+    figures, tables, notes = [], [], []
+    if comm.num_rows:
+        tables.append(
+            distribution("communication kernels per rank", comm, comm.column_names, labels)
+        )
+    else:
+        notes.append("no communication kernels in these traces")
+    try:
+        coll = ctx.result("collectives")
+        if coll["per_rank"].num_rows:
+            figures.append(_arrival_heatmap(coll["per_rank"]))
+            late = ctx.result("late_arrivals").table
+            tables.append(html_table("ranks most often last to a collective", late, limit=10))
+        notes += coll.notes
+    except SectionFailed as e:
+        notes.append(f"collectives not available ({e})")
+    return Section(
+        "collectives",
+        "Collectives",
+        "How late each rank starts each collective after the first rank to start it (the "
+        "others wait for the last one), and the time in communication kernels per rank.",
+        figures=figures,
+        tables=tables,
+        notes=notes,
+    )
