@@ -2,7 +2,8 @@
 """`make demo`: generate a realistic 4-rank trace set and load it with hta_fast.
 
 Shows what a new user gets with no data of their own: ranks, events per kind, kernel
-classes, links, steps, and load speed.
+classes, links, steps, and load speed. The middle rank is a straggler (its GPU compute takes
+1.3x as long, and the others wait for it in their collectives), as in `hta-fast demo`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ def main() -> None:
 
     out = args.out or Path(tempfile.mkdtemp(prefix="hta_fast_demo_"))
     print(f"generating {args.ranks} ranks x {args.size_mb:g} MB (gzip) into {out} ...")
-    files = generate(out, args.size_mb, ranks=args.ranks, compress=True)
+    straggler = {args.ranks // 2: 1.3} if args.ranks > 1 else {}
+    files = generate(out, args.size_mb, ranks=args.ranks, compress=True, stragglers=straggler)
+    for rank, factor in straggler.items():
+        print(f"rank {rank} is a straggler: its GPU compute takes {factor:g}x as long")
 
     t0 = time.perf_counter()
     ranks = hta_fast.load_dir(files)

@@ -3,7 +3,8 @@
 hta_fast.synth (where the generator lives, so that `hta-fast demo` has it installed).
 
     python benchmarks/gen_trace.py --size-mb 1000 --ranks 1 --out DIR \\
-        [--gzip] [--layout native|indent|oneline] [--seed N] [--base TRACEFILE] [--verify]
+        [--gzip] [--layout native|indent|oneline] [--seed N] [--base TRACEFILE] [--verify] \\
+        [--straggler RANK:FACTOR]... [--slow-link RANK:FACTOR]... [--jitter PCT] [-q]
 """
 
 from __future__ import annotations

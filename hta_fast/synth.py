@@ -27,7 +27,11 @@ may be partial: it then holds a prefix of the base by time, closed over correlat
 so it has no half links.
 
     python benchmarks/gen_trace.py --size-mb 1000 --ranks 1 --out DIR \
-        [--gzip] [--layout native|indent|oneline] [--seed N] [--base TRACEFILE] [--verify]
+        [--gzip] [--layout native|indent|oneline] [--seed N] [--base TRACEFILE] [--verify] \
+        [--straggler RANK:FACTOR]... [--slow-link RANK:FACTOR]... [--jitter PCT] [-q]
+
+Without --straggler, --slow-link and --jitter every rank is the same program with its clock
+skewed; with them ranks differ as hta_fast.synth_variation describes.
 """
 
 from __future__ import annotations
@@ -44,10 +48,24 @@ import random
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from .schema import KernelClass
+from .synth_variation import (
+    BaseTimes,
+    RepSchedule,
+    Structure,
+    Variation,
+    event_deltas,
+    kernel_classes,
+    parse_rank_factor,
+    schedule,
+)
 
 # hta_fast/synth.py -> the repository root; the real traces sit beside the repository.
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +110,7 @@ FAMILIES = (
     "ev_idx",
     "record_function",
     "event_index",
+    "dur",  # a duration: never shifted, only stretched by a Variation
 )
 FAMILY_INDEX = {name: i for i, name in enumerate(FAMILIES)}
 
@@ -289,6 +308,11 @@ def _with_slots(event: dict) -> dict:
     ts = _time_parts(event.get("ts"))
     if ts is not None:
         out["ts"] = _Num("time", ts[0], ts[1])
+    dur = event.get("dur")
+    if not (isinstance(dur, decimal.Decimal) and dur < 0):  # _time_parts refuses those
+        dur_parts = _time_parts(dur)
+        if dur_parts is not None:
+            out["dur"] = _Num("dur", dur_parts[0], dur_parts[1])
     if event.get("ph") in FLOW_PHASES and _shiftable("link", event.get("id")):
         out["id"] = _Num("link", event["id"])
     name = event.get("name")
@@ -435,6 +459,26 @@ class _Chunk:
     fmt: str
     bases: list[int]
     families: list[int]
+    events: list[int]  # the base event each slot belongs to
+    _arrays: tuple[np.ndarray, ...] | None = None
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """bases, families, and the slots that are starts and durations with their events:
+        what a varied rendering needs, built on first use."""
+        if self._arrays is None:
+            fam = np.array(self.families, np.int64)
+            ev = np.array(self.events, np.int64)
+            ts_slots = np.flatnonzero(fam == FAMILY_INDEX["time"])
+            dur_slots = np.flatnonzero(fam == FAMILY_INDEX["dur"])
+            self._arrays = (
+                np.array(self.bases, np.int64),
+                fam,
+                ts_slots,
+                ev[ts_slots],
+                dur_slots,
+                ev[dur_slots],
+            )
+        return self._arrays
 
 
 @dataclass
@@ -449,6 +493,19 @@ class Template:
         for ch in self.chunks:
             yield ch.fmt % tuple([b + offsets[f] for b, f in zip(ch.bases, ch.families)])
 
+    def render_varied(
+        self, offsets: list[int], start_delta: np.ndarray, dur_delta: np.ndarray
+    ) -> Iterator[str]:
+        """As render, with each base event i moved by start_delta[i] and lengthened by
+        dur_delta[i] (whole microseconds)."""
+        offs = np.array(offsets, np.int64)
+        for ch in self.chunks:
+            bases, fam, ts_slots, ts_ev, dur_slots, dur_ev = ch.arrays()
+            values = bases + offs[fam]
+            values[ts_slots] += start_delta[ts_ev]
+            values[dur_slots] += dur_delta[dur_ev]
+            yield ch.fmt % tuple(values.tolist())
+
 
 def build_template(et: EventTemplates, sep: str, indices: list[int] | None = None) -> Template:
     """Chunk the events `indices` (default: all, in order) into a Template."""
@@ -457,6 +514,7 @@ def build_template(et: EventTemplates, sep: str, indices: list[int] | None = Non
     parts: list[str] = []
     bases: list[int] = []
     families: list[int] = []
+    events: list[int] = []
     size = 0
     n = 0
     for i in rows:
@@ -464,13 +522,14 @@ def build_template(et: EventTemplates, sep: str, indices: list[int] | None = Non
         parts.append(et.texts[i])
         bases.extend(et.bases[a:b])
         families.extend(et.families[a:b])
+        events.extend([i] * (b - a))
         size += et.lengths[i]
         n += 1
         if size >= CHUNK_BYTES:
-            chunks.append(_Chunk(sep.join(parts), bases, families))
-            parts, bases, families, size = [], [], [], 0
+            chunks.append(_Chunk(sep.join(parts), bases, families, events))
+            parts, bases, families, events, size = [], [], [], [], 0
     if parts:
-        chunks.append(_Chunk(sep.join(parts), bases, families))
+        chunks.append(_Chunk(sep.join(parts), bases, families, events))
     return Template(chunks, n)
 
 
@@ -575,14 +634,26 @@ def _shift_time(value: Any, delta_us: int) -> Any:
     return value + delta_us
 
 
+def _middle_us(base: BaseTrace) -> decimal.Decimal | None:
+    """The middle of the repeated events' times: once-only events after it close the window."""
+    times = [t for ev in base.repeated if (t := _time_us(ev.get("ts"))) is not None]
+    return (min(times) + max(times)) / 2 if times else None
+
+
 def _once_only_events(
-    base: BaseTrace, shifts: Shifts, reps: int, skew_us: int
+    base: BaseTrace,
+    shifts: Shifts,
+    reps: int,
+    skew_us: int,
+    extra_us: int = 0,
+    middle: decimal.Decimal | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Prologue/epilogue events for one rank: skewed, and the profiler span and window-end
-    instants stretched over all repetitions."""
-    times = [t for ev in base.repeated if (t := _time_us(ev.get("ts"))) is not None]
-    middle = (min(times) + max(times)) / 2 if times else None
-    stretch = (reps - 1) * shifts.period_us
+    instants stretched over all repetitions (and the `extra_us` a Variation adds). `middle`
+    is _middle_us(base), passed in by callers that write many ranks."""
+    if middle is None:
+        middle = _middle_us(base)
+    stretch = (reps - 1) * shifts.period_us + max(extra_us, 0)
 
     def adjust(ev: dict) -> dict:
         ev = dict(ev)
@@ -645,6 +716,8 @@ class Plan:
     full_reps: int
     partial: Template | None
     partial_events: list[dict]
+    middle_us: decimal.Decimal | None = None  # _middle_us(base), computed once
+    partial_rows: list[int] | None = None  # which base events the partial repetition holds
 
     @property
     def reps(self) -> int:
@@ -672,7 +745,7 @@ def make_plan(base_path: Path, layout: Layout, size_mb: float) -> Plan:
         rep_bytes = sum(len(text) + len(layout.sep) for text in full.render(middle))
         full_reps = max(0, (target - fixed) // rep_bytes)
     remainder = target - fixed - full_reps * rep_bytes
-    partial, partial_events = None, []
+    partial, partial_events, keep = None, [], None
     # A sliver of a repetition is not worth the half-finished profiler step it would add.
     if full_reps == 0 or remainder > rep_bytes // 100:
         keep = partial_selection(base.repeated, et.lengths, max(remainder, 1))
@@ -681,7 +754,119 @@ def make_plan(base_path: Path, layout: Layout, size_mb: float) -> Plan:
         else:
             partial_events = [base.repeated[i] for i in keep]
             partial = build_template(et, layout.sep, keep)
-    return Plan(base, layout, shifts, full, full_reps, partial, partial_events)
+    return Plan(
+        base,
+        layout,
+        shifts,
+        full,
+        full_reps,
+        partial,
+        partial_events,
+        _middle_us(base),
+        keep if partial is not None else None,
+    )
+
+
+def base_times(events: list[dict]) -> BaseTimes:
+    """The numbers of the base that a Variation needs, as arrays over its repeated events."""
+    n = len(events)
+    start = np.zeros(n, np.int64)
+    end = np.zeros(n, np.int64)
+    has_ts = np.zeros(n, bool)
+    gpu_stream = np.full(n, -1, np.int64)
+    kernel_names: dict[str, list[int]] = collections.defaultdict(list)
+    streams: dict[tuple, int] = {}
+    steps = []
+    gpu_at: dict[tuple[int, int], int] = {}
+    flows: list[tuple[int, int]] = []  # (event, its link)
+    for i, ev in enumerate(events):
+        ts = _time_parts(ev.get("ts"))
+        if ts is None:
+            continue
+        has_ts[i] = True
+        start[i] = ts[0]
+        dur = ev.get("dur")
+        if ev.get("ph") == "X" and not (isinstance(dur, decimal.Decimal) and dur < 0):
+            parts = _time_parts(dur)
+            end[i] = ts[0] + max(parts[0] if parts else 0, 0)
+        else:
+            end[i] = ts[0]
+        cat, ph = ev.get("cat"), ev.get("ph")
+        if cat in GPU_CATS and ph == "X":
+            key = (ev.get("pid"), ev.get("tid"))
+            gpu_stream[i] = streams.setdefault(key, len(streams))
+            if cat in ("kernel", "Kernel") and isinstance(ev.get("name"), str):
+                kernel_names[ev["name"]].append(i)
+            link = _link_key(ev)
+            if link is not None:
+                gpu_at[(link, ts[0])] = i
+        elif ph in FLOW_PHASES and (flow := _link_key(ev)) is not None:
+            flows.append((i, flow))
+        name = ev.get("name")
+        if ph == "X" and cat != "gpu_user_annotation" and isinstance(name, str):
+            if STEP_RE.match(name):
+                steps.append((ts[0], end[i]))
+    # Events without a time are never moved; give them one that changes no union or origin.
+    if has_ts.any() and not has_ts.all():
+        start[~has_ts] = end[~has_ts] = start[has_ts].min()
+    compute = np.zeros(n, bool)
+    collective = np.zeros(n, bool)
+    for name, cls in kernel_classes(list(kernel_names)).items():
+        rows = kernel_names[name]
+        compute[rows] = cls == KernelClass.COMP
+        collective[rows] = cls == KernelClass.COMM
+    flow_on = np.full(n, -1, np.int64)
+    for i, flow in flows:
+        target = gpu_at.get((flow, int(start[i])))
+        if target is not None:
+            flow_on[i] = target
+    steps.sort()
+    return BaseTimes(
+        start,
+        end,
+        gpu_stream,
+        compute,
+        collective,
+        flow_on,
+        np.array([a for a, _ in steps], np.int64),
+        np.array([b for _, b in steps], np.int64),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _structure(base_path: str, mtime_ns: int, layout_name: str) -> Structure:
+    base, shifts, _ = _prepare(base_path, mtime_ns, layout_name)
+    return Structure(base_times(base.repeated), shifts.period_us)
+
+
+@dataclass
+class VariedRanks:
+    """A Variation worked out for every rank of one output: the base's structure and each
+    repetition's schedule."""
+
+    structure: Structure
+    reps: list[RepSchedule]
+
+    rows_of_last: np.ndarray | None = None  # the events a partial last repetition writes
+
+    def deltas(self, rank: int, rep: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.rows_of_last if rep == len(self.reps) - 1 else None
+        return event_deltas(self.structure, self.reps[rep], rank, rows)
+
+    def end_shift_us(self, rank: int) -> int:
+        """How much later than without variation the rank's last repetition ends."""
+        return int(np.rint(self.reps[-1].end_shift[rank]))
+
+
+def plan_variation(
+    plan: Plan, base_path: Path, variation: Variation, ranks: int
+) -> VariedRanks | None:
+    """None when the variation changes nothing (then every rank is the base, skewed)."""
+    if not variation.active:
+        return None
+    st = _structure(str(base_path), base_path.stat().st_mtime_ns, plan.layout.name)
+    rows = None if plan.partial_rows is None else np.array(plan.partial_rows, np.int64)
+    return VariedRanks(st, schedule(st, variation, ranks, plan.reps), rows)
 
 
 def rank_skew_us(seed: int, rank: int) -> int:
@@ -690,14 +875,24 @@ def rank_skew_us(seed: int, rank: int) -> int:
 
 
 def write_rank(
-    plan: Plan, path: Path, rank: int, ranks: int, seed: int, compress: bool, gzip_level: int
+    plan: Plan,
+    path: Path,
+    rank: int,
+    ranks: int,
+    seed: int,
+    compress: bool,
+    gzip_level: int,
+    varied: VariedRanks | None = None,
 ) -> int:
     """Write one rank's file; returns the number of JSON bytes written (before compression)."""
     layout = plan.layout
     skew = rank_skew_us(seed, rank)
     before, after = _rank_header(plan.base, rank, ranks, layout, str(path))
     head, tail = _header_text(before, after, layout)
-    prologue, epilogue = _once_only_events(plan.base, plan.shifts, plan.reps, skew)
+    extra = varied.end_shift_us(rank) if varied is not None else 0
+    prologue, epilogue = _once_only_events(
+        plan.base, plan.shifts, plan.reps, skew, extra, plan.middle_us
+    )
     enc = _Encoder(template=False)
 
     def once(events: list[dict]) -> str:
@@ -710,11 +905,16 @@ def write_rank(
         out = _EventWriter(fh, layout.sep)
         out.raw(head)
         out.events(once(prologue))
-        for rep in range(plan.full_reps):
-            for text in plan.full.render(plan.shifts.offsets(rep, skew)):
-                out.events(text)
+        pieces = [(rep, plan.full) for rep in range(plan.full_reps)]
         if plan.partial is not None:
-            for text in plan.partial.render(plan.shifts.offsets(plan.full_reps, skew)):
+            pieces.append((plan.full_reps, plan.partial))
+        for rep, template in pieces:
+            offsets = plan.shifts.offsets(rep, skew)
+            if varied is None:
+                texts = template.render(offsets)
+            else:
+                texts = template.render_varied(offsets, *varied.deltas(rank, rep))
+            for text in texts:
                 out.events(text)
         out.events(once(epilogue))
         out.raw(tail)
@@ -733,11 +933,27 @@ def generate(
     gzip_level: int = 6,
     verify: bool = False,
     log: Callable[[str], object] | None = None,
+    stragglers: Mapping[int, float] | None = None,
+    slow_links: Mapping[int, float] | None = None,
+    jitter_pct: float = 0.0,
 ) -> list[Path]:
     """Write `ranks` files rank{r}.json[.gz] of about `size_mb` MB of JSON each into `out_dir`.
 
     Returns their paths. With verify=True each file is read back and its links checked
-    (small sizes only)."""
+    (small sizes only).
+
+    Without the last three options every rank is the base program, only its clock skewed.
+    With them ranks differ (see hta_fast.synth_variation for the model):
+
+    stragglers: {rank: factor}: that rank's GPU compute kernels last `factor` times as long
+        (the rank's other work moves with them); the other ranks' collectives wait for it.
+    slow_links: {rank: factor}: that rank's collective (NCCL) kernels last `factor` times as
+        long; the other ranks' collectives wait for it.
+    jitter_pct: every (rank, step) gets a compute factor drawn uniformly from
+        [1 - jitter_pct/100, 1 + jitter_pct/100], deterministic for `seed`.
+
+    A collective ends at the same time on every rank, and so does every step."""
+    variation = Variation(dict(stragglers or {}), dict(slow_links or {}), jitter_pct, seed)
     if ranks < 1:
         raise ValueError("ranks must be >= 1")
     if verify and size_mb > VERIFY_LIMIT_MB:
@@ -760,11 +976,12 @@ def generate(
             f"{plan.shifts.period_us} us; {plan.full_reps} full repetitions{part}; "
             f"prepared in {time.perf_counter() - t0:.1f} s"
         )
+    varied = plan_variation(plan, base_path, variation, ranks)
     paths = []
     for rank in range(ranks):
         path = out_dir / (f"rank{rank}.json" + (".gz" if compress else ""))
         t1 = time.perf_counter()
-        nbytes = write_rank(plan, path, rank, ranks, seed, compress, gzip_level)
+        nbytes = write_rank(plan, path, rank, ranks, seed, compress, gzip_level, varied)
         dt = time.perf_counter() - t1
         if log:
             log(
@@ -886,10 +1103,45 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--verify", action="store_true", help=f"read back and check links (<= {VERIFY_LIMIT_MB} MB)"
     )
-    ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument(
+        "--straggler",
+        metavar="RANK:FACTOR",
+        action="append",
+        default=[],
+        help="that rank's GPU compute takes FACTOR times as long; the others' collectives "
+        "wait for it (repeatable)",
+    )
+    ap.add_argument(
+        "--slow-link",
+        metavar="RANK:FACTOR",
+        action="append",
+        default=[],
+        help="that rank's collective (NCCL) kernels take FACTOR times as long; the others' "
+        "collectives wait for it (repeatable)",
+    )
+    ap.add_argument(
+        "--jitter",
+        metavar="PCT",
+        type=float,
+        default=0.0,
+        help="each (rank, step) scales its compute by a factor drawn uniformly from "
+        "[1-PCT/100, 1+PCT/100] (from --seed)",
+    )
+    ap.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="nothing per file: only the one-line summary at the end (on stderr)",
+    )
     args = ap.parse_args(argv)
     if args.verify and args.size_mb > VERIFY_LIMIT_MB:
         ap.error(f"--verify reads the whole file with json; use it up to {VERIFY_LIMIT_MB} MB")
+    try:
+        stragglers = dict(parse_rank_factor(t) for t in args.straggler)
+        slow_links = dict(parse_rank_factor(t) for t in args.slow_link)
+        Variation(stragglers, slow_links, args.jitter, args.seed)  # checks the values
+    except ValueError as e:
+        ap.error(str(e))
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
     paths = generate(
@@ -903,9 +1155,17 @@ def main(argv: list[str] | None = None) -> int:
         gzip_level=args.gzip_level,
         verify=args.verify,
         log=log,
+        stragglers=stragglers,
+        slow_links=slow_links,
+        jitter_pct=args.jitter,
     )
-    if log:
-        log(f"done in {time.perf_counter() - t0:.1f} s")
+    if args.quiet:
+        print(
+            f"{len(paths)} file(s) written to {args.out} in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
+        return 0
+    print(f"done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     for p in paths:
         print(p)
     return 0

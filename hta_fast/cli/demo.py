@@ -2,7 +2,9 @@
 
 The traces are written by hta_fast.synth from a real trace (by default the one in the
 project's ../shared/traces): its events repeated with links kept intact, each rank's clock
-skewed by a few milliseconds, as in real jobs.
+skewed by a few milliseconds, as in real jobs. One rank (the middle one) is a straggler, so the
+report has something to find: its GPU compute takes --straggler-factor times as long and the
+other ranks wait for it in their collectives.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ from .report import write
     help="Real trace to build from (default: the project's sample trace).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--straggler-factor",
+    type=click.FloatRange(1.0, 10.0),
+    default=1.3,
+    show_default=True,
+    help="How much longer the middle rank's GPU compute takes; the others wait for it in "
+    "their collectives (1: no straggler).",
+)
 @click.option("--cdn", is_flag=True, help="A small report that loads plotly.js from its CDN.")
 @click.pass_obj
 def demo(
@@ -52,15 +62,20 @@ def demo(
     size_mb: float,
     base: Optional[str],
     seed: int,
+    straggler_factor: float,
     cdn: bool,
 ) -> None:
-    """Generate a multi-rank trace set, then report on it: the whole tool, no data needed."""
+    """Generate a multi-rank trace set, then report on it: the whole tool, no data needed.
+
+    The middle rank is made a straggler (--straggler-factor) for the report to find."""
     base_path = base or synth.DEFAULT_BASE
     if not os.path.isfile(base_path):
         raise click.UsageError(
             f"the sample trace {base_path} is not here; give a trace of your own with --base FILE"
         )
     out = out or tempfile.mkdtemp(prefix="hta_fast_demo_")
+    straggler = n_ranks // 2
+    stragglers = {straggler: straggler_factor} if n_ranks > 1 and straggler_factor != 1 else {}
     t0 = time.perf_counter()
     with bar(opts, total=n_ranks, desc="generating", unit="rank") as progress:
         files = synth.generate(
@@ -71,12 +86,18 @@ def demo(
             compress=True,
             gzip_level=1,  # fast; the files are a demo, not an archive
             seed=seed,
+            stragglers=stragglers,
             log=lambda msg: progress.update(1) if msg.endswith("MB/s)") else None,
         )
     click.echo(
         f"{len(files)} rank(s) x {size_mb:g} MB of trace JSON written to {out} "
         f"in {time.perf_counter() - t0:.1f} s"
     )
+    if stragglers:
+        click.echo(
+            f"rank {straggler} is a straggler: its GPU compute takes {straggler_factor:g}x as "
+            "long, and the other ranks wait for it in their collectives"
+        )
     traces, load_s = load_traces([str(f) for f in files], opts)
     report_path = os.path.join(out, "report.html")
     info = write(

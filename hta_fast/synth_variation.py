@@ -1,0 +1,347 @@
+"""Uneven ranks for the trace generator: stragglers, slow links and per-step jitter.
+
+Every rank of a generated set replays the same base events. A `Variation` makes some ranks
+slower, and this module works out, for every rank and repetition, how far each event moves and
+how much longer it lasts. It knows arrays of whole microseconds, never JSON: hta_fast.synth
+hands it the base's times and event kinds and writes the numbers it returns.
+
+The model, per rank:
+
+* Compute. Inside the union of the base's GPU compute kernels time runs `factor` times slower,
+  where the factor is the rank's straggler factor times its jitter draw for the step. Outside
+  that union time runs at the base's rate. All of the rank's events (CPU ops, launches, flows,
+  copies, kernels) are placed through this one monotone map, so nothing that did not overlap
+  starts to, nesting is kept, a launch stays before its kernel, and a ProfilerStep grows by
+  the extra time of the work inside it. A compute kernel lies inside the union, so it lasts
+  exactly `factor` times as long (to the microsecond).
+* Collectives. A collective (an NCCL kernel) starts where the map puts it and, left alone,
+  would last its base time times the rank's slow-link factor. All ranks' copies of it end
+  together, when the last of them would: the others' kernels are longer by the time they
+  wait. Right after a collective's end (at the first moment no other GPU work runs on the
+  rank) every rank's later work is held back until that common end, so ranks do not drift
+  apart.
+* Steps. The end of each ProfilerStep is a barrier (real loops read the loss or log there):
+  the work after a straggler's last collective of the step (an optimizer, say) is waited for
+  by the others at the step's end, so every rank's step ends at the same time.
+
+The waits are jumps in the map at points where no compute, copy or fill runs on the rank, so
+only CPU events spanning them (and collectives, whose ends are set directly) get longer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _core
+from .schema import KernelClass
+
+# A repetition is simulated for all ranks at once; these are the kinds of step in it.
+_BARRIER, _SYNC, _START = 0, 1, 2  # at one time: barriers and syncs before a start sees them
+
+
+@dataclass(frozen=True)
+class Variation:
+    """How ranks differ. Factors multiply durations: 1.5 means 50% slower.
+
+    stragglers: rank -> factor on its GPU compute kernels (and the time around them).
+    slow_links: rank -> factor on its collective (NCCL) kernels.
+    jitter_pct: each (rank, step) draws a compute factor uniformly from
+        [1 - jitter_pct/100, 1 + jitter_pct/100], deterministic for `seed`.
+    """
+
+    stragglers: Mapping[int, float] = field(default_factory=dict)
+    slow_links: Mapping[int, float] = field(default_factory=dict)
+    jitter_pct: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for what, table in (("straggler", self.stragglers), ("slow-link", self.slow_links)):
+            for rank, factor in table.items():
+                if rank < 0 or not factor > 0:
+                    raise ValueError(f"{what} {rank}:{factor}: need a rank >= 0 and factor > 0")
+        if not 0 <= self.jitter_pct < 100:
+            raise ValueError(f"jitter {self.jitter_pct}%: need 0 <= PCT < 100")
+
+    @property
+    def active(self) -> bool:
+        factors = list(self.stragglers.values()) + list(self.slow_links.values())
+        return self.jitter_pct > 0 or any(f != 1 for f in factors)
+
+    def compute_factors(self, ranks: int, steps: int) -> np.ndarray:
+        """(ranks, steps) compute factors: straggler factor times the jitter draw."""
+        out = np.ones((ranks, steps))
+        if self.jitter_pct > 0:
+            p = self.jitter_pct / 100
+            for r in range(ranks):
+                # One stream per rank: a rank's draws do not depend on how many ranks there are.
+                rng = np.random.default_rng([self.seed, r])
+                out[r] = rng.uniform(1 - p, 1 + p, steps)
+        for rank, factor in self.stragglers.items():
+            if rank < ranks:
+                out[rank] *= factor
+        return out
+
+    def link_factors(self, ranks: int) -> np.ndarray:
+        out = np.ones(ranks)
+        for rank, factor in self.slow_links.items():
+            if rank < ranks:
+                out[rank] = factor
+        return out
+
+
+def parse_rank_factor(text: str) -> tuple[int, float]:
+    """'RANK:FACTOR' as on the command line."""
+    rank, sep, factor = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(rank), float(factor)
+    except ValueError:
+        raise ValueError(f"{text!r}: expected RANK:FACTOR, e.g. 2:1.5") from None
+
+
+def kernel_classes(names: list[str]) -> dict[str, KernelClass]:
+    """The loader's class (compute, collective, ...) of each kernel name: a tiny trace of one
+    kernel per name is read by the core, which owns the rules."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": 0, "ts": i, "dur": 0}
+        for i, n in enumerate(names)
+    ]
+    loaded = _core.load_bytes(json.dumps({"traceEvents": events}).encode())
+    table = loaded.tables["events"]
+    # Times are in ns after loading; event i was written at i µs.
+    order = table["ts"] // 1000
+    return {names[int(i)]: KernelClass(int(c)) for i, c in zip(order, table["kernel_class"])}
+
+
+@dataclass
+class BaseTimes:
+    """One repetition of the base, in whole microseconds. Per event: start, end, whether it is
+    GPU work (kernel, copy, fill) and on which stream (-1 otherwise), whether it is a compute
+    or a collective kernel, and for a flow endpoint the GPU event it sits on (-1 if none)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gpu_stream: np.ndarray
+    compute: np.ndarray
+    collective: np.ndarray
+    flow_on: np.ndarray
+    step_starts: np.ndarray  # ProfilerStep windows, sorted
+    step_ends: np.ndarray
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as sorted, disjoint [a, b) pairs (touching ones joined)."""
+    if not len(starts):
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(s) - 1]
+    return s[first], e[last]
+
+
+class Structure:
+    """What the base's times say once, for any rank: the compute union, the step segments
+    each moment belongs to, where collectives sync and where steps end."""
+
+    def __init__(self, times: BaseTimes, period: int) -> None:
+        self.t = times
+        origin = int(times.start.min()) if len(times.start) else 0
+        self.origin, self.period = origin, period
+        comp = times.compute
+        self.ua, self.ub = _merge(times.start[comp], times.end[comp])
+        cum = np.r_[0, np.cumsum(self.ub - self.ua)]
+        self._cum = cum
+        # Segment k runs from step k's start to step k+1's start; the first starts at the
+        # repetition's origin and the last ends at the next repetition's.
+        seg = np.r_[origin, times.step_starts[1:]] if len(times.step_starts) else np.r_[origin]
+        self.seg_start = seg.astype(np.int64)
+        self.n_steps = len(self.seg_start)
+        seg_end = np.r_[self.seg_start[1:], origin + period]
+        self.seg_compute = self.measure(seg_end) - self.measure(self.seg_start)
+        # Moments with no compute, copy or fill running: where a rank can wait.
+        other = (times.gpu_stream >= 0) & ~times.collective
+        self.ga, self.gb = _merge(times.start[other], times.end[other])
+        order = np.flatnonzero(times.collective)
+        self.comm = order[np.argsort(times.start[order], kind="stable")]
+        # The events of each stream that carries collectives, and the flow endpoints on GPU
+        # work: what has to follow a collective's new place.
+        self.comm_streams = [
+            np.flatnonzero(times.gpu_stream == s) for s in np.unique(times.gpu_stream[self.comm])
+        ]
+        self.flows = np.flatnonzero(times.flow_on >= 0)
+        self._actions()
+
+    def measure(self, t: np.ndarray | np.int64) -> np.ndarray:
+        """Compute-union time before each t."""
+        t = np.asarray(t)
+        i = np.searchsorted(self.ua, t, "right") - 1
+        inside = np.where(i >= 0, np.minimum(t, self.ub[np.maximum(i, 0)]), 0)
+        return np.where(i >= 0, self._cum[np.maximum(i, 0)] + inside - self.ua[np.maximum(i, 0)], 0)
+
+    def segment(self, t: np.ndarray | np.int64) -> np.ndarray:
+        return np.maximum(np.searchsorted(self.seg_start, t, "right") - 1, 0)
+
+    def _free_after(self, t: int) -> int:
+        i = int(np.searchsorted(self.ga, t, "left")) - 1
+        return int(self.gb[i]) if i >= 0 and t < self.gb[i] else t
+
+    def _free_before(self, t: int) -> int:
+        i = int(np.searchsorted(self.ga, t, "left")) - 1
+        return int(self.ga[i]) if i >= 0 and t < self.gb[i] else t
+
+    def _actions(self) -> None:
+        t = self.t
+        acts = [(int(t.start[i]), _START, int(i)) for i in self.comm]
+        acts += [(self._free_after(int(t.end[i])), _SYNC, int(i)) for i in self.comm]
+        # A barrier waits where the GPU is free, before the step ends (a wait placed at the
+        # end itself would hold back only what comes after it), for all ranks to reach it.
+        acts += [(self._free_before(int(e) - 1), _BARRIER, int(e)) for e in t.step_ends]
+        self.actions = sorted(acts)
+
+    def compute_shift(self, t: np.ndarray | np.int64, factors: np.ndarray) -> np.ndarray:
+        """Extra time the compute stretch adds before times t (1-D), for one rank's step
+        factors (1-D) or all ranks' (2-D: ranks x steps; t then a scalar)."""
+        extra = (factors - 1) * self.seg_compute
+        before = np.cumsum(extra, axis=-1) - extra  # whole segments before each one
+        k = self.segment(t)
+        into = self.measure(t) - self.measure(self.seg_start[k])
+        return before[..., k] + (factors[..., k] - 1) * into
+
+
+@dataclass
+class RepSchedule:
+    """One repetition for every rank: the shift it starts with, the waits (jump points, common,
+    and per-rank amounts) and each collective's start and end."""
+
+    carry: np.ndarray  # (ranks,)
+    jump_at: np.ndarray  # (jumps,)
+    jumps: np.ndarray  # (ranks, jumps)
+    comm_start: np.ndarray  # (ranks, collectives), absolute in base time
+    comm_end: np.ndarray  # (collectives,) common to all ranks
+    factors: np.ndarray  # (ranks, steps)
+    end_shift: np.ndarray  # (ranks,) carry of the next repetition
+
+
+def schedule(st: Structure, var: Variation, ranks: int, reps: int) -> list[RepSchedule]:
+    """Simulate the repetitions of all ranks together (arrays over ranks, loops over the few
+    collectives and steps of a repetition)."""
+    all_factors = var.compute_factors(ranks, reps * st.n_steps)
+    link = var.link_factors(ranks)
+    carry = np.zeros(ranks)
+    # When each collective stream is next free, in base time from the first repetition: a
+    # collective cannot start before the one ahead of it on its stream has ended everywhere.
+    stream_free: dict[int, int] = {}
+    out = []
+    for rep in range(reps):
+        factors = all_factors[:, rep * st.n_steps : (rep + 1) * st.n_steps]
+        out.append(_one_rep(st, factors, link, carry, stream_free, rep * st.period))
+        carry = out[-1].end_shift
+    return out
+
+
+def _one_rep(
+    st: Structure,
+    factors: np.ndarray,
+    link: np.ndarray,
+    carry: np.ndarray,
+    stream_free: dict[int, int],
+    rep_start: int,
+) -> RepSchedule:
+    t = st.t
+    ranks = len(carry)
+    col = {int(i): n for n, i in enumerate(st.comm)}
+    waited = np.zeros(ranks)
+    jump_at, jumps = [], []
+    starts = np.zeros((ranks, len(st.comm)), np.int64)
+    ends = np.zeros(len(st.comm), np.int64)
+    for at, kind, i in st.actions:
+        if kind == _START:
+            n = col[i]
+            shift = carry + st.compute_shift(np.int64(at), factors) + waited
+            begin = at + np.rint(shift).astype(np.int64)
+            stream = int(t.gpu_stream[i])
+            if stream in stream_free:
+                begin = np.maximum(begin, stream_free[stream] - rep_start)
+            natural = begin + np.rint(link * (t.end[i] - t.start[i])).astype(np.int64)
+            ends[n] = natural.max()
+            starts[:, n] = begin
+            stream_free[stream] = int(ends[n]) + rep_start
+            continue
+        if kind == _SYNC:
+            need = ends[col[i]] - t.end[i]
+            jump = np.maximum(need - (carry + st.compute_shift(np.int64(at), factors) + waited), 0)
+        else:
+            # i is the step's end: every rank reaches it when the last one does.
+            at_end = carry + st.compute_shift(np.int64(i), factors) + waited
+            jump = at_end.max() - at_end
+        if jump.any():
+            jump_at.append(at)
+            jumps.append(jump)
+            waited = waited + jump
+    end_shift = carry + st.compute_shift(np.int64(st.origin + st.period), factors) + waited
+    return RepSchedule(
+        carry,
+        np.array(jump_at, np.int64),
+        np.array(jumps).T.reshape(ranks, len(jump_at)),
+        starts,
+        ends,
+        factors,
+        end_shift,
+    )
+
+
+def event_deltas(
+    st: Structure, rs: RepSchedule, rank: int, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """How far each base event's start moves and how much its duration grows (whole µs), for
+    one rank in one repetition. With `rows` (sorted event indices, closed over links, as a
+    partial repetition is) only those are worked out; the others read 0."""
+    t = st.t
+    if rows is None:
+        rows = np.arange(len(t.start))
+    start, end = t.start[rows], t.end[rows]
+    f = rs.factors[rank]
+    cum = np.r_[0, np.cumsum(rs.jumps[rank])]
+    # A wait at point j holds back what starts at j or later and what ends after j.
+    waited_start = cum[np.searchsorted(rs.jump_at, start, "right")]
+    waited_end = cum[np.searchsorted(rs.jump_at, end, "left")]
+    carry = rs.carry[rank]
+    new_start, new_end = t.start.copy(), t.end.copy()
+    new_start[rows] += np.rint(carry + st.compute_shift(start, f) + waited_start).astype(np.int64)
+    new_end[rows] += np.rint(carry + st.compute_shift(end, f) + waited_end).astype(np.int64)
+    new_end[rows] = np.maximum(new_end[rows], new_start[rows])
+    # Collectives are placed by the schedule, and GPU work queued behind one on its stream
+    # waits for it to finish.
+    chosen = np.zeros(len(t.start), bool)
+    chosen[rows] = True
+    comm = chosen[st.comm]
+    placed = st.comm[comm]
+    new_start[placed] = rs.comm_start[rank][comm]
+    new_end[placed] = np.maximum(rs.comm_end[comm], new_start[placed])
+    for on in st.comm_streams:
+        _queue(on[chosen[on]], new_start, new_end, t.collective)
+    flows = st.flows[chosen[st.flows]]
+    new_start[flows] = new_start[t.flow_on[flows]]
+    start_delta = new_start - t.start
+    return start_delta, (new_end - new_start) - (t.end - t.start)
+
+
+def _queue(on: np.ndarray, start: np.ndarray, end: np.ndarray, fixed_end: np.ndarray) -> None:
+    """Push the events `on` one stream back so that none starts before the previous ends."""
+    on = on[np.argsort(start[on], kind="stable")]
+    free = None
+    for i in on.tolist():
+        if free is not None and start[i] < free:
+            if not fixed_end[i]:
+                end[i] += free - start[i]
+            start[i] = free
+            end[i] = max(end[i], start[i])
+        free = end[i] if free is None else max(free, end[i])
