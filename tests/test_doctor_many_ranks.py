@@ -3,6 +3,7 @@ straggler and no imbalance above threshold; one slow rank is named, with the oth
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Optional
 
@@ -109,3 +110,11 @@ def test_two_ranks_still_name_the_slower_one():
     # with the other rank alone.
     f = diagnose(synth.rank_imbalance()).finding("rank_imbalance")
     assert f.evidence["slowest_rank"] == 0 and f.evidence["stragglers"] == "0"
+
+
+def test_the_text_names_a_rank_that_stands_out_even_below_threshold(identical, one_slow):
+    (f,) = [f for f in one_slow.findings if f.cause == "rank_imbalance"]
+    below = dataclasses.replace(f, above_threshold=False)
+    diag = dataclasses.replace(one_slow, findings=[below])
+    assert "rank_imbalance" in diag.to_text() and "(rank 37 stands out)" in diag.to_text()
+    assert "stands out)" not in identical.to_text()

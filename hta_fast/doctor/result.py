@@ -183,11 +183,19 @@ class Diagnosis:
             lines.append(f"   what helps: {f.advice}")
         below = [f for f in self.findings if not f.above_threshold]
         if below and with_gpu:
-            lines.append(
-                "Below threshold: " + ", ".join(f"{f.cause} {100.0 * f.share:.1f}%" for f in below)
-            )
+            lines.append("Below threshold: " + ", ".join(_below_text(f) for f in below))
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+
+def _below_text(f: Finding) -> str:
+    """A finding under its threshold, in a word; a rank that stands out is still named, so
+    a straggler whose cost is small shows where to look."""
+    text = f"{f.cause} {100.0 * f.share:.1f}%"
+    slowest = f.evidence.get("slowest_rank") if f.cause == "rank_imbalance" else None
+    if isinstance(slowest, int):  # else "none stands out"
+        text += f" (rank {slowest} stands out)"
+    return text
 
 
 def duration_text(ns: float) -> str:
