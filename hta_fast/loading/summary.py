@@ -234,10 +234,7 @@ def summarize(trace: Trace) -> RankSummary:
         "world_size": meta.world_size,
         "base_time_ns": meta.base_time_ns,
         "json_bytes": meta.json_bytes,
-        "rows": {
-            name: (trace.meta_events if name == "meta" else getattr(trace, name)).num_rows
-            for name in TABLES
-        },
+        "rows": {name: trace.num_rows(name) for name in TABLES},
     }
     return RankSummary(trace.rank, info, _steps(trace), _kernels(trace), _collectives(trace))
 
