@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..analysis.stragglers import high_outliers
 from .tables import cell, header, unit_of
 
 QUANTILES = (0, 10, 50, 90, 100)
@@ -75,25 +76,16 @@ class Outlier(NamedTuple):
     above_median_pct: float
 
 
-# A robust z-score: the MAD scaled to a normal's standard deviation; a rank must also be
-# a little slower in absolute terms, so identical ranks (MAD 0) never yield outliers
-# from rounding noise.
-MAD_SIGMA = 1.4826
-OUTLIER_MADS = 3.0
-OUTLIER_MIN_EXCESS = 0.02
-
-
 def slow_outliers(ranks: np.ndarray, values: np.ndarray) -> tuple[list[Outlier], float]:
-    """The ranks whose value is beyond median + 3 x 1.4826 x MAD and over 2 % above the
-    median, slowest first; and the median."""
+    """The ranks whose value stands out above the others' (analysis.stragglers.high_outliers,
+    the doctor's rule: over median + 3 x 1.4826 x MAD and 5 % above the median), slowest
+    first; and the median."""
     ok = np.isfinite(values)
     if not ok.any():
         return [], float("nan")
     v, r = values[ok], ranks[ok]
     med = float(np.median(v))
-    mad = float(np.median(np.abs(v - med)))
-    out = (v > med + OUTLIER_MADS * MAD_SIGMA * mad) & (v > med * (1 + OUTLIER_MIN_EXCESS))
-    idx = np.flatnonzero(out)
+    idx = np.flatnonzero(high_outliers(v))
     idx = idx[np.lexsort((r[idx], -v[idx]))]
     return [
         Outlier(int(r[i]), float(v[i]), 100.0 * (v[i] - med) / med if med else float("nan"))

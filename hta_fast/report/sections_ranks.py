@@ -8,14 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
 from .busy_bins import busy_bins
 from .context import Context, Section, SectionFailed
 from .figures import heatmap
 from .heatmap import bin_axis, grid, rank_rows
 from .rank_stats import (
-    MAD_SIGMA,
-    OUTLIER_MADS,
-    OUTLIER_MIN_EXCESS,
     Outlier,
     distribution,
     per_rank_median,
@@ -44,6 +42,28 @@ def step_outliers(ctx: Context) -> tuple[list[Outlier], float, np.ndarray, np.nd
     return ctx.derived("step_outliers", compute)
 
 
+def work_outliers(ctx: Context) -> tuple[list[Outlier], float]:
+    """(outliers by GPU compute time per step, its median over ranks). Ranks that wait for
+    each other in collectives share one step time: a straggler shows in its own work, as in
+    the doctor's rank_imbalance."""
+
+    def compute() -> tuple[list[Outlier], float]:
+        t = ctx.result("temporal").table
+        s = ctx.result("steps").table
+        if t.num_rows == 0:
+            return [], float("nan")
+        ranks = t.column("rank").to_numpy().astype(np.int64)
+        work = t.column("compute_time").to_numpy(zero_copy_only=False).astype(float)
+        counted = s.group_by("rank").aggregate([("step", "count")])
+        steps = dict(
+            zip(counted.column("rank").to_pylist(), counted.column("step_count").to_pylist())
+        )
+        per_step = work / np.array([max(steps.get(int(r), 1), 1) for r in ranks], float)
+        return slow_outliers(ranks, per_step)
+
+    return ctx.derived("work_outliers", compute)
+
+
 def drawn_ranks(ctx: Context, most: int = 4) -> list[int]:
     """The few ranks whose time series are drawn: the slowest outliers and the rank with
     the median step time (the first rank when there are no steps)."""
@@ -60,43 +80,53 @@ def drawn_ranks(ctx: Context, most: int = 4) -> list[int]:
 
 
 def outliers(ctx: Context) -> Section:
-    found, overall, ranks, _ = step_outliers(ctx)
+    by_step, step_median, ranks, _ = step_outliers(ctx)
+    by_work, work_median = work_outliers(ctx)
     rule = (
-        f"a rank is an outlier when its median step time is above the median over ranks by "
-        f"more than {OUTLIER_MADS:g} x {MAD_SIGMA} x MAD (the median absolute deviation) and "
-        f"by more than {100 * OUTLIER_MIN_EXCESS:g} %"
+        f"a rank is an outlier when its GPU compute time per step, or its median step time, "
+        f"is above the other ranks' median by more than {OUTLIER_SIGMAS:g} x {MAD_TO_SIGMA} x "
+        f"MAD (the median absolute deviation) and by more than {100 * OUTLIER_MIN_MARGIN:g} %"
     )
     intro = (
-        f"The ranks that stand out among {len(ctx.traces):,}, slowest first ({rule}). Each "
-        "command writes the report of that rank alone."
+        f"The ranks that stand out among {len(ctx.traces):,}, slowest first ({rule}), the "
+        "doctor's rule. Each command writes the report of that rank alone."
     )
     if not len(ranks):
         return Section("ranks", "Outlier ranks", intro, notes=["no profiler steps: no step time"])
+    rows = [(o, "GPU compute per step") for o in by_work]
+    rows += [(o, "step time") for o in by_step if o.rank not in {w.rank for w in by_work}]
+    ns, pct = {"unit": "ns"}, {"unit": "%"}
     table = pa.table(
         {
-            "rank": pa.array([o.rank for o in found], pa.int64()),
-            "median_step": pa.array([o.value for o in found], pa.float64()),
-            "above_median_pct": pa.array([o.above_median_pct for o in found], pa.float64()),
+            "rank": pa.array([o.rank for o, _ in rows], pa.int64()),
+            "stands_out_by": pa.array([by for _, by in rows], pa.string()),
+            "value": pa.array([o.value for o, _ in rows], pa.float64()),
+            "above_median_pct": pa.array([o.above_median_pct for o, _ in rows], pa.float64()),
             "command": pa.array(
-                [f"hta-fast report {ctx.source} --ranks {o.rank}" for o in found], pa.string()
+                [f"hta-fast report {ctx.source} --ranks {o.rank}" for o, _ in rows], pa.string()
             ),
-        }
-    ).cast(
-        pa.schema(
+        },
+        schema=pa.schema(
             [
                 pa.field("rank", pa.int64()),
-                pa.field("median_step", pa.float64(), metadata={"unit": "ns"}),
-                pa.field("above_median_pct", pa.float64(), metadata={"unit": "%"}),
+                pa.field("stands_out_by", pa.string()),
+                pa.field("value", pa.float64(), metadata=ns),
+                pa.field("above_median_pct", pa.float64(), metadata=pct),
                 pa.field("command", pa.string()),
             ]
-        )
+        ),
     )
     shown = html_table("outlier ranks", table, limit=50)
-    shown["code"] = [3]  # the command column: shown whole, as code
-    notes = [f"median step time over ranks: {overall / US:,.1f} µs"]
-    if not found:
-        notes.insert(0, "no outlier: every rank's step time is close to the median")
-    return Section("ranks", "Outlier ranks", intro, tables=[shown] if found else [], notes=notes)
+    shown["code"] = [4]  # the command column: shown whole, as code
+    notes = [
+        f"median over ranks: step time {step_median / US:,.1f} µs, GPU compute per step "
+        f"{work_median / US:,.1f} µs"
+    ]
+    if not rows:
+        notes.insert(
+            0, "no outlier: every rank's GPU compute and step time are close to the median"
+        )
+    return Section("ranks", "Outlier ranks", intro, tables=[shown] if rows else [], notes=notes)
 
 
 def steps(ctx: Context) -> Section:
