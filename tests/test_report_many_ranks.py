@@ -16,6 +16,7 @@ from test_report import check_in_chromium
 
 from hta_fast.report import write_report
 from hta_fast.report.build import MANY_RANKS
+from hta_fast.report.context import fold_rank_notes
 from hta_fast.report.heatmap import MAX_ROWS, bin_axis, rank_rows
 from hta_fast.report.rank_stats import slow_outliers
 
@@ -164,3 +165,16 @@ def test_1024_ranks_render_in_chromium(traces_1024, tmp_path):
     traces = {r["id"]: r["traces"] for r in status["rects"]}
     for fig in ("fig-temporal-0", "fig-steps-0", "fig-collectives-0"):
         assert traces[fig] == [["heatmap", MAX_ROWS]], traces[fig]
+
+
+def test_notes_said_of_many_ranks_are_said_once():
+    notes = [f"rank {r}: no communication kernels" for r in range(100)]
+    notes += ["rank 3: a note of its own", "a note about the run"]
+    folded = fold_rank_notes(notes)
+    assert folded == [
+        "100 ranks (0, 1, 2, 3, 4, 5, 6, 7 ... and 92 more): no communication kernels",
+        "rank 3: a note of its own",
+        "a note about the run",
+    ]
+    few = [f"rank {r}: odd" for r in range(3)]
+    assert fold_rank_notes(few) == few  # a few ranks: each said as it is
