@@ -4,6 +4,7 @@ run the cross-rank analyses; wall time and the coordinating process's peak memor
 
     python benchmarks/bench_scale.py [--ranks 64] [--size-mb 48 12] [--workers 2]
         [--out /tmp/htafast-bench/scale] [--reference-timeout 900] [--json RESULTS.json]
+    python benchmarks/bench_scale.py --people --ranks 1024 --size-mb 1 [--straggler 537:1.3]
 
 For each --size-mb (JSON MB per rank) the set is generated once under --out (reused when it is
 there) and each configuration runs as a fresh child process (benchmarks/_measure.py):
@@ -13,6 +14,10 @@ there) and each configuration runs as a fresh child process (benchmarks/_measure
            executor=client, dataset=...): workers write Parquet and send back summaries;
 * reference   the reference tool's TraceAnalysis(trace_dir=DIR) in .venv-ref, where it finishes
            within --reference-timeout (skipped with 0).
+
+--people times what a person runs on the set instead: `hta-fast report DIR --cdn` and
+`hta-fast doctor DIR` (wall time, peak memory, the report's size, the rank the doctor finds
+slowest); --straggler generates the set with that rank slowed (the generator's option).
 
 Coordinator peak memory is the child's own ru_maxrss (the Dask scheduler runs in it too; the
 workers are separate processes and are reported apart). Running two sizes shows whether the
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -119,6 +125,26 @@ print(json.dumps({"load_s": round(load_s, 3), "ranks": len(a.t.traces),
 """
 
 
+def people(folder: Path, out: Path) -> dict:
+    """`hta-fast report` and `hta-fast doctor` on the set, each in a fresh process."""
+    cli = [sys.executable, "-m", "hta_fast"]
+    page = out / f"{folder.name}.html"
+    runs = {}
+    for name, cmd in (
+        ("report", [*cli, "report", str(folder), "-o", str(page), "--cdn"]),
+        ("doctor", [*cli, "doctor", str(folder)]),
+    ):
+        m = run_measured(cmd, check=False)  # the doctor's gate may fail: exit 1 or 3
+        runs[name] = {"wall_s": round(m["wall_s"], 2), "peak_rss_mb": m["peak_rss_mb"]}
+        if name == "report":
+            runs[name]["html_mb"] = round(page.stat().st_size / 1e6, 3)
+        else:
+            # The text a person reads names the rank that stands out, above or below threshold.
+            named = re.search(r"rank (\d+) (?:is slowest|stands out)", m["stdout"])
+            runs[name]["slowest_rank"] = int(named.group(1)) if named else None
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=64)
@@ -132,6 +158,10 @@ def main() -> int:
         help="seconds for the reference's load of a set (0 skips it)",
     )
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument(
+        "--people", action="store_true", help="time `hta-fast report` and `doctor` instead"
+    )
+    ap.add_argument("--straggler", help="RANK:FACTOR, as the generator takes it")
     ap.add_argument("--child", choices=("local", "dask"), help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -145,15 +175,25 @@ def main() -> int:
 
     from hta_fast import synth
 
+    stragglers = {}
+    if args.straggler:
+        rank, factor = args.straggler.split(":")
+        stragglers = {int(rank): float(factor)}
     results = []
     for size in args.size_mb:
-        folder = Path(args.out) / f"{args.ranks}x{size:g}mb"
+        slow = "".join(f"-slow{r}x{f:g}" for r, f in stragglers.items())
+        folder = Path(args.out) / f"{args.ranks}x{size:g}mb{slow}"
         if len(list(folder.glob("rank*.json"))) != args.ranks:
             t0 = time.perf_counter()
-            synth.generate(folder, size, ranks=args.ranks, base=BASE)
+            synth.generate(folder, size, ranks=args.ranks, base=BASE, stragglers=stragglers)
             print(f"generated {folder} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         total_mb = sum(f.stat().st_size for f in folder.glob("rank*.json")) / 1e6
         runs = {}
+        if args.people:
+            runs = people(folder, Path(args.out))
+            print(f"{args.ranks} x {size:g} MB: {runs}", file=sys.stderr)
+            results.append({"ranks": args.ranks, "size_mb_per_rank": size, "runs": runs})
+            continue
         for name in ("local", "dask"):
             m = run_measured(
                 [
