@@ -164,6 +164,14 @@ class Trace(NamedTables):
         """A raw column as numpy, sentinels included (-1 / NaN): for vectorised kernels."""
         return self._raw.tables[table][name]
 
+    def strings_at(self, ids: np.ndarray) -> pa.Array:
+        """The pool strings of these string ids (a name or cat column's values), as a
+        string array, null where an id is negative (no string). Reads the pool only: the
+        Arrow table of the column is not built."""
+        ids = np.asarray(ids, np.int64)
+        taken = self.strings.take(pa.array(np.maximum(ids, 0), mask=ids < 0))
+        return taken.cast(pa.string())
+
     def num_rows(self, table: str) -> int:
         """Rows of a table, read off its raw columns: building the Arrow table to count it
         would cost more than anything a rank summary does (~2 ms a rank)."""

@@ -190,14 +190,6 @@ def _inside_same_call(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def strings_of(trace: Trace, ids: np.ndarray) -> pa.Array:
-    """Pool strings of ids as a string array; null where the id is -1."""
-    ids = np.asarray(ids, np.int32)
-    safe = pa.array(np.where(ids >= 0, ids, 0), pa.int32())
-    values = trace.strings.take(safe).cast(pa.string())
-    return pa.compute.if_else(pa.array(ids >= 0), values, pa.scalar(None, pa.string()))
-
-
 def group_stats(g: OpGroups) -> dict[str, np.ndarray]:
     """Per group: count, gpu_events, GPU time sum/mean/median/min/max/std (population)."""
     starts, ends = g.starts[:-1], g.starts[1:]
@@ -240,8 +232,8 @@ def _rank_table(
     s = group_stats(g)
     cpu_dur = np.maximum(trace.column("events", "dur"), 0)[g.rows]
     cpu_sum = np.add.reduceat(cpu_dur, g.starts[:-1]) if g.num_groups else np.zeros(0, np.int64)
-    cols = [np.full(g.num_groups, rank, np.int64), strings_of(trace, g.keys[:, 0])]
-    cols += [strings_of(trace, g.keys[:, 1 + j]) for j in range(4)]
+    cols = [np.full(g.num_groups, rank, np.int64), trace.strings_at(g.keys[:, 0])]
+    cols += [trace.strings_at(g.keys[:, 1 + j]) for j in range(4)]
     cols += [
         s["count"].astype(np.int64),
         s["gpu_events"].astype(np.int64),

@@ -39,7 +39,7 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from .launch_stats import launch_pairs
 from .op_kernels import enclosing
-from .op_table import SHAPE_COLUMNS, group_stats, op_groups, strings_of
+from .op_table import SHAPE_COLUMNS, group_stats, op_groups
 
 __all__ = ["roofline"]
 
@@ -108,8 +108,8 @@ class ChargedGroups:
         keys = g.keys
         head = pa.table(
             {
-                "name": strings_of(trace, keys[:, 0]),
-                **{c: strings_of(trace, keys[:, 1 + j]) for j, c in enumerate(SHAPE_COLUMNS)},
+                "name": trace.strings_at(keys[:, 0]),
+                **{c: trace.strings_at(keys[:, 1 + j]) for j, c in enumerate(SHAPE_COLUMNS)},
             }
         )
         self.head = head
@@ -271,7 +271,7 @@ def _rank_tables(
     kernels = pa.table(
         [
             np.full(nk, rank, np.int64),
-            strings_of(trace, uniq.astype(np.int32)),
+            trace.strings_at(uniq),
             np.bincount(inv, minlength=nk).astype(np.int64),
             k_time.astype(np.int64),
             kf,

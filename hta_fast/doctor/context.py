@@ -253,8 +253,7 @@ def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.nda
 
 
 def names_of(trace: Trace, rows: np.ndarray) -> list[str]:
-    ids = trace.column("events", "name")[rows]
-    return [trace.strings[int(i)].as_py() if i >= 0 else "" for i in ids]
+    return trace.strings_at(trace.column("events", "name")[rows]).fill_null("").to_pylist()
 
 
 def escape(literal: str) -> str:

@@ -178,7 +178,8 @@ def _collectives(trace: Trace) -> pa.Table:
     rows = collective_rows(trace)
     ts = trace.column("events", "ts")[rows]
     n = len(rows)
-    names = trace.events["name"].take(pa.array(rows)).cast(pa.string()).to_pylist() if n else []
+    # From the pool: building the events table to read a few names costs ~1 ms a rank.
+    names = trace.strings_at(trace.column("events", "name")[rows]).to_pylist() if n else []
     arg = _comm_arg_of_kernel(trace, rows) if n else np.zeros(0, np.int64)
     has = arg >= 0
     ca = trace.comm_args

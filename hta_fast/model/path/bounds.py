@@ -51,8 +51,7 @@ def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
 
 def names_of(trace: Trace, column: str, rows: np.ndarray) -> pa.Array:
     """The string column ("name", "cat") of these event rows, as an Arrow array."""
-    ids = trace.column("events", column)[rows]
-    return trace.strings.take(pa.array(np.maximum(ids, 0), mask=ids < 0))
+    return trace.strings_at(trace.column("events", column)[rows])
 
 
 def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
