@@ -136,3 +136,47 @@ def temporal_breakdown(
                 cols[name + "_pctg"].append(100.0 * v / kernel_time if kernel_time else None)
     table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in _FIELDS}, schema=SCHEMA)
     return Result("temporal_breakdown", table, notes=notes, params={"selection": sel})
+
+
+# --- GPU busy share over time, per rank (the report's rank x time heatmap) ---------------
+# The temporal breakdown gives one number per rank; a heatmap over time needs the busy
+# share of each time bin. The busy time up to any instant is read off the union of the
+# rank's GPU work (the intervals the breakdown starts from) with one sorted search per rank.
+class BusyBins(NamedTuple):
+    ranks: np.ndarray  # int64, sorted
+    start_ns: int  # the first GPU work on any rank (ns since the epoch): where the bins start
+    edges: np.ndarray  # float ns since start_ns, bins + 1 edges shared by every rank
+    busy: np.ndarray  # float, ranks x bins: share of the bin (0..1) with GPU work running
+
+
+def _busy_before(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Busy ns before each instant in `at`, for a normalised interval set."""
+    done = np.r_[0, np.cumsum(ends - starts)]
+    k = np.searchsorted(ends, at, side="right")  # intervals ended by then count whole
+    partial = np.where(k < len(starts), at - starts[np.minimum(k, len(starts) - 1)], 0)
+    return done[k] + np.clip(partial, 0, None)
+
+
+def busy_bins(traces: TraceSet, selection: select.Selection, bins: int) -> BusyBins:
+    """Per selected rank, the share of each of `bins` equal time bins (shared by every rank,
+    from the first GPU work to the last on any rank) with GPU work running; NaN for a rank
+    with none."""
+    unions = {}
+    for rank, trace, mask in select.each_rank(traces, selection):
+        w = gpu_work(trace, mask, selection.window)
+        unions[rank] = ops.union(w.starts, w.ends)
+    spans = [(int(u.starts[0]), int(u.ends[-1])) for u in unions.values() if len(u.starts)]
+    ranks = np.array(sorted(unions), np.int64)
+    if not spans:
+        return BusyBins(ranks, 0, np.zeros(0), np.zeros((len(ranks), 0)))
+    # Times as offsets from the first work before they become floats: ns since the epoch
+    # (~1.7e18) would keep only 256 ns of precision in a float64.
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    edges = np.linspace(0.0, float(max(hi - lo, 1)), bins + 1)
+    busy = np.full((len(ranks), bins), np.nan)
+    for i, r in enumerate(ranks):
+        u = unions[int(r)]
+        if len(u.starts):
+            before = _busy_before((u.starts - lo).astype(float), (u.ends - lo).astype(float), edges)
+            busy[i] = np.diff(before) / np.diff(edges)
+    return BusyBins(ranks, lo, edges, busy)

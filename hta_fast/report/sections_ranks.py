@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
-from .busy_bins import busy_bins
+from ..analysis.temporal import busy_bins
 from .context import Context, Section, SectionFailed
 from .figures import heatmap
 from .heatmap import bin_axis, grid, rank_rows
@@ -192,7 +192,7 @@ def temporal(ctx: Context) -> Section:
     figures = []
     if b.busy.shape[1]:
         z, labels = rank_rows(100 * b.busy, b.ranks, "min")
-        centers = (b.edges[:-1] + b.edges[1:]) / 2 - b.edges[0]
+        centers = (b.edges[:-1] + b.edges[1:]) / 2
         binned = len(labels) < len(b.ranks)
         figures.append(
             heatmap(
