@@ -313,7 +313,7 @@ STEP_US = 10_000.0
 
 
 # --- one trace per cause ---------------------------------------------------------------
-def healthy() -> TraceSet:
+def healthy_builder() -> KinetoBuilder:
     """The CPU runs ahead; each step's 20 big kernels of 499 µs keep the GPU busy back to back
     (1 µs apart); the data loader runs while the GPU works."""
     b = KinetoBuilder()
@@ -328,7 +328,11 @@ def healthy() -> TraceSet:
                 t0 + 100 + j * 500,
                 499,
             )
-    return traceset([b])
+    return b
+
+
+def healthy() -> TraceSet:
+    return traceset([healthy_builder()])
 
 
 def parallelism() -> TraceSet:

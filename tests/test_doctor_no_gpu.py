@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from synthetic_traces import STEP_US, STEPS, KinetoBuilder, healthy, traceset
+from synthetic_traces import STEP_US, STEPS, KinetoBuilder, healthy, healthy_builder, traceset
 
 from hta_fast import TraceSet
 from hta_fast.cli import cli
@@ -91,17 +91,7 @@ def test_cli_exit_status_3_for_no_gpu_activity(tmp_path):
 
 def test_cli_healthy_still_exits_0(tmp_path):
     path = tmp_path / "healthy.json"
-    b = KinetoBuilder()
-    for s in range(STEPS):
-        t0 = s * STEP_US
-        b.step(s, t0, STEP_US)
-        for j in range(20):
-            b.kernel(
-                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
-                t0 + 60 + j * 20,
-                t0 + 100 + j * 500,
-                499,
-            )
+    b = healthy_builder()
     path.write_bytes(b.to_bytes())
     res = CliRunner().invoke(cli, ["doctor", str(path)])
     assert res.exit_code == 0, res.output
