@@ -278,10 +278,7 @@ def waits_without_rows(
     open_calls = calls[on_event & (trace.column("events", "partner")[rows[calls]] < 0)]
     if not len(open_calls) or np.any(kind == EventKind.sync):
         return None
-    strings = trace.strings
-    record_of = sync_calls.is_record_of_names(
-        [strings[int(i)].as_py() if i >= 0 else "" for i in uniq]
-    )
+    record_of = sync_calls.is_record_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
     is_record = ~is_gpu & record_of[name_at]
     records = records_traced(trace)
     kinds = asked[open_calls]
