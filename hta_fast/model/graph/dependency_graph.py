@@ -232,10 +232,7 @@ def build_graph(
     # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
     names = col("events", "name")[rows]
     uniq = np.unique(names)
-    strings = trace.strings
-    kind_of = sync_calls.sync_kind_of_names(
-        [strings[int(i)].as_py() if i >= 0 else "" for i in uniq]
-    )
+    kind_of = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
     name_at = np.searchsorted(uniq, names)
     sync_kind = np.where(is_gpu, 0, kind_of[name_at]).astype(np.uint8)
     asked = sync_kind.copy()  # what each call does, before its row is looked for

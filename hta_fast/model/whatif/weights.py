@@ -24,8 +24,7 @@ CPU_EDGES = [
 
 
 def _names(trace: Trace, ids: np.ndarray) -> list[str]:
-    strings = trace.strings
-    return [strings[int(i)].as_py() if i >= 0 else "" for i in ids]
+    return trace.strings_at(ids).fill_null("").to_pylist()
 
 
 def _match_factor(
