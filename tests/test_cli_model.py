@@ -75,6 +75,46 @@ def test_whatif_bad_factor_is_one_line(traces_dir):
     assert "KEY=FACTOR" in one_error_line(res.stderr)
 
 
+def _write(trace_json: bytes, path) -> str:
+    path.write_bytes(trace_json)
+    return str(path)
+
+
+def test_whatif_op_edits_equal_the_model(tmp_path):
+    from test_model_op_edits import LOADER, job_builder
+
+    slow = _write(job_builder(4000).to_bytes(), tmp_path / "slow.json")
+    fast = _write(job_builder(1000).to_bytes(), tmp_path / "fast.json")
+    res = run("whatif", slow, "--scale-op", f"{LOADER}=0.25", "--format", "json")
+    assert res.exit_code == 0, res.output
+    scaled = json.loads(res.output[: res.output.rindex("}") + 1])["tables"]["what_if"]
+    assert scaled == what_if(hta_fast.load(slow), op_scale={LOADER: 0.25}).table.to_pylist()
+    res = run(
+        "whatif",
+        slow,
+        "--durations-from",
+        fast,
+        "--match",
+        "DataLoader=Data\\=?Loader",
+        "--format",
+        "json",
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output[: res.output.rindex("}") + 1])
+    # A loader 4x as fast, either way: the same prediction, and the pairing table beside it.
+    assert [r["predicted"] for r in doc["tables"]["what_if"]] == [r["predicted"] for r in scaled]
+    assert {r["paired_by"] for r in doc["tables"]["durations_from"]} == {"shapes"}
+
+
+def test_whatif_match_without_durations_from_is_one_line(tmp_path):
+    from test_model_op_edits import job_builder
+
+    path = _write(job_builder(1000).to_bytes(), tmp_path / "t.json")
+    res = run_subprocess("whatif", path, "--match", "DataLoader")
+    assert res.returncode == 2
+    assert "go together" in one_error_line(res.stderr)
+
+
 def test_whatif_device_equals_the_model(traces_dir):
     control = traces_dir / "hta" / "trace_diff" / "control"
     res = run("whatif", str(control), "--device", "V100-SXM2", "--format", "json")

@@ -4,6 +4,8 @@ hta_fast.model.whatif.steps.what_if with hta_fast.model.whatif.edits.Edits)."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Optional
 
 import click
@@ -132,6 +134,23 @@ def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
     return out
 
 
+def _match(pairs: tuple[str, ...]) -> Optional[dict[str, str]]:
+    """--match REGEX[=REGEX_B] as {REGEX: REGEX_B}; an escaped \\= stays in the pattern."""
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        parts = re.split(r"(?<!\\)=", pair, maxsplit=1)
+        here = parts[0].replace("\\=", "=")
+        there = parts[1].replace("\\=", "=") if len(parts) > 1 else here
+        if not here or not there:
+            raise click.BadParameter(
+                f"{pair!r}: expected REGEX or REGEX=REGEX_B", param_hint="--match"
+            )
+        out[here] = there
+    return out
+
+
 def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
     """--comm-bandwidth: "2" or "2x" -> (scale, None); "150GB/s" -> (None, bus GB/s)."""
     if text is None:
@@ -173,6 +192,31 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
     multiple=True,
     metavar="CAT=F",
     help="Scale events of a trace category, e.g. cpu_op=0.5 (repeatable).",
+)
+@click.option(
+    "--scale-op",
+    "ops",
+    multiple=True,
+    metavar="REGEX=F",
+    help="CPU ops whose name matches take F times as long, with everything nested under "
+    "them on their thread; F=0: they cost nothing (repeatable).",
+)
+@click.option(
+    "--durations-from",
+    "durations_from",
+    type=click.Path(exists=True),
+    default=None,
+    help="With --match: events that match take the durations this other trace (a file or "
+    "a folder of ranks) measured for its matching events.",
+)
+@click.option(
+    "--match",
+    "matches",
+    multiple=True,
+    metavar="REGEX[=REGEX_B]",
+    help="With --durations-from: events here whose name matches REGEX pair with events "
+    "there matching REGEX_B (default: the same REGEX); write a literal = in a pattern "
+    "as \\= (repeatable).",
 )
 @click.option("--cpu", type=float, default=1.0, show_default=True, help="Scale CPU time.")
 @click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
@@ -234,6 +278,9 @@ def whatif_command(
     classes: tuple[str, ...],
     names: tuple[str, ...],
     categories: tuple[str, ...],
+    ops: tuple[str, ...],
+    durations_from: Optional[str],
+    matches: tuple[str, ...],
     cpu: float,
     zero_launch_overhead: bool,
     drop_comm_waits: bool,
@@ -246,7 +293,18 @@ def whatif_command(
     devices_file: Optional[str],
 ) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
-    ...) and replay it: predicted step time per rank and step, and the bound that changed."""
+    an op or a loader as fast as in another run, ...) and replay it: predicted step time per
+    rank and step, and the bound that changed.
+
+    \b
+    Examples:
+      hta-fast whatif run/ --scale COMM=0.5          # communication twice as fast
+      hta-fast whatif t.json.gz --scale-op DataLoader=0        # a loader that costs nothing
+      hta-fast whatif workers0.json.gz --durations-from workers4.json.gz --match DataLoader
+                                     # the loader as fast as in the run with 4 workers
+      hta-fast whatif fmha.json.gz --durations-from sage.json.gz \\
+          --match 'fmha_fwd=sage_fwd|sage_quant'   # another attention kernel
+    """
     from ..model.whatif.edits import Edits
     from ..model.whatif.steps import what_if
 
@@ -257,6 +315,9 @@ def whatif_command(
             kernel_class=_factors(classes, "--scale") or None,
             name=_factors(names, "--scale-name") or None,
             category=_factors(categories, "--scale-category") or None,
+            op_scale=_factors(ops, "--scale-op") or None,
+            durations_from=durations_from,
+            match=_match(matches),
             cpu=cpu,
             zero_launch_overhead=zero_launch_overhead,
             drop_comm_waits=drop_comm_waits,
@@ -270,6 +331,9 @@ def whatif_command(
     except ValueError as e:
         raise BadInput(str(e)) from None
     traces, _ = load_traces(paths, opts, recover)
+    if durations_from is not None:
+        other, _ = load_traces((durations_from,), opts, recover, what="loading --durations-from")
+        edits = dataclasses.replace(edits, durations_from=other)
     try:
         result = what_if(
             traces,
@@ -280,4 +344,7 @@ def whatif_command(
         )
     except ValueError as e:
         raise BadInput(str(e)) from None
-    emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
+    tables = {result.name: result.table}
+    if "durations_from" in result.tables:
+        tables["durations_from"] = result.tables["durations_from"]
+    emit(tables, {result.name: result.notes}, fmt, out_dir, limit)

@@ -1,21 +1,28 @@
-"""The edits that change GPU event durations by ns rather than by a factor, per rank, merged into
-one (event rows, ns) pair per rank: the bandwidth edit (hta_fast.model.whatif.bandwidth_edit),
-another GPU (hta_fast.model.whatif.device_edit) and the edits' own duration_change."""
+"""The edits that change event durations event by event, per rank: GPU events by ns, merged
+into one (event rows, ns) pair per rank (the bandwidth edit, hta_fast.model.whatif.bandwidth_edit;
+another GPU, hta_fast.model.whatif.device_edit; the GPU side of durations_from; the edits' own
+duration_change), and CPU ops by a factor on them and what they hold (op_scale and the CPU
+side of durations_from, hta_fast.model.whatif.op_edit)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Mapping, Optional, Union
 
 import numpy as np
+import pyarrow as pa
 
 from ...frame import select
+from ...loading import load, load_dir
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import MatchedCollectives
 from .bandwidth_edit import collective_bandwidth_factors
 from .device_edit import device_changes
-from .edits import Edits
+from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
+from .edits import Edits, source_name
+from .op_edit import RowFactors, matching_cpu_rows
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
@@ -24,11 +31,14 @@ Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 class DurationChanges:
     """per_rank: (event rows, ns added to each one's duration); factor: per matched
     collective, what its time moving data is multiplied by (None without a bandwidth edit);
-    notes from the edits that made them."""
+    notes from the edits that made them; ops: per rank, (CPU event rows, factor on each and
+    what it holds); pairing: how durations_from paired the events (None without it)."""
 
     per_rank: Changes
     factor: Optional[np.ndarray]
     notes: list[str]
+    ops: dict[int, RowFactors] = dataclasses.field(default_factory=dict)
+    pairing: Optional[pa.Table] = None
 
 
 def comm_changes(matched: MatchedCollectives, factor: np.ndarray) -> Changes:
@@ -85,4 +95,55 @@ def duration_changes(
         )
         add_changes(changes, {r: c for r, c in on_device.items() if edits.applies_to(r)})
         notes += device_notes
-    return DurationChanges(changes, factor, notes)
+    out = DurationChanges(changes, factor, notes)
+    if edits.op_scale:
+        for rank, trace, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks)):
+            if edits.applies_to(rank):
+                out.ops[rank] = matching_cpu_rows(trace, edits.op_scale)
+    if edits.durations_from is not None:
+        _add_durations_from(out, traces, edits, sel)
+    return out
+
+
+def _merge_ops(a: Optional[RowFactors], b: RowFactors) -> RowFactors:
+    """Two sets of op factors as one: the factors of a row in both multiply."""
+    if a is None:
+        return b
+    rows = np.concatenate([a[0], b[0]])
+    uniq, inv = np.unique(rows, return_inverse=True)
+    factor = np.ones(len(uniq))
+    np.multiply.at(factor, inv.reshape(-1), np.concatenate([a[1], b[1]]))
+    return uniq, factor
+
+
+def _other_traces(edits: Edits) -> TraceSet:
+    source = edits.durations_from
+    if isinstance(source, (Trace, TraceSet)):
+        return select.as_traceset(source)
+    return select.as_traceset(load_dir(source) if os.path.isdir(source) else load(source))
+
+
+def _add_durations_from(
+    out: DurationChanges, traces: Union[Trace, TraceSet], edits: Edits, sel: select.Selection
+) -> None:
+    """durations_from: rank r takes its durations from the other traces' rank r, or from
+    the other trace when it holds one rank."""
+    other = _other_traces(edits)
+    tables = []
+    for rank, trace, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks)):
+        if not edits.applies_to(rank):
+            continue
+        if rank in other.ranks:
+            source = other[rank]
+        elif len(other) == 1:
+            source = other[other.ranks[0]]
+        else:
+            out.notes.append(f"durations_from: rank {rank} is not in the other traces; unchanged")
+            continue
+        assert edits.match is not None  # checked with durations_from
+        pairing = pair_durations(rank, trace, source, edits.match)
+        out.ops[rank] = _merge_ops(out.ops.get(rank), pairing.ops)
+        add_changes(out.per_rank, {rank: pairing.gpu})
+        tables.append(pairing.table)
+    out.pairing = pa.concat_tables(tables) if tables else PAIRING_SCHEMA.empty_table()
+    out.notes += pairing_notes(out.pairing, source_name(edits.durations_from))

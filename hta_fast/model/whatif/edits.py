@@ -20,6 +20,16 @@
                    one hta_fast.model.predict gives on that device (source_device,
                    devices_file and allow_tf32 as there; hta_fast.model.whatif.device_edit);
                    the host, the waits and the launch order stay as recorded
+    op_scale       {regex: factor}: CPU events (ops, annotations, Python functions, runtime
+                   calls) whose name matches take factor times as long, with everything
+                   nested under them on their thread (0: the op costs nothing;
+                   hta_fast.model.whatif.op_edit)
+    durations_from / match  events that match take the durations another trace (a Trace,
+                   a TraceSet, or a path to load) measured for its matching events: match is
+                   a regex for both traces or {regex here: regex there}; CPU events with what
+                   runs under them, GPU events their GPU time; how each event was paired is
+                   in the result's "durations_from" table
+                   (hta_fast.model.whatif.durations_from)
     duration_change  per rank, (event rows, ns added to each one's duration): edits computed
                    elsewhere (hta_fast.model.plans.plan_replay)
     edit_ranks     the ranks the factor and device edits apply to (default: all); the
@@ -33,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 import re
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -40,6 +51,8 @@ import numpy as np
 
 from ...costs.devices import Device
 from ...schema import KernelClass
+from ...trace import Trace
+from ...traceset import TraceSet
 from ..comm.collective_cost import CostModel
 from .bandwidth_edit import check_bandwidth
 
@@ -77,6 +90,13 @@ def _factors(field: str, table: Optional[Mapping[str, float]]) -> Optional[Mappi
     return out
 
 
+def _check_pattern(field: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise _fail(field, f"bad name pattern {pattern!r}: {e}") from None
+
+
 def _changes(table: Optional[Changes]) -> Optional[Changes]:
     """duration_change as int64 rows and float ns per rank, of equal lengths."""
     if table is None:
@@ -111,23 +131,25 @@ class Edits:
     source_device: Union[str, Device, None] = None
     devices_file: Optional[str] = None
     allow_tf32: Union[bool, str] = False
+    op_scale: Optional[Mapping[str, float]] = None
+    durations_from: Any = None  # a Trace, a TraceSet or a path
+    match: Union[str, Mapping[str, str], None] = None
     duration_change: Optional[Changes] = None
     edit_ranks: Optional[Sequence[int]] = None  # kept as a sorted tuple
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: the checked, normalized values are set once here
-        for field in ("kernel_class", "name", "category"):
+        for field in ("kernel_class", "name", "category", "op_scale"):
             put(self, field, _factors(field, getattr(self, field)))
         for cls in self.kernel_class or {}:
             if cls not in KERNEL_CLASSES:
                 raise _fail(
                     "kernel_class", f"unknown kernel class {cls!r}: one of {KERNEL_CLASSES}"
                 )
-        for pattern in self.name or {}:
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise _fail("name", f"bad name pattern {pattern!r}: {e}") from None
+        for field in ("name", "op_scale"):
+            for pattern in getattr(self, field) or {}:
+                _check_pattern(field, pattern)
+        self._check_durations_from()
         put(self, "cpu", _factor("cpu", self.cpu))
         for field in ("zero_launch_overhead", "drop_comm_waits"):
             if not isinstance(getattr(self, field), (bool, np.bool_)):
@@ -137,6 +159,33 @@ class Edits:
         put(self, "duration_change", _changes(self.duration_change))
         if self.edit_ranks is not None:
             put(self, "edit_ranks", tuple(sorted({int(r) for r in self.edit_ranks})))
+
+    def _check_durations_from(self) -> None:
+        if (self.durations_from is None) != (self.match is None):
+            raise _fail(
+                "durations_from" if self.durations_from is None else "match",
+                "durations_from and match go together: the trace to take durations from, "
+                "and which events (a regex, or {regex here: regex there})",
+            )
+        if self.match is None:
+            return
+        if isinstance(self.match, str):
+            _check_pattern("match", self.match)
+        elif isinstance(self.match, Mapping) and self.match:
+            put = object.__setattr__
+            for a, b in self.match.items():
+                if not isinstance(a, str) or not isinstance(b, str):
+                    raise _fail("match", f"patterns must be strings, got {a!r}: {b!r}")
+                _check_pattern("match", a)
+                _check_pattern("match", b)
+            put(self, "match", dict(self.match))
+        else:
+            raise _fail("match", f"a regex or a non-empty {{regex: regex}}, got {self.match!r}")
+        if not isinstance(self.durations_from, (str, os.PathLike, Trace, TraceSet)):
+            raise _fail(
+                "durations_from",
+                f"a Trace, a TraceSet or a path, got {type(self.durations_from).__name__}",
+            )
 
     def _check_bandwidth(self) -> None:
         if self.collective_bandwidth is None and self.collective_busbw_gbps is None:
@@ -197,9 +246,26 @@ class Edits:
             "drop_comm_waits": self.drop_comm_waits,
             "collective_bandwidth": self.collective_bandwidth,
             "collective_busbw_gbps": self.collective_busbw_gbps,
+            "op_scale": copy(self.op_scale),
+            "durations_from": source_name(self.durations_from),
+            "match": self.match,
             "edit_ranks": None if self.edit_ranks is None else list(self.edit_ranks),
             "device": device,
         }
+
+
+def source_name(source: Any) -> Optional[str]:
+    """durations_from as text: its path, or where the trace was loaded from."""
+    if source is None:
+        return None
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    traces = [source] if isinstance(source, Trace) else [source[r] for r in source.ranks]
+    paths = [str(t.meta.path) for t in traces if t.meta.path]
+    if len(paths) == 1:
+        return paths[0]
+    folders = {os.path.dirname(p) for p in paths}
+    return f"{folders.pop()} ({len(paths)} ranks)" if len(folders) == 1 else "the other traces"
 
 
 NO_EDITS = Edits()

@@ -71,7 +71,13 @@ def replay_group(
     """These chains (one per rank, the same steps) replayed as measured and edited: together
     when `matched` is given (cross-rank), else each alone."""
     w_edit = [
-        edited_weights(c.graph, c.trace, edits.on_rank(c.rank), changes.per_rank.get(c.rank))
+        edited_weights(
+            c.graph,
+            c.trace,
+            edits.on_rank(c.rank),
+            changes.per_rank.get(c.rank),
+            changes.ops.get(c.rank),
+        )
         for c in chains
     ]
     if matched is None:

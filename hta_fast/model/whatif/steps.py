@@ -132,6 +132,8 @@ def what_if(
         if together
         else {}
     )
+    if changes.pairing is not None:
+        paths["durations_from"] = changes.pairing
     return Result(
         "what_if",
         table,

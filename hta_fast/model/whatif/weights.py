@@ -16,6 +16,7 @@ from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
 from ..graph.dropped import DROPPED
 from .edits import Edits
+from .op_edit import RowFactors, cpu_edge_factors
 
 CPU_EDGES = [
     EDGE[t]
@@ -67,10 +68,13 @@ def edited_weights(
     trace: Trace,
     edits: Edits,
     duration_change: Optional[tuple[np.ndarray, np.ndarray]] = None,
+    ops: Optional[RowFactors] = None,
 ) -> np.ndarray:
     """The graph's calibrated weights with the edits' factors applied. duration_change:
     (event rows, ns) added to those GPU events' durations before the factors (a
-    collective's changed time moving data, a lookup's planned time, another GPU's time)."""
+    collective's changed time moving data, a lookup's planned time, another GPU's time);
+    ops: (CPU event rows, factor) for those ops and what they hold (op_scale,
+    durations_from)."""
     w = graph.weight.astype(np.float64)
     types = graph.edge_type
     src_row = graph.rows[np.minimum(graph.src // 2, len(graph.rows) - 1)]
@@ -85,6 +89,8 @@ def edited_weights(
     w[gpu_self] *= _gpu_factor(trace, rows, edits)
     if edits.cpu != 1.0:
         w[np.isin(types, CPU_EDGES)] *= edits.cpu
+    if ops is not None and len(ops[0]):
+        w *= cpu_edge_factors(graph, trace, ops)
     if edits.zero_launch_overhead:
         w[types == EDGE["launch"]] = 0
         # The calls that launched GPU work: their own CPU time goes too.

@@ -1,0 +1,241 @@
+"""The what-if edits that change ops one by one: op_scale (CPU ops and what they hold take F
+times as long) and durations_from (events take the durations another trace measured), on
+synthetic pairs whose answer is known by construction, as properties, and on the real pairs
+in ../shared/traces/pairs (the measured errors pinned as upper bounds)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hta_fast
+from hta_fast.model.whatif.durations_from import match_pairs
+from hta_fast.model.whatif.edits import Edits
+from hta_fast.model.whatif.steps import what_if
+from tests.conftest import TRACES_DIR
+from tests.synthetic_traces import KinetoBuilder
+
+GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+LOADER = r"enumerate\(DataLoader\)"
+PAIRS = os.path.join(TRACES_DIR, "pairs")
+STEPS = 4
+
+
+def job_builder(
+    loader_us: float,
+    attention_us: Sequence[float] = (300, 300, 300, 300),
+    attention: str = "attn_a_fwd",
+    quant_us: Optional[Sequence[float]] = None,
+    host_side_us: float = 0.0,
+    steps: int = STEPS,
+) -> KinetoBuilder:
+    """Each step: a data loader of loader_us holding a collate op (its middle half) and a
+    pin_memory op (from 80 to 90 % of it), then
+    ten launches 10 µs apart (GEMMs of 100 µs; the sixth is `attention`, attention_us[step]
+    long, preceded by a quantisation kernel of quant_us[step] when given), host work of
+    host_side_us while the GPU runs, a stream sync that returns 3 µs after the GPU drains,
+    and 50 µs of host work. A kernel starts 10 µs after its launch or when the stream is
+    free: the physics the dependency graph encodes, so an edit's answer is the job made so."""
+    b = KinetoBuilder()
+    t0 = 0.0
+    for s in range(steps):
+        b.dataloader(t0 + 1, loader_us)
+        b.cpu_op("aten::collate", t0 + 1 + loader_us / 4, loader_us / 2)
+        b.cpu_op("aten::pin_memory", t0 + 1 + loader_us * 0.8, loader_us / 10)
+        launch_at = t0 + 1 + loader_us + 2
+        kernels = [(GEMM, 100.0)] * 10
+        kernels[5] = (attention, attention_us[s])
+        if quant_us is not None:
+            kernels.insert(5, ("attn_quant", quant_us[s]))
+        free = -1.0
+        for j, (name, dur) in enumerate(kernels):
+            launch = launch_at + 10 * j
+            start = max(launch + 10, free)
+            b.kernel(name, launch, start, dur)
+            free = start + dur
+        host_at = launch_at + 10 * len(kernels) + 2
+        if host_side_us:
+            b.cpu_op("aten::host_side", host_at, host_side_us)
+        sync_start = host_at + max(host_side_us, 0) + 2
+        sync_end = max(sync_start + 5, free + 3)
+        b.runtime("cudaStreamSynchronize", sync_start, sync_end - sync_start)
+        b.cpu_op("aten::cpu_work", sync_end + 2, 50)
+        end = sync_end + 2 + 50 + 1
+        b.step(s, t0, end - t0)
+        t0 = end
+    return b
+
+
+def job(loader_us: float, *args, **kwargs) -> hta_fast.Trace:
+    """job_builder's trace, loaded."""
+    return job_builder(loader_us, *args, **kwargs).load()
+
+
+def measured(trace: hta_fast.Trace) -> np.ndarray:
+    return what_if(trace).to_pandas().measured.to_numpy()
+
+
+def predicted(trace: hta_fast.Trace, **edits) -> np.ndarray:
+    return what_if(trace, **edits).to_pandas().predicted.to_numpy()
+
+
+# --- op_scale -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("factor", [0.0, 0.5, 2.0])
+def test_a_scaled_loader_predicts_the_job_with_that_loader(factor):
+    # The loader and the collate op nested in it both scale: job(4000 * f) is that job.
+    got = predicted(job(4000), op_scale={LOADER: factor})
+    assert np.array_equal(got, measured(job(4000 * factor)))
+    assert not np.allclose(measured(job(4000)), got, rtol=0.05)  # the knob matters
+
+
+def test_scaling_only_the_nested_op_leaves_the_loaders_own_time():
+    # collate is the middle half of the loader: at 0 the loader is half as long.
+    assert np.array_equal(predicted(job(4000), op_scale={"collate": 0}), measured(job(2000)))
+
+
+def test_nested_factors_multiply():
+    # 0.5 on the loader and 0.5 on collate inside it: the loader's own quarters take half,
+    # collate a quarter of its time. Loader 4000 -> 1000 + 1000 * 0.25 + ... = 1500 µs.
+    got = predicted(job(4000), op_scale={LOADER: 0.5, "collate": 0.5})
+    base = measured(job(4000))
+    assert np.array_equal(base - got, np.full(STEPS, 2_500_000))
+
+
+def test_op_scale_is_checked():
+    with pytest.raises(ValueError, match="op_scale"):
+        Edits(op_scale={"(": 0.5})
+    with pytest.raises(ValueError, match="op_scale"):
+        Edits(op_scale={LOADER: -1})
+
+
+# --- durations_from -------------------------------------------------------------------------
+
+
+def test_a_loader_from_another_run_predicts_that_run():
+    fast = job(1000)
+    r = what_if(job(4000), durations_from=fast, match=LOADER)
+    assert np.array_equal(r.to_pandas().predicted.to_numpy(), measured(fast))
+    pairing = r.tables["durations_from"].to_pandas()
+    assert (pairing.paired_by == "shapes").all() and len(pairing) == STEPS  # same name
+
+
+def test_one_kernel_swapped_for_another_takes_its_durations_step_by_step():
+    a_us, b_us = [300, 320, 280, 310], [150, 500, 90, 260]
+    b = job(500, b_us, attention="attn_b_fwd")
+    r = what_if(job(500, a_us), durations_from=b, match={"attn_a": "attn_b"})
+    assert np.array_equal(r.to_pandas().predicted.to_numpy(), measured(b))
+    pairing = r.tables["durations_from"].to_pandas()
+    assert (pairing.paired_by == "order").all() and pairing.gpu.all()
+    assert pairing.new_dur.tolist() == [u * 1000 for u in b_us]
+
+
+def test_one_kernel_become_two_takes_their_summed_time():
+    b_us, q_us = [200, 210, 190, 205], [40, 45, 50, 35]
+    b = job(500, b_us, attention="attn_b_fwd", quant_us=q_us)
+    r = what_if(job(500), durations_from=b, match={"attn_a": "attn_b|attn_quant"})
+    pairing = r.tables["durations_from"].to_pandas()
+    assert (pairing.paired_by == "step_share").all()
+    assert pairing.new_dur.tolist() == [(x + y) * 1000 for x, y in zip(b_us, q_us)]
+    # The other job also launches one more kernel (10 µs of launch and queue): within it.
+    assert np.abs(r.to_pandas().predicted.to_numpy() - measured(b)).max() <= 10_000
+
+
+def test_events_without_a_counterpart_in_the_step_take_the_mean():
+    # The other run has two steps: steps 3 and 4 here take the mean of its two kernels.
+    b = job(500, [150, 250], attention="attn_b_fwd", steps=2)
+    r = what_if(job(500), durations_from=b, match={"attn_a": "attn_b"})
+    pairing = r.tables["durations_from"].to_pandas()
+    assert pairing.paired_by.tolist() == ["order", "order", "mean", "mean"]
+    assert pairing.new_dur.tolist() == [150_000, 250_000, 200_000, 200_000]
+
+
+def test_events_the_other_trace_lacks_keep_their_time():
+    a = job(500)
+    r = what_if(a, durations_from=job(500), match={"attn_a": "no such kernel"})
+    assert (r.tables["durations_from"].to_pandas().paired_by == "unpaired").all()
+    assert np.array_equal(r.to_pandas().predicted.to_numpy(), measured(a))
+
+
+def test_durations_from_and_match_go_together():
+    with pytest.raises(ValueError, match="go together"):
+        Edits(durations_from=job(1000))
+    with pytest.raises(ValueError, match="go together"):
+        Edits(match=LOADER)
+    with pytest.raises(ValueError, match="match"):
+        Edits(durations_from=job(1000), match={"(": "x"})
+    assert match_pairs({"a": "b"}) == [("a", "b")] and match_pairs("a") == [("a", "a")]
+
+
+# --- properties -----------------------------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    loader=st.integers(100, 5000),
+    attention=st.lists(st.integers(20, 800), min_size=STEPS, max_size=STEPS),
+    pattern=st.sampled_from([".", "aten", "attn", LOADER, "gemm", "Synchronize"]),
+)
+def test_durations_from_a_copy_of_the_trace_changes_nothing(loader, attention, pattern):
+    a, copy = job(loader, attention), job(loader, attention)
+    r = what_if(a, durations_from=copy, match=pattern).to_pandas()
+    assert np.array_equal(r.predicted.to_numpy(), r.replayed.to_numpy())
+
+
+@settings(max_examples=15, deadline=None)
+@given(host=st.integers(1, 400), factor=st.floats(0, 1))
+def test_shortening_host_work_off_the_critical_path_changes_nothing(host, factor):
+    # The host works while the GPU runs its 1.2 ms of kernels, then waits for it.
+    a = job(500, host_side_us=host)
+    got = predicted(a, op_scale={"host_side": factor})
+    assert np.array_equal(got, measured(a))
+
+
+@settings(max_examples=10, deadline=None)
+@given(f1=st.floats(0, 3), f2=st.floats(0, 3))
+def test_a_longer_op_never_shortens_a_step(f1, f2):
+    lo, hi = sorted([f1, f2])
+    a = job(800)
+    assert (predicted(a, op_scale={LOADER: lo}) <= predicted(a, op_scale={LOADER: hi})).all()
+
+
+# --- real pairs: errors pinned as upper bounds ----------------------------------------------
+
+
+def _pair(folder: str, a: str, b: str) -> tuple[hta_fast.Trace, hta_fast.Trace]:
+    paths = [os.path.join(PAIRS, folder, name) for name in (a, b)]
+    if not all(os.path.exists(p) for p in paths):
+        pytest.skip(f"{folder} pair not present")
+    return hta_fast.load(paths[0]), hta_fast.load(paths[1])
+
+
+def _error(a: hta_fast.Trace, b: hta_fast.Trace, **edits) -> float:
+    """Predicted mean step of A under the edits against B's measured mean step (both as
+    the replay's steps), as a fraction."""
+    return float(predicted(a, **edits).mean() / measured(b).mean() - 1)
+
+
+def test_dataloader_pair_four_workers_from_the_loader_of_the_run_with_them():
+    a, b = _pair(
+        "dataloader_workers",
+        "resnet50_num_workers_0.pt.trace.json.gz",
+        "resnet50_num_workers_4.pt.trace.json.gz",
+    )
+    err = _error(a, b, durations_from=b, match=LOADER)
+    no_change = float(measured(a).mean() / measured(b).mean() - 1)
+    assert abs(err) <= 0.04  # measured -3.0 %
+    assert abs(err) < abs(no_change) / 3  # no change: +19.5 %
+
+
+def test_attention_pair_sage_attention_from_its_kernels():
+    a, b = _pair("attention_backend", "flux_aiter.json.gz", "flux_aiter_sage.json.gz")
+    err = _error(a, b, durations_from=b, match={"fmha_fwd": "sage_fwd|sage_quant"})
+    no_change = float(measured(a).mean() / measured(b).mean() - 1)
+    assert abs(err) <= 0.045  # measured -3.7 %
+    assert abs(err) < abs(no_change)  # no change: -5.3 %
