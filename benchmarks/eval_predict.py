@@ -2,7 +2,7 @@
 """How well a trace recorded on one GPU predicts the same workload on another.
 
     python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves]
-        [--curve-weights groups|calls] [--devices-file FILE]
+        [--curve-weights groups|calls] [--device-floor-from TRACE] [--devices-file FILE]
 
 Predicts A's operators on B's device (hta_fast.model.predict) and compares, for every
 operator group (name + recorded shapes) found in both traces, the predicted time of one call
@@ -14,7 +14,9 @@ a family is scaled by the one ratio that fits B best (the median of B/A over the
 groups, FITTED ON B: not a prediction, but a floor under the error of any model that moves a
 family's groups together, as a device's peaks and bandwidth do). Groups whose shapes hold a
 list of tensors recorded as [] (older profilers' cat) are not compared: such a key stands
-for every call site of the operator, not for one workload.
+for every call site of the operator, not for one workload. --device-floor-from TRACE gives
+predict B's GPU's launch floor, measured on TRACE: another workload recorded on that GPU
+(B itself would be fitted on the answer, and is refused).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 
 import numpy as np
 
@@ -76,13 +79,21 @@ def main() -> None:
         help="each operator group once in its family's efficiency curve "
         "(predict's default), or weighted by its calls (the earlier default)",
     )
+    ap.add_argument(
+        "--device-floor-from",
+        metavar="TRACE",
+        help="another trace recorded on B's GPU: its launch floor becomes predict's "
+        "device_floor_ns (by default the launch latency keeps its time)",
+    )
     ap.add_argument("--devices-file")
     args = ap.parse_args()
+    if args.device_floor_from and os.path.samefile(args.device_floor_from, args.b):
+        raise SystemExit("--device-floor-from must be another trace than B: B is the answer")
 
     import hta_fast
     from hta_fast.analysis.roofline import ChargedGroups, resolve_device
     from hta_fast.costs.devices import DeviceTable
-    from hta_fast.model.predict import predict
+    from hta_fast.model.predict import launch_floor_of, predict
 
     a, b = hta_fast.load(args.a), hta_fast.load(args.b)
     table = DeviceTable.load(args.devices_file)
@@ -90,6 +101,13 @@ def main() -> None:
     if dev_a is None or dev_b is None:
         raise SystemExit(f"device not in the table: A {dev_a}, B {dev_b}")
     tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
+    floor_b = None
+    if args.device_floor_from:
+        other = hta_fast.load(args.device_floor_from)
+        dev_other = resolve_device(other, None, table)
+        if dev_other is None or dev_other.key != dev_b.key:
+            raise SystemExit(f"{args.device_floor_from} was not recorded on B's {dev_b.key}")
+        floor_b = launch_floor_of(other)
     ops = predict(
         a,
         dev_b,
@@ -97,6 +115,7 @@ def main() -> None:
         devices_file=args.devices_file,
         efficiency_curves=not args.no_curves,
         curve_weights=args.curve_weights,
+        device_floor_ns=floor_b,
     )["ops"]
     keys = list(
         zip(ops["name"].to_pylist(), ops["input_dims"].to_pylist(), ops["input_type"].to_pylist())
@@ -140,7 +159,10 @@ def main() -> None:
             "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
             "measured_a_ms": round(float((base * w).sum()) / 1e6, 3),
         }
-    print(f"A: {args.a} ({dev_a.key})\nB: {args.b} ({dev_b.key})")
+    print(f"A: {args.a} ({dev_a.key}, launch floor {launch_floor_of(a) / 1e3:.2f} us)")
+    print(f"B: {args.b} ({dev_b.key})")
+    if floor_b is not None:
+        print(f"B's launch floor {floor_b / 1e3:.2f} us, from {args.device_floor_from}")
     if unknown:
         print(
             f"not compared: {len(unknown)} group(s) with a list of tensors recorded as [] "
@@ -156,7 +178,9 @@ def main() -> None:
             f"{r['gm_error_one_ratio']:>9.1%}"
             f"{r['measured_b_ms']:>11.3f}{r['predicted_b_ms']:>11.3f}{r['measured_a_ms']:>11.3f}"
         )
-    print(json.dumps({"a": dev_a.key, "b": dev_b.key, "families": rows}))
+    print(
+        json.dumps({"a": dev_a.key, "b": dev_b.key, "device_floor_ns": floor_b, "families": rows})
+    )
 
 
 if __name__ == "__main__":

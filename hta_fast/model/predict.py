@@ -1,12 +1,15 @@
 """Predict each kernel's time on another GPU from a trace recorded on this one.
 
 Kernels charged to an operator with a cost model (see analysis.roofline) follow their
-family's kernel model (model.kernel_model): the measured time scaled by the ratio of the
-operator's roofline times on the two devices, corrected by the trace's own efficiency curve
-for the family, with a launch floor. Other compute kernels are assumed bound by memory
-bandwidth and scale by the ratio of the two devices' bandwidths (with the same floor).
-Communication kernels and host transfers keep their measured time: they depend on the
-network and the host link, not on the GPU.
+family's kernel model (costs.kernel_model): each call's time less its launch latency (the
+part at the trace's launch floor) is its work, which scales by the ratio of the operator's
+roofline times on the two devices, corrected by the trace's own efficiency curve for the
+family and held between 1 and that ratio; the latency keeps its time, unless the target's
+launch floor is given (`device_floor_ns`, e.g. `launch_floor_of` a trace recorded there).
+Other compute kernels are assumed bound by memory bandwidth: their work scales by the ratio
+of the two devices' bandwidths, their latency as above. Communication kernels and host
+transfers keep their measured time: they depend on the network and the host link, not on
+the GPU.
 
 Result: per family the measured and predicted GPU time (main table), per operator group
 ("ops"), and per GPU event its predicted duration ("events": row, dur, predicted), which a
@@ -22,7 +25,13 @@ import pyarrow as pa
 
 from ..analysis.roofline import ChargedGroups, resolve_device
 from ..costs.devices import Device, DeviceTable
-from ..costs.kernel_model import KernelModels, fit_curve, launch_floor
+from ..costs.kernel_model import (
+    KernelModels,
+    fit_models,
+    latency_part,
+    launch_floor,
+    scale_kernels,
+)
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -30,7 +39,7 @@ from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
 
-__all__ = ["predict"]
+__all__ = ["predict", "launch_floor_of"]
 
 UNMODELLED, COMM, HOST = "(unmodelled compute)", "(communication)", "(host transfer)"
 
@@ -90,6 +99,24 @@ def _roofline_ns(
     return np.maximum(compute, nbytes / dev.memory_bytes_per_s) * 1e9
 
 
+def _unmodelled_ns(
+    dur: np.ndarray,
+    models: KernelModels,
+    src: Device,
+    dst: Device,
+    floor_dst_ns: Optional[float],
+) -> np.ndarray:
+    """Compute kernels outside any costed operator: one kernel each, bound by memory
+    bandwidth (their work scales by the ratio of bandwidths), with the same latency part
+    and floor as the costed ones."""
+    ones = np.ones(len(dur))
+    latency = latency_part(dur, None, ones, models.latency_ns)
+    bw_ratio = np.full(len(dur), src.memory_bytes_per_s / dst.memory_bytes_per_s)
+    pred = scale_kernels(dur, latency, bw_ratio, models.latency_ratio(floor_dst_ns))
+    floor = models.floor_ns if floor_dst_ns is None else floor_dst_ns
+    return np.maximum(pred, np.minimum(dur, floor))
+
+
 def _predict_rank(
     rank: int,
     trace: Trace,
@@ -100,6 +127,7 @@ def _predict_rank(
     op_prefix: Optional[str],
     curves_on: bool,
     curve_weights: str = "groups",
+    floor_dst_ns: Optional[float] = None,
 ) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     fam = cg.costs["family"].to_pylist()
@@ -117,32 +145,20 @@ def _predict_rank(
     fam_arr = np.array([f or "" for f in fam], dtype=object)
     # each operator group counts once in its family's curve ("groups"), or by its calls
     weight = cg.calls if curve_weights == "calls" else (cg.calls > 0).astype(np.int64)
-    curves = (
-        {
-            f: fit_curve(r_src[fam_arr == f], per_call[fam_arr == f], weight[fam_arr == f])
-            for f in families
-        }
-        if curves_on
-        else {}
-    )
-    kclass = trace.column("events", "kernel_class")
-    models = KernelModels(curves, launch_floor(cg.dur))
+    models = fit_models(fam_arr, r_src, per_call, k_per_call, weight, cg.dur, curves_on)
     pred_call = np.array(per_call, np.float64)
     for f in families:
         sel = (fam_arr == f) & (cg.calls > 0)
         pred_call[sel] = models.predict_call(
-            f, per_call[sel], r_src[sel], r_dst[sel], k_per_call[sel]
+            f, per_call[sel], r_src[sel], r_dst[sel], k_per_call[sel], floor_dst_ns
         )
     # per event: charged events scale with their group; the rest by class
     scale = np.where(per_call > 0, pred_call / np.where(per_call > 0, per_call, 1), 1.0)
-    is_comm = kclass[cg.gpu] == KernelClass.COMM
-    bw_scale = src.memory_bytes_per_s / dst.memory_bytes_per_s
+    is_comm = trace.column("events", "kernel_class")[cg.gpu] == KernelClass.COMM
     ev_pred = np.where(
         charged,
         cg.dur * scale[np.maximum(cg.event_group, 0)],
-        np.where(
-            is_comm, cg.dur, np.maximum(cg.dur * bw_scale, np.minimum(cg.dur, models.floor_ns))
-        ),
+        np.where(is_comm, cg.dur, _unmodelled_ns(cg.dur, models, src, dst, floor_dst_ns)),
     )
     ev_fam = np.where(
         charged, fam_arr[np.maximum(cg.event_group, 0)], np.where(is_comm, COMM, UNMODELLED)
@@ -220,10 +236,15 @@ def predict(
     window: Optional[tuple[int, int]] = None,
     streams: Optional[Sequence[int]] = None,
     selection: Optional[select.Selection] = None,
+    device_floor_ns: Optional[float] = None,
 ) -> Result:
     """Predicted GPU time per family on `device` (a device table key or name).
     `source_device` names the trace's own GPU when its deviceProperties do not;
-    efficiency_curves=False scales by the roofline ratio alone (no size correction);
+    device_floor_ns: the launch floor of `device` where known (`launch_floor_of` a trace
+    recorded on it, any workload): the launch latency in each kernel's time then moves to
+    it; by default it keeps its time, as the device table holds no launch latency;
+    efficiency_curves=False scales the work by the roofline ratio alone (no size
+    correction);
     curve_weights: "groups" (each operator group counts once in its family's curve, so a
     few groups called many times do not set it) or "calls" (each call counts);
     allow_tf32 (False, True or "auto": where the kernels' names say TF32) picks the peaks of
@@ -247,7 +268,16 @@ def predict(
             )
         parts.append(
             _predict_rank(
-                rank, trace, mask, src, dst, allow_tf32, op_prefix, efficiency_curves, curve_weights
+                rank,
+                trace,
+                mask,
+                src,
+                dst,
+                allow_tf32,
+                op_prefix,
+                efficiency_curves,
+                curve_weights,
+                device_floor_ns,
             )
         )
     summary = pa.concat_tables([p[0] for p in parts]) if parts else SUMMARY_SCHEMA.empty_table()
@@ -264,6 +294,16 @@ def predict(
         tables={"ops": ops, "events": events},
         notes=notes,
         params=dict(
-            device=dst.key, allow_tf32=allow_tf32, curve_weights=curve_weights, selection=sel
+            device=dst.key,
+            allow_tf32=allow_tf32,
+            curve_weights=curve_weights,
+            device_floor_ns=device_floor_ns,
+            selection=sel,
         ),
     )
+
+
+def launch_floor_of(trace: Trace) -> float:
+    """The launch floor of the GPU `trace` was recorded on (ns), measured as predict
+    measures its source's: for `device_floor_ns` when predicting another trace onto it."""
+    return launch_floor(ChargedGroups(trace, None, None).dur)
