@@ -39,6 +39,8 @@ class Finding:
     steps: list
     ranks: list
     advice: str
+    saving_ns_per_step: Optional[int] = None
+    saving_edit: str = ""
 
 
 @dataclasses.dataclass
@@ -105,7 +107,7 @@ def module(utilization: float = 0.8, findings: Optional[list] = None) -> types.M
     mod.CAUSES, mod.Thresholds, mod.Finding, mod.Diagnosis = CAUSES, Thresholds, Finding, Diagnosis
     mod.calls = []
 
-    def diagnose(traces, steps=None, thresholds=None):
+    def diagnose(traces, steps=None, thresholds=None, model="auto"):
         mod.calls.append({"ranks": list(traces.ranks), "steps": steps, "thresholds": thresholds})
         return Diagnosis(utilization, list(findings or []), thresholds or Thresholds())
 

@@ -138,6 +138,13 @@ def exit_status(diag: Diagnosis, reasons: Sequence[str]) -> int:
     type=click.Path(exists=True, dir_okay=False),
     help="JSON file of threshold overrides.",
 )
+@click.option(
+    "--model/--no-model",
+    "model",
+    default=None,
+    help="Predict each cause's saving by replaying its edit on the dependency graph and "
+    "rank by it (default: on up to 64 ranks).",
+)
 @recover_option
 @click.pass_obj
 @click.pass_context
@@ -152,6 +159,7 @@ def doctor(
     fail_on: tuple[str, ...],
     threshold_pairs: tuple[str, ...],
     thresholds_file: Optional[str],
+    model: Optional[bool],
     recover: bool,
 ) -> None:
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
@@ -171,7 +179,12 @@ def doctor(
     thresholds = thresholds_of(mod, threshold_pairs, thresholds_file)
     traces, _ = load_traces(paths, opts, recover)
     traces = subset(traces, parse_ints(ranks, "rank"))
-    diag = mod.diagnose(traces, steps=pick_steps(traces, parse_steps(steps)), thresholds=thresholds)
+    diag = mod.diagnose(
+        traces,
+        steps=pick_steps(traces, parse_steps(steps)),
+        thresholds=thresholds,
+        model="auto" if model is None else model,
+    )
     reasons = gate_reasons(diag, fail_under_utilization, fail_on)
     if as_json:
         doc = diag.to_dict()

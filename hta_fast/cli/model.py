@@ -226,6 +226,11 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
     help="Nothing waits on communication (perfect overlap bound).",
 )
 @click.option(
+    "--drop-sync-waits",
+    is_flag=True,
+    help="Blocking syncs return at once: the host never waits for the GPU.",
+)
+@click.option(
     "--edit-ranks",
     help="Apply the edits (not --comm-bandwidth) to these ranks only, "
     "e.g. 0,3 or 0-3 (default: all).",
@@ -284,6 +289,7 @@ def whatif_command(
     cpu: float,
     zero_launch_overhead: bool,
     drop_comm_waits: bool,
+    drop_sync_waits: bool,
     edit_ranks: Optional[str],
     no_cross_rank: bool,
     windows: bool,
@@ -321,6 +327,7 @@ def whatif_command(
             cpu=cpu,
             zero_launch_overhead=zero_launch_overhead,
             drop_comm_waits=drop_comm_waits,
+            drop_sync_waits=drop_sync_waits,
             collective_bandwidth=scale,
             collective_busbw_gbps=busbw,
             edit_ranks=parse_ints(edit_ranks, "rank"),

@@ -26,15 +26,20 @@ from . import (
 )
 from .context import RankView, rank_view
 from .estimate import Estimate
+from .model_savings import predicted_savings
 from .no_gpu import no_gpu_reason
 from .result import CAUSES, Diagnosis, Finding, Number
 from .thresholds import Thresholds
+
+# Up to this many ranks the doctor predicts each finding's saving with the model by default.
+MODEL_MAX_RANKS = 64
 
 
 def diagnose(
     traces: Union[Trace, TraceSet],
     steps: Optional[Sequence[int]] = None,
     thresholds: Optional[Thresholds] = None,
+    model: Union[bool, str] = "auto",
 ) -> Diagnosis:
     """Why the GPU is idle: every cause of lost GPU time with its estimated cost per step,
     evidence and advice, highest cost first (see docs/doctor.md).
@@ -43,7 +48,13 @@ def diagnose(
     steps       profiler step numbers to analyse (None: every step each rank recorded; a
                 trace without ProfilerStep#N events is analysed whole, as one step)
     thresholds  Thresholds (None: the defaults)
+    model       predict each finding's saving by replaying its edit on the dependency graph
+                (doctor.model_savings) and rank by it: True, False (the heuristic costs
+                only), or "auto" (default: on up to MODEL_MAX_RANKS ranks, where the replays
+                cost about as much as the diagnosis; beyond, a note says how to ask for it)
     """
+    if model not in (True, False, "auto"):
+        raise ValueError(f"model must be True, False or 'auto', got {model!r}")
     if not isinstance(traces, (Trace, TraceSet)):
         raise TypeError(f"diagnose() takes a Trace or a TraceSet, got {type(traces).__name__}")
     th = thresholds if thresholds is not None else Thresholds()
@@ -89,7 +100,20 @@ def diagnose(
     }
     step_time = float(np.mean([v.step_time for v in views])) if views else 0.0
     findings = [_finding(cause, estimates[cause], views, step_time, th) for cause in CAUSES]
-    findings.sort(key=lambda f: (-f.cost_ns_per_step, CAUSES.index(f.cause)))
+    use_model = bool(views) and (
+        model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
+    )
+    if use_model:
+        savings = predicted_savings(ts, views, wanted, th, notes)
+        for f in findings:
+            f.saving_ns_per_step = savings[f.cause].ns_per_step
+            f.saving_edit = savings[f.cause].edit
+    elif model == "auto" and views:
+        notes.append(
+            f"{len(views)} ranks: predicted savings not computed (more than {MODEL_MAX_RANKS}); "
+            "ask for them with model=True (hta-fast doctor --model)"
+        )
+    findings.sort(key=lambda f: (f.rank_key, CAUSES.index(f.cause)))
     for e in estimates.values():
         notes.extend(e.notes)
     utilization = (

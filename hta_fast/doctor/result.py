@@ -37,6 +37,10 @@ class Finding:
     top_events        the events involved, most costly first: name, count, total_ns, ...
     steps, ranks      where it shows (its cost reaches min_share of that step / rank)
     advice            what usually helps
+    saving_ns_per_step  what the performance model predicts removing the cause saves per
+                      step (its edit replayed, doctor.model_savings); None where the model
+                      cannot say or was not run
+    saving_edit       the edit replayed for it
     """
 
     cause: str
@@ -49,6 +53,17 @@ class Finding:
     steps: list[int]
     ranks: list[int]
     advice: str
+    saving_ns_per_step: Optional[int] = None
+    saving_edit: str = ""
+
+    @property
+    def rank_key(self) -> tuple[bool, int, int]:
+        """How findings are ordered: those above threshold first; among them, by the
+        predicted saving (the heuristic cost where the model cannot say), ties by the cost."""
+        saving = (
+            self.cost_ns_per_step if self.saving_ns_per_step is None else self.saving_ns_per_step
+        )
+        return (not self.above_threshold, -saving, -self.cost_ns_per_step)
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))
@@ -161,6 +176,11 @@ class Diagnosis:
             lines.append(
                 f"   costs ~{duration_text(f.cost_ns_per_step)} per step ({100.0 * f.share:.1f}% of the step)"
             )
+            if f.saving_ns_per_step is not None:
+                lines.append(
+                    f"   model: removing it saves ~{duration_text(f.saving_ns_per_step)} per step "
+                    f"({f.saving_edit})"
+                )
             if f.evidence:
                 lines.append(
                     "   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items())

@@ -43,6 +43,8 @@ def diagnosis(
                 "title": f.title,
                 "above": bool(f.above_threshold),
                 "cost_us": f.cost_ns_per_step / 1e3,
+                "saving_us": None if f.saving_ns_per_step is None else f.saving_ns_per_step / 1e3,
+                "saving_edit": f.saving_edit,
                 "share_pct": 100.0 * f.share,
                 "advice": f.advice,
                 "evidence": [(k, _number(v)) for k, v in f.evidence.items()],

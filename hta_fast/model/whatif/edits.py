@@ -11,6 +11,9 @@
                    CUDA graphs approach)
     drop_comm_waits  nothing waits for communication: cross-stream and host-sync edges from
                    communication kernels are dropped (the perfect-overlap bound)
+    drop_sync_waits  blocking syncs return at once: the host's waits for the GPU (sync_wait
+                   edges) are dropped, and a sync call takes what the trace's syncs that did
+                   not wait took (no .item(), no synchronize() in the step)
     collective_bandwidth / collective_busbw_gbps  a faster or slower interconnect: each
                    collective's time moving data changes by the factor the collective cost
                    model (collective_cost, default: fitted to the traces) predicts for its
@@ -124,6 +127,7 @@ class Edits:
     cpu: float = 1.0
     zero_launch_overhead: bool = False
     drop_comm_waits: bool = False
+    drop_sync_waits: bool = False
     collective_bandwidth: Optional[float] = None
     collective_busbw_gbps: Optional[float] = None
     collective_cost: Optional[CostModel] = None
@@ -151,7 +155,7 @@ class Edits:
                 _check_pattern(field, pattern)
         self._check_durations_from()
         put(self, "cpu", _factor("cpu", self.cpu))
-        for field in ("zero_launch_overhead", "drop_comm_waits"):
+        for field in ("zero_launch_overhead", "drop_comm_waits", "drop_sync_waits"):
             if not isinstance(getattr(self, field), (bool, np.bool_)):
                 raise _fail(field, f"expected True or False, got {getattr(self, field)!r}")
         self._check_bandwidth()
@@ -244,6 +248,7 @@ class Edits:
             "cpu": self.cpu,
             "zero_launch_overhead": self.zero_launch_overhead,
             "drop_comm_waits": self.drop_comm_waits,
+            "drop_sync_waits": self.drop_sync_waits,
             "collective_bandwidth": self.collective_bandwidth,
             "collective_busbw_gbps": self.collective_busbw_gbps,
             "op_scale": copy(self.op_scale),

@@ -109,3 +109,26 @@ def group_rows(group: GroupReplay) -> list[dict[str, Any]]:
                 )
             )
     return rows
+
+
+def chain_totals(group: GroupReplay) -> list[dict[str, Any]]:
+    """Per rank of this group, its steps from the first one's start to the last one's end,
+    replayed and predicted: the time the steps take together. Where an edit lets the host
+    run ahead of the GPU, a step starts before the one before it has ended and the steps'
+    spans overlap; their sum then overstates the time, and this total does not."""
+    out = []
+    for r in group.ranks:
+        chain = r.chain
+        total = []
+        for times in (r.base_times, r.times):
+            starts, ends = chain.step_starts(times), chain.step_ends(times)
+            total.append(int(ends.max() - starts.min()) if len(starts) else 0)
+        out.append(
+            {
+                "rank": chain.rank,
+                "steps": len(chain.steps),
+                "replayed": total[0],
+                "predicted": total[1],
+            }
+        )
+    return out

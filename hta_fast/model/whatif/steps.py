@@ -31,7 +31,7 @@ from ..path.ranks import step_paths_across
 from .changes import duration_changes
 from .edits import Edits
 from .group import replay_group
-from .rows import WAITING, group_rows
+from .rows import WAITING, chain_totals, group_rows
 
 SCHEMA = pa.schema(
     [
@@ -46,6 +46,15 @@ SCHEMA = pa.schema(
     ]
     + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY]
     + [pa.field(WAITING, pa.float64(), metadata=PCT), pa.field("held_by", pa.int64())]
+)
+
+TOTALS_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("steps", pa.int64()),
+        pa.field("replayed", pa.int64(), metadata=NS),
+        pa.field("predicted", pa.int64(), metadata=NS),
+    ]
 )
 
 EDIT_FIELDS = [f.name for f in dataclasses.fields(Edits)]
@@ -95,7 +104,11 @@ def what_if(
     chained (default): each rank's consecutive selected steps as one graph; False: each
     step's window alone (the module doc). With several ranks replayed together, the side
     tables "path_across_ranks" (per step) and "path_across_ranks_breakdown" follow each
-    step's predicted path across the ranks (as critical_path(cross_rank=True))."""
+    step's predicted path across the ranks (as critical_path(cross_rank=True)). Chained,
+    "totals" has per rank its steps from the first one's start to the last one's end,
+    replayed and predicted: where an edit lets the host run ahead, the steps' spans overlap
+    and this, not their sum, is the time they take. With durations_from, "durations_from"
+    says how each event was paired."""
     edits = _edits_of(edits, edit_keywords)
     sel = select.selection_of(selection, ranks, steps)
     together = cross_rank and len(select.as_traceset(traces)) > 1
@@ -104,12 +117,14 @@ def what_if(
     rows: list[dict[str, Any]] = []
     path_rows: list[dict[str, Any]] = []
     path_parts: list[pa.Table] = []
+    totals: list[dict[str, Any]] = []
     groups = (
         walk_groups(traces, sel, chained) if together else ([c] for c in walk(traces, sel, chained))
     )
     for chains in groups:
         group = replay_group(chains, edits, changes, matched if together else None)
         rows += group_rows(group)
+        totals += chain_totals(group)
         if group.linked is not None and group.together is not None:
             # The predicted path of each step across its ranks (hta_fast.model.path.ranks).
             for row, part in step_paths_across(
@@ -132,6 +147,11 @@ def what_if(
         if together
         else {}
     )
+    if chained:
+        paths["totals"] = pa.table(
+            {f.name: pa.array([t[f.name] for t in totals], f.type) for f in TOTALS_SCHEMA},
+            schema=TOTALS_SCHEMA,
+        )
     if changes.pairing is not None:
         paths["durations_from"] = changes.pairing
     return Result(

@@ -102,4 +102,8 @@ def edited_weights(
         comm_src = trace.column("events", "kernel_class")[src_row] == KernelClass.COMM
         waits = np.isin(types, [EDGE["cross_stream"], EDGE["sync_wait"]]) & comm_src
         out[waits] = DROPPED
+    if edits.drop_sync_waits:
+        # The call's own edge keeps the typical cost of a sync that did not wait (docs/model.md,
+        # "Weights"): where it waited, calibration gave it no more than that.
+        out[types == EDGE["sync_wait"]] = DROPPED
     return out
