@@ -356,6 +356,11 @@ def parallelism() -> TraceSet:
 
 def input_pipeline() -> TraceSet:
     """Each step waits 4 ms in the data loader with the GPU idle, then runs 6 ms of kernels."""
+    return traceset([input_pipeline_builder()])
+
+
+def input_pipeline_builder() -> KinetoBuilder:
+    """input_pipeline's one rank, to write as a file."""
     b = KinetoBuilder()
     for s in range(STEPS):
         t0 = s * STEP_US
@@ -368,7 +373,7 @@ def input_pipeline() -> TraceSet:
                 t0 + 4010 + j * 599,
                 598,
             )
-    return traceset([b])
+    return b
 
 
 def launch_bound() -> TraceSet:
