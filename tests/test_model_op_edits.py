@@ -261,3 +261,29 @@ def test_doctor_input_pipeline_saving_is_the_free_loader_and_bounds_four_workers
     assert saving == round(replayed - predicted)  # 31.0 ms
     four_workers = replayed - _per_step(b)[1]  # 26.5 ms measured
     assert four_workers <= saving <= 1.25 * four_workers
+
+
+# --- next-step prediction (the replay's real prediction) ------------------------------------
+
+
+def test_each_step_is_predicted_from_the_durations_of_the_one_before():
+    from hta_fast.model.replay.steps import replay_steps
+
+    # Steps alike but for the attention kernel: step k predicted with step k-1's kernel is
+    # the step measured with that kernel.
+    r = replay_steps(job(800, [300, 300, 500, 300])).to_pandas()
+    measured = r.measured.tolist()
+    assert r.next_step.isna().tolist() == [True, False, False, False]  # nothing before step 0
+    assert r.next_step.tolist()[1:] == [measured[0], measured[1], measured[2]]
+    assert r.next_step_error_pct.iloc[1] == 0 and r.next_step_error_pct.iloc[2] > 5
+    assert (r.error_pct == 0).all()  # the replay itself, by construction
+
+
+def test_next_step_is_absent_without_steps_or_on_request():
+    from hta_fast.model.replay.steps import replay_steps
+
+    r = replay_steps(job(800), next_step=False).to_pandas()
+    assert r.next_step.isna().all()
+    b = KinetoBuilder()  # no ProfilerStep: the whole trace is one window
+    b.kernel(GEMM, 10, 30, 500)
+    assert replay_steps(b.load()).to_pandas().next_step.isna().all()

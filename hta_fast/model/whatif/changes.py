@@ -100,6 +100,8 @@ def duration_changes(
         for rank, trace, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks)):
             if edits.applies_to(rank):
                 out.ops[rank] = matching_cpu_rows(trace, edits.op_scale)
+    for rank, ops in (edits.op_change or {}).items():
+        out.ops[rank] = _merge_ops(out.ops.get(rank), ops)
     if edits.durations_from is not None:
         _add_durations_from(out, traces, edits, sel)
     return out

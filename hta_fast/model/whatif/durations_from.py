@@ -104,7 +104,11 @@ def _events(trace: Trace, pattern: str, gpu: bool) -> _Events:
     step_ids = np.sort(trace.column("steps", "step"))
     step = trace.column("events", "step")[rows].astype(np.int64)
     pos = np.searchsorted(step_ids, step)
-    inside = (pos < len(step_ids)) & (step_ids[np.minimum(pos, len(step_ids) - 1)] == step)
+    inside = (
+        (pos < len(step_ids)) & (step_ids[np.minimum(pos, len(step_ids) - 1)] == step)
+        if len(step_ids)
+        else np.zeros(len(rows), bool)
+    )
     shapes = _shapes(trace, rows)
     row_names = trace.strings_at(ids[rows]).fill_null("").to_pylist()
     return _Events(
@@ -124,8 +128,9 @@ def _shapes(trace: Trace, rows: np.ndarray) -> list[str]:
     return trace.strings_at(dims).fill_null("").to_pylist()
 
 
-def _pair(a: _Events, b: _Events) -> tuple[np.ndarray, list[str]]:
-    """Each A event's new duration and how it was paired (the module doc)."""
+def _pair(a: _Events, b: _Events, mean: bool = True) -> tuple[np.ndarray, list[str]]:
+    """Each A event's new duration and how it was paired (the module doc); mean=False: an
+    event without a counterpart in its step keeps its time."""
     new = a.dur.copy()
     how = ["unpaired"] * len(a.rows)
     left_b = np.ones(len(b.rows), bool)
@@ -158,7 +163,7 @@ def _pair(a: _Events, b: _Events) -> tuple[np.ndarray, list[str]]:
             share = float(b.dur[rest_b].sum()) / len(rest_a)
             for i in rest_a:
                 new[i], how[i] = share, "step_share"
-    if len(b.rows):
+    if len(b.rows) and mean:
         mean_all = float(b.dur.mean())
         by_key_mean: dict[tuple[str, str], list[float]] = defaultdict(list)
         for k, d in zip(b.key, b.dur.tolist()):
@@ -180,14 +185,22 @@ class Pairing:
     table: pa.Table
 
 
-def pair_durations(rank: int, a: Trace, b: Trace, match: Match) -> Pairing:
-    """The durations_from edit of trace `a` (rank `rank`) from trace `b`."""
+def pair_durations(
+    rank: int, a: Trace, b: Trace, match: Match, step_shift: int = 0, mean: bool = True
+) -> Pairing:
+    """The durations_from edit of trace `a` (rank `rank`) from trace `b`. step_shift: the
+    events of a's k-th step pair with those of b's (k - step_shift)-th (1 and b = a: each
+    step takes the durations of the step before it); mean=False: events without a
+    counterpart in their step keep their time instead of taking the mean."""
     parts: list[tuple[_Events, np.ndarray, list[str], bool]] = []
     for pa_pattern, pb_pattern in match_pairs(match):
         for gpu in (False, True):
             ea = _events(a, pa_pattern, gpu)
             if len(ea.rows):
-                new, how = _pair(ea, _events(b, pb_pattern, gpu))
+                eb = _events(b, pb_pattern, gpu)
+                if step_shift:
+                    eb.step = np.where(eb.step >= 0, eb.step + step_shift, -1)
+                new, how = _pair(ea, eb, mean)
                 parts.append((ea, new, how, gpu))
     op_rows, op_factor, gpu_rows, gpu_delta = [], [], [], []
     cols: dict[str, list] = {f.name: [] for f in PAIRING_SCHEMA}

@@ -35,6 +35,9 @@
                    (hta_fast.model.whatif.durations_from)
     duration_change  per rank, (event rows, ns added to each one's duration): edits computed
                    elsewhere (hta_fast.model.plans.plan_replay)
+    op_change      per rank, (CPU event rows, factor): those ops and what they hold take
+                   factor times as long (as op_scale; computed elsewhere,
+                   hta_fast.model.whatif.next_step)
     edit_ranks     the ranks the factor and device edits apply to (default: all); the
                    bandwidth edit and duration_change apply where they say
 
@@ -100,8 +103,9 @@ def _check_pattern(field: str, pattern: str) -> None:
         raise _fail(field, f"bad name pattern {pattern!r}: {e}") from None
 
 
-def _changes(table: Optional[Changes]) -> Optional[Changes]:
-    """duration_change as int64 rows and float ns per rank, of equal lengths."""
+def _changes(field: str, table: Optional[Changes]) -> Optional[Changes]:
+    """duration_change / op_change as int64 rows and float values per rank, of equal
+    lengths."""
     if table is None:
         return None
     out = {}
@@ -109,8 +113,8 @@ def _changes(table: Optional[Changes]) -> Optional[Changes]:
         rows, delta = (np.asarray(v) for v in pair)
         if rows.ndim != 1 or rows.shape != delta.shape:
             raise _fail(
-                "duration_change",
-                f"rank {rank}: expected (rows, ns) of one length, "
+                field,
+                f"rank {rank}: expected (rows, values) of one length, "
                 f"got shapes {rows.shape} and {delta.shape}",
             )
         out[int(rank)] = (rows.astype(np.int64), delta.astype(np.float64))
@@ -139,6 +143,7 @@ class Edits:
     durations_from: Any = None  # a Trace, a TraceSet or a path
     match: Union[str, Mapping[str, str], None] = None
     duration_change: Optional[Changes] = None
+    op_change: Optional[Changes] = None
     edit_ranks: Optional[Sequence[int]] = None  # kept as a sorted tuple
 
     def __post_init__(self) -> None:
@@ -160,7 +165,8 @@ class Edits:
                 raise _fail(field, f"expected True or False, got {getattr(self, field)!r}")
         self._check_bandwidth()
         self._check_device()
-        put(self, "duration_change", _changes(self.duration_change))
+        put(self, "duration_change", _changes("duration_change", self.duration_change))
+        put(self, "op_change", _changes("op_change", self.op_change))
         if self.edit_ranks is not None:
             put(self, "edit_ranks", tuple(sorted({int(r) for r in self.edit_ranks})))
 
