@@ -162,9 +162,12 @@ def _pair(model: str, src: str, dst: str) -> tuple[Path, Path]:
     return PAIRS / f"{model}.{src}.json.gz", PAIRS / f"{model}.{dst}.json.gz"
 
 
-# all-groups GM error, pinned a little above the measured figure (docs/ops.md)
+# all-groups GM error, pinned a little above the measured figure (docs/ops.md). H100 ->
+# MI300X, the pairs' direction, uses the device table's MI300X launch floor (measured on
+# the FLUX traces, another workload); the table has no H100 floor, so MI300X -> H100 keeps
+# the source's latency.
 @pytest.mark.parametrize(
-    "src, dst, measured", [("h100", "mi300x", 0.565), ("mi300x", "h100", 0.569)]
+    "src, dst, measured", [("h100", "mi300x", 0.432), ("mi300x", "h100", 0.569)]
 )
 def test_qwen_beats_no_change(src, dst, measured):
     r = _eval(*_pair(QWEN, src, dst))
@@ -172,15 +175,19 @@ def test_qwen_beats_no_change(src, dst, measured):
     assert r["gm_error"] < r["gm_error_no_model"]
 
 
-@pytest.mark.parametrize(
-    "src, dst, measured", [("h100", "mi300x", 0.921), ("mi300x", "h100", 0.885)]
-)
-def test_falconsai_from_the_device_table_alone(src, dst, measured):
+def test_falconsai_beats_no_change_with_the_device_tables_floor():
+    r = _eval(*_pair(FALCON, "h100", "mi300x"))
+    assert r["gm_error"] <= 0.405 + 0.01
+    assert r["gm_error"] < r["gm_error_no_model"]  # 64.1 %
+
+
+def test_falconsai_onto_a_gpu_without_a_known_floor():
     # every kernel of this small model ran slower on the MI300X, whose peaks and bandwidth
-    # are all higher: no ratio between 1 and the roofline ratio beats "no change" here
-    # (docs/ops.md); the rule still gains on the previous 103 % and 99 %
-    r = _eval(*_pair(FALCON, src, dst))
-    assert r["gm_error"] <= measured + 0.01
+    # are all higher: predicting the H100 from it without the H100's floor, no ratio between
+    # 1 and the roofline ratio beats "no change" (docs/ops.md); the rule still gains on the
+    # previous 99 %
+    r = _eval(*_pair(FALCON, "mi300x", "h100"))
+    assert r["gm_error"] <= 0.885 + 0.01
 
 
 @pytest.mark.parametrize(

@@ -106,17 +106,28 @@ def replay_command(
     windows: bool,
 ) -> None:
     """Replay each step's dependency graph with the measured durations: the replayed step
-    time against the measured one, and the ablations (kernel sum, busiest stream, no
-    cross-stream edges, GPU only) beside it."""
+    time against the measured one (equal by construction: the graph holds the trace), and
+    the ablations (kernel sum, busiest stream, no cross-stream edges, GPU only) beside it;
+    then a prediction, next_step: each step replayed with the previous step's durations,
+    its error beside that of the previous step's time."""
     from ..model.replay.ranks import replay_ranks
     from ..model.replay.steps import replay_steps
+    from ..model.whatif.next_step import next_step
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover)
+    sel = selection(ranks, steps).of(traces)
     result = (replay_ranks if together else replay_steps)(
-        traces, chained=not windows, selection=selection(ranks, steps).of(traces)
+        traces, chained=not windows, selection=sel
     )
-    emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
+    predicted = next_step(traces, selection=sel)
+    emit(
+        {result.name: result.table, predicted.name: predicted.table},
+        {result.name: result.notes, predicted.name: predicted.notes},
+        fmt,
+        out_dir,
+        limit,
+    )
 
 
 def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:

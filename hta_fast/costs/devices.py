@@ -26,8 +26,12 @@ class Device:
     tflops          dense peak TFLOP/s by precision ("fp32", "bf16", ...; see PRECISIONS)
     memory_gbps     peak memory bandwidth, GB/s (10^9 B/s)
     source          the vendor document the numbers come from
-    provenance      figure ("memory_gbps", "fp32", ...) -> where it comes from, for each
-                    figure that source does not print (derived, a whitepaper, ...)
+    provenance      figure ("memory_gbps", "fp32", "launch_floor_ns", ...) -> where it comes
+                    from, for each figure that source does not print (derived, a
+                    whitepaper, measured, ...)
+    launch_floor_ns the shortest time a kernel takes on it whatever its work (launch and
+                    teardown), where measured on a trace recorded there (None: unknown);
+                    kernel prediction moves the latency part of a kernel's time to it
     """
 
     key: str
@@ -36,6 +40,7 @@ class Device:
     memory_gbps: float
     source: str
     provenance: Optional[Mapping[str, str]] = None
+    launch_floor_ns: Optional[float] = None
 
     def figure_source(self, figure: str) -> str:
         """Where one figure ("memory_gbps" or a precision) comes from: its provenance note,
@@ -163,7 +168,7 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
     if unknown:
         raise ValueError(f"device {r['key']!r}: unknown precision(s) {sorted(unknown)}")
     provenance = {str(k): str(v) for k, v in r.get("provenance", {}).items()}
-    unknown = set(provenance) - set(PRECISIONS) - {"memory_gbps"}
+    unknown = set(provenance) - set(PRECISIONS) - {"memory_gbps", "launch_floor_ns"}
     if unknown:
         raise ValueError(f"device {r['key']!r}: provenance of unknown figure(s) {sorted(unknown)}")
     dev = Device(
@@ -173,6 +178,7 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
         memory_gbps=float(r["memory_gbps"]),
         source=str(r.get("source", "")),
         provenance=provenance,
+        launch_floor_ns=None if r.get("launch_floor_ns") is None else float(r["launch_floor_ns"]),
     )
     return _Entry(
         dev,

@@ -240,9 +240,10 @@ def predict(
 ) -> Result:
     """Predicted GPU time per family on `device` (a device table key or name).
     `source_device` names the trace's own GPU when its deviceProperties do not;
-    device_floor_ns: the launch floor of `device` where known (`launch_floor_of` a trace
-    recorded on it, any workload): the launch latency in each kernel's time then moves to
-    it; by default it keeps its time, as the device table holds no launch latency;
+    device_floor_ns: the launch floor of `device` (`launch_floor_of` a trace recorded on it,
+    any workload; default: the device table's `launch_floor_ns` where it has one): the
+    launch latency in each kernel's time then moves to it; where neither says, it keeps
+    its time;
     efficiency_curves=False scales the work by the roofline ratio alone (no size
     correction);
     curve_weights: "groups" (each operator group counts once in its family's curve, so a
@@ -277,7 +278,7 @@ def predict(
                 op_prefix,
                 efficiency_curves,
                 curve_weights,
-                device_floor_ns,
+                dst.launch_floor_ns if device_floor_ns is None else device_floor_ns,
             )
         )
     summary = pa.concat_tables([p[0] for p in parts]) if parts else SUMMARY_SCHEMA.empty_table()
@@ -297,7 +298,7 @@ def predict(
             device=dst.key,
             allow_tf32=allow_tf32,
             curve_weights=curve_weights,
-            device_floor_ns=device_floor_ns,
+            device_floor_ns=dst.launch_floor_ns if device_floor_ns is None else device_floor_ns,
             selection=sel,
         ),
     )

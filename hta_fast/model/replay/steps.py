@@ -11,9 +11,8 @@ each a predicted step time and its error.
 
 The replay error is 0 by construction: the calibration gives each edge the weight that meets
 the measured timeline (docs/model.md, "Weights"), so it shows the graph holds the trace, not
-that it predicts. The prediction beside it, next_step: each step replayed with the
-durations its events had in the step before it (hta_fast.model.whatif.next_step), and
-next_step_error_pct, its error against the measured step.
+that it predicts. A prediction to read beside it: each step from the durations of the step
+before it (hta_fast.model.whatif.next_step.next_step, which `hta-fast replay` prints too).
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..graph.walk import walk
-from ..whatif.next_step import next_step_predictions
 from .ablations import ABLATIONS
-from .step_rows import GPU_EVENTS, chain_step_rows, error_pct
+from .step_rows import GPU_EVENTS, chain_step_rows
 
 SCHEMA = pa.schema(
     [
@@ -52,16 +50,12 @@ SCHEMA = pa.schema(
             pa.field(a + "_error_pct", pa.float64(), metadata=PCT),
         )
     ]
-    + [
-        pa.field("next_step", pa.int64(), metadata=NS),
-        pa.field("next_step_error_pct", pa.float64(), metadata=PCT),
-    ]
 )
 
 BY_CONSTRUCTION = (
     "replay error is 0 by construction (measured durations on the measured order): it "
-    "shows the graph holds the trace; next_step_error_pct is a prediction, each step "
-    "replayed with the previous step's durations"
+    "shows the graph holds the trace, it predicts nothing; for a prediction see next_step "
+    "(each step replayed with the previous step's durations)"
 )
 
 
@@ -72,16 +66,13 @@ def replay_steps(
     steps: Steps = None,
     selection: Optional[select.Selection] = None,
     chained: bool = True,
-    next_step: bool = True,
 ) -> Result:
     """One row per (rank, profiler step): measured and replayed step time, the error, the GPU
     start-time errors and the ablations. A rank without profiler steps is one row, step null.
     Side table "gpu_events": each GPU event's measured and replayed start (ns on the trace's
     clock) and start_error = replayed - measured. chained (default): each rank's consecutive
     selected steps are replayed as one graph (hta_fast.model.graph.walk), a step's replayed
-    time being its span in that replay; False: each step's window alone. next_step (default):
-    add each step predicted from the previous step's durations and its error (the module
-    doc); False leaves them null."""
+    time being its span in that replay; False: each step's window alone."""
     sel = select.selection_of(selection, ranks, steps)
     notes = []
     per_event = []
@@ -97,15 +88,9 @@ def replay_steps(
             )
         notes += chain.wait_notes()
     rows.sort(key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0))
-    if next_step:
-        predicted = next_step_predictions(traces, sel)
-        for r in rows:
-            p = predicted.get((r["rank"], r["step"]))
-            r["next_step"] = p
-            r["next_step_error_pct"] = None if p is None else error_pct(p, r["measured"])
-        notes.insert(0, BY_CONSTRUCTION)
+    notes.insert(0, BY_CONSTRUCTION)
     table = pa.table(
-        {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
     )
     events = pa.concat_tables(per_event) if per_event else GPU_EVENTS.empty_table()
     return Result(

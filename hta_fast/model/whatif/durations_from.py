@@ -170,8 +170,8 @@ def _pair(a: _Events, b: _Events, mean: bool = True) -> tuple[np.ndarray, list[s
             by_key_mean[k].append(d)
         for i in range(len(a.rows)):
             if how[i] == "unpaired":
-                same = by_key_mean.get(a.key[i])
-                new[i], how[i] = (float(np.mean(same)) if same else mean_all), "mean"
+                durs = by_key_mean.get(a.key[i])
+                new[i], how[i] = (float(np.mean(durs)) if durs else mean_all), "mean"
     return new, how
 
 
