@@ -55,3 +55,12 @@ class OpTraceBuilder(KinetoBuilder):
 
 def dumps(x) -> str:
     return json.dumps(x)
+
+
+def device_table(path, source: dict, target: dict) -> str:
+    """A device table file at `path` holding a source GPU ("SRC-TEST", matching the
+    builder's "Test GPU") and `target` (key, match, memory_gbps, tflops): for predictions
+    onto a device whose ratios to the source are known."""
+    src = {"key": "SRC-TEST", "match": "^test gpu$", **source}
+    path.write_text(json.dumps({"devices": [src, target]}))
+    return str(path)

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from op_traces import OpTraceBuilder
+from op_traces import OpTraceBuilder, device_table
 
 import hta_fast
 from hta_fast.model.replay.steps import replay_steps
@@ -57,28 +57,16 @@ def gpu_bound_job(kernel_us: float, steps: int = 3) -> hta_fast.Trace:
 @pytest.fixture()
 def double_device(tmp_path):
     """A device table with a source GPU and one with exactly twice its peaks and bandwidth."""
-    path = tmp_path / "devices.json"
-    path.write_text(
-        json.dumps(
-            {
-                "devices": [
-                    {
-                        "key": "SRC-TEST",
-                        "match": "^test gpu$",
-                        "memory_gbps": 1000,
-                        "tflops": {"fp32": 20, "fp16": 300},
-                    },
-                    {
-                        "key": "DOUBLE-TEST",
-                        "match": "^double$",
-                        "memory_gbps": 2000,
-                        "tflops": {"fp32": 40, "fp16": 600},
-                    },
-                ]
-            }
-        )
+    return device_table(
+        tmp_path / "devices.json",
+        {"memory_gbps": 1000, "tflops": {"fp32": 20, "fp16": 300}},
+        {
+            "key": "DOUBLE-TEST",
+            "match": "^double$",
+            "memory_gbps": 2000,
+            "tflops": {"fp32": 40, "fp16": 600},
+        },
     )
-    return str(path)
 
 
 def test_twice_the_device_halves_every_kernel_and_the_replay_follows(double_device):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from op_traces import OpTraceBuilder
+from op_traces import OpTraceBuilder, device_table
 
 from hta_fast.costs.kernel_model import EfficiencyCurve, KernelModels, latency_floor
 from hta_fast.model.predict import launch_floor_of, predict
@@ -27,28 +27,11 @@ SIZES = (1 << 18, 1 << 20, 1 << 22)  # elements of the aten::add groups
 @pytest.fixture()
 def devices(tmp_path) -> str:
     """A source GPU and one with twice its bandwidth (compute far from binding)."""
-    path = tmp_path / "devices.json"
-    path.write_text(
-        json.dumps(
-            {
-                "devices": [
-                    {
-                        "key": "SRC-TEST",
-                        "match": "^test gpu$",
-                        "memory_gbps": 1000,
-                        "tflops": {"fp32": 1000},
-                    },
-                    {
-                        "key": "FAST-TEST",
-                        "match": "^fast$",
-                        "memory_gbps": 2000,
-                        "tflops": {"fp32": 2000},
-                    },
-                ]
-            }
-        )
+    return device_table(
+        tmp_path / "devices.json",
+        {"memory_gbps": 1000, "tflops": {"fp32": 1000}},
+        {"key": "FAST-TEST", "match": "^fast$", "memory_gbps": 2000, "tflops": {"fp32": 2000}},
     )
-    return str(path)
 
 
 def _roofline_us(n: int) -> float:
