@@ -164,6 +164,12 @@ class Trace(NamedTables):
         """A raw column as numpy, sentinels included (-1 / NaN): for vectorised kernels."""
         return self._raw.tables[table][name]
 
+    def column_array(self, table: str, name: str) -> pa.Array:
+        """One column as an Arrow array (strings as a dictionary over the pool), built for
+        the caller and not kept: a few columns of a table read on thousands of ranks cost
+        far less than each rank's whole table kept as an attribute."""
+        return _arrow.column(table, name, self._raw.tables[table][name], self.strings)
+
     def strings_at(self, ids: np.ndarray) -> pa.Array:
         """The pool strings of these string ids (a name or cat column's values), as a
         string array, null where an id is negative (no string). Reads the pool only: the

@@ -8,9 +8,18 @@
 
 namespace hta::bind {
 
+// A column is filled by growing and by estimates made before its rows were counted, so its
+// capacity can be several times its size; what is handed over lives as long as the trace, so
+// the slack goes first (a small trace's columns would otherwise hold most of its memory).
+template <class T, class Alloc>
+void drop_slack(std::vector<T, Alloc>& v) {
+  if (v.capacity() > v.size() + v.size() / 8 + 16) v.shrink_to_fit();
+}
+
 template <class T, class Alloc>
 pybind11::array_t<T> to_numpy(std::vector<T, Alloc>&& v) {
   using Vec = std::vector<T, Alloc>;
+  drop_slack(v);
   auto* owned = new Vec(std::move(v));
   pybind11::capsule owner(owned, [](void* p) { delete static_cast<Vec*>(p); });
   return pybind11::array_t<T>({static_cast<pybind11::ssize_t>(owned->size())}, {sizeof(T)},
@@ -20,6 +29,7 @@ pybind11::array_t<T> to_numpy(std::vector<T, Alloc>&& v) {
 // The same for a row-major [rows][cols] matrix held in one vector of rows * cols values.
 template <class T>
 pybind11::array_t<T> to_numpy(std::vector<T>&& v, size_t rows, size_t cols) {
+  drop_slack(v);
   auto* owned = new std::vector<T>(std::move(v));
   pybind11::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
   const auto r = static_cast<pybind11::ssize_t>(rows), c = static_cast<pybind11::ssize_t>(cols);

@@ -182,13 +182,13 @@ def _collectives(trace: Trace) -> pa.Table:
     names = trace.strings_at(trace.column("events", "name")[rows]).to_pylist() if n else []
     arg = _comm_arg_of_kernel(trace, rows) if n else np.zeros(0, np.int64)
     has = arg >= 0
-    ca = trace.comm_args
-    pick = pa.array(np.where(has, arg, 0)) if len(ca) else None
+    # Column by column, not trace.comm_args: that table would stay on every rank.
+    pick = pa.array(np.where(has, arg, 0)) if trace.num_rows("comm_args") else None
 
     def arg_column(col: str) -> list[Any]:
         if pick is None:
             return [None] * n
-        values = ca[col].take(pick).to_pylist()
+        values = trace.column_array("comm_args", col).take(pick).to_pylist()
         return [v if h else None for v, h in zip(values, has)]
 
     coll_name, pg = arg_column("collective_name"), arg_column("process_group_name")

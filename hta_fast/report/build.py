@@ -20,18 +20,25 @@ from .summary import summary as rank_summary
 if TYPE_CHECKING:
     from ..doctor import Thresholds
 
-# (builder, id, title) in the order the report shows them, after the summary.
+# (builder, id, title, the analyses it reads) in the order the report shows them, after the
+# summary. What a section reads is released once no later section reads it (build_sections):
+# on thousands of ranks each analysis's result is hundreds of MB.
 SECTIONS = (
-    (sections_gpu.temporal, "temporal", "Temporal breakdown per rank"),
-    (sections_gpu.kernel_types, "kernel-types", "Kernel types and their overlaps"),
-    (sections_gpu.top_kernels, "top-kernels", "Top kernels"),
-    (sections_gpu.overlap, "overlap", "Communication / computation overlap"),
-    (sections_gpu.idle, "idle", "Idle time per stream"),
-    (sections_time.queue, "queue", "CUDA queue length over time"),
-    (sections_time.bandwidth, "bandwidth", "Memory bandwidth over time"),
-    (sections_time.launch_delay, "launch-delay", "Launch delay"),
-    (sections_time.steps, "steps", "Per-step and per-rank timings"),
-    (sections_time.collectives, "collectives", "Collectives"),
+    (sections_gpu.temporal, "temporal", "Temporal breakdown per rank", ("temporal",)),
+    (
+        sections_gpu.kernel_types,
+        "kernel-types",
+        "Kernel types and their overlaps",
+        ("kernel_breakdown",),
+    ),
+    (sections_gpu.top_kernels, "top-kernels", "Top kernels", ("kernel_breakdown",)),
+    (sections_gpu.overlap, "overlap", "Communication / computation overlap", ("overlap",)),
+    (sections_gpu.idle, "idle", "Idle time per stream", ("idle_time",)),
+    (sections_time.queue, "queue", "CUDA queue length over time", ("queue_length",)),
+    (sections_time.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
+    (sections_time.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
+    (sections_time.steps, "steps", "Per-step and per-rank timings", ("steps",)),
+    (sections_time.collectives, "collectives", "Collectives", ("kernel_breakdown", "stragglers")),
 )
 
 # From this many ranks on, a row per rank is screens of alike rows and a file that grows
@@ -39,18 +46,30 @@ SECTIONS = (
 # that stand out instead, in a report of about the same size for any number of ranks.
 MANY_RANKS = 16
 MANY_SECTIONS = (
-    (sections_ranks.outliers, "ranks", "Outlier ranks"),
-    (sections_ranks.temporal, "temporal", "Temporal breakdown per rank"),
-    (sections_ranks.steps, "steps", "Per-step and per-rank timings"),
-    (sections_ranks.collectives, "collectives", "Collectives"),
-    (sections_dist.kernel_types, "kernel-types", "Kernel types and their overlaps"),
-    (sections_gpu.top_kernels, "top-kernels", "Top kernels"),
-    (sections_dist.overlap, "overlap", "Communication / computation overlap"),
-    (sections_dist.idle, "idle", "Idle time per stream"),
-    (sections_dist.queue, "queue", "CUDA queue length over time"),
-    (sections_dist.bandwidth, "bandwidth", "Memory bandwidth over time"),
-    (sections_dist.launch_delay, "launch-delay", "Launch delay"),
+    (sections_ranks.outliers, "ranks", "Outlier ranks", ("steps", "temporal")),
+    (sections_ranks.temporal, "temporal", "Temporal breakdown per rank", ("temporal",)),
+    (sections_ranks.steps, "steps", "Per-step and per-rank timings", ("steps",)),
+    (
+        sections_ranks.collectives,
+        "collectives",
+        "Collectives",
+        ("collectives", "kernel_breakdown", "late_arrivals"),
+    ),
+    (
+        sections_dist.kernel_types,
+        "kernel-types",
+        "Kernel types and their overlaps",
+        ("kernel_breakdown",),
+    ),
+    (sections_gpu.top_kernels, "top-kernels", "Top kernels", ("kernel_breakdown",)),
+    (sections_dist.overlap, "overlap", "Communication / computation overlap", ("overlap",)),
+    (sections_dist.idle, "idle", "Idle time per stream", ("idle_time",)),
+    (sections_dist.queue, "queue", "CUDA queue length over time", ("queue_length",)),
+    (sections_dist.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
+    (sections_dist.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
 )
+# The summary (before the sections) reads the temporal breakdown.
+SUMMARY_USES = ("temporal",)
 
 
 def sections_for(ranks: int) -> tuple:
@@ -100,9 +119,11 @@ def build_sections(
         }
     done("summary")
     sections = [first]
-    for build, id_, title in sections_for(len(ctx.traces)):
+    plan = sections_for(len(ctx.traces))
+    for i, (build, id_, title, _uses) in enumerate(plan):
         sections.append(run_section(build, ctx, id_, title))
         done(id_)
+        ctx.release(set().union(*(uses for *_, uses in plan[i + 1 :])))
     return sections, headline
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import re
@@ -46,9 +47,11 @@ class Context:
         self.source = source  # the traces as the command line names them, for commands shown
         self._results: dict[str, Result] = {}
         self._derived: dict[str, Any] = {}
+        self.runs: collections.Counter[str] = collections.Counter()  # analyses run, by name
 
     def result(self, name: str) -> Result:
         if name not in self._results:
+            self.runs[name] += 1
             try:
                 self._results[name] = ANALYSES[name](self.traces, self.selection)
             except Exception as e:  # noqa: BLE001 - one odd trace must not sink the report
@@ -56,6 +59,12 @@ class Context:
                 log.debug("report: %s failed", name, exc_info=True)
                 raise SectionFailed(f"{name}: {e}") from e
         return self._results[name]
+
+    def release(self, keep: set[str]) -> None:
+        """Forget the results of the analyses not in `keep` (asked for again, one runs
+        anew): the sections still to come read only those."""
+        for name in set(self._results) - keep:
+            del self._results[name]
 
     def derived(self, name: str, compute: Callable[[], Any]) -> Any:
         """A value worked out from the results once and shared by the sections."""

@@ -75,13 +75,15 @@ def _timing(
 
 
 def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
-    c = trace.comm_args
     rows = trace.column("comm_args", "row")
     time, keep, kernel = _timing(trace, rows, mask)
-    names = [str(x or "") for x in c["collective_name"].to_pylist()]
-    arg_dtypes = c["dtype"].to_pylist()
+    # Column by column from the pool: the tables would stay on every rank.
+    names = [str(x or "") for x in trace.column_array("comm_args", "collective_name").to_pylist()]
+    arg_dtypes = trace.column_array("comm_args", "dtype").to_pylist()
     kernel_names = (
-        trace.events["name"].take(pa.array(np.maximum(kernel, 0))).to_pylist() if len(rows) else []
+        trace.strings_at(trace.column("events", "name")[np.maximum(kernel, 0)]).to_pylist()
+        if len(rows)
+        else []
     )
     dtype = [
         collective_dtype(d, k if r >= 0 else None)
