@@ -49,6 +49,10 @@ class Memo:
         result: T = held[1]
         return result
 
+    def has(self, key: tuple) -> bool:
+        """Whether a value is kept under this key (get's, not get_under's)."""
+        return key in self._values
+
     def __len__(self) -> int:
         return len(self._values)
 

@@ -68,10 +68,10 @@ class Tally:
             k: np.bincount(inv, weights=np.asarray(v, np.float64), minlength=len(uniq))
             for k, v in (extra or {}).items()
         }
-        strings = view.trace.strings
         # Keep the strings of the costliest names only: a trace may hold many distinct names.
-        for j in np.argsort(-tot)[:50]:
-            name = strings[int(uniq[j])].as_py() if uniq[j] >= 0 else "(unnamed)"
+        top = np.argsort(-tot)[:50]
+        names = view.trace.strings_at(uniq[top]).fill_null("(unnamed)").to_pylist()
+        for j, name in zip(top.tolist(), names):
             self.count[name] += int(cnt[j])
             self.total[name] += float(tot[j])
             for k, v in sums.items():

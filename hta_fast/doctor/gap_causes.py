@@ -42,7 +42,7 @@ DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)"
 BLOCKING_SYNC = (
     r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
     r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
-    r"|aten::item|aten::_local_scalar_dense)$"
+    r"|hipMemcpyWithStream|aten::item|aten::_local_scalar_dense)$"
 )
 ALLOCATOR = (
     r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"

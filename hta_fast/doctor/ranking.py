@@ -18,18 +18,30 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from . import (
     exposed_communication,
+    gap_causes,
     input_pipeline,
     launch_bound,
     memory_sync,
     parallelism,
     rank_imbalance,
 )
-from .context import RankView, rank_view
+from .context import RankView, rank_view, share_name_flags
 from .estimate import Estimate
 from .model_savings import predicted_savings
 from .no_gpu import no_gpu_reason
 from .result import CAUSES, Diagnosis, Finding, Number
 from .thresholds import Thresholds
+
+# The name patterns the causes look for, matched for all ranks at once.
+NAME_PATTERNS = (
+    gap_causes.DATALOADER,
+    gap_causes.BLOCKING_SYNC,
+    gap_causes.ALLOCATOR,
+    memory_sync.HOST_DEVICE_COPY,
+    memory_sync.PAGEABLE,
+    memory_sync.FP32_GEMM,
+    memory_sync.TENSOR_CORE,
+)
 
 # Up to this many ranks the doctor predicts each finding's saving with the model by default.
 MODEL_MAX_RANKS = 64
@@ -89,6 +101,7 @@ def diagnose(
         present = sorted({int(s) for r in ts.ranks for s in ts[r].column("steps", "step")})
         raise ValueError(f"none of the steps {wanted} is in the traces; their steps: {present}")
 
+    share_name_flags([v.trace for v in views], NAME_PATTERNS)
     imbalance = rank_imbalance.examine(views, ts, wanted)
     estimates: dict[str, Estimate] = {
         "parallelism": parallelism.examine(views, th),

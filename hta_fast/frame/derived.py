@@ -19,6 +19,11 @@ def remember(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:
     return trace.memo.get(("frame.derived", key), compute, freeze=True)
 
 
+def remembered(trace: Trace, key: Hashable) -> bool:
+    """Whether remember() already holds a value for (trace, key)."""
+    return trace.memo.has(("frame.derived", key))
+
+
 def remember_under(
     trace: Trace, key: Hashable, mask: Optional[np.ndarray], compute: Callable[[], T]
 ) -> T:
