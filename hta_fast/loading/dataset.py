@@ -77,14 +77,21 @@ def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> Non
     import pyarrow.parquet as pq  # here, not at import: `import hta_fast` stays light
 
     table = _with_schema(table)
+    # Parquet's dictionary encoding only for the columns that are dictionaries already (the
+    # strings): on timestamps, durations and ids it costs more than it saves. On a 48 MB
+    # rank: 0.118 -> 0.071 s to write, 2.5 -> 1.4 MB written, the same table read back.
+    options = {
+        "compression": compression,
+        "use_dictionary": [f.name for f in table.schema if pa.types.is_dictionary(f.type)],
+    }
     folder = posixpath.dirname(path) if fs is not None else os.path.dirname(path)
     if fs is None:
         os.makedirs(folder, exist_ok=True)
-        pq.write_table(table, path, compression=compression)
+        pq.write_table(table, path, **options)
     else:
         fs.makedirs(folder, exist_ok=True)
         with fs.open(path, "wb") as fh:
-            pq.write_table(table, fh, compression=compression)
+            pq.write_table(table, fh, **options)
 
 
 def _read_parquet(fs: Any, path: str) -> pa.Table:
