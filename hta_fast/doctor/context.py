@@ -5,6 +5,7 @@ the event that ends each one."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Optional, Sequence
 
@@ -261,8 +262,13 @@ def share_name_flags(traces: Sequence[Trace], patterns: Sequence[str]) -> None:
         hit = pc.match_substring_regex(encoded.dictionary, pattern).to_numpy(zero_copy_only=False)
         hit = np.asarray(hit, bool)
         for t, lo, hi in zip(todo, bounds[:-1], bounds[1:]):
-            flags = hit[codes[lo:hi]]
-            derived.remember(t, ("name_flags", pattern), lambda f=flags: f)
+            derived.remember(
+                t, ("name_flags", pattern), functools.partial(_take, hit, codes[lo:hi])
+            )
+
+
+def _take(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    return values[at]
 
 
 def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:
