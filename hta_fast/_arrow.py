@@ -21,6 +21,17 @@ def string_dictionary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
     )
 
 
+def masked(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType | None = None) -> pa.Array:
+    """A numeric array null where `null` holds, built from buffers: pa.array(mask=...)
+    imports pandas, a second or so the first time in a process."""
+    arrow_type = arrow_type or pa.from_numpy_dtype(values.dtype)
+    values = np.ascontiguousarray(values, dtype=arrow_type.to_pandas_dtype())
+    validity = None
+    if null.any():
+        validity = pa.py_buffer(np.packbits(~np.asarray(null, bool), bitorder="little"))
+    return pa.Array.from_buffers(arrow_type, len(values), [validity, pa.py_buffer(values)])
+
+
 def labels(names: list[str]) -> pa.Array:
     """A small string array built from buffers: pa.array() on a list would import pandas."""
     encoded = [n.encode() for n in names]

@@ -175,7 +175,7 @@ class Trace(NamedTables):
         string array, null where an id is negative (no string). Reads the pool only: the
         Arrow table of the column is not built."""
         ids = np.asarray(ids, np.int64)
-        taken = self.strings.take(pa.array(np.maximum(ids, 0), mask=ids < 0))
+        taken = self.strings.take(_arrow.masked(np.maximum(ids, 0), ids < 0))
         return taken.cast(pa.string())
 
     def num_rows(self, table: str) -> int:

@@ -171,6 +171,8 @@ def test_durations_from_and_match_go_together():
     with pytest.raises(ValueError, match="match"):
         Edits(durations_from=job(1000), match={"(": "x"})
     assert match_pairs({"a": "b"}) == [("a", "b")] and match_pairs("a") == [("a", "a")]
+    with pytest.raises(ValueError, match="durations_from: no such file"):
+        what_if(job(100), durations_from="/no/such/trace.json", match=LOADER)
 
 
 # --- properties -----------------------------------------------------------------------------

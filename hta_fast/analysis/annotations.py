@@ -15,6 +15,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .. import _arrow
 from ..frame import select
 from ..frame.fields import NS, duration_stats
 from ..frame.result import Result
@@ -118,7 +119,7 @@ def _kernel_table(rank: int, trace: Trace, sel: select.Selection) -> pa.Table:
     names = col("events", "name")
     strings = trace.strings.cast(pa.string())
     ann_name = strings.take(
-        pa.array(np.where(which >= 0, names[np.maximum(which, 0)], 0), pa.int32(), mask=which < 0)
+        _arrow.masked(np.where(which >= 0, names[np.maximum(which, 0)], 0), which < 0, pa.int32())
     )
     return pa.table(
         [

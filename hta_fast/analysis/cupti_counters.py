@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _arrow
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -196,10 +197,8 @@ def cupti_counters(
             "name": names.cast(pa.string()),
             "pid": pa.array(trace.column("events", "pid")[rows]),
             "tid": pa.array(trace.column("events", "tid")[rows]),
-            "launch_ts": pa.array(
-                np.where(launch >= 0, ts[np.maximum(launch, 0)], 0),
-                mask=launch < 0,
-                type=pa.int64(),
+            "launch_ts": _arrow.masked(
+                np.where(launch >= 0, ts[np.maximum(launch, 0)], 0), launch < 0, pa.int64()
             ),
             "op_stack": stacks,
             "top_level_op": top,

@@ -18,6 +18,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ... import _arrow
 from ...analysis.launch_stats import launch_pairs
 from ...analysis.op_table import ancestor_pairs
 from ...costs import dtypes
@@ -110,9 +111,9 @@ def _rank_rows(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
             rows,
             pa.array(names, pa.string()),
             pa.array([None if d is None else str(d) for d in dtype], pa.string()),
-            pa.array(group, mask=group < 0),
+            _arrow.masked(group, group < 0),
             pa.array(nbytes, from_pandas=True),
-            pa.array(time, mask=time < 0),
+            _arrow.masked(time, time < 0),
             pa.array(algbw, from_pandas=True),
             pa.array(algbw * factor, from_pandas=True),
             pa.array(reasons, pa.string()),

@@ -9,6 +9,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
+from ... import _arrow
 from ...frame.fields import NS
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE_TYPES, DependencyGraph
@@ -39,7 +40,7 @@ def event_columns(trace: Trace, events: np.ndarray, gpu: np.ndarray) -> dict[str
         "cat": names_of(trace, "cat", events),
         "pid": pa.array(trace.column("events", "pid")[events], pa.int64()),
         "tid": pa.array(trace.column("events", "tid")[events], pa.int64()),
-        "stream": pa.array(np.where(gpu, stream, 0), pa.int64(), mask=~gpu),
+        "stream": _arrow.masked(np.where(gpu, stream, 0), ~gpu, pa.int64()),
     }
 
 

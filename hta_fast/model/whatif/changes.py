@@ -122,6 +122,8 @@ def _other_traces(edits: Edits) -> TraceSet:
     source = edits.durations_from
     if isinstance(source, (Trace, TraceSet)):
         return select.as_traceset(source)
+    if not os.path.exists(source):
+        raise ValueError(f"Edits.durations_from: no such file or folder: {os.fspath(source)!r}")
     return select.as_traceset(load_dir(source) if os.path.isdir(source) else load(source))
 
 
