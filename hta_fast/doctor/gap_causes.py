@@ -38,7 +38,9 @@ from .thresholds import Thresholds
 HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
 HOST_CALLS = (EventKind.runtime, EventKind.driver)
 
-DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)"
+# A DataLoader's __next__, and a DataPipe graph's (torch.utils.data.datapipes records each
+# pipe's iteration as enumerate(DataPipe)#<its class>, nested as the pipes are).
+DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)|^enumerate\(DataPipe\)#"
 BLOCKING_SYNC = (
     r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
     r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
