@@ -25,6 +25,7 @@ from ...frame.result import Result
 from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
+from ..replay.step_rows import error_pct
 from .durations_from import pair_durations
 from .edits import Edits
 from .steps import what_if
@@ -46,9 +47,7 @@ SCHEMA = pa.schema(
 
 
 def _error(predicted: Optional[int], measured: int) -> Optional[float]:
-    if predicted is None or measured <= 0:
-        return None
-    return 100.0 * abs(predicted - measured) / measured
+    return None if predicted is None else error_pct(predicted, measured)
 
 
 def next_step(
