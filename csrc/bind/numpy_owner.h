@@ -10,10 +10,15 @@ namespace hta::bind {
 
 // A column is filled by growing and by estimates made before its rows were counted, so its
 // capacity can be several times its size; what is handed over lives as long as the trace, so
-// the slack goes first (a small trace's columns would otherwise hold most of its memory).
+// a small column's slack goes first (on thousands of small ranks it was a tenth of the
+// memory). Not a large one's: the copy would sit beside the freed original in malloc's heap
+// (kept for reuse, malloc_policy.cc), and a 300 MB trace's peak grew by a third of its JSON.
+constexpr size_t kSlackCopyMaxBytes = 1 << 20;
+
 template <class T, class Alloc>
 void drop_slack(std::vector<T, Alloc>& v) {
-  if (v.capacity() > v.size() + v.size() / 8 + 16) v.shrink_to_fit();
+  if (v.capacity() * sizeof(T) <= kSlackCopyMaxBytes && v.capacity() > v.size() + v.size() / 8 + 16)
+    v.shrink_to_fit();
 }
 
 template <class T, class Alloc>
