@@ -51,6 +51,8 @@ def main() -> None:
                 "cpu_s": cpu,
                 "import_s": import_s,
                 "peak_rss_mb": r1.ru_maxrss / 1024,
+                # What the load added to the peak: the interpreter and imports excluded.
+                "load_peak_mb": (r1.ru_maxrss - r0.ru_maxrss) / 1024,
                 "events": events.num_rows,
                 "json_mb": trace.meta.json_bytes / 1e6,
                 "columns_mb": column_bytes / 1e6,

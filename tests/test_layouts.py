@@ -916,6 +916,25 @@ def test_compressed_and_path_give_same_result(texts, tmp_path):
     assert canonical(hta_fast.load(two, chunk_size=256), "native") == ref
 
 
+@pytest.mark.parametrize("isize", [0, 17, 1 << 31, (1 << 32) - 1])
+def test_gzip_trailer_sizes_the_output_only(texts, tmp_path, isize):
+    # The loader sizes its columns from the gzip trailer's ISIZE (the inflated size modulo
+    # 2^32); a wrong, wrapped or forged one changes how much is reserved, never what loads.
+    # A reader that checks ISIZE (zlib's does) may refuse the stream instead, clearly.
+    text = texts["native"]
+    ref = canonical(hta_fast.load(text), "native")
+    data = bytearray(gzip.compress(text))
+    data[-4:] = isize.to_bytes(4, "little")
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(bytes(data))
+    try:
+        got = hta_fast.load(gz, threads=1)
+    except hta_fast.TraceFormatError as e:
+        assert "corrupt" in str(e) or "checksum" in str(e) or "length" in str(e), str(e)
+        return
+    assert canonical(got, "native") == ref
+
+
 def test_zstd_gives_same_result(texts, tmp_path):
     zstandard = pytest.importorskip("zstandard", reason="the zstandard module is not installed")
     text = texts["native"]

@@ -26,6 +26,12 @@ class ByteSource {
   virtual std::unique_ptr<MappedFile> map() { return nullptr; }
   // Continues reading at byte `offset` (sources that offer map() support this).
   virtual void seek(uint64_t offset) { (void)offset; }
+  // Reads exactly n bytes at `offset` without moving the read position; false where the
+  // source cannot (a stream) or the bytes are not there.
+  virtual bool read_at(uint64_t offset, char* dst, size_t n) {
+    (void)offset, (void)dst, (void)n;
+    return false;
+  }
 };
 
 // Opens a file; gzip and zstd are recognised by their magic bytes, not by the name.

@@ -1,5 +1,6 @@
 #include "io/compressed_source.h"
 
+#include <algorithm>
 #include <string>
 
 #include "io/format_error.h"
@@ -20,6 +21,21 @@ bool CompressedInput::fill() {
   pos_ = 0;
   end_ = raw_->read(buf_.data(), buf_.size());
   return end_ > 0;
+}
+
+uint64_t CompressedInput::gzip_size_hint() {
+  const uint64_t compressed = raw_->size_hint();
+  unsigned char tail[4];
+  if (compressed < 18 || !raw_->read_at(compressed - 4, reinterpret_cast<char*>(tail), 4)) {
+    return 0;
+  }
+  uint64_t size = uint64_t(tail[0]) | uint64_t(tail[1]) << 8 | uint64_t(tail[2]) << 16 |
+                  uint64_t(tail[3]) << 24;
+  // Text does not inflate to less than its compressed size: the wrapped-around part of
+  // ISIZE is the smallest multiple of 2^32 that makes it so.
+  while (size < compressed) size += uint64_t(1) << 32;
+  constexpr uint64_t kMaxDeflateRatio = 1032;
+  return std::min(size, compressed * kMaxDeflateRatio);
 }
 
 void CompressedInput::rewind() {
@@ -45,8 +61,12 @@ namespace {
 #ifdef HTA_HAVE_ISAL
 class GzipSource : public ByteSource {
  public:
-  explicit GzipSource(std::unique_ptr<ByteSource> raw) : in_(std::move(raw)) { reset(); }
+  explicit GzipSource(std::unique_ptr<ByteSource> raw) : in_(std::move(raw)) {
+    size_hint_ = in_.gzip_size_hint();
+    reset();
+  }
   const char* encoding() const override { return "gzip"; }
+  uint64_t size_hint() const override { return size_hint_; }
   void rewind() override {
     in_.rewind();
     reset();
@@ -113,6 +133,7 @@ class GzipSource : public ByteSource {
   }
 
   CompressedInput in_;
+  uint64_t size_hint_ = 0;
   inflate_state state_;
   bool member_done_ = false;
   bool started_ = false;
@@ -121,10 +142,12 @@ class GzipSource : public ByteSource {
 class GzipSource : public ByteSource {
  public:
   explicit GzipSource(std::unique_ptr<ByteSource> raw) : in_(std::move(raw)) {
+    size_hint_ = in_.gzip_size_hint();
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("zlib init failed");
   }
   ~GzipSource() override { inflateEnd(&z_); }
   const char* encoding() const override { return "gzip"; }
+  uint64_t size_hint() const override { return size_hint_; }
   void rewind() override {
     in_.rewind();
     inflateReset(&z_);
@@ -165,6 +188,7 @@ class GzipSource : public ByteSource {
 
  private:
   CompressedInput in_;
+  uint64_t size_hint_ = 0;
   z_stream z_{};
   bool member_done_ = false;
   bool started_ = false;

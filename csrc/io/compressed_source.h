@@ -29,6 +29,11 @@ class CompressedInput {
   uint64_t offset() const { return consumed_; }
   void rewind();
   uint64_t compressed_size() const { return raw_->size_hint(); }
+  // The size a gzip stream inflates to, from its trailer (ISIZE: the last member's size
+  // modulo 2^32), for sizing the output ahead; 0 when the source cannot say. A hint only:
+  // concatenated members and files past 4 GiB make it approximate, and a forged trailer
+  // can claim at most deflate's largest ratio.
+  uint64_t gzip_size_hint();
 
  private:
   std::unique_ptr<ByteSource> raw_;

@@ -58,6 +58,23 @@ void FileSource::seek(uint64_t offset) {
   pos_ = offset;
 }
 
+bool FileSource::read_at(uint64_t offset, char* dst, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool MemorySource::read_at(uint64_t offset, char* dst, size_t n) {
+  if (offset > size_ || n > size_ - offset) return false;
+  std::memcpy(dst, data_ + offset, n);
+  return true;
+}
+
 size_t MemorySource::read(char* dst, size_t n) {
   n = std::min(n, size_ - pos_);
   std::memcpy(dst, data_ + pos_, n);

@@ -16,6 +16,7 @@ class FileSource : public ByteSource {
   uint64_t size_hint() const override { return size_; }
   std::unique_ptr<MappedFile> map() override;
   void seek(uint64_t offset) override;
+  bool read_at(uint64_t offset, char* dst, size_t n) override;
 
  private:
   int fd_ = -1;
@@ -30,6 +31,7 @@ class MemorySource : public ByteSource {
   size_t read(char* dst, size_t n) override;
   void rewind() override { pos_ = 0; }
   uint64_t size_hint() const override { return size_; }
+  bool read_at(uint64_t offset, char* dst, size_t n) override;
 
  private:
   const char* data_;
