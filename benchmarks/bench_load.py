@@ -108,9 +108,7 @@ def bench_real(folders: list[Path], largest: int, runs: int, out: Path, skip_ref
         js2 = median_run(fast + [str(plain), "--threads", "2"], runs, 600)
         ref = None
         if not skip_ref:
-            ref = median_run(
-                [str(REF_PYTHON), str(HERE / "bench_ref_load.py"), str(path)], 1, 3600
-            )
+            ref = median_run([str(REF_PYTHON), str(HERE / "bench_ref_load.py"), str(path)], 1, 3600)
         row = {
             "gz1": mb / gz1["cpu_s"],
             "js1": mb / js1["cpu_s"],
