@@ -1,6 +1,7 @@
 #include "parse/number_text.h"
 
 #include <charconv>
+#include <cstring>
 #include <limits>
 
 namespace hta {
@@ -110,38 +111,58 @@ namespace {
 // also rejects what JSON does not call a number ("01", "1.", ".5"). Inlined into its two
 // callers: as a call (which GCC chooses once the grammar checks are in), it cost ~5% of a
 // whole parse.
+// Eight ASCII digits at p: their value, or false when any byte is not a digit. A byte is a
+// digit when its high nibble is 3 and adding 6 to it does not carry out of the low nibble.
+// The digits are then combined pairwise (2, then 4, then 8 at a time) with multiplies.
+[[gnu::always_inline]] inline bool eight_digits(const char* p, uint64_t& out) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
+  const uint64_t nibbles = (w & kHigh) | (((w + 0x0606060606060606ULL) & kHigh) >> 4);
+  if (nibbles != 0x3333333333333333ULL) return false;
+  w -= 0x3030303030303030ULL;  // bytes d0..d7, d0 first (lowest)
+  w = w * 10 + (w >> 8);       // byte 2k: 10*d(2k) + d(2k+1)
+  w = ((w & 0x000000FF000000FFULL) * 100 + ((w >> 16) & 0x000000FF000000FFULL));
+  out = (w & 0xFFFFFFFFULL) * 10000 + (w >> 32);  // the two 4-digit halves
+  return true;
+}
+
+// The digits from s[i] on, appended to v; returns where they end.
+[[gnu::always_inline]] inline size_t take_digits(std::string_view s, size_t i, uint64_t& v) {
+  const size_t size = s.size();
+  uint64_t block;
+  while (i + 8 <= size && eight_digits(s.data() + i, block)) {
+    v = v * 100000000 + block;
+    i += 8;
+  }
+  for (; i < size && is_digit(s[i]); ++i) v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+  return i;
+}
+
 [[gnu::always_inline]] inline bool parse_simple(std::string_view s, bool& negative,
                                                 uint64_t& digits, int& exponent) {
-  size_t i = 0;
-  negative = false;
-  if (i < s.size() && s[i] == '-') {
-    negative = true;
-    ++i;
-  }
-  const size_t first = i;
+  const size_t size = s.size();
+  negative = size > 0 && s[0] == '-';
+  const size_t first = negative ? 1 : 0;
+  // Integer digits, then (once) a '.' and the fraction's. Past 19 digits v has wrapped, and
+  // the count sends the text to the general path.
   uint64_t v = 0;
-  int n = 0, frac = 0;
-  bool dot = false;
-  for (; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c >= '0' && c <= '9') {
-      v = v * 10 + static_cast<uint64_t>(c - '0');
-      ++n;
-      frac += dot;
-    } else if (c == '.' && !dot) {
-      dot = true;
-    } else {
-      return false;
-    }
+  size_t i = take_digits(s, first, v);
+  const size_t int_digits = i - first;
+  size_t frac = 0;
+  if (i < size && s[i] == '.') {
+    const size_t dot = ++i;
+    i = take_digits(s, dot, v);
+    frac = i - dot;
+    if (frac == 0) return false;  // "1." is not a number
   }
-  if (n == 0 || n > 19) return false;
-  // JSON's grammar: digits on both sides of the '.', and no leading zero before a digit.
-  const char lead = s[first];
-  if (lead == '.' || s.back() == '.' || (lead == '0' && n > 1 && s[first + 1] != '.')) {
+  if (i != size) return false;
+  // JSON's grammar: digits before the '.', and no leading zero before another digit.
+  if (int_digits == 0 || int_digits + frac > 19 || (s[first] == '0' && int_digits > 1)) {
     return false;
   }
   digits = v;
-  exponent = -frac;
+  exponent = -static_cast<int>(frac);
   return true;
 }
 

@@ -1,0 +1,57 @@
+"""Timestamps and ids of every length through the loader's number reading, against exact
+decimal arithmetic: digits are read eight at a time where they can be, one at a time
+where not, and the two must agree at every length and boundary."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hta_fast
+
+DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=21)
+
+
+def spelling(whole: str, fraction: str, negative: bool) -> str:
+    whole = whole.lstrip("0") or "0"  # JSON: no leading zeros
+    text = ("-" if negative else "") + whole
+    return text + ("." + fraction if fraction else "")
+
+
+def expected_ns(text: str) -> int | None:
+    ns = (Decimal(text) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP)
+    return int(ns) if -(2**63) <= ns < 2**63 else None
+
+
+def load_one(field: str, value: str):
+    event = '{"ph":"X","name":"a","cat":"c","pid":7,"tid":7,"ts":1,"dur":1}'
+    event = event.replace(f'"{field}":1' if field != "pid" else '"pid":7', f'"{field}":{value}')
+    return hta_fast.load(('{"traceEvents":[' + event + "]}").encode(), recover=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(whole=DIGITS, fraction=st.text(alphabet="0123456789", max_size=9), negative=st.booleans())
+def test_timestamps_match_exact_decimal(whole, fraction, negative):
+    text = spelling(whole, fraction, negative)
+    want = expected_ns(text)
+    t = load_one("ts", text)
+    if want is None:
+        assert t.events.num_rows == 0 and t.stat("bad_field") == 1, text
+    else:
+        assert t.events["ts"].to_pylist() == [want], text
+
+
+@settings(max_examples=300, deadline=None)
+@given(whole=DIGITS, negative=st.booleans())
+def test_integer_ids_match_exact_value(whole, negative):
+    text = spelling(whole, "", negative)
+    t = load_one("pid", text)
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        assert t.events.num_rows == 0, text
+    elif value > -(2**32):
+        assert t.events["pid"].to_pylist() == [value], text
+    else:  # at or below the range names are stored in: kept as its text, and counted
+        assert t.events.num_rows == 1 and t.stat("id_as_text") == 1, text
