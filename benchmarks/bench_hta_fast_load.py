@@ -12,6 +12,13 @@ import resource
 import time
 
 
+def current_rss_kb() -> int:
+    """Resident memory now, in KiB (ru_maxrss is the peak so far, not the current size)."""
+    with open("/proc/self/statm") as f:
+        resident_pages = int(f.read().split()[1])
+    return resident_pages * resource.getpagesize() // 1024
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("trace")
@@ -21,6 +28,7 @@ def main() -> None:
     import hta_fast
 
     import_s = time.perf_counter() - t_import
+    rss_before = current_rss_kb()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     trace = hta_fast.load(args.trace, threads=args.threads)
@@ -51,8 +59,9 @@ def main() -> None:
                 "cpu_s": cpu,
                 "import_s": import_s,
                 "peak_rss_mb": r1.ru_maxrss / 1024,
-                # What the load added to the peak: the interpreter and imports excluded.
-                "load_peak_mb": (r1.ru_maxrss - r0.ru_maxrss) / 1024,
+                # The load's peak above what the process held before it (the interpreter
+                # and imports): the load's own memory.
+                "load_peak_mb": max(0, r1.ru_maxrss - rss_before) / 1024,
                 "events": events.num_rows,
                 "json_mb": trace.meta.json_bytes / 1e6,
                 "columns_mb": column_bytes / 1e6,

@@ -14,7 +14,7 @@ namespace hta {
 
 class PrefetchSource : public ByteSource {
  public:
-  explicit PrefetchSource(std::unique_ptr<ByteSource> inner, size_t block_size = 4 << 20,
+  explicit PrefetchSource(std::unique_ptr<ByteSource> inner, size_t block_size = 1 << 20,
                           size_t blocks = 3);
   ~PrefetchSource() override;
   size_t read(char* dst, size_t n) override;
