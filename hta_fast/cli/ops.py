@@ -132,11 +132,11 @@ def coverage_notes(
             rest[key] = rest.get(key, 0) + int(dur)
         ranked = sorted(rest.items(), key=lambda kv: -kv[1])
         shown = "; ".join(
-            f"{k} {v / 1e6:,.3f} ms ({100 * v / total:.1f} %)" for k, v in ranked[:top]
+            f"{k} {v / 1e6:,.3f} ms ({100 * v / total:.2f} %)" for k, v in ranked[:top]
         )
         more = f"; {len(ranked) - top} more" if len(ranked) > top else ""
         lines.append(
-            f"rank {rank}: operators with a cost model ran {100 * modelled / total:.1f} % of "
+            f"rank {rank}: operators with a cost model ran {100 * modelled / total:.2f} % of "
             f"the GPU time ({modelled / 1e6:,.3f} of {total / 1e6:,.3f} ms)"
             + (f"; not modelled: {shown}{more}" if ranked else "")
         )
