@@ -8,6 +8,11 @@ values may have fewer heads than queries (grouped-query attention): FLOPs follow
 heads, bytes the tensors' own sizes. The backward recomputes Q K^T and adds four products
 (dV, dP, dQ, dK): 2.5 times the forward's FLOPs. Bytes: forward reads q, k, v and writes the
 output; backward reads q, k, v, out, dout and writes dq, dk, dv.
+
+aiter's flash attention (mha_fwd, fmha_v3_fwd) takes flash-attn's layout and causal
+alignment. aten::_native_multi_head_attention adds its projections to the same attention
+formula (attention_flops). Paged, varlen and serving-stack attention have no model: their
+work is each sequence's length, a tensor's values, which profilers do not record.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ no FLOPs; gather and index_select read and write the selected elements (plus the
 repeat reads its input and writes the repeated output, _foreach_copy_ copies its list.
 In-place random fills (normal_, uniform_, ...) write every element, one FLOP each. vLLM's
 gated activations (`_C::silu_and_mul`, ...: out [..., d] from input [..., 2 d]) 2 FLOPs an
-output element. Views and allocations move nothing (family "view", zero FLOPs and bytes); composites
-(`aten::to`, `aten::contiguous`) leave their work to the operators they call (family
-"composite", zero here, counted there; randn and rand, whose normal_ or uniform_ fills).
+output element. Views and allocations move nothing (family "view", zero FLOPs and bytes);
+composites (`aten::to`, `aten::contiguous`, randn and rand, which fill with normal_ or
+uniform_) leave their work to the operators they call (family "composite", zero here,
+counted there).
 """
 
 from __future__ import annotations
