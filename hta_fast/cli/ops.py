@@ -9,6 +9,8 @@ import click
 
 from ..analysis import op_table as op_table_mod
 from ..analysis import roofline as roofline_mod
+from ..frame.select import Selection, each_rank
+from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import load_traces
 from .options import F, result_tables, selection, table_command
@@ -68,7 +70,77 @@ def ops_command(
     ]
     tables, notes = result_tables(results)
     notes = {name: [in_flag_terms(n) for n in lines] for name, lines in notes.items()}
+    notes["roofline"] = coverage_notes(traces, sel, prefix) + notes["roofline"]
     emit(tables, notes, fmt, out_dir, limit)
+
+
+# Launches that replay a captured graph: their kernels run under no operator of their own.
+_GRAPH_LAUNCH = r"^(cuda|hip)Graph(Exec)?Launch"
+
+
+def coverage_notes(
+    traces: TraceSet, sel: Selection, prefix: Optional[str], top: int = 3
+) -> list[str]:
+    """Per rank, the share of GPU time under operators with a cost model (the roofline's
+    coverage), and where the rest ran: the innermost operators around it and why they have
+    no model, graph replays, host transfers, launches outside any operator."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from ..analysis.launch_stats import launch_pairs
+    from ..analysis.op_kernels import enclosing
+
+    lines = []
+    for rank, trace, mask in each_rank(traces, sel):
+        cg = roofline_mod.ChargedGroups(trace, mask, prefix)
+        names = trace.column("events", "name")
+        launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
+        host = roofline_mod.host_transfer_names(trace)[names[gpu]]
+        launch = launch[~host]
+        total = int(cg.dur.sum()) + cg.host_time
+        if not total:
+            continue
+        charged = cg.op_row >= 0
+        modelled = int(cg.dur[charged].sum())
+        rest: dict[str, float] = {}
+        if cg.host_time:
+            rest["host transfers (bound by the host link)"] = cg.host_time
+        left = ~charged
+        graph = pc.match_substring_regex(trace.strings, _GRAPH_LAUNCH).to_numpy(
+            zero_copy_only=False
+        )[names[launch[left]]]
+        is_op = np.zeros(len(names), bool)
+        is_op[cg.groups.rows] = True
+        group_of = np.full(len(names), -1, np.int64)
+        group_of[cg.groups.rows] = cg.groups.group
+        inner = enclosing(trace, launch[left], is_op)
+        reasons = cg.costs["no_model"].to_pylist()
+        dims = cg.head["input_dims"].to_pylist()
+        op_names = cg.head["name"].to_pylist()
+        for dur, op, replay in zip(cg.dur[left], inner, graph):
+            if op < 0:
+                key = "graph replays" if replay else "launches outside any operator"
+            else:
+                g = group_of[op]
+                why = (
+                    "no input shapes recorded"
+                    if dims[g] is None
+                    else reasons[g] or "its model counts no work"
+                )
+                where = ", a graph replay" if replay else ""
+                key = f"{op_names[g]} ({why}{where})"
+            rest[key] = rest.get(key, 0) + int(dur)
+        ranked = sorted(rest.items(), key=lambda kv: -kv[1])
+        shown = "; ".join(
+            f"{k} {v / 1e6:,.3f} ms ({100 * v / total:.2f} %)" for k, v in ranked[:top]
+        )
+        more = f"; {len(ranked) - top} more" if len(ranked) > top else ""
+        lines.append(
+            f"rank {rank}: operators with a cost model ran {100 * modelled / total:.2f} % of "
+            f"the GPU time ({modelled / 1e6:,.3f} of {total / 1e6:,.3f} ms)"
+            + (f"; not modelled: {shown}{more}" if ranked else "")
+        )
+    return lines
 
 
 @cli.command("predict")

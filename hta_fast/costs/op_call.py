@@ -110,6 +110,35 @@ class OpCall:
         except ValueError:
             return text
 
+    def numbers(self, i: int) -> Optional[list[float]]:
+        """A concrete number or number list input as floats; None when not recorded or not
+        numbers. Lenient where JSON is not: profilers write float lists as "[2., 2.]"."""
+        v = self.value(i)
+        if isinstance(v, str):
+            parts = v.strip().strip("[]").split(",")
+            try:
+                return [float(p) for p in parts if p.strip()]
+            except ValueError:
+                return None
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return [float(v)]
+        if isinstance(v, list) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v
+        ):
+            return [float(x) for x in v]
+        return None
+
+    def text(self, i: int) -> Optional[str]:
+        """A concrete string input without its quotes (an einsum equation); None when the
+        profiler did not record it."""
+        v = self.value(i)
+        if not isinstance(v, str):
+            return None
+        v = v.strip()
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+            v = v[1:-1]
+        return v or None
+
     def int_list(self, i: int, length: int, default: Optional[int] = None) -> list[int]:
         """A concrete int or int list input spread to `length` values (stride=2 -> [2, 2])."""
         v = self.value(i)

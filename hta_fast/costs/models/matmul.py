@@ -1,15 +1,30 @@
-"""Matrix products: mm, addmm, bmm, baddbmm, matmul, linear, scaled (FP8) and grouped GEMMs.
+"""Matrix products: mm, addmm, bmm, baddbmm, matmul, linear, scaled (FP8) and grouped GEMMs,
+and the quantized GEMMs of serving stacks (vLLM's CUTLASS w8a8, aiter's a8w8 and hipBLASLt).
 
 A product of an (m x k) and a (k x n) matrix costs 2*m*k*n FLOPs; a bias or accumulated
 input adds m*n. Bytes: each operand read once and the output written once (the least
 traffic a kernel can have).
+
+Serving stacks' GEMMs (sources of shapes: the custom op's own signature; each model checks
+that the recorded shapes fit it and has no model otherwise):
+* `_C::cutlass_scaled_mm(out, a, b, a_scales, b_scales, bias?)` and `_C::cutlass_scaled_mm_azp
+  (out, a, b, a_scales, b_scales, azp_adj, azp?, bias?)`: out [m, n], a [m, k], b [k, n];
+* aiter's a8w8 GEMMs, `aiter::gemm_a8w8*` (XQ, WQ, x_scale, w_scale, [Out,] ...): XQ [m, k],
+  WQ [n, k] (also when pre-shuffled), the output [m, n] in the Out tensor's dtype where one
+  is recorded, else 2 bytes (bf16, their default);
+* hipBLASLt through aiter or vLLM's gradlib, `aiter::hipb_mm`, `_gradlib_C::hipb_mm`,
+  `_gradlib_C::rocb_mm` (mat1, mat2, solution_index, bias?, out_dtype?, ...): mat1 [m, k],
+  mat2 [k, n], as torch.mm; the output in out_dtype where recorded, else mat1's dtype.
+Scales and biases are read too (a bias adds m*n FLOPs).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
-from ..cost import Cost, model, precision_of
+from .. import dtypes
+from ..cost import Cost, model, pattern_model, precision_of
 from ..op_call import NoModel, OpCall
 
 
@@ -146,3 +161,46 @@ def _broadcast(a: list[int], b: list[int], call: OpCall) -> list[int]:
             raise NoModel(f"batch dimensions {a} and {b} do not broadcast")
         out.append(max(x, y))
     return out
+
+
+def _with_reads(cost: Cost, call: OpCall, indices: list[int]) -> Cost:
+    extra = sum(call.nbytes(i) for i in indices if call.has_tensor(i) and call.itemsize(i, 0))
+    return Cost(cost.family, cost.flops, cost.bytes + extra, cost.precision, cost.matrix)
+
+
+@model("_C::cutlass_scaled_mm", "_C::cutlass_scaled_mm_azp")
+def cutlass_scaled_mm(call: OpCall) -> Cost:
+    out, (m, k), (k2, n) = call.shape(0), _mat(call, 1), _mat(call, 2)
+    _check_inner(k, k2, call)
+    if out != [m, n]:
+        raise NoModel(f"output {out} is not [{m}, {n}]")
+    bias = 5 if call.name == "_C::cutlass_scaled_mm" else 7
+    c = _gemm(call, 1, m, k, n, 1, 2, extra_inputs=(bias,), out_itemsize=call.itemsize(0))
+    return _with_reads(c, call, [3, 4] + ([5, 6] if bias == 7 else []))
+
+
+def aiter_a8w8(call: OpCall) -> Cost:
+    (m, k), (n, k2) = _mat(call, 0), _mat(call, 1)
+    _check_inner(k, k2, call)
+    rest = [i for i in call.tensor_inputs() if i >= 2]
+    out = next((i for i in rest if call.shape(i) == [m, n]), None)
+    size = call.itemsize(out) if out is not None else 2
+    c = _gemm(call, 1, m, k, n, 0, 1, out_itemsize=size)
+    return _with_reads(c, call, [i for i in rest if i != out])
+
+
+pattern_model(re.compile(r"^aiter::_?gemm_a8w8(?:_\w+)?$"), aiter_a8w8)
+
+
+@model("aiter::hipb_mm", "_gradlib_C::hipb_mm", "_gradlib_C::rocb_mm")
+def hipb_mm(call: OpCall) -> Cost:
+    (m, k), (k2, n) = _mat(call, 0), _mat(call, 1)
+    _check_inner(k, k2, call)
+    code = call.value(4)  # out_dtype, a ScalarType code where recorded
+    out = (
+        dtypes.scalar_type_itemsize(code)
+        if isinstance(code, int) and not isinstance(code, bool)
+        else None
+    )
+    c = _gemm(call, 1, m, k, n, 0, 1, extra_inputs=(3,), out_itemsize=out)
+    return _with_reads(c, call, [i for i in (5, 6, 7) if call.has_tensor(i)])

@@ -2,7 +2,8 @@
 
 FLOPs per element (x = input elements) are round counts of the arithmetic, not measured
 instruction counts: layer/group norm forward 5 (mean, variance, normalise) + 2 with an affine
-weight, backward 8; batch norm the same; RMS norm forward 4, backward 6; softmax forward 5
+weight, backward 8 (aiter's group norm as aten's); batch norm the same; RMS norm forward 4,
+backward 6 (vLLM's rms_norm 4, fused_add_rms_norm 5 and both tensors read and written); softmax forward 5
 (max, subtract, exp, sum, divide), backward 3; dropout forward 2 (random number, scale),
 backward 1. Bytes are the least traffic: the input read and the output written once (the
 backward also reads the saved input or output), plus the parameters; dropout writes (and
@@ -26,10 +27,22 @@ def _params(call: OpCall, indices: tuple[int, ...]) -> int:
     return sum(call.nbytes(i) for i in indices if call.has_tensor(i))
 
 
-@model("aten::native_layer_norm", "aten::layer_norm", "aten::native_group_norm", "aten::group_norm")
+# where the weight (and after it the bias) is: group norm's (input, weight, bias, ...) and
+# (input, num_groups, weight, bias, ...) signatures; aiter's group norm (x, num_groups,
+# weight, bias, eps) has the second
+_WEIGHT_AT = {
+    "aten::native_layer_norm": 2,
+    "aten::layer_norm": 2,
+    "aten::native_group_norm": 1,
+    "aten::group_norm": 2,
+    "aiter::_groupnorm_run": 2,
+}
+
+
+@model(*_WEIGHT_AT)
 def layer_norm(call: OpCall) -> Cost:
     n, size, p = _elems(call)
-    weight = 2 if "layer" in call.name else 1
+    weight = _WEIGHT_AT[call.name]
     affine = call.has_tensor(weight)
     return Cost(
         "norm",
@@ -76,6 +89,21 @@ def batch_norm_backward(call: OpCall) -> Cost:
 def rms_norm(call: OpCall) -> Cost:
     n, size, p = _elems(call)
     return Cost("norm", float(4 * n), float(2 * n * size + _params(call, (2,))), p)
+
+
+@model("_C::rms_norm")
+def vllm_rms_norm(call: OpCall) -> Cost:
+    """vLLM's (result, input, weight, epsilon): input read, result written."""
+    n, size, p = _elems(call, 1)
+    return Cost("norm", float(4 * n), float(2 * n * size + _params(call, (2,))), p)
+
+
+@model("_C::fused_add_rms_norm")
+def vllm_fused_add_rms_norm(call: OpCall) -> Cost:
+    """vLLM's in-place (input, residual, weight, epsilon): residual += input, then input =
+    rms_norm(residual): both read and both written, an add and the norm per element."""
+    n, size, p = _elems(call)
+    return Cost("norm", float(5 * n), float(4 * n * size + _params(call, (2,))), p)
 
 
 @model("aten::_fused_rms_norm_backward")

@@ -6,9 +6,14 @@ function counts 1, as these operators are bound by memory, not math); bytes are 
 input read once plus the output written once. Reductions: FLOPs are the input's elements;
 bytes the input plus the output when its size is known (the reduced dims recorded), else the
 input alone. Copies and casts: source read and destination written, each in its own dtype;
-no FLOPs. Views and allocations move nothing (family "view", zero FLOPs and bytes); composites
-(`aten::to`, `aten::contiguous`) leave their work to the operators they call (family
-"composite", zero here, counted there).
+no FLOPs; gather and index_select read and write the selected elements (plus the index),
+repeat reads its input and writes the repeated output, _foreach_copy_ copies its list.
+In-place random fills (normal_, uniform_, ...) write every element, one FLOP each. vLLM's
+gated activations (`_C::silu_and_mul`, ...: out [..., d] from input [..., 2 d]) 2 FLOPs an
+output element. Views and allocations move nothing (family "view", zero FLOPs and bytes);
+composites (`aten::to`, `aten::contiguous`, randn and rand, which fill with normal_ or
+uniform_) leave their work to the operators they call (family "composite", zero here,
+counted there).
 """
 
 from __future__ import annotations
@@ -47,7 +52,11 @@ resize_ lift_fresh resolve_conj resolve_neg split chunk unbind unflatten view_as
 record_stream set_ split_with_sizes numpy_T lift_fresh_copy
 """.split()
 # Operators whose work, if any, is done by the operators they call (counted there).
-COMPOSITES = "to contiguous type_as reshape_as reshape flatten concat concatenate".split()
+COMPOSITES = """to contiguous type_as reshape_as reshape flatten concat concatenate randn rand
+randn_like rand_like""".split()
+# In-place random fills: every element written, one FLOP each (the generator's arithmetic,
+# counted as one as for a transcendental function).
+RANDOM_FILLS = "normal_ uniform_ bernoulli_ random_ exponential_ cauchy_ log_normal_".split()
 
 
 def _broadcast(shapes: list[list[int]]) -> list[int]:
@@ -205,3 +214,65 @@ def view(call: OpCall) -> Cost:
 @model(*[f"aten::{n}" for n in COMPOSITES])
 def composite(call: OpCall) -> Cost:
     return Cost("composite", 0.0, 0.0, "fp32")
+
+
+@model(*[f"aten::{n}" for n in RANDOM_FILLS])
+def random_fill(call: OpCall) -> Cost:
+    n = call.numel(0)
+    return Cost(
+        "elementwise", float(n), float(call.nbytes(0)), dtypes.precision(call.dtype(0)) or "fp32"
+    )
+
+
+@model("aten::gather")
+def gather(call: OpCall) -> Cost:
+    """gather(self, dim, index, sparse_grad[, out]): one element of self read and one
+    written per index."""
+    n = call.numel(2)
+    return Cost("copy", 0.0, float(call.nbytes(2) + 2 * n * call.itemsize(0)), "fp32")
+
+
+@model("aten::index_select")
+def index_select(call: OpCall) -> Cost:
+    """index_select(self, dim, index): self with dimension `dim` cut to the index's length,
+    read (the selected slices) and written."""
+    x = call.shape(0)
+    dim = call.value(1)
+    if not isinstance(dim, int) or isinstance(dim, bool) or not x:
+        raise NoModel("dim not recorded (Concrete Inputs missing)")
+    d = dim % len(x)
+    out = math.prod(x[:d] + [call.numel(2)] + x[d + 1 :])
+    return Cost("copy", 0.0, float(call.nbytes(2) + 2 * out * call.itemsize(0)), "fp32")
+
+
+@model("aten::repeat")
+def repeat(call: OpCall) -> Cost:
+    """repeat(self, repeats): the input read, the output (its shape times repeats, which
+    may add leading dimensions) written."""
+    x = call.shape(0)
+    reps = call.value(1)
+    if not (isinstance(reps, list) and all(isinstance(r, int) for r in reps)) or len(reps) < len(x):
+        raise NoModel("repeats not recorded (Concrete Inputs missing)")
+    out = math.prod(reps) * math.prod(x)
+    return Cost("copy", 0.0, float(call.nbytes(0) + out * call.itemsize(0)), "fp32")
+
+
+@model("aten::_foreach_copy_")
+def foreach_copy(call: OpCall) -> Cost:
+    """_foreach_copy_(self, src, non_blocking): each src tensor read and copied into self.
+    Lists' dtypes are not recorded: 4 bytes an element, as for cat."""
+    src = call.list_shapes(1)
+    nbytes = sum(math.prod(s) * z for s, z in src)
+    return Cost("copy", 0.0, float(2 * nbytes), "fp32")
+
+
+# vLLM's gated activations, (out, input [..., 2 d]): the activation of the first half times
+# the second, 2 FLOPs per output element; input read, out written.
+@model("_C::silu_and_mul", "_C::mul_and_silu", "_C::gelu_and_mul", "_C::gelu_tanh_and_mul")
+def gated_activation(call: OpCall) -> Cost:
+    out, x = call.shape(0), call.shape(1)
+    if not x or x[-1] != 2 * out[-1] or x[:-1] != out[:-1]:
+        raise NoModel(f"gated activation of input {x} into {out}")
+    n = math.prod(out)
+    p = dtypes.precision(call.dtype(1)) or "fp32"
+    return Cost("elementwise", float(2 * n), float(call.nbytes(1) + call.nbytes(0)), p)
