@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 import hta_fast
 from hta_fast.analysis.registry import ANALYSES
+from hta_fast.analysis.temporal import temporal_breakdown
 from hta_fast.analysis.tensorboard import (
     achieved_occupancy,
     gpu_utilization,
@@ -18,7 +19,6 @@ from hta_fast.analysis.tensorboard import (
     step_breakdown,
     step_windows,
 )
-from hta_fast.analysis.temporal import temporal_breakdown
 from hta_fast.cli import cli
 from hta_fast.doctor import diagnose
 from hta_fast.frame import Selection, kernel_args
@@ -43,9 +43,7 @@ def by_step(result, which="steps") -> dict:
 
 
 def memset(b: synth.KinetoBuilder, cpu_ts: float, gpu_ts: float, dur: float) -> None:
-    b._launch(
-        "cudaMemsetAsync", cpu_ts, 5.0, "gpu_memset", "Memset (Device)", gpu_ts, dur, 7, {}
-    )
+    b._launch("cudaMemsetAsync", cpu_ts, 5.0, "gpu_memset", "Memset (Device)", gpu_ts, dur, 7, {})
 
 
 def kernel_event(b: synth.KinetoBuilder, index: int = -1) -> dict:
