@@ -7,8 +7,7 @@ capped by what its block size, registers and shared memory allow. The metric is 
 that value over the kernels that carry it, each weighted by its time inside the windows
 (step_windows), in percent: per rank over all the steps (the main table) and per step (side
 table "steps"). Kernels without the value are left out (kernels_without_value counts those
-that start in the windows);
-where no kernel has it the mean is null.
+that start in the windows); where no kernel has it, the mean is null.
 """
 
 from __future__ import annotations
