@@ -78,7 +78,7 @@ _DUST = 1e-9
 def kernel_sm_shares(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, Optional[int], str]:
     """(share, sm_count, sources) for kernel rows. share: blocks / SMs per kernel (NaN
     without a grid or an SM count). sm_count: the header's (the first device's), else the
-    one the kernels' warps per SM imply, else None. sources: where the shares' SM counts
+    one the kernels' blocks per SM or warps per SM imply, else None. sources: where the shares' SM counts
     come from, in order of use ("deviceProperties", "blocks per SM", "warps per SM"), or
     "unknown" when no kernel has a share."""
     where = locate(trace, rows)
@@ -119,9 +119,10 @@ def sm_efficiency(
     selection: Optional[select.Selection] = None,
 ) -> Result:
     """Per rank: steps_time (ns), sm_efficiency_pct, sm_count and where it comes from,
-    kernels and kernels_unestimated (no grid or SM count: they add nothing). Side tables "steps" (rank, step, ts, dur of its
-    window, sm_efficiency_pct) and "timeline" (rank, ts, sm_efficiency_pct: the counter
-    track, from ts to the next row of the rank)."""
+    kernels and kernels_unestimated (no grid or SM count: they add nothing). Side tables
+    "steps" (rank, step, ts, dur of its window, sm_efficiency_pct) and "timeline" (rank,
+    ts, sm_efficiency_pct: the counter track, each value holding from its ts to the next
+    row of the rank)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     per_rank: dict[str, list] = {f.name: [] for f in RANKS}
     per_step: dict[str, list] = {f.name: [] for f in STEPS}
@@ -151,12 +152,15 @@ def sm_efficiency(
                 "numSms, or blocks per SM / warps per SM in its arguments): SM efficiency is "
                 "null"
             )
+        elif not source.startswith("deviceProperties") and len(rows):
+            notes.append(
+                f"rank {rank}: no SM count in deviceProperties; the kernels' {source} give "
+                "it" + (f" ({sms} SMs)" if sms is not None else "")
+            )
         elif source != "deviceProperties" and len(rows):
             notes.append(
-                f"rank {rank}: "
-                + ("" if "deviceProperties" in source else "no SM count in deviceProperties; ")
-                + f"SMs from the kernels' {source}"
-                + (f" ({sms} SMs)" if sms is not None else "")
+                f"rank {rank}: some kernels' devices have no SM count in deviceProperties; "
+                f"those take it from their {source.removeprefix('deviceProperties, ')}"
             )
         if without and not unknown:
             notes.append(
