@@ -4,7 +4,7 @@ analyses need is computed for the first and shared by the rest (the compat facad
 analyses one after another on the same traces).
 
 A key is a tuple whose first item names the module that computes the value
-("frame.select", "doctor.kernel_args", ...), so two modules never share a key by chance;
+("frame.select", "frame.kernel_args", ...), so two modules never share a key by chance;
 the rest says which value of that module it is. Values kept under a mask (`get_under`)
 hold the mask itself, so its id cannot be reused by another array while the value lives.
 """

@@ -20,6 +20,12 @@ from hta_fast.analysis import (
     stragglers,
     temporal,
 )
+from hta_fast.analysis.tensorboard import (
+    achieved_occupancy,
+    gpu_utilization,
+    sm_efficiency,
+    step_breakdown,
+)
 
 ANALYSES = {
     "temporal": lambda t, **k: temporal.temporal_breakdown(t, **k),
@@ -33,6 +39,10 @@ ANALYSES = {
     "annotations": lambda t, **k: annotations.user_annotation_breakdown(t, **k),
     "steps": lambda t, **k: steps.profiler_steps(t, **k),
     "stragglers": lambda t, **k: stragglers.stragglers(t, **k),
+    "gpu_utilization": lambda t, **k: gpu_utilization.gpu_utilization(t, **k),
+    "sm_efficiency": lambda t, **k: sm_efficiency.sm_efficiency(t, **k),
+    "achieved_occupancy": lambda t, **k: achieved_occupancy.achieved_occupancy(t, **k),
+    "step_breakdown": lambda t, **k: step_breakdown.step_breakdown(t, **k),
 }
 
 

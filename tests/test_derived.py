@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from test_analysis_gpu_time import TraceBuilder
 
-from hta_fast.analysis.temporal import gpu_work
 from hta_fast.frame import derived
+from hta_fast.frame.gpu_work import gpu_work
 from hta_fast.frame.select import Selection
 
 

@@ -81,6 +81,8 @@ def test_report_numbers_come_from_the_analyses(dlrm_report, dlrm_traces):
         assert f"{idle / 1e3:,.1f}" in text  # shown in µs
     for section in (
         "Temporal breakdown per rank",
+        "GPU utilization, SM efficiency and occupancy",
+        "Step time breakdown",
         "Kernel types and their overlaps",
         "Top kernels",
         "Communication / computation overlap",
@@ -142,7 +144,7 @@ def test_report_command_prints_size(traces_dir, tmp_path):
     res = CliRunner().invoke(cli, ["report", str(traces_dir / DLRM), "-o", str(out)])
     assert res.exit_code == 0
     size = out.stat().st_size / 1e6
-    assert res.output.startswith(f"{out}: {size:.1f} MB, 10 figures")
+    assert res.output.startswith(f"{out}: {size:.1f} MB, 12 figures")
 
 
 def test_report_output_into_a_missing_folder(traces_dir, tmp_path):
@@ -223,7 +225,7 @@ def test_chromium_check_sees_errors_and_blank_figures(dlrm_report, tmp_path):
     )
     status, console, blank = check_in_chromium(broken, tmp_path)
     assert any("undefinedFunction" in m for m in console)
-    assert len(blank) == 10
+    assert len(blank) == 12
 
 
 def test_summary_shows_what_the_loader_skipped(traces_dir, tmp_path):

@@ -6,6 +6,10 @@ report read it).
     from hta_fast.analysis import temporal, idle_time
     temporal.temporal_breakdown(traces)
 
+The subpackage `tensorboard` holds the metrics the PyTorch TensorBoard profiler plugin
+shows (GPU utilization, Est. SM Efficiency, Est. Achieved Occupancy, the step-time
+breakdown), by that plugin's definitions.
+
 The package names its modules, not their functions: several functions are named like their
 module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
 the module of the same name."""
@@ -31,6 +35,7 @@ from . import (
     steps,
     stragglers,
     temporal,
+    tensorboard,
     trace_diff,
 )
 from .registry import ANALYSES
@@ -55,5 +60,6 @@ __all__ = [
     "steps",
     "stragglers",
     "temporal",
+    "tensorboard",
     "trace_diff",
 ]

@@ -24,11 +24,11 @@ import pyarrow as pa
 from .. import ops
 from ..frame import derived, select
 from ..frame.fields import NS
+from ..frame.gpu_work import GpuWork, gpu_work
 from ..frame.result import Result
 from ..frame.select import Ranks, Steps, Streams, Window
 from ..trace import Trace
 from ..traceset import TraceSet
-from .temporal import GpuWork, gpu_work
 
 __all__ = ["idle_time_breakdown"]
 

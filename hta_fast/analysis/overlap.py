@@ -17,12 +17,12 @@ import pyarrow as pa
 from .. import ops
 from ..frame import select
 from ..frame.fields import NS, PCT
+from ..frame.gpu_work import gpu_work
 from ..frame.result import Result
 from ..frame.select import Ranks, Steps, Streams, Window
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
-from .temporal import gpu_work
 
 __all__ = ["comm_comp_overlap"]
 

@@ -28,6 +28,7 @@ from . import (
     stragglers,
     temporal,
 )
+from .tensorboard import achieved_occupancy, gpu_utilization, sm_efficiency, step_breakdown
 
 __all__ = ["ANALYSES", "DEFAULT"]
 
@@ -52,6 +53,11 @@ ANALYSES: dict[str, Runner] = {
     "late_arrivals": lambda t, s: cross_rank.late_arrivals(t, ranks=s.ranks, steps=s.steps),
     "step_spread": lambda t, s: cross_rank.step_spread(t, ranks=s.ranks, steps=s.steps),
     "clock_offsets": lambda t, s: cross_rank.clock_offsets(t, ranks=s.ranks, steps=s.steps),
+    # The TensorBoard profiler plugin's metrics, by its definitions.
+    "gpu_utilization": lambda t, s: gpu_utilization.gpu_utilization(t, selection=s),
+    "sm_efficiency": lambda t, s: sm_efficiency.sm_efficiency(t, selection=s),
+    "achieved_occupancy": lambda t, s: achieved_occupancy.achieved_occupancy(t, selection=s),
+    "step_breakdown": lambda t, s: step_breakdown.step_breakdown(t, selection=s),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")

@@ -8,11 +8,8 @@ Per rank, over the span from the first GPU work's start to the last one's end
     non_compute_time  busy time without any compute kernel (copies, fills, collectives)
 
 so idle + compute + non_compute = kernel_time. GPU work is kernels, memcpy and memset
-events (see gpu_work); synchronisation events (the span a CPU waits on a stream) and GPU
+events (frame.gpu_work); synchronisation events (the span a CPU waits on a stream) and GPU
 user annotations are not GPU work. The reference tool counts stream syncs as busy time.
-
-This module also holds gpu_work(), the GPU-work intervals of one rank that the other
-GPU-time analyses (idle_time, kernel_breakdown, overlap) start from.
 """
 
 from __future__ import annotations
@@ -23,63 +20,16 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
-from ..frame import derived, select
+from ..frame import select
 from ..frame.fields import NS, PCT
+from ..frame.gpu_work import gpu_work
 from ..frame.result import Result
 from ..frame.select import Ranks, Steps, Streams, Window
-from ..schema import GPU_WORK_KINDS, KernelClass
+from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
 
 __all__ = ["temporal_breakdown"]
-
-
-class GpuWork(NamedTuple):
-    """GPU-work events of one rank, in trace row order.
-
-    rows     row in trace.events
-    starts   int64 ns
-    ends     int64 ns, >= starts (negative durations count as zero; clipped to the window)
-    kclass   uint8 hta_fast.KernelClass (COMP, COMM or MEM)
-    stream   int32 stream id
-    """
-
-    rows: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    kclass: np.ndarray
-    stream: np.ndarray
-
-
-def gpu_work(
-    trace: Trace, mask: Optional[np.ndarray], window: Optional[tuple[int, int]] = None
-) -> GpuWork:
-    """The kernels, memcpy and memset events of a trace kept by mask (None: all), as
-    intervals clipped to window when given (the selection keeps events that overlap it).
-    The arrays are read-only: for a selection's mask they are worked out once and shared."""
-    w = derived.remember_under(trace, "gpu_work", mask, lambda: _gpu_work(trace, mask))
-    if window is None:
-        return w
-    lo, hi = window
-    starts = np.clip(w.starts, lo, hi)
-    return w._replace(starts=starts, ends=np.maximum(np.clip(w.ends, lo, hi), starts))
-
-
-def _gpu_work(trace: Trace, mask: Optional[np.ndarray]) -> GpuWork:
-    rows = derived.remember(
-        trace, "gpu_work_rows", lambda: np.flatnonzero(derived.kind_mask(trace, GPU_WORK_KINDS))
-    )
-    if mask is not None:
-        rows = rows[mask[rows]]
-    starts = trace.column("events", "ts")[rows]
-    ends = starts + np.maximum(trace.column("events", "dur")[rows], 0)
-    return GpuWork(
-        rows,
-        starts,
-        ends,
-        trace.column("events", "kernel_class")[rows],
-        trace.column("events", "stream")[rows],
-    )
 
 
 _FIELDS = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 
-from ..analysis.temporal import gpu_work
+from ..frame.gpu_work import gpu_work
 from ..frame.select import last_step_start
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """What every cause reads about one rank, computed once: the analysed steps and their time
-window, the GPU work (temporal.gpu_work), its busy union, and the GPU-wide idle gaps with
+window, the GPU work (frame.gpu_work), its busy union, and the GPU-wide idle gaps with
 the event that ends each one."""
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import ops
-from ..analysis.temporal import GpuWork, gpu_work
 from ..frame import derived
-from ..schema import EventKind
+from ..frame.gpu_work import GpuWork, gpu_work
 from ..trace import Trace
 
 
@@ -232,18 +231,6 @@ def _idle_gaps(view: RankView) -> Gaps:
     return Gaps(starts_a, ends_a, next_a, host_wait, step_index)
 
 
-def name_flags(trace: Trace, pattern: str) -> np.ndarray:
-    """Per string id of the trace's pool: whether it matches the regular expression
-    (searched, case-sensitive). Remembered per trace (share_name_flags fills it for many
-    traces at once)."""
-
-    def compute() -> np.ndarray:
-        flags = pc.match_substring_regex(trace.strings, pattern).to_numpy(zero_copy_only=False)
-        return np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
-
-    return derived.remember(trace, ("name_flags", pattern), compute)
-
-
 def share_name_flags(traces: Sequence[Trace], patterns: Sequence[str]) -> None:
     """name_flags of these patterns on all these traces at once, remembered as name_flags
     remembers them: the ranks of a job share most of their strings, so each distinct string
@@ -269,17 +256,6 @@ def share_name_flags(traces: Sequence[Trace], patterns: Sequence[str]) -> None:
 
 def _take(values: np.ndarray, at: np.ndarray) -> np.ndarray:
     return values[at]
-
-
-def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:
-    """Rows of events of the given kinds whose name matches the pattern."""
-    flags = name_flags(trace, pattern)
-    if not flags.any():
-        return np.zeros(0, np.int64)
-    name = trace.column("events", "name")
-    kind = trace.column("events", "kind")
-    hit = flags[np.maximum(name, 0)] & (name >= 0) & np.isin(kind, np.asarray(kinds, np.uint8))
-    return np.flatnonzero(hit)
 
 
 def names_of(trace: Trace, rows: np.ndarray) -> list[str]:

@@ -3,7 +3,8 @@
 Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in this order:
 
     input_pipeline  the part of the gap during which a data-loader call runs on the host
-                    (`enumerate(DataLoader)#...__next__` and the like)
+                    (frame.derived.DATALOADER: `enumerate(DataLoader)#...__next__`, a
+                    DataPipe graph's `enumerate(DataPipe)#...` and the like)
     memory_sync     the rest of a host-wait gap (below), when the GPU went idle while the
                     host was blocked in a synchronising call (cudaStreamSynchronize,
                     cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy,
@@ -29,18 +30,16 @@ from typing import Sequence
 import numpy as np
 
 from .. import ops
+from ..frame.derived import DATALOADER, rows_named
 from ..schema import EventKind
 from ..trace import Trace
-from .context import RankView, rows_named
+from .context import RankView
 from .intervals import covered_length, touches
 from .thresholds import Thresholds
 
 HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
 HOST_CALLS = (EventKind.runtime, EventKind.driver)
 
-# A DataLoader's __next__, and a DataPipe graph's (torch.utils.data.datapipes records each
-# pipe's iteration as enumerate(DataPipe)#<its class>, nested as the pipes are).
-DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)|^enumerate\(DataPipe\)#"
 BLOCKING_SYNC = (
     r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
     r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"

@@ -18,12 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..frame.derived import name_flags
+from ..frame.kernel_args import compute_capability, kernel_arg
 from ..schema import EventKind, KernelClass
-from .context import RankView, name_flags
+from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
 from .intervals import covered_length
-from .kernel_args import compute_capability, kernel_arg
 from .thresholds import Thresholds
 
 HOST_DEVICE_COPY = r"HtoD|DtoH|Host to Device|Device to Host"

@@ -25,13 +25,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..frame.derived import DATALOADER
 from ..model.whatif.edits import Edits
 from ..model.whatif.steps import what_if
 from ..schema import GPU_WORK_KINDS, KernelClass
 from ..traceset import TraceSet
 from . import memory_sync, rank_imbalance
 from .context import RankView
-from .gap_causes import DATALOADER
 from .thresholds import Thresholds
 
 # A copy from pageable memory goes through a pinned staging buffer: on PCIe it reaches about

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.temporal import gpu_work
+from ..frame.gpu_work import gpu_work
 from ..schema import EventKind
 from ..trace import Trace
 

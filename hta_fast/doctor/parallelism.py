@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..frame.kernel_args import grid_blocks, kernel_arg, locate, sm_counts
 from ..schema import EventKind, KernelClass
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
-from .kernel_args import grid_blocks, kernel_arg, locate, sm_counts
 from .result import Number
 from .thresholds import Thresholds
 

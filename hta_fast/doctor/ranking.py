@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..frame import select
+from ..frame import derived, select
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import (
@@ -34,7 +34,7 @@ from .thresholds import Thresholds
 
 # The name patterns the causes look for, matched for all ranks at once.
 NAME_PATTERNS = (
-    gap_causes.DATALOADER,
+    derived.DATALOADER,
     gap_causes.BLOCKING_SYNC,
     gap_causes.ALLOCATOR,
     memory_sync.HOST_DEVICE_COPY,

@@ -1,17 +1,26 @@
 """Arrays derived from a trace's columns that several analyses need (which rows are GPU
-work, which launch queued which GPU event), kept read-only in the trace's memo
-(hta_fast.memo) and shared by every analysis and selection that asks.
+work, which launch queued which GPU event, which names match a pattern), kept read-only in
+the trace's memo (hta_fast.memo) and shared by every analysis and selection that asks.
+
+DATALOADER names the host events that are data loading: a DataLoader's `__next__`
+(`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` and the like) and a DataPipe
+graph's iteration (torch.utils.data.datapipes records each pipe's as
+`enumerate(DataPipe)#<its class>`, nested as the pipes are).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Optional, TypeVar
+from typing import Callable, Hashable, Iterable, Optional, Sequence, TypeVar
 
 import numpy as np
+import pyarrow.compute as pc
 
+from ..schema import EventKind
 from ..trace import Trace
 
 T = TypeVar("T")
+
+DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)|^enumerate\(DataPipe\)#"
 
 
 def remember(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:
@@ -42,3 +51,26 @@ def kind_mask(trace: Trace, kinds: Iterable[int]) -> np.ndarray:
         return lookup[trace.column("events", "kind")]
 
     return remember(trace, ("kind_mask", wanted), compute)
+
+
+def name_flags(trace: Trace, pattern: str) -> np.ndarray:
+    """Per string id of the trace's pool: whether it matches the regular expression
+    (searched, case-sensitive). Remembered per trace, under a key that a caller matching
+    many traces' pools at once may fill for each (the doctor does)."""
+
+    def compute() -> np.ndarray:
+        flags = pc.match_substring_regex(trace.strings, pattern).to_numpy(zero_copy_only=False)
+        return np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
+
+    return remember(trace, ("name_flags", pattern), compute)
+
+
+def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:
+    """Rows of events of the given kinds whose name matches the pattern."""
+    flags = name_flags(trace, pattern)
+    if not flags.any():
+        return np.zeros(0, np.int64)
+    name = trace.column("events", "name")
+    kind = trace.column("events", "kind")
+    hit = flags[np.maximum(name, 0)] & (name >= 0) & np.isin(kind, np.asarray(kinds, np.uint8))
+    return np.flatnonzero(hit)

@@ -1,10 +1,11 @@
 """Recipes: real metrics written as hta_fast.udf metrics, ready to use and to copy.
 
-    sm_occupancy.occupancy_per_step     time-weighted SM occupancy per profiler step
+    sm_occupancy.occupancy_per_step     time-weighted SM occupancy per profiler step (the
+                                        achieved_occupancy analysis's per-step numbers)
     tensor_cores.gemm_tensor_core_share share of GEMM time spent in tensor-core kernels
     utilisation.utilisation_curve       GPU utilisation per time bucket, and its rolling mean
 
-Each is a short function over columns (the metric) plus the call that runs it; the
+Most are a short function over columns (the metric) plus the call that runs it; the
 cookbook (docs/cookbook.md) walks through them.
 """
 

@@ -1,35 +1,39 @@
-"""Time-weighted SM occupancy per profiler step, from the kernels' arguments.
+"""Time-weighted SM occupancy per profiler step: the achieved_occupancy analysis's per-step
+numbers (hta_fast.analysis.tensorboard.achieved_occupancy), in this recipe's columns.
 
 Kineto records each kernel's estimated achieved occupancy (`est. achieved occupancy %`).
-A step's occupancy is the mean over its kernels weighted by their durations, over the
-kernels that carry the value (NaN when none does).
+A step's occupancy is the mean over the kernels that carry the value, each weighted by its
+time inside the step's window (the step extended to the end of its GPU work, as the
+TensorBoard profiler plugin times it); NaN when no kernel in the step has one. The
+cookbook (docs/cookbook.md) writes the same kind of mean as a udf metric.
 """
 
 from __future__ import annotations
 
 from typing import Any, Union
 
-import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .. import udf
+from ..analysis.tensorboard.achieved_occupancy import achieved_occupancy
 from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
 
 
-@udf.metric(name="occupancy")
-def weighted_occupancy(dur: np.ndarray, est_achieved_occupancy: np.ndarray) -> float:
-    """Duration-weighted mean of est_achieved_occupancy (%) over kernels that have it."""
-    weighted = 0.0
-    total = 0.0
-    for i in range(len(dur)):
-        occ = est_achieved_occupancy[i]
-        if occ == occ:  # NaN (no value recorded) is not equal to itself
-            weighted += dur[i] * occ
-            total += dur[i]
-    return weighted / total if total > 0 else np.nan
-
-
 def occupancy_per_step(traces: Union[Trace, TraceSet], **selection: Any) -> Result:
-    """Per rank and step: kernels and their time-weighted occupancy (%)."""
-    return udf.apply(weighted_occupancy, traces, by="step", kinds="kernels", **selection)
+    """Per rank and step: events (kernels with a value that start in the step's window)
+    and their time-weighted occupancy (%)."""
+    res = achieved_occupancy(traces, **selection)
+    steps = res["steps"]
+    events = pc.subtract(steps["kernels"], steps["kernels_without_value"])
+    occupancy = pc.fill_null(steps["achieved_occupancy_pct"], float("nan"))
+    table = pa.table(
+        {
+            "rank": steps["rank"],
+            "step": steps["step"].cast(pa.int32()),
+            "events": events,
+            "occupancy": occupancy,
+        }
+    )
+    return Result("occupancy_per_step", table, notes=res.notes, params=res.params)

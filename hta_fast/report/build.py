@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 SECTIONS = (
     (sections_gpu.temporal, "temporal", "Temporal breakdown per rank", ("temporal",)),
     (
+        sections_gpu.gpu_efficiency,
+        "gpu-efficiency",
+        "GPU utilization, SM efficiency and occupancy",
+        ("gpu_utilization", "sm_efficiency", "achieved_occupancy"),
+    ),
+    (sections_gpu.step_breakdown, "step-breakdown", "Step time breakdown", ("step_breakdown",)),
+    (
         sections_gpu.kernel_types,
         "kernel-types",
         "Kernel types and their overlaps",

@@ -1,11 +1,14 @@
-"""Report sections on where GPU time goes: temporal breakdown, kernel types with their
-overlaps, top kernels, communication/computation overlap, idle time per stream."""
+"""Report sections on where GPU time goes: temporal breakdown, GPU utilization with SM
+efficiency and occupancy, the step-time breakdown, kernel types with their overlaps, top
+kernels, communication/computation overlap, idle time per stream."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..analysis.tensorboard.step_breakdown import CATEGORIES
 from .context import Context, Section
 from .figures import IDLE, bar, figure
 from .tables import html_table
@@ -39,6 +42,106 @@ def temporal(ctx: Context) -> Section:
         figures=[figure(data, "GPU time per rank", "", "ms", barmode="stack")],
         tables=[html_table("temporal breakdown", t)],
         notes=ctx.notes("temporal"),
+    )
+
+
+# The plugin's names of the step-time categories, in its order.
+STEP_CATEGORIES = dict(
+    zip(
+        CATEGORIES,
+        (
+            "Kernel",
+            "Memcpy",
+            "Memset",
+            "Communication",
+            "Runtime",
+            "DataLoader",
+            "CPU Exec",
+            "Other",
+        ),
+    )
+)
+# (analysis, column, label) of the per-rank GPU efficiency numbers, all in %.
+EFFICIENCY = (
+    ("gpu_utilization", "kernel_busy_of_steps_pct", "GPU utilization (kernels / steps' time)"),
+    ("gpu_utilization", "gpu_work_busy_of_span_pct", "GPU busy (GPU work / its span)"),
+    ("sm_efficiency", "sm_efficiency_pct", "Est. SM efficiency"),
+    ("achieved_occupancy", "achieved_occupancy_pct", "Est. achieved occupancy"),
+)
+
+
+def gpu_efficiency(ctx: Context) -> Section:
+    tables = {name: ctx.result(name).table for name in dict.fromkeys(e[0] for e in EFFICIENCY)}
+    ranks = tables["gpu_utilization"].column("rank").to_pylist()
+    columns = [(n, c) for n, c, _ in EFFICIENCY] + [("sm_efficiency", "sm_count")]
+    fields, arrays = [tables["gpu_utilization"].schema.field("rank")], [pa.array(ranks)]
+    for name, col in columns:
+        t = tables[name]
+        by_rank = dict(zip(t.column("rank").to_pylist(), t.column(col).to_pylist()))
+        fields.append(t.schema.field(col))
+        arrays.append(pa.array([by_rank.get(r) for r in ranks], t.schema.field(col).type))
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    data = [
+        bar(
+            [f"rank {r}" for r in ranks],
+            np.array([np.nan if v is None else v for v in table.column(col).to_pylist()]),
+            label,
+            i,
+        )
+        for i, (_, col, label) in enumerate(EFFICIENCY)
+    ]
+    return Section(
+        "gpu-efficiency",
+        "GPU utilization, SM efficiency and occupancy",
+        "As the TensorBoard profiler plugin defines them, over the steps each extended to "
+        "the end of its GPU work: GPU utilization is the time a kernel runs over the "
+        "steps' time; Est. SM efficiency counts the running kernels' thread blocks as a "
+        "share of the SMs (at most all of them); Est. achieved occupancy is the kernels' "
+        "recorded occupancy weighted by their time. GPU busy is the temporal breakdown's "
+        "(kernels, copies and fills over the GPU work's span).",
+        figures=[figure(data, "GPU efficiency per rank", "", "%", barmode="group")],
+        tables=[html_table("GPU efficiency per rank", table)],
+        notes=ctx.notes(*tables),
+    )
+
+
+def step_breakdown(ctx: Context) -> Section:
+    r = ctx.result("step_breakdown")
+    t = r.table
+    x = [
+        f"rank {a} / step {b}"
+        for a, b in zip(t.column("rank").to_pylist(), t.column("step").to_pylist())
+    ]
+    data = [
+        bar(
+            x,
+            np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS,
+            label,
+            i,
+            color=IDLE if c == "other" else None,
+        )
+        for i, (c, label) in enumerate(STEP_CATEGORIES.items())
+    ]
+    shares = [f"{c}_pct" for c in CATEGORIES]
+    return Section(
+        "step-breakdown",
+        "Step time breakdown",
+        "Each step's time (the step extended to the end of its GPU work) split as the "
+        "TensorBoard profiler plugin's overview splits it: where several things run at "
+        "once, the time goes to the first of Kernel, Memcpy, Memset, Communication, "
+        "Runtime, DataLoader, CPU Exec; Other is the rest.",
+        figures=[
+            figure(data, "step time by category", "", "ms", barmode="stack", xtype="category")
+        ],
+        tables=[
+            html_table(
+                "mean step per rank (% of the mean step)",
+                r["ranks"],
+                ["rank", "steps", "dur", *shares],
+            ),
+            html_table("per step (% of the step)", t, ["rank", "step", "dur", *shares], limit=60),
+        ],
+        notes=ctx.notes("step_breakdown"),
     )
 
 

@@ -1,7 +1,8 @@
 """What each critical-path edge is bound by, and the event its time is charged to.
 
 cpu_bound                    CPU event time, gaps between a thread's calls, host wake-up
-                             after a sync (data_loading: events whose name holds DataLoader)
+                             after a sync (data_loading: data-loading events,
+                             frame.derived.DATALOADER)
 gpu_compute_bound            kernels, copies and sets that are not communication
 gpu_communication_bound      communication kernels
 gpu_kernel_launch_overhead   launch call start -> its GPU event start
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ...frame.derived import DATALOADER, name_flags
 from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
@@ -57,10 +58,10 @@ def names_of(trace: Trace, column: str, rows: np.ndarray) -> pa.Array:
 def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
     """The BOUND_BY category of each edge (an array of BOUND_DTYPE)."""
     events = charged_events(graph, edges)
-    loading = pc.fill_null(pc.match_substring(names_of(trace, "name", events), "DataLoader"), False)
-    out = np.where(loading.to_numpy(zero_copy_only=False), "data_loading", "cpu_bound").astype(
-        BOUND_DTYPE
-    )
+    name = trace.column("events", "name")[events]
+    flags = name_flags(trace, DATALOADER)
+    loading = (name >= 0) & (flags[np.clip(name, 0, len(flags) - 1)] if len(flags) else False)
+    out = np.where(loading, "data_loading", "cpu_bound").astype(BOUND_DTYPE)
     types = graph.edge_type[edges]
     gpu = types == EDGE["gpu_self"]
     comm = trace.column("events", "kernel_class")[events] == KernelClass.COMM

@@ -1,5 +1,6 @@
 """Kernel arguments (grid, block, occupancy, bytes) of chosen event rows, and the device
-properties the doctor compares them with."""
+facts they are compared with: the SM count of each event's device, from the trace's
+deviceProperties or, where those say nothing, from the kernels' own `warps per SM`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def locate(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(ka_row) == 0 or len(rows) == 0:
         return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
     order = trace.memo.get(
-        ("doctor.kernel_args", "order"),
+        ("frame.kernel_args", "order"),
         lambda: None if np.all(ka_row[1:] >= ka_row[:-1]) else np.argsort(ka_row, kind="stable"),
     )
     sorted_rows = ka_row if order is None else ka_row[order]
@@ -52,6 +53,20 @@ def grid_blocks(
     return np.where(known, gx * gy * gz, -1)
 
 
+def kernel_blocks(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """grid_blocks of GPU event rows, taken from the launch call where the event itself has
+    no grid (ROCm traces put grid and block on hipLaunchKernel); -1 where neither has one."""
+    blocks = grid_blocks(trace, rows)
+    missing = blocks < 0
+    if missing.any():
+        partner = trace.column("events", "partner")[rows[missing]]
+        linked = partner >= 0
+        from_launch = np.full(len(partner), -1, np.int64)
+        from_launch[linked] = grid_blocks(trace, partner[linked])
+        blocks[missing] = from_launch
+    return blocks
+
+
 def _device_value(device: dict[str, Any], *keys: str) -> Optional[int]:
     for k in keys:
         v = device.get(k)
@@ -82,6 +97,26 @@ def sm_counts(trace: Trace, rows: np.ndarray) -> np.ndarray:
     for dev_id, n in by_id.items():
         out[device == dev_id] = n
     return out
+
+
+def sm_counts_from_warps(
+    trace: Trace, rows: np.ndarray, where: Optional[tuple[np.ndarray, np.ndarray]] = None
+) -> Optional[int]:
+    """The SM count the kernels' own arguments imply, for a trace whose header has none:
+    Kineto writes `warps per SM` = blocks x warps per block / SMs, so each kernel with a
+    grid, a block and that value gives SMs = blocks x threads / 32 / warps per SM. The
+    median over the kernels, rounded; None when no kernel has the three."""
+    where = where if where is not None else locate(trace, rows)
+    blocks = grid_blocks(trace, rows, where)
+    bx, by, bz = (kernel_arg(trace, rows, f"block_{a}", where) for a in "xyz")
+    threads = np.where((bx > 0) & (by > 0) & (bz > 0), bx * by * bz, -1)
+    warps_per_sm = kernel_arg(trace, rows, "warps_per_sm", where).astype(np.float64)
+    ok = (blocks > 0) & (threads > 0) & (warps_per_sm > 0)
+    if not ok.any():
+        return None
+    warps = blocks[ok] * threads[ok] / 32.0
+    sms = float(np.median(warps / warps_per_sm[ok]))
+    return int(round(sms)) if sms >= 0.5 else None
 
 
 def compute_capability(trace: Trace) -> Optional[int]:

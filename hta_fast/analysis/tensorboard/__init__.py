@@ -1,0 +1,29 @@
+"""The metrics the PyTorch TensorBoard profiler plugin shows, by its definitions, one module
+each; each returns a Result per rank with per-step side tables.
+
+    gpu_utilization     kernel busy time over the steps' time (the plugin's), beside any GPU
+                        work's busy time over its span (the temporal breakdown's)
+    sm_efficiency       Est. SM Efficiency: min(blocks / SMs, 1) of the kernels running,
+                        over the steps' time; also as a time series
+    achieved_occupancy  Est. Achieved Occupancy: the kernels' estimated achieved occupancy,
+                        weighted by their time in the steps
+    step_breakdown      the overview's step-time split: kernel, memcpy, memset,
+                        communication, runtime, dataloader, cpu_exec, other
+    step_windows        the steps as the plugin times them: each extended to the end of
+                        its GPU work
+
+    from hta_fast.analysis.tensorboard import step_breakdown
+    step_breakdown.step_breakdown(traces).to_pandas()
+
+Where these differ from the plugin, docs/differences.md says so.
+"""
+
+from . import achieved_occupancy, gpu_utilization, sm_efficiency, step_breakdown, step_windows
+
+__all__ = [
+    "achieved_occupancy",
+    "gpu_utilization",
+    "sm_efficiency",
+    "step_breakdown",
+    "step_windows",
+]
