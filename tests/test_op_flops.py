@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import json
 
+from _op_cost import cost
+
 import hta_fast
 from hta_fast.analysis.op_table import op_table
-from hta_fast.costs.cost import Cost
 from hta_fast.costs.flops import cost_of, no_model_summary, with_costs
-
-
-def cost(name, dims, types=None, concrete=None):
-    types = types if types is not None else ["float"] * len(dims)
-    c = cost_of(
-        name,
-        json.dumps(dims),
-        json.dumps(types),
-        None if concrete is None else json.dumps(concrete),
-    )
-    assert isinstance(c, Cost), c
-    return c
 
 
 # --- matmul family ------------------------------------------------------------------

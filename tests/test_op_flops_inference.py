@@ -9,26 +9,15 @@ import json
 
 import pyarrow as pa
 import pytest
+from _op_cost import cost
 from click.testing import CliRunner
 
 import hta_fast
 from hta_fast.analysis import roofline
 from hta_fast.cli import cli
-from hta_fast.costs.cost import Cost
 from hta_fast.costs.flops import cost_of, op_costs
 
 BF16, F32, FP8, I8 = "c10::BFloat16", "float", "c10::Float8_e4m3fn", "signed char"
-
-
-def cost(name, dims, types, concrete=None):
-    c = cost_of(
-        name,
-        json.dumps(dims),
-        json.dumps(types),
-        None if concrete is None else json.dumps(concrete),
-    )
-    assert isinstance(c, Cost), c
-    return c
 
 
 def reason(name, dims, types, concrete=None):
