@@ -11,7 +11,6 @@ import json
 import resource
 import time
 
-
 WARM_UP = b'{"traceEvents":[{"ph":"X","name":"a","cat":"c","pid":1,"tid":1,"ts":1,"dur":1}]}'
 
 
