@@ -14,11 +14,14 @@ import time
 WARM_UP = b'{"traceEvents":[{"ph":"X","name":"a","cat":"c","pid":1,"tid":1,"ts":1,"dur":1}]}'
 
 
-def current_rss_kb() -> int:
-    """Resident memory now, in KiB (ru_maxrss is the peak so far, not the current size)."""
-    with open("/proc/self/statm") as f:
-        resident_pages = int(f.read().split()[1])
-    return resident_pages * resource.getpagesize() // 1024
+def memory_kb(field: str) -> int:
+    """A line of /proc/self/status, in KiB: VmRSS (resident now) or VmHWM (this process's
+    peak). Not ru_maxrss: that keeps the peak of the forked parent from before exec."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def main() -> None:
@@ -33,7 +36,7 @@ def main() -> None:
     # A tiny load first: what the first load of a process pulls in once (pyarrow's lazily
     # imported modules and their libraries' pages) is not this trace's memory or time.
     hta_fast.load(WARM_UP).events
-    rss_before = current_rss_kb()
+    rss_before = memory_kb("VmRSS")
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     trace = hta_fast.load(args.trace, threads=args.threads)
@@ -66,7 +69,7 @@ def main() -> None:
                 "peak_rss_mb": r1.ru_maxrss / 1024,
                 # The load's peak above what the process held before it (the interpreter
                 # and imports): the load's own memory.
-                "load_peak_mb": max(0, r1.ru_maxrss - rss_before) / 1024,
+                "load_peak_mb": max(0, memory_kb("VmHWM") - rss_before) / 1024,
                 "events": events.num_rows,
                 "json_mb": trace.meta.json_bytes / 1e6,
                 "columns_mb": column_bytes / 1e6,
