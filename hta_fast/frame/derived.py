@@ -42,3 +42,20 @@ def kind_mask(trace: Trace, kinds: Iterable[int]) -> np.ndarray:
         return lookup[trace.column("events", "kind")]
 
     return remember(trace, ("kind_mask", wanted), compute)
+
+
+def kernel_arg(trace: Trace, column: str, rows: np.ndarray) -> np.ndarray:
+    """A kernel_args column (grid_x, registers_per_thread, ...) at the given event rows; -1
+    (NaN for floats) where an event has none."""
+    arg_rows = trace.column("kernel_args", "row")
+    values = trace.column("kernel_args", column)
+    fill = np.nan if values.dtype.kind == "f" else -1
+    out = np.full(len(rows), fill, values.dtype)
+    if len(arg_rows) == 0 or len(rows) == 0:
+        return out
+    # kernel_args rows ascend (one per GPU event, in event order): a binary search maps
+    # each event row to its argument row.
+    pos = np.minimum(np.searchsorted(arg_rows, rows), len(arg_rows) - 1)
+    hit = arg_rows[pos] == rows
+    out[hit] = values[pos[hit]]
+    return out
