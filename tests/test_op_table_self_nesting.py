@@ -53,7 +53,9 @@ def test_the_same_name_with_other_shapes_is_another_row_unless_directly_inside()
     # directly inside (aten::nan_to_num calling its out= variant, one more input): one call
     b = OpTraceBuilder()
     b.op("aten::nan_to_num", 0, 100, [[4, 8], []], ["float", "Scalar"])
-    b.op_with_kernels("aten::nan_to_num", 10, [[4, 8], [], [4, 8]], ["float", "Scalar", "float"], [30])
+    b.op_with_kernels(
+        "aten::nan_to_num", 10, [[4, 8], [], [4, 8]], ["float", "Scalar", "float"], [30]
+    )
     t = op_table(b.load()).to_pandas()
     assert len(t) == 1 and t.iloc[0]["count"] == 1 and t.iloc[0].gpu_time_sum == 30_000
     assert t.iloc[0].input_dims == "[[4, 8], []]"  # the outer call's shapes
