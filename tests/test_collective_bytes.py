@@ -25,6 +25,17 @@ def _kernel_bytes(trace) -> dict[int, float]:
     return dict(zip(collective_rows(trace).tolist(), b.astype(np.float64).tolist()))
 
 
+def _sized_by_arguments(trace) -> set[int]:
+    """The communication kernels whose size the collective arguments give (comm_bytes lists
+    the calls with arguments; sizes read from Input Dims are the summary's only)."""
+    t = rank_summary(trace).collectives
+    return {
+        k
+        for k, s in zip(collective_rows(trace).tolist(), t["size_from"].to_pylist())
+        if s == "arguments"
+    }
+
+
 def _args_row_of_kernels(trace) -> dict[int, list[int]]:
     """comm_args event row -> the kernels it stands for: itself, or those it launched."""
     rows = trace.column("comm_args", "row")
@@ -55,7 +66,7 @@ def assert_consumers_agree(trace) -> int:
             assert _same(per_kernel[k], math.nan if nbytes is None else nbytes), (row, k)
             compared.add(k)
     # every kernel that has arguments of its own or its launcher's was compared
-    assert compared == {k for k, b in per_kernel.items() if not math.isnan(b)}
+    assert compared == _sized_by_arguments(trace)
     # analyze -a collectives: per matched collective (one rank: one kernel each)
     summary = rank_summary(trace).collectives
     by_key = {
@@ -122,16 +133,22 @@ def test_consumers_agree_when_only_the_cpu_op_has_args(traces_dir):
     assert comm_bytes(trace).table["bytes"].to_pylist() == [4e6, 4e6]
 
 
-def test_consumers_agree_without_args_dtype_from_kernel_name(traces_dir):
+def test_consumers_agree_without_args_size_from_input_dims(traces_dir):
     traces = hta_fast.load_dir(traces_dir / "param_dlrm_8rank")
     for trace in traces.values():
-        assert trace.comm_args.num_rows == 0 and assert_consumers_agree(trace) == 0
+        # no arguments: every size is the nccl:* op's Input Dims, and its dtype theirs
+        assert trace.comm_args.num_rows == 0 and assert_consumers_agree(trace) == 8
         t = rank_summary(trace).collectives
-        # no element counts: no size, but the dtype the kernel name carries
-        assert t["bytes"].null_count == t.num_rows > 0
-        assert t["dtype"].to_pylist() == [dtype_of_kernel(n) for n in t["name"].to_pylist()]
-        assert set(t["dtype"].to_pylist()) == {"int8_t", "float"}
-    assert collectives(traces).table["bytes"].null_count == 8
+        assert t["bytes"].null_count == 0 and set(t["size_from"].to_pylist()) == {"input_dims"}
+        assert set(t["dtype"].to_pylist()) <= {"float", "int", "long int"}
+    assert collectives(traces).table["bytes"].null_count == 0
+
+
+def test_without_args_or_shapes_the_dtype_is_the_kernel_names(traces_dir):
+    trace = hta_fast.load(traces_dir / "hta/df_index_resolver/df_index_resolver.json.gz")
+    t = rank_summary(trace).collectives
+    assert t["bytes"].null_count == t.num_rows > 0 and assert_consumers_agree(trace) == 0
+    assert t["dtype"].to_pylist() == [dtype_of_kernel(n) for n in t["name"].to_pylist()]
 
 
 def test_args_without_dtype_take_the_kernel_names():

@@ -4,7 +4,9 @@ Polars, at a local path or an fsspec URL."""
 from __future__ import annotations
 
 import json
+import shutil
 
+import pyarrow.parquet as pq
 import pytest
 
 import hta_fast
@@ -90,3 +92,19 @@ def test_not_a_dataset_and_overwrite(tmp_path, dlrm):
     with pytest.raises(FileExistsError, match="refusing"):
         write_dataset({0: dlrm[0]}, str(tmp_path), overwrite=True)
     assert (tmp_path / "mine.txt").exists()
+
+
+def test_a_dataset_written_before_cpu_collectives_opens(dlrm, tmp_path):
+    path = tmp_path / "old"
+    write_dataset(dlrm, str(path))
+    # as an older version wrote it: no cpu_collectives table, no size_from column
+    shutil.rmtree(path / "summary" / "cpu_collectives")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["summary_tables"].remove("summary/cpu_collectives")
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    for part in (path / "summary" / "collectives").rglob("*.parquet"):
+        pq.write_table(pq.read_table(part).drop_columns(["size_from"]), part)
+    s = open_dataset(str(path)).summaries[0]
+    assert s.cpu_collectives.num_rows == 0 and s.collectives.num_rows == 8
+    assert s.collectives["size_from"].null_count == 8
+    assert s.collectives["bytes"].to_pylist() == summarize(dlrm[0]).collectives["bytes"].to_pylist()

@@ -41,9 +41,21 @@ def test_an_operator_calling_itself_with_the_same_shapes_counts_once():
     assert t[t.name == "aten::t"].iloc[0].gpu_time_sum == 7_000
 
 
-def test_the_same_name_with_other_shapes_is_another_row():
+def test_the_same_name_with_other_shapes_is_another_row_unless_directly_inside():
+    # through another operator: two calls, two rows
     b = OpTraceBuilder()
     b.op("aten::mm", 0, 100, [[2, 8], [8, 16]], TYPES)
+    b.op("aten::t", 5, 80, [[8, 16]], ["float"])
     b.op_with_kernels("aten::mm", 10, DIMS, TYPES, [30])
     t = op_table(b.load()).to_pandas()
-    assert sorted(t.gpu_time_sum) == [30_000, 30_000] and (t["count"] == 1).all()
+    mm = t[t.name == "aten::mm"]
+    assert sorted(mm.gpu_time_sum) == [30_000, 30_000] and (mm["count"] == 1).all()
+    # directly inside (aten::nan_to_num calling its out= variant, one more input): one call
+    b = OpTraceBuilder()
+    b.op("aten::nan_to_num", 0, 100, [[4, 8], []], ["float", "Scalar"])
+    b.op_with_kernels(
+        "aten::nan_to_num", 10, [[4, 8], [], [4, 8]], ["float", "Scalar", "float"], [30]
+    )
+    t = op_table(b.load()).to_pandas()
+    assert len(t) == 1 and t.iloc[0]["count"] == 1 and t.iloc[0].gpu_time_sum == 30_000
+    assert t.iloc[0].input_dims == "[[4, 8], []]"  # the outer call's shapes

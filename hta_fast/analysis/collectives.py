@@ -42,12 +42,20 @@ def _pick(
 
 
 def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence[int]]) -> pa.Table:
+    """Every rank's collectives, GPU kernels' then CPU ones' (gloo), with rank and side."""
     parts = [
-        s.collectives.append_column("rank", pa.array(np.full(s.collectives.num_rows, r, np.int64)))
+        t.append_column("rank", pa.array(np.full(t.num_rows, r, np.int64))).append_column(
+            "side", pa.array([side] * t.num_rows, pa.string())
+        )
         for r, s in summaries.items()
+        for t, side in ((s.collectives, "gpu"), (s.cpu_collectives, "cpu"))
     ]
     if not parts:
-        return COLLECTIVES_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
+        return (
+            COLLECTIVES_SCHEMA.empty_table()
+            .append_column("rank", pa.array([], pa.int64()))
+            .append_column("side", pa.array([], pa.string()))
+        )
     table = pa.concat_tables(parts)
     if steps is not None:
         keep = np.isin(table["step"].to_numpy(), np.asarray(list(steps), np.int64))
@@ -125,7 +133,10 @@ def collectives(
     dtype, first_start, last_start, arrival_skew (last - first start), last_rank, late_by
     (how much later the last rank started than the one before it), data_time (shortest
     duration across ranks), max_dur, mean_wait (mean over ranks of duration - data_time),
-    algbw_gbps, busbw_gbps (null without bytes). Side tables: "per_rank" (every rank's
+    algbw_gbps, busbw_gbps (null without bytes), side ("gpu": NCCL kernels; "cpu": gloo's
+    CPU events, hta_fast.loading.summary's cpu_collectives, timed by the CPU event). Bytes
+    sized from the launching CPU op's Input Dims (the summary's size_from) are the input
+    buffer; an all-gather's is multiplied by n. Side tables: "per_rank" (every rank's
     row: arrival_delay after the first arriver, wait), "by_type" (per collective kind:
     count, bytes, data_time, wait_time, busbw_gbps = total bytes-weighted).
     """
@@ -155,6 +166,15 @@ def collectives(
         if m
         else np.zeros(0, np.int64)
     )
+    # Sized from Input Dims, an all-gather's size is its input, 1/n of the gathered output
+    # that nccl-tests counts.
+    from_dims = (
+        np.asarray(table["size_from"].to_pylist(), dtype=object)[first] == "input_dims"
+        if m
+        else np.zeros(0, bool)
+    )
+    gathers = from_dims & (np.asarray(coll, dtype=object) == "all_gather")
+    nbytes = np.where(gathers, nbytes * n, nbytes)
     factor = np.array([bus_factor(c, int(k)) for c, k in zip(coll, n)], np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         algbw = np.where(red["min_dur"] > 0, nbytes / red["min_dur"], np.nan)  # B/ns = GB/s
@@ -175,8 +195,27 @@ def collectives(
         )
     if m and np.isnan(nbytes).any():
         notes.append(
-            f"{int(np.isnan(nbytes).sum())} collective(s) have no size (no "
-            "collective arguments in the trace): no bandwidth for them"
+            f"{int(np.isnan(nbytes).sum())} collective(s) have no size (no collective "
+            "arguments, and no Input Dims on the CPU op that launched the kernel, or no "
+            "launch in the trace): no bandwidth for them"
+        )
+    if from_dims.any():
+        notes.append(
+            f"{int(from_dims.sum())} collective size(s) read from the Input Dims and Input "
+            "type of their CPU op (the one that launched the kernel, or gloo's own), for "
+            "want of collective arguments"
+            + (
+                f"; {int(gathers.sum())} all-gather(s) among them: the input times the "
+                "group size (else the ranks that ran it)"
+                if gathers.any()
+                else ""
+            )
+        )
+    side = np.asarray(table["side"].to_pylist(), dtype=object)[first] if m else np.zeros(0)
+    if m and (side == "cpu").any():
+        notes.append(
+            f"{int((side == 'cpu').sum())} collective(s) ran on the CPU (gloo): their time "
+            "is the CPU event's"
         )
     if not m:
         notes.append("no communication kernels")
@@ -203,6 +242,7 @@ def collectives(
             "mean_wait": pa.array(mean_wait, pa.float64()),
             "algbw_gbps": pa.array(algbw, pa.float64(), from_pandas=True),
             "busbw_gbps": pa.array(busbw, pa.float64(), from_pandas=True),
+            "side": pa.array(side.tolist() if m else [], pa.string()),
         }
     )
     main = main.sort_by(

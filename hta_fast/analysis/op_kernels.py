@@ -13,6 +13,11 @@ kernels), joined with " -> ". The delays of an instance are those of its first l
     runtime_delay   = first kernel start - first launch start
 
 The main table groups instances by (operator name, kernel sequence).
+
+kernel_launch_configs groups kernels as the PyTorch profiler's TensorBoard plugin's kernel
+view does: by kernel name, the operator that launched it (the innermost CPU operator around
+its launch, whatever its name) and launch configuration (grid, block, registers per thread,
+shared memory).
 """
 
 from __future__ import annotations
@@ -23,15 +28,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame import select
+from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
+from ..frame import derived, select
 from ..frame.fields import NS
+from ..frame.kernel_args import kernel_arg, locate
 from ..frame.result import Result
-from ..schema import GPU_KINDS
+from ..schema import GPU_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 from .launch_stats import launch_pairs
 
-__all__ = ["op_kernels"]
+__all__ = ["op_kernels", "kernel_launch_configs"]
 
 SEPARATOR = " -> "
 
@@ -56,6 +63,35 @@ SCHEMA = pa.schema(
         pa.field("occurrence_count", pa.int64()),
         pa.field("avg_op_launch_delay", pa.float64(), metadata=NS),
         pa.field("avg_runtime_delay", pa.float64(), metadata=NS),
+    ]
+)
+
+
+LAUNCH_CONFIG = (
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "shared_memory",
+)
+CONFIG_SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("kernel", pa.string()),
+        pa.field("op_name", pa.string()),
+        *[pa.field(c, pa.int64()) for c in LAUNCH_CONFIG],
+        pa.field("calls", pa.int64()),
+        pa.field("total_time", pa.int64(), metadata=NS),
+        pa.field("mean_time", pa.float64(), metadata=NS),
+        pa.field("min_time", pa.int64(), metadata=NS),
+        pa.field("max_time", pa.int64(), metadata=NS),
+        pa.field("mean_blocks_per_sm", pa.float64()),
+        pa.field("mean_occupancy", pa.float64(), metadata={"unit": "%"}),
+        pa.field("tensor_cores", pa.bool_()),
+        pa.field("op_tc_eligible", pa.bool_()),
     ]
 )
 
@@ -176,3 +212,98 @@ def op_kernels(
         notes=notes,
         params=dict(op_prefix=op_prefix, selection=sel),
     )
+
+
+def _launch_configs(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table:
+    col = trace.column
+    kern = np.flatnonzero(derived.kind_mask(trace, [EventKind.kernel]))
+    if mask is not None:
+        kern = kern[mask[kern]]
+    launch = col("events", "partner")[kern].astype(np.int64)
+    op = np.full(len(kern), -1, np.int64)
+    has = launch >= 0
+    op[has] = enclosing(trace, launch[has], derived.kind_mask(trace, [EventKind.cpu_op]))
+    names = col("events", "name")
+    dur = np.maximum(col("events", "dur")[kern], 0).astype(np.int64)
+    where = locate(trace, kern)
+    config = np.column_stack(
+        [kernel_arg(trace, kern, c, where).astype(np.int64) for c in LAUNCH_CONFIG]
+    ).reshape(len(kern), len(LAUNCH_CONFIG))
+    op_name = np.where(op >= 0, names[np.maximum(op, 0)], -1)
+    keys = np.column_stack([names[kern], op_name, config])
+    if not len(kern):
+        return CONFIG_SCHEMA.empty_table()
+    uniq, first, code = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    code = code.reshape(-1)
+    k = len(uniq)
+    # Duration-weighted means, as the plugin weighs them; NaN where never recorded.
+    weighted = {}
+    for c in ("blocks_per_sm", "est_achieved_occupancy"):
+        v = kernel_arg(trace, kern, c, where).astype(np.float64)
+        ok = ~np.isnan(v)
+        w = np.bincount(code[ok], weights=dur[ok], minlength=k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weighted[c] = np.bincount(code[ok], weights=(v * dur)[ok], minlength=k) / w
+    total = np.bincount(code, weights=dur, minlength=k)
+    calls = np.bincount(code, minlength=k)
+    lo = np.full(k, np.iinfo(np.int64).max)
+    hi = np.zeros(k, np.int64)
+    np.minimum.at(lo, code, dur)
+    np.maximum.at(hi, code, dur)
+    kernel_names = trace.strings_at(uniq[:, 0]).to_pylist()
+    ops = [
+        None if i < 0 else s
+        for i, s in zip(uniq[:, 1], trace.strings_at(np.maximum(uniq[:, 1], 0)).to_pylist())
+    ]
+    configs = [
+        pa.array(uniq[:, 2 + j], pa.int64(), mask=uniq[:, 2 + j] < 0)
+        for j in range(len(LAUNCH_CONFIG))
+    ]
+    return pa.table(
+        [
+            np.full(k, rank, np.int64),
+            pa.array(kernel_names, pa.string()),
+            pa.array(ops, pa.string()),
+            *configs,
+            calls.astype(np.int64),
+            np.rint(total).astype(np.int64),
+            total / calls,
+            lo,
+            hi,
+            pa.array(weighted["blocks_per_sm"], pa.float64(), from_pandas=True),
+            pa.array(weighted["est_achieved_occupancy"], pa.float64(), from_pandas=True),
+            uses_tensor_cores(kernel_names),
+            tensor_core_eligible(ops),
+        ],
+        schema=CONFIG_SCHEMA,
+    )
+
+
+def kernel_launch_configs(
+    traces: Union[Trace, TraceSet],
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+    window: Optional[tuple[int, int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
+    """One row per (rank, kernel, operator, launch configuration): the operator that
+    launched the kernel (null when its launch is not inside one, or not in the trace),
+    grid_x/y/z, block_x/y/z, registers_per_thread, shared_memory (null where the trace has
+    none), calls, total/mean/min/max_time, mean_blocks_per_sm and mean_occupancy (weighted
+    by duration, as the PyTorch profiler's TensorBoard plugin weighs them), tensor_cores
+    (the kernel uses them) and op_tc_eligible (its operator is one that could;
+    hta_fast.costs.tensor_cores). Sorted by rank, total_time descending, kernel."""
+    sel = select.selection_of(selection, ranks, steps, window, streams)
+    parts = [
+        _launch_configs(rank, trace, mask) for rank, trace, mask in select.each_rank(traces, sel)
+    ]
+    table = pa.concat_tables(parts) if parts else CONFIG_SCHEMA.empty_table()
+    table = table.sort_by(
+        [("rank", "ascending"), ("total_time", "descending"), ("kernel", "ascending")]
+    )
+    notes = [] if table.num_rows else ["no kernels selected"]
+    if table.num_rows and table["grid_x"].null_count == table.num_rows:
+        notes.append("no launch configurations recorded (no grid/block kernel arguments)")
+    return Result("kernel_launch_configs", table, notes=notes, params=dict(selection=sel))

@@ -13,6 +13,18 @@ outer one, so no kernel counts twice in a row. Per group: the number of instance
 of GPU events, and the count, sum, mean, median, min, max and population standard deviation
 of the instances' GPU time (instances that launched nothing count as 0). The example is the
 instance at the (lower) median GPU time.
+
+Self times, as the PyTorch profiler's TensorBoard plugin counts them in its operator view:
+an instance's self CPU time is its duration less that of the CPU operators nested in it and
+of the runtime calls (kernel launches, cudaMemcpy, ...) made in its own code (nested in it
+with no operator between); its self GPU time is the GPU time of the work those own runtime
+calls queued, not its children's. Annotations and Python functions nested in an operator
+are part of its own code. An instance that is one call with an outer one (above: the same
+name and shapes at any depth, or the same name directly, with no operator between) adds its
+self times to that outer call's, so each nanosecond is some row's self time exactly once.
+Tensor cores (hta_fast.costs.tensor_cores): a group is eligible when an instance is an
+eligible operator, encloses one, or launched a kernel that uses them; tc_self_ratio and
+tc_total_ratio are the share of the self and the inclusive GPU time in such kernels.
 """
 
 from __future__ import annotations
@@ -25,14 +37,15 @@ import pyarrow as pa
 from ..costs.cat_sizes import cat_extras
 from ..costs.flops import no_model_summary, with_costs
 from ..costs.op_args import op_arg_positions
+from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from ..frame import derived, select
 from ..frame.fields import NS
 from ..frame.result import Result
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import launch_pairs
-from .op_kernels import name_matches
+from .launch_stats import LAUNCH_KINDS, launch_pairs
+from .op_kernels import enclosing, name_matches
 
 __all__ = ["op_table"]
 
@@ -52,9 +65,27 @@ SCHEMA = pa.schema(
         pa.field("gpu_time_max", pa.int64(), metadata=NS),
         pa.field("gpu_time_std", pa.float64(), metadata=NS),
         pa.field("cpu_time_sum", pa.int64(), metadata=NS),
+        pa.field("self_cpu_time_sum", pa.int64(), metadata=NS),
+        pa.field("self_gpu_time_sum", pa.int64(), metadata=NS),
+        pa.field("tc_eligible", pa.bool_()),
+        pa.field("tc_self_time_sum", pa.int64(), metadata=NS),
+        pa.field("tc_time_sum", pa.int64(), metadata=NS),
+        pa.field("tc_self_ratio", pa.float64()),
+        pa.field("tc_total_ratio", pa.float64()),
         pa.field("example_row", pa.int64()),
         pa.field("example_ts", pa.int64(), metadata=NS),
     ]
+)
+# Summed per (rank, name) in the side table "by_name" (the plugin's default grouping).
+SUMMED = (
+    "count",
+    "gpu_events",
+    "gpu_time_sum",
+    "cpu_time_sum",
+    "self_cpu_time_sum",
+    "self_gpu_time_sum",
+    "tc_self_time_sum",
+    "tc_time_sum",
 )
 
 
@@ -66,6 +97,8 @@ class OpGroups:
     starts     first position in `rows` of each group (plus len(rows) at the end)
     keys       (n_groups, 5) int32: name id and the four shape-argument string ids (-1: none)
     gpu_time   inclusive GPU time of each instance (ns); gpu_events: their number
+    merged, merged_into  the rows of the calls that are part of an outer call (not
+               instances), and the instance row each is part of
     """
 
     def __init__(
@@ -76,9 +109,12 @@ class OpGroups:
         keys: np.ndarray,
         gpu_time: np.ndarray,
         gpu_events: np.ndarray,
+        merged: np.ndarray,
+        merged_into: np.ndarray,
     ) -> None:
         self.rows, self.group, self.starts, self.keys = rows, group, starts, keys
         self.gpu_time, self.gpu_events = gpu_time, gpu_events
+        self.merged, self.merged_into = merged, merged_into
 
     @property
     def num_groups(self) -> int:
@@ -143,7 +179,9 @@ def op_groups(
 
 def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]) -> OpGroups:
     rows = op_instance_rows(trace, mask, op_prefix)
-    rows = rows[~_inside_same_call(trace, rows)]
+    into = _same_call(trace, rows)
+    merged, merged_into = rows[into >= 0], into[into >= 0]
+    rows = rows[into < 0]
     n_events = len(trace.column("events", "ts"))
     position = np.full(n_events, -1, np.int64)
     position[rows] = np.arange(len(rows))
@@ -169,25 +207,53 @@ def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str
     new = np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)] if len(rows) else np.zeros(0, bool)
     starts = np.r_[np.flatnonzero(new), len(rows)].astype(np.int64)
     group = np.cumsum(new) - 1
-    return OpGroups(rows, group, starts, keys[starts[:-1]].astype(np.int32), gpu_time, gpu_events)
+    return OpGroups(
+        rows,
+        group,
+        starts,
+        keys[starts[:-1]].astype(np.int32),
+        gpu_time,
+        gpu_events,
+        merged,
+        merged_into,
+    )
 
 
-def _inside_same_call(trace: Trace, rows: np.ndarray) -> np.ndarray:
-    """Per instance row: whether an enclosing instance (at any depth) has its name and
-    shapes. Such a call (an operator re-entering itself through the dispatcher, or through
-    another operator) is part of the outer call: counted as an instance of its own, its
-    kernels would count twice in one row, once for it and once for the outer call."""
+def _same_call(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per candidate row: the row of the outer call it is part of, -1 where none. A call is
+    part of an enclosing candidate (at any depth) with its name and shapes, and of the
+    operator directly around it (no operator between) when that has its name: an operator
+    re-entering itself through the dispatcher, or through another operator. Counted as an
+    instance of its own, its kernels would count twice in one row, once for it and once
+    for the outer call. The outer call is the outermost such one."""
+    out = np.full(len(rows), -1, np.int64)
     if len(rows) == 0:
-        return np.zeros(0, bool)
+        return out
     n_events = len(trace.column("events", "ts"))
     position = np.full(n_events, -1, np.int64)
     position[rows] = np.arange(len(rows))
     i, anc = ancestor_pairs(trace, rows, position >= 0)
     keys = np.column_stack([trace.column("events", "name")[rows], shape_ids(trace, rows)])
     same = np.all(keys[i] == keys[position[anc]], axis=1)
-    out = np.zeros(len(rows), bool)
-    out[i[same]] = True
-    return out
+    i, anc = i[same], anc[same]
+    # the operator directly around each row, when it is a candidate of the same name
+    names = trace.column("events", "name")
+    around = enclosing(trace, rows, derived.kind_mask(trace, [EventKind.cpu_op]))
+    direct = np.flatnonzero((around >= 0) & (position[np.maximum(around, 0)] >= 0))
+    direct = direct[names[around[direct]] == names[rows[direct]]]
+    i, anc = np.r_[i, direct], np.r_[anc, around[direct]]
+    # the outermost: the earliest start (the longer first on a tie)
+    ts, dur = trace.column("events", "ts"), trace.column("events", "dur")
+    order = np.lexsort((-dur[anc], ts[anc], i))
+    i, anc = i[order], anc[order]
+    first = np.r_[True, i[1:] != i[:-1]] if len(i) else np.zeros(0, bool)
+    out[i[first]] = position[anc[first]]
+    while True:  # an outer call that is itself part of one: follow to the outermost
+        up = np.flatnonzero((out >= 0) & (out[np.maximum(out, 0)] >= 0))
+        if not len(up):
+            break
+        out[up] = out[out[up]]
+    return np.where(out >= 0, rows[np.maximum(out, 0)], -1)
 
 
 def group_stats(g: OpGroups) -> dict[str, np.ndarray]:
@@ -225,13 +291,76 @@ def group_stats(g: OpGroups) -> dict[str, np.ndarray]:
     )
 
 
+class SelfTimes:
+    """Per instance of an OpGroups (its `rows` order), in ns: self_cpu, self_gpu, tc_self
+    (self GPU time in tensor-core kernels), tc_time (inclusive), and tc_eligible."""
+
+    def __init__(self, trace: Trace, g: OpGroups, mask: Optional[np.ndarray]) -> None:
+        col = trace.column
+        kind = col("events", "kind")
+        dur = np.maximum(col("events", "dur"), 0).astype(np.int64)
+        n = len(kind)
+        is_op = kind == EventKind.cpu_op
+        # An operator's own code ends where a nested operator or runtime call begins (a
+        # driver call inside a runtime call is the runtime call's).
+        cover = is_op | np.isin(kind, LAUNCH_KINDS)
+        inner = np.flatnonzero(cover)
+        around = enclosing(trace, inner, cover)
+        keep = (around >= 0) & is_op[np.maximum(around, 0)]
+        nested = np.bincount(around[keep], weights=dur[inner[keep]], minlength=n)
+        self_cpu = dur - np.rint(nested).astype(np.int64)
+        # GPU work queued by an operator's own runtime calls
+        launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
+        owner = enclosing(trace, launch, is_op)
+        has = owner >= 0
+        names = col("events", "name")
+        ids, inv = np.unique(names[gpu], return_inverse=True)
+        tc = uses_tensor_cores(trace.strings_at(ids).to_pylist())[inv.reshape(-1)]
+        tc &= kind[gpu] == EventKind.kernel
+        self_gpu = np.bincount(owner[has], weights=dur[gpu[has]], minlength=n)
+        tc_self = np.bincount(owner[has & tc], weights=dur[gpu[has & tc]], minlength=n)
+        # a merged call's self times are its outer call's
+        for arr in (self_cpu, self_gpu, tc_self):
+            np.add.at(arr, g.merged_into, arr[g.merged])
+        rows = g.rows
+        self.self_cpu = self_cpu[rows]
+        self.self_gpu = np.rint(self_gpu[rows]).astype(np.int64)
+        self.tc_self = np.rint(tc_self[rows]).astype(np.int64)
+        position = np.full(n, -1, np.int64)
+        position[rows] = np.arange(len(rows))
+        i, anc = ancestor_pairs(trace, launch[tc], position >= 0)
+        tc_time = np.bincount(position[anc], weights=dur[gpu[tc][i]], minlength=len(rows))
+        self.tc_time = np.rint(tc_time).astype(np.int64)
+        # eligible: an eligible operator, one enclosing one, or one that used tensor cores
+        ops = np.flatnonzero(is_op)
+        eligible_ops = ops[tensor_core_eligible(trace.strings_at(names[ops]).to_pylist())]
+        eligible = np.zeros(len(rows), bool)
+        eligible[position[eligible_ops[position[eligible_ops] >= 0]]] = True
+        _, anc = ancestor_pairs(trace, eligible_ops, position >= 0)
+        eligible[position[anc]] = True
+        self.tc_eligible = eligible | (self.tc_time > 0)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.maximum(den, 1), 0.0)
+
+
 def _rank_table(
     rank: int, trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str]
 ) -> pa.Table:
     g = op_groups(trace, mask, op_prefix)
     s = group_stats(g)
     cpu_dur = np.maximum(trace.column("events", "dur"), 0)[g.rows]
-    cpu_sum = np.add.reduceat(cpu_dur, g.starts[:-1]) if g.num_groups else np.zeros(0, np.int64)
+    starts = g.starts[:-1]
+
+    def per_group(x: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(x, starts) if g.num_groups else np.zeros(0, x.dtype)
+
+    cpu_sum = per_group(cpu_dur)
+    st = SelfTimes(trace, g, mask)
+    tc_self, tc_time = per_group(st.tc_self), per_group(st.tc_time)
+    self_gpu = per_group(st.self_gpu)
     cols = [np.full(g.num_groups, rank, np.int64), trace.strings_at(g.keys[:, 0])]
     cols += [trace.strings_at(g.keys[:, 1 + j]) for j in range(4)]
     cols += [
@@ -244,10 +373,47 @@ def _rank_table(
         s["max"].astype(np.int64),
         s["std"],
         cpu_sum.astype(np.int64),
+        per_group(st.self_cpu).astype(np.int64),
+        self_gpu.astype(np.int64),
+        np.logical_or.reduceat(st.tc_eligible, starts) if g.num_groups else np.zeros(0, bool),
+        tc_self.astype(np.int64),
+        tc_time.astype(np.int64),
+        _ratio(tc_self, self_gpu),
+        _ratio(tc_time, s["sum"]),
         s["example"].astype(np.int64),
         trace.column("events", "ts")[s["example"]],
     ]
     return pa.table(cols, schema=SCHEMA)
+
+
+def _by_name(table: pa.Table) -> pa.Table:
+    """The main table's sums per (rank, name), shapes merged; tc_eligible when any group
+    is; ratios from the sums. Sorted like the main table."""
+    grouped = table.group_by(["rank", "name"], use_threads=False).aggregate(
+        [(c, "sum") for c in SUMMED] + [("tc_eligible", "any")]
+    )
+    out = pa.table(
+        {"rank": grouped["rank"], "name": grouped["name"]}
+        | {c: grouped[f"{c}_sum"].cast(pa.int64()) for c in SUMMED}
+        | {"tc_eligible": grouped["tc_eligible_any"]}
+    )
+    ratio = {
+        "tc_self_ratio": _ratio(
+            out["tc_self_time_sum"].to_numpy(), out["self_gpu_time_sum"].to_numpy()
+        ),
+        "tc_total_ratio": _ratio(out["tc_time_sum"].to_numpy(), out["gpu_time_sum"].to_numpy()),
+    }
+    for name, values in ratio.items():
+        out = out.append_column(name, pa.array(values, pa.float64()))
+    fields = [table.schema.field(f.name) for f in out.schema]
+    return out.cast(pa.schema(fields)).sort_by(
+        [
+            ("rank", "ascending"),
+            ("gpu_time_sum", "descending"),
+            ("count", "descending"),
+            ("name", "ascending"),
+        ]
+    )
 
 
 def op_table(
@@ -262,7 +428,12 @@ def op_table(
     selection: Optional[select.Selection] = None,
 ) -> Result:
     """One row per (rank, operator name, shape arguments), sorted by rank, then GPU time
-    (descending), then name. `op_prefix` keeps only operators named so ("aten::").
+    (descending), then name: count (calls), gpu_events, the GPU time statistics,
+    cpu_time_sum (inclusive host time), self_cpu_time_sum, self_gpu_time_sum, tc_eligible,
+    tc_self_time_sum and tc_time_sum (GPU time in tensor-core kernels, self and inclusive),
+    tc_self_ratio and tc_total_ratio (their shares of the self and inclusive GPU time; 0
+    without GPU time), example_row/_ts. Side table "by_name": the same sums per (rank,
+    name), shapes merged. `op_prefix` keeps only operators named so ("aten::").
     costs=True appends each group's model family, FLOPs and bytes per call and in total
     (hta_fast.costs.flops.with_costs) and adds the side table "no_model" (operators without
     a model, with the reason, their calls and GPU time)."""
@@ -285,7 +456,7 @@ def op_table(
         notes.append("no operator shapes in this trace (profile with record_shapes=True)")
     if not table.num_rows:
         notes.append("no CPU operators selected")
-    tables = {}
+    tables = {"by_name": _by_name(table)}
     if costs:
         extras: dict = {}
         for rank, trace, mask in select.each_rank(traces, sel):

@@ -43,6 +43,7 @@ ANALYSES: dict[str, Runner] = {
     "memory_bw": lambda t, s: memory_bw.memory_bandwidth(t, selection=s),
     "launch_stats": lambda t, s: launch_stats.launch_stats(t, selection=s),
     "op_kernels": lambda t, s: op_kernels.op_kernels(t, selection=s),
+    "kernel_launch_configs": lambda t, s: op_kernels.kernel_launch_configs(t, selection=s),
     "user_annotations": lambda t, s: user_annotations.user_annotation_breakdown(t, selection=s),
     "steps": lambda t, s: steps.profiler_steps(t, selection=s),
     "stragglers": lambda t, s: stragglers.stragglers(t, selection=s),

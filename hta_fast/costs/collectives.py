@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import dtypes
+from .op_call import NoModel, OpCall
 
 # Collective names as PyTorch (record_param_comms) and NCCL/RCCL kernels spell them, reduced
 # to letters; the first pattern found wins, so "reducescatter" is tried before "reduce".
@@ -88,3 +89,20 @@ def message_bytes(
 def collective_dtype(arg_dtype: Optional[str], kernel_name: Optional[str]) -> Optional[str]:
     """A collective's dtype: its arguments' spelling, else its kernel name's."""
     return arg_dtype or (dtype_of_kernel(kernel_name) if kernel_name else None)
+
+
+def input_dims_size(
+    dims_text: Optional[str], types_text: Optional[str]
+) -> Optional[tuple[int, str]]:
+    """(elements, dtype) of the input tensors a CPU op recorded (its raw `Input Dims` and
+    `Input type` JSON text: [[394241]], ["float"]), summed over every input that is a tensor
+    of a known dtype (a coalesced call lists several); None when none is, or when their
+    dtypes differ (one element count could not say the bytes)."""
+    try:
+        call = OpCall.parse("", dims_text, types_text, None)
+    except NoModel:
+        return None
+    tensors = call.tensor_inputs()
+    if not tensors or len({dtypes.canonical(call.dtype(i)) for i in tensors}) != 1:
+        return None
+    return sum(call.numel(i) for i in tensors), call.dtype(tensors[0])

@@ -411,7 +411,13 @@ class TraceDataset(Mapping[int, RankTables]):
         if self._summaries is not None:
             return self._summaries
         info = {int(r): v for r, v in self.manifest["ranks"].items()}
-        tables = {name: self.dataset(f"summary/{name}").to_table() for name in SUMMARY_TABLES}
+        # a dataset written before a summary table existed has none (split_by_rank: empty)
+        written = self.manifest.get("summary_tables", [f"summary/{t}" for t in SUMMARY_TABLES])
+        tables = {
+            name: self.dataset(f"summary/{name}").to_table()
+            for name in SUMMARY_TABLES
+            if f"summary/{name}" in written
+        }
         return split_by_rank(info, tables)
 
     def __repr__(self) -> str:

@@ -1,9 +1,7 @@
 """Share of GEMM time spent in tensor-core kernels.
 
-A kernel is a GEMM when its name says so (gemm, matmul, cutlass; not the fbgemm_gpu library), and a tensor-core
-kernel when its name carries the marks of the tensor-core code paths of cuBLAS and
-CUTLASS (hmma, xmma, wgmma, tensorop, or an MMA tile shape like 16816 / 884). Names are
-matched once per distinct name, not per event.
+Which kernels are GEMMs and which use tensor cores: hta_fast.costs.tensor_cores (by name,
+matched once per distinct name, not per event).
 """
 
 from __future__ import annotations
@@ -13,12 +11,10 @@ from typing import Any, Union
 import numpy as np
 
 from .. import udf
+from ..costs.tensor_cores import GEMM, TENSOR_CORE
 from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
-
-GEMM = r"(?i)(?<!fb)gemm|matmul|cutlass"  # fbgemm_gpu kernels are not GEMMs
-TENSOR_CORE = r"(?i)hmma|xmma|wgmma|tensorop|_tc_|s16816|h16816|i16832|s1688|h1688|s884|h884"
 
 
 @udf.metric(name="tensor_core_share")

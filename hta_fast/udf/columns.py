@@ -25,6 +25,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..frame.kernel_args import kernel_arg
 from ..schema import GPU_KINDS
 from ..trace import Trace
 
@@ -79,23 +80,6 @@ def check_names(wanted: tuple[str, ...], flags: Mapping[str, str]) -> None:
             raise ValueError(f"flag {name!r} has the name of a column; choose another name")
 
 
-def _kernel_arg(trace: Trace, name: str, rows: np.ndarray) -> np.ndarray:
-    """A kernel_args column at the given event rows, -1 / NaN where an event has none."""
-    arg_rows = trace.column("kernel_args", "row")
-    values = trace.column("kernel_args", name)
-    fill = np.nan if values.dtype.kind == "f" else -1
-    out = np.full(len(rows), fill, values.dtype)
-    if len(arg_rows) == 0 or len(rows) == 0:
-        return out
-    # kernel_args rows ascend (one per GPU event, in event order): a binary search maps
-    # each event row to its argument row.
-    pos = np.searchsorted(arg_rows, rows)
-    pos_ok = np.minimum(pos, len(arg_rows) - 1)
-    hit = arg_rows[pos_ok] == rows
-    out[hit] = values[pos_ok[hit]]
-    return out
-
-
 def name_flags(trace: Trace, pattern: str) -> np.ndarray:
     """Per string id: does the string match the regular expression (re.search)? Evaluated
     once per distinct string, not per event."""
@@ -127,7 +111,8 @@ def gather(
         elif name in EVENT_COLUMNS:
             col = trace.column("events", name)[rows]
         elif name in KERNEL_ARG_COLUMNS:
-            col = _kernel_arg(trace, name, rows)
+            # in the column's own type, as user code has always seen it
+            col = kernel_arg(trace, rows, name).astype(trace.column("kernel_args", name).dtype)
         elif name == "launch_ts":
             partner = trace.column("events", "partner")[rows]
             gpu = np.isin(trace.column("events", "kind")[rows], GPU_KINDS)
