@@ -35,7 +35,7 @@ def main() -> None:
     import_s = time.perf_counter() - t_import
     # A tiny load first: what the first load of a process pulls in once (pyarrow's lazily
     # imported modules and their libraries' pages) is not this trace's memory or time.
-    hta_fast.load(WARM_UP).events
+    _ = hta_fast.load(WARM_UP).events
     rss_before = memory_kb("VmRSS")
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
