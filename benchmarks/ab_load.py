@@ -40,12 +40,16 @@ def main() -> None:
         for _ in range(args.runs):
             for which in ("base", "new"):
                 cmd = [getattr(args, which), str(HERE / "bench_hta_fast_load.py"), str(path)]
-                cpu[which].append(run_measured(cmd + ["--threads", "1"], env=env)["result"]["cpu_s"])
+                cpu[which].append(
+                    run_measured(cmd + ["--threads", "1"], env=env)["result"]["cpu_s"]
+                )
         rate = {k: size / 1e6 / statistics.median(v) for k, v in cpu.items()}
         ratios.append(rate["new"] / rate["base"])
         name = str(path.relative_to(path.parents[1]))[:50]
         print(f"{name:50s} {rate['base']:7.0f} {rate['new']:7.0f} {ratios[-1]:6.2f}")
-    print(f"{'geometric mean of the ratios':50s} {'':7s} {'':7s} {statistics.geometric_mean(ratios):6.2f}")
+    print(
+        f"{'geometric mean of the ratios':50s} {'':7s} {'':7s} {statistics.geometric_mean(ratios):6.2f}"
+    )
 
 
 if __name__ == "__main__":
