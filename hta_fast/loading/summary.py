@@ -362,10 +362,10 @@ def cpu_collective_rows(trace: Trace) -> np.ndarray:
     rows = np.flatnonzero(_named(trace, "gloo:"))
     if not len(rows) and not len(collective_rows(trace)) and not _named(trace, "nccl:").any():
         arg_rows = trace.column("comm_args", "row")
-        named = trace.column("comm_args", "collective_name") >= 0 if len(arg_rows) else []
-        is_record = _named(trace, "record_param_comms")
-        rows = np.sort(arg_rows[np.asarray(named, bool)]) if len(arg_rows) else rows
-        rows = rows[is_record[rows]] if len(rows) else rows
+        if len(arg_rows):
+            named = trace.column("comm_args", "collective_name") >= 0
+            rows = np.sort(arg_rows[named])
+        rows = rows[_named(trace, "record_param_comms")[rows]] if len(rows) else rows
     return rows[np.argsort(trace.column("events", "ts")[rows], kind="stable")]
 
 
