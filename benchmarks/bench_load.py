@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import shutil
 import statistics
 import sys
@@ -82,7 +83,9 @@ def plain_copy(path: Path, out: Path) -> Path:
     """An inflated copy of a gzip'd trace, made once under `out`."""
     if path.suffix != ".gz":
         return path
-    dst = out / "real" / f"{abs(hash(str(path.resolve()))):x}" / path.with_suffix("").name
+    # A stable name: str hashes change from process to process, and the copy is made once.
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    dst = out / "real" / digest / path.with_suffix("").name
     if not dst.exists():
         dst.parent.mkdir(parents=True, exist_ok=True)
         with gzip.open(path, "rb") as src, open(dst, "wb") as f:

@@ -293,7 +293,7 @@ def _collective_table(
         dtype,
     )
     size_from: list[Optional[str]] = [None if np.isnan(b) else "arguments" for b in nbytes]
-    kind_of = [c for c in args["collective_name"]]
+    kind_of = list(args["collective_name"])
     need = np.flatnonzero(np.isnan(nbytes))
     if len(need):
         elems, dims_dtype, op = _input_dims_sizes(trace, size_start[need])
