@@ -283,6 +283,39 @@ class KinetoBuilder:
             },
         )
 
+    def memory(
+        self,
+        ts: float,
+        size: int,
+        addr: int,
+        allocated: int,
+        reserved: int = 1 << 30,
+        device_type: int = 1,
+        device_id: int = 0,
+        tid: int = CPU_TID,
+    ) -> None:
+        """An allocator event ([memory], ph i): size > 0 allocates, < 0 frees; allocated is
+        the device's Total Allocated after it."""
+        self.events.append(
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "s": "t",
+                "name": "[memory]",
+                "pid": CPU_PID,
+                "tid": tid,
+                "ts": round(BASE_US + ts, 3),
+                "args": {
+                    "Total Reserved": reserved,
+                    "Total Allocated": allocated,
+                    "Bytes": size,
+                    "Device Id": device_id,
+                    "Device Type": device_type,
+                    "Addr": addr,
+                },
+            }
+        )
+
     def _ext(self) -> int:
         self.external += 1
         return self.external

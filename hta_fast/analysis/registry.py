@@ -28,7 +28,13 @@ from . import (
     stragglers,
     temporal,
 )
-from .tensorboard import achieved_occupancy, gpu_utilization, sm_efficiency, step_breakdown
+from .tensorboard import (
+    achieved_occupancy,
+    gpu_utilization,
+    operator_memory,
+    sm_efficiency,
+    step_breakdown,
+)
 
 __all__ = ["ANALYSES", "DEFAULT"]
 
@@ -59,6 +65,7 @@ ANALYSES: dict[str, Runner] = {
     "sm_efficiency": lambda t, s: sm_efficiency.sm_efficiency(t, selection=s),
     "achieved_occupancy": lambda t, s: achieved_occupancy.achieved_occupancy(t, selection=s),
     "step_breakdown": lambda t, s: step_breakdown.step_breakdown(t, selection=s),
+    "operator_memory": lambda t, s: operator_memory.operator_memory(t, selection=s),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")

@@ -9,6 +9,9 @@ each; each returns a Result per rank with per-step side tables.
                         weighted by their time in the steps
     step_breakdown      the overview's step-time split: kernel, memcpy, memset,
                         communication, runtime, dataloader, cpu_exec, other
+    operator_memory     the memory view's operator table: allocations, frees, increase and
+                        peak per operator, self and inclusive, from the [memory] events;
+                        the memory curve and each block's allocation and free
     step_windows        the steps as the plugin times them: each extended to the end of
                         its GPU work
 
@@ -18,11 +21,19 @@ each; each returns a Result per rank with per-step side tables.
 Where these differ from the plugin, docs/differences.md says so.
 """
 
-from . import achieved_occupancy, gpu_utilization, sm_efficiency, step_breakdown, step_windows
+from . import (
+    achieved_occupancy,
+    gpu_utilization,
+    operator_memory,
+    sm_efficiency,
+    step_breakdown,
+    step_windows,
+)
 
 __all__ = [
     "achieved_occupancy",
     "gpu_utilization",
+    "operator_memory",
     "sm_efficiency",
     "step_breakdown",
     "step_windows",
