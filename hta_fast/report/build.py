@@ -12,7 +12,14 @@ import jinja2
 from .._core import __version__
 from ..frame.select import Selection
 from ..traceset import TraceSet
-from . import plotlyjs, sections_dist, sections_gpu, sections_ranks, sections_time
+from . import (
+    plotlyjs,
+    sections_dist,
+    sections_gpu,
+    sections_memory,
+    sections_ranks,
+    sections_time,
+)
 from .context import Context, Section, SectionFailed, run_section
 from .findings import diagnosis
 from .summary import summary as rank_summary
@@ -43,6 +50,7 @@ SECTIONS = (
     (sections_gpu.idle, "idle", "Idle time per stream", ("idle_time",)),
     (sections_time.queue, "queue", "CUDA queue length over time", ("queue_length",)),
     (sections_time.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
+    (sections_memory.memory, "memory", "Memory per operator", ("operator_memory",)),
     (sections_time.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
     (sections_time.steps, "steps", "Per-step and per-rank timings", ("steps",)),
     (sections_time.collectives, "collectives", "Collectives", ("kernel_breakdown", "stragglers")),
@@ -55,6 +63,13 @@ MANY_RANKS = 16
 MANY_SECTIONS = (
     (sections_ranks.outliers, "ranks", "Outlier ranks", ("steps", "temporal")),
     (sections_ranks.temporal, "temporal", "Temporal breakdown per rank", ("temporal",)),
+    (
+        sections_dist.gpu_efficiency,
+        "gpu-efficiency",
+        "GPU utilization, SM efficiency and occupancy",
+        ("gpu_utilization", "sm_efficiency", "achieved_occupancy"),
+    ),
+    (sections_dist.step_breakdown, "step-breakdown", "Step time breakdown", ("step_breakdown",)),
     (sections_ranks.steps, "steps", "Per-step and per-rank timings", ("steps",)),
     (
         sections_ranks.collectives,
@@ -73,6 +88,7 @@ MANY_SECTIONS = (
     (sections_dist.idle, "idle", "Idle time per stream", ("idle_time",)),
     (sections_dist.queue, "queue", "CUDA queue length over time", ("queue_length",)),
     (sections_dist.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
+    (sections_dist.memory, "memory", "Memory per operator", ("operator_memory",)),
     (sections_dist.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
 )
 # The summary (before the sections) reads the temporal breakdown.

@@ -10,10 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import sections_time
+from . import sections_memory, sections_time
 from .context import Context, Section
 from .figures import bar, figure
 from .rank_stats import distribution, rank_labels
+from .sections_gpu import EFFICIENCY, EFFICIENCY_ABOUT, STEP_CATEGORIES, efficiency_table
 from .sections_ranks import drawn_ranks
 from .summary import loader_counts, rank_overview
 from .tables import html_table
@@ -97,6 +98,53 @@ def kernel_types(ctx: Context) -> Section:
         tables=[distribution("kernel types, time per rank", table, table.column_names, labels)],
         notes=ctx.notes("kernel_breakdown"),
     )
+
+
+def _rank_histogram(values: np.ndarray, label: str, i: int) -> dict[str, Any]:
+    """Ranks per 5 % bin of a percentage."""
+    edges = np.linspace(0, 100, 21)
+    counts, _ = np.histogram(values[np.isfinite(values)], edges)
+    return bar(edges[:-1] + 2.5, counts, label, i, width=4.5)
+
+
+def gpu_efficiency(ctx: Context) -> Section:
+    table, read = efficiency_table(ctx)
+    data = [
+        _rank_histogram(
+            np.asarray(pc.cast(table[col], pa.float64()).fill_null(np.nan).to_numpy(), float),
+            label,
+            i,
+        )
+        for i, (_, col, label) in enumerate(EFFICIENCY)
+    ]
+    return Section(
+        "gpu-efficiency",
+        "GPU utilization, SM efficiency and occupancy",
+        EFFICIENCY_ABOUT + " Ranks per 5 % bin of each.",
+        figures=[figure(data, "ranks by GPU efficiency", "%", "ranks", barmode="group")],
+        tables=[rows_distribution("GPU efficiency per rank", table)],
+        notes=ctx.notes(*read),
+    )
+
+
+def step_breakdown(ctx: Context) -> Section:
+    r = ctx.result("step_breakdown")
+    means = r["ranks"]
+    split = means.select(list(STEP_CATEGORIES)).rename_columns(list(STEP_CATEGORIES.values()))
+    return Section(
+        "step-breakdown",
+        "Step time breakdown",
+        "Each rank's mean step (the step extended to the end of its GPU work) split as the "
+        "TensorBoard profiler plugin's overview splits it: the median over ranks, whiskers "
+        "to the smallest and the largest rank.",
+        figures=[_median_bars(split, "mean step time by category")] if means.num_rows else [],
+        tables=[rows_distribution("mean step per rank", means)],
+        notes=ctx.notes("step_breakdown"),
+    )
+
+
+def memory(ctx: Context) -> Section:
+    return sections_memory.memory(ctx, drawn_ranks(ctx), rows_distribution)
 
 
 def overlap(ctx: Context) -> Section:

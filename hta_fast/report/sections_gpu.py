@@ -70,7 +70,8 @@ EFFICIENCY = (
 )
 
 
-def gpu_efficiency(ctx: Context) -> Section:
+def efficiency_table(ctx: Context) -> tuple[pa.Table, list[str]]:
+    """One row per rank: the EFFICIENCY columns and the SM count; and the analyses read."""
     tables = {name: ctx.result(name).table for name in dict.fromkeys(e[0] for e in EFFICIENCY)}
     ranks = tables["gpu_utilization"].column("rank").to_pylist()
     columns = [(n, c) for n, c, _ in EFFICIENCY] + [("sm_efficiency", "sm_count")]
@@ -80,7 +81,22 @@ def gpu_efficiency(ctx: Context) -> Section:
         by_rank = dict(zip(t.column("rank").to_pylist(), t.column(col).to_pylist()))
         fields.append(t.schema.field(col))
         arrays.append(pa.array([by_rank.get(r) for r in ranks], t.schema.field(col).type))
-    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), list(tables)
+
+
+EFFICIENCY_ABOUT = (
+    "As the TensorBoard profiler plugin defines them, over the steps each extended to "
+    "the end of its GPU work: GPU utilization is the time a kernel runs over the "
+    "steps' time; Est. SM efficiency counts the running kernels' thread blocks as a "
+    "share of the SMs (at most all of them); Est. achieved occupancy is the kernels' "
+    "recorded occupancy weighted by their time. GPU busy is the temporal breakdown's "
+    "(kernels, copies and fills over the GPU work's span)."
+)
+
+
+def gpu_efficiency(ctx: Context) -> Section:
+    table, read = efficiency_table(ctx)
+    ranks = table.column("rank").to_pylist()
     data = [
         bar(
             [f"rank {r}" for r in ranks],
@@ -93,15 +109,10 @@ def gpu_efficiency(ctx: Context) -> Section:
     return Section(
         "gpu-efficiency",
         "GPU utilization, SM efficiency and occupancy",
-        "As the TensorBoard profiler plugin defines them, over the steps each extended to "
-        "the end of its GPU work: GPU utilization is the time a kernel runs over the "
-        "steps' time; Est. SM efficiency counts the running kernels' thread blocks as a "
-        "share of the SMs (at most all of them); Est. achieved occupancy is the kernels' "
-        "recorded occupancy weighted by their time. GPU busy is the temporal breakdown's "
-        "(kernels, copies and fills over the GPU work's span).",
+        EFFICIENCY_ABOUT,
         figures=[figure(data, "GPU efficiency per rank", "", "%", barmode="group")],
         tables=[html_table("GPU efficiency per rank", table)],
-        notes=ctx.notes(*tables),
+        notes=ctx.notes(*read),
     )
 
 

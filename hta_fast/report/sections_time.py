@@ -21,19 +21,19 @@ MS = 1e6
 Tabler = Callable[[str, pa.Table], dict[str, Any]]
 
 
-def _only(table: pa.Table, ranks: Optional[Sequence[int]]) -> pa.Table:
+def only_ranks(table: pa.Table, ranks: Optional[Sequence[int]]) -> pa.Table:
     if ranks is None:
         return table
     return table.filter(pc.is_in(table["rank"], pa.array(list(ranks), pa.int64())))
 
 
-def _drawn_note(ranks: Optional[Sequence[int]]) -> list[str]:
+def drawn_note(ranks: Optional[Sequence[int]]) -> list[str]:
     if ranks is None:
         return []
     return ["the figure draws ranks " + ", ".join(map(str, ranks)) + " (see Outlier ranks)"]
 
 
-def _series(
+def series(
     table: pa.Table, key: str, value: str, ctx: Context, label: str
 ) -> tuple[list[dict[str, Any]], int]:
     """One downsampled step line per (rank, key); x in ms from the first change point."""
@@ -73,9 +73,9 @@ def queue(
 ) -> Section:
     """drawn: the ranks whose series the figure draws (None: all)."""
     res = ctx.result("queue_length")
-    table = _only(res.table, drawn)
-    lines, shown = _series(table, "stream", "queue_length", ctx, "stream")
-    note = _drawn_note(drawn) + (
+    table = only_ranks(res.table, drawn)
+    lines, shown = series(table, "stream", "queue_length", ctx, "stream")
+    note = drawn_note(drawn) + (
         []
         if shown >= table.num_rows
         else [
@@ -103,9 +103,9 @@ def bandwidth(
     ctx: Context, drawn: Optional[Sequence[int]] = None, tabler: Tabler = html_table
 ) -> Section:
     res = ctx.result("memory_bw")
-    table = _only(res.table, drawn)
-    lines, shown = _series(table, "name", "memory_bw_gbps", ctx, "")
-    note = _drawn_note(drawn) + (
+    table = only_ranks(res.table, drawn)
+    lines, shown = series(table, "name", "memory_bw_gbps", ctx, "")
+    note = drawn_note(drawn) + (
         []
         if shown >= table.num_rows
         else [
