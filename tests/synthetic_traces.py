@@ -316,6 +316,72 @@ class KinetoBuilder:
             }
         )
 
+    # --- graphs and Python frames ------------------------------------------------------
+    def python_function(self, name: str, ts: float, dur: float) -> None:
+        """A Python frame as the profiler's with_stack records it (cat python_function)."""
+        self._x("python_function", name, ts, dur, CPU_PID, CPU_TID, {"Python id": self._ext()})
+
+    def captured_launch(
+        self, cpu_ts: float, api: str = "cudaLaunchKernel", dur: float = 5.0
+    ) -> int:
+        """A launch made while a stream is being captured into a graph: the runtime call
+        with its correlation id and no GPU event (captured work runs only when replayed).
+        Returns the correlation id."""
+        corr = self.correlation
+        self.correlation += 1
+        self._x(
+            "cuda_runtime",
+            api,
+            cpu_ts,
+            dur,
+            CPU_PID,
+            CPU_TID,
+            {"External id": self._ext(), "cbid": 211, "correlation": corr},
+        )
+        return corr
+
+    def graph_launch(
+        self,
+        cpu_ts: float,
+        kernels: Sequence[tuple[str, float, float]],
+        *,
+        api: str = "cudaGraphLaunch",
+        stream: int = 7,
+        launch_dur: float = 10.0,
+    ) -> int:
+        """One graph replay: the launch call and its kernels (name, gpu_ts, dur), all under
+        the launch's one correlation id as the profiler records them. Returns the id."""
+        corr, ext = self.correlation, self._ext()
+        self.correlation += 1
+        self._x(
+            "cuda_runtime",
+            api,
+            cpu_ts,
+            launch_dur,
+            CPU_PID,
+            CPU_TID,
+            {"External id": ext, "cbid": 311, "correlation": corr},
+        )
+        for name, gpu_ts, dur in kernels:
+            self._x(
+                "kernel",
+                name,
+                gpu_ts,
+                dur,
+                0,
+                stream,
+                {
+                    "External id": ext,
+                    "device": 0,
+                    "context": 1,
+                    "stream": stream,
+                    "correlation": corr,
+                    "grid": list(BIG_GRID),
+                    "block": [256, 1, 1],
+                },
+            )
+        return corr
+
     def _ext(self) -> int:
         self.external += 1
         return self.external
