@@ -15,6 +15,7 @@ the core's own.
 from __future__ import annotations
 
 import dataclasses
+from typing import Mapping
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def reassigned(
 
 
 def _event_steps(
-    events: dict[str, np.ndarray], step: np.ndarray, ts: np.ndarray, dur: np.ndarray
+    events: Mapping[str, np.ndarray], step: np.ndarray, ts: np.ndarray, dur: np.ndarray
 ) -> np.ndarray:
     ev_ts = events["ts"]
     gpu = np.isin(events["kind"], GPU_KINDS)

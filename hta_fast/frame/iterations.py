@@ -62,5 +62,7 @@ def iterations(trace: Trace) -> tuple[Passes, Optional[Repeat], str]:
         f"{repeat.start} to {stop - 1} of {len(seq.rows)}, {share:.0%} of the launched "
         "GPU time)"
     )
-    passes = Passes(rows, starts, ends, np.full(len(rows), "iteration"))
+    passes = Passes(
+        rows, starts, ends, np.full(len(rows), "iteration"), np.full(len(rows), -1, np.int64)
+    )
     return passes, repeat, note

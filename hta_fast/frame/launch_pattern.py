@@ -119,16 +119,16 @@ def find_repeat(
         ok = copies >= min_copies
         if not ok.any():
             continue
-        starts, copies = starts[ok], copies[ok]
-        weight = held[starts + copies * p] - held[starts]
+        at, count = starts[ok], copies[ok]
+        weight = held[at + count * p] - held[at]
         k = int(np.argmax(weight))
-        found.append((float(weight[k]), p, int(starts[k]), int(copies[k])))
+        found.append((float(weight[k]), p, int(at[k]), int(count[k])))
     if not found:
         return None
     top = max(f[0] for f in found)
     near = [f for f in found if f[0] >= _NEAR_BEST * top]
-    _, period, start, copies = min(near, key=lambda f: f[1])
-    return Repeat(start, period, copies)
+    _, period, start, n_copies = min(near, key=lambda f: f[1])
+    return Repeat(start, period, n_copies)
 
 
 def _periods(items: np.ndarray, weights: np.ndarray, longest: int) -> list[int]:
