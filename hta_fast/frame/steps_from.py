@@ -16,7 +16,7 @@ doctor, the critical path, the replay and the what-if then walk these steps.
 
 from __future__ import annotations
 
-from typing import TypeVar, Union, cast
+from typing import Union, overload
 
 import numpy as np
 import pyarrow as pa
@@ -45,8 +45,6 @@ SCHEMA = pa.schema(
         pa.field("dur", pa.int64(), metadata=NS),
     ]
 )
-
-T = TypeVar("T", Trace, TraceSet)
 
 
 def _check(source: str) -> None:
@@ -121,7 +119,13 @@ def steps_from(traces: Union[Trace, TraceSet], source: str) -> Result:
     return Result("steps_from", table, notes=notes, params={"source": source})
 
 
-def with_steps(traces: T, windows: pa.Table, source: str) -> T:
+@overload
+def with_steps(traces: Trace, windows: pa.Table, source: str) -> Trace: ...
+@overload
+def with_steps(traces: TraceSet, windows: pa.Table, source: str) -> TraceSet: ...
+def with_steps(
+    traces: Union[Trace, TraceSet], windows: pa.Table, source: str
+) -> Union[Trace, TraceSet]:
     """The traces with each rank's steps set to its rows of `windows` (steps_from's table:
     rank, step, row, ts, dur); a rank without rows gets no steps, so that it is analysed
     whole. `source` is what the windows came from (Trace.steps_source)."""
@@ -135,11 +139,15 @@ def with_steps(traces: T, windows: pa.Table, source: str) -> T:
         return trace.with_steps(row, step, ts, dur, source)
 
     if isinstance(traces, Trace):
-        return cast(T, one(traces.rank, traces))
-    return cast(T, TraceSet({rank: one(rank, trace) for rank, trace in traces.items()}))
+        return one(traces.rank, traces)
+    return TraceSet({rank: one(rank, trace) for rank, trace in traces.items()})
 
 
-def with_steps_from(traces: T, source: str) -> T:
+@overload
+def with_steps_from(traces: Trace, source: str) -> Trace: ...
+@overload
+def with_steps_from(traces: TraceSet, source: str) -> TraceSet: ...
+def with_steps_from(traces: Union[Trace, TraceSet], source: str) -> Union[Trace, TraceSet]:
     """The traces with their steps taken from the source (steps_from, then with_steps);
     "profiler" hands them back as they are."""
     _check(source)
