@@ -12,7 +12,7 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
-from . import _arrow, saved_trace
+from . import _arrow, saved_trace, step_columns
 from . import interop as _interop
 from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
 from .errors import ErrorCode, TraceFormatError
@@ -142,14 +142,40 @@ class Trace(NamedTables):
     kernel_args  grid/block/registers/occupancy/bytes/bandwidth of GPU events (row -> events)
     op_args      shapes and ids of CPU ops; comm_args collectives; sync_args waits
     flows, counters, instants, meta_events   the other phases
-    steps        the ProfilerStep#N events that define the profiler steps
+    steps        the steps: the ProfilerStep#N events, or the windows of with_steps
     stats        what the loader counted and skipped
     """
 
-    def __init__(self, raw: RawColumns, meta: TraceMeta, rank: Optional[int] = None):
+    def __init__(
+        self,
+        raw: RawColumns,
+        meta: TraceMeta,
+        rank: Optional[int] = None,
+        steps_source: str = "profiler",
+    ):
         self._raw = raw
         self.meta = meta
         self.rank = rank if rank is not None else (meta.rank if meta.rank is not None else 0)
+        # What the steps are: "profiler" (the ProfilerStep#N events) or what with_steps was
+        # told they came from (hta_fast.frame.steps_from's sources).
+        self.steps_source = steps_source
+
+    def with_steps(
+        self,
+        row: np.ndarray,
+        step: np.ndarray,
+        ts: np.ndarray,
+        dur: np.ndarray,
+        source: str,
+    ) -> "Trace":
+        """A copy of this rank whose steps are these windows (row in events of the event
+        that marks each, step number, ts and dur in ns) instead of its ProfilerStep#N
+        events: the `steps` table and events.step are rebuilt by the loader's rule
+        (hta_fast.step_columns), every other column is shared. Whatever reads steps (the
+        selection, the analyses, the doctor, the model) then reads these. `source` says
+        where they came from (Trace.steps_source). No windows: a rank without steps."""
+        raw = step_columns.reassigned(self._raw, row, step, ts, dur)
+        return Trace(raw, self.meta, self.rank, steps_source=source)
 
     # --- tables -----------------------------------------------------------------------
     @cached_property

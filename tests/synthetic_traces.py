@@ -402,6 +402,26 @@ class KinetoBuilder:
     def load(self) -> hta_fast.Trace:
         return hta_fast.load(self.to_bytes())
 
+    # --- inference phases (added last: the methods above are unchanged) ---------------
+    def phase_pass(
+        self,
+        name: str,
+        ts: float,
+        dur: float,
+        kernels: Sequence[tuple[str, float, float]],
+        *,
+        cat: str = "user_annotation",
+    ) -> None:
+        """An inference pass as a serving stack marks it: an annotation (or, with cat
+        "python_function", a Python frame) named `name` over [ts, ts + dur], and inside it
+        one launch per kernel (name, gpu_ts, dur), the launches 20 µs apart from ts + 10."""
+        if cat == "python_function":
+            self.python_function(name, ts, dur)
+        else:
+            self.cpu_op(name, ts, dur, cat=cat)
+        for j, (kernel, gpu_ts, kernel_dur) in enumerate(kernels):
+            self.kernel(kernel, ts + 10 + 20 * j, gpu_ts, kernel_dur)
+
 
 def traceset(builders: Sequence[KinetoBuilder]) -> TraceSet:
     return TraceSet({b.rank: b.load() for b in builders})

@@ -8,7 +8,8 @@ report read it).
 
 The subpackage `tensorboard` holds the metrics the PyTorch TensorBoard profiler plugin
 shows (GPU utilization, Est. SM Efficiency, Est. Achieved Occupancy, the step-time
-breakdown), by that plugin's definitions.
+breakdown), by that plugin's definitions; `inference` the analyses of inference traces
+(phases: prefill, decode and denoising passes).
 
 The package names its modules, not their functions: several functions are named like their
 module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
@@ -21,6 +22,7 @@ from . import (
     collectives,
     cupti_counters,
     idle_time,
+    inference,
     kernel_breakdown,
     kernel_sequences,
     launch_stats,
@@ -46,6 +48,7 @@ __all__ = [
     "collectives",
     "cupti_counters",
     "idle_time",
+    "inference",
     "kernel_breakdown",
     "kernel_sequences",
     "launch_stats",

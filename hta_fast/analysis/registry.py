@@ -28,6 +28,7 @@ from . import (
     stragglers,
     temporal,
 )
+from .inference import phases
 from .tensorboard import (
     achieved_occupancy,
     gpu_utilization,
@@ -66,6 +67,8 @@ ANALYSES: dict[str, Runner] = {
     "achieved_occupancy": lambda t, s: achieved_occupancy.achieved_occupancy(t, selection=s),
     "step_breakdown": lambda t, s: step_breakdown.step_breakdown(t, selection=s),
     "operator_memory": lambda t, s: operator_memory.operator_memory(t, selection=s),
+    # Inference: prefill, decode and denoising passes, or repeated iterations.
+    "phases": lambda t, s: phases.phases(t, selection=s),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")

@@ -13,6 +13,7 @@ from .loading import RANKS_HELP, STEPS_HELP, load_traces, path_arguments, recove
 from .options import selection as asked_selection
 from .output import FORMATS, check_format, emit
 from .progress import bar
+from .steps_from import steps_from_option
 
 
 @cli.command()
@@ -43,6 +44,7 @@ from .progress import bar
     help="Rows shown per table in the table format (0: all).",
 )
 @recover_option
+@steps_from_option
 @click.pass_obj
 def analyze(
     opts: Options,
@@ -54,6 +56,7 @@ def analyze(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
 ) -> None:
     """Run analyses on the traces; print their tables or write them to a folder.
 
@@ -62,7 +65,7 @@ def analyze(
     """
     check_format(fmt, out_dir)
     asked = asked_selection(ranks, steps)
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     selection = asked.of(traces)
     tables: dict[str, pa.Table] = {}
     notes: dict[str, list[str]] = {}

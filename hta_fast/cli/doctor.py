@@ -29,6 +29,7 @@ from .loading import (
     subset,
 )
 from .output import dumps
+from .steps_from import steps_from_option
 from .terminal import echo
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ def exit_status(diag: Diagnosis, reasons: Sequence[str]) -> int:
     "rank by it (default: on up to 64 ranks).",
 )
 @recover_option
+@steps_from_option
 @click.pass_obj
 @click.pass_context
 def doctor(
@@ -161,6 +163,7 @@ def doctor(
     thresholds_file: Optional[str],
     model: Optional[bool],
     recover: bool,
+    steps_from: str,
 ) -> None:
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
 
@@ -177,7 +180,7 @@ def doctor(
             param_hint="--fail-on",
         )
     thresholds = thresholds_of(mod, threshold_pairs, thresholds_file)
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     traces = subset(traces, parse_ints(ranks, "rank"))
     diag = mod.diagnose(
         traces,

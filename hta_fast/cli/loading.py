@@ -19,6 +19,7 @@ from ..loading.sets import load_dir
 from ..traceset import TraceSet
 from .app import Options
 from .progress import bar
+from .steps_from import applied
 
 log = logging.getLogger("hta_fast")
 
@@ -29,9 +30,14 @@ def trace_files(paths: Sequence[str]) -> list[str]:
 
 
 def load_traces(
-    paths: Sequence[str], opts: Options, recover: bool = False, what: str = "loading"
+    paths: Sequence[str],
+    opts: Options,
+    recover: bool = False,
+    what: str = "loading",
+    steps_from: str = "profiler",
 ) -> tuple[TraceSet, float]:
-    """The TraceSet of the paths and the seconds it took; loader warnings go to the log."""
+    """The TraceSet of the paths, its steps from `steps_from` (cli/steps_from), and the
+    seconds it took; loader warnings go to the log."""
     files = trace_files(paths)
     total = sum(os.path.getsize(f) for f in files)
     t0 = time.perf_counter()
@@ -47,7 +53,7 @@ def load_traces(
         log.warning("%s", w.message)
     if recover:
         log.warning("%s", recover_summary(traces))
-    return traces, time.perf_counter() - t0
+    return applied(traces, steps_from), time.perf_counter() - t0
 
 
 def recover_summary(traces: TraceSet) -> str:

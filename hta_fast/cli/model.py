@@ -45,6 +45,7 @@ def critical_path_command(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
     trace_out: Optional[str],
     together: bool,
     windows: bool,
@@ -57,7 +58,7 @@ def critical_path_command(
     check_format(fmt, out_dir)
     if together and trace_out:
         raise BadInput("--trace-out draws one rank's path: it does not go with --together")
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     result = critical_path(
         traces,
         selection=selection(ranks, steps).of(traces),
@@ -102,6 +103,7 @@ def replay_command(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
     together: bool,
     windows: bool,
 ) -> None:
@@ -115,7 +117,7 @@ def replay_command(
     from ..model.whatif.next_step import next_step
 
     check_format(fmt, out_dir)
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     sel = selection(ranks, steps).of(traces)
     result = (replay_ranks if together else replay_steps)(
         traces, chained=not windows, selection=sel
@@ -291,6 +293,7 @@ def whatif_command(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
     classes: tuple[str, ...],
     names: tuple[str, ...],
     categories: tuple[str, ...],
@@ -348,9 +351,15 @@ def whatif_command(
         )
     except ValueError as e:
         raise BadInput(str(e)) from None
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     if durations_from is not None:
-        other, _ = load_traces((durations_from,), opts, recover, what="loading --durations-from")
+        other, _ = load_traces(
+            (durations_from,),
+            opts,
+            recover,
+            what="loading --durations-from",
+            steps_from=steps_from,
+        )
         edits = dataclasses.replace(edits, durations_from=other)
     try:
         result = what_if(

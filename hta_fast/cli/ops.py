@@ -53,6 +53,7 @@ def ops_command(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
     device: Optional[str],
     prefix: Optional[str],
 ) -> None:
@@ -60,7 +61,7 @@ def ops_command(
     the roofline: achieved against peak, the bound, and the ops with most time left."""
     check_format(fmt, out_dir)
     asked = selection(ranks, steps)
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     sel = asked.of(traces)
     results = [
         roofline_mod.roofline(
@@ -159,6 +160,7 @@ def predict_command(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
     device: str,
     source_device: Optional[str],
 ) -> None:
@@ -168,7 +170,7 @@ def predict_command(
 
     check_format(fmt, out_dir)
     asked = selection(ranks, steps)
-    traces, _ = load_traces(paths, opts, recover)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     sel = asked.of(traces)
     try:
         result = predict(

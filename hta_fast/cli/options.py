@@ -23,12 +23,13 @@ from .loading import (
     recover_option,
 )
 from .output import FORMATS
+from .steps_from import steps_from_option
 
 F = TypeVar("F", bound=Callable[..., object])
 
 
 def table_command(f: F) -> F:
-    """PATH..., --steps, --ranks, --format, -o, --limit, --recover."""
+    """PATH..., --steps, --steps-from, --ranks, --format, -o, --limit, --recover."""
     for option in reversed(
         [
             click.option("--steps", help=STEPS_HELP),
@@ -53,7 +54,7 @@ def table_command(f: F) -> F:
         ]
     ):
         f = option(f)
-    return recover_option(path_arguments(f))
+    return recover_option(steps_from_option(path_arguments(f)))
 
 
 @dataclasses.dataclass(frozen=True)

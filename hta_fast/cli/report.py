@@ -22,6 +22,7 @@ from .loading import (
     subset,
 )
 from .progress import bar
+from .steps_from import steps_from_option
 
 
 def write(
@@ -88,6 +89,7 @@ def write(
 )
 @click.option("--title", help="Title of the report.")
 @recover_option
+@steps_from_option
 @click.pass_obj
 def report(
     opts: Options,
@@ -99,10 +101,11 @@ def report(
     max_points: int,
     title: Optional[str],
     recover: bool,
+    steps_from: str,
 ) -> None:
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
     ranks_, asked_steps = parse_ints(ranks, "rank"), parse_steps(steps)
-    traces, load_s = load_traces(paths, opts, recover)
+    traces, load_s = load_traces(paths, opts, recover, steps_from=steps_from)
     subset(traces, ranks_)  # an unknown rank is bad input, before any work
     steps_ = pick_steps(traces, asked_steps)
     default_title = "hta_fast report: " + ", ".join(

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import ops
+from ..analysis.tensorboard.step_windows import step_windows
 from ..frame import derived
 from ..frame.gpu_work import GpuWork, gpu_work
 from ..trace import Trace
@@ -58,8 +59,15 @@ class RankView:
 
     steps       analysed step numbers, sorted ([-1] when the trace has no steps: the whole
                 trace is then one step)
-    has_steps   whether steps come from ProfilerStep#N events
-    step_time   mean CPU duration of the analysed steps (ns); the window's length without steps
+    has_steps   whether the trace has steps (ProfilerStep#N events, or steps taken from
+                elsewhere: Trace.steps_source)
+    step_time   mean duration of the analysed steps (ns), the denominator of every share:
+                their CPU duration for profiler steps; for steps taken from inference passes
+                or iterations their windows as the TensorBoard plugin times steps (each to
+                the end of its own GPU work, none overlapping), since the host of a pass
+                runs ahead of its GPU work (a graph queued in a millisecond runs for 150);
+                the window's length without steps
+    host_time   mean CPU duration of the analysed steps (ns); step_time without steps
     lo, hi      the window: from the first analysed step's start (or the first GPU work, if
                 earlier) to the last one's end (or the end of its GPU work, if later)
     selected    per GPU work row (work.rows): it belongs to an analysed step
@@ -80,6 +88,7 @@ class RankView:
     work_step_index: np.ndarray
     busy: ops.Intervals
     gaps: Gaps
+    host_time: float = 0.0
 
     @property
     def n_steps(self) -> int:
@@ -145,7 +154,8 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         selected_all = np.isin(ev_step[all_work.rows], step_values)
         lo = int(st_ts.min())
         hi = int((st_ts + st_dur).max())
-        step_time = float(st_dur.mean())
+        host_time = float(st_dur.mean())
+        step_time = host_time if trace.steps_source == "profiler" else _pass_time(trace, uniq)
     else:
         step_values = np.array([-1], np.int64)
         step_starts = np.array([0], np.int64)
@@ -156,7 +166,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         lo = min(lo, int(all_work.starts[selected_all].min()))
         hi = max(hi, int(all_work.ends[selected_all].max()))
     if not has_steps:
-        step_time = float(hi - lo)
+        step_time = host_time = float(hi - lo)
     # Everything the GPU ran inside the window counts as busy, whichever step launched it.
     inside = (all_work.starts < hi) & (all_work.ends > lo) | (
         (all_work.starts == all_work.ends) & (all_work.starts >= lo) & (all_work.starts < hi)
@@ -174,6 +184,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         steps=step_values,
         has_steps=has_steps,
         step_time=step_time,
+        host_time=host_time,
         lo=lo,
         hi=hi,
         work=work,
@@ -186,6 +197,13 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
     view.gaps = _idle_gaps(view)
     return view
+
+
+def _pass_time(trace: Trace, steps: np.ndarray) -> float:
+    """Mean length of these steps' windows as the TensorBoard plugin times steps."""
+    win = step_windows(trace, None)
+    keep = np.isin(win.step, steps)
+    return float(win.dur[keep].mean()) if keep.any() else 0.0
 
 
 def _idle_gaps(view: RankView) -> Gaps:

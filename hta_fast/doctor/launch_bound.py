@@ -71,7 +71,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             keep = (ts >= v.lo) & (ts < v.hi)
             launches += int(np.count_nonzero(keep))
             launch_cpu += float(np.maximum(trace.column("events", "dur")[lrows[keep]], 0).sum())
-        cpu_step += v.step_time * v.n_steps
+        cpu_step += v.host_time * v.n_steps
         gpu_busy += v.busy_time
     total_steps = sum(v.n_steps for v in views) or 1
     evidence = {

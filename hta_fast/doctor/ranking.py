@@ -93,10 +93,16 @@ def diagnose(
             no_gpu[rank] = no_gpu_reason(ts[rank])
         else:
             if not v.has_steps:
-                notes.append(
-                    f"rank {rank}: no ProfilerStep#N events; the whole trace counts as one step"
+                what = (
+                    "ProfilerStep#N events"
+                    if ts[rank].steps_source == "profiler"
+                    else f"{ts[rank].steps_source} steps"
                 )
+                notes.append(f"rank {rank}: no {what}; the whole trace counts as one step")
             views.append(v)
+    sources = sorted({ts[r].steps_source for r in analysed} - {"profiler"})
+    if sources:
+        notes.append(f"steps taken from {', '.join(sources)}, not the profiler's (steps_from)")
     if wanted is not None and missing_steps == len(ts.ranks):
         present = sorted({int(s) for r in ts.ranks for s in ts[r].column("steps", "step")})
         raise ValueError(f"none of the steps {wanted} is in the traces; their steps: {present}")

@@ -1,0 +1,212 @@
+"""The phases of an inference trace: its passes, each timed and its GPU time measured.
+
+The passes come from the source asked for (hta_fast.frame.steps_from's sources, "profiler"
+aside), or, without one, from the first of these that finds any on a selected rank: the
+serving phases (prefill, decode and denoising passes together), model forwards, the
+iterations of repeated launches.
+
+A pass is timed as the TensorBoard plugin times a step (analysis/tensorboard/step_windows,
+whose rule this reuses over the passes made steps): from its host start, or the end of the
+pass before it when that is later, to the end of the GPU work it launched, or of its host
+span when that is later. Windows of one rank never overlap, and a pass owns the GPU time
+its own work takes even where that runs on after the host moved to the next pass (a
+graph replayed while the host queues the next one). Its busy time is the time the GPU ran
+any work inside that window; kernels and launches count what the pass launched (a graph
+launch is one launch, its replay's kernels each a kernel).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+
+from ... import ops
+from ...frame import select
+from ...frame.fields import NS, PCT
+from ...frame.gpu_work import gpu_work
+from ...frame.iterations import iterations
+from ...frame.passes import Passes, described, find_passes
+from ...frame.result import Result
+from ...frame.steps_from import SOURCES, rank_windows
+from ...schema import EventKind
+from ...trace import Trace
+from ...traceset import TraceSet
+from ..tensorboard.step_windows import step_windows, window_totals
+
+__all__ = ["phases", "TIERS"]
+
+# What a source-less call tries, in order: the first that finds passes on any rank wins.
+TIERS: tuple[tuple[str, ...], ...] = (
+    ("prefill", "decode", "denoise"),
+    ("forward",),
+    ("iterations",),
+)
+
+_BUSY = "the time the GPU ran any work inside the pass's window"
+SCHEMA = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("phase", pa.string()),
+        pa.field("index", pa.int64(), metadata={"description": "pass of its phase, from 0"}),
+        pa.field("step", pa.int64(), metadata={"description": "pass of the rank, from 0"}),
+        pa.field("name", pa.string()),
+        pa.field("start", pa.int64(), metadata=NS),
+        pa.field("end", pa.int64(), metadata=NS),
+        pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("host_dur", pa.int64(), metadata={**NS, "description": "the host span"}),
+        pa.field("gpu_busy", pa.int64(), metadata={**NS, "description": _BUSY}),
+        pa.field("busy_share", pa.float64(), metadata={**PCT, "description": "gpu_busy / dur"}),
+        pa.field("kernels", pa.int64()),
+        pa.field("launches", pa.int64()),
+    ]
+)
+SUMMARY = pa.schema(
+    [
+        pa.field("phase", pa.string()),
+        pa.field("ranks", pa.int64()),
+        pa.field("count", pa.int64()),
+        pa.field("mean_dur", pa.float64(), metadata=NS),
+        pa.field("median_dur", pa.float64(), metadata=NS),
+        pa.field(
+            "busy_share",
+            pa.float64(),
+            metadata={**PCT, "description": "sum of gpu_busy / sum of dur"},
+        ),
+        pa.field("kernels", pa.int64()),
+        pa.field("launches", pa.int64()),
+    ]
+)
+
+
+def _passes(trace: Trace, tier: tuple[str, ...]) -> tuple[Passes, str]:
+    if tier == ("iterations",):
+        found, _, note = iterations(trace)
+        return found, note
+    if len(tier) == 1:
+        return rank_windows(trace, tier[0])
+    found = find_passes(trace, tier)
+    return found, described(found) if len(found.row) else f"no {', '.join(tier)} pass"
+
+
+def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
+    n = len(found.row)
+    made = trace.with_steps(found.row, np.arange(n), found.ts, found.end - found.ts, "phases")
+    win = step_windows(made, None)  # one row per pass, in time order: pass k is step k
+    work = gpu_work(made, None)
+    busy = ops.union(work.starts, work.ends)
+    busy_t = window_totals(win.ts, win.end, busy.starts, busy.ends)
+    step = made.column("events", "step")
+    kind = made.column("events", "kind")
+    launched = step[work.rows]
+    kernels = np.bincount(
+        launched[(launched >= 0) & (kind[work.rows] == EventKind.kernel)], minlength=n
+    )
+    partner = made.column("events", "partner")[work.rows]
+    launch_rows = np.unique(partner[(partner >= 0) & (launched >= 0)])
+    launches = np.bincount(step[launch_rows][step[launch_rows] >= 0], minlength=n)
+    dur = win.end - win.ts
+    index = np.zeros(n, np.int64)
+    for phase in np.unique(found.phase):
+        mine = found.phase == phase
+        index[mine] = np.arange(int(mine.sum()))
+    name = trace.strings_at(trace.column("events", "name")[found.row])
+    if n and found.phase[0] == "iteration":
+        name = pa.nulls(n, pa.string())
+    share = np.divide(100.0 * busy_t, dur, out=np.zeros(n), where=dur > 0)
+    return pa.table(
+        [
+            np.full(n, rank, np.int64),
+            pa.array(found.phase.tolist(), pa.string()),
+            index,
+            np.arange(n, dtype=np.int64),
+            name,
+            win.ts,
+            win.end,
+            dur,
+            found.end - found.ts,
+            busy_t.astype(np.int64),
+            share,
+            kernels[:n].astype(np.int64),
+            launches[:n].astype(np.int64),
+        ],
+        schema=SCHEMA,
+    )
+
+
+def _summary(table: pa.Table) -> pa.Table:
+    phase = np.asarray(table.column("phase").to_pylist(), object)
+    rank = table.column("rank").to_numpy()
+    dur = table.column("dur").to_numpy()
+    busy = table.column("gpu_busy").to_numpy()
+    kernels = table.column("kernels").to_numpy()
+    launches = table.column("launches").to_numpy()
+    order = [p for p in (*SOURCES, "iteration") if p in set(phase)]
+    rows = []
+    for p in order:
+        mine = phase == p
+        total = int(dur[mine].sum())
+        rows.append(
+            {
+                "phase": p,
+                "ranks": len(np.unique(rank[mine])),
+                "count": int(mine.sum()),
+                "mean_dur": float(dur[mine].mean()),
+                "median_dur": float(np.median(dur[mine])),
+                "busy_share": 100.0 * float(busy[mine].sum()) / total if total else 0.0,
+                "kernels": int(kernels[mine].sum()),
+                "launches": int(launches[mine].sum()),
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=SUMMARY)
+
+
+def phases(
+    traces: Union[Trace, TraceSet],
+    *,
+    source: Optional[str] = None,
+    ranks: Optional[Sequence[int]] = None,
+    selection: Optional[select.Selection] = None,
+) -> Result:
+    """One row per pass of every selected rank, by rank and time: phase, index (within
+    its phase), step (within the rank: the step number it gets from
+    `--steps-from <phase>` is its index), name of the event that marks it (null for
+    iterations), start, end, dur (its window, module doc), host_dur, gpu_busy,
+    busy_share (% of dur), kernels, launches. Side table "summary": per phase, ranks,
+    count, mean and median dur, busy share, kernels, launches.
+
+    source   one of hta_fast.frame.SOURCES but "profiler"; None: the first of TIERS that
+             finds passes. Whole ranks are looked at: a selection's steps, window and
+             streams are not applied (a note says so)."""
+    sel = select.selection_of(selection, ranks)
+    if source is not None and source not in SOURCES[1:]:
+        raise ValueError(f"no pass source {source!r}; sources are {', '.join(SOURCES[1:])}")
+    chosen = [(r, t) for r, t, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks))]
+    tiers = TIERS if source is None else ((source,),)
+    notes: list[str] = []
+    if sel.steps is not None or sel.window is not None or sel.streams is not None:
+        notes.append(
+            "phases looks at whole ranks: the selection's steps, window and streams are not applied"
+        )
+    for tier in tiers:
+        found = [(r, t, *_passes(t, tier)) for r, t in chosen]
+        if any(len(f[2].row) for f in found):
+            break
+    parts = [_rank_table(r, t, p) for r, t, p, _ in found if len(p.row)]
+    notes += [f"rank {r}: {note}" for r, _, _, note in found]
+    if not any(len(p.row) for _, _, p, _ in found):
+        notes.append(
+            "no passes found: no annotation or Python frame names a phase "
+            "(docs/inference.md lists the names) and no launch sequence repeats"
+            if source is None
+            else f"no {source} passes found"
+        )
+    table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+    return Result(
+        "phases",
+        table,
+        tables={"summary": _summary(table)},
+        notes=notes,
+        params=dict(selection=sel, source=source),
+    )
