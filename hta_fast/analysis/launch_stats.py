@@ -17,16 +17,17 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow
-from ..frame import derived, select
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.launches import LAUNCH_KINDS as LAUNCH_KINDS
+from ..frame.launches import launch_pairs
 from ..frame.result import Result
-from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 
 __all__ = ["launch_stats"]
-
-LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
+# launch_pairs and LAUNCH_KINDS moved to frame.launches; imported above, they keep this
+# module path working for older callers.
 
 _COLUMNS = [
     pa.field("rank", pa.int64()),
@@ -42,34 +43,6 @@ _COLUMNS = [
     pa.field("launch_delay", pa.int64(), metadata=NS),
 ]
 SCHEMA = pa.schema(_COLUMNS)
-
-
-def launch_pairs(
-    trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """(launch rows, GPU rows) of every launch -> GPU work link kept by `mask`, ordered by
-    launch start, then GPU start."""
-    launch, gpu = derived.remember(
-        trace,
-        ("launch_pairs", include_memory_events),
-        lambda: _all_launch_pairs(trace, include_memory_events),
-    )
-    if mask is not None:
-        ok = mask[gpu] & mask[launch]
-        launch, gpu = launch[ok], gpu[ok]
-    return launch, gpu
-
-
-def _all_launch_pairs(trace: Trace, include_memory_events: bool) -> tuple[np.ndarray, np.ndarray]:
-    col = trace.column
-    partner = col("events", "partner")
-    work = GPU_WORK_KINDS if include_memory_events else (EventKind.kernel,)
-    gpu = np.flatnonzero(derived.kind_mask(trace, work) & (partner >= 0))
-    gpu = gpu[derived.kind_mask(trace, LAUNCH_KINDS)[partner[gpu]]]
-    launch = partner[gpu]
-    ts = col("events", "ts")
-    order = np.lexsort((ts[gpu], launch, ts[launch]))
-    return launch[order], gpu[order]
 
 
 def launch_timing(

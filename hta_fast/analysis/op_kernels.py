@@ -32,11 +32,11 @@ from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from ..frame import derived, select
 from ..frame.fields import NS
 from ..frame.kernel_args import kernel_arg, locate
+from ..frame.launches import enclosing, launch_pairs
 from ..frame.result import Result
 from ..schema import GPU_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import launch_pairs
 
 __all__ = ["op_kernels", "kernel_launch_configs"]
 
@@ -94,24 +94,6 @@ CONFIG_SCHEMA = pa.schema(
         pa.field("op_tc_eligible", pa.bool_()),
     ]
 )
-
-
-def enclosing(trace: Trace, rows: np.ndarray, is_target: np.ndarray) -> np.ndarray:
-    """For each row, the innermost CPU ancestor (by `parent`) for which is_target[ancestor]
-    holds; -1 where there is none. One vectorised step per nesting level."""
-    parent = trace.column("events", "parent")
-    found = np.full(len(rows), -1, np.int64)
-    cur = parent[rows].astype(np.int64)
-    active = cur >= 0
-    while active.any():
-        idx = np.flatnonzero(active)
-        hit = is_target[cur[idx]]
-        found[idx[hit]] = cur[idx[hit]]
-        miss = idx[~hit]
-        cur[miss] = parent[cur[miss]]
-        active[:] = False
-        active[miss] = cur[miss] >= 0
-    return found
 
 
 def name_matches(trace: Trace, prefix: str) -> np.ndarray:

@@ -40,12 +40,12 @@ from ..costs.op_args import op_arg_positions
 from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from ..frame import derived, select
 from ..frame.fields import NS
+from ..frame.launches import LAUNCH_KINDS, ancestor_pairs, enclosing, launch_pairs
 from ..frame.result import Result
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import LAUNCH_KINDS, launch_pairs
-from .op_kernels import enclosing, name_matches
+from .op_kernels import name_matches
 
 __all__ = ["op_table"]
 
@@ -141,27 +141,6 @@ def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
         if found.any():
             out[found, j] = trace.column("op_args", c)[pos[found]]
     return out
-
-
-def ancestor_pairs(
-    trace: Trace, rows: np.ndarray, is_target: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(i, ancestor) for every CPU ancestor (by `parent`) of rows[i] for which
-    is_target[ancestor] holds, at any depth. One vectorised step per nesting level."""
-    parent = trace.column("events", "parent")
-    idx_parts, anc_parts = [], []
-    idx = np.arange(len(rows))
-    cur = parent[rows].astype(np.int64)
-    while len(idx):
-        live = cur >= 0
-        idx, cur = idx[live], cur[live]
-        hit = is_target[cur]
-        idx_parts.append(idx[hit])
-        anc_parts.append(cur[hit])
-        cur = parent[cur].astype(np.int64)
-    if not idx_parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(idx_parts), np.concatenate(anc_parts)
 
 
 def op_groups(

@@ -34,11 +34,10 @@ from ..costs.devices import Device, DeviceTable, trace_device
 from ..costs.flops import op_costs
 from ..frame import select
 from ..frame.fields import NS, PCT
+from ..frame.launches import enclosing, launch_pairs
 from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import launch_pairs
-from .op_kernels import enclosing
 from .op_table import SHAPE_COLUMNS, group_stats, op_groups
 
 __all__ = ["roofline"]

@@ -87,8 +87,7 @@ def coverage_notes(
     import numpy as np
     import pyarrow.compute as pc
 
-    from ..analysis.launch_stats import launch_pairs
-    from ..analysis.op_kernels import enclosing
+    from ..frame.launches import enclosing, launch_pairs
 
     lines = []
     for rank, trace, mask in each_rank(traces, sel):
