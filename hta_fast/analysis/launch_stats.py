@@ -4,7 +4,9 @@ GPU work waited after the call returned.
 One row per (launch, GPU event) pair, for every launch API the loader links to GPU work:
 runtime and driver calls alike (cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel,
 cudaGraphLaunch, cudaMemcpyAsync, hipLaunchKernel, hipExtModuleLaunchKernel, ...). A graph
-launch that queued several kernels gives one row per kernel.
+launch that queued several kernels gives one row per kernel: its launch is the graph
+launch, and a note says how many of them count for the operators that captured the graph
+(hta_fast.frame.graph_attribution).
 
     launch_delay = max(0, gpu start - (launch start + launch duration))
 """
@@ -19,6 +21,7 @@ import pyarrow as pa
 from .. import _arrow
 from ..frame import select
 from ..frame.fields import NS
+from ..frame.graph_attribution import graph_replay_notes
 from ..frame.launches import LAUNCH_KINDS as LAUNCH_KINDS
 from ..frame.launches import launch_pairs
 from ..frame.result import Result
@@ -123,6 +126,7 @@ def launch_stats(
     notes = []
     if table.num_rows == 0:
         notes.append("no launch is linked to GPU work on the selected ranks")
+    notes += graph_replay_notes(traces, sel)
     cpu = table.column("cpu_duration").to_numpy()
     delay = table.column("launch_delay").to_numpy()
     return Result(

@@ -71,11 +71,9 @@ def ops_command(
     tables, notes = result_tables(results)
     notes = {name: [in_flag_terms(n) for n in lines] for name, lines in notes.items()}
     notes["roofline"] = coverage_notes(traces, sel, prefix) + notes["roofline"]
+    # both results say what ran in graph replays: once is enough
+    notes["op_table"] = [n for n in notes["op_table"] if n not in notes["roofline"]]
     emit(tables, notes, fmt, out_dir, limit)
-
-
-# Launches that replay a captured graph: their kernels run under no operator of their own.
-_GRAPH_LAUNCH = r"^(cuda|hip)Graph(Exec)?Launch"
 
 
 def coverage_notes(
@@ -87,6 +85,8 @@ def coverage_notes(
     import numpy as np
     import pyarrow.compute as pc
 
+    from ..frame.graph_attribution import operator_launches
+    from ..frame.graph_replays import GRAPH_LAUNCH
     from ..frame.launches import enclosing, launch_pairs
 
     lines = []
@@ -94,8 +94,9 @@ def coverage_notes(
         cg = roofline_mod.ChargedGroups(trace, mask, prefix)
         names = trace.column("events", "name")
         launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
+        by = operator_launches(trace, launch, gpu)  # a replayed kernel: its capture's
         host = roofline_mod.host_transfer_names(trace)[names[gpu]]
-        launch = launch[~host]
+        launch, by = launch[~host], by[~host]
         total = int(cg.dur.sum()) + cg.host_time
         if not total:
             continue
@@ -105,14 +106,14 @@ def coverage_notes(
         if cg.host_time:
             rest["host transfers (bound by the host link)"] = cg.host_time
         left = ~charged
-        graph = pc.match_substring_regex(trace.strings, _GRAPH_LAUNCH).to_numpy(
+        graph = pc.match_substring_regex(trace.strings, GRAPH_LAUNCH).to_numpy(
             zero_copy_only=False
         )[names[launch[left]]]
         is_op = np.zeros(len(names), bool)
         is_op[cg.groups.rows] = True
         group_of = np.full(len(names), -1, np.int64)
         group_of[cg.groups.rows] = cg.groups.group
-        inner = enclosing(trace, launch[left], is_op)
+        inner = enclosing(trace, by[left], is_op)
         reasons = cg.costs["no_model"].to_pylist()
         dims = cg.head["input_dims"].to_pylist()
         op_names = cg.head["name"].to_pylist()

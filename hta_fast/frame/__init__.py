@@ -1,9 +1,11 @@
 """Layer 4, frame: what every analysis takes in and hands back: Result (Arrow tables and
 notes), Selection (ranks, steps, window, streams; which rows each analysis keeps), the
-field metadata that carries units, and the arrays kept in a trace's memo."""
+field metadata that carries units, the arrays kept in a trace's memo, and a capture
+given beside a trace (with_capture: graph replays attributed to their capturing ops)."""
 
+from .capture_trace import with_capture
 from .fields import NS, PCT
 from .result import Result
 from .select import Selection
 
-__all__ = ["Result", "Selection", "NS", "PCT"]
+__all__ = ["Result", "Selection", "NS", "PCT", "with_capture"]
