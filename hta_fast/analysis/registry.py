@@ -28,6 +28,7 @@ from . import (
     stragglers,
     temporal,
 )
+from .graphs import graph_replays
 from .tensorboard import (
     achieved_occupancy,
     gpu_utilization,
@@ -66,6 +67,7 @@ ANALYSES: dict[str, Runner] = {
     "achieved_occupancy": lambda t, s: achieved_occupancy.achieved_occupancy(t, selection=s),
     "step_breakdown": lambda t, s: step_breakdown.step_breakdown(t, selection=s),
     "operator_memory": lambda t, s: operator_memory.operator_memory(t, selection=s),
+    "graph_replays": lambda t, s: graph_replays.graph_replays(t, selection=s),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")

@@ -12,7 +12,7 @@ from ..analysis import roofline as roofline_mod
 from ..frame.select import Selection, each_rank
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
-from .loading import load_traces
+from .loading import capture_option, load_traces, with_capture_file
 from .options import F, result_tables, selection, table_command
 from .output import check_format, emit
 
@@ -42,6 +42,7 @@ def _with_devices_file(f: F) -> F:
     "--device", help="Device table key or name for the roofline (default: each trace's own GPU)."
 )
 @click.option("--prefix", help="Only operators whose names start so, e.g. aten::")
+@capture_option
 @click.pass_obj
 def ops_command(
     opts: Options,
@@ -55,12 +56,14 @@ def ops_command(
     recover: bool,
     device: Optional[str],
     prefix: Optional[str],
+    capture: Optional[str],
 ) -> None:
     """Operators by name and shape with the GPU time of their kernels, FLOPs and bytes, and
     the roofline: achieved against peak, the bound, and the ops with most time left."""
     check_format(fmt, out_dir)
     asked = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover)
+    traces = with_capture_file(traces, capture, opts, recover)
     sel = asked.of(traces)
     results = [
         roofline_mod.roofline(
