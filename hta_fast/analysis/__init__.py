@@ -8,7 +8,7 @@ report read it).
 
 The subpackage `tensorboard` holds the metrics the PyTorch TensorBoard profiler plugin
 shows (GPU utilization, Est. SM Efficiency, Est. Achieved Occupancy, the step-time
-breakdown), by that plugin's definitions.
+breakdown), by that plugin's definitions; `graphs` the analyses of CUDA/HIP graph replays.
 
 The package names its modules, not their functions: several functions are named like their
 module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
@@ -20,6 +20,7 @@ from . import (
     annotations,
     collectives,
     cupti_counters,
+    graphs,
     idle_time,
     kernel_breakdown,
     kernel_sequences,
@@ -45,6 +46,7 @@ __all__ = [
     "annotations",
     "collectives",
     "cupti_counters",
+    "graphs",
     "idle_time",
     "kernel_breakdown",
     "kernel_sequences",

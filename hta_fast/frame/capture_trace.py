@@ -46,10 +46,13 @@ def with_capture(traces: Trace, capture: Trace) -> Trace: ...
 @overload
 def with_capture(traces: TraceSet, capture: Trace) -> TraceSet: ...
 def with_capture(traces: Union[Trace, TraceSet], capture: Trace) -> Union[Trace, TraceSet]:
-    """A copy of the trace (of each rank, for a TraceSet) with the captures recorded in
-    `capture` added (see the module's doc), so that its graph replays can be attributed to
-    the operators that captured them. Without a capture in `capture` the copy holds the
-    trace's own events only."""
+    """A copy of the trace (of each rank, for a TraceSet) with the CPU side of the graph
+    captures recorded in `capture` added: each captured launch and the events around it
+    (operators with their shapes, annotations, Python frames), on a thread of their own,
+    ending just before the trace's first graph launch, in no profiler step. The trace's
+    graph replays are then matched to those captures, and their GPU work counts for the
+    operators that captured it. The trace's own rows, ids and strings are unchanged; with
+    no capture in `capture` the copy holds the trace's own events only."""
     if isinstance(traces, TraceSet):
         return TraceSet({rank: _with_capture(traces[rank], capture) for rank in traces.ranks})
     return _with_capture(traces, capture)
