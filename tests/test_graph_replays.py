@@ -413,3 +413,17 @@ def test_flux_aiter_replays_993_kernels_each_for_89_percent(traces_dir):
     assert r.table["kernels"].to_pylist() == [993] * 4
     assert sum(r.table["gpu_time_pct"].to_pylist()) == pytest.approx(89.11, abs=0.01)
     assert np.all(np.diff(replays_of(t).offsets) == 993)
+
+
+def test_trace_copy_keeps_ids_and_checks_tables():
+    t = captured_then_replayed().load()
+    graph_replays(t)  # fills t's memo
+    c = t.copy(strings=["a string of the copy's own"])
+    assert len(c.memo) == 0  # a memo of its own
+    assert c.strings.slice(0, len(t.strings)).equals(t.strings)
+    assert c.strings[len(t.strings)].as_py() == "a string of the copy's own"
+    assert c.column("events", "ts") is t.column("events", "ts")  # shared, not copied
+    events = dict(t.columns("events"))
+    events.pop("step")
+    with pytest.raises(ValueError, match="every column"):
+        t.copy({"events": events})
