@@ -9,6 +9,7 @@ except ImportError as e:  # a source tree whose C++ core was never built
         "import hta_fast from that environment."
     ) from e
 from .errors import TraceFormatError
+from .frame.capture_trace import with_capture
 from .loading.dataset import TraceDataset, open_dataset
 from .loading.files import rank_from_name
 from .loading.loader import load
@@ -30,4 +31,5 @@ __all__ = [
     "__version__",
     "open_dataset",
     "TraceDataset",
+    "with_capture",
 ]

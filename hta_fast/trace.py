@@ -7,7 +7,7 @@ import os
 import re
 import warnings
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -203,6 +203,37 @@ class Trace(NamedTables):
         ids = np.asarray(ids, np.int64)
         taken = self.strings.take(_arrow.masked(np.maximum(ids, 0), ids < 0))
         return taken.cast(pa.string())
+
+    def columns(self, table: str) -> Mapping[str, np.ndarray]:
+        """Every raw column of one table, by name (see column)."""
+        return self._raw.tables[table]
+
+    def copy(
+        self,
+        tables: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None,
+        strings: Sequence[str] = (),
+    ) -> "Trace":
+        """A Trace over the same columns with a memo of its own (what is derived from it is
+        worked out anew). `tables` replaces whole tables (table -> every column's raw
+        values, as `columns` gives them); `strings` are appended to the string pool, so
+        every string id of this trace keeps its string."""
+        raw = self._raw
+        replaced = dict(raw.tables)
+        for name, columns in (tables or {}).items():
+            old = raw.tables[name]
+            if set(columns) != set(old) or any(columns[c].dtype != old[c].dtype for c in old):
+                raise ValueError(f"table {name!r}: give every column with its dtype")
+            if len({len(v) for v in columns.values()}) > 1:
+                raise ValueError(f"table {name!r}: columns of different lengths")
+            replaced[name] = {c: columns[c] for c in old}
+        offsets, data = raw.string_offsets, raw.string_data
+        if strings:
+            encoded = [s.encode() for s in strings]
+            more = offsets[-1] + np.cumsum([len(b) for b in encoded], dtype=offsets.dtype)
+            offsets = np.concatenate([offsets, more])
+            data = np.concatenate([data, np.frombuffer(b"".join(encoded), np.uint8)])
+        copied = RawColumns(replaced, offsets, data, raw.stats, raw.timings)
+        return Trace(copied, self.meta, self.rank)
 
     def num_rows(self, table: str) -> int:
         """Rows of a table, read off its raw columns: building the Arrow table to count it

@@ -422,6 +422,15 @@ class KinetoBuilder:
         for j, (kernel, gpu_ts, kernel_dur) in enumerate(kernels):
             self.kernel(kernel, ts + 10 + 20 * j, gpu_ts, kernel_dur)
 
+    # --- graph captures (kept last: methods above are shared) ----------------------------
+    def begin_capture(self, ts: float, api: str = "cudaStreamBeginCapture") -> None:
+        """The runtime call that starts capturing a stream into a graph."""
+        self._x("cuda_runtime", api, ts, 2.0, CPU_PID, CPU_TID, {"cbid": 317})
+
+    def end_capture(self, ts: float, api: str = "cudaStreamEndCapture") -> None:
+        """The runtime call that ends a stream's capture (and returns the graph)."""
+        self._x("cuda_runtime", api, ts, 2.0, CPU_PID, CPU_TID, {"cbid": 318})
+
 
 def traceset(builders: Sequence[KinetoBuilder]) -> TraceSet:
     return TraceSet({b.rank: b.load() for b in builders})

@@ -9,7 +9,8 @@ report read it).
 The subpackage `tensorboard` holds the metrics the PyTorch TensorBoard profiler plugin
 shows (GPU utilization, Est. SM Efficiency, Est. Achieved Occupancy, the step-time
 breakdown), by that plugin's definitions; `inference` the analyses of inference traces
-(phases: prefill, decode and denoising passes).
+(phases: prefill, decode and denoising passes); `graphs` the analyses of CUDA/HIP graph
+replays.
 
 The package names its modules, not their functions: several functions are named like their
 module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
@@ -21,6 +22,7 @@ from . import (
     annotations,
     collectives,
     cupti_counters,
+    graphs,
     idle_time,
     inference,
     kernel_breakdown,
@@ -47,6 +49,7 @@ __all__ = [
     "annotations",
     "collectives",
     "cupti_counters",
+    "graphs",
     "idle_time",
     "inference",
     "kernel_breakdown",

@@ -23,12 +23,12 @@ import pyarrow.compute as pc
 
 from ..frame import select
 from ..frame.fields import NS
+from ..frame.launches import enclosing, launch_pairs
 from ..frame.result import Result
 from ..schema import GPU_KINDS
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import launch_pairs
-from .op_kernels import enclosing, joined_names
+from .op_kernels import joined_names
 
 __all__ = ["kernel_sequences"]
 

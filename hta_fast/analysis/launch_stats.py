@@ -4,7 +4,9 @@ GPU work waited after the call returned.
 One row per (launch, GPU event) pair, for every launch API the loader links to GPU work:
 runtime and driver calls alike (cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel,
 cudaGraphLaunch, cudaMemcpyAsync, hipLaunchKernel, hipExtModuleLaunchKernel, ...). A graph
-launch that queued several kernels gives one row per kernel.
+launch that queued several kernels gives one row per kernel: its launch is the graph
+launch, and a note says how many of them count for the operators that captured the graph
+(hta_fast.frame.graph_attribution).
 
     launch_delay = max(0, gpu start - (launch start + launch duration))
 """
@@ -17,16 +19,18 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow
-from ..frame import derived, select
+from ..frame import select
 from ..frame.fields import NS
+from ..frame.graph_attribution import graph_replay_notes
+from ..frame.launches import LAUNCH_KINDS as LAUNCH_KINDS
+from ..frame.launches import launch_pairs
 from ..frame.result import Result
-from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
 
 __all__ = ["launch_stats"]
-
-LAUNCH_KINDS = np.array([EventKind.runtime, EventKind.driver], np.uint8)
+# launch_pairs and LAUNCH_KINDS moved to frame.launches; imported above, they keep this
+# module path working for older callers.
 
 _COLUMNS = [
     pa.field("rank", pa.int64()),
@@ -42,34 +46,6 @@ _COLUMNS = [
     pa.field("launch_delay", pa.int64(), metadata=NS),
 ]
 SCHEMA = pa.schema(_COLUMNS)
-
-
-def launch_pairs(
-    trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """(launch rows, GPU rows) of every launch -> GPU work link kept by `mask`, ordered by
-    launch start, then GPU start."""
-    launch, gpu = derived.remember(
-        trace,
-        ("launch_pairs", include_memory_events),
-        lambda: _all_launch_pairs(trace, include_memory_events),
-    )
-    if mask is not None:
-        ok = mask[gpu] & mask[launch]
-        launch, gpu = launch[ok], gpu[ok]
-    return launch, gpu
-
-
-def _all_launch_pairs(trace: Trace, include_memory_events: bool) -> tuple[np.ndarray, np.ndarray]:
-    col = trace.column
-    partner = col("events", "partner")
-    work = GPU_WORK_KINDS if include_memory_events else (EventKind.kernel,)
-    gpu = np.flatnonzero(derived.kind_mask(trace, work) & (partner >= 0))
-    gpu = gpu[derived.kind_mask(trace, LAUNCH_KINDS)[partner[gpu]]]
-    launch = partner[gpu]
-    ts = col("events", "ts")
-    order = np.lexsort((ts[gpu], launch, ts[launch]))
-    return launch[order], gpu[order]
 
 
 def launch_timing(
@@ -150,6 +126,7 @@ def launch_stats(
     notes = []
     if table.num_rows == 0:
         notes.append("no launch is linked to GPU work on the selected ranks")
+    notes += graph_replay_notes(traces, sel)
     cpu = table.column("cpu_duration").to_numpy()
     delay = table.column("launch_delay").to_numpy()
     return Result(

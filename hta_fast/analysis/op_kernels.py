@@ -14,6 +14,12 @@ kernels), joined with " -> ". The delays of an instance are those of its first l
 
 The main table groups instances by (operator name, kernel sequence).
 
+A kernel replayed by a graph launch belongs to the operator that captured it where the
+trace holds the capture (hta_fast.frame.graph_attribution), and each replay is one instance
+of that operator: its op_launch_delay is that of the captured launch (captured launch
+start - operator start), its runtime_delay runs from the graph launch. Without a capture
+the kernels stay with the operator around the graph launch, and a note says so.
+
 kernel_launch_configs groups kernels as the PyTorch profiler's TensorBoard plugin's kernel
 view does: by kernel name, the operator that launched it (the innermost CPU operator around
 its launch, whatever its name) and launch configuration (grid, block, registers per thread,
@@ -31,12 +37,17 @@ import pyarrow.compute as pc
 from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from ..frame import derived, select
 from ..frame.fields import NS
+from ..frame.graph_attribution import (
+    graph_replay_notes,
+    operator_launch_pairs,
+    operator_launches,
+)
 from ..frame.kernel_args import kernel_arg, locate
+from ..frame.launches import enclosing
 from ..frame.result import Result
 from ..schema import GPU_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import launch_pairs
 
 __all__ = ["op_kernels", "kernel_launch_configs"]
 
@@ -96,24 +107,6 @@ CONFIG_SCHEMA = pa.schema(
 )
 
 
-def enclosing(trace: Trace, rows: np.ndarray, is_target: np.ndarray) -> np.ndarray:
-    """For each row, the innermost CPU ancestor (by `parent`) for which is_target[ancestor]
-    holds; -1 where there is none. One vectorised step per nesting level."""
-    parent = trace.column("events", "parent")
-    found = np.full(len(rows), -1, np.int64)
-    cur = parent[rows].astype(np.int64)
-    active = cur >= 0
-    while active.any():
-        idx = np.flatnonzero(active)
-        hit = is_target[cur[idx]]
-        found[idx[hit]] = cur[idx[hit]]
-        miss = idx[~hit]
-        cur[miss] = parent[cur[miss]]
-        active[:] = False
-        active[miss] = cur[miss] >= 0
-    return found
-
-
 def name_matches(trace: Trace, prefix: str) -> np.ndarray:
     """Per event row: its name starts with prefix and it is a CPU event."""
     by_id = pc.starts_with(trace.strings, prefix).to_numpy(zero_copy_only=False)
@@ -132,18 +125,24 @@ def joined_names(trace: Trace, offsets: np.ndarray, rows: np.ndarray, sep: str) 
 
 
 def _instances(rank: int, trace: Trace, mask: Optional[np.ndarray], op_prefix: str) -> pa.Table:
-    launch, gpu = launch_pairs(trace, mask, include_memory_events=False)
-    op = enclosing(trace, launch, name_matches(trace, op_prefix))
+    launch, gpu, by = operator_launch_pairs(trace, mask, include_memory_events=False)
+    op = enclosing(trace, by, name_matches(trace, op_prefix))
     keep = op >= 0
-    launch, gpu, op = launch[keep], gpu[keep], op[keep]
-    # group the (launch, kernel) pairs by operator, keeping launch order inside each
-    order = np.argsort(op, kind="stable")
-    launch, gpu, op = launch[order], gpu[order], op[order]
-    first = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]) if len(op) else np.zeros(0, np.int64)
+    launch, gpu, by, op = launch[keep], gpu[keep], by[keep], op[keep]
+    # group the (launch, kernel) pairs by operator, keeping launch order inside each; an
+    # operator that captured a graph is an instance per replay (the replay's graph launch)
+    replay = np.where(by != launch, launch, -1)
+    if replay.max(initial=-1) >= 0:
+        order = np.lexsort((np.arange(len(op)), replay, op))
+    else:
+        order = np.argsort(op, kind="stable")
+    launch, gpu, by, op, replay = launch[order], gpu[order], by[order], op[order], replay[order]
+    new = np.r_[True, (op[1:] != op[:-1]) | (replay[1:] != replay[:-1])]
+    first = np.flatnonzero(new) if len(op) else np.zeros(0, np.int64)
     offsets = np.r_[first, len(op)]
     col = trace.column
     ts = col("events", "ts")
-    ops, l0, g0 = op[first], launch[first], gpu[first]
+    ops, l0, g0, b0 = op[first], launch[first], gpu[first], by[first]
     seq = joined_names(trace, offsets, gpu, SEPARATOR)
     op_names = trace.strings.take(pa.array(col("events", "name")[ops], pa.int32()))
     table = pa.table(
@@ -155,7 +154,7 @@ def _instances(rank: int, trace: Trace, mask: Optional[np.ndarray], op_prefix: s
             ts[ops],
             seq,
             np.diff(offsets).astype(np.int64),
-            ts[l0] - ts[ops],
+            ts[b0] - ts[ops],
             ts[g0] - ts[l0],
         ],
         schema=INSTANCE_SCHEMA,
@@ -205,6 +204,7 @@ def op_kernels(
         ]
     )
     notes = [] if inst.num_rows else [f"no kernel launch inside a '{op_prefix}*' operator"]
+    notes += graph_replay_notes(traces, sel)
     return Result(
         "op_kernels",
         table,
@@ -222,7 +222,8 @@ def _launch_configs(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.T
     launch = col("events", "partner")[kern].astype(np.int64)
     op = np.full(len(kern), -1, np.int64)
     has = launch >= 0
-    op[has] = enclosing(trace, launch[has], derived.kind_mask(trace, [EventKind.cpu_op]))
+    by = operator_launches(trace, launch[has], kern[has])
+    op[has] = enclosing(trace, by, derived.kind_mask(trace, [EventKind.cpu_op]))
     names = col("events", "name")
     dur = np.maximum(col("events", "dur")[kern], 0).astype(np.int64)
     where = locate(trace, kern)
@@ -306,4 +307,5 @@ def kernel_launch_configs(
     notes = [] if table.num_rows else ["no kernels selected"]
     if table.num_rows and table["grid_x"].null_count == table.num_rows:
         notes.append("no launch configurations recorded (no grid/block kernel arguments)")
+    notes += graph_replay_notes(traces, sel)
     return Result("kernel_launch_configs", table, notes=notes, params=dict(selection=sel))

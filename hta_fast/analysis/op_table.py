@@ -25,6 +25,11 @@ self times to that outer call's, so each nanosecond is some row's self time exac
 Tensor cores (hta_fast.costs.tensor_cores): a group is eligible when an instance is an
 eligible operator, encloses one, or launched a kernel that uses them; tc_self_ratio and
 tc_total_ratio are the share of the self and the inclusive GPU time in such kernels.
+
+A kernel replayed by a graph launch counts for the operators that captured it where the
+trace holds the capture (hta_fast.frame.graph_attribution; those operators count as
+selected wherever their replays are), else for the operators around the graph launch, and
+a note says how much GPU time that is.
 """
 
 from __future__ import annotations
@@ -40,12 +45,17 @@ from ..costs.op_args import op_arg_positions
 from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from ..frame import derived, select
 from ..frame.fields import NS
+from ..frame.graph_attribution import (
+    graph_replay_notes,
+    operator_launch_pairs,
+    with_capturing_ops,
+)
+from ..frame.launches import LAUNCH_KINDS, ancestor_pairs, enclosing
 from ..frame.result import Result
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import LAUNCH_KINDS, launch_pairs
-from .op_kernels import enclosing, name_matches
+from .op_kernels import name_matches
 
 __all__ = ["op_table"]
 
@@ -127,7 +137,8 @@ def op_instance_rows(
     """Rows of the CPU operator events kept by `mask` (and named op_prefix*, if given)."""
     ok = derived.kind_mask(trace, [EventKind.cpu_op])
     if mask is not None:
-        ok = ok & mask
+        # an operator that captured a graph is selected where its replays are
+        ok = ok & with_capturing_ops(trace, mask)
     if op_prefix:
         ok = ok & name_matches(trace, op_prefix)
     return np.flatnonzero(ok)
@@ -141,27 +152,6 @@ def shape_ids(trace: Trace, rows: np.ndarray) -> np.ndarray:
         if found.any():
             out[found, j] = trace.column("op_args", c)[pos[found]]
     return out
-
-
-def ancestor_pairs(
-    trace: Trace, rows: np.ndarray, is_target: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(i, ancestor) for every CPU ancestor (by `parent`) of rows[i] for which
-    is_target[ancestor] holds, at any depth. One vectorised step per nesting level."""
-    parent = trace.column("events", "parent")
-    idx_parts, anc_parts = [], []
-    idx = np.arange(len(rows))
-    cur = parent[rows].astype(np.int64)
-    while len(idx):
-        live = cur >= 0
-        idx, cur = idx[live], cur[live]
-        hit = is_target[cur]
-        idx_parts.append(idx[hit])
-        anc_parts.append(cur[hit])
-        cur = parent[cur].astype(np.int64)
-    if not idx_parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(idx_parts), np.concatenate(anc_parts)
 
 
 def op_groups(
@@ -187,8 +177,8 @@ def _op_groups(trace: Trace, mask: Optional[np.ndarray], op_prefix: Optional[str
     position[rows] = np.arange(len(rows))
     is_op = position >= 0
 
-    launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
-    i, anc = ancestor_pairs(trace, launch, is_op)
+    _, gpu, by = operator_launch_pairs(trace, mask, include_memory_events=True)
+    i, anc = ancestor_pairs(trace, by, is_op)
     dur = np.maximum(trace.column("events", "dur"), 0)
     inst = position[anc]
     gpu_time = np.bincount(inst, weights=dur[gpu[i]], minlength=len(rows)).astype(np.int64)
@@ -310,8 +300,8 @@ class SelfTimes:
         nested = np.bincount(around[keep], weights=dur[inner[keep]], minlength=n)
         self_cpu = dur - np.rint(nested).astype(np.int64)
         # GPU work queued by an operator's own runtime calls
-        launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
-        owner = enclosing(trace, launch, is_op)
+        _, gpu, by = operator_launch_pairs(trace, mask, include_memory_events=True)
+        owner = enclosing(trace, by, is_op)
         has = owner >= 0
         names = col("events", "name")
         ids, inv = np.unique(names[gpu], return_inverse=True)
@@ -328,7 +318,7 @@ class SelfTimes:
         self.tc_self = np.rint(tc_self[rows]).astype(np.int64)
         position = np.full(n, -1, np.int64)
         position[rows] = np.arange(len(rows))
-        i, anc = ancestor_pairs(trace, launch[tc], position >= 0)
+        i, anc = ancestor_pairs(trace, by[tc], position >= 0)
         tc_time = np.bincount(position[anc], weights=dur[gpu[tc][i]], minlength=len(rows))
         self.tc_time = np.rint(tc_time).astype(np.int64)
         # eligible: an eligible operator, one enclosing one, or one that used tensor cores
@@ -456,6 +446,7 @@ def op_table(
         notes.append("no operator shapes in this trace (profile with record_shapes=True)")
     if not table.num_rows:
         notes.append("no CPU operators selected")
+    notes += graph_replay_notes(traces, sel)
     tables = {"by_name": _by_name(table)}
     if costs:
         extras: dict = {}

@@ -28,6 +28,7 @@ from . import (
     stragglers,
     temporal,
 )
+from .graphs import graph_replays
 from .inference import phases
 from .tensorboard import (
     achieved_occupancy,
@@ -69,6 +70,7 @@ ANALYSES: dict[str, Runner] = {
     "operator_memory": lambda t, s: operator_memory.operator_memory(t, selection=s),
     # Inference: prefill, decode and denoising passes, or repeated iterations.
     "phases": lambda t, s: phases.phases(t, selection=s),
+    "graph_replays": lambda t, s: graph_replays.graph_replays(t, selection=s),
 }
 # What `analyze` runs when no --analysis is given: the questions asked first.
 DEFAULT = ("temporal", "idle_time", "kernel_breakdown", "overlap", "steps")

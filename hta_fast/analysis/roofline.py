@@ -34,11 +34,11 @@ from ..costs.devices import Device, DeviceTable, trace_device
 from ..costs.flops import op_costs
 from ..frame import select
 from ..frame.fields import NS, PCT
+from ..frame.graph_attribution import graph_replay_notes, operator_launch_pairs
+from ..frame.launches import enclosing
 from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
-from .launch_stats import launch_pairs
-from .op_kernels import enclosing
 from .op_table import SHAPE_COLUMNS, group_stats, op_groups
 
 __all__ = ["roofline"]
@@ -125,11 +125,12 @@ class ChargedGroups:
         group_of_row[g.rows] = g.group
         target = np.zeros(n_events, bool)
         target[g.rows] = has_work[g.group]
-        launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
+        _, gpu, by = operator_launch_pairs(trace, mask, include_memory_events=True)
         host = host_transfer_names(trace)[trace.column("events", "name")[gpu]]
         self.host_time = int(np.maximum(trace.column("events", "dur"), 0)[gpu[host]].sum())
-        launch, gpu = launch[~host], gpu[~host]
-        op = enclosing(trace, launch, target)
+        gpu, by = gpu[~host], by[~host]
+        # a replayed kernel is charged from the launch that captured it, where known
+        op = enclosing(trace, by, target)
         self.gpu = gpu  # every selected GPU event
         self.op_row = op  # its operator row, or -1
         self.event_group = np.where(op >= 0, group_of_row[np.maximum(op, 0)], -1)
@@ -350,6 +351,7 @@ def roofline(
     coverage = pa.concat_tables(cparts) if cparts else COVERAGE_SCHEMA.empty_table()
     if not table.num_rows:
         notes.append("no operator with recorded shapes and a cost model launched GPU work")
+    notes += graph_replay_notes(traces, sel)
     return Result(
         "roofline",
         table,

@@ -9,7 +9,15 @@ import pyarrow as pa
 
 from ..analysis.registry import ANALYSES, DEFAULT
 from .app import Options, cli
-from .loading import RANKS_HELP, STEPS_HELP, load_traces, path_arguments, recover_option
+from .loading import (
+    RANKS_HELP,
+    STEPS_HELP,
+    capture_option,
+    load_traces,
+    path_arguments,
+    recover_option,
+    with_capture_file,
+)
 from .options import selection as asked_selection
 from .output import FORMATS, check_format, emit
 from .progress import bar
@@ -45,6 +53,7 @@ from .steps_from import steps_from_option
 )
 @recover_option
 @steps_from_option
+@capture_option
 @click.pass_obj
 def analyze(
     opts: Options,
@@ -57,6 +66,7 @@ def analyze(
     limit: int,
     recover: bool,
     steps_from: str,
+    capture: Optional[str],
 ) -> None:
     """Run analyses on the traces; print their tables or write them to a folder.
 
@@ -66,6 +76,7 @@ def analyze(
     check_format(fmt, out_dir)
     asked = asked_selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
+    traces = with_capture_file(traces, capture, opts, recover)
     selection = asked.of(traces)
     tables: dict[str, pa.Table] = {}
     notes: dict[str, list[str]] = {}

@@ -56,6 +56,23 @@ def load_traces(
     return applied(traces, steps_from), time.perf_counter() - t0
 
 
+def with_capture_file(
+    traces: TraceSet, capture: str | None, opts: Options, recover: bool = False
+) -> TraceSet:
+    """The traces with the captures recorded in the file `capture` added to every rank
+    (hta_fast.with_capture); the traces themselves when no file is given."""
+    if capture is None:
+        return traces
+    from ..frame.capture_trace import with_capture
+
+    captured, _ = load_traces([capture], opts, recover, what="loading --capture")
+    if len(captured) != 1:
+        raise click.BadParameter(
+            f"{capture!r} holds {len(captured)} traces; give one", param_hint="--capture"
+        )
+    return with_capture(traces, captured[captured.ranks[0]])
+
+
 def recover_summary(traces: TraceSet) -> str:
     """One line: what --recover dropped or repaired, summed over ranks (Trace.stats rows of
     severity warning or error; the info rows are routine)."""
@@ -187,4 +204,19 @@ def recover_option(f: F) -> F:
         "--recover",
         is_flag=True,
         help="Keep the complete events of a truncated trace instead of failing.",
+    )(f)
+
+
+CAPTURE_HELP = (
+    "A trace that recorded the graph captures whose replays these traces ran: replayed "
+    "kernels then count for the operators that captured them (see docs/ops.md)."
+)
+
+
+def capture_option(f: F) -> F:
+    return click.option(
+        "--capture",
+        "capture",
+        type=click.Path(dir_okay=False, exists=True),
+        help=CAPTURE_HELP,
     )(f)

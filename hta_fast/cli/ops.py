@@ -12,7 +12,7 @@ from ..analysis import roofline as roofline_mod
 from ..frame.select import Selection, each_rank
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
-from .loading import load_traces
+from .loading import capture_option, load_traces, with_capture_file
 from .options import F, result_tables, selection, table_command
 from .output import check_format, emit
 
@@ -42,6 +42,7 @@ def _with_devices_file(f: F) -> F:
     "--device", help="Device table key or name for the roofline (default: each trace's own GPU)."
 )
 @click.option("--prefix", help="Only operators whose names start so, e.g. aten::")
+@capture_option
 @click.pass_obj
 def ops_command(
     opts: Options,
@@ -56,12 +57,14 @@ def ops_command(
     steps_from: str,
     device: Optional[str],
     prefix: Optional[str],
+    capture: Optional[str],
 ) -> None:
     """Operators by name and shape with the GPU time of their kernels, FLOPs and bytes, and
     the roofline: achieved against peak, the bound, and the ops with most time left."""
     check_format(fmt, out_dir)
     asked = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
+    traces = with_capture_file(traces, capture, opts, recover)
     sel = asked.of(traces)
     results = [
         roofline_mod.roofline(
@@ -72,11 +75,9 @@ def ops_command(
     tables, notes = result_tables(results)
     notes = {name: [in_flag_terms(n) for n in lines] for name, lines in notes.items()}
     notes["roofline"] = coverage_notes(traces, sel, prefix) + notes["roofline"]
+    # both results say what ran in graph replays: once is enough
+    notes["op_table"] = [n for n in notes["op_table"] if n not in notes["roofline"]]
     emit(tables, notes, fmt, out_dir, limit)
-
-
-# Launches that replay a captured graph: their kernels run under no operator of their own.
-_GRAPH_LAUNCH = r"^(cuda|hip)Graph(Exec)?Launch"
 
 
 def coverage_notes(
@@ -88,16 +89,18 @@ def coverage_notes(
     import numpy as np
     import pyarrow.compute as pc
 
-    from ..analysis.launch_stats import launch_pairs
-    from ..analysis.op_kernels import enclosing
+    from ..frame.graph_attribution import operator_launches
+    from ..frame.graph_replays import GRAPH_LAUNCH
+    from ..frame.launches import enclosing, launch_pairs
 
     lines = []
     for rank, trace, mask in each_rank(traces, sel):
         cg = roofline_mod.ChargedGroups(trace, mask, prefix)
         names = trace.column("events", "name")
         launch, gpu = launch_pairs(trace, mask, include_memory_events=True)
+        by = operator_launches(trace, launch, gpu)  # a replayed kernel: its capture's
         host = roofline_mod.host_transfer_names(trace)[names[gpu]]
-        launch = launch[~host]
+        launch, by = launch[~host], by[~host]
         total = int(cg.dur.sum()) + cg.host_time
         if not total:
             continue
@@ -107,14 +110,14 @@ def coverage_notes(
         if cg.host_time:
             rest["host transfers (bound by the host link)"] = cg.host_time
         left = ~charged
-        graph = pc.match_substring_regex(trace.strings, _GRAPH_LAUNCH).to_numpy(
+        graph = pc.match_substring_regex(trace.strings, GRAPH_LAUNCH).to_numpy(
             zero_copy_only=False
         )[names[launch[left]]]
         is_op = np.zeros(len(names), bool)
         is_op[cg.groups.rows] = True
         group_of = np.full(len(names), -1, np.int64)
         group_of[cg.groups.rows] = cg.groups.group
-        inner = enclosing(trace, launch[left], is_op)
+        inner = enclosing(trace, by[left], is_op)
         reasons = cg.costs["no_model"].to_pylist()
         dims = cg.head["input_dims"].to_pylist()
         op_names = cg.head["name"].to_pylist()

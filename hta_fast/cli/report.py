@@ -13,6 +13,7 @@ from .app import Options, cli
 from .loading import (
     RANKS_HELP,
     STEPS_HELP,
+    capture_option,
     load_traces,
     parse_ints,
     parse_steps,
@@ -20,6 +21,7 @@ from .loading import (
     pick_steps,
     recover_option,
     subset,
+    with_capture_file,
 )
 from .progress import bar
 from .steps_from import steps_from_option
@@ -90,6 +92,7 @@ def write(
 @click.option("--title", help="Title of the report.")
 @recover_option
 @steps_from_option
+@capture_option
 @click.pass_obj
 def report(
     opts: Options,
@@ -102,10 +105,12 @@ def report(
     title: Optional[str],
     recover: bool,
     steps_from: str,
+    capture: Optional[str],
 ) -> None:
     """Write one self-contained HTML report: the doctor's findings, then every analysis."""
     ranks_, asked_steps = parse_ints(ranks, "rank"), parse_steps(steps)
     traces, load_s = load_traces(paths, opts, recover, steps_from=steps_from)
+    traces = with_capture_file(traces, capture, opts, recover)
     subset(traces, ranks_)  # an unknown rank is bad input, before any work
     steps_ = pick_steps(traces, asked_steps)
     default_title = "hta_fast report: " + ", ".join(

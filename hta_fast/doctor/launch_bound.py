@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.idle_time import idle_time_breakdown
-from ..analysis.launch_stats import launch_pairs
 from ..analysis.queue_length import queue_pairs
+from ..frame.launches import launch_pairs
 from ..trace import Trace
 from .context import RankView
 from .estimate import Estimate, Tally, per_step

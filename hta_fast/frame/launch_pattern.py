@@ -28,12 +28,9 @@ import numpy as np
 from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from . import derived
+from .graph_replays import GRAPH_LAUNCH
 
-__all__ = ["GRAPH_LAUNCH", "Launches", "Repeat", "launches", "find_repeat"]
-
-# The runtime calls that replay a captured CUDA or HIP graph: this package's one spelling of
-# them (named here until the graph replays have an owner of their own).
-GRAPH_LAUNCH = r"^(cuda|hip)GraphLaunch"
+__all__ = ["Launches", "Repeat", "launches", "find_repeat"]
 
 # Periods tried: the most frequent distances between repeats of one item.
 _CANDIDATES = 32

@@ -19,12 +19,11 @@ import numpy as np
 import pyarrow as pa
 
 from ... import _arrow
-from ...analysis.launch_stats import launch_pairs
-from ...analysis.op_table import ancestor_pairs
 from ...costs import dtypes
 from ...costs.collectives import bus_factor, collective_dtype, message_bytes
 from ...frame import select
 from ...frame.fields import NS
+from ...frame.launches import ancestor_pairs, launch_pairs
 from ...frame.result import Result
 from ...schema import GPU_KINDS
 from ...trace import Trace

@@ -32,12 +32,11 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ...analysis.launch_stats import launch_pairs
-from ...analysis.op_table import ancestor_pairs
 from ...costs.models.fbgemm import optimizer_of, parse_lookup, tbe_widths
 from ...costs.op_call import NoModel, OpCall
 from ...frame import select
 from ...frame.fields import NS
+from ...frame.launches import ancestor_pairs, launch_pairs
 from ...frame.result import Result
 from ...trace import Trace
 from ...traceset import TraceSet

@@ -1,0 +1,218 @@
+"""Which operators a replayed GPU event counts for: the ones that captured it.
+
+An operator's GPU work is found from the launch calls inside it. A graph replay's kernels
+are all linked to the graph launch, which sits under whatever called the graph (often a
+compiled region with no shapes), not under the operators that made the graph. Where the
+trace holds the capture (frame.graph_captures; or a capture given beside it:
+frame.capture_trace), each replay is matched to a capture and its i-th GPU event stands for
+the capture's i-th launch, both in start order: the operators around that launch are the
+event's operators, for every analysis that asks which operator launched what.
+
+A replay matches a capture when both hold as many items and the items' kinds (kernel,
+memcpy, memset) come in the same order. Of the captures that match, the latest one that
+ended before the replay's launch is taken; several matching (one program capturing the same
+shape of graph for several batch sizes) is said in a note, since the kinds cannot tell them
+apart. A replay with no match stays with its graph launch, and a note says how much GPU time
+that is.
+
+On a trace without graph launches every function here returns its input unchanged, at the
+cost of one regular expression over the string pool.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import NamedTuple, Optional, Union
+
+import numpy as np
+
+from ..trace import Trace
+from ..traceset import TraceSet
+from . import derived
+from .gpu_work import gpu_work
+from .graph_captures import graph_captures
+from .graph_replays import GraphReplays, graph_replays, has_graph_launches
+from .launches import ancestor_pairs, launch_pairs
+from .select import Selection, each_rank
+
+__all__ = [
+    "ReplayMatch",
+    "replay_match",
+    "operator_launches",
+    "operator_launch_pairs",
+    "with_capturing_ops",
+    "replay_notes",
+    "graph_replay_notes",
+]
+
+
+class ReplayMatch(NamedTuple):
+    """Each graph replay of a rank (frame.graph_replays order) and the capture it matched.
+
+    capture      per replay: the capture matched (frame.graph_captures index); -1 none
+    agreeing     per replay: how many captures before it match it (the latest is taken)
+    captured_by  per entry of GraphReplays.gpu: the captured launch row standing for it;
+                 -1 where its replay matched no capture
+    """
+
+    capture: np.ndarray
+    agreeing: np.ndarray
+    captured_by: np.ndarray
+
+
+def replay_match(trace: Trace) -> ReplayMatch:
+    """Every replay of the trace matched to the captures it holds. Remembered."""
+    return derived.remember(trace, "graph_replay_match", lambda: _match(trace))
+
+
+def _match(trace: Trace) -> ReplayMatch:
+    replays = graph_replays(trace)
+    capture = np.full(replays.total, -1, np.int64)
+    agreeing = np.zeros(replays.total, np.int64)
+    captured_by = np.full(len(replays.gpu), -1, np.int64)
+    captures = graph_captures(trace) if replays.total else None
+    if captures is None or not captures.total:
+        return ReplayMatch(capture, agreeing, captured_by)
+    # captures by (item count, kinds), each list by end time
+    by_shape: dict[bytes, tuple[list[int], list[int]]] = {}
+    c_off = captures.offsets
+    for j in np.argsort(captures.end, kind="stable").tolist():
+        key = captures.kind[c_off[j] : c_off[j + 1]].tobytes()
+        ends, ids = by_shape.setdefault(key, ([], []))
+        ends.append(int(captures.end[j]))
+        ids.append(j)
+    kind = trace.column("events", "kind")[replays.gpu].astype(np.uint8)
+    launch_ts = trace.column("events", "ts")[replays.launch]
+    r_off = replays.offsets
+    for i in range(replays.total):
+        found = by_shape.get(kind[r_off[i] : r_off[i + 1]].tobytes())
+        if found is None:
+            continue
+        ends, ids = found
+        n = bisect.bisect_right(ends, int(launch_ts[i]))
+        if n:
+            j = ids[n - 1]
+            capture[i], agreeing[i] = j, n
+            captured_by[r_off[i] : r_off[i + 1]] = captures.launch[c_off[j] : c_off[j + 1]]
+    return ReplayMatch(capture, agreeing, captured_by)
+
+
+def operator_launches(trace: Trace, launch: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+    """For (launch, GPU event) pairs as launch_pairs gives them: the call whose enclosing
+    operators each GPU event counts for. That is its own launch, or, for an event of a
+    replay that matched a capture, the launch that captured it. Without a matched replay
+    the launch array itself comes back."""
+    if not has_graph_launches(trace):
+        return launch
+    match = replay_match(trace)
+    hit = match.captured_by >= 0
+    if not hit.any():
+        return launch
+    src, dst = graph_replays(trace).gpu[hit], match.captured_by[hit]
+    order = np.argsort(src)
+    src, dst = src[order], dst[order]
+    pos = np.minimum(np.searchsorted(src, gpu), len(src) - 1)
+    found = src[pos] == gpu
+    out = launch.copy()
+    out[found] = dst[pos[found]]
+    return out
+
+
+def operator_launch_pairs(
+    trace: Trace, mask: Optional[np.ndarray], include_memory_events: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(launch, gpu, by): launch_pairs (kept by `mask` on the real launch and GPU event),
+    and the call whose operators each GPU event counts for (operator_launches)."""
+    launch, gpu = launch_pairs(trace, mask, include_memory_events)
+    return launch, gpu, operator_launches(trace, launch, gpu)
+
+
+def _kept(trace: Trace, replays: GraphReplays, mask: Optional[np.ndarray]) -> np.ndarray:
+    """Per entry of replays.gpu: whether `mask` keeps the event and its graph launch."""
+    if mask is None:
+        return np.ones(len(replays.gpu), bool)
+    return mask[replays.gpu] & mask[replays.launch[replays.replay_of_each()]]
+
+
+def with_capturing_ops(trace: Trace, mask: np.ndarray) -> np.ndarray:
+    """The mask, plus the captured launches standing for the replayed GPU events it keeps
+    and the CPU events around them: an operator that captured a graph is selected where its
+    replays are, as one is selected where the kernels it launched ran. The mask of a trace
+    with no matched replay comes back as it is."""
+    if not has_graph_launches(trace):
+        return mask
+    match = replay_match(trace)
+    keep = (match.captured_by >= 0) & _kept(trace, graph_replays(trace), mask)
+    if not keep.any():
+        return mask
+    rows = np.unique(match.captured_by[keep])
+    _, around = ancestor_pairs(trace, rows, np.ones(len(mask), bool))
+    out = mask.copy()
+    out[rows] = True
+    out[around] = True
+    return out
+
+
+HOW_TO_GIVE = (
+    "profile the capture too, or give the trace that recorded it "
+    "(hta_fast.with_capture; --capture FILE on the command line)"
+)
+
+
+def replay_notes(trace: Trace, mask: Optional[np.ndarray], rank: int) -> list[str]:
+    """What a result says about the graph replays it kept: how much GPU time ran in
+    replays matched to no capture (and so counts for the graph launch's operators), how
+    much counts for the operators that captured it, and how many replays matched several
+    captures. Empty on a trace without graph replays."""
+    if not has_graph_launches(trace):
+        return []
+    replays = graph_replays(trace)
+    kept = _kept(trace, replays, mask)
+    if not kept.any():
+        return []
+    match = replay_match(trace)
+    replay_of = replays.replay_of_each()
+    dur = np.maximum(trace.column("events", "dur")[replays.gpu], 0)
+    work = gpu_work(trace, mask)
+    total = max(int((work.ends - work.starts).sum()), 1)
+    notes = []
+    lost = kept & (match.captured_by < 0)
+    if lost.any():
+        recorded = graph_captures(trace).total
+        why = (
+            "no capture recorded"
+            if not recorded
+            else f"no capture of the same launches ({recorded:,} capture(s) recorded, "
+            "none with their count and kinds of work)"
+        )
+        notes.append(
+            f"rank {rank}: {int(lost.sum()):,} GPU events "
+            f"({100 * dur[lost].sum() / total:.2f} % of the GPU time) ran in "
+            f"{len(np.unique(replay_of[lost])):,} graph replay(s) with {why}: they count "
+            f"for the operators around the graph launch; to attribute them, {HOW_TO_GIVE}"
+        )
+    got = kept & (match.captured_by >= 0)
+    if got.any():
+        matched = np.unique(replay_of[got])
+        several = int((match.agreeing[matched] > 1).sum())
+        notes.append(
+            f"rank {rank}: {int(got.sum()):,} GPU events "
+            f"({100 * dur[got].sum() / total:.2f} % of the GPU time) of "
+            f"{len(matched):,} graph replay(s) count for the operators that captured them"
+            + (
+                f"; {several:,} of these replays matched several captures (the same count "
+                "and kinds of work): each was given the latest capture before it"
+                if several
+                else ""
+            )
+        )
+    return notes
+
+
+def graph_replay_notes(traces: Union[Trace, TraceSet], selection: Selection) -> list[str]:
+    """replay_notes of every selected rank, in rank order."""
+    return [
+        note
+        for rank, trace, mask in each_rank(traces, selection)
+        for note in replay_notes(trace, mask, rank)
+    ]
