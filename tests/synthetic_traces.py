@@ -138,6 +138,21 @@ class KinetoBuilder:
         )
 
     # --- launches and GPU work -------------------------------------------------------
+    def _launch_call(self, api: str, cpu_ts: float, dur: float, cbid: int = 211) -> tuple[int, int]:
+        """The runtime call of a launch, under a new correlation and External id (returned)."""
+        corr, ext = self.correlation, self._ext()
+        self.correlation += 1
+        self._x(
+            "cuda_runtime",
+            api,
+            cpu_ts,
+            dur,
+            CPU_PID,
+            CPU_TID,
+            {"External id": ext, "cbid": cbid, "correlation": corr},
+        )
+        return corr, ext
+
     def _launch(
         self,
         api: str,
@@ -150,17 +165,7 @@ class KinetoBuilder:
         stream: int,
         args: dict,
     ) -> None:
-        corr, ext = self.correlation, self._ext()
-        self.correlation += 1
-        self._x(
-            "cuda_runtime",
-            api,
-            cpu_ts,
-            launch_dur,
-            CPU_PID,
-            CPU_TID,
-            {"External id": ext, "cbid": 211, "correlation": corr},
-        )
+        corr, ext = self._launch_call(api, cpu_ts, launch_dur)
         gpu_args = {
             "External id": ext,
             "device": 0,
@@ -327,18 +332,7 @@ class KinetoBuilder:
         """A launch made while a stream is being captured into a graph: the runtime call
         with its correlation id and no GPU event (captured work runs only when replayed).
         Returns the correlation id."""
-        corr = self.correlation
-        self.correlation += 1
-        self._x(
-            "cuda_runtime",
-            api,
-            cpu_ts,
-            dur,
-            CPU_PID,
-            CPU_TID,
-            {"External id": self._ext(), "cbid": 211, "correlation": corr},
-        )
-        return corr
+        return self._launch_call(api, cpu_ts, dur)[0]
 
     def graph_launch(
         self,
@@ -351,17 +345,7 @@ class KinetoBuilder:
     ) -> int:
         """One graph replay: the launch call and its kernels (name, gpu_ts, dur), all under
         the launch's one correlation id as the profiler records them. Returns the id."""
-        corr, ext = self.correlation, self._ext()
-        self.correlation += 1
-        self._x(
-            "cuda_runtime",
-            api,
-            cpu_ts,
-            launch_dur,
-            CPU_PID,
-            CPU_TID,
-            {"External id": ext, "cbid": 311, "correlation": corr},
-        )
+        corr, ext = self._launch_call(api, cpu_ts, launch_dur, cbid=311)
         for name, gpu_ts, dur in kernels:
             self._x(
                 "kernel",
