@@ -1,0 +1,162 @@
+#include "parse/event_store.h"
+
+namespace hta {
+
+void EventStore::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text) {
+  if (ev.bad_arg) out_.stats.add(Stat::bad_arg, offset, text);
+  if (ev.id_as_text) out_.stats.add(Stat::id_as_text, offset, text);
+}
+
+void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEnd& end) {
+  auto example = [&] { return snippet(where, end.at(where)); };
+  if (ev.bad_arg | ev.id_as_text) note_lenient_reads(ev, offset, example());
+  if (ev.ph == 0) return out_.stats.add(Stat::missing_phase, offset, example());
+  if (ev.ph == 'M') {
+    ev.args.touch(ArgValues::kMeta);
+    auto& m = out_.meta;
+    m.name.push_back(ev.name);
+    m.pid.push_back(ev.pid);
+    m.tid.push_back(ev.tid);
+    m.value.push_back(ev.args.meta_value);
+    m.sort_index.push_back(ev.args.sort_index);
+    return;
+  }
+  if (!ev.has_ts) {
+    counter_values_.clear();
+    return out_.stats.add(Stat::missing_timestamp, offset, example());
+  }
+  switch (ev.ph) {
+    case 'X': {
+      if (!ev.has_dur) out_.stats.add(Stat::missing_duration, offset, example());
+      if (ev.dur < 0) {
+        out_.stats.add(Stat::negative_duration, offset, example());
+        ev.dur = 0;
+      }
+      auto& e = out_.events;
+      const int64_t row = static_cast<int64_t>(e.ts.size());
+      const ArgValues& a = ev.args;
+      e.ts.push_back(ev.ts);
+      e.dur.push_back(ev.dur);
+      e.name.push_back(ev.name);
+      e.cat.push_back(ev.cat);
+      e.pid.push_back(ev.pid);
+      e.tid.push_back(ev.tid);
+      e.kind.push_back(0);
+      e.kernel_class.push_back(0);
+      e.device.push_back(a.device);
+      e.stream.push_back(a.stream);
+      e.correlation.push_back(a.correlation);
+      e.external_id.push_back(a.external_id);
+      e.partner.push_back(-1);
+      e.parent.push_back(-1);
+      e.step.push_back(-1);
+      if (a.groups & ArgValues::kKernel) {
+        auto& k = out_.kernel_args;
+        k.row.push_back(row);
+        k.queued.push_back(a.queued);
+        k.context.push_back(a.context);
+        k.grid_x.push_back(a.grid[0]);
+        k.grid_y.push_back(a.grid[1]);
+        k.grid_z.push_back(a.grid[2]);
+        k.block_x.push_back(a.block[0]);
+        k.block_y.push_back(a.block[1]);
+        k.block_z.push_back(a.block[2]);
+        k.registers_per_thread.push_back(a.registers);
+        k.shared_memory.push_back(a.shared_memory);
+        k.blocks_per_sm.push_back(a.blocks_per_sm);
+        k.warps_per_sm.push_back(a.warps_per_sm);
+        k.est_achieved_occupancy.push_back(a.occupancy);
+        k.bytes.push_back(a.bytes);
+        k.memory_bandwidth_gbps.push_back(a.bandwidth);
+      }
+      if (a.groups & ArgValues::kOp) {
+        auto& o = out_.op_args;
+        o.row.push_back(row);
+        o.record_function_id.push_back(a.record_function_id);
+        o.sequence_number.push_back(a.sequence_number);
+        o.fwd_thread_id.push_back(a.fwd_thread_id);
+        o.ev_idx.push_back(a.ev_idx);
+        o.input_dims.push_back(a.input_dims);
+        o.input_type.push_back(a.input_type);
+        o.input_strides.push_back(a.input_strides);
+        o.concrete_inputs.push_back(a.concrete_inputs);
+      }
+      if (a.groups & ArgValues::kComm) {
+        auto& c = out_.comm_args;
+        c.row.push_back(row);
+        c.collective_name.push_back(a.collective_name);
+        c.in_msg_nelems.push_back(a.in_nelems);
+        c.out_msg_nelems.push_back(a.out_nelems);
+        c.dtype.push_back(a.dtype);
+        c.group_size.push_back(a.group_size);
+        c.process_group_name.push_back(a.pg_name);
+        c.process_group_desc.push_back(a.pg_desc);
+        c.process_group_ranks.push_back(a.pg_ranks);
+        c.in_split_size.push_back(a.in_split);
+        c.out_split_size.push_back(a.out_split);
+        c.rank.push_back(a.rank);
+        c.seq.push_back(a.seq);
+      }
+      if (a.groups & ArgValues::kSync) {
+        auto& s = out_.sync_args;
+        s.row.push_back(row);
+        s.wait_on_stream.push_back(a.wait_on_stream);
+        s.wait_on_event_correlation.push_back(a.wait_on_event_correlation);
+      }
+      return;
+    }
+    case 's':
+    case 'f':
+    case 't': {
+      auto& f = out_.flows;
+      f.ts.push_back(ev.ts);
+      f.pid.push_back(ev.pid);
+      f.tid.push_back(ev.tid);
+      f.id.push_back(ev.id);
+      f.phase.push_back(static_cast<uint8_t>(ev.ph));
+      f.binds_enclosing.push_back(ev.binds_enclosing);
+      f.cat.push_back(ev.cat);
+      f.name.push_back(ev.name);
+      f.event.push_back(-1);
+      return;
+    }
+    case 'C': {
+      auto& c = out_.counters;
+      for (auto [series, value] : counter_values_) {
+        c.ts.push_back(ev.ts);
+        c.pid.push_back(ev.pid);
+        c.tid.push_back(ev.tid);
+        c.name.push_back(ev.name);
+        c.series.push_back(series);
+        c.value.push_back(value);
+      }
+      counter_values_.clear();
+      if (non_numeric_counters_) out_.stats.add(Stat::counter_non_numeric, non_numeric_counters_);
+      non_numeric_counters_ = 0;
+      return;
+    }
+    case 'i':
+    case 'I': {
+      ev.args.touch(ArgValues::kMemory);
+      auto& i = out_.instants;
+      const ArgValues& a = ev.args;
+      i.ts.push_back(ev.ts);
+      i.pid.push_back(ev.pid);
+      i.tid.push_back(ev.tid);
+      i.name.push_back(ev.name);
+      i.cat.push_back(ev.cat);
+      i.scope.push_back(static_cast<uint8_t>(ev.scope));
+      i.bytes.push_back(a.mem_bytes);
+      i.total_allocated.push_back(a.total_allocated);
+      i.total_reserved.push_back(a.total_reserved);
+      i.addr.push_back(a.addr);
+      i.device_type.push_back(a.device_type);
+      i.device_id.push_back(a.device_id);
+      return;
+    }
+    default:
+      out_.stats.add(Stat::unsupported_phase, offset, example());
+  }
+}
+
+}  // namespace hta
