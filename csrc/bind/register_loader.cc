@@ -81,6 +81,8 @@ LoadedTrace to_python(hta::ReadResult& r, const hta::TraceHeader& header) {
   out.timings["parse_s"] = r.parse_seconds;
   out.timings["merge_s"] = r.merge_seconds;
   out.timings["link_s"] = r.link_seconds;
+  // Not a time: how many chunks the index walker handed (partly) to On-Demand.
+  out.timings["walker_stops"] = static_cast<double>(r.walker_stops);
   return out;
 }
 

@@ -1,11 +1,13 @@
 #include "parse/event_parser.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include "parse/arg_fields.h"
 #include "parse/event_store.h"
+#include "parse/event_walker.h"
 #include "parse/number_text.h"
 #include "parse/utf8_text.h"
 
@@ -130,6 +132,12 @@ int32_t ChunkReader::read_raw_json(od::value& v) {
       return read_string(v);
     default:
       text = trim_number_text(token(v));
+  }
+  // raw_json() runs to the next token: an array or object last in its object brings the
+  // whitespace before the closing brace, which is not the value's.
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
+                           text.back() == '\t')) {
+    text.remove_suffix(1);
   }
   return out_.strings.intern(text);
 }
@@ -328,8 +336,52 @@ void ChunkReader::read_field(std::string_view k, od::value& v, RawEvent& ev, boo
 
 }  // namespace
 
+EventParser::EventParser(const ParseOptions& options) : options_(options) {
+  const char* setting = std::getenv("HTA_FAST_WALKER");
+  walk_ = !(setting && std::strcmp(setting, "0") == 0);
+}
+
+EventParser::~EventParser() = default;
+
 ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset,
                               TraceColumns& out) {
+  if (walk_) {
+    // simdjson's first stage, run here so that its index is ours to walk. A chunk it
+    // rejects (invalid UTF-8, an unclosed string) goes to the On-Demand reader whole, which
+    // reports or repairs it as it always has.
+    if (!index_ || index_->capacity() < len) {
+      const size_t capacity = std::max(len, size_t{1} << 20);
+      if (index_) {
+        if (index_->set_capacity(capacity)) index_.reset();
+      } else if (simdjson::get_active_implementation()->create_dom_parser_implementation(
+                     capacity, simdjson::DEFAULT_MAX_DEPTH, index_)) {
+        index_.reset();
+      }
+    }
+    if (index_ && !index_->stage1(reinterpret_cast<const uint8_t*>(text), len,
+                                  simdjson::stage1_mode::regular)) {
+      const size_t done = walk_events(text, len, index_->structural_indexes.get(),
+                                      index_->n_structural_indexes, file_offset, out);
+      if (done == len) return {};
+      if (done > 1) {
+        // The events after the one the walker stopped at, as a chunk of their own.
+        rest_.assign(1, '[');
+        rest_.insert(rest_.end(), text + done, text + len);
+        rest_.resize(rest_.size() + simdjson::SIMDJSON_PADDING, ' ');
+        ChunkError result =
+            read_on_demand(rest_.data(), len - done + 1, file_offset + done - 1, out);
+        result.walker_stopped = true;
+        return result;
+      }
+    }
+  }
+  ChunkError result = read_on_demand(text, len, file_offset, out);
+  result.walker_stopped = walk_;
+  return result;
+}
+
+ChunkError EventParser::read_on_demand(const char* text, size_t len, uint64_t file_offset,
+                                       TraceColumns& out) {
   ChunkError result;
   const Utf8Repair* repaired = nullptr;  // text is repair_.text: map offsets back
   auto offset_of = [&](const char* p) {

@@ -1,10 +1,13 @@
 // Parses one chunk of the traceEvents array ("[" + complete events + "]", padded) into
-// columns with simdjson On-Demand. One EventParser per thread, reused across chunks.
+// columns: the index walker (parse/event_walker.h) where it can, simdjson On-Demand where it
+// cannot. One EventParser per thread, reused across chunks.
 #pragma once
 #include <simdjson.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "parse/utf8_text.h"
 #include "trace/trace_columns.h"
@@ -24,11 +27,14 @@ struct ChunkError {
   uint64_t offset = 0;       // in the decompressed JSON text
   std::string key;           // the field at fault ("ts", "args.bytes"), if one is
   std::string message;
+  // The walker left some of the chunk's events to the On-Demand reader (not an error).
+  bool walker_stopped = false;
 };
 
 class EventParser {
  public:
-  explicit EventParser(const ParseOptions& options) : options_(options) {}
+  explicit EventParser(const ParseOptions& options);
+  ~EventParser();
 
   // `text` holds `len` bytes of JSON followed by at least simdjson::SIMDJSON_PADDING
   // readable bytes. `file_offset` is the offset in the file of text[1] (text[0] is the
@@ -36,7 +42,14 @@ class EventParser {
   ChunkError parse(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
 
  private:
+  ChunkError read_on_demand(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
+
   ParseOptions options_;
+  // HTA_FAST_WALKER=0 reads every event with On-Demand: the reference the walker is tested
+  // against, and a way around it should it ever be wrong.
+  bool walk_ = true;
+  std::unique_ptr<simdjson::internal::dom_parser_implementation> index_;  // the walker's
+  std::vector<char> rest_;  // the events from the one the walker stopped at
   simdjson::ondemand::parser parser_;
   Utf8Repair repair_;  // recover=True: a chunk with invalid UTF-8, repaired
 };

@@ -1,0 +1,364 @@
+#include "parse/event_walker.h"
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "parse/arg_fields.h"
+#include "parse/event_store.h"
+#include "parse/number_text.h"
+#include "parse/raw_event.h"
+#include "trace/tables.h"
+
+namespace hta {
+namespace {
+
+// The walker cannot read this event as the On-Demand reader would: that reader takes over.
+struct Stop {};
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Deeper nesting is left to the On-Demand reader, which has its own depth limit.
+constexpr int kMaxDepth = 64;
+
+class Walker final : public EventEnd {
+ public:
+  Walker(TraceColumns& out, const char* text, const uint32_t* index, uint32_t count)
+      : out_(out), store_(out), text_(text), s_(index), last_(index + count - 1) {}
+
+  size_t walk(uint64_t file_offset);
+  const char* at(const char*) override { return event_end_; }
+
+ private:
+  // One argument's value, as arg_fields.h reads it; the cursor stands on its first token.
+  struct ArgValue {
+    Walker& w;
+    int64_t int64() { return int_value(w.scalar()); }
+    int32_t int32() { return int32_value(w.scalar()); }
+    double float64() { return double_value(w.scalar()); }
+    int32_t string() { return w.read_string(); }
+    int32_t raw_json() { return w.read_raw_json(); }
+    int32_t stream() { return stream_value(w.scalar()); }
+    bool dim3(int32_t (&out)[3]) { return w.read_dim3(out); }
+  };
+
+  [[noreturn]] static void stop() { throw Stop{}; }
+  // The byte at the cursor's token, and at the one after it.
+  char here() const { return text_[s_[0]]; }
+  char next() const { return text_[s_[1]]; }
+  const char* at_token(const uint32_t* s) const { return text_ + *s; }
+
+  std::string_view scalar();
+  std::string_view string_content();
+  std::string_view plain_string();
+  std::string_view nested();
+  void skip_value();
+  std::string_view key();
+  bool more_members();
+
+  int32_t read_string();
+  int32_t read_raw_json();
+  bool read_dim3(int32_t (&out)[3]);
+  int64_t read_id(RawEvent& ev);
+  int64_t read_repeated_id(RawEvent& ev, LastValue<int64_t>& last);
+  int32_t read_repeated_string(LastValue<int32_t>& last);
+  char read_char();
+  void read_field(std::string_view k, RawEvent& ev);
+  void read_args(RawEvent& ev);
+  void read_counter_args();
+  void read_event(RawEvent& ev);
+
+  TraceColumns& out_;
+  EventStore store_;
+  const char* text_;
+  const uint32_t* s_;     // the cursor: the structural position being read
+  const uint32_t* last_;  // the splitter's ']', the last position
+  const char* event_end_ = nullptr;
+  LastValue<int64_t> last_pid_, last_tid_;
+  LastValue<int32_t> last_cat_;
+};
+
+// A value's token as On-Demand's raw_json_token gives it: from its first byte to the next
+// structural position (trailing whitespace included). Strings keep their quotes; nested
+// values are not scalars (their '[' alone makes no number, as in the On-Demand reader).
+std::string_view Walker::scalar() {
+  if (s_ >= last_) stop();
+  const char* start = at_token(s_);
+  const char* end = at_token(s_ + 1);
+  ++s_;
+  return {start, static_cast<size_t>(end - start)};
+}
+
+// A string value's content, escapes and all; the cursor moves past it. The closing quote is
+// the last byte before the next position other than whitespace: stage 1 marks any other
+// byte after a string as a token of its own.
+std::string_view Walker::string_content() {
+  if (s_ >= last_) stop();
+  const char* open = at_token(s_);
+  const char* close = at_token(s_ + 1) - 1;
+  while (is_space(*close)) --close;
+  if (*close != '"' || close == open) stop();
+  ++s_;
+  return {open + 1, static_cast<size_t>(close - open - 1)};
+}
+
+// A string without escapes, its content. One with escapes would have to be unescaped: the
+// On-Demand reader does that.
+std::string_view Walker::plain_string() {
+  const std::string_view s = string_content();
+  if (std::memchr(s.data(), '\\', s.size()) != nullptr) stop();
+  return s;
+}
+
+// An array or object, brackets included; the cursor moves past it. Brackets must pair up.
+std::string_view Walker::nested() {
+  const char* start = at_token(s_);
+  uint64_t kinds = 0;  // one bit per open bracket: 1 for '{'
+  int depth = 0;
+  for (;; ++s_) {
+    if (s_ >= last_) stop();
+    const char c = here();
+    if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) stop();
+      kinds = (kinds << 1) | (c == '{');
+    } else if (c == ']' || c == '}') {
+      if ((kinds & 1) != (c == '}')) stop();
+      kinds >>= 1;
+      if (--depth == 0) {
+        ++s_;
+        return {start, static_cast<size_t>(text_ + s_[-1] + 1 - start)};
+      }
+    }
+  }
+}
+
+void Walker::skip_value() {
+  const char c = here();
+  if (c == '[' || c == '{') {
+    nested();
+  } else if (c == ']' || c == '}' || c == ',' || c == ':') {
+    stop();  // a missing value
+  } else {
+    ++s_;
+  }
+}
+
+// `"key":`; the cursor moves to the value.
+std::string_view Walker::key() {
+  if (here() != '"' || next() != ':') stop();
+  const std::string_view k = string_content();
+  ++s_;  // the colon
+  const char c = here();
+  if (c == ',' || c == '}' || c == ']' || c == ':') stop();  // a missing value
+  return k;
+}
+
+// After a member's value: true when another member follows (the cursor on its key), false
+// past the object's closing brace.
+bool Walker::more_members() {
+  const char c = here();
+  ++s_;
+  if (c == ',') return true;
+  if (c != '}') stop();
+  return false;
+}
+
+int32_t Walker::read_string() {
+  if (here() == '"') return out_.strings.intern(plain_string());
+  const std::string_view tok = scalar();
+  if (tok.substr(0, 4) == "null") return -1;
+  stop();
+}
+
+int32_t Walker::read_raw_json() {
+  switch (here()) {
+    case '[':
+    case '{':
+      return out_.strings.intern(nested());
+    case '"':
+      return read_string();
+    default:
+      return out_.strings.intern(trim_number_text(scalar()));
+  }
+}
+
+bool Walker::read_dim3(int32_t (&out)[3]) {
+  if (here() != '[') return false;
+  ++s_;
+  if (here() == ']') {
+    ++s_;
+    return true;
+  }
+  for (int i = 0;; ++i) {
+    if (here() == '[' || here() == '{') stop();
+    const int32_t x = int32_value(scalar());
+    if (i < 3) out[i] = x;
+    const char c = here();
+    ++s_;
+    if (c == ']') return true;
+    if (c != ',') stop();
+  }
+}
+
+// pid/tid/id: as the On-Demand reader reads them, for the plain spellings.
+int64_t Walker::read_id(RawEvent& ev) {
+  const uint32_t* start = s_;
+  const std::string_view tok = scalar();
+  int64_t x = 0;
+  switch (parse_int64(tok, x)) {
+    case NumberStatus::kOk:
+      if (x > kStringIdBase) return x;
+      ev.id_as_text = true;
+      return kStringIdBase - out_.strings.intern(std::to_string(x));
+    case NumberStatus::kOutOfRange:
+      stop();
+    default:
+      break;
+  }
+  if (tok.empty() || tok[0] != '"') stop();
+  s_ = start;
+  return kStringIdBase - out_.strings.intern(plain_string());
+}
+
+// pid, tid and cat repeat from event to event: the text is compared before it is read.
+int64_t Walker::read_repeated_id(RawEvent& ev, LastValue<int64_t>& last) {
+  const uint32_t* start = s_;
+  const std::string_view tok = scalar();
+  if (last.matches(tok)) return last.value;
+  s_ = start;
+  const int64_t id = read_id(ev);
+  return id > kStringIdBase ? last.remember(tok, id) : id;
+}
+
+int32_t Walker::read_repeated_string(LastValue<int32_t>& last) {
+  const uint32_t* start = s_;
+  const std::string_view tok = scalar();
+  if (last.matches(tok)) return last.value;
+  s_ = start;
+  return last.remember(tok, read_string());
+}
+
+char Walker::read_char() {
+  const char c = plain_char(scalar());
+  if (c == 0) stop();
+  return c;
+}
+
+void Walker::read_field(std::string_view k, RawEvent& ev) {
+  switch (k.size()) {
+    case 2:
+      if (k == "ph") return void(ev.ph = read_char());
+      if (k == "ts") {
+        ev.ts = time_value(scalar());
+        ev.has_ts = true;
+        return;
+      }
+      if (k == "id") return void(ev.id = read_id(ev));
+      if (k == "bp") return void(ev.binds_enclosing = read_char() == 'e');
+      break;
+    case 3:
+      if (k == "cat") return void(ev.cat = read_repeated_string(last_cat_));
+      if (k == "pid") return void(ev.pid = read_repeated_id(ev, last_pid_));
+      if (k == "tid") return void(ev.tid = read_repeated_id(ev, last_tid_));
+      if (k == "dur") {
+        ev.dur = time_value(scalar());
+        ev.has_dur = true;
+        return;
+      }
+      break;
+    case 4:
+      if (k == "name") return void(ev.name = read_string());
+      if (k == "args") {
+        if (ev.ph == 0) stop();  // args before ph: the On-Demand reader reads them twice
+        return read_args(ev);
+      }
+      break;
+    case 1:
+      if (k == "s") return void(ev.scope = read_char());
+      break;
+    default:
+      break;
+  }
+  skip_value();
+}
+
+void Walker::read_counter_args() {
+  if (here() != '{') stop();
+  ++s_;
+  if (here() == '}') return void(++s_);
+  do {
+    const std::string_view k = key();
+    double x = 0;
+    const char c = here();
+    if (c != '[' && c != '{' && parse_double(scalar(), x) == NumberStatus::kOk) {
+      store_.add_counter(out_.strings.intern(k), x);
+    } else {
+      if (c == '[' || c == '{') skip_value();
+      store_.count_non_numeric_counter();
+    }
+  } while (more_members());
+}
+
+void Walker::read_args(RawEvent& ev) {
+  if (ev.ph == 'C') return read_counter_args();
+  if (here() != '{') {
+    if (scalar().substr(0, 4) == "null") return;
+    stop();  // not an object: the On-Demand reader says so
+  }
+  ++s_;
+  if (here() == '}') return void(++s_);
+  do {
+    const ArgKey k = arg_key(key());
+    const uint32_t* start = s_;
+    if (k != ArgKey::kUnknown) {
+      ArgValue value{*this};
+      read_arg(k, value, ev.args);
+    }
+    if (s_ == start) skip_value();  // unknown, or a grid that is not a kernel's
+  } while (more_members());
+}
+
+void Walker::read_event(RawEvent& ev) {
+  ++s_;  // the '{'
+  if (here() == '}') return void(++s_);
+  do {
+    read_field(key(), ev);
+  } while (more_members());
+}
+
+size_t Walker::walk(uint64_t file_offset) {
+  const char* const end = at_token(last_);
+  if (here() != '[') return 1;
+  ++s_;
+  if (s_ == last_) return static_cast<size_t>(end - text_) + 1;  // "[]"
+  RawEvent ev;
+  for (;;) {
+    const char* start = at_token(s_);
+    if (*start != '{') return static_cast<size_t>(start - text_);
+    try {
+      ev.start();
+      read_event(ev);
+      event_end_ = at_token(s_ - 1) + 1;
+      // A ',' and another event, or the splitter's ']' as the last position.
+      const bool final = here() == ']';
+      if (final ? s_ != last_ : here() != ',') stop();
+      ++s_;
+      store_.store(ev, file_offset + static_cast<uint64_t>(start - text_) - 1, start, *this);
+      if (final) return static_cast<size_t>(end - text_) + 1;
+    } catch (const Stop&) {
+      return static_cast<size_t>(start - text_);
+    } catch (const FieldError&) {
+      return static_cast<size_t>(start - text_);
+    }
+  }
+}
+
+}  // namespace
+
+size_t walk_events(const char* text, size_t len, const uint32_t* index, uint32_t count,
+                   uint64_t file_offset, TraceColumns& out) {
+  if (count < 2 || index[count - 1] != len - 1) return 1;
+  return Walker(out, text, index, count).walk(file_offset);
+}
+
+}  // namespace hta
