@@ -81,8 +81,8 @@ LoadedTrace to_python(hta::ReadResult& r, const hta::TraceHeader& header) {
   out.timings["parse_s"] = r.parse_seconds;
   out.timings["merge_s"] = r.merge_seconds;
   out.timings["link_s"] = r.link_seconds;
-  // Not a time: how many chunks the index walker handed (partly) to On-Demand.
-  out.timings["walker_stops"] = static_cast<double>(r.walker_stops);
+  // Not a time: how many chunks the On-Demand reader read (partly), not the index walker.
+  out.timings["on_demand_chunks"] = static_cast<double>(r.on_demand_chunks);
   return out;
 }
 

@@ -91,7 +91,7 @@ void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_
       const size_t before = out_.events.size();
       error_ = inline_parser_->parse(job->text, len, file_offset, out_);
       parse_ns_ += now_ns() - t0;
-      if (error_.walker_stopped) ++walker_stops_;
+      if (error_.on_demand) ++on_demand_chunks_;
       if (!reserved_ && !error_.failed && out_.events.size() > before) reserve_output(out_, len);
     }
     if (on_merged_) on_merged_(file_offset - 1 + len);
@@ -122,7 +122,7 @@ void ChunkPipeline::work() {
     const int64_t t0 = now_ns();
     job->error = parser.parse(job->text, job->len, job->offset, job->columns);
     parse_ns_ += now_ns() - t0;
-    if (job->error.walker_stopped) ++walker_stops_;
+    if (job->error.on_demand) ++on_demand_chunks_;
     {
       std::lock_guard<std::mutex> lock(mu_);
       job->parsed = true;

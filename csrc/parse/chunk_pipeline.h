@@ -47,8 +47,8 @@ class ChunkPipeline {
   // Seconds spent parsing (summed over threads) and merging chunk columns.
   double parse_seconds() const { return static_cast<double>(parse_ns_) * 1e-9; }
   double merge_seconds() const { return static_cast<double>(merge_ns_) * 1e-9; }
-  // Chunks the walker did not read to the end (event_parser.h).
-  uint64_t walker_stops() const { return walker_stops_; }
+  // Chunks the On-Demand reader read (partly): where the walker stopped, or all when it is off.
+  uint64_t on_demand_chunks() const { return on_demand_chunks_; }
 
  private:
   struct Job {
@@ -86,7 +86,7 @@ class ChunkPipeline {
   bool stopping_ = false;
   ChunkError error_;
   std::atomic<int64_t> parse_ns_{0};
-  std::atomic<uint64_t> walker_stops_{0};
+  std::atomic<uint64_t> on_demand_chunks_{0};
   std::atomic<int64_t> merge_ns_{0};  // rebasing (workers) and appending
   std::function<void(uint64_t)> on_merged_;
   std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread

@@ -370,13 +370,13 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
         rest_.resize(rest_.size() + simdjson::SIMDJSON_PADDING, ' ');
         ChunkError result =
             read_on_demand(rest_.data(), len - done + 1, file_offset + done - 1, out);
-        result.walker_stopped = true;
+        result.on_demand = true;
         return result;
       }
     }
   }
   ChunkError result = read_on_demand(text, len, file_offset, out);
-  result.walker_stopped = walk_;
+  result.on_demand = true;
   return result;
 }
 

@@ -27,8 +27,8 @@ struct ChunkError {
   uint64_t offset = 0;       // in the decompressed JSON text
   std::string key;           // the field at fault ("ts", "args.bytes"), if one is
   std::string message;
-  // The walker left some of the chunk's events to the On-Demand reader (not an error).
-  bool walker_stopped = false;
+  // The On-Demand reader read some or all of the chunk's events (not an error).
+  bool on_demand = false;
 };
 
 class EventParser {

@@ -74,6 +74,7 @@ class Walker final : public EventEnd {
   const uint32_t* s_;     // the cursor: the structural position being read
   const uint32_t* last_;  // the splitter's ']', the last position
   const char* event_end_ = nullptr;
+  const uint32_t* args_at_ = nullptr;  // args met before ph, read at the event's end
   LastValue<int64_t> last_pid_, last_tid_;
   LastValue<int32_t> last_cat_;
 };
@@ -269,8 +270,12 @@ void Walker::read_field(std::string_view k, RawEvent& ev) {
     case 4:
       if (k == "name") return void(ev.name = read_string());
       if (k == "args") {
-        if (ev.ph == 0) stop();  // args before ph: the On-Demand reader reads them twice
-        return read_args(ev);
+        // Args before ph are read once ph is known (read_event), as the On-Demand reader
+        // does; a second args with the first still unread is left to that reader.
+        if (args_at_ != nullptr) stop();
+        if (ev.ph != 0) return read_args(ev);
+        args_at_ = s_;
+        return skip_value();
       }
       break;
     case 1:
@@ -319,11 +324,18 @@ void Walker::read_args(RawEvent& ev) {
 }
 
 void Walker::read_event(RawEvent& ev) {
+  args_at_ = nullptr;
   ++s_;  // the '{'
   if (here() == '}') return void(++s_);
   do {
     read_field(key(), ev);
   } while (more_members());
+  if (args_at_ != nullptr && ev.ph != 0) {
+    const uint32_t* after = s_;
+    s_ = args_at_;
+    read_args(ev);
+    s_ = after;
+  }
 }
 
 size_t Walker::walk(uint64_t file_offset) {

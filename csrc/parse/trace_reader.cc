@@ -271,7 +271,7 @@ void Reader::run() {
     const ChunkError& err = pipeline.finish();
     result_.parse_seconds = pipeline.parse_seconds();
     result_.merge_seconds = pipeline.merge_seconds();
-    result_.walker_stops = pipeline.walker_stops();
+    result_.on_demand_chunks = pipeline.on_demand_chunks();
     if (err.failed) {
       if (!exact_ && !err.field_error) throw SplitFailed{};
       throw FormatError(err.field_error ? ErrorCode::kBadField : ErrorCode::kBadJson, err.offset,

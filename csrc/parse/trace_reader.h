@@ -26,8 +26,8 @@ struct ReadResult {
   bool array_format = false;  // the file was a bare array of events
   double parse_seconds = 0;   // summed over parser threads
   double merge_seconds = 0;
-  uint64_t walker_stops = 0;  // chunks the walker left (partly) to On-Demand
-  double read_seconds = 0;    // the whole read, wall clock
+  uint64_t on_demand_chunks = 0;  // chunks read (partly) by On-Demand, not the walker
+  double read_seconds = 0;        // the whole read, wall clock
   double link_seconds = 0;
 };
 

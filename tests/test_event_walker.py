@@ -1,0 +1,296 @@
+"""The index walker (csrc/parse/event_walker.cc) reads what the On-Demand reader reads.
+
+The loader reads events with a walker over simdjson's structural index and hands a chunk
+to the On-Demand reader from the first event the walker cannot read as that reader would.
+HTA_FAST_WALKER=0 turns the walker off, so the On-Demand reader is the reference here:
+every shared trace must load to the same tables (string ids included) either way, with the
+walker reading every chunk itself; mutated and oddly laid out traces must give the same
+tables, stats or error (message, offset, key) either way; and what makes the walker stop
+(escapes, args before ph, broken JSON) must be read by the On-Demand reader, not lost.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from fuzz_families import FAMILIES, family_mutant
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from test_fuzz import HOSTILE_NAMES, mutate, synthetic_trace
+
+import hta_fast
+from hta_fast import TraceFormatError
+
+TABLES = (
+    "events",
+    "kernel_args",
+    "op_args",
+    "comm_args",
+    "sync_args",
+    "flows",
+    "counters",
+    "instants",
+    "meta_events",
+)
+
+
+def read(monkeypatch, source, walker: bool, **kw):
+    """The load with the walker on or off: ('ok', trace) or ('error', the error's facts)."""
+    monkeypatch.setenv("HTA_FAST_WALKER", "1" if walker else "0")
+    try:
+        return "ok", hta_fast.load(source, **kw)
+    except TraceFormatError as e:
+        return "error", (e.reason, e.offset, e.key, e.code, e.recoverable)
+
+
+def facts(trace) -> dict:
+    stats = dict(zip(trace.stats["name"].to_pylist(), trace.stats["count"].to_pylist()))
+    out = {name: getattr(trace, name) for name in TABLES}
+    out["strings"] = trace.strings
+    out["stats"] = stats
+    out["header"] = trace.meta.header
+    return out
+
+
+def assert_same(walked, reference) -> None:
+    assert walked[0] == reference[0], (walked, reference)
+    if walked[0] == "error":
+        assert walked[1] == reference[1]
+        return
+    a, b = facts(walked[1]), facts(reference[1])
+    for name in a:
+        if name in TABLES or name == "strings":
+            assert a[name].equals(b[name]), name
+        else:
+            assert a[name] == b[name], name
+
+
+def stops(trace) -> int:
+    return int(trace._raw.timings["on_demand_chunks"])
+
+
+# --- the shared traces ------------------------------------------------------------------
+def test_shared_traces_read_the_same(chrome_trace, traces_dir, monkeypatch):
+    path = traces_dir / chrome_trace
+    walked = read(monkeypatch, path, True, threads=1)
+    reference = read(monkeypatch, path, False, threads=1)
+    assert_same(walked, reference)
+    if walked[0] == "ok":
+        # The walker read every chunk of every shared trace itself: these tests compare it,
+        # not the On-Demand reader with itself.
+        assert stops(walked[1]) == 0
+        assert stops(reference[1]) > 0
+
+
+# --- what makes the walker stop ---------------------------------------------------------
+def event(**fields) -> dict:
+    e = {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 2, "ts": 1.5, "dur": 2.0}
+    e.update(fields)
+    return e
+
+
+def doc(events) -> bytes:
+    """A trace of the events: dicts, or JSON text as it is (for duplicate keys)."""
+    texts = (e if isinstance(e, str) else json.dumps(e) for e in events)
+    return ('{"traceEvents": [' + ", ".join(texts) + "]}").encode()
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        pytest.param(event(name='say "hi"'), id="escaped-name"),
+        pytest.param(event(cat="a\\b"), id="escaped-cat"),
+        pytest.param(event(pid="ranks \u00e9"), id="escaped-pid"),
+        pytest.param(
+            '{"args": {"External id": 3}, "ph": "X", "ts": 1, "args": {"External id": 4}}',
+            id="args-twice",
+        ),
+        pytest.param(event(args={"correlation": "x"}), id="bad-arg"),
+        pytest.param(event(ts=[1]), id="nested-ts"),
+        pytest.param(event(args={"grid": [["1"], 2, 3]}), id="nested-grid"),
+        pytest.param(event(args={"Input Dims": json.loads("[" * 70 + "]" * 70)}), id="deep"),
+    ],
+)
+@pytest.mark.parametrize("recover", [False, True])
+def test_what_the_walker_leaves_is_read(odd, recover, monkeypatch):
+    events = [event(name=f"before{i}") for i in range(50)] + [odd]
+    events += [event(name=f"after{i}", args={"External id": i}) for i in range(50)]
+    walked = read(monkeypatch, doc(events), True, threads=1, recover=recover)
+    reference = read(monkeypatch, doc(events), False, threads=1, recover=recover)
+    assert_same(walked, reference)
+    if walked[0] == "ok":
+        names = walked[1].events.column("name").to_pylist()
+        assert "after49" in names and "before0" in names
+        assert stops(walked[1]) == 1  # the odd event and those after it went to On-Demand
+
+
+def test_args_before_ph_are_walked(monkeypatch):
+    events = [{"args": {"External id": i, "correlation": 7}, **event()} for i in range(30)]
+    events.append({"args": {"External id": 99}, "name": "no phase", "ts": 1})
+    walked = read(monkeypatch, doc(events), True, threads=1)
+    assert stops(walked[1]) == 0
+    assert walked[1].events.column("external_id").to_pylist() == list(range(30))
+    assert walked[1].stat("missing_phase") == 1
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+
+
+def test_escapes_are_left_to_on_demand(monkeypatch):
+    events = [event(name=f"op{i}") for i in range(20)] + [event(name='q"uote')]
+    walked = read(monkeypatch, doc(events), True, threads=1)
+    assert stops(walked[1]) == 1
+    assert walked[1].events.column("name").to_pylist()[-1] == 'q"uote'
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+
+
+def test_kineto_layout_is_walked_whole(monkeypatch):
+    # The layout the profiler writes: one member per line for args, the rest on two lines.
+    lines = []
+    for i in range(200):
+        lines.append(
+            '  {\n    "ph": "X", "cat": "kernel", "name": "void k<int>(float*)", "pid": 0, '
+            f'"tid": 7,\n    "ts": {1000 + i}.500, "dur": 1.250,\n    "args": {{\n'
+            f'      "External id": {i},\n      "device": 0, "stream": 7, "correlation": {i},\n'
+            '      "grid": [1, 2, 3], "block": [128, 1, 1]\n    }\n  }'
+        )
+    text = ('{\n  "schemaVersion": 1,\n  "traceEvents": [\n' + ",\n".join(lines) + "\n]}").encode()
+    walked = read(monkeypatch, text, True, threads=1)
+    assert stops(walked[1]) == 0
+    assert walked[1].kernel_args.column("grid_y").to_pylist() == [2] * 200
+    assert_same(walked, read(monkeypatch, text, False, threads=1))
+
+
+# --- random layouts and mutants ---------------------------------------------------------
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    # each example sets HTA_FAST_WALKER itself: the fixture's reuse across examples is safe
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+
+SCALARS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(HOSTILE_NAMES + ["0x0", "12", "1.5", "", "X", "e"]),
+)
+ODD = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+PLAIN_NAMES = st.sampled_from(["aten::mm", "void k<int>(float*)", "", "cudaLaunchKernel", "é漢"])
+NUMBERS = st.one_of(st.integers(0, 10**15), st.floats(0, 1e12), st.decimals(0, 10**9, places=3))
+
+
+def mostly(good, odd=ODD):
+    """The value a profiler writes, or now and then anything at all."""
+    return st.tuples(st.integers(0, 39), good, odd).map(lambda t: t[2] if t[0] == 0 else t[1])
+
+
+NAMES = mostly(PLAIN_NAMES, st.sampled_from(HOSTILE_NAMES))
+
+
+FIELDS = {
+    "ph": mostly(st.sampled_from(list("XXXXXXsftiICM")), st.sampled_from(["XY", "", "B"])),
+    "cat": mostly(st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "ac2g"])),
+    "name": mostly(NAMES),
+    "pid": mostly(st.one_of(st.integers(0, 10**6), st.sampled_from(["Spans", "stream 7", ""]))),
+    "tid": mostly(st.one_of(st.integers(0, 10**6), st.sampled_from(["7", "stream 7"]))),
+    "ts": mostly(NUMBERS),
+    "dur": mostly(NUMBERS),
+    "id": mostly(st.integers(-(2**40), 2**40)),
+    "bp": mostly(st.just("e")),
+    "s": mostly(st.sampled_from(list("tpg"))),
+}
+ARGS = {
+    "External id": mostly(st.integers(0, 10**9)),
+    "correlation": mostly(st.integers(0, 10**9)),
+    "device": mostly(st.integers(0, 7)),
+    "stream": mostly(st.one_of(st.integers(-1, 2**32), st.just("0x0"))),
+    "grid": mostly(st.lists(st.integers(1, 2**31 - 1), min_size=0, max_size=4)),
+    "block": mostly(st.lists(st.integers(1, 1024), min_size=3, max_size=3)),
+    "bytes": mostly(st.integers(0, 2**40)),
+    "Input Dims": mostly(st.lists(st.lists(st.integers(0, 9), max_size=3), max_size=3)),
+    "Concrete Inputs": mostly(st.lists(NAMES, max_size=3)),
+    "Collective name": mostly(NAMES),
+    "Rank": mostly(st.integers(0, 7)),
+    "name": mostly(NAMES),
+    "cbid": ODD,
+    'q"k': ODD,
+}
+KINETO_ORDER = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s", "args"]
+
+
+@st.composite
+def layouts(draw):
+    """Events mostly as the profiler writes them, in its key order or another, now and then
+    with a value of another kind, and whitespace of every kind between tokens."""
+    events = []
+    for _ in range(draw(st.integers(1, 12))):
+        rng = random.Random(draw(st.integers(0, 2**16)))
+        keys = [k for k in KINETO_ORDER if rng.random() < (0.2 if k in ("id", "bp", "s") else 0.95)]
+        if rng.random() < 0.3:
+            rng.shuffle(keys)
+        e = {}
+        for key in keys:
+            if key == "args":
+                arg_keys = draw(st.lists(st.sampled_from(sorted(ARGS)), max_size=6, unique=True))
+                e["args"] = {k: draw(ARGS[k]) for k in arg_keys}
+            else:
+                e[key] = draw(FIELDS[key])
+        events.append(e)
+    rng = random.Random(draw(st.integers(0, 2**16)))
+    spaces = ["", " ", "\n", "\n    ", "\t", "\r\n"]
+    text = json.dumps(
+        {"traceEvents": events}, separators=(",", ":"), default=str, ensure_ascii=False
+    )
+    # Whitespace between tokens (never inside strings: only after structural characters).
+    out, in_string, escaped = [], False, False
+    for c in text:
+        out.append(c)
+        if in_string:
+            in_string = escaped or c != '"'
+            escaped = not escaped and c == "\\"
+            continue
+        if c == '"':
+            in_string = True
+        elif c in ",:[]{}" and rng.random() < 0.3:
+            out.append(rng.choice(spaces))
+    return "".join(out).encode()
+
+
+@SETTINGS
+@given(text=layouts(), recover=st.booleans(), chunk_size=st.sampled_from([0, 64, 200]))
+def test_random_layouts_read_the_same(text, recover, chunk_size, monkeypatch):
+    kw = {"threads": 1, "recover": recover, "chunk_size": chunk_size}
+    assert_same(read(monkeypatch, text, True, **kw), read(monkeypatch, text, False, **kw))
+
+
+SEEDS = {"synth": synthetic_trace(200, 0), "synth_ascii": synthetic_trace(200, 1)}
+
+
+@SETTINGS
+@given(
+    seed=st.sampled_from(sorted(SEEDS)),
+    rng_seed=st.integers(0, 2**32 - 1),
+    steps=st.integers(1, 3),
+    recover=st.booleans(),
+)
+def test_mutants_read_the_same(seed, rng_seed, steps, recover, monkeypatch):
+    data, _ = mutate(SEEDS[seed], random.Random(rng_seed), steps)
+    kw = {"threads": 1, "recover": recover}
+    assert_same(read(monkeypatch, data, True, **kw), read(monkeypatch, data, False, **kw))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_fuzz_families_read_the_same(family, monkeypatch):
+    for i in range(3):
+        data, _, _ = family_mutant(SEEDS["synth"], family, random.Random(i))
+        for recover in (False, True):
+            kw = {"threads": 1, "recover": recover}
+            assert_same(read(monkeypatch, data, True, **kw), read(monkeypatch, data, False, **kw))
