@@ -81,7 +81,9 @@ def test_real_traces_tie_their_cats(traces_dir):
     expected = {
         "hta/trace_diff/control/control.json.gz": (78, 108),
         "hta/trace_diff/test/test.json.gz": (18, 30),
-        "param_dlrm_8rank/worker0.pt.trace.json.gz": (4, 7),
+        # 11 calls, as the json module counts them: before the raw JSON of an argument lost
+        # the whitespace after it, the 4 whose Input type ended their args read apart
+        "param_dlrm_8rank/worker0.pt.trace.json.gz": (4, 11),
     }
     for rel, (tied, calls) in expected.items():
         t = hta_fast.load(traces_dir / rel)
