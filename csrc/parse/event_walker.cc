@@ -10,6 +10,10 @@
 #include "parse/raw_event.h"
 #include "trace/tables.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace hta {
 namespace {
 
@@ -17,6 +21,23 @@ namespace {
 struct Stop {};
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Whether a string's content holds a backslash. Reads in 16-byte blocks, up to 15 bytes
+// past the content: the closing quote and what follows it in the chunk or its padding.
+bool has_backslash(std::string_view s) {
+#if defined(__SSE2__)
+  const __m128i slash = _mm_set1_epi8('\\');
+  for (size_t i = 0; i < s.size(); i += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    uint32_t hits = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, slash)));
+    if (s.size() - i < 16) hits &= (1u << (s.size() - i)) - 1;
+    if (hits != 0) return true;
+  }
+  return false;
+#else
+  return std::memchr(s.data(), '\\', s.size()) != nullptr;
+#endif
+}
 
 // Deeper nesting is left to the On-Demand reader, which has its own depth limit.
 constexpr int kMaxDepth = 64;
@@ -107,7 +128,7 @@ std::string_view Walker::string_content() {
 // On-Demand reader does that.
 std::string_view Walker::plain_string() {
   const std::string_view s = string_content();
-  if (std::memchr(s.data(), '\\', s.size()) != nullptr) stop();
+  if (has_backslash(s)) stop();
   return s;
 }
 

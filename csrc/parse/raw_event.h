@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "trace/same_text.h"
+
 namespace hta {
 
 // Arguments of one event that the loader keeps, with a bit per argument group present.
@@ -138,7 +140,7 @@ template <class T>
 struct LastValue {
   std::string_view text;
   T value{};
-  bool matches(std::string_view tok) const { return !text.empty() && tok == text; }
+  bool matches(std::string_view tok) const { return !text.empty() && same_text(tok, text); }
   T remember(std::string_view tok, T v) {
     text = tok;
     value = v;
