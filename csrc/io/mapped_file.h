@@ -18,21 +18,13 @@ class MappedFile {
 
   char* data() const { return data_; }
   uint64_t size() const { return size_; }
-  // Drops the whole pages in [released so far, end): they have been parsed. Done a window
-  // at a time, not per chunk: each drop is a system call and, with parser threads running,
-  // an interrupt to every core to flush its view of the pages.
+  // Drops the whole pages in [released so far, end): they have been parsed.
   void release_before(uint64_t end);
-  // Maps the pages up to `end` (and a window past it) ahead of their first reading: one
-  // system call per window instead of a page fault per few pages.
-  void map_ahead(uint64_t end);
-
-  static constexpr uint64_t kWindow = uint64_t{2} << 20;
 
  private:
   char* data_ = nullptr;
   uint64_t size_ = 0;
   uint64_t released_ = 0;
-  uint64_t mapped_ = 0;
 };
 
 }  // namespace hta

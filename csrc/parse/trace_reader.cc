@@ -133,7 +133,6 @@ void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
   uint64_t pos = carry_offset_;  // data[pos - 1] is the '[' of traceEvents
   pipeline.on_merged([&map](uint64_t end) { map.release_before(end); });
   while (size - pos > 2 * chunk + simdjson::SIMDJSON_PADDING) {
-    map.map_ahead(pos + chunk);
     size_t end = npos, next = npos;
     if (!find_last_boundary(data + pos, chunk, end, next)) break;  // an event larger than a chunk
     if (next >= end + 2) {
