@@ -144,6 +144,38 @@ def test_escapes_are_left_to_on_demand(monkeypatch):
     assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
 
 
+def test_learned_layouts_stay_exact(monkeypatch):
+    # The walker tells keys from the bytes before each value, learned per previous key
+    # (csrc/parse/member_layout.h): kinds of event interleaved, orders and optional
+    # arguments varying, must read as the On-Demand reader reads them.
+    kinds = [
+        '{"ph": "X", "cat": "k", "name": "a%d", "pid": 1, "tid": 2, "ts": %d, "dur": 1, '
+        '"args": {"External id": %d, "correlation": 2}}',
+        '{"ph": "X", "cat": "k", "name": "b", "pid": 1, "tid": 2, "ts": %d, "dur": 1, '
+        '"args": {"correlation": %d, "External id": 1, "stream": %d}}',
+        '{"args": {"Input Dims": [[%d], []], "Ev Idx": %d}, "ts": %d, "ph": "X", "name": "c"}',
+        '{"ph": "C", "name": "mem", "pid": 1, "ts": %d, "args": {"a": %d, "b": "x%d"}}',
+        '{"ph": "X", "cat": "k", "name": "d", "pid": 1, "tid": 2, "ts": %d, "dur": 1, '
+        '"args": {"External id": %d, "grid": [%d, 1, 1]}}',
+    ]
+    rng = random.Random(5)
+    events = []
+    for i in range(600):
+        text = rng.choice(kinds)
+        events.append(text % tuple(i * 3 + k for k in range(text.count("%d"))))
+    walked = read(monkeypatch, doc(events), True, threads=1)
+    assert stops(walked[1]) == 0
+    assert walked[1].counters.num_rows == sum("mem" in e for e in events)
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+    # The same bytes before a value that is missing: an error, as the On-Demand reader says.
+    broken = events + [kinds[0].replace('"ts": %d', '"ts": ') % (1, 2)]
+    for recover in (False, True):
+        kw = {"threads": 1, "recover": recover}
+        walked = read(monkeypatch, doc(broken), True, **kw)
+        assert_same(walked, read(monkeypatch, doc(broken), False, **kw))
+    assert walked[0] == "error"  # broken JSON: recover mode cannot step over it either
+
+
 def test_kineto_layout_is_walked_whole(monkeypatch):
     # The layout the profiler writes: one member per line for args, the rest on two lines.
     lines = []

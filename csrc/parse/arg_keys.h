@@ -1,10 +1,53 @@
-// The argument keys the loader promotes to columns, matched without hashing: a switch on
-// the length, then one comparison.
+// The keys the loader reads, of an event and of its args, matched without hashing: a switch
+// on the length, then one comparison.
 #pragma once
 #include <cstdint>
 #include <string_view>
 
 namespace hta {
+
+// The members of an event the loader reads; the rest are skipped.
+enum class EventKey : uint8_t {
+  kOther,
+  kPh,
+  kTs,
+  kId,
+  kBp,
+  kCat,
+  kPid,
+  kTid,
+  kDur,
+  kName,
+  kArgs,
+  kScope
+};
+
+inline EventKey event_key(std::string_view k) {
+  switch (k.size()) {
+    case 1:
+      if (k == "s") return EventKey::kScope;
+      break;
+    case 2:
+      if (k == "ph") return EventKey::kPh;
+      if (k == "ts") return EventKey::kTs;
+      if (k == "id") return EventKey::kId;
+      if (k == "bp") return EventKey::kBp;
+      break;
+    case 3:
+      if (k == "cat") return EventKey::kCat;
+      if (k == "pid") return EventKey::kPid;
+      if (k == "tid") return EventKey::kTid;
+      if (k == "dur") return EventKey::kDur;
+      break;
+    case 4:
+      if (k == "name") return EventKey::kName;
+      if (k == "args") return EventKey::kArgs;
+      break;
+    default:
+      break;
+  }
+  return EventKey::kOther;
+}
 
 enum class ArgKey : uint8_t {
   kUnknown,

@@ -290,47 +290,49 @@ void ChunkReader::read_event(od::object obj, RawEvent& ev) {
   }
 }
 
-// One field of an event, by its key; the known keys are told apart by length first.
+// One field of an event, by its key (arg_keys.h).
 void ChunkReader::read_field(std::string_view k, od::value& v, RawEvent& ev, bool& args_before_ph) {
-  switch (k.size()) {
-    case 2:
-      if (k == "ph")
-        ev.ph = read_char(v);
-      else if (k == "ts") {
-        ev.ts = read_time(v);
-        ev.has_ts = true;
-      } else if (k == "id")
-        ev.id = read_id(v, ev);
-      else if (k == "bp")
-        ev.binds_enclosing = read_char(v) == 'e';
-      break;
-    case 3:
-      if (k == "cat")
-        ev.cat = read_repeated_string(v, last_cat_);
-      else if (k == "pid")
-        ev.pid = read_repeated_id(v, ev, last_pid_);
-      else if (k == "tid")
-        ev.tid = read_repeated_id(v, ev, last_tid_);
-      else if (k == "dur") {
-        ev.dur = read_time(v);
-        ev.has_dur = true;
-      }
-      break;
-    case 4:
-      if (k == "name")
-        ev.name = read_string(v);
-      else if (k == "args") {
-        if (ev.ph == 0)
-          args_before_ph = true;  // read on a second pass, once ph is known
-        else
-          read_args(v, ev);
-      }
-      break;
-    case 1:
-      if (k == "s") ev.scope = read_char(v);
-      break;
-    default:
-      break;
+  switch (event_key(k)) {
+    case EventKey::kPh:
+      ev.ph = read_char(v);
+      return;
+    case EventKey::kTs:
+      ev.ts = read_time(v);
+      ev.has_ts = true;
+      return;
+    case EventKey::kId:
+      ev.id = read_id(v, ev);
+      return;
+    case EventKey::kBp:
+      ev.binds_enclosing = read_char(v) == 'e';
+      return;
+    case EventKey::kCat:
+      ev.cat = read_repeated_string(v, last_cat_);
+      return;
+    case EventKey::kPid:
+      ev.pid = read_repeated_id(v, ev, last_pid_);
+      return;
+    case EventKey::kTid:
+      ev.tid = read_repeated_id(v, ev, last_tid_);
+      return;
+    case EventKey::kDur:
+      ev.dur = read_time(v);
+      ev.has_dur = true;
+      return;
+    case EventKey::kName:
+      ev.name = read_string(v);
+      return;
+    case EventKey::kArgs:
+      if (ev.ph == 0)
+        args_before_ph = true;  // read on a second pass, once ph is known
+      else
+        read_args(v, ev);
+      return;
+    case EventKey::kScope:
+      ev.scope = read_char(v);
+      return;
+    case EventKey::kOther:
+      return;
   }
 }
 
@@ -361,7 +363,7 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
     if (index_ && !index_->stage1(reinterpret_cast<const uint8_t*>(text), len,
                                   simdjson::stage1_mode::regular)) {
       const size_t done = walk_events(text, len, index_->structural_indexes.get(),
-                                      index_->n_structural_indexes, file_offset, out);
+                                      index_->n_structural_indexes, file_offset, out, layout_);
       if (done == len) return {};
       if (done > 1) {
         // The events after the one the walker stopped at, as a chunk of their own.

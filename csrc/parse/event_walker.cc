@@ -6,6 +6,7 @@
 
 #include "parse/arg_fields.h"
 #include "parse/event_store.h"
+#include "parse/member_layout.h"
 #include "parse/number_text.h"
 #include "parse/raw_event.h"
 #include "trace/tables.h"
@@ -44,8 +45,9 @@ constexpr int kMaxDepth = 64;
 
 class Walker final : public EventEnd {
  public:
-  Walker(TraceColumns& out, const char* text, const uint32_t* index, uint32_t count)
-      : out_(out), store_(out), text_(text), s_(index), last_(index + count - 1) {}
+  Walker(TraceColumns& out, MemberLayout& layout, const char* text, const uint32_t* index,
+         uint32_t count)
+      : out_(out), store_(out), layout_(layout), text_(text), s_(index), last_(index + count - 1) {}
 
   size_t walk(uint64_t file_offset);
   const char* at(const char*) override { return event_end_; }
@@ -75,7 +77,8 @@ class Walker final : public EventEnd {
   std::string_view nested();
   void skip_value();
   std::string_view key();
-  bool more_members();
+  template <class Read>
+  void read_members(int level, Read&& read);
 
   int32_t read_string();
   int32_t read_raw_json();
@@ -84,13 +87,15 @@ class Walker final : public EventEnd {
   int64_t read_repeated_id(RawEvent& ev, LastValue<int64_t>& last);
   int32_t read_repeated_string(LastValue<int32_t>& last);
   char read_char();
-  void read_field(std::string_view k, RawEvent& ev);
+  void read_field(EventKey k, RawEvent& ev);
   void read_args(RawEvent& ev);
   void read_counter_args();
   void read_event(RawEvent& ev);
 
   TraceColumns& out_;
   EventStore store_;
+  MemberLayout& layout_;
+  std::string_view other_key_;  // a counter's key read without an id (the table full)
   const char* text_;
   const uint32_t* s_;     // the cursor: the structural position being read
   const uint32_t* last_;  // the splitter's ']', the last position
@@ -170,19 +175,50 @@ std::string_view Walker::key() {
   if (here() != '"' || next() != ':') stop();
   const std::string_view k = string_content();
   ++s_;  // the colon
-  const char c = here();
-  if (c == ',' || c == '}' || c == ']' || c == ':') stop();  // a missing value
   return k;
 }
 
-// After a member's value: true when another member follows (the cursor on its key), false
-// past the object's closing brace.
-bool Walker::more_members() {
-  const char c = here();
-  ++s_;
-  if (c == ',') return true;
-  if (c != '}') stop();
-  return false;
+// The members of an object of `level`, the cursor just past its '{': `read(key)` reads each
+// value (the cursor on its first token) and leaves the cursor past it. Each member's key is
+// told from the bytes before its value when they are those that followed the same previous
+// key before (member_layout.h); else it is read, and the bytes learned.
+template <class Read>
+void Walker::read_members(int level, Read&& read) {
+  if (here() == '}') return void(++s_);
+  const char* gap = at_token(s_ - 1) + 1;  // from just past the '{', then from each comma
+  uint8_t prev = MemberLayout::kStart;
+  for (;;) {
+    const MemberLayout::Gap* learned = layout_.after(level, prev);
+    const char* value = at_token(s_ + 2);  // past the key and the colon, if they are there
+    const auto len = static_cast<size_t>(value - gap);
+    uint8_t id;
+    MemberLayout::Key kind{};
+    if (len == learned[0].len && same_32(gap, learned[0].bytes, len)) {
+      s_ += 2;
+      id = learned[0].next;
+      kind = layout_.key(id);
+    } else if (len == learned[1].len && same_32(gap, learned[1].bytes, len)) {
+      s_ += 2;
+      id = learned[1].next;
+      kind = layout_.key(id);
+    } else {
+      const std::string_view k = key();
+      id = layout_.id_of(k);
+      kind =
+          id == MemberLayout::kNone ? MemberLayout::Key{event_key(k), arg_key(k)} : layout_.key(id);
+      if (level == 1) other_key_ = k;
+      layout_.learn(level, prev, {gap, len}, id);
+    }
+    const char c = here();
+    if (c == ',' || c == '}' || c == ']' || c == ':') stop();  // a missing value
+    read(kind, id);
+    gap = at_token(s_);
+    const char after = here();
+    ++s_;
+    if (after == '}') return;
+    if (after != ',') stop();
+    prev = id;
+  }
 }
 
 int32_t Walker::read_string() {
@@ -266,54 +302,49 @@ char Walker::read_char() {
   return c;
 }
 
-void Walker::read_field(std::string_view k, RawEvent& ev) {
-  switch (k.size()) {
-    case 2:
-      if (k == "ph") return void(ev.ph = read_char());
-      if (k == "ts") {
-        ev.ts = time_value(scalar());
-        ev.has_ts = true;
-        return;
-      }
-      if (k == "id") return void(ev.id = read_id(ev));
-      if (k == "bp") return void(ev.binds_enclosing = read_char() == 'e');
-      break;
-    case 3:
-      if (k == "cat") return void(ev.cat = read_repeated_string(last_cat_));
-      if (k == "pid") return void(ev.pid = read_repeated_id(ev, last_pid_));
-      if (k == "tid") return void(ev.tid = read_repeated_id(ev, last_tid_));
-      if (k == "dur") {
-        ev.dur = time_value(scalar());
-        ev.has_dur = true;
-        return;
-      }
-      break;
-    case 4:
-      if (k == "name") return void(ev.name = read_string());
-      if (k == "args") {
-        // Args before ph are read once ph is known (read_event), as the On-Demand reader
-        // does; a second args with the first still unread is left to that reader.
-        if (args_at_ != nullptr) stop();
-        if (ev.ph != 0) return read_args(ev);
-        args_at_ = s_;
-        return skip_value();
-      }
-      break;
-    case 1:
-      if (k == "s") return void(ev.scope = read_char());
-      break;
-    default:
-      break;
+void Walker::read_field(EventKey k, RawEvent& ev) {
+  switch (k) {
+    case EventKey::kPh:
+      return void(ev.ph = read_char());
+    case EventKey::kTs:
+      ev.ts = time_value(scalar());
+      ev.has_ts = true;
+      return;
+    case EventKey::kId:
+      return void(ev.id = read_id(ev));
+    case EventKey::kBp:
+      return void(ev.binds_enclosing = read_char() == 'e');
+    case EventKey::kCat:
+      return void(ev.cat = read_repeated_string(last_cat_));
+    case EventKey::kPid:
+      return void(ev.pid = read_repeated_id(ev, last_pid_));
+    case EventKey::kTid:
+      return void(ev.tid = read_repeated_id(ev, last_tid_));
+    case EventKey::kDur:
+      ev.dur = time_value(scalar());
+      ev.has_dur = true;
+      return;
+    case EventKey::kName:
+      return void(ev.name = read_string());
+    case EventKey::kArgs:
+      // Args before ph are read once ph is known (read_event), as the On-Demand reader
+      // does; a second args with the first still unread is left to that reader.
+      if (args_at_ != nullptr) stop();
+      if (ev.ph != 0) return read_args(ev);
+      args_at_ = s_;
+      return skip_value();
+    case EventKey::kScope:
+      return void(ev.scope = read_char());
+    case EventKey::kOther:
+      return skip_value();
   }
-  skip_value();
 }
 
 void Walker::read_counter_args() {
   if (here() != '{') stop();
   ++s_;
-  if (here() == '}') return void(++s_);
-  do {
-    const std::string_view k = key();
+  read_members(1, [&](MemberLayout::Key, uint8_t id) {
+    const std::string_view k = id == MemberLayout::kNone ? other_key_ : layout_.text(id);
     double x = 0;
     const char c = here();
     if (c != '[' && c != '{' && parse_double(scalar(), x) == NumberStatus::kOk) {
@@ -322,7 +353,7 @@ void Walker::read_counter_args() {
       if (c == '[' || c == '{') skip_value();
       store_.count_non_numeric_counter();
     }
-  } while (more_members());
+  });
 }
 
 void Walker::read_args(RawEvent& ev) {
@@ -332,25 +363,20 @@ void Walker::read_args(RawEvent& ev) {
     stop();  // not an object: the On-Demand reader says so
   }
   ++s_;
-  if (here() == '}') return void(++s_);
-  do {
-    const ArgKey k = arg_key(key());
+  read_members(1, [&](MemberLayout::Key kind, uint8_t) {
     const uint32_t* start = s_;
-    if (k != ArgKey::kUnknown) {
+    if (kind.arg != ArgKey::kUnknown) {
       ArgValue value{*this};
-      read_arg(k, value, ev.args);
+      read_arg(kind.arg, value, ev.args);
     }
     if (s_ == start) skip_value();  // unknown, or a grid that is not a kernel's
-  } while (more_members());
+  });
 }
 
 void Walker::read_event(RawEvent& ev) {
   args_at_ = nullptr;
   ++s_;  // the '{'
-  if (here() == '}') return void(++s_);
-  do {
-    read_field(key(), ev);
-  } while (more_members());
+  read_members(0, [&](MemberLayout::Key kind, uint8_t) { read_field(kind.event, ev); });
   if (args_at_ != nullptr && ev.ph != 0) {
     const uint32_t* after = s_;
     s_ = args_at_;
@@ -389,9 +415,9 @@ size_t Walker::walk(uint64_t file_offset) {
 }  // namespace
 
 size_t walk_events(const char* text, size_t len, const uint32_t* index, uint32_t count,
-                   uint64_t file_offset, TraceColumns& out) {
+                   uint64_t file_offset, TraceColumns& out, MemberLayout& layout) {
   if (count < 2 || index[count - 1] != len - 1) return 1;
-  return Walker(out, text, index, count).walk(file_offset);
+  return Walker(out, layout, text, index, count).walk(file_offset);
 }
 
 }  // namespace hta
