@@ -176,6 +176,22 @@ def test_learned_layouts_stay_exact(monkeypatch):
     assert walked[0] == "error"  # broken JSON: recover mode cannot step over it either
 
 
+def test_more_keys_than_the_layout_holds(monkeypatch):
+    # The layout numbers up to 254 keys; the rest are read each time, never learned.
+    events = []
+    for i in range(400):
+        args = {f"key {i % 300} {j}": j for j in range(3)}
+        args["External id"] = i
+        events.append(event(name=f"op{i % 7}", args=args))
+        counters = {f"series {i % 280}": i, f"other {i}": 1.5}
+        events.append({"ph": "C", "name": "mem", "pid": 1, "ts": i, "args": counters})
+    walked = read(monkeypatch, doc(events), True, threads=1)
+    assert stops(walked[1]) == 0
+    assert walked[1].events.column("external_id").to_pylist() == list(range(400))
+    assert walked[1].counters.num_rows == 800
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+
+
 def test_kineto_layout_is_walked_whole(monkeypatch):
     # The layout the profiler writes: one member per line for args, the rest on two lines.
     lines = []

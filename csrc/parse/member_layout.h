@@ -87,7 +87,9 @@ class MemberLayout {
  private:
   std::vector<std::string> keys_;
   std::vector<Key> kinds_;
-  Gap gaps_[2][255][2] = {};
+  // Indexed by kNone too (never learned: its gaps stay empty), so a key past the table reads
+  // as "nothing learned" rather than out of bounds.
+  Gap gaps_[2][256][2] = {};
 };
 
 }  // namespace hta
