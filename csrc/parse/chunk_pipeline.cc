@@ -93,6 +93,11 @@ void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_
       parse_ns_ += now_ns() - t0;
       if (error_.on_demand) ++on_demand_chunks_;
       if (!reserved_ && !error_.failed && out_.events.size() > before) reserve_output(out_, len);
+      // The rows so far over the bytes so far, for the whole file (with a tenth to spare).
+      const uint64_t done = file_offset - 1 + len;
+      if (reserved_ && expected_bytes_ > done && done > 0) {
+        grow_ahead(out_, 1.1 * static_cast<double>(expected_bytes_) / static_cast<double>(done));
+      }
     }
     if (on_merged_) on_merged_(file_offset - 1 + len);
     std::lock_guard<std::mutex> lock(mu_);

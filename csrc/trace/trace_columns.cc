@@ -1,5 +1,6 @@
 #include "trace/trace_columns.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -103,6 +104,17 @@ void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk) {
       using T = typename std::decay_t<decltype(src)>::value_type;
       if (!src.empty()) std::memcpy(places[c], src.data(), src.size() * sizeof(T));
       ++c;
+    });
+  });
+}
+
+void grow_ahead(TraceColumns& into, double scale) {
+  into.for_each_table([&](const char*, auto& table) {
+    const size_t rows = table.size();
+    table.for_each_column([&](const char*, auto& col) {
+      if (col.capacity() >= rows + rows / 8 + 16) return;  // room enough for now
+      const auto want = static_cast<size_t>(static_cast<double>(rows) * scale) + 64;
+      col.reserve(std::max(want, col.capacity() + col.capacity() / 2));
     });
   });
 }

@@ -75,6 +75,11 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
 // the capacity suffices, and reserving more must wait until no copy is in flight.
 bool fits(const TraceColumns& into, const TraceColumns& chunk);
 void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth);
+// Gives each table about to outgrow its columns room for `scale` times its rows (at least
+// 1.5 times what it holds), in one step: tables that the first chunk lacked (GPU kernels,
+// written after the CPU side) otherwise grow by doubling, each time copying what they hold
+// and keeping the old block resident until the heap is trimmed.
+void grow_ahead(TraceColumns& into, double scale);
 std::vector<void*> extend_columns(TraceColumns& into, const TraceColumns& chunk);
 void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk);
 
