@@ -22,18 +22,10 @@ from test_fuzz import HOSTILE_NAMES, mutate, synthetic_trace
 
 import hta_fast
 from hta_fast import TraceFormatError
+from hta_fast._named_tables import TABLE_ATTRIBUTES
 
-TABLES = (
-    "events",
-    "kernel_args",
-    "op_args",
-    "comm_args",
-    "sync_args",
-    "flows",
-    "counters",
-    "instants",
-    "meta_events",
-)
+# Every table of a trace, by the package's own list of them.
+TABLES = TABLE_ATTRIBUTES
 
 
 def read(monkeypatch, source, walker: bool, **kw):

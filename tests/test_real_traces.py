@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import hta_fast
+from hta_fast._named_tables import TABLE_ATTRIBUTES
 
 # Categories (Kineto's modern names and the legacy capitalised ones) and the kind the
 # loader gives them; anything else is "other".
@@ -361,17 +362,7 @@ def test_threads_and_chunks_agree(path: Path, trace: hta_fast.Trace):
     # String ids are in order of first appearance whatever the threads: same dictionary.
     assert one.strings.equals(many.strings), "the string pools differ"
     assert np.array_equal(one.column("events", "name"), many.column("events", "name"))
-    for table in (
-        "kernel_args",
-        "op_args",
-        "comm_args",
-        "sync_args",
-        "flows",
-        "counters",
-        "instants",
-        "meta_events",
-        "steps",
-    ):
+    for table in TABLE_ATTRIBUTES:
         assert getattr(one, table).equals(getattr(many, table)), f"{table} differs"
 
 

@@ -147,22 +147,11 @@ int32_t ChunkReader::read_int32(od::value& v) { return int32_value(token(v)); }
 int64_t ChunkReader::read_time(od::value& v) { return time_value(token(v)); }
 double ChunkReader::read_double(od::value& v) { return double_value(token(v)); }
 
-// pid/tid/id: numbers, numeric strings, or names ("Spans", "stream 7", ""). Names are stored
-// at kStringIdBase - (pool id); an integer at or below kStringIdBase would read as such a
-// name, so it is kept as its decimal text, as the string "-1099511627776" would be.
+// pid/tid/id: numbers, numeric strings, or names ("Spans", "stream 7", "").
 int64_t ChunkReader::read_id(od::value& v, RawEvent& ev) {
   std::string_view tok = token(v);
-  int64_t x = 0;
-  switch (parse_int64(tok, x)) {
-    case NumberStatus::kOk:
-      if (x > kStringIdBase) return x;
-      ev.id_as_text = true;
-      return kStringIdBase - out_.strings.intern(std::to_string(x));
-    case NumberStatus::kOutOfRange:
-      throw FieldError{"id beyond int64", false};
-    default:
-      break;
-  }
+  int64_t id = 0;
+  if (integer_id(tok, out_.strings, ev, id)) return id;
   if (tok.empty() || tok[0] != '"') bad_value(tok, "expected an integer or a string id");
   return kStringIdBase - read_string(v);
 }

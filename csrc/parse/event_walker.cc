@@ -262,17 +262,8 @@ bool Walker::read_dim3(int32_t (&out)[3]) {
 int64_t Walker::read_id(RawEvent& ev) {
   const uint32_t* start = s_;
   const std::string_view tok = scalar();
-  int64_t x = 0;
-  switch (parse_int64(tok, x)) {
-    case NumberStatus::kOk:
-      if (x > kStringIdBase) return x;
-      ev.id_as_text = true;
-      return kStringIdBase - out_.strings.intern(std::to_string(x));
-    case NumberStatus::kOutOfRange:
-      stop();
-    default:
-      break;
-  }
+  int64_t id = 0;
+  if (integer_id(tok, out_.strings, ev, id)) return id;
   if (tok.empty() || tok[0] != '"') stop();
   s_ = start;
   return kStringIdBase - out_.strings.intern(plain_string());

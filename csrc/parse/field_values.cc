@@ -4,6 +4,8 @@
 
 #include "parse/number_text.h"
 #include "parse/raw_event.h"
+#include "trace/string_pool.h"
+#include "trace/tables.h"
 
 namespace hta {
 namespace {
@@ -77,6 +79,26 @@ int32_t stream_value(std::string_view tok) {
   }
   if (!tok.empty() && tok[0] == '"') return -1;
   bad_value(tok, "expected a stream number");
+}
+
+// Names are stored at kStringIdBase - (pool id); an integer at or below kStringIdBase would
+// read as such a name, so it is kept as its decimal text, as the string "-1099511627776" is.
+bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t& id) {
+  int64_t x = 0;
+  switch (parse_int64(tok, x)) {
+    case NumberStatus::kOk:
+      if (x > kStringIdBase) {
+        id = x;
+      } else {
+        ev.id_as_text = true;
+        id = kStringIdBase - strings.intern(std::to_string(x));
+      }
+      return true;
+    case NumberStatus::kOutOfRange:
+      throw FieldError{"id beyond int64", false};
+    default:
+      return false;
+  }
 }
 
 char plain_char(std::string_view tok) {

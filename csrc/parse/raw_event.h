@@ -10,6 +10,8 @@
 
 namespace hta {
 
+class StringPool;
+
 // Arguments of one event that the loader keeps, with a bit per argument group present.
 // Only the fields every event is read for are reset per event; a group's fields get their
 // defaults when the event first touches the group (resetting all ~300 bytes per event
@@ -130,6 +132,9 @@ int32_t int32_value(std::string_view tok);
 int64_t time_value(std::string_view tok);    // microseconds -> nanoseconds
 double double_value(std::string_view tok);   // null -> NaN
 int32_t stream_value(std::string_view tok);  // names and "0x0" -> -1
+// pid/tid/id written as an integer: true, with `id` set (an integer that would read as a
+// string id is interned as its text); false for any other text (a name, for the caller).
+bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t& id);
 // ph, s and bp written plainly ("X"): the letter; 0 when the text needs unescaping.
 char plain_char(std::string_view tok);
 
