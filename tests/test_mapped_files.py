@@ -87,11 +87,11 @@ def test_mapped_equals_buffered(layout, tmp_path):
     assert path.read_bytes() == text
 
 
-@pytest.mark.parametrize("layout", ["spaced", "minified"])
+@pytest.mark.parametrize("layout", ["spaced", "minified", "mixed"])
 def test_mapped_chunks_parse_first_time(layout, tmp_path):
     # With no boundary look-alikes inside strings, every speculative split is right: a
     # retry would mean the brackets written into the mapping (or the copied fallback
-    # chunks of a minified file) were wrong.
+    # chunks of a minified file, and the '[' written into the ',' after each) were wrong.
     text = layouts(hostile=False)[layout]
     path = tmp_path / "t.json"
     path.write_bytes(text)
@@ -136,3 +136,72 @@ def test_errors_point_at_the_same_byte(broken, tmp_path):
                 hta_fast.load(bad, chunk_size=chunk, threads=threads)
             assert from_file.value.offset == from_bytes.value.offset
             assert abs(from_file.value.offset - at) < 400
+
+
+# --- parts: a mapped file read on several threads (csrc/parse/mapped_events.h) ------------
+def many_names(n=4000):
+    """Events whose names, categories and string tids first appear all along the file, so
+    each part's string pool holds names the parts before it lack (and no boundary
+    look-alikes in strings: every speculative split is right)."""
+    evs = []
+    for i in range(n):
+        evs.append(
+            {
+                "ph": "X",
+                "cat": f"cat{i // 700}",
+                "name": f"op{i % 900} é漢" if i % 7 else f"new{i}",
+                "pid": 1,
+                "tid": f"thread {i // 1000}" if i % 2 else 1 + i % 3,
+                "ts": 1000 + 7 * i,
+                "dur": 5,
+                "args": {"External id": i, "Input Dims": [[i % 5, 3]]},
+            }
+        )
+        if i % 9 == 0:
+            evs.append({"ph": "s", "cat": "ac2g", "id": i, "pid": 1, "tid": 1, "ts": 1000 + 7 * i})
+    return (
+        '{"schemaVersion": 1, "traceEvents": [\n'
+        + ",\n  ".join(json.dumps(e) for e in evs)
+        + '\n], "displayTimeUnit": "ns"}'
+    ).encode()
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_parts_read_as_one_thread_reads(threads, tmp_path):
+    text = many_names()
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    ref = hta_fast.load(text, threads=1)
+    for chunk in (256, 4096):
+        got = hta_fast.load(path, chunk_size=chunk, threads=threads)
+        # Several parts, one thread to a part at a time, joined in file order.
+        assert got._raw.timings["mapped_parts"] > threads, (threads, chunk)
+        assert got.stat("speculative_split_retry") == 0
+        assert got.strings.equals(ref.strings), "string ids differ from one thread's"
+        for table in ("events", "flows", "op_args", "meta_events", "steps"):
+            assert getattr(got, table).equals(getattr(ref, table)), (table, threads, chunk)
+        assert got.stats == ref.stats
+
+
+def test_first_bad_field_in_file_order_is_reported(tmp_path):
+    text = many_names()
+    # Bad timestamps in the second, fifth and last tenth of the file: whichever part (and
+    # thread) meets its bad field first, the error is the first one in the file.
+    ats = [text.index(b'"ts": ', len(text) * k // 10) for k in (2, 5, 9)]
+    bad = text
+    for at in reversed(ats):
+        bad = bad[:at] + b'"ts": "x"' + bad[bad.index(b",", at) :]
+    path = tmp_path / "t.json"
+    path.write_bytes(bad)
+    with pytest.raises(TraceFormatError) as from_bytes:
+        hta_fast.load(bad, threads=1)
+    assert abs(from_bytes.value.offset - ats[0]) < 400
+    for threads in (1, 2, 4):
+        with pytest.raises(TraceFormatError) as from_file:
+            hta_fast.load(path, chunk_size=256, threads=threads)
+        assert from_file.value.offset == from_bytes.value.offset, threads
+        kept = hta_fast.load(path, chunk_size=256, threads=threads, recover=True)
+        want = hta_fast.load(bad, threads=1, recover=True)
+        assert kept.events.equals(want.events)
+        assert kept.stats == want.stats
+        assert kept.events.num_rows == 4000 - 3

@@ -83,6 +83,8 @@ LoadedTrace to_python(hta::ReadResult& r, const hta::TraceHeader& header) {
   out.timings["link_s"] = r.link_seconds;
   // Not a time: how many chunks the On-Demand reader read (partly), not the index walker.
   out.timings["on_demand_chunks"] = static_cast<double>(r.on_demand_chunks);
+  // Nor this: the parts a plain file was read in, one thread to a part (0: not mapped).
+  out.timings["mapped_parts"] = static_cast<double>(r.mapped_parts);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "io/file_error.h"
@@ -20,13 +21,13 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(data_, size_);
 }
 
-void MappedFile::release_before(uint64_t end) {
+void MappedFile::release(uint64_t from, uint64_t to) {
   static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  end = end / page * page;
-  if (end <= released_) return;
+  from = (from + page - 1) / page * page;
+  to = std::min(to, size_) / page * page;
+  if (to <= from) return;
   // Private pages (the brackets written) are discarded too; nothing reads them again.
-  ::madvise(data_ + released_, end - released_, MADV_DONTNEED);
-  released_ = end;
+  ::madvise(data_ + from, to - from, MADV_DONTNEED);
 }
 
 }  // namespace hta

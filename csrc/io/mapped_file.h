@@ -18,13 +18,13 @@ class MappedFile {
 
   char* data() const { return data_; }
   uint64_t size() const { return size_; }
-  // Drops the whole pages in [released so far, end): they have been parsed.
-  void release_before(uint64_t end);
+  // Drops the whole pages inside [from, to): they have been parsed. Threads may release
+  // disjoint ranges at once.
+  void release(uint64_t from, uint64_t to);
 
  private:
   char* data_ = nullptr;
   uint64_t size_ = 0;
-  uint64_t released_ = 0;
 };
 
 }  // namespace hta

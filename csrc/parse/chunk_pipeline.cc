@@ -21,7 +21,9 @@ ChunkPipeline::ChunkPipeline(int threads, const ParseOptions& options, TraceColu
       expected_bytes_(expected_bytes),
       max_in_flight_(static_cast<size_t>(std::max(threads, 1)) + 1) {
   if (threads <= 1) {
-    inline_parser_ = std::make_unique<EventParser>(options_);
+    inline_event_parser_ = std::make_unique<EventParser>(options_);
+    inline_parser_ =
+        std::make_unique<SequentialParser>(*inline_event_parser_, out_, 0, expected_bytes_);
     return;
   }
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
@@ -71,12 +73,6 @@ void ChunkPipeline::submit(std::vector<char> buf, size_t len, uint64_t file_offs
   enqueue(std::move(job), len, file_offset);
 }
 
-void ChunkPipeline::submit_view(const char* text, size_t len, uint64_t file_offset) {
-  std::unique_ptr<Job> job = next_job();
-  job->text = text;
-  enqueue(std::move(job), len, file_offset);
-}
-
 void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_offset) {
   job->len = len;
   job->offset = file_offset;
@@ -86,20 +82,7 @@ void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_
   if (inline_parser_) {
     // Straight into the trace: no merge. After a failure nothing more is read.
     job->seq = submitted_++;
-    if (!error_.failed) {
-      const int64_t t0 = now_ns();
-      const size_t before = out_.events.size();
-      error_ = inline_parser_->parse(job->text, len, file_offset, out_);
-      parse_ns_ += now_ns() - t0;
-      if (error_.on_demand) ++on_demand_chunks_;
-      if (!reserved_ && !error_.failed && out_.events.size() > before) reserve_output(out_, len);
-      // The rows so far over the bytes so far, for the whole file (with a tenth to spare).
-      const uint64_t done = file_offset - 1 + len;
-      if (reserved_ && expected_bytes_ > done && done > 0) {
-        grow_ahead(out_, 1.1 * static_cast<double>(expected_bytes_) / static_cast<double>(done));
-      }
-    }
-    if (on_merged_) on_merged_(file_offset - 1 + len);
+    error_ = inline_parser_->parse(job->text, len, file_offset);
     std::lock_guard<std::mutex> lock(mu_);
     job->columns.clear();
     free_jobs_.push_back(std::move(job));
@@ -222,12 +205,20 @@ void ChunkPipeline::merge_ready(bool wait_all) {
       if (next_to_parse_ > 0) --next_to_parse_;
     }
     merge(*job);
-    if (on_merged_) on_merged_(job->offset - 1 + job->len);
     job->columns.clear();
     std::lock_guard<std::mutex> lock(mu_);
     free_jobs_.push_back(std::move(job));
     cv_.notify_all();
   }
+}
+
+double ChunkPipeline::parse_seconds() const {
+  const int64_t ns = parse_ns_ + (inline_parser_ ? inline_parser_->parse_ns() : 0);
+  return static_cast<double>(ns) * 1e-9;
+}
+
+uint64_t ChunkPipeline::on_demand_chunks() const {
+  return on_demand_chunks_ + (inline_parser_ ? inline_parser_->on_demand_chunks() : 0);
 }
 
 const ChunkError& ChunkPipeline::finish() {

@@ -12,7 +12,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "parse/event_parser.h"
+#include "parse/sequential_parser.h"
 
 namespace hta {
 
@@ -34,26 +34,20 @@ class ChunkPipeline {
   std::vector<char> take_buffer(size_t capacity);
   // Queues buf[0..len) ("[" + events + "]") for parsing; text[1] is at `file_offset`.
   void submit(std::vector<char> buf, size_t len, uint64_t file_offset);
-  // The same for text the caller owns (a mapped file), followed by at least
-  // simdjson::SIMDJSON_PADDING readable bytes, kept unchanged until the chunk is merged.
-  void submit_view(const char* text, size_t len, uint64_t file_offset);
-  // Called on the caller's thread, in file order, with the file offset just past each
-  // chunk's text once that chunk is merged and its text is no longer needed.
-  void on_merged(std::function<void(uint64_t)> hook) { on_merged_ = std::move(hook); }
   // The first failed chunk so far, in file order (merging stops there).
   const ChunkError& error() const { return error_; }
   // Waits for every chunk and merges it; returns the first error in file order.
   const ChunkError& finish();
   // Seconds spent parsing (summed over threads) and merging chunk columns.
-  double parse_seconds() const { return static_cast<double>(parse_ns_) * 1e-9; }
+  double parse_seconds() const;
   double merge_seconds() const { return static_cast<double>(merge_ns_) * 1e-9; }
   // Chunks the On-Demand reader read (partly): where the walker stopped, or all when it is off.
-  uint64_t on_demand_chunks() const { return on_demand_chunks_; }
+  uint64_t on_demand_chunks() const;
 
  private:
   struct Job {
     uint64_t seq = 0;            // position in the file, counting chunks
-    const char* text = nullptr;  // buf.data(), or the caller's bytes
+    const char* text = nullptr;  // buf.data()
     std::vector<char> buf;
     size_t len = 0;
     uint64_t offset = 0;
@@ -88,14 +82,15 @@ class ChunkPipeline {
   std::atomic<int64_t> parse_ns_{0};
   std::atomic<uint64_t> on_demand_chunks_{0};
   std::atomic<int64_t> merge_ns_{0};  // rebasing (workers) and appending
-  std::function<void(uint64_t)> on_merged_;
-  std::unique_ptr<EventParser> inline_parser_;  // threads == 1: parse on the caller's thread
-  uint64_t submitted_ = 0;                      // chunks submitted so far (the next chunk's seq)
-  uint64_t rebase_turn_ = 0;                    // seq of the chunk whose turn it is to rebase
-  int64_t rows_before_ = 0;                     // events in the chunks placed so far
-  bool placing_stopped_ = false;                // a chunk failed: later chunks are not placed
-  bool placing_ = false;                        // a thread is placing the chunk whose turn it is
-  std::shared_mutex copying_;  // shared while chunks copy into out_; unique to grow out_
+  // threads == 1: chunks are parsed on the caller's thread.
+  std::unique_ptr<EventParser> inline_event_parser_;
+  std::unique_ptr<SequentialParser> inline_parser_;
+  uint64_t submitted_ = 0;        // chunks submitted so far (the next chunk's seq)
+  uint64_t rebase_turn_ = 0;      // seq of the chunk whose turn it is to rebase
+  int64_t rows_before_ = 0;       // events in the chunks placed so far
+  bool placing_stopped_ = false;  // a chunk failed: later chunks are not placed
+  bool placing_ = false;          // a thread is placing the chunk whose turn it is
+  std::shared_mutex copying_;     // shared while chunks copy into out_; unique to grow out_
 };
 
 }  // namespace hta

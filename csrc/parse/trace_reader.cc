@@ -7,6 +7,7 @@
 #include "io/format_error.h"
 #include "parse/chunk_pipeline.h"
 #include "parse/json_scanner.h"
+#include "parse/mapped_events.h"
 
 namespace hta {
 namespace {
@@ -54,7 +55,8 @@ class Reader {
     return n;
   }
   void read_header_prefix();
-  void read_mapped_events(ChunkPipeline& pipeline, MappedFile& map);
+  void read_mapped_events(MappedFile& map, int threads);
+  [[noreturn]] void fail(const ChunkError& err) const;
   void read_events(ChunkPipeline& pipeline);
   void read_suffix(std::string_view rest, uint64_t base);
   void dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t events_end,
@@ -73,6 +75,7 @@ class Reader {
   size_t carry_scanned_ = 0;        // leading bytes of carry_ already searched or scanned
   uint64_t events_end_offset_ = 0;  // file offset just past the last event handed to parsing
   bool in_events_ = false;          // reading inside the traceEvents array
+  ChunkError mapped_error_;         // a bad field in the events read in place
 };
 
 [[noreturn]] void Reader::truncated(uint64_t at) const {
@@ -122,38 +125,26 @@ void Reader::dispatch(ChunkPipeline& pipeline, std::vector<char>& buf, size_t ev
   if (pipeline.error().failed && !pipeline.error().field_error && !exact_) throw SplitFailed{};
 }
 
-// Fast path for plain files: chunks are parsed where they lie in the mapped file. Each
-// chunk ends at a speculative `},{` boundary whose ',' becomes the chunk's ']'; the next
-// chunk's '[' goes into a whitespace byte before its first '{' (files with no such byte get
-// that chunk copied). The end of the file is left to read_events, which scans it exactly.
-void Reader::read_mapped_events(ChunkPipeline& pipeline, MappedFile& map) {
-  char* data = map.data();
-  const uint64_t size = map.size();
+// Fast path for plain files: the events are parsed where they lie in the mapped file, in
+// parts on several threads (parse/mapped_events.h); the end of the file is left to
+// read_events, which scans it exactly.
+void Reader::read_mapped_events(MappedFile& map, int threads) {
   const size_t chunk = options_.chunk_size ? options_.chunk_size : size_t{512} << 10;
-  uint64_t pos = carry_offset_;  // data[pos - 1] is the '[' of traceEvents
-  pipeline.on_merged([&map](uint64_t end) { map.release_before(end); });
-  while (size - pos > 2 * chunk + simdjson::SIMDJSON_PADDING) {
-    size_t end = npos, next = npos;
-    if (!find_last_boundary(data + pos, chunk, end, next)) break;  // an event larger than a chunk
-    if (next >= end + 2) {
-      data[pos + end] = ']';
-      data[pos + next - 1] = '[';  // the next chunk's, written before this one is parsed
-      events_end_offset_ = pos + end;
-      pipeline.submit_view(data + pos - 1, end + 2, pos);
-      if (pipeline.error().failed && !pipeline.error().field_error) throw SplitFailed{};
-    } else {
-      std::vector<char> buf = pipeline.take_buffer(end + 2);
-      buf[0] = '[';
-      std::memcpy(buf.data() + 1, data + pos, end);
-      dispatch(pipeline, buf, end + 1, pos);
-    }
-    pos += next;
-  }
+  MappedEvents read =
+      hta::read_mapped_events(map, carry_offset_, threads, chunk, options_.parse, result_.columns);
+  result_.parse_seconds += read.parse_seconds;
+  result_.merge_seconds += read.merge_seconds;
+  result_.on_demand_chunks += read.on_demand_chunks;
+  result_.mapped_parts = read.parts;
+  mapped_error_ = read.error;
+  if (mapped_error_.failed && !mapped_error_.field_error) throw SplitFailed{};
+  if (read.rest == carry_offset_) return;
+  events_end_offset_ = read.events_end;
   // The rest through the buffered path.
   carry_.clear();
-  carry_offset_ = pos;
-  source_.seek(pos);
-  total_ = pos;
+  carry_offset_ = read.rest;
+  source_.seek(read.rest);
+  total_ = read.rest;
 }
 
 void Reader::read_events(ChunkPipeline& pipeline) {
@@ -232,6 +223,12 @@ void Reader::read_events(ChunkPipeline& pipeline) {
   }
 }
 
+[[noreturn]] void Reader::fail(const ChunkError& err) const {
+  if (!exact_ && !err.field_error) throw SplitFailed{};
+  throw FormatError(err.field_error ? ErrorCode::kBadField : ErrorCode::kBadJson, err.offset,
+                    err.message, err.key, err.recoverable);
+}
+
 void Reader::read_suffix(std::string_view rest, uint64_t base) {
   // The header members after the events array, up to the end of the file.
   JsonScanner::Stop stop;
@@ -256,11 +253,16 @@ void Reader::run() {
                           ? options_.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   {
-    // The mapping is declared before the pipeline so that it outlives every chunk in flight.
-    std::unique_ptr<MappedFile> map = exact_ ? nullptr : source_.map();
-    ChunkPipeline pipeline(threads, options_.parse, result_.columns, source_.size_hint());
+    uint64_t expected_bytes = source_.size_hint();
+    if (std::unique_ptr<MappedFile> map = exact_ ? nullptr : source_.map()) {
+      const uint64_t begin = carry_offset_;
+      read_mapped_events(*map, threads);
+      // The columns are sized for the whole file already; what is left is two or three chunks.
+      if (carry_offset_ != begin) expected_bytes = 0;
+    }
+    ChunkPipeline pipeline(expected_bytes ? threads : 1, options_.parse, result_.columns,
+                           expected_bytes);
     try {
-      if (map) read_mapped_events(pipeline, *map);
       read_events(pipeline);
     } catch (const FormatError&) {
       // In fast mode a wrong speculative split can make the file's tail look broken; the
@@ -269,14 +271,12 @@ void Reader::run() {
       throw;
     }
     const ChunkError& err = pipeline.finish();
-    result_.parse_seconds = pipeline.parse_seconds();
-    result_.merge_seconds = pipeline.merge_seconds();
-    result_.on_demand_chunks = pipeline.on_demand_chunks();
-    if (err.failed) {
-      if (!exact_ && !err.field_error) throw SplitFailed{};
-      throw FormatError(err.field_error ? ErrorCode::kBadField : ErrorCode::kBadJson, err.offset,
-                        err.message, err.key, err.recoverable);
-    }
+    result_.parse_seconds += pipeline.parse_seconds();
+    result_.merge_seconds += pipeline.merge_seconds();
+    result_.on_demand_chunks += pipeline.on_demand_chunks();
+    // The first failure in file order: the events read in place come first.
+    if (mapped_error_.failed) fail(mapped_error_);
+    if (err.failed) fail(err);
   }
   result_.json_bytes = total_;
   const auto& st = result_.columns.stats;

@@ -27,6 +27,7 @@ struct ReadResult {
   double parse_seconds = 0;   // summed over parser threads
   double merge_seconds = 0;
   uint64_t on_demand_chunks = 0;  // chunks read (partly) by On-Demand, not the walker
+  uint64_t mapped_parts = 0;      // parts a mapped file was read in (0: not mapped)
   double read_seconds = 0;        // the whole read, wall clock
   double link_seconds = 0;
 };

@@ -56,17 +56,20 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
 
 namespace {
 
-// Calls f(dst, src) for each column of `into` with the same column of `chunk`.
-template <class F>
-void zip_columns(TraceColumns& into, const TraceColumns& chunk, F&& f) {
-  std::vector<const void*> sources;
+// Calls f(dst, src) for each column of `into` with the same column of `chunk` (const or not).
+template <class Chunk, class F>
+void zip_columns(TraceColumns& into, Chunk& chunk, F&& f) {
+  using Source = std::conditional_t<std::is_const_v<Chunk>, const void*, void*>;
+  std::vector<Source> sources;
   const_cast<TraceColumns&>(chunk).for_each_table([&](const char*, auto& table) {
     table.for_each_column([&](const char*, auto& col) { sources.push_back(&col); });
   });
   size_t c = 0;
   into.for_each_table([&](const char*, auto& table) {
     table.for_each_column([&](const char*, auto& dst) {
-      f(dst, *static_cast<const std::decay_t<decltype(dst)>*>(sources[c++]));
+      using Col = std::decay_t<decltype(dst)>;
+      using Src = std::conditional_t<std::is_const_v<Chunk>, const Col, Col>;
+      f(dst, *static_cast<Src*>(sources[c++]));
     });
   });
 }
@@ -85,6 +88,17 @@ void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth) {
     const size_t need = dst.size() + src.size();
     if (need > dst.capacity()) dst.reserve(static_cast<size_t>(static_cast<double>(need) * growth));
   });
+}
+
+void append_columns(TraceColumns& into, TraceColumns& part, double growth) {
+  zip_columns(into, part, [&](auto& dst, auto& src) {
+    const size_t need = dst.size() + src.size();
+    if (need > dst.capacity()) dst.reserve(static_cast<size_t>(static_cast<double>(need) * growth));
+    dst.insert(dst.end(), src.begin(), src.end());
+    std::decay_t<decltype(src)>().swap(src);  // freed now, not with the whole part
+  });
+  into.stats.merge(part.stats);
+  part.strings.clear();
 }
 
 std::vector<void*> extend_columns(TraceColumns& into, const TraceColumns& chunk) {

@@ -80,6 +80,10 @@ void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth);
 // written after the CPU side) otherwise grow by doubling, each time copying what they hold
 // and keeping the old block resident until the heap is trimmed.
 void grow_ahead(TraceColumns& into, double scale);
+// Appends every column of `part` (rebased) to `into`'s, freeing each of `part`'s columns once
+// copied, so that the two together never hold much more than the rows once. `into`'s columns
+// that are short of room grow to `growth` times what they then need.
+void append_columns(TraceColumns& into, TraceColumns& part, double growth);
 std::vector<void*> extend_columns(TraceColumns& into, const TraceColumns& chunk);
 void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk);
 
