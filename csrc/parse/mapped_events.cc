@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -140,14 +141,20 @@ class PartScheduler {
   void run(int threads, MappedEvents& result) {
     // The caller's thread reads part 0 first, then every thread takes the next part left.
     const size_t helpers = std::min(parts_.size(), static_cast<size_t>(std::max(threads, 1))) - 1;
-    std::vector<std::thread> workers;
-    for (size_t t = 0; t < helpers; ++t) {
-      workers.emplace_back([this] {
-        EventParser parser(options_);
-        take_parts(parser);
-      });
-    }
     EventParser parser(options_);
+    std::vector<std::thread> workers;
+    // A thread that cannot start, or start its parser, leaves its parts to the others.
+    auto helper = [this] {
+      try {
+        EventParser own(options_);
+        take_parts(own);
+      } catch (...) {
+      }
+    };
+    try {
+      for (size_t t = 0; t < helpers; ++t) workers.emplace_back(helper);
+    } catch (const std::system_error&) {
+    }
     read(0, parser);
     take_parts(parser);
     for (auto& w : workers) w.join();
@@ -201,8 +208,13 @@ class PartScheduler {
         stopped_ = true;
       } else if (p->out != &out_) {
         const auto t0 = std::chrono::steady_clock::now();
-        rebase_chunk(p->own, out_.strings, static_cast<int64_t>(out_.events.size()));
-        append_columns(out_, p->own, 1.1);
+        try {
+          rebase_chunk(p->own, out_.strings, static_cast<int64_t>(out_.events.size()));
+          append_columns(out_, p->own, 1.1);
+        } catch (...) {  // out of memory: raised on the caller's thread, after the others
+          p->failure = std::current_exception();
+          stopped_ = true;
+        }
         join_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
