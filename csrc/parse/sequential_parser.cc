@@ -1,5 +1,6 @@
 #include "parse/sequential_parser.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace hta {
@@ -32,8 +33,22 @@ const ChunkError& SequentialParser::parse(const char* text, size_t len, uint64_t
     out_.reserve_like(out_, 1.3 * static_cast<double>(expected_bytes_) / static_cast<double>(len));
   }
   if (reserved_ && expected_bytes_ > done && done > 0) {
-    // The rows so far over the bytes so far, for the whole input (with a tenth to spare).
-    grow_ahead(out_, 1.1 * static_cast<double>(expected_bytes_) / static_cast<double>(done));
+    // Each table's final rows: what it holds, plus its rows per byte for the bytes to come,
+    // at the faster of its rate so far and its rate in this chunk (with a tenth to spare):
+    // tables written mostly near the end (GPU kernels, metadata) are otherwise regrown, and
+    // copied, several times on the way.
+    const std::vector<size_t> rows = table_rows(out_);
+    rows_before_.resize(rows.size(), 0);
+    const double left = static_cast<double>(expected_bytes_ - done);
+    std::vector<size_t> final_rows(rows.size());
+    for (size_t t = 0; t < rows.size(); ++t) {
+      const double so_far = static_cast<double>(rows[t]) / static_cast<double>(done);
+      const double recent = static_cast<double>(rows[t] - std::min(rows[t], rows_before_[t])) /
+                            static_cast<double>(len);
+      final_rows[t] = rows[t] + static_cast<size_t>(1.1 * std::max(so_far, recent) * left);
+    }
+    grow_ahead(out_, final_rows);
+    rows_before_ = rows;
   }
   return error_;
 }

@@ -4,6 +4,7 @@
 // show, for tables the first chunk lacked (GPU kernels come after the CPU side).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "parse/event_parser.h"
 
@@ -32,6 +33,7 @@ class SequentialParser {
   ChunkError error_;
   int64_t parse_ns_ = 0;
   uint64_t on_demand_chunks_ = 0;
+  std::vector<size_t> rows_before_;  // each table's rows after the chunk before
 };
 
 }  // namespace hta

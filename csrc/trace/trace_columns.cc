@@ -122,12 +122,20 @@ void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk) {
   });
 }
 
-void grow_ahead(TraceColumns& into, double scale) {
+std::vector<size_t> table_rows(const TraceColumns& columns) {
+  std::vector<size_t> rows;
+  const_cast<TraceColumns&>(columns).for_each_table(
+      [&](const char*, auto& table) { rows.push_back(table.size()); });
+  return rows;
+}
+
+void grow_ahead(TraceColumns& into, const std::vector<size_t>& final_rows) {
+  size_t t = 0;
   into.for_each_table([&](const char*, auto& table) {
     const size_t rows = table.size();
+    const size_t want = final_rows[t++] + 64;
     table.for_each_column([&](const char*, auto& col) {
       if (col.capacity() >= rows + rows / 8 + 16) return;  // room enough for now
-      const auto want = static_cast<size_t>(static_cast<double>(rows) * scale) + 64;
       col.reserve(std::max(want, col.capacity() + col.capacity() / 2));
     });
   });

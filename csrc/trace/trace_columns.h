@@ -75,11 +75,14 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
 // the capacity suffices, and reserving more must wait until no copy is in flight.
 bool fits(const TraceColumns& into, const TraceColumns& chunk);
 void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth);
-// Gives each table about to outgrow its columns room for `scale` times its rows (at least
-// 1.5 times what it holds), in one step: tables that the first chunk lacked (GPU kernels,
-// written after the CPU side) otherwise grow by doubling, each time copying what they hold
-// and keeping the old block resident until the heap is trimmed.
-void grow_ahead(TraceColumns& into, double scale);
+// The rows of each table, in for_each_table order.
+std::vector<size_t> table_rows(const TraceColumns& columns);
+// Gives each table about to outgrow its columns room for `final_rows` of it (its entry in
+// for_each_table order; at least 1.5 times what it holds), in one step: tables that grow
+// faster than the bytes read (GPU kernels and metadata, written after the CPU side) otherwise
+// grow by doubling, each time copying what they hold and keeping the old block resident
+// until the heap is trimmed.
+void grow_ahead(TraceColumns& into, const std::vector<size_t>& final_rows);
 // Appends every column of `part` (rebased) to `into`'s, freeing each of `part`'s columns once
 // copied, so that the two together never hold much more than the rows once. `into`'s columns
 // that are short of room grow to `growth` times what they then need.
