@@ -5,6 +5,8 @@ chunk size, layout and thread count: these tests load each text both ways."""
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hta_fast
 from hta_fast import TraceFormatError
@@ -205,3 +207,46 @@ def test_first_bad_field_in_file_order_is_reported(tmp_path):
         assert kept.events.equals(want.events)
         assert kept.stats == want.stats
         assert kept.events.num_rows == 4000 - 3
+
+
+NAMES = ["op", "}, {", '},{"ph":"X"', "é漢", "a\\u00e9b", "", "x" * 70]
+
+
+@st.composite
+def mapped_traces(draw):
+    """A trace text with random events, names (boundary look-alikes among them) and
+    separators between events, and a chunk size and thread count to read it with."""
+    n = draw(st.integers(40, 400))
+    names = draw(st.lists(st.sampled_from(NAMES), min_size=n, max_size=n))
+    seps = draw(st.lists(st.sampled_from([",", ",\n  ", ", ", ",\n"]), min_size=n, max_size=n))
+    evs = []
+    for i, name in enumerate(names):
+        ev = {"ph": "X", "cat": "cpu_op", "name": f"{name}{i % 11}", "pid": 1, "tid": i % 4}
+        ev.update({"ts": 100 + 3 * i, "dur": 2, "args": {"External id": i}})
+        evs.append(json.dumps(ev, separators=(",", ":")))
+    body = "".join(e + s for e, s in zip(evs, seps))[: -len(seps[-1])]
+    text = ('{"traceEvents": [\n' + body + "\n]}").encode()
+    return text, draw(st.sampled_from([64, 100, 257, 1024])), draw(st.integers(2, 4))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(case=mapped_traces())
+def test_parts_of_random_layouts_read_as_one_thread_reads(case, tmp_path):
+    text, chunk, threads = case
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    ref = hta_fast.load(text, threads=1)
+    got = hta_fast.load(path, chunk_size=chunk, threads=threads)
+    if len(text) > 16 * chunk and got.stat("speculative_split_retry") == 0:
+        assert got._raw.timings["mapped_parts"] > 1, "a file of many chunks read in one part"
+    assert got.strings.equals(ref.strings)
+    for table in ("events", "op_args", "meta_events"):
+        assert getattr(got, table).equals(getattr(ref, table)), table
+
+    # A look-alike boundary inside a string sends the file to the exact reader: counted.
+    def counts(t):
+        return [r for r in t.stats.to_pylist() if r["name"] != "speculative_split_retry"]
+
+    assert counts(got) == counts(ref)
