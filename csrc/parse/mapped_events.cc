@@ -37,6 +37,18 @@ bool last_boundary(const char* data, uint64_t from, uint64_t window, Boundary& b
   return true;
 }
 
+// The last boundary in [lowest, target), searched in windows from a chunk before `target`
+// doubling down to `lowest` (events can be larger than a chunk).
+bool boundary_before(const char* data, uint64_t target, uint64_t lowest, uint64_t chunk,
+                     Boundary& b) {
+  for (uint64_t window = chunk; target > lowest; window *= 2) {
+    const uint64_t from = target - std::min(window, target - lowest);
+    if (last_boundary(data, from, target - from, b)) return true;
+    if (from == lowest) return false;
+  }
+  return false;
+}
+
 // Writes the brackets that make [.., b.end) and [b.next, ..) two documents, except the ']'
 // of a shared boundary (the chunk before it is copied).
 void write_brackets(char* data, const Boundary& b) {
@@ -243,10 +255,12 @@ MappedEvents read_mapped_events(MappedFile& map, uint64_t begin, int threads, si
   result.rest = begin;
   char* data = map.data();
   const uint64_t size = map.size();
-  // The parts end at a boundary in the third chunk from the end of the file.
+  // The parts end at the last boundary two chunks or more before the end of the file.
   if (size < begin + 4 * chunk + kPadding) return result;
   Boundary last;
-  if (!last_boundary(data, size - 3 * chunk - kPadding, chunk, last)) return result;
+  if (!boundary_before(data, size - 2 * chunk - kPadding, begin + 2 * chunk, chunk, last)) {
+    return result;
+  }
 
   // Part 0 is read straight into the trace; the others are copied there when joined. So
   // with several threads part 0 takes most of one thread's share, and the rest is cut in
@@ -265,9 +279,10 @@ MappedEvents read_mapped_events(MappedFile& map, uint64_t begin, int threads, si
   std::vector<Part> parts(1);
   parts[0].begin = begin;
   for (const uint64_t target : cuts) {
+    const uint64_t lowest = parts.back().begin + 2 * chunk;
     Boundary b;
-    if (!last_boundary(data, target - chunk, chunk, b)) continue;
-    if (b.end < parts.back().begin + 2 * chunk || b.next + 2 * chunk > last.end) continue;
+    if (!boundary_before(data, target, lowest, chunk, b)) continue;
+    if (b.end < lowest || b.next + 2 * chunk > last.end) continue;
     parts.back().end = b;
     parts.emplace_back().begin = b.next;
   }
