@@ -144,7 +144,8 @@ void register_loader(py::module_& m) {
   m.def(
       "load_file",
       [](const std::string& path, int threads, bool recover, size_t chunk_size, Rules rules) {
-        auto source = hta::open_file(path);
+        // One thread: decompression too runs on it (ranks loaded side by side each use one).
+        auto source = hta::open_file(path, /*prefetch=*/threads != 1);
         return load(*source, {threads, recover, chunk_size, std::move(rules)});
       },
       py::arg("path"), py::arg("threads") = 0, py::arg("recover") = false,
@@ -154,7 +155,8 @@ void register_loader(py::module_& m) {
       [](py::buffer data, int threads, bool recover, size_t chunk_size, Rules rules) {
         py::buffer_info info = data.request();
         auto source = hta::open_memory(static_cast<const char*>(info.ptr),
-                                       static_cast<size_t>(info.size * info.itemsize));
+                                       static_cast<size_t>(info.size * info.itemsize),
+                                       /*prefetch=*/threads != 1);
         return load(*source, {threads, recover, chunk_size, std::move(rules)});
       },
       py::arg("data"), py::arg("threads") = 0, py::arg("recover") = false,

@@ -19,31 +19,35 @@ Encoding sniff(const unsigned char* head, size_t n) {
   return Encoding::kPlain;
 }
 
-// Decompression runs on its own thread, ahead of the parser.
-std::unique_ptr<ByteSource> decoded(std::unique_ptr<ByteSource> raw, Encoding enc) {
+std::unique_ptr<ByteSource> decoded(std::unique_ptr<ByteSource> raw, Encoding enc, bool prefetch) {
+  std::unique_ptr<ByteSource> out;
   switch (enc) {
     case Encoding::kGzip:
-      return std::make_unique<PrefetchSource>(make_gzip_source(std::move(raw)));
+      out = make_gzip_source(std::move(raw));
+      break;
     case Encoding::kZstd:
-      return std::make_unique<PrefetchSource>(make_zstd_source(std::move(raw)));
+      out = make_zstd_source(std::move(raw));
+      break;
     default:
       return raw;
   }
+  if (!prefetch) return out;
+  return std::make_unique<PrefetchSource>(std::move(out));
 }
 
 }  // namespace
 
-std::unique_ptr<ByteSource> open_file(const std::string& path) {
+std::unique_ptr<ByteSource> open_file(const std::string& path, bool prefetch) {
   auto raw = std::make_unique<FileSource>(path);
   unsigned char head[4] = {0, 0, 0, 0};
   const size_t n = raw->read(reinterpret_cast<char*>(head), sizeof head);
   raw->rewind();
-  return decoded(std::move(raw), sniff(head, n));
+  return decoded(std::move(raw), sniff(head, n), prefetch);
 }
 
-std::unique_ptr<ByteSource> open_memory(const char* data, size_t size) {
+std::unique_ptr<ByteSource> open_memory(const char* data, size_t size, bool prefetch) {
   const Encoding enc = sniff(reinterpret_cast<const unsigned char*>(data), size);
-  return decoded(std::make_unique<MemorySource>(data, size), enc);
+  return decoded(std::make_unique<MemorySource>(data, size), enc, prefetch);
 }
 
 }  // namespace hta

@@ -35,8 +35,10 @@ class ByteSource {
 };
 
 // Opens a file; gzip and zstd are recognised by their magic bytes, not by the name.
-std::unique_ptr<ByteSource> open_file(const std::string& path);
+// `prefetch`: decompress on a thread of its own, a few blocks ahead of the reader; else on
+// the reader's thread, straight into the reader's buffer (one thread in all, no copy).
+std::unique_ptr<ByteSource> open_file(const std::string& path, bool prefetch = true);
 // Wraps bytes owned by the caller (which must outlive the source).
-std::unique_ptr<ByteSource> open_memory(const char* data, size_t size);
+std::unique_ptr<ByteSource> open_memory(const char* data, size_t size, bool prefetch = true);
 
 }  // namespace hta
