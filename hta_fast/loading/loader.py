@@ -66,7 +66,10 @@ def load(
     """Loads one trace file (.json, .json.gz, .json.zst), the bytes of one, or a directory
     written by Trace.save.
 
-    threads         parser threads (0 = one per core)
+    threads         parser threads (0 = one per core); with more than one, a compressed
+                    file is also decompressed on a thread of its own, ahead of the parser;
+                    1 does all on the calling thread (the least CPU: ranks loaded side by
+                    side use it)
     recover         keep the complete events of a truncated file, skip events with a
                     core field of the wrong type, read a bad argument (args.*) as missing
                     and invalid UTF-8 as U+FFFD (each counted in Trace.stats); without it
