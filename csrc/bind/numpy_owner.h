@@ -11,9 +11,11 @@ namespace hta::bind {
 // A column is filled by growing and by estimates made before its rows were counted, so its
 // capacity can be several times its size; what is handed over lives as long as the trace, so
 // a small column's slack goes first (on thousands of small ranks it was a tenth of the
-// memory). Not a large one's: the copy would sit beside the freed original in malloc's heap
-// (kept for reuse, malloc_policy.cc), and a 300 MB trace's peak grew by a third of its JSON.
-constexpr size_t kSlackCopyMaxBytes = 1 << 20;
+// memory; their columns are tens of KB). Not a larger one's: the copy would sit beside the
+// freed original in malloc's heap (kept for reuse, malloc_policy.cc): a 300 MB trace's peak
+// grew by a third of its JSON, and with copies up to 1 MB a 26 MB trace's by 2 MB (0.66 of
+// its JSON, 0.58 without them). A large slack that was never written is not resident anyway.
+constexpr size_t kSlackCopyMaxBytes = 256 << 10;
 
 template <class T, class Alloc>
 void drop_slack(std::vector<T, Alloc>& v) {
