@@ -1,18 +1,10 @@
 #include "parse/chunk_pipeline.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "parse/stage_clock.h"
 
 namespace hta {
-namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 ChunkPipeline::ChunkPipeline(int threads, const ParseOptions& options, TraceColumns& out,
                              uint64_t expected_bytes)
@@ -68,7 +60,6 @@ void ChunkPipeline::submit(std::vector<char> buf, size_t len, uint64_t file_offs
   std::unique_ptr<Job> job = std::move(pending_);
   if (!job) job = std::make_unique<Job>();
   job->buf = std::move(buf);
-  job->text = job->buf.data();
   std::fill_n(job->buf.begin() + static_cast<long>(len), simdjson::SIMDJSON_PADDING, ' ');
   enqueue(std::move(job), len, file_offset);
 }
@@ -82,7 +73,7 @@ void ChunkPipeline::enqueue(std::unique_ptr<Job> job, size_t len, uint64_t file_
   if (inline_parser_) {
     // Straight into the trace: no merge. After a failure nothing more is read.
     job->seq = submitted_++;
-    error_ = inline_parser_->parse(job->text, len, file_offset);
+    error_ = inline_parser_->parse(job->buf.data(), len, file_offset);
     std::lock_guard<std::mutex> lock(mu_);
     job->columns.clear();
     free_jobs_.push_back(std::move(job));
@@ -108,7 +99,7 @@ void ChunkPipeline::work() {
       job = jobs_[next_to_parse_++].get();
     }
     const int64_t t0 = now_ns();
-    job->error = parser.parse(job->text, job->len, job->offset, job->columns);
+    job->error = parser.parse(job->buf.data(), job->len, job->offset, job->columns);
     parse_ns_ += now_ns() - t0;
     if (job->error.on_demand) ++on_demand_chunks_;
     {
@@ -148,7 +139,10 @@ void ChunkPipeline::place_ready() {
       rows_before_ += static_cast<int64_t>(job->columns.events.size());
       if (!reserved_ || !fits(out_, job->columns)) {
         std::unique_lock<std::shared_mutex> growing(copying_);
-        if (!reserved_) reserve_output(job->columns, job->len);
+        if (!reserved_) {
+          reserved_ = true;
+          reserve_for_input(out_, job->columns, job->len, expected_bytes_);
+        }
         reserve_for(out_, job->columns, 1.5);
       }
       copying = std::shared_lock<std::shared_mutex>(copying_);
@@ -169,15 +163,6 @@ void ChunkPipeline::place_ready() {
     }
     cv_.notify_all();
   }
-}
-
-void ChunkPipeline::reserve_output(const TraceColumns& sample, size_t sample_len) {
-  // Size the output once from the first chunk, so the columns are not regrown (and copied)
-  // as the file goes on.
-  reserved_ = true;
-  if (expected_bytes_ == 0 || sample_len == 0) return;
-  out_.reserve_like(sample,
-                    1.3 * static_cast<double>(expected_bytes_) / static_cast<double>(sample_len));
 }
 
 void ChunkPipeline::merge(Job& job) {

@@ -46,8 +46,7 @@ class ChunkPipeline {
 
  private:
   struct Job {
-    uint64_t seq = 0;            // position in the file, counting chunks
-    const char* text = nullptr;  // buf.data()
+    uint64_t seq = 0;  // position in the file, counting chunks
     std::vector<char> buf;
     size_t len = 0;
     uint64_t offset = 0;
@@ -61,7 +60,6 @@ class ChunkPipeline {
   void work();
   Job* job_at(uint64_t seq);
   void place_ready();
-  void reserve_output(const TraceColumns& sample, size_t sample_len);
   void merge_ready(bool wait_all);
   void merge(Job& job);
 

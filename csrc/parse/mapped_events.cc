@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -14,6 +13,7 @@
 
 #include "parse/json_scanner.h"
 #include "parse/sequential_parser.h"
+#include "parse/stage_clock.h"
 
 namespace hta {
 namespace {
@@ -219,7 +219,7 @@ class PartScheduler {
       if (p->failed()) {
         stopped_ = true;
       } else if (p->out != &out_) {
-        const auto t0 = std::chrono::steady_clock::now();
+        const int64_t t0 = now_ns();
         try {
           rebase_chunk(p->own, out_.strings, static_cast<int64_t>(out_.events.size()));
           append_columns(out_, p->own, 1.1);
@@ -227,9 +227,7 @@ class PartScheduler {
           p->failure = std::current_exception();
           stopped_ = true;
         }
-        join_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+        join_ns_ += now_ns() - t0;
       }
     }
   }

@@ -1,18 +1,10 @@
 #include "parse/sequential_parser.h"
 
 #include <algorithm>
-#include <chrono>
+
+#include "parse/stage_clock.h"
 
 namespace hta {
-namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 SequentialParser::SequentialParser(EventParser& parser, TraceColumns& out, uint64_t origin,
                                    uint64_t expected_bytes)
@@ -30,7 +22,7 @@ const ChunkError& SequentialParser::parse(const char* text, size_t len, uint64_t
   if (!reserved_ && out_.events.size() > before) {
     // The first chunk with events: room for the whole input at its rows per byte.
     reserved_ = true;
-    out_.reserve_like(out_, 1.3 * static_cast<double>(expected_bytes_) / static_cast<double>(len));
+    reserve_for_input(out_, out_, len, expected_bytes_);
   }
   if (reserved_ && expected_bytes_ > done && done > 0) {
     // Each table's final rows: what it holds, plus its rows per byte for the bytes to come,

@@ -122,6 +122,13 @@ void copy_columns(const std::vector<void*>& places, const TraceColumns& chunk) {
   });
 }
 
+void reserve_for_input(TraceColumns& into, const TraceColumns& sample, size_t sample_bytes,
+                       uint64_t expected_bytes) {
+  if (expected_bytes == 0 || sample_bytes == 0) return;
+  into.reserve_like(sample,
+                    1.3 * static_cast<double>(expected_bytes) / static_cast<double>(sample_bytes));
+}
+
 std::vector<size_t> table_rows(const TraceColumns& columns) {
   std::vector<size_t> rows;
   const_cast<TraceColumns&>(columns).for_each_table(

@@ -75,6 +75,11 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
 // the capacity suffices, and reserving more must wait until no copy is in flight.
 bool fits(const TraceColumns& into, const TraceColumns& chunk);
 void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth);
+// Sizes `into` once, from a first chunk: room for `expected_bytes` of input at the rows per
+// byte of `sample` (which holds the rows of `sample_bytes`), with 30 % to spare, so that the
+// columns are not regrown (and copied) as the input goes on. Nothing when either is 0.
+void reserve_for_input(TraceColumns& into, const TraceColumns& sample, size_t sample_bytes,
+                       uint64_t expected_bytes);
 // The rows of each table, in for_each_table order.
 std::vector<size_t> table_rows(const TraceColumns& columns);
 // Gives each table about to outgrow its columns room for `final_rows` of it (its entry in
