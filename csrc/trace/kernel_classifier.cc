@@ -3,20 +3,36 @@
 #include <stdexcept>
 
 namespace hta {
+namespace {
+
+// The built-in rules are name prefixes, tested as such: std::regex_search does not stop at
+// a failed '^' but tries every position of the name, and templated kernel names run to
+// thousands of characters.
+struct PrefixRule {
+  std::string_view prefix;
+  KernelClass cls;
+};
+constexpr PrefixRule kBuiltinRules[] = {
+    // Collective libraries: NCCL, RCCL (whose kernels are also named nccl*), HCCL.
+    {"nccl", KernelClass::kComm},
+    {"rccl", KernelClass::kComm},
+    {"hccl", KernelClass::kComm},
+    // Copies and fills that some runtimes report as kernels.
+    {"Memcpy", KernelClass::kMem},
+    {"Memset", KernelClass::kMem},
+    {"dma", KernelClass::kMem},
+};
+
+}  // namespace
 
 KernelClassifier::KernelClassifier(const std::vector<std::pair<std::string, int>>& user_rules) {
-  auto add = [&](const std::string& pattern, int cls) {
+  for (const auto& [pattern, cls] : user_rules) {
     if (cls < 0 || cls > static_cast<int>(KernelClass::kSync)) {
       throw std::invalid_argument("kernel class out of range for rule " + pattern);
     }
     rules_.emplace_back(std::regex(pattern, std::regex::ECMAScript | std::regex::optimize),
                         static_cast<KernelClass>(cls));
-  };
-  for (const auto& [pattern, cls] : user_rules) add(pattern, cls);
-  // Collective libraries: NCCL, RCCL (whose kernels are also named nccl*), HCCL.
-  add("^(nccl|rccl|hccl)", static_cast<int>(KernelClass::kComm));
-  // Copies and fills that some runtimes report as kernels.
-  add("^(Memcpy|Memset|dma)", static_cast<int>(KernelClass::kMem));
+  }
 }
 
 KernelClass KernelClassifier::classify(EventKind kind, std::string_view name) const {
@@ -33,6 +49,9 @@ KernelClass KernelClassifier::classify(EventKind kind, std::string_view name) co
   }
   for (const auto& [re, cls] : rules_) {
     if (std::regex_search(name.begin(), name.end(), re)) return cls;
+  }
+  for (const auto& [prefix, cls] : kBuiltinRules) {
+    if (name.substr(0, prefix.size()) == prefix) return cls;
   }
   return KernelClass::kComp;
 }
