@@ -67,6 +67,34 @@ def test_parent_and_flow_binding_match_models(evs, flows, threads):
     assert got == [model_bound(evs, tid, ts) for tid, ts in flows]
 
 
+def nearly_sorted(stretches):
+    """Sorted stretches one after another: a thread's events as the profiler writes them,
+    with a few descents, which the per-thread order merges rather than sorts."""
+    out = []
+    for stretch in stretches:
+        out += sorted(stretch, key=lambda e: (e[1], -e[2]))
+    return out
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    stretches=st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 1), st.integers(0, 400), st.integers(0, 30)),
+            min_size=24,
+            max_size=60,
+        ),
+        min_size=2,
+        max_size=4,
+    ),
+    threads=st.integers(1, 2),
+)
+def test_nearly_sorted_threads_nest_as_the_model(stretches, threads):
+    evs = nearly_sorted(stretches)
+    t = hta_fast.load(trace_text(evs, []), threads=threads)
+    assert t.column("events", "parent").tolist() == model_parent(evs)
+
+
 def test_many_flows_bind_the_same_on_two_threads():
     # Above 65536 flows, binding is split over threads: same result as one thread.
     n = 40_000

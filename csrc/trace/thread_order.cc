@@ -19,35 +19,61 @@ struct SortKey {
   }
 };
 
-// Sorts one thread's rows by (ts, longer first, row). Keys are copied out first so the
-// comparisons touch one array, not three columns through an index.
-void sort_run(const EventTable& e, uint32_t* rows, size_t n, std::vector<SortKey>& keys) {
-  keys.resize(n);
-  // A thread's events are nearly in order in the file (a few hundred descents in a million
-  // events): merge the ascending stretches rather than sort from scratch.
+// The same order as SortKey's, read from the columns: for runs that need no more than a few
+// merges, where copying keys out would cost more (24 bytes a row, faulted in) than it saves.
+struct ByStart {
+  const int64_t* ts;
+  const int64_t* dur;
+  bool operator()(uint32_t a, uint32_t b) const {
+    if (ts[a] != ts[b]) return ts[a] < ts[b];
+    if (dur[a] != dur[b]) return dur[a] > dur[b];
+    return a < b;
+  }
+};
+
+// Merges the ascending stretches [bounds[k], bounds[k + 1]) of rows pairwise until one is
+// left, through one scratch array of rows.
+void merge_stretches(uint32_t* rows, size_t n, std::vector<size_t> bounds, const ByStart& less,
+                     std::vector<uint32_t>& scratch) {
+  scratch.resize(n);
+  uint32_t* from = rows;
+  uint32_t* to = scratch.data();
+  while (bounds.size() > 2) {
+    std::vector<size_t> merged{0};
+    size_t k = 0;
+    for (; k + 2 < bounds.size(); k += 2) {
+      std::merge(from + bounds[k], from + bounds[k + 1], from + bounds[k + 1], from + bounds[k + 2],
+                 to + bounds[k], less);
+      merged.push_back(bounds[k + 2]);
+    }
+    if (k + 1 < bounds.size()) {  // an odd stretch out: carried over as it is
+      std::copy(from + bounds[k], from + bounds[k + 1], to + bounds[k]);
+      merged.push_back(bounds.back());
+    }
+    bounds.swap(merged);
+    std::swap(from, to);
+  }
+  if (from != rows) std::copy(from, from + n, rows);
+}
+
+// Sorts one thread's rows (ascending row numbers) by (ts, longer first, row). A thread's
+// events are nearly in order in the file (a few hundred descents in a million events): the
+// ascending stretches are merged, or left alone when there is one; keys are copied out (so
+// that comparisons touch one array, not three columns through an index) only for runs out
+// of order throughout.
+void sort_run(const EventTable& e, uint32_t* rows, size_t n, std::vector<uint32_t>& scratch) {
+  const ByStart less{e.ts.data(), e.dur.data()};
   std::vector<size_t> bounds{0};
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t r = rows[i];
-    keys[i] = {e.ts[r], -e.dur[r], r};
-    if (i > 0 && keys[i] < keys[i - 1]) bounds.push_back(i);
+  for (size_t i = 1; i < n; ++i) {
+    if (less(rows[i], rows[i - 1])) bounds.push_back(i);
   }
   bounds.push_back(n);
-  if (bounds.size() - 1 > n / 16 + 1) {
-    std::sort(keys.begin(), keys.end());
-  } else {
-    while (bounds.size() > 2) {
-      std::vector<size_t> merged{0};
-      size_t k = 0;
-      for (; k + 2 < bounds.size(); k += 2) {
-        std::inplace_merge(keys.begin() + static_cast<long>(bounds[k]),
-                           keys.begin() + static_cast<long>(bounds[k + 1]),
-                           keys.begin() + static_cast<long>(bounds[k + 2]));
-        merged.push_back(bounds[k + 2]);
-      }
-      if (k + 1 < bounds.size()) merged.push_back(bounds.back());
-      bounds.swap(merged);
-    }
-  }
+  if (bounds.size() <= 2) return;
+  if (bounds.size() - 1 <= n / 16 + 1)
+    return merge_stretches(rows, n, std::move(bounds), less, scratch);
+  std::vector<SortKey> keys(n);
+  for (size_t i = 0; i < n; ++i) keys[i] = {e.ts[rows[i]], -e.dur[rows[i]], rows[i]};
+  std::sort(keys.begin(), keys.end());
   for (size_t i = 0; i < n; ++i) rows[i] = static_cast<uint32_t>(keys[i].row);
 }
 
@@ -87,10 +113,10 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
             [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    std::vector<SortKey> keys;
+    std::vector<uint32_t> scratch;
     for (size_t k; (k = next.fetch_add(1)) < by_size.size();) {
       const uint32_t g = by_size[k];
-      sort_run(e, rows_.data() + begin_[g], counts[g], keys);
+      sort_run(e, rows_.data() + begin_[g], counts[g], scratch);
     }
   };
   std::vector<std::thread> pool;
