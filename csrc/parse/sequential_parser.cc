@@ -26,7 +26,8 @@ const ChunkError& SequentialParser::parse(const char* text, size_t len, uint64_t
   }
   if (reserved_ && expected_bytes_ > done && done > 0) {
     // Each table's final rows: what it holds, plus its rows per byte for the bytes to come,
-    // at the faster of its rate so far and its rate in this chunk (with a tenth to spare):
+    // at the faster of its rate so far and its rate in this chunk (with half to spare,
+    // which costs nothing until written: reserve_for_input):
     // tables written mostly near the end (GPU kernels, metadata) are otherwise regrown, and
     // copied, several times on the way.
     const std::vector<size_t> rows = table_rows(out_);
@@ -37,7 +38,7 @@ const ChunkError& SequentialParser::parse(const char* text, size_t len, uint64_t
       const double so_far = static_cast<double>(rows[t]) / static_cast<double>(done);
       const double recent = static_cast<double>(rows[t] - std::min(rows[t], rows_before_[t])) /
                             static_cast<double>(len);
-      final_rows[t] = rows[t] + static_cast<size_t>(1.1 * std::max(so_far, recent) * left);
+      final_rows[t] = rows[t] + static_cast<size_t>(1.5 * std::max(so_far, recent) * left);
     }
     grow_ahead(out_, final_rows);
     rows_before_ = rows;

@@ -126,7 +126,7 @@ void reserve_for_input(TraceColumns& into, const TraceColumns& sample, size_t sa
                        uint64_t expected_bytes) {
   if (expected_bytes == 0 || sample_bytes == 0) return;
   into.reserve_like(sample,
-                    1.3 * static_cast<double>(expected_bytes) / static_cast<double>(sample_bytes));
+                    2.0 * static_cast<double>(expected_bytes) / static_cast<double>(sample_bytes));
 }
 
 std::vector<size_t> table_rows(const TraceColumns& columns) {
