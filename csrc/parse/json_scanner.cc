@@ -4,6 +4,10 @@
 
 #include "io/format_error.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace hta {
 namespace {
 constexpr size_t npos = static_cast<size_t>(-1);
@@ -17,6 +21,27 @@ std::string describe_byte(char c) {
   std::snprintf(hex, sizeof hex, "0x%02x", u);
   return std::string("byte ") + hex;
 }
+// The first i >= from with p[i] '"' or '\\' (n if none): a string's content holds most of a
+// trace's bytes, and only these two can end it or change how the next byte reads. Never
+// reads at or past n.
+size_t next_quote_or_backslash(const char* p, size_t from, size_t n) {
+  size_t i = from;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i slash = _mm_set1_epi8('\\');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const auto hits = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, slash))));
+    if (hits != 0) return i + static_cast<size_t>(__builtin_ctz(hits));
+  }
+#endif
+  for (; i < n; ++i) {
+    if (p[i] == '"' || p[i] == '\\') return i;
+  }
+  return n;
+}
+
 }  // namespace
 
 bool find_last_boundary(const char* p, size_t n, size_t& end, size_t& next, size_t from) {
@@ -55,6 +80,11 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
   for (size_t i = 0; i < n; ++i) {
     const char c = p[i];
     if (in_string_) {
+      const bool keeps_key = phase_ == Phase::kHeader && depth_ == 1 && expect_key_;
+      if (!escape_ && !keeps_key && c != '"' && c != '\\') {
+        i = next_quote_or_backslash(p, i + 1, n) - 1;  // the loop's ++i lands on it
+        continue;
+      }
       if (escape_) {
         escape_ = false;
       } else if (c == '\\') {
