@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,3 +56,56 @@ def test_integer_ids_match_exact_value(whole, negative):
         assert t.events["pid"].to_pylist() == [value], text
     else:  # at or below the range names are stored in: kept as its text, and counted
         assert t.events.num_rows == 1 and t.stat("id_as_text") == 1, text
+
+
+SPACE = st.sampled_from(["", " ", "\n    ", "\t", "  \r\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    whole=DIGITS,
+    fraction=st.text(alphabet="0123456789", max_size=5),
+    negative=st.booleans(),
+    after_ts=SPACE,
+    after_id=SPACE,
+    id_digits=DIGITS,
+)
+def test_numbers_followed_by_whitespace_and_brackets(
+    whole, fraction, negative, after_ts, after_id, id_digits
+):
+    # The writers' spellings are read from 8-byte words past the value's end: what follows
+    # (whitespace, the closing brace of args, the next key) must not change the value.
+    ts = spelling(whole, fraction, negative)
+    ext = spelling(id_digits, "", False)
+    event = (
+        '{"ph": "X", "name": "a", "cat": "c", "pid": 7, "tid": 7, "ts": ' + ts + after_ts
+        + ', "dur": 1, "args": {"External id": ' + ext + after_id + "}}"
+    )  # fmt: skip
+    t = hta_fast.load(('{"traceEvents": [' + event + "]}").encode(), recover=True)
+    want_ts = expected_ns(ts)
+    if want_ts is None:
+        assert t.events.num_rows == 0, event
+        return
+    assert t.events["ts"].to_pylist() == [want_ts], event
+    want_ext = int(ext) if int(ext) < 2**63 else -1  # out of range: read as missing (recover)
+    assert t.events["external_id"].to_pylist() == [None if want_ext < 0 else want_ext], event
+
+
+@pytest.mark.parametrize(
+    "text, ns",
+    [("0", 0), ("-0", 0), ("0.5", 500), ("-0.001", -1), ("10", 10_000), ("01", None),
+     ("00", None), ("-01", None), ("01.5", None), ("1.", None), ("-", None), ("1e3", 10**6),
+     ("9223372036854775.807", 2**63 - 1), ("9223372036854775.808", None),
+     ("-9223372036854775.808", -(2**63)), ("12345678901234567", 12345678901234567000)],
+)  # fmt: skip
+def test_edge_spellings(text, ns):
+    # JSON allows no leading zero before a digit; the loader holds to it at every length.
+    t = load_one("ts", text)
+    if ns is None or not -(2**63) <= ns < 2**63:
+        assert t.events.num_rows == 0 and t.stat("bad_field") == 1, text
+    else:
+        assert t.events["ts"].to_pylist() == [ns], text
+    ids = load_one("pid", text)
+    if "." in text or "e" in text or ns is None or not -(2**63) <= ns // 1000 < 2**63:
+        return
+    assert ids.events["pid"].to_pylist() == [ns // 1000], text

@@ -34,7 +34,7 @@ std::string_view snippet(const char* start, const char* end, size_t max) {
 
 int64_t int_value(std::string_view tok) {
   int64_t x = 0;
-  switch (parse_int64(tok, x)) {
+  switch (parse_int64_padded(tok, x)) {
     case NumberStatus::kOk:
       return x;
     case NumberStatus::kOutOfRange:
@@ -53,7 +53,7 @@ int32_t int32_value(std::string_view tok) {
 
 int64_t time_value(std::string_view tok) {
   int64_t ns = 0;
-  switch (micros_to_ns(tok, ns)) {
+  switch (micros_to_ns_padded(tok, ns)) {
     case NumberStatus::kOk:
       return ns;
     case NumberStatus::kOutOfRange:
@@ -73,7 +73,7 @@ double double_value(std::string_view tok) {
 // Streams are integers; AMD runtime events write "0x0" and some tools write names.
 int32_t stream_value(std::string_view tok) {
   int64_t x = 0;
-  if (parse_int64(tok, x) == NumberStatus::kOk) {
+  if (parse_int64_padded(tok, x) == NumberStatus::kOk) {
     // CUPTI writes "no stream" as 2^32 - 1; anything else outside int32 is no stream either.
     return x >= INT32_MIN && x <= INT32_MAX ? static_cast<int32_t>(x) : -1;
   }
@@ -85,7 +85,7 @@ int32_t stream_value(std::string_view tok) {
 // read as such a name, so it is kept as its decimal text, as the string "-1099511627776" is.
 bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t& id) {
   int64_t x = 0;
-  switch (parse_int64(tok, x)) {
+  switch (parse_int64_padded(tok, x)) {
     case NumberStatus::kOk:
       if (x > kStringIdBase) {
         id = x;

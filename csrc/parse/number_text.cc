@@ -1,6 +1,7 @@
 #include "parse/number_text.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -173,7 +174,95 @@ NumberStatus scale_simple(bool negative, uint64_t digits, int shift, int64_t& ou
   return scale_to_int64(d, shift, out);
 }
 
+// The digits the 8 bytes of `w` start with (the first byte lowest): how many, 0 to 8. A byte
+// is a digit when its high nibble is 3 and adding 6 to it does not carry out of the low
+// nibble; a carry out of a byte of 0xFA or more spills only into the bytes after it, past
+// the first that is not a digit, which alone is looked for.
+[[gnu::always_inline]] inline unsigned leading_digits(uint64_t w) {
+  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
+  const uint64_t off =
+      ((w & kHigh) | (((w + 0x0606060606060606ULL) & kHigh) >> 4)) ^ 0x3333333333333333ULL;
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+  const uint64_t not_digit = (((off & kLow7) + kLow7) | off) & 0x8080808080808080ULL;
+  return not_digit ? static_cast<unsigned>(__builtin_ctzll(not_digit)) / 8 : 8;
+}
+
+// The value of the first `n` (1 to 8) digits of `w`: the bytes after them shifted out, zeros
+// (leading zero digits) shifted in, then combined as eight_digits does. Subtracting '0' from
+// a byte below it borrows only from the bytes after it, which are shifted out.
+[[gnu::always_inline]] inline uint64_t digits_value(uint64_t w, unsigned n) {
+  w = (w - 0x3030303030303030ULL) << (8 * (8 - n));
+  w = w * 10 + (w >> 8);
+  w = ((w & 0x000000FF000000FFULL) * 100 + ((w >> 16) & 0x000000FF000000FFULL));
+  return (w & 0xFFFFFFFFULL) * 10000 + (w >> 32);
+}
+
+constexpr uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+// Up to 16 digits at p (no leading zero before another digit): their value and count, or
+// false. Reads 16 bytes at p; digits past the 16th are left for the caller to find.
+[[gnu::always_inline]] inline bool quick_digits(const char* p, uint64_t& v, size_t& len) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  const unsigned first = leading_digits(w);
+  if (first == 0 || (p[0] == '0' && first > 1)) return false;
+  v = digits_value(w, first);
+  len = first;
+  if (first < 8) return true;
+  std::memcpy(&w, p + 8, 8);
+  const unsigned second = leading_digits(w);
+  if (second == 0) return true;
+  v = v * kPow10[second] + digits_value(w, second);  // a 17th digit fails the caller's check
+  len += second;
+  return true;
+}
+
+bool only_space(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_space(p[i])) return false;
+  }
+  return true;
+}
+
+// The writers' plain spellings, -?digits with up to 16 digits (and, as_micros, a fraction of
+// 1 to 3 digits) and JSON whitespace after, read from 8-byte words: the integer, or the
+// microseconds as nanoseconds; false for anything else, the general path's to judge. Reads
+// up to 32 bytes at the text's start.
+[[gnu::always_inline]] inline bool quick_number(std::string_view text, bool as_micros,
+                                                int64_t& out) {
+  const char* p = text.data();
+  const bool negative = !text.empty() && p[0] == '-';
+  size_t i = negative ? 1 : 0;
+  uint64_t v, fraction = 0;
+  size_t len;
+  if (text.size() <= i || !quick_digits(p + i, v, len) || len > text.size() - i) return false;
+  i += len;
+  if (as_micros) {
+    if (i < text.size() && p[i] == '.') {
+      uint64_t w;
+      std::memcpy(&w, p + i + 1, 8);
+      const unsigned digits = leading_digits(w);
+      if (digits == 0 || digits > 3 || digits > text.size() - i - 1) return false;
+      fraction = digits_value(w, digits) * kPow10[3 - digits];
+      i += 1 + digits;
+    }
+    v = v * 1000 + fraction;  // below 10^19: no wrap in 64 bits
+  }
+  if (v > static_cast<uint64_t>(INT64_MAX)) return false;  // -2^63 too: the general path
+  if (!only_space(p + i, text.size() - i)) return false;
+  out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  return true;
+}
+
 }  // namespace
+
+NumberStatus micros_to_ns_padded(std::string_view text, int64_t& out) {
+  return quick_number(text, true, out) ? NumberStatus::kOk : micros_to_ns(text, out);
+}
+
+NumberStatus parse_int64_padded(std::string_view text, int64_t& out) {
+  return quick_number(text, false, out) ? NumberStatus::kOk : parse_int64(text, out);
+}
 
 NumberStatus micros_to_ns(std::string_view text, int64_t& out) {
   text = trim_number_text(text);

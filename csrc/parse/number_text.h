@@ -15,6 +15,12 @@ NumberStatus micros_to_ns(std::string_view text, int64_t& out);
 // A decimal integer (an exact fraction such as "12.0" is accepted) -> int64.
 NumberStatus parse_int64(std::string_view text, int64_t& out);
 
+// The same two, for text whose first 32 bytes may be read (inside a parser's chunk, which
+// simdjson's padding follows): the writers' plain spellings are read from 8-byte words, the
+// rest as above.
+NumberStatus micros_to_ns_padded(std::string_view text, int64_t& out);
+NumberStatus parse_int64_padded(std::string_view text, int64_t& out);
+
 // Any decimal number -> double.
 NumberStatus parse_double(std::string_view text, double& out);
 

@@ -125,7 +125,8 @@ struct FieldError {
 std::string_view snippet(const char* start, const char* end, size_t max = 80);
 
 // Values from their text as written: `tok` runs from the value's first byte to the next
-// structural character (trailing whitespace included), as the reader finds it. Each throws
+// structural character (trailing whitespace included), as the reader finds it, in a chunk
+// padded as simdjson needs (its first 32 bytes may be read: number_text.h's *_padded). Each throws
 // FieldError on a value of the wrong kind, with the message both readers give.
 int64_t int_value(std::string_view tok);  // null -> -1
 int32_t int32_value(std::string_view tok);
