@@ -148,7 +148,9 @@ void Reader::read_mapped_events(MappedFile& map, int threads) {
 }
 
 void Reader::read_events(ChunkPipeline& pipeline) {
-  const size_t chunk = options_.chunk_size ? options_.chunk_size : size_t{1} << 20;
+  const size_t chunk = options_.chunk_size     ? options_.chunk_size
+                       : options_.threads == 1 ? size_t{512} << 10
+                                               : size_t{1} << 20;
   for (;;) {
     // The chunk buffer: "[" + carried bytes + blocks read straight into it, until it holds
     // an event boundary or the input ends. An event larger than a block so grows this one

@@ -14,8 +14,11 @@ struct ReadOptions {
   int threads = 0;  // 0 = one per core
   // Bytes of JSON per parsed chunk; 0 picks one. simdjson keeps ~5 bytes of index per byte
   // of its largest document for each parser, so mapped files use 512 KiB chunks (~2.5 MiB
-  // per thread; they parse no slower). Streams (gzip, zstd, bytes) use 1 MiB: each of their
-  // chunks is copied out of the decompressed blocks, and fewer, larger copies cost less.
+  // per thread; they parse no slower), and so do streams read on one thread, which inflate
+  // straight into the chunk (a chunk and its index then stay in a core's 2 MiB L2 here:
+  // 1.03x less CPU than 1 MiB, the peak up to 1.2 MB lower). Streams on more threads use 1 MiB:
+  // each of their chunks is copied out of the decompressed blocks, and fewer, larger copies cost
+  // less.
   size_t chunk_size = 0;
 };
 
