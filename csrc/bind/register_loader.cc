@@ -40,7 +40,7 @@ struct LoadedTrace {
 
 // Chunk buffers and link-pass scratch, once freed, may sit in malloc's heap and still count
 // as resident memory: hand them back to the system once the load is done. Not between the
-// read and the link pass: the pass's scratch (the per-thread order, its sort keys) takes the
+// read and the link pass: the pass's scratch (the per-thread order, its merge buffer) takes the
 // freed chunk buffers' place, warm; trimmed, it was faulted in anew (5 % of a load's CPU
 // here, the peak unchanged, since the read's own peak held those buffers and more).
 void release_free_memory() {
