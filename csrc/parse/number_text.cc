@@ -107,24 +107,36 @@ std::string_view trim_number_text(std::string_view s) {
 
 namespace {
 
-// Fast path for the common spellings: an optional '-', up to 19 digits with at most one
-// '.', no exponent. Accumulates in 64 bits; false sends the text to the general path, which
-// also rejects what JSON does not call a number ("01", "1.", ".5"). Inlined into its two
-// callers: as a call (which GCC chooses once the grammar checks are in), it cost ~5% of a
-// whole parse.
-// Eight ASCII digits at p: their value, or false when any byte is not a digit. A byte is a
-// digit when its high nibble is 3 and adding 6 to it does not carry out of the low nibble.
-// The digits are then combined pairwise (2, then 4, then 8 at a time) with multiplies.
+// The digits the 8 bytes of `w` start with (the first byte lowest): how many, 0 to 8. A byte
+// is a digit when its high nibble is 3 and adding 6 to it does not carry out of the low
+// nibble; a carry out of a byte of 0xFA or more spills only into the bytes after it, past
+// the first that is not a digit, which alone is looked for.
+[[gnu::always_inline]] inline unsigned leading_digits(uint64_t w) {
+  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
+  const uint64_t off =
+      ((w & kHigh) | (((w + 0x0606060606060606ULL) & kHigh) >> 4)) ^ 0x3333333333333333ULL;
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+  const uint64_t not_digit = (((off & kLow7) + kLow7) | off) & 0x8080808080808080ULL;
+  return not_digit ? static_cast<unsigned>(__builtin_ctzll(not_digit)) / 8 : 8;
+}
+
+// The value of the first `n` (1 to 8) digits of `w`: the bytes after them shifted out, zeros
+// (leading zero digits) shifted in, then combined pairwise (2, then 4, then 8 at a time)
+// with multiplies. Subtracting '0' from a byte below it borrows only from the bytes after
+// it, which are shifted out.
+[[gnu::always_inline]] inline uint64_t digits_value(uint64_t w, unsigned n) {
+  w = (w - 0x3030303030303030ULL) << (8 * (8 - n));
+  w = w * 10 + (w >> 8);
+  w = ((w & 0x000000FF000000FFULL) * 100 + ((w >> 16) & 0x000000FF000000FFULL));
+  return (w & 0xFFFFFFFFULL) * 10000 + (w >> 32);
+}
+
+// Eight ASCII digits at p: their value, or false when any byte is not a digit.
 [[gnu::always_inline]] inline bool eight_digits(const char* p, uint64_t& out) {
   uint64_t w;
   std::memcpy(&w, p, 8);
-  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
-  const uint64_t nibbles = (w & kHigh) | (((w + 0x0606060606060606ULL) & kHigh) >> 4);
-  if (nibbles != 0x3333333333333333ULL) return false;
-  w -= 0x3030303030303030ULL;  // bytes d0..d7, d0 first (lowest)
-  w = w * 10 + (w >> 8);       // byte 2k: 10*d(2k) + d(2k+1)
-  w = ((w & 0x000000FF000000FFULL) * 100 + ((w >> 16) & 0x000000FF000000FFULL));
-  out = (w & 0xFFFFFFFFULL) * 10000 + (w >> 32);  // the two 4-digit halves
+  if (leading_digits(w) != 8) return false;
+  out = digits_value(w, 8);
   return true;
 }
 
@@ -140,6 +152,11 @@ namespace {
   return i;
 }
 
+// Fast path for the common spellings: an optional '-', up to 19 digits with at most one
+// '.', no exponent. Accumulates in 64 bits; false sends the text to the general path, which
+// also rejects what JSON does not call a number ("01", "1.", ".5"). Inlined into its two
+// callers: as a call (which GCC chooses once the grammar checks are in), it cost ~5% of a
+// whole parse.
 [[gnu::always_inline]] inline bool parse_simple(std::string_view s, bool& negative,
                                                 uint64_t& digits, int& exponent) {
   const size_t size = s.size();
@@ -172,29 +189,6 @@ NumberStatus scale_simple(bool negative, uint64_t digits, int shift, int64_t& ou
   d.negative = negative;
   d.digits = digits;
   return scale_to_int64(d, shift, out);
-}
-
-// The digits the 8 bytes of `w` start with (the first byte lowest): how many, 0 to 8. A byte
-// is a digit when its high nibble is 3 and adding 6 to it does not carry out of the low
-// nibble; a carry out of a byte of 0xFA or more spills only into the bytes after it, past
-// the first that is not a digit, which alone is looked for.
-[[gnu::always_inline]] inline unsigned leading_digits(uint64_t w) {
-  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
-  const uint64_t off =
-      ((w & kHigh) | (((w + 0x0606060606060606ULL) & kHigh) >> 4)) ^ 0x3333333333333333ULL;
-  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
-  const uint64_t not_digit = (((off & kLow7) + kLow7) | off) & 0x8080808080808080ULL;
-  return not_digit ? static_cast<unsigned>(__builtin_ctzll(not_digit)) / 8 : 8;
-}
-
-// The value of the first `n` (1 to 8) digits of `w`: the bytes after them shifted out, zeros
-// (leading zero digits) shifted in, then combined as eight_digits does. Subtracting '0' from
-// a byte below it borrows only from the bytes after it, which are shifted out.
-[[gnu::always_inline]] inline uint64_t digits_value(uint64_t w, unsigned n) {
-  w = (w - 0x3030303030303030ULL) << (8 * (8 - n));
-  w = w * 10 + (w >> 8);
-  w = ((w & 0x000000FF000000FFULL) * 100 + ((w >> 16) & 0x000000FF000000FFULL));
-  return (w & 0xFFFFFFFFULL) * 10000 + (w >> 32);
 }
 
 constexpr uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
