@@ -72,8 +72,9 @@ def main() -> None:
                 "import_s": import_s,
                 "peak_rss_mb": r1.ru_maxrss / 1024,
                 # The load's peak above what the process held before it (the interpreter
-                # and imports): the load's own memory.
-                "load_peak_mb": max(0, memory_kb("VmHWM") - rss_before) / 1024,
+                # and imports): the load's own memory, in MB (10^6 bytes) like json_mb, so
+                # that their ratio is one of bytes to bytes.
+                "load_peak_mb": max(0, memory_kb("VmHWM") - rss_before) * 1024 / 1e6,
                 "events": events.num_rows,
                 "json_mb": trace.meta.json_bytes / 1e6,
                 "columns_mb": columns / 1e6,

@@ -11,8 +11,9 @@ medians of --runs runs: wall, CPU, MB of JSON per CPU-second, peak RSS, and the 
 
 --real takes recorded traces instead: the --largest files (by JSON size) found under the
 folders, each timed as recorded (.json.gz, one thread, inflate included), as plain JSON (a
-copy inflated once under --out, one thread and two) and by the reference's load of the
-recorded file, all in this run; it ends with the geometric means.
+copy inflated once under --out, one thread and two; the three taken in turn, --runs times)
+and by the reference's load of the recorded file, all in this run; it ends with the
+geometric means.
 """
 
 from __future__ import annotations
@@ -47,7 +48,21 @@ def ensure_trace(out: Path, size_mb: float) -> tuple[Path, Path]:
 
 
 def median_run(cmd: list[str], runs: int, timeout_s: float) -> dict:
-    results = [run_measured(cmd, timeout_s=timeout_s) for _ in range(runs)]
+    return median_of([run_measured(cmd, timeout_s=timeout_s) for _ in range(runs)])
+
+
+def median_runs_alternating(cmds: list[list[str]], runs: int, timeout_s: float) -> list[dict]:
+    """median_run of each command, the commands run in turn (a, b, a, b, ...): the machine's
+    pace drifts by tens of percent within minutes, and ratios between the commands should
+    not take the drift for a difference."""
+    results: list[list[dict]] = [[] for _ in cmds]
+    for _ in range(runs):
+        for cmd, got in zip(cmds, results):
+            got.append(run_measured(cmd, timeout_s=timeout_s))
+    return [median_of(r) for r in results]
+
+
+def median_of(results: list[dict]) -> dict:
     inner = [r["result"] for r in results]
     return {
         "wall_s": statistics.median(r["wall_s"] for r in inner),
@@ -93,6 +108,11 @@ def plain_copy(path: Path, out: Path) -> Path:
     return dst
 
 
+def rss_over_json(peak_rss_mib: float, json_mb: float) -> float:
+    """Peak RSS (MiB, as the kernel counts it) over the JSON's size (MB): bytes over bytes."""
+    return peak_rss_mib * 2**20 / 1e6 / json_mb
+
+
 def geomean(xs: list[float]) -> float:
     return statistics.geometric_mean(xs) if xs else float("nan")
 
@@ -107,9 +127,15 @@ def bench_real(folders: list[Path], largest: int, runs: int, out: Path, skip_ref
     for path, size in largest_traces(folders, largest):
         mb = size / 1e6
         plain = plain_copy(path, out)
-        gz1 = median_run(fast + [str(path), "--threads", "1"], runs, 600)
-        js1 = median_run(fast + [str(plain), "--threads", "1"], runs, 600)
-        js2 = median_run(fast + [str(plain), "--threads", "2"], runs, 600)
+        gz1, js1, js2 = median_runs_alternating(
+            [
+                fast + [str(path), "--threads", "1"],
+                fast + [str(plain), "--threads", "1"],
+                fast + [str(plain), "--threads", "2"],
+            ],
+            runs,
+            600,
+        )
         ref = None
         if not skip_ref:
             ref = median_run([str(REF_PYTHON), str(HERE / "bench_ref_load.py"), str(path)], 1, 3600)
@@ -181,12 +207,13 @@ def main() -> None:
 
     print(f"\nfile: {plain} ({json_mb:.0f} MB of JSON; gzip {gz.stat().st_size / 1e6:.0f} MB)")
     print(
-        f"{'loader':22s} {'wall s':>8s} {'cpu s':>8s} {'MB/cpu-s':>9s} {'peak RSS MB':>12s} {'RSS/JSON':>9s} {'events':>10s}"
+        f"{'loader':22s} {'wall s':>8s} {'cpu s':>8s} {'MB/cpu-s':>9s} {'peak RSS MiB':>12s} {'RSS/JSON':>9s} {'events':>10s}"
     )
     for name, r in rows.items():
         print(
             f"{name:22s} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {json_mb / r['cpu_s']:9.0f} "
-            f"{r['peak_rss_mb']:12.0f} {r['peak_rss_mb'] / json_mb:9.2f} {r['events']:10d}"
+            f"{r['peak_rss_mb']:12.0f} {rss_over_json(r['peak_rss_mb'], json_mb):9.2f} "
+            f"{r['events']:10d}"
         )
     one, two, gzr = rows["hta_fast 1 thread"], rows["hta_fast 2 threads"], rows["hta_fast .json.gz"]
     print(f"\n2 threads vs 1 (wall): {one['wall_s'] / two['wall_s']:.2f}x")

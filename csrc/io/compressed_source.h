@@ -15,7 +15,11 @@ std::unique_ptr<ByteSource> make_zstd_source(std::unique_ptr<ByteSource> compres
 // compressed offset for error messages.
 class CompressedInput {
  public:
-  explicit CompressedInput(std::unique_ptr<ByteSource> raw) : raw_(std::move(raw)), buf_(1 << 20) {}
+  // 256 KiB of compressed input at a time: the buffer is resident for the whole load and
+  // counts at its peak (with 1 MiB, flux_aiter's peak was 0.8 MB higher), while four times
+  // the reads cost nothing measurable.
+  explicit CompressedInput(std::unique_ptr<ByteSource> raw)
+      : raw_(std::move(raw)), buf_(256 << 10) {}
   // Makes input available; false at the end of the compressed stream.
   bool fill();
   const unsigned char* data() const {

@@ -84,27 +84,31 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   if (n > UINT32_MAX) {
     throw FormatError(ErrorCode::kTooLarge, std::nullopt, "more than 2^32 events in one trace");
   }
-  // Group ids in order of first appearance; consecutive events usually share a thread.
-  std::vector<uint32_t> group(n);
+  // Group ids in order of first appearance; consecutive events usually share a thread, so
+  // a group is looked up only where the thread changes. Counted first, then placed by a
+  // second pass that looks the groups up again: an array of each event's group would be the
+  // largest block of the link pass (4 bytes an event), at the load's peak.
   std::vector<size_t> counts;
-  std::pair<int64_t, int64_t> last_key{0, 0};
-  uint32_t last_group = UINT32_MAX;
-  for (size_t i = 0; i < n; ++i) {
-    const std::pair<int64_t, int64_t> key{e.pid[i], e.tid[i]};
-    if (last_group == UINT32_MAX || key != last_key) {
-      auto [it, inserted] = group_of_.try_emplace(key, static_cast<uint32_t>(counts.size()));
-      if (inserted) counts.push_back(0);
-      last_key = key;
-      last_group = it->second;
+  const auto for_each_group = [&](auto&& f) {
+    std::pair<int64_t, int64_t> last_key{0, 0};
+    uint32_t last_group = UINT32_MAX;
+    for (size_t i = 0; i < n; ++i) {
+      const std::pair<int64_t, int64_t> key{e.pid[i], e.tid[i]};
+      if (last_group == UINT32_MAX || key != last_key) {
+        auto [it, inserted] = group_of_.try_emplace(key, static_cast<uint32_t>(counts.size()));
+        if (inserted) counts.push_back(0);
+        last_key = key;
+        last_group = it->second;
+      }
+      f(i, last_group);
     }
-    group[i] = last_group;
-    ++counts[last_group];
-  }
+  };
+  for_each_group([&](size_t, uint32_t g) { ++counts[g]; });
   begin_.assign(counts.size() + 1, 0);
   for (size_t g = 0; g < counts.size(); ++g) begin_[g + 1] = begin_[g] + counts[g];
   rows_.resize(n);
   std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
-  for (size_t i = 0; i < n; ++i) rows_[fill[group[i]]++] = static_cast<uint32_t>(i);
+  for_each_group([&](size_t i, uint32_t g) { rows_[fill[g]++] = static_cast<uint32_t>(i); });
 
   // Sort the runs, largest first, spread over the threads.
   std::vector<uint32_t> by_size(counts.size());
