@@ -334,3 +334,30 @@ def test_fuzz_families_read_the_same(family, monkeypatch):
         for recover in (False, True):
             kw = {"threads": 1, "recover": recover}
             assert_same(read(monkeypatch, data, True, **kw), read(monkeypatch, data, False, **kw))
+
+
+# Texts that look alike to the walker's cache of recent strings (csrc/parse/recent_strings.h):
+# the same length, the same first bytes, or a short text followed by the same bytes.
+LOOKALIKES = st.sampled_from(
+    ["", "a", "ab", "a c", "aten::copy_", "aten::copy_A", "aten::copy_B", "aten::copz_"]
+    + ["aten::mm_0123456789abcdefX", "aten::mm_0123456789abcdefY", "[[1, 2], []]", "[[1, 3], []]"]
+)
+
+
+@SETTINGS
+@given(texts=st.lists(st.tuples(LOOKALIKES, LOOKALIKES), min_size=1, max_size=300))
+def test_lookalike_names_keep_their_own_ids(texts, monkeypatch):
+    events = [
+        event(name=name, ts=i, args={"Input type": arg, "Input Dims": json.loads(arg)})
+        if arg.startswith("[")
+        else event(name=name, ts=i, args={"Input type": arg})
+        for i, (name, arg) in enumerate(texts)
+    ]
+    walked = read(monkeypatch, doc(events), True, threads=1)
+    assert stops(walked[1]) == 0
+    names = walked[1].events.column("name").to_pylist()
+    assert names == [name for name, _ in texts]
+    assert walked[1].op_args.column("input_type").to_pylist() == [arg for _, arg in texts]
+    dims = walked[1].op_args.column("input_dims").to_pylist()
+    assert dims == [arg if arg.startswith("[") else None for _, arg in texts]
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1))

@@ -9,6 +9,7 @@
 #include "parse/member_layout.h"
 #include "parse/number_text.h"
 #include "parse/raw_event.h"
+#include "parse/recent_strings.h"
 #include "trace/tables.h"
 
 #if defined(__SSE2__)
@@ -47,7 +48,13 @@ class Walker final : public EventEnd {
  public:
   Walker(TraceColumns& out, MemberLayout& layout, const char* text, const uint32_t* index,
          uint32_t count)
-      : out_(out), store_(out), layout_(layout), text_(text), s_(index), last_(index + count - 1) {}
+      : out_(out),
+        store_(out),
+        layout_(layout),
+        recent_(out.strings),
+        text_(text),
+        s_(index),
+        last_(index + count - 1) {}
 
   size_t walk(uint64_t file_offset);
   const char* at(const char*) override { return event_end_; }
@@ -95,6 +102,7 @@ class Walker final : public EventEnd {
   TraceColumns& out_;
   EventStore store_;
   MemberLayout& layout_;
+  RecentStrings recent_;        // names and argument texts: they repeat
   std::string_view other_key_;  // a counter's key read without an id (the table full)
   const char* text_;
   const uint32_t* s_;     // the cursor: the structural position being read
@@ -222,7 +230,7 @@ void Walker::read_members(int level, Read&& read) {
 }
 
 int32_t Walker::read_string() {
-  if (here() == '"') return out_.strings.intern(plain_string());
+  if (here() == '"') return recent_.intern(plain_string());
   const std::string_view tok = scalar();
   if (tok.substr(0, 4) == "null") return -1;
   stop();
@@ -232,7 +240,7 @@ int32_t Walker::read_raw_json() {
   switch (here()) {
     case '[':
     case '{':
-      return out_.strings.intern(nested());
+      return recent_.intern(nested());
     case '"':
       return read_string();
     default:
