@@ -2,13 +2,15 @@
 """Two builds of hta_fast loading the same recorded traces, in turn, in one run.
 
     python benchmarks/ab_load.py BASE_PYTHON NEW_PYTHON [--real DIR ...] [--largest 10] [--runs 3]
-                                 [--threads 1] [--plain]
+                                 [--threads 1] [--plain] [--statistic median|min]
 
 Each python is an environment with one build installed (a worktree of the commit before a
 change, say). Runs alternate base, new, base, ... per trace (fresh processes, the files as
 recorded, or with --plain their inflated copies as bench_load.py makes them), so a noisy
-neighbour slows both alike; prints MB of JSON per CPU-second and the wall time, medians,
-and the ratios new / base with their geometric means.
+neighbour slows both alike; prints MB of JSON per CPU-second and the wall time, medians (or,
+with --statistic min, the least of the runs: on a machine whose pace drifts by tens of per
+cent, the least is the steadiest estimate of what the code costs), and the ratios new / base
+with their geometric means.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plain", action="store_true", help="the inflated copies of .gz traces")
+    ap.add_argument("--statistic", choices=("median", "min"), default="median")
     ap.add_argument("--out", type=Path, default=Path("/tmp/htafast-bench"))
     args = ap.parse_args()
+    pick = statistics.median if args.statistic == "median" else min
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     cpu_ratios, wall_ratios = [], []
     print(
@@ -53,8 +57,8 @@ def main() -> None:
                 got = run_measured(cmd + ["--threads", str(args.threads)], env=env)["result"]
                 cpu[which].append(got["cpu_s"])
                 wall[which].append(got["wall_s"])
-        rate = {k: size / 1e6 / statistics.median(v) for k, v in cpu.items()}
-        ms = {k: 1e3 * statistics.median(v) for k, v in wall.items()}
+        rate = {k: size / 1e6 / pick(v) for k, v in cpu.items()}
+        ms = {k: 1e3 * pick(v) for k, v in wall.items()}
         cpu_ratios.append(rate["new"] / rate["base"])
         wall_ratios.append(ms["base"] / ms["new"])
         name = str(path.relative_to(path.parents[1]))[:50]

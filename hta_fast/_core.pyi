@@ -61,6 +61,7 @@ class ColumnRole(enum.Enum):
     string = 1
     enum = 2
     id = 3
+    row = 4
 
 class ColumnSpec:
     @property

@@ -1,5 +1,7 @@
 #include "parse/event_store.h"
 
+#include "trace/row_limit.h"
+
 namespace hta {
 
 void EventStore::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text) {
@@ -33,7 +35,8 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
         ev.dur = 0;
       }
       auto& e = out_.events;
-      const int64_t row = static_cast<int64_t>(e.ts.size());
+      check_event_rows(e.ts.size() + 1);
+      const auto row = static_cast<int32_t>(e.ts.size());
       const ArgValues& a = ev.args;
       e.ts.push_back(ev.ts);
       e.dur.push_back(ev.dur);

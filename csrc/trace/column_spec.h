@@ -8,11 +8,12 @@
 namespace hta {
 
 // X(enumerator, Python name): the binding exposes these as hta_fast._core.ColumnRole.
-#define HTA_COLUMN_ROLES(X)                                \
-  X(kPlain, plain)   /* a number */                        \
-  X(kString, string) /* a StringPool id; -1 = none */      \
-  X(kEnum, enum)     /* a code with a label (EnumLabel) */ \
-  X(kId, id)         /* a pid/tid/flow id; string ids sit at kStringIdBase - pool id */
+#define HTA_COLUMN_ROLES(X)                                                             \
+  X(kPlain, plain)   /* a number */                                                     \
+  X(kString, string) /* a StringPool id; -1 = none */                                   \
+  X(kEnum, enum)     /* a code with a label (EnumLabel) */                              \
+  X(kId, id)         /* a pid/tid/flow id; string ids sit at kStringIdBase - pool id */ \
+  X(kRow, row)       /* a row of the events table; -1 = none */
 
 #define HTA_COLUMN_ROLE_ENUMERATOR(id, name) id,
 enum class ColumnRole : uint8_t { HTA_COLUMN_ROLES(HTA_COLUMN_ROLE_ENUMERATOR) };
@@ -49,6 +50,11 @@ constexpr ColumnSpec plain() { return ColumnSpec{}; }
 constexpr ColumnSpec exact() {
   ColumnSpec s;
   s.nullable = false;
+  return s;
+}
+constexpr ColumnSpec row_in_events() {
+  ColumnSpec s;
+  s.role = ColumnRole::kRow;
   return s;
 }
 constexpr ColumnSpec string_id() {

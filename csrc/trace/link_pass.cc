@@ -11,12 +11,13 @@
 #include "io/format_error.h"
 #include "trace/event_kind.h"
 #include "trace/kernel_classifier.h"
+#include "trace/row_limit.h"
 #include "trace/thread_order.h"
 
 namespace hta {
 namespace {
 
-using Rows = std::vector<int64_t>;
+using Rows = std::vector<int32_t>;
 
 void shift_times(TraceColumns& t, int64_t base) {
   if (base == 0) return;
@@ -66,10 +67,10 @@ void assign_kinds(TraceColumns& t, const LinkOptions& options) {
 bool is_launch_side(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }
 bool is_linkable_gpu(EventKind k) { return is_gpu_kind(k) && k != EventKind::kGpuUserAnnotation; }
 
-void link(EventTable& e, int64_t gpu_row, int64_t launch_row) {
+void link(EventTable& e, int32_t gpu_row, int32_t launch_row) {
   e.partner[gpu_row] = launch_row;
   // A launch points at its first GPU event (a graph launch has many).
-  int64_t& first = e.partner[launch_row];
+  int32_t& first = e.partner[launch_row];
   if (first < 0 || e.ts[gpu_row] < e.ts[first]) first = gpu_row;
 }
 
@@ -90,8 +91,7 @@ class LaunchIndex {
     }
     if (n == 0) return;
     // int32 slots, up to 8 per launch: at most twice the memory of the sorted list.
-    dense_ = static_cast<uint64_t>(hi - lo) < 8 * static_cast<uint64_t>(n) + 1024 &&
-             e.size() < static_cast<size_t>(INT32_MAX);
+    dense_ = static_cast<uint64_t>(hi - lo) < 8 * static_cast<uint64_t>(n) + 1024;
     base_ = lo;
     if (dense_) table_.assign(static_cast<size_t>(hi - lo) + 1, -1);
     for (size_t i = 0; i < e.size(); ++i) {
@@ -104,7 +104,7 @@ class LaunchIndex {
         else
           slot = static_cast<int32_t>(i);
       } else {
-        sorted_.emplace_back(e.correlation[i], static_cast<int64_t>(i));
+        sorted_.emplace_back(e.correlation[i], static_cast<int32_t>(i));
       }
     }
     if (dense_) return;
@@ -121,14 +121,14 @@ class LaunchIndex {
   }
 
   // The launch row with this correlation id, or -1.
-  int64_t find(int64_t correlation) const {
+  int32_t find(int64_t correlation) const {
     if (dense_) {
       const int64_t k = correlation - base_;
       return k >= 0 && k < static_cast<int64_t>(table_.size()) ? table_[static_cast<size_t>(k)]
                                                                : -1;
     }
     auto it =
-        std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, int64_t{-1}));
+        std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, int32_t{-1}));
     return it != sorted_.end() && it->first == correlation ? it->second : -1;
   }
 
@@ -136,7 +136,7 @@ class LaunchIndex {
   bool dense_ = false;
   int64_t base_ = 0;
   std::vector<int32_t> table_;
-  std::vector<std::pair<int64_t, int64_t>> sorted_;
+  std::vector<std::pair<int64_t, int32_t>> sorted_;
 };
 
 void link_by_correlation(TraceColumns& t) {
@@ -144,8 +144,8 @@ void link_by_correlation(TraceColumns& t) {
   const LaunchIndex launches(t);
   for (size_t i = 0; i < e.size(); ++i) {
     if (e.correlation[i] < 0 || !is_linkable_gpu(static_cast<EventKind>(e.kind[i]))) continue;
-    const int64_t launch = launches.find(e.correlation[i]);
-    if (launch >= 0) link(e, static_cast<int64_t>(i), launch);
+    const int32_t launch = launches.find(e.correlation[i]);
+    if (launch >= 0) link(e, static_cast<int32_t>(i), launch);
   }
 }
 
@@ -175,14 +175,14 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
     // start at or before it.
     const uint32_t* it = std::upper_bound(rows + begin, rows + end, f.ts[i],
                                           [&](int64_t ts, uint32_t row) { return ts < e.ts[row]; });
-    int64_t bound = -1;
+    int32_t bound = -1;
     for (int back = 0; back < 16 && it != rows + begin; ++back) {
-      int64_t r = *--it;
+      auto r = static_cast<int32_t>(*--it);
       if (e.ts[r] + e.dur[r] >= f.ts[i]) {
         // Of events with the very same extent (zero-length calls at one instant, say),
         // the first in the file.
         while (it != rows + begin && e.ts[it[-1]] == e.ts[r] && e.dur[it[-1]] == e.dur[r])
-          r = *--it;
+          r = static_cast<int32_t>(*--it);
         bound = r;
         break;
       }
@@ -227,9 +227,9 @@ void link_by_flows(TraceColumns& t) {
   };
   // Finish endpoints on GPU events that correlation ids left unlinked; usually none, and
   // then there is nothing to pair.
-  std::vector<std::pair<int64_t, int64_t>> starts, finishes;  // (id, event row)
+  std::vector<std::pair<int64_t, int32_t>> starts, finishes;  // (id, event row)
   for (size_t i = 0; i < f.size(); ++i) {
-    const int64_t row = f.event[i];
+    const int32_t row = f.event[i];
     if (row < 0 || f.phase[i] == 's' || e.partner[row] >= 0 ||
         !is_linkable_gpu(static_cast<EventKind>(e.kind[row])) || !is_launch(f.cat[i])) {
       continue;
@@ -244,7 +244,7 @@ void link_by_flows(TraceColumns& t) {
   std::sort(starts.begin(), starts.end());
   for (auto [id, gpu_row] : finishes) {
     if (e.partner[gpu_row] >= 0) continue;
-    auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(id, int64_t{-1}));
+    auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(id, int32_t{-1}));
     if (it == starts.end() || it->first != id) continue;
     if (is_launch_side(static_cast<EventKind>(e.kind[it->second]))) link(e, gpu_row, it->second);
   }
@@ -278,8 +278,9 @@ bool can_be_parent(EventKind k) { return k != EventKind::kRuntime && k != EventK
 void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
   const auto& rows = order.rows();
   Rows stack;
-  int64_t prev = -1;
-  for (const int64_t r : rows) {
+  int32_t prev = -1;
+  for (const uint32_t row : rows) {
+    const auto r = static_cast<int32_t>(row);
     const auto kind = static_cast<EventKind>(e.kind[r]);
     if (is_gpu_kind(kind)) continue;
     if (prev >= 0 && (e.pid[prev] != e.pid[r] || e.tid[prev] != e.tid[r])) stack.clear();
@@ -318,7 +319,7 @@ void assign_steps(TraceColumns& t) {
     }
     if (s >= 0) {
       windows.push_back({e.ts[i], e.ts[i] + e.dur[i], s});
-      t.steps.row.push_back(static_cast<int64_t>(i));
+      t.steps.row.push_back(static_cast<int32_t>(i));
       t.steps.step.push_back(s);
       t.steps.ts.push_back(e.ts[i]);
       t.steps.dur.push_back(e.dur[i]);
@@ -345,6 +346,7 @@ void assign_steps(TraceColumns& t) {
 }  // namespace
 
 void link_trace(TraceColumns& t, const LinkOptions& options) {
+  check_event_rows(t.events.size());
   shift_times(t, options.base_time_ns);
   assign_kinds(t, options);
   // The per-thread order reads only pid, tid, ts and dur: build it while launches link.

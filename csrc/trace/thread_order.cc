@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "io/format_error.h"
+#include "trace/row_limit.h"
 
 namespace hta {
 namespace {
@@ -81,9 +81,7 @@ void sort_run(const EventTable& e, uint32_t* rows, size_t n, std::vector<uint32_
 
 ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   const size_t n = e.size();
-  if (n > UINT32_MAX) {
-    throw FormatError(ErrorCode::kTooLarge, std::nullopt, "more than 2^32 events in one trace");
-  }
+  check_event_rows(n);
   // Group ids in order of first appearance; consecutive events usually share a thread, so
   // a group is looked up only where the thread changes. Counted first, then placed by a
   // second pass that looks the groups up again: an array of each event's group would be the

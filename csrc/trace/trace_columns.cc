@@ -5,6 +5,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "trace/row_limit.h"
+
 namespace hta {
 
 const std::vector<ColumnDecl>& column_decls() {
@@ -26,6 +28,8 @@ const std::vector<ColumnDecl>& column_decls() {
 }
 
 void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
+  check_event_rows(static_cast<size_t>(row_base) + chunk.events.size());
+  const auto row_shift = static_cast<int32_t>(row_base);
   std::vector<int32_t> remap(static_cast<size_t>(chunk.strings.size()));
   bool identity = true;
   for (int32_t i = 0; i < chunk.strings.size(); ++i) {
@@ -33,12 +37,16 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
     identity &= remap[i] == i;
   }
   chunk.for_each_table([&](const char*, auto& table) {
-    table.for_each_column_spec([&](const char* col, auto& v, const ColumnSpec& spec) {
+    table.for_each_column_spec([&](const char*, auto& v, const ColumnSpec& spec) {
       using T = typename std::decay_t<decltype(v)>::value_type;
       if constexpr (std::is_same_v<T, int32_t>) {
         if (!identity && spec.role == ColumnRole::kString) {
           for (auto& x : v) {
             if (x >= 0) x = remap[x];
+          }
+        } else if (spec.role == ColumnRole::kRow && row_shift != 0) {
+          for (auto& x : v) {
+            if (x >= 0) x += row_shift;
           }
         }
       } else if constexpr (std::is_same_v<T, int64_t>) {
@@ -46,8 +54,6 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
           for (auto& x : v) {
             if (is_string_id(x)) x = kStringIdBase - remap[kStringIdBase - x];
           }
-        } else if (std::string_view(col) == "row" && row_base != 0) {
-          for (auto& x : v) x += row_base;
         }
       }
     });

@@ -66,7 +66,8 @@ const std::vector<ColumnDecl>& column_decls();
 // Merging a chunk parsed with its own StringPool into the whole trace. First rebase_chunk
 // (on the chunk's worker thread): interns the chunk's strings into `pool` (the trace's),
 // rewrites its string ids (and string pids/tids) to the pool's, and shifts the event rows
-// that argument tables point at by `row_base`, the number of events before the chunk.
+// that its columns point at (ColumnRole::kRow) by `row_base`, the number of events before
+// the chunk; kTooLarge when the rows would pass 32 bits (trace/row_limit.h).
 void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base);
 
 // Then the append, split for threads: chunks take turns to claim their place at the end of
