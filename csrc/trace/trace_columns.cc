@@ -98,9 +98,13 @@ void reserve_for(TraceColumns& into, const TraceColumns& chunk, double growth) {
 
 void append_columns(TraceColumns& into, TraceColumns& part, double growth) {
   zip_columns(into, part, [&](auto& dst, auto& src) {
-    const size_t need = dst.size() + src.size();
+    using T = typename std::decay_t<decltype(src)>::value_type;
+    const size_t at = dst.size(), need = at + src.size();
     if (need > dst.capacity()) dst.reserve(static_cast<size_t>(static_cast<double>(need) * growth));
-    dst.insert(dst.end(), src.begin(), src.end());
+    // Grown uninitialised (Column's allocator) and filled by memcpy: insert() would copy
+    // element by element, as the allocator constructs each one.
+    dst.resize(need);
+    if (!src.empty()) std::memcpy(dst.data() + at, src.data(), src.size() * sizeof(T));
     std::decay_t<decltype(src)>().swap(src);  // freed now, not with the whole part
   });
   into.stats.merge(part.stats);
