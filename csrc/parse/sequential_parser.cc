@@ -17,33 +17,41 @@ const ChunkError& SequentialParser::parse(const char* text, size_t len, uint64_t
   error_ = parser_.parse(text, len, file_offset, out_);
   parse_ns_ += now_ns() - t0;
   if (error_.on_demand) ++on_demand_chunks_;
-  if (error_.failed || expected_bytes_ == 0) return error_;
+  if (error_.failed) return error_;
+  const std::vector<size_t> rows = table_rows(out_);
+  rows_before_.resize(rows.size(), 0);
+  std::vector<size_t> recent(rows.size());
+  for (size_t t = 0; t < rows.size(); ++t) recent[t] = rows[t] - std::min(rows[t], rows_before_[t]);
+  rows_before_ = rows;
+  if (expected_bytes_ != 0) size_ahead(rows, recent, len, file_offset, out_.events.size() > before);
+  // The next chunk's rows, each table's as this one's with a quarter to spare.
+  for (size_t& r : recent) r += r / 4;
+  pages_ahead_.before_rows(out_, recent);
+  return error_;
+}
+
+void SequentialParser::size_ahead(const std::vector<size_t>& rows,
+                                  const std::vector<size_t>& recent, size_t len,
+                                  uint64_t file_offset, bool has_events) {
   const uint64_t done = file_offset - 1 + len - origin_;  // bytes read so far
-  if (!reserved_ && out_.events.size() > before) {
+  if (!reserved_ && has_events) {
     // The first chunk with events: room for the whole input at its rows per byte.
     reserved_ = true;
     reserve_for_input(out_, out_, len, expected_bytes_);
   }
-  if (reserved_ && expected_bytes_ > done && done > 0) {
-    // Each table's final rows: what it holds, plus its rows per byte for the bytes to come,
-    // at the faster of its rate so far and its rate in this chunk (with half to spare,
-    // which costs nothing until written: reserve_for_input):
-    // tables written mostly near the end (GPU kernels, metadata) are otherwise regrown, and
-    // copied, several times on the way.
-    const std::vector<size_t> rows = table_rows(out_);
-    rows_before_.resize(rows.size(), 0);
-    const double left = static_cast<double>(expected_bytes_ - done);
-    std::vector<size_t> final_rows(rows.size());
-    for (size_t t = 0; t < rows.size(); ++t) {
-      const double so_far = static_cast<double>(rows[t]) / static_cast<double>(done);
-      const double recent = static_cast<double>(rows[t] - std::min(rows[t], rows_before_[t])) /
-                            static_cast<double>(len);
-      final_rows[t] = rows[t] + static_cast<size_t>(1.5 * std::max(so_far, recent) * left);
-    }
-    grow_ahead(out_, final_rows);
-    rows_before_ = rows;
+  if (!reserved_ || expected_bytes_ <= done || done == 0) return;
+  // Each table's final rows: what it holds, plus its rows per byte for the bytes to come,
+  // at the faster of its rate so far and its rate in this chunk (with half to spare, which
+  // costs nothing until written: reserve_for_input): tables written mostly near the end
+  // (GPU kernels, metadata) are otherwise regrown, and copied, several times on the way.
+  const double left = static_cast<double>(expected_bytes_ - done);
+  std::vector<size_t> final_rows(rows.size());
+  for (size_t t = 0; t < rows.size(); ++t) {
+    const double so_far = static_cast<double>(rows[t]) / static_cast<double>(done);
+    const double rate = static_cast<double>(recent[t]) / static_cast<double>(len);
+    final_rows[t] = rows[t] + static_cast<size_t>(1.5 * std::max(so_far, rate) * left);
   }
-  return error_;
+  grow_ahead(out_, final_rows);
 }
 
 }  // namespace hta

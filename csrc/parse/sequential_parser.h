@@ -1,12 +1,14 @@
 // Parses chunks one after another on the calling thread, straight into one TraceColumns,
 // sizing the columns ahead so that they are not regrown (and copied) as the input goes on:
 // from the first chunk's rows for the bytes expected, then, as the rows per byte so far
-// show, for tables the first chunk lacked (GPU kernels come after the CPU side).
+// show, for tables the first chunk lacked (GPU kernels come after the CPU side); and backing
+// the next chunk's rows with pages before they are written (trace/pages_ahead.h).
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "parse/event_parser.h"
+#include "trace/pages_ahead.h"
 
 namespace hta {
 
@@ -26,6 +28,10 @@ class SequentialParser {
   uint64_t on_demand_chunks() const { return on_demand_chunks_; }
 
  private:
+  // Regrows the columns ahead of the rows still to come (expected_bytes_ known).
+  void size_ahead(const std::vector<size_t>& rows, const std::vector<size_t>& recent, size_t len,
+                  uint64_t file_offset, bool has_events);
+
   EventParser& parser_;
   TraceColumns& out_;
   uint64_t origin_, expected_bytes_;
@@ -34,6 +40,7 @@ class SequentialParser {
   int64_t parse_ns_ = 0;
   uint64_t on_demand_chunks_ = 0;
   std::vector<size_t> rows_before_;  // each table's rows after the chunk before
+  PagesAhead pages_ahead_;
 };
 
 }  // namespace hta
