@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "trace/pages_ahead.h"
 #include "trace/row_limit.h"
 
 namespace hta {
@@ -104,7 +105,12 @@ void append_columns(TraceColumns& into, TraceColumns& part, double growth) {
     // Grown uninitialised (Column's allocator) and filled by memcpy: insert() would copy
     // element by element, as the allocator constructs each one.
     dst.resize(need);
-    if (!src.empty()) std::memcpy(dst.data() + at, src.data(), src.size() * sizeof(T));
+    if (!src.empty()) {
+      // The destination's pages populated in one call first, not faulted in by the copy one
+      // page at a time (trace/pages_ahead.h).
+      populate_pages(dst.data() + at, src.size() * sizeof(T));
+      std::memcpy(dst.data() + at, src.data(), src.size() * sizeof(T));
+    }
     std::decay_t<decltype(src)>().swap(src);  // freed now, not with the whole part
   });
   into.stats.merge(part.stats);
