@@ -23,17 +23,23 @@ const ChunkError& SequentialParser::parse(const char* text, size_t len, uint64_t
   std::vector<size_t> recent(rows.size());
   for (size_t t = 0; t < rows.size(); ++t) recent[t] = rows[t] - std::min(rows[t], rows_before_[t]);
   rows_before_ = rows;
-  if (expected_bytes_ != 0) size_ahead(rows, recent, len, file_offset, out_.events.size() > before);
-  // The next chunk's rows, each table's as this one's with a quarter to spare.
-  for (size_t& r : recent) r += r / 4;
+  const uint64_t done = file_offset - 1 + len - origin_;  // bytes read so far
+  if (expected_bytes_ != 0) size_ahead(rows, recent, len, done, out_.events.size() > before);
+  // The next chunk's rows, each table's as this one's with half to spare, and no more than
+  // the input has left room for: what is populated and never written stays resident.
+  const double share =
+      expected_bytes_ == 0
+          ? 1.0
+          : std::min(1.0, static_cast<double>(expected_bytes_ - std::min(expected_bytes_, done)) /
+                              static_cast<double>(len));
+  for (size_t& r : recent) r = static_cast<size_t>(1.5 * share * static_cast<double>(r));
   pages_ahead_.before_rows(out_, recent);
   return error_;
 }
 
 void SequentialParser::size_ahead(const std::vector<size_t>& rows,
-                                  const std::vector<size_t>& recent, size_t len,
-                                  uint64_t file_offset, bool has_events) {
-  const uint64_t done = file_offset - 1 + len - origin_;  // bytes read so far
+                                  const std::vector<size_t>& recent, size_t len, uint64_t done,
+                                  bool has_events) {
   if (!reserved_ && has_events) {
     // The first chunk with events: room for the whole input at its rows per byte.
     reserved_ = true;

@@ -28,9 +28,10 @@ class SequentialParser {
   uint64_t on_demand_chunks() const { return on_demand_chunks_; }
 
  private:
-  // Regrows the columns ahead of the rows still to come (expected_bytes_ known).
+  // Regrows the columns ahead of the rows still to come (expected_bytes_ known), `done`
+  // bytes read, the last `len` of them adding `recent` rows.
   void size_ahead(const std::vector<size_t>& rows, const std::vector<size_t>& recent, size_t len,
-                  uint64_t file_offset, bool has_events);
+                  uint64_t done, bool has_events);
 
   EventParser& parser_;
   TraceColumns& out_;

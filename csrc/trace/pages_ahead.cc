@@ -11,7 +11,7 @@ namespace hta {
 namespace {
 
 constexpr uintptr_t kPage = 4096;
-constexpr uintptr_t kBatch = 4 * kPage;  // below this a call saves less than it costs
+constexpr uintptr_t kBatch = 2 * kPage;  // below this a call saves less than it costs
 
 }  // namespace
 
@@ -42,10 +42,10 @@ void PagesAhead::before_rows(TraceColumns& t, const std::vector<size_t>& rows) {
       if (f.data != col.data()) f = {col.data(), written};  // a new block: start at its end
       f.populated = std::max(f.populated, written);
       const uintptr_t want = base + std::min(col.size() + ahead, col.capacity()) * sizeof(T);
-      if (ahead == 0 || want < f.populated + kBatch) return;
       // From the page that holds the frontier (written in part already: populating a
       // resident page is a no-op).
       const uintptr_t from = f.populated & ~(kPage - 1);
+      if (want < from + kBatch) return;  // a narrow column's rows wait for a later chunk
       if (!populate_pages(reinterpret_cast<void*>(from), want - from)) {
         supported_ = false;
         return;
