@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <numeric>
 #include <string_view>
@@ -362,8 +363,30 @@ void link_trace(TraceColumns& t, const LinkOptions& options) {
   bind_flows(t, *order, options.threads);
   link_by_flows(t);
   count_unlinked(t);
-  nest_cpu_events(t.events, *order);
-  assign_steps(t);
+  if (options.threads > 1) {
+    // Independent passes: the nesting writes only `parent`, the steps only `step` and the
+    // steps table, and both only read the rest.
+    // Out of memory in either is raised on the caller's thread, after the join.
+    std::exception_ptr steps_failed, nest_failed;
+    std::thread steps([&] {
+      try {
+        assign_steps(t);
+      } catch (...) {
+        steps_failed = std::current_exception();
+      }
+    });
+    try {
+      nest_cpu_events(t.events, *order);
+    } catch (...) {
+      nest_failed = std::current_exception();
+    }
+    steps.join();
+    if (nest_failed) std::rethrow_exception(nest_failed);
+    if (steps_failed) std::rethrow_exception(steps_failed);
+  } else {
+    nest_cpu_events(t.events, *order);
+    assign_steps(t);
+  }
 }
 
 }  // namespace hta
