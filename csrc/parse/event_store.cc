@@ -36,7 +36,7 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
       }
       auto& e = out_.events;
       check_event_rows(e.ts.size() + 1);
-      const auto row = static_cast<int32_t>(e.ts.size());
+      const auto row = static_cast<EventRow>(e.ts.size());
       const ArgValues& a = ev.args;
       e.ts.push_back(ev.ts);
       e.dur.push_back(ev.dur);

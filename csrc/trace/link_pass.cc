@@ -18,7 +18,7 @@
 namespace hta {
 namespace {
 
-using Rows = std::vector<int32_t>;
+using Rows = std::vector<EventRow>;
 
 void shift_times(TraceColumns& t, int64_t base) {
   if (base == 0) return;
@@ -68,10 +68,10 @@ void assign_kinds(TraceColumns& t, const LinkOptions& options) {
 bool is_launch_side(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }
 bool is_linkable_gpu(EventKind k) { return is_gpu_kind(k) && k != EventKind::kGpuUserAnnotation; }
 
-void link(EventTable& e, int32_t gpu_row, int32_t launch_row) {
+void link(EventTable& e, EventRow gpu_row, EventRow launch_row) {
   e.partner[gpu_row] = launch_row;
   // A launch points at its first GPU event (a graph launch has many).
-  int32_t& first = e.partner[launch_row];
+  EventRow& first = e.partner[launch_row];
   if (first < 0 || e.ts[gpu_row] < e.ts[first]) first = gpu_row;
 }
 
@@ -99,13 +99,13 @@ class LaunchIndex {
       if (e.correlation[i] < 0 || !is_launch_side(static_cast<EventKind>(e.kind[i]))) continue;
       if (dense_) {
         // The first launch of each correlation id wins (file order).
-        int32_t& slot = table_[static_cast<size_t>(e.correlation[i] - base_)];
+        EventRow& slot = table_[static_cast<size_t>(e.correlation[i] - base_)];
         if (slot >= 0)
           t.stats.add(Stat::duplicate_correlation);
         else
-          slot = static_cast<int32_t>(i);
+          slot = static_cast<EventRow>(i);
       } else {
-        sorted_.emplace_back(e.correlation[i], static_cast<int32_t>(i));
+        sorted_.emplace_back(e.correlation[i], static_cast<EventRow>(i));
       }
     }
     if (dense_) return;
@@ -122,22 +122,22 @@ class LaunchIndex {
   }
 
   // The launch row with this correlation id, or -1.
-  int32_t find(int64_t correlation) const {
+  EventRow find(int64_t correlation) const {
     if (dense_) {
       const int64_t k = correlation - base_;
       return k >= 0 && k < static_cast<int64_t>(table_.size()) ? table_[static_cast<size_t>(k)]
                                                                : -1;
     }
     auto it =
-        std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, int32_t{-1}));
+        std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(correlation, EventRow{-1}));
     return it != sorted_.end() && it->first == correlation ? it->second : -1;
   }
 
  private:
   bool dense_ = false;
   int64_t base_ = 0;
-  std::vector<int32_t> table_;
-  std::vector<std::pair<int64_t, int32_t>> sorted_;
+  std::vector<EventRow> table_;
+  std::vector<std::pair<int64_t, EventRow>> sorted_;
 };
 
 void link_by_correlation(TraceColumns& t) {
@@ -145,8 +145,8 @@ void link_by_correlation(TraceColumns& t) {
   const LaunchIndex launches(t);
   for (size_t i = 0; i < e.size(); ++i) {
     if (e.correlation[i] < 0 || !is_linkable_gpu(static_cast<EventKind>(e.kind[i]))) continue;
-    const int32_t launch = launches.find(e.correlation[i]);
-    if (launch >= 0) link(e, static_cast<int32_t>(i), launch);
+    const EventRow launch = launches.find(e.correlation[i]);
+    if (launch >= 0) link(e, static_cast<EventRow>(i), launch);
   }
 }
 
@@ -176,14 +176,14 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
     // start at or before it.
     const uint32_t* it = std::upper_bound(rows + begin, rows + end, f.ts[i],
                                           [&](int64_t ts, uint32_t row) { return ts < e.ts[row]; });
-    int32_t bound = -1;
+    EventRow bound = -1;
     for (int back = 0; back < 16 && it != rows + begin; ++back) {
-      auto r = static_cast<int32_t>(*--it);
+      auto r = static_cast<EventRow>(*--it);
       if (e.ts[r] + e.dur[r] >= f.ts[i]) {
         // Of events with the very same extent (zero-length calls at one instant, say),
         // the first in the file.
         while (it != rows + begin && e.ts[it[-1]] == e.ts[r] && e.dur[it[-1]] == e.dur[r])
-          r = static_cast<int32_t>(*--it);
+          r = static_cast<EventRow>(*--it);
         bound = r;
         break;
       }
@@ -228,9 +228,9 @@ void link_by_flows(TraceColumns& t) {
   };
   // Finish endpoints on GPU events that correlation ids left unlinked; usually none, and
   // then there is nothing to pair.
-  std::vector<std::pair<int64_t, int32_t>> starts, finishes;  // (id, event row)
+  std::vector<std::pair<int64_t, EventRow>> starts, finishes;  // (id, event row)
   for (size_t i = 0; i < f.size(); ++i) {
-    const int32_t row = f.event[i];
+    const EventRow row = f.event[i];
     if (row < 0 || f.phase[i] == 's' || e.partner[row] >= 0 ||
         !is_linkable_gpu(static_cast<EventKind>(e.kind[row])) || !is_launch(f.cat[i])) {
       continue;
@@ -245,7 +245,7 @@ void link_by_flows(TraceColumns& t) {
   std::sort(starts.begin(), starts.end());
   for (auto [id, gpu_row] : finishes) {
     if (e.partner[gpu_row] >= 0) continue;
-    auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(id, int32_t{-1}));
+    auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(id, EventRow{-1}));
     if (it == starts.end() || it->first != id) continue;
     if (is_launch_side(static_cast<EventKind>(e.kind[it->second]))) link(e, gpu_row, it->second);
   }
@@ -279,9 +279,9 @@ bool can_be_parent(EventKind k) { return k != EventKind::kRuntime && k != EventK
 void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
   const auto& rows = order.rows();
   Rows stack;
-  int32_t prev = -1;
+  EventRow prev = -1;
   for (const uint32_t row : rows) {
-    const auto r = static_cast<int32_t>(row);
+    const auto r = static_cast<EventRow>(row);
     const auto kind = static_cast<EventKind>(e.kind[r]);
     if (is_gpu_kind(kind)) continue;
     if (prev >= 0 && (e.pid[prev] != e.pid[r] || e.tid[prev] != e.tid[r])) stack.clear();
@@ -320,7 +320,7 @@ void assign_steps(TraceColumns& t) {
     }
     if (s >= 0) {
       windows.push_back({e.ts[i], e.ts[i] + e.dur[i], s});
-      t.steps.row.push_back(static_cast<int32_t>(i));
+      t.steps.row.push_back(static_cast<EventRow>(i));
       t.steps.step.push_back(s);
       t.steps.ts.push_back(e.ts[i]);
       t.steps.dur.push_back(e.dur[i]);

@@ -1,6 +1,6 @@
-// Every column that points at a row of the events table is int32 (tables.h: partner,
-// parent, the argument tables' row, ...), half the bytes of int64 in the tables that are
-// most of a loaded trace's memory. A trace of more events is refused, not wrapped: 2^31
+// Every column that points at a row of the events table is an EventRow (tables.h: partner,
+// parent, the argument tables' row, ...): int32, half the bytes of int64 in the tables that
+// are most of a loaded trace's memory. A trace of more events is refused, not wrapped: 2^31
 // events would be some 200 GB of JSON.
 #pragma once
 #include <cstddef>
@@ -12,7 +12,8 @@
 
 namespace hta {
 
-constexpr size_t kMaxEventRows = std::numeric_limits<int32_t>::max();
+using EventRow = int32_t;
+constexpr size_t kMaxEventRows = std::numeric_limits<EventRow>::max();
 
 // Throws kTooLarge when a table of `rows` events could not be pointed into.
 inline void check_event_rows(size_t rows) {

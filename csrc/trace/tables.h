@@ -11,6 +11,7 @@
 
 #include "trace/column_spec.h"
 #include "trace/event_kind.h"
+#include "trace/row_limit.h"
 
 namespace hta {
 
@@ -38,9 +39,8 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
 
 // Each column is X(type, name, spec); the spec (column_spec.h) says what the column means
 // for the Arrow schema, which reads it through the binding (hta_fast._core.column_specs).
-// Rows of the events table are int32: 2^31 events would be a trace of some 200 GB of JSON,
-// and the loader refuses more (trace/row_limit.h); half the bytes of int64 in a table that
-// is most of a loaded trace's memory.
+// Rows of the events table are EventRows (int32, trace/row_limit.h: 2^31 events would be a
+// trace of some 200 GB of JSON, and the loader refuses more).
 #define HTA_ROW_IN_EVENTS row_in_events().about("row in events")
 
 // Complete events (ph "X"): CPU ops, runtime calls, kernels, copies, annotations, ...
@@ -60,15 +60,15 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
   X(int32_t, stream, plain())                                                                  \
   X(int64_t, correlation, plain())                                                             \
   X(int64_t, external_id, plain())                                                             \
-  X(int32_t, partner,                                                                          \
+  X(EventRow, partner,                                                                         \
     row_in_events().about("row of the linked launch (GPU event) or first GPU event (launch)")) \
-  X(int32_t, parent,                                                                           \
+  X(EventRow, parent,                                                                          \
     row_in_events().about("row of the innermost enclosing CPU event on the same thread"))      \
   X(int32_t, step, plain().about("profiler step; GPU events take their launch's step"))
 
 // Arguments of GPU events (kernels, memcpy, memset); one row per GPU event that has any.
 #define HTA_KERNEL_ARG_COLUMNS(X)            \
-  X(int32_t, row, HTA_ROW_IN_EVENTS)         \
+  X(EventRow, row, HTA_ROW_IN_EVENTS)        \
   X(int32_t, queued, plain())                \
   X(int32_t, context, plain())               \
   X(int32_t, grid_x, plain())                \
@@ -87,7 +87,7 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
 
 // Arguments of CPU operators (record_shapes and friends); the string ones hold raw JSON text.
 #define HTA_OP_ARG_COLUMNS(X)             \
-  X(int32_t, row, HTA_ROW_IN_EVENTS)      \
+  X(EventRow, row, HTA_ROW_IN_EVENTS)     \
   X(int64_t, record_function_id, plain()) \
   X(int64_t, sequence_number, plain())    \
   X(int64_t, fwd_thread_id, plain())      \
@@ -99,7 +99,7 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
 
 // Collective arguments (record_param_comms and, on newer traces, NCCL kernels).
 #define HTA_COMM_ARG_COLUMNS(X)                \
-  X(int32_t, row, HTA_ROW_IN_EVENTS)           \
+  X(EventRow, row, HTA_ROW_IN_EVENTS)          \
   X(int32_t, collective_name, string_id())     \
   X(int64_t, in_msg_nelems, plain())           \
   X(int64_t, out_msg_nelems, plain())          \
@@ -115,7 +115,7 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
 
 // cuda_sync events: what they wait on.
 #define HTA_SYNC_ARG_COLUMNS(X)       \
-  X(int32_t, row, HTA_ROW_IN_EVENTS)  \
+  X(EventRow, row, HTA_ROW_IN_EVENTS) \
   X(int32_t, wait_on_stream, plain()) \
   X(int64_t, wait_on_event_correlation, plain())
 
@@ -132,7 +132,7 @@ constexpr EnumLabel kFlowPhaseLabels[] = {{'f', "f"}, {'s', "s"}, {'t', "t"}};
   X(uint8_t, binds_enclosing, exact()) /* bp "e" */ \
   X(int32_t, cat, string_id())                      \
   X(int32_t, name, string_id())                     \
-  X(int32_t, event, row_in_events().about("row in events that this flow endpoint binds to"))
+  X(EventRow, event, row_in_events().about("row in events that this flow endpoint binds to"))
 
 // Counter events (ph C): one row per (event, series) value.
 #define HTA_COUNTER_COLUMNS(X)         \
@@ -167,10 +167,10 @@ constexpr EnumLabel kFlowPhaseLabels[] = {{'f', "f"}, {'s', "s"}, {'t', "t"}};
   X(int64_t, sort_index, plain())
 
 // Profiler steps (CPU events named ProfilerStep#N), filled by the link pass.
-#define HTA_STEP_COLUMNS(X)                                                           \
-  X(int32_t, row, row_in_events().about("row in events of the ProfilerStep#N event")) \
-  X(int32_t, step, plain())                                                           \
-  X(int64_t, ts, exact().in("ns"))                                                    \
+#define HTA_STEP_COLUMNS(X)                                                            \
+  X(EventRow, row, row_in_events().about("row in events of the ProfilerStep#N event")) \
+  X(int32_t, step, plain())                                                            \
+  X(int64_t, ts, exact().in("ns"))                                                     \
   X(int64_t, dur, exact().in("ns"))
 
 #define HTA_DECLARE_COLUMN(type, col, spec) Column<type> col;

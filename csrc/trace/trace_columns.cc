@@ -30,7 +30,7 @@ const std::vector<ColumnDecl>& column_decls() {
 
 void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
   check_event_rows(static_cast<size_t>(row_base) + chunk.events.size());
-  const auto row_shift = static_cast<int32_t>(row_base);
+  const auto row_shift = static_cast<EventRow>(row_base);
   std::vector<int32_t> remap(static_cast<size_t>(chunk.strings.size()));
   bool identity = true;
   for (int32_t i = 0; i < chunk.strings.size(); ++i) {
@@ -45,12 +45,16 @@ void rebase_chunk(TraceColumns& chunk, StringPool& pool, int64_t row_base) {
           for (auto& x : v) {
             if (x >= 0) x = remap[x];
           }
-        } else if (spec.role == ColumnRole::kRow && row_shift != 0) {
+        }
+      }
+      if constexpr (std::is_same_v<T, EventRow>) {
+        if (spec.role == ColumnRole::kRow && row_shift != 0) {
           for (auto& x : v) {
             if (x >= 0) x += row_shift;
           }
         }
-      } else if constexpr (std::is_same_v<T, int64_t>) {
+      }
+      if constexpr (std::is_same_v<T, int64_t>) {
         if (!identity && spec.role == ColumnRole::kId) {
           for (auto& x : v) {
             if (is_string_id(x)) x = kStringIdBase - remap[kStringIdBase - x];
