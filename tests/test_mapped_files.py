@@ -250,3 +250,22 @@ def test_parts_of_random_layouts_read_as_one_thread_reads(case, tmp_path):
         return [r for r in t.stats.to_pylist() if r["name"] != "speculative_split_retry"]
 
     assert counts(got) == counts(ref)
+
+
+@pytest.mark.parametrize("suffix_kb", [0, 100])
+def test_the_end_of_a_file_read_after_its_parts(suffix_kb, tmp_path):
+    # The mapped parts stop 32 KiB before the end of the file, well short of two chunks of
+    # 64 KiB: the rest, the events' last stretch and the header after them, is read exactly.
+    # A header longer than that, made of `}, {` objects, sends the read to its exact retry.
+    devices = [{"id": i, "name": "GPU", "memory": 1 << 34} for i in range(suffix_kb * 20)]
+    text = json.dumps({"traceEvents": events(5000, hostile=False), "deviceProperties": devices})
+    path = tmp_path / "t.json"
+    path.write_bytes(text.encode())
+    ref = hta_fast.load(text.encode(), threads=1)
+    assert len(text) > 8 * (64 << 10)
+    for threads in (1, 2):
+        got = hta_fast.load(path, chunk_size=64 << 10, threads=threads)
+        assert same_tables(got, ref), threads
+        if suffix_kb == 0:
+            assert got.stat("speculative_split_retry") == 0
+            assert got._raw.timings["mapped_parts"] >= threads

@@ -26,9 +26,10 @@ struct MappedEvents {
 };
 
 // Reads the events from `begin` (map.data()[begin - 1] is the traceEvents '[') to a boundary
-// two chunks or more before the end of the file, and appends them to `out`; the rest (the
-// array's end and the header after it) is left to a reader that scans it exactly. Reads
-// nothing (rest == begin) when the file is too small or no boundary is found there.
+// 32 KiB or more (two chunks, for smaller chunks) before the end of the file, and appends
+// them to `out`; the rest (the array's end and the header after it) is left to a reader that
+// scans it exactly. Reads nothing (rest == begin) when the file is too small or no boundary
+// is found there.
 MappedEvents read_mapped_events(MappedFile& map, uint64_t begin, int threads, size_t chunk,
                                 const ParseOptions& options, TraceColumns& out);
 
