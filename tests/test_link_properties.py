@@ -116,3 +116,42 @@ def test_many_flows_bind_the_same_on_two_threads():
         cands = [p for p, q in window if q[0] == tid and q[1] <= ts <= q[1] + q[2]]
         expect = max(cands, key=lambda p: key(evs[p], p)) if cands else -1
         assert got[i] == expect
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    evs=st.lists(
+        st.tuples(st.integers(0, 1), st.integers(0, 2000), st.integers(0, 60)),
+        min_size=40,
+        max_size=150,
+    ),
+    flow_stretches=st.lists(
+        st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2100)), max_size=25),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_flows_mostly_in_time_order_bind_as_the_model(evs, flow_stretches):
+    # A thread's flows come mostly in time order: each is searched for from where the one
+    # before it on the thread ended, forwards by galloping, or back over the thread when it
+    # comes earlier. Long threads and stretches of ordered flows make the gallops long.
+    flows = [f for stretch in flow_stretches for f in sorted(stretch, key=lambda f: f[1])]
+    t = hta_fast.load(trace_text(evs, flows), threads=1)
+    got = t.column("flows", "event").tolist()
+    assert got == [model_bound(evs, tid, ts) for tid, ts in flows]
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    blocks=st.permutations(range(6)),
+    sizes=st.lists(st.integers(1, 40), min_size=6, max_size=6),
+    threads=st.integers(1, 2),
+)
+def test_blocks_written_out_of_place_nest_as_the_model(blocks, sizes, threads):
+    # Stretches that do not interleave at all (blocks of a thread's events written out of
+    # place): merged by copying whole blocks found by galloping.
+    evs = []
+    for b in blocks:
+        evs += [(0, 1000 * b + 10 * k, 5 + k % 3) for k in range(sizes[b])]
+    t = hta_fast.load(trace_text(evs, []), threads=threads)
+    assert t.column("events", "parent").tolist() == model_parent(evs)

@@ -11,6 +11,7 @@
 
 #include "io/format_error.h"
 #include "trace/event_kind.h"
+#include "trace/gallop.h"
 #include "trace/kernel_classifier.h"
 #include "trace/row_limit.h"
 #include "trace/thread_order.h"
@@ -156,11 +157,16 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
   auto& f = t.flows;
   const uint32_t* rows = order.rows().data();
   size_t unbound = 0;
-  // Flow endpoints come in start/finish pairs on two threads: remember the last two ranges.
+  // Flow endpoints come in start/finish pairs on two threads: remember the last two ranges,
+  // and where in each the last flow's search ended: a thread's flows mostly come in time
+  // order, so the next one's events are a few places on, found by galloping from there
+  // (a binary search over the whole thread, through the rows into ts, cost ~100 ns a flow).
   struct Cached {
     int64_t pid = 0, tid = 0;
     std::pair<size_t, size_t> range{0, 0};
     bool set = false;
+    int64_t ts = INT64_MIN;  // the last flow's time, and its search's end in rows
+    const uint32_t* at = nullptr;
   } cache[2];
   for (size_t i = from; i < to; ++i) {
     Cached* hit = nullptr;
@@ -170,12 +176,18 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
     if (!hit) {
       hit = &cache[i & 1];
       *hit = {f.pid[i], f.tid[i], order.range(f.pid[i], f.tid[i]), true};
+      hit->at = rows + hit->range.first;
     }
     const auto [begin, end] = hit->range;
     // First event of the thread starting after the flow; walk back through those that
     // start at or before it.
-    const uint32_t* it = std::upper_bound(rows + begin, rows + end, f.ts[i],
-                                          [&](int64_t ts, uint32_t row) { return ts < e.ts[row]; });
+    const int64_t flow_ts = f.ts[i];
+    const auto starts_by = [&](uint32_t row) { return e.ts[row] <= flow_ts; };
+    const uint32_t* it = flow_ts >= hit->ts
+                             ? gallop_partition_point(hit->at, rows + end, starts_by)
+                             : std::partition_point(rows + begin, hit->at, starts_by);
+    hit->ts = flow_ts;
+    hit->at = it;
     EventRow bound = -1;
     for (int back = 0; back < 16 && it != rows + begin; ++back) {
       auto r = static_cast<EventRow>(*--it);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "trace/gallop.h"
 #include "trace/row_limit.h"
 
 namespace hta {
@@ -31,6 +32,28 @@ struct ByStart {
   }
 };
 
+// Merges the ascending rows [a, a_end) and [b, b_end) into `out` (a's first on ties, as
+// std::merge), copying whole stretches that one side holds before the other's next row:
+// those are found by galloping, so stretches that barely interleave (a block of events
+// written out of place in an otherwise ordered thread) cost a few comparisons and a copy,
+// not a comparison a row, each through two indices into the columns.
+uint32_t* gallop_merge(const uint32_t* a, const uint32_t* a_end, const uint32_t* b,
+                       const uint32_t* b_end, uint32_t* out, const ByStart& less) {
+  while (a != a_end && b != b_end) {
+    const uint32_t* a_stop =
+        gallop_partition_point(a, a_end, [&](uint32_t x) { return !less(*b, x); });
+    out = std::copy(a, a_stop, out);
+    a = a_stop;
+    if (a == a_end) break;
+    const uint32_t* b_stop =
+        gallop_partition_point(b, b_end, [&](uint32_t x) { return less(x, *a); });
+    out = std::copy(b, b_stop, out);
+    b = b_stop;
+  }
+  out = std::copy(a, a_end, out);
+  return std::copy(b, b_end, out);
+}
+
 // Merges the ascending stretches [bounds[k], bounds[k + 1]) of rows pairwise until one is
 // left, through one scratch array of rows.
 void merge_stretches(uint32_t* rows, size_t n, std::vector<size_t> bounds, const ByStart& less,
@@ -42,8 +65,8 @@ void merge_stretches(uint32_t* rows, size_t n, std::vector<size_t> bounds, const
     std::vector<size_t> merged{0};
     size_t k = 0;
     for (; k + 2 < bounds.size(); k += 2) {
-      std::merge(from + bounds[k], from + bounds[k + 1], from + bounds[k + 1], from + bounds[k + 2],
-                 to + bounds[k], less);
+      gallop_merge(from + bounds[k], from + bounds[k + 1], from + bounds[k + 1],
+                   from + bounds[k + 2], to + bounds[k], less);
       merged.push_back(bounds[k + 2]);
     }
     if (k + 1 < bounds.size()) {  // an odd stretch out: carried over as it is
