@@ -4,6 +4,7 @@ where not, and the two must agree at every length and boundary."""
 
 from __future__ import annotations
 
+import math
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -109,3 +110,22 @@ def test_edge_spellings(text, ns):
     if "." in text or "e" in text or ns is None or not -(2**63) <= ns // 1000 < 2**63:
         return
     assert ids.events["pid"].to_pylist() == [ns // 1000], text
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    whole=DIGITS,
+    fraction=st.text(alphabet="0123456789", max_size=12),
+    negative=st.booleans(),
+    exponent=st.one_of(st.none(), st.integers(-30, 30)),
+)
+def test_doubles_match_correctly_rounded_values(whole, fraction, negative, exponent):
+    # Counter values (and kernels' occupancy, bandwidth): up to 2^53 digits with a short
+    # fraction are divided by an exact power of ten; the rest go through from_chars. Both
+    # must give the correctly rounded double, as Python's float does, sign of zero included.
+    text = spelling(whole, fraction, negative) + ("" if exponent is None else f"e{exponent}")
+    event = '{"ph":"C","name":"c","pid":1,"tid":1,"ts":1,"args":{"v":' + text + "}}"
+    t = hta_fast.load(('{"traceEvents":[' + event + "]}").encode())
+    got = t.counters.column("value")[0].as_py()
+    assert got == float(text)
+    assert math.copysign(1, got) == math.copysign(1, float(text))

@@ -192,6 +192,10 @@ NumberStatus scale_simple(bool negative, uint64_t digits, int shift, int64_t& ou
 }
 
 constexpr uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+// The powers of ten a double holds exactly.
+constexpr double kExactPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 // Up to 16 digits at p (no leading zero before another digit): their value and count, or
 // false. Reads 16 bytes at p; digits past the 16th are left for the caller to find.
@@ -307,6 +311,18 @@ NumberStatus parse_int64(std::string_view text, int64_t& out) {
 
 NumberStatus parse_double(std::string_view text, double& out) {
   std::string_view s = trim_number_text(text);
+  // The writers' spellings (up to 15 or so digits, a fraction, no exponent): the digits and
+  // 10^digits-after-the-point are both exact doubles, so their quotient, one IEEE
+  // division, is the correctly rounded value from_chars gives (Clinger's fast path).
+  bool negative;
+  uint64_t digits;
+  int exponent;
+  if (parse_simple(s, negative, digits, exponent) && digits <= (uint64_t{1} << 53) &&
+      exponent >= -22) {
+    const double v = static_cast<double>(digits) / kExactPow10[-exponent];
+    out = negative ? -v : v;
+    return NumberStatus::kOk;
+  }
   // from_chars alone would take "inf", "nan", "01" and ".5".
   Decimal grammar;
   if (!parse_decimal(s, grammar)) return NumberStatus::kNotANumber;
