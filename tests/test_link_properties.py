@@ -155,3 +155,42 @@ def test_blocks_written_out_of_place_nest_as_the_model(blocks, sizes, threads):
         evs += [(0, 1000 * b + 10 * k, 5 + k % 3) for k in range(sizes[b])]
     t = hta_fast.load(trace_text(evs, []), threads=threads)
     assert t.column("events", "parent").tolist() == model_parent(evs)
+
+
+def model_step(windows, ts):
+    """The step of a CPU event starting at ts: that of the window starting last at or before
+    it, when the event starts inside it (or at its very start)."""
+    before = [w for w in windows if w[0] <= ts]
+    if not before:
+        return -1
+    start, dur, step = max(before)
+    return step if ts < start + dur or ts == start else -1
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    starts=st.lists(st.integers(0, 500), min_size=1, max_size=8, unique=True),
+    durs=st.lists(st.integers(0, 120), min_size=8, max_size=8),
+    evs=st.lists(event, max_size=40),
+    ordered=st.booleans(),
+)
+def test_cpu_events_take_the_step_whose_window_holds_their_start(starts, durs, evs, ordered):
+    # Events in time order (the usual case: each looked up from the window before) or in
+    # random order (searched for), on threads of their own and the steps'.
+    windows = [(s * 3, durs[k], k) for k, s in enumerate(starts)]
+    evs = [(tid, ts * 50, dur) for tid, ts, dur in evs]
+    if ordered:
+        evs.sort(key=lambda e: e[1])
+    items = [
+        {"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 0}
+        | {"ts": start, "dur": dur}
+        for start, dur, step in windows
+    ]
+    items += [
+        {"ph": "X", "cat": "cpu_op", "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+        for i, (tid, ts, dur) in enumerate(evs)
+    ]
+    t = hta_fast.load(json.dumps({"traceEvents": items}).encode(), threads=1)
+    want = [model_step(windows, start) for start, _, _ in windows]
+    want += [model_step(windows, ts) for _, ts, _ in evs]
+    assert t.column("events", "step").tolist() == want

@@ -341,13 +341,19 @@ void assign_steps(TraceColumns& t) {
   if (windows.empty()) return;
   std::sort(windows.begin(), windows.end(),
             [](const Window& a, const Window& b) { return a.start < b.start; });
+  // The window starting last at or before each event's start: most often the one before
+  // it's, as a thread's events come in time order; searched for when not.
+  size_t w = 0;
   for (size_t i = 0; i < e.size(); ++i) {
     if (is_gpu_kind(static_cast<EventKind>(e.kind[i]))) continue;
-    auto it = std::upper_bound(windows.begin(), windows.end(), e.ts[i],
-                               [](int64_t ts, const Window& w) { return ts < w.start; });
-    if (it == windows.begin()) continue;
-    --it;
-    if (e.ts[i] < it->end || (e.ts[i] == it->start)) e.step[i] = it->step;
+    const int64_t ts = e.ts[i];
+    if (ts < windows[w].start || (w + 1 < windows.size() && ts >= windows[w + 1].start)) {
+      auto it = std::upper_bound(windows.begin(), windows.end(), ts,
+                                 [](int64_t t, const Window& x) { return t < x.start; });
+      if (it == windows.begin()) continue;
+      w = static_cast<size_t>(it - windows.begin()) - 1;
+    }
+    if (ts < windows[w].end || ts == windows[w].start) e.step[i] = windows[w].step;
   }
   for (size_t i = 0; i < e.size(); ++i) {
     if (is_gpu_kind(static_cast<EventKind>(e.kind[i])) && e.partner[i] >= 0) {
