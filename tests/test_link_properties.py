@@ -194,3 +194,22 @@ def test_cpu_events_take_the_step_whose_window_holds_their_start(starts, durs, e
     want = [model_step(windows, start) for start, _, _ in windows]
     want += [model_step(windows, ts) for _, ts, _ in evs]
     assert t.column("events", "step").tolist() == want
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(
+    stretches=st.lists(st.tuples(st.integers(0, 2), st.integers(4, 12)), min_size=1, max_size=8),
+    seed=st.integers(0, 2**16),
+)
+def test_threads_written_in_long_stretches_nest_as_the_model(stretches, seed):
+    # Consecutive events on one thread, thread after thread: few stretches for the events,
+    # which the per-thread grouping places without reading the threads again.
+    evs, k = [], seed
+    for tid, count in stretches:
+        for _ in range(count):
+            k = (k * 1103515245 + 12345) % 2**31
+            evs.append((tid, k % 300, k % 17))
+    flows = [(tid, (ts + 3) % 320) for tid, ts, _ in evs[::5]]
+    t = hta_fast.load(trace_text(evs, flows), threads=1)
+    assert t.column("events", "parent").tolist() == model_parent(evs)
+    assert t.column("flows", "event").tolist() == [model_bound(evs, a, b) for a, b in flows]
