@@ -43,6 +43,8 @@ class EventParser {
   ChunkError parse(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
 
  private:
+  // The walker where it can, the On-Demand reader from where it cannot.
+  ChunkError read_events(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
   ChunkError read_on_demand(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
 
   ParseOptions options_;

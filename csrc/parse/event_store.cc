@@ -9,6 +9,15 @@ void EventStore::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::st
   if (ev.id_as_text) out_.stats.add(Stat::id_as_text, offset, text);
 }
 
+void fill_link_columns(EventTable& e) {
+  const size_t n = e.ts.size();
+  e.kind.resize(n, 0);
+  e.kernel_class.resize(n, 0);
+  e.partner.resize(n, -1);
+  e.parent.resize(n, -1);
+  e.step.resize(n, -1);
+}
+
 void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEnd& end) {
   auto example = [&] { return snippet(where, end.at(where)); };
   if (ev.bad_arg | ev.id_as_text) note_lenient_reads(ev, offset, example());
@@ -44,15 +53,10 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
       e.cat.push_back(ev.cat);
       e.pid.push_back(ev.pid);
       e.tid.push_back(ev.tid);
-      e.kind.push_back(0);
-      e.kernel_class.push_back(0);
       e.device.push_back(a.device);
       e.stream.push_back(a.stream);
       e.correlation.push_back(a.correlation);
       e.external_id.push_back(a.external_id);
-      e.partner.push_back(-1);
-      e.parent.push_back(-1);
-      e.step.push_back(-1);
       if (a.groups & ArgValues::kKernel) {
         auto& k = out_.kernel_args;
         k.row.push_back(row);
