@@ -5,6 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace hta {
 namespace {
 
@@ -197,22 +201,35 @@ constexpr double kExactPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-// Up to 16 digits at p (no leading zero before another digit): their value and count, or
-// false. Reads 16 bytes at p; digits past the 16th are left for the caller to find.
-[[gnu::always_inline]] inline bool quick_digits(const char* p, uint64_t& v, size_t& len) {
+// Bit i set when byte i of the 32 at p is an ASCII digit: one pass over the bytes that
+// finds where the integer digits and the fraction's end (counting them 8 bytes at a time,
+// leading_digits, took three passes and a third of a timestamp's instructions).
+[[gnu::always_inline]] inline uint32_t digit_bits(const char* p) {
+#if defined(__SSE2__)
+  const __m128i zero_char = _mm_set1_epi8('0');
+  const __m128i nine = _mm_set1_epi8(9);
+  const auto half = [&](const char* q) {
+    // byte - '0' is 0..9 for a digit: it saturates to 0 when 9 is taken away.
+    const __m128i d = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), zero_char);
+    const __m128i is_digit = _mm_cmpeq_epi8(_mm_subs_epu8(d, nine), _mm_setzero_si128());
+    return static_cast<uint32_t>(_mm_movemask_epi8(is_digit));
+  };
+  return half(p) | half(p + 16) << 16;
+#else
+  uint32_t bits = 0;
+  for (unsigned i = 0; i < 32; ++i) bits |= static_cast<uint32_t>(is_digit(p[i])) << i;
+  return bits;
+#endif
+}
+
+// The value of the `n` (1 to 16) digits at p.
+[[gnu::always_inline]] inline uint64_t digits_at(const char* p, unsigned n) {
   uint64_t w;
   std::memcpy(&w, p, 8);
-  const unsigned first = leading_digits(w);
-  if (first == 0 || (p[0] == '0' && first > 1)) return false;
-  v = digits_value(w, first);
-  len = first;
-  if (first < 8) return true;
-  std::memcpy(&w, p + 8, 8);
-  const unsigned second = leading_digits(w);
-  if (second == 0) return true;
-  v = v * kPow10[second] + digits_value(w, second);  // a 17th digit fails the caller's check
-  len += second;
-  return true;
+  if (n <= 8) return digits_value(w, n);
+  uint64_t low;
+  std::memcpy(&low, p + n - 8, 8);
+  return digits_value(w, n - 8) * 100000000 + digits_value(low, 8);
 }
 
 bool only_space(const char* p, size_t n) {
@@ -223,31 +240,37 @@ bool only_space(const char* p, size_t n) {
 }
 
 // The writers' plain spellings, -?digits with up to 16 digits (and, as_micros, a fraction of
-// 1 to 3 digits) and JSON whitespace after, read from 8-byte words: the integer, or the
-// microseconds as nanoseconds; false for anything else, the general path's to judge. Reads
-// up to 32 bytes at the text's start.
+// 1 to 3 digits) and JSON whitespace after: the integer, or the microseconds as
+// nanoseconds; false for anything else, the general path's to judge. Reads 32 bytes at the
+// text's start.
 [[gnu::always_inline]] inline bool quick_number(std::string_view text, bool as_micros,
                                                 int64_t& out) {
   const char* p = text.data();
-  const bool negative = !text.empty() && p[0] == '-';
-  size_t i = negative ? 1 : 0;
-  uint64_t v, fraction = 0;
-  size_t len;
-  if (text.size() <= i || !quick_digits(p + i, v, len) || len > text.size() - i) return false;
-  i += len;
+  const size_t size = text.size();
+  if (size == 0) return false;
+  const bool negative = p[0] == '-';
+  const unsigned first = negative ? 1 : 0;
+  const uint32_t digits = digit_bits(p) >> first;
+  const auto whole = static_cast<unsigned>(__builtin_ctz(~digits | 0x80000000u));
+  // No digits, more than 16 (17 and up are the general path's), or a leading zero before
+  // another digit (not a JSON number).
+  if (whole == 0 || whole > 16 || (p[first] == '0' && whole > 1)) return false;
+  uint64_t v = digits_at(p + first, whole);
+  size_t i = first + whole;
   if (as_micros) {
-    if (i < text.size() && p[i] == '.') {
+    uint64_t fraction = 0;
+    if (i < size && p[i] == '.') {
+      const auto places = static_cast<unsigned>(__builtin_ctz(~(digits >> (whole + 1))));
+      if (places == 0 || places > 3 || places > size - i - 1) return false;
       uint64_t w;
       std::memcpy(&w, p + i + 1, 8);
-      const unsigned digits = leading_digits(w);
-      if (digits == 0 || digits > 3 || digits > text.size() - i - 1) return false;
-      fraction = digits_value(w, digits) * kPow10[3 - digits];
-      i += 1 + digits;
+      fraction = digits_value(w, places) * kPow10[3 - places];
+      i += 1 + places;
     }
     v = v * 1000 + fraction;  // below 10^19: no wrap in 64 bits
   }
   if (v > static_cast<uint64_t>(INT64_MAX)) return false;  // -2^63 too: the general path
-  if (!only_space(p + i, text.size() - i)) return false;
+  if (i > size || !only_space(p + i, size - i)) return false;
   out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
   return true;
 }
