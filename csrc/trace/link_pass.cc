@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "io/format_error.h"
@@ -20,6 +21,34 @@ namespace hta {
 namespace {
 
 using Rows = std::vector<EventRow>;
+
+// Runs `beside` on a second thread while `here` runs on this one (both in turn here when no
+// thread can start). An exception in either (out of memory, say) is rethrown after both
+// are done: one left to escape a thread, or a thread left unjoined, ends the process.
+template <class Beside, class Here>
+void run_side_by_side(Beside&& beside, Here&& here) {
+  std::exception_ptr beside_failed, here_failed;
+  std::thread helper;
+  try {
+    helper = std::thread([&] {
+      try {
+        beside();
+      } catch (...) {
+        beside_failed = std::current_exception();
+      }
+    });
+  } catch (const std::system_error&) {
+    beside();
+  }
+  try {
+    here();
+  } catch (...) {
+    here_failed = std::current_exception();
+  }
+  if (helper.joinable()) helper.join();
+  if (here_failed) std::rethrow_exception(here_failed);
+  if (beside_failed) std::rethrow_exception(beside_failed);
+}
 
 void shift_times(TraceColumns& t, int64_t base) {
   if (base == 0) return;
@@ -208,15 +237,14 @@ size_t bind_flow_range(TraceColumns& t, const ThreadOrder& order, size_t from, s
 
 // Binds each flow endpoint to the innermost X event on its (pid, tid) that contains its
 // timestamp (a slice starting exactly there preferred); flows are independent, so halves
-// run on two threads when there are.
+// run on two threads when there are and the flows are enough to pay for the thread's start.
 void bind_flows(TraceColumns& t, const ThreadOrder& order, int threads) {
   const size_t n = t.flows.size();
   size_t unbound = 0;
-  if (threads > 1 && n > 65536) {
+  if (threads > 1 && n > 8192) {
     size_t second = 0;
-    std::thread helper([&] { second = bind_flow_range(t, order, n / 2, n); });
-    unbound = bind_flow_range(t, order, 0, n / 2);
-    helper.join();
+    run_side_by_side([&] { second = bind_flow_range(t, order, n / 2, n); },
+                     [&] { unbound = bind_flow_range(t, order, 0, n / 2); });
     unbound += second;
   } else {
     unbound = bind_flow_range(t, order, 0, n);
@@ -367,15 +395,18 @@ void assign_steps(TraceColumns& t) {
 void link_trace(TraceColumns& t, const LinkOptions& options) {
   check_event_rows(t.events.size());
   shift_times(t, options.base_time_ns);
-  assign_kinds(t, options);
-  // The per-thread order reads only pid, tid, ts and dur: build it while launches link.
+  // The per-thread order reads only pid, tid, ts and dur, which the kinds and the launch
+  // links do not write: it is built beside them.
   std::unique_ptr<ThreadOrder> order;
+  const auto kinds_and_launches = [&] {
+    assign_kinds(t, options);
+    link_by_correlation(t);
+  };
   if (options.threads > 1) {
-    std::thread sorter([&] { order = std::make_unique<ThreadOrder>(t.events, options.threads); });
-    link_by_correlation(t);
-    sorter.join();
+    run_side_by_side([&] { order = std::make_unique<ThreadOrder>(t.events, options.threads); },
+                     kinds_and_launches);
   } else {
-    link_by_correlation(t);
+    kinds_and_launches();
     order = std::make_unique<ThreadOrder>(t.events, 1);
   }
   bind_flows(t, *order, options.threads);
@@ -384,23 +415,7 @@ void link_trace(TraceColumns& t, const LinkOptions& options) {
   if (options.threads > 1) {
     // Independent passes: the nesting writes only `parent`, the steps only `step` and the
     // steps table, and both only read the rest.
-    // Out of memory in either is raised on the caller's thread, after the join.
-    std::exception_ptr steps_failed, nest_failed;
-    std::thread steps([&] {
-      try {
-        assign_steps(t);
-      } catch (...) {
-        steps_failed = std::current_exception();
-      }
-    });
-    try {
-      nest_cpu_events(t.events, *order);
-    } catch (...) {
-      nest_failed = std::current_exception();
-    }
-    steps.join();
-    if (nest_failed) std::rethrow_exception(nest_failed);
-    if (steps_failed) std::rethrow_exception(steps_failed);
+    run_side_by_side([&] { assign_steps(t); }, [&] { nest_cpu_events(t.events, *order); });
   } else {
     nest_cpu_events(t.events, *order);
     assign_steps(t);
