@@ -317,18 +317,18 @@ bool can_be_parent(EventKind k) { return k != EventKind::kRuntime && k != EventK
 // Parent = innermost enclosing CPU event on the same thread: sweep each thread's events
 // (by start, longer first) with a stack of open events.
 void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
-  const auto& rows = order.rows();
+  const uint32_t* rows = order.rows().data();
   Rows stack;
-  EventRow prev = -1;
-  for (const uint32_t row : rows) {
-    const auto r = static_cast<EventRow>(row);
-    const auto kind = static_cast<EventKind>(e.kind[r]);
-    if (is_gpu_kind(kind)) continue;
-    if (prev >= 0 && (e.pid[prev] != e.pid[r] || e.tid[prev] != e.tid[r])) stack.clear();
-    prev = r;
-    while (!stack.empty() && !holds(e, stack.back(), r)) stack.pop_back();
-    e.parent[r] = stack.empty() ? -1 : stack.back();
-    if (can_be_parent(kind)) stack.push_back(r);
+  for (size_t g = 0; g < order.threads(); ++g) {
+    stack.clear();
+    for (size_t k = order.begin(g); k < order.begin(g + 1); ++k) {
+      const auto r = static_cast<EventRow>(rows[k]);
+      const auto kind = static_cast<EventKind>(e.kind[r]);
+      if (is_gpu_kind(kind)) continue;
+      while (!stack.empty() && !holds(e, stack.back(), r)) stack.pop_back();
+      e.parent[r] = stack.empty() ? -1 : stack.back();
+      if (can_be_parent(kind)) stack.push_back(r);
+    }
   }
 }
 

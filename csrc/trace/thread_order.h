@@ -22,6 +22,9 @@ class ThreadOrder {
   const std::vector<uint32_t>& rows() const { return rows_; }
   // The [begin, end) range of rows() holding (pid, tid)'s events; empty if none.
   std::pair<size_t, size_t> range(int64_t pid, int64_t tid) const;
+  // The threads, in order of first appearance: thread g holds rows()[begin(g), begin(g + 1)).
+  size_t threads() const { return begin_.size() - 1; }
+  size_t begin(size_t g) const { return begin_[g]; }
 
  private:
   struct PairHash {
