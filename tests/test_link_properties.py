@@ -202,7 +202,7 @@ def test_cpu_events_take_the_step_whose_window_holds_their_start(starts, durs, e
     seed=st.integers(0, 2**16),
 )
 def test_threads_written_in_long_stretches_nest_as_the_model(stretches, seed):
-    # Consecutive events on one thread, thread after thread: few stretches for the events,
+    # Consecutive events on one thread, thread after thread: few spans for the events,
     # which the per-thread grouping places without reading the threads again.
     evs, k = [], seed
     for tid, count in stretches:

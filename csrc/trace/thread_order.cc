@@ -107,18 +107,17 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   check_event_rows(n);
   // Group ids in order of first appearance; consecutive events usually share a thread, so
   // a group is looked up only where the thread changes. Counted first, then placed. The
-  // first pass keeps the stretches of consecutive events on one thread, when there are
-  // few (a few hundred in 200,000 events on GPU-heavy traces; a third of the events at
-  // worst), and the second places them without reading pid and tid again; else it looks
-  // the groups up again: an array of each event's group would be the largest block of the
-  // link pass (4 bytes an event), at the load's peak, and the stretches are kept to half
-  // of that.
-  struct Stretch {
+  // first pass keeps the spans of consecutive events on one thread, when there are few (a
+  // few hundred in 200,000 events on GPU-heavy traces; a third of the events at worst), and
+  // the second places them without reading pid and tid again; else it looks the groups up
+  // again: an array of each event's group would be the largest block of the link pass (4
+  // bytes an event), at the load's peak, and the spans are kept to half of that.
+  struct Span {
     uint32_t begin, group;
   };
-  std::vector<Stretch> stretches;
-  bool keep_stretches = true;
-  const size_t max_stretches = n / 4;
+  std::vector<Span> spans;
+  bool keep_spans = true;
+  const size_t max_spans = n / 4;
   std::vector<size_t> counts;
   std::pair<int64_t, int64_t> last_key{0, 0};
   uint32_t last_group = UINT32_MAX;
@@ -129,17 +128,17 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
       if (inserted) counts.push_back(0);
       last_key = key;
       last_group = it->second;
-      return true;  // a new stretch
+      return true;  // a new span
     }
     return false;
   };
   for (size_t i = 0; i < n; ++i) {
-    if (group_at(i) && keep_stretches) {
-      if (stretches.size() == max_stretches) {
-        keep_stretches = false;
-        stretches = {};
+    if (group_at(i) && keep_spans) {
+      if (spans.size() == max_spans) {
+        keep_spans = false;
+        spans = {};
       } else {
-        stretches.push_back({static_cast<uint32_t>(i), last_group});
+        spans.push_back({static_cast<uint32_t>(i), last_group});
       }
     }
     ++counts[last_group];
@@ -148,12 +147,11 @@ ThreadOrder::ThreadOrder(const EventTable& e, int threads) {
   for (size_t g = 0; g < counts.size(); ++g) begin_[g + 1] = begin_[g] + counts[g];
   rows_.resize(n);
   std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
-  if (keep_stretches) {
-    for (size_t k = 0; k < stretches.size(); ++k) {
-      const uint32_t end =
-          k + 1 < stretches.size() ? stretches[k + 1].begin : static_cast<uint32_t>(n);
-      size_t& at = fill[stretches[k].group];
-      for (uint32_t row = stretches[k].begin; row < end; ++row) rows_[at++] = row;
+  if (keep_spans) {
+    for (size_t k = 0; k < spans.size(); ++k) {
+      const uint32_t end = k + 1 < spans.size() ? spans[k + 1].begin : static_cast<uint32_t>(n);
+      size_t& at = fill[spans[k].group];
+      for (uint32_t row = spans[k].begin; row < end; ++row) rows_[at++] = row;
     }
   } else {
     last_group = UINT32_MAX;
