@@ -1,6 +1,5 @@
 #include "parse/event_walker.h"
 
-#include <array>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -44,15 +43,6 @@ bool has_backslash(std::string_view s) {
 
 // Deeper nesting is left to the On-Demand reader, which has its own depth limit.
 constexpr int kMaxDepth = 64;
-
-// The structural characters that cannot start a value: where one stands in a value's place,
-// the value is missing. One load, not four comparisons, for every member read.
-constexpr auto kNotAValue = [] {
-  std::array<bool, 256> table{};
-  for (const char c : {',', '}', ']', ':'}) table[static_cast<unsigned char>(c)] = true;
-  return table;
-}();
-bool not_a_value(char c) { return kNotAValue[static_cast<unsigned char>(c)]; }
 
 class Walker final : public EventEnd {
  public:

@@ -17,8 +17,7 @@ bool is_null(std::string_view tok) { return tok.substr(0, 4) == "null"; }
 }  // namespace
 
 void bad_value(std::string_view tok, const char* what) {
-  const bool broken =
-      tok.empty() || tok[0] == '}' || tok[0] == ']' || tok[0] == ',' || tok[0] == ':';
+  const bool broken = tok.empty() || not_a_value(tok[0]);
   throw FieldError{broken ? "broken JSON: a value is missing" : what, broken};
 }
 
