@@ -136,6 +136,18 @@ def test_escapes_are_left_to_on_demand(monkeypatch):
     assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
 
 
+def test_an_escape_after_a_recent_text_of_its_shape_is_left_to_on_demand(monkeypatch):
+    # The walker's cache of recent strings skips the escape check for a text it has seen:
+    # one with the same first 8 bytes and length as a cached one (the cache's slot), but
+    # an escape in it, must still miss and go to the On-Demand reader.
+    events = [event(name="abcdefghXXyz") for _ in range(20)] + [event(name='abcdefgh"yz')]
+    assert len(json.dumps('abcdefgh"yz')) - 2 == len("abcdefghXXyz")  # the same slot
+    walked = read(monkeypatch, doc(events), True, threads=1)
+    assert stops(walked[1]) == 1
+    assert walked[1].events.column("name").to_pylist()[-2:] == ["abcdefghXXyz", 'abcdefgh"yz']
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+
+
 def test_learned_layouts_stay_exact(monkeypatch):
     # The walker tells keys from the bytes before each value, learned per previous key
     # (csrc/parse/member_layout.h): kinds of event interleaved, orders and optional

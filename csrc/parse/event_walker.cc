@@ -201,11 +201,11 @@ void Walker::read_members(int level, Read&& read) {
     const auto len = static_cast<size_t>(value - gap);
     uint8_t id;
     MemberLayout::Key kind{};
-    if (len == learned[0].len && same_32(gap, learned[0].bytes, len)) {
+    if (learned[0].matches(gap, len)) {
       s_ += 2;
       id = learned[0].next;
       kind = layout_.key(id);
-    } else if (len == learned[1].len && same_32(gap, learned[1].bytes, len)) {
+    } else if (learned[1].matches(gap, len)) {
       s_ += 2;
       id = learned[1].next;
       kind = layout_.key(id);
@@ -229,7 +229,12 @@ void Walker::read_members(int level, Read&& read) {
 }
 
 int32_t Walker::read_string() {
-  if (here() == '"') return recent_.intern(plain_string());
+  if (here() == '"') {
+    const std::string_view s = string_content();
+    return recent_.intern(s, [&] {
+      if (has_backslash(s)) stop();
+    });
+  }
   const std::string_view tok = scalar();
   if (tok.substr(0, 4) == "null") return -1;
   stop();

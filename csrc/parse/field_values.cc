@@ -31,9 +31,9 @@ std::string_view snippet(const char* start, const char* end, size_t max) {
   return {start, n};
 }
 
-int64_t int_value(std::string_view tok) {
+int64_t int_value_slow(std::string_view tok) {
   int64_t x = 0;
-  switch (parse_int64_padded(tok, x)) {
+  switch (parse_int64(tok, x)) {
     case NumberStatus::kOk:
       return x;
     case NumberStatus::kOutOfRange:
@@ -50,9 +50,9 @@ int32_t int32_value(std::string_view tok) {
   return static_cast<int32_t>(x);
 }
 
-int64_t time_value(std::string_view tok) {
+int64_t time_value_slow(std::string_view tok) {
   int64_t ns = 0;
-  switch (micros_to_ns_padded(tok, ns)) {
+  switch (micros_to_ns(tok, ns)) {
     case NumberStatus::kOk:
       return ns;
     case NumberStatus::kOutOfRange:

@@ -19,20 +19,20 @@
 
 namespace hta {
 
-// Whether the `n` (<= 32) bytes at `p` are `want`'s. Reads 32 bytes at `p`: callers keep
-// that inside the chunk and its padding.
-inline bool same_32(const char* p, const char* want, size_t n) {
+// Which of the 32 bytes at `p` are `want`'s: bit i for byte i. Reads 32 bytes at both:
+// callers keep `p` inside the chunk and its padding.
+inline uint32_t equal_bytes_32(const char* p, const char* want) {
 #if defined(__SSE2__)
   auto equal16 = [](const char* a, const char* b) {
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
     const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
     return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
   };
-  const uint32_t eq = equal16(p, want) | (equal16(p + 16, want + 16) << 16);
-  const uint32_t need = n >= 32 ? ~0u : (1u << n) - 1;
-  return (eq & need) == need;
+  return equal16(p, want) | (equal16(p + 16, want + 16) << 16);
 #else
-  return std::memcmp(p, want, n) == 0;
+  uint32_t eq = 0;
+  for (unsigned i = 0; i < 32; ++i) eq |= static_cast<uint32_t>(p[i] == want[i]) << i;
+  return eq;
 #endif
 }
 
@@ -53,7 +53,13 @@ class MemberLayout {
   struct Gap {
     uint8_t len = 0;  // 0: nothing learned
     uint8_t next = kNone;
+    uint32_t mask = 0;  // a bit for each of the len bytes, kept so a match need not shift
     char bytes[kMaxGap];
+
+    // Whether the `n` bytes at `p` (32 of which can be read) are these.
+    bool matches(const char* p, size_t n) const {
+      return n == len && (equal_bytes_32(p, bytes) & mask) == mask;
+    }
   };
 
   // The id of a key's text, adding it while there is room (kNone after).
@@ -81,6 +87,7 @@ class MemberLayout {
     ways[1] = ways[0];
     ways[0].len = static_cast<uint8_t>(text.size());
     ways[0].next = next;
+    ways[0].mask = text.size() >= 32 ? ~0u : (1u << text.size()) - 1;
     std::memcpy(ways[0].bytes, text.data(), text.size());
   }
 

@@ -1,5 +1,7 @@
 #include "parse/number_text.h"
 
+#include "parse/quick_number.h"
+
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -124,23 +126,12 @@ namespace {
   return not_digit ? static_cast<unsigned>(__builtin_ctzll(not_digit)) / 8 : 8;
 }
 
-// The value of the first `n` (1 to 8) digits of `w`: the bytes after them shifted out, zeros
-// (leading zero digits) shifted in, then combined pairwise (2, then 4, then 8 at a time)
-// with multiplies. Subtracting '0' from a byte below it borrows only from the bytes after
-// it, which are shifted out.
-[[gnu::always_inline]] inline uint64_t digits_value(uint64_t w, unsigned n) {
-  w = (w - 0x3030303030303030ULL) << (8 * (8 - n));
-  w = w * 10 + (w >> 8);
-  w = ((w & 0x000000FF000000FFULL) * 100 + ((w >> 16) & 0x000000FF000000FFULL));
-  return (w & 0xFFFFFFFFULL) * 10000 + (w >> 32);
-}
-
 // Eight ASCII digits at p: their value, or false when any byte is not a digit.
 [[gnu::always_inline]] inline bool eight_digits(const char* p, uint64_t& out) {
   uint64_t w;
   std::memcpy(&w, p, 8);
   if (leading_digits(w) != 8) return false;
-  out = digits_value(w, 8);
+  out = quick::digits_value(w, 8);
   return true;
 }
 
@@ -195,95 +186,12 @@ NumberStatus scale_simple(bool negative, uint64_t digits, int shift, int64_t& ou
   return scale_to_int64(d, shift, out);
 }
 
-constexpr uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
 // The powers of ten a double holds exactly.
 constexpr double kExactPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-// Bit i set when byte i of the 32 at p is an ASCII digit: one pass over the bytes that
-// finds where the integer digits and the fraction's end (counting them 8 bytes at a time,
-// leading_digits, took three passes and a third of a timestamp's instructions).
-[[gnu::always_inline]] inline uint32_t digit_bits(const char* p) {
-#if defined(__SSE2__)
-  const __m128i zero_char = _mm_set1_epi8('0');
-  const __m128i nine = _mm_set1_epi8(9);
-  const auto half = [&](const char* q) {
-    // byte - '0' is 0..9 for a digit: it saturates to 0 when 9 is taken away.
-    const __m128i d = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), zero_char);
-    const __m128i is_digit = _mm_cmpeq_epi8(_mm_subs_epu8(d, nine), _mm_setzero_si128());
-    return static_cast<uint32_t>(_mm_movemask_epi8(is_digit));
-  };
-  return half(p) | half(p + 16) << 16;
-#else
-  uint32_t bits = 0;
-  for (unsigned i = 0; i < 32; ++i) bits |= static_cast<uint32_t>(is_digit(p[i])) << i;
-  return bits;
-#endif
-}
-
-// The value of the `n` (1 to 16) digits at p.
-[[gnu::always_inline]] inline uint64_t digits_at(const char* p, unsigned n) {
-  uint64_t w;
-  std::memcpy(&w, p, 8);
-  if (n <= 8) return digits_value(w, n);
-  uint64_t low;
-  std::memcpy(&low, p + n - 8, 8);
-  return digits_value(w, n - 8) * 100000000 + digits_value(low, 8);
-}
-
-bool only_space(const char* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!is_space(p[i])) return false;
-  }
-  return true;
-}
-
-// The writers' plain spellings, -?digits with up to 16 digits (and, as_micros, a fraction of
-// 1 to 3 digits) and JSON whitespace after: the integer, or the microseconds as
-// nanoseconds; false for anything else, the general path's to judge. Reads 32 bytes at the
-// text's start.
-[[gnu::always_inline]] inline bool quick_number(std::string_view text, bool as_micros,
-                                                int64_t& out) {
-  const char* p = text.data();
-  const size_t size = text.size();
-  if (size == 0) return false;
-  const bool negative = p[0] == '-';
-  const unsigned first = negative ? 1 : 0;
-  const uint32_t digits = digit_bits(p) >> first;
-  const auto whole = static_cast<unsigned>(__builtin_ctz(~digits | 0x80000000u));
-  // No digits, more than 16 (17 and up are the general path's), or a leading zero before
-  // another digit (not a JSON number).
-  if (whole == 0 || whole > 16 || (p[first] == '0' && whole > 1)) return false;
-  uint64_t v = digits_at(p + first, whole);
-  size_t i = first + whole;
-  if (as_micros) {
-    uint64_t fraction = 0;
-    if (i < size && p[i] == '.') {
-      const auto places = static_cast<unsigned>(__builtin_ctz(~(digits >> (whole + 1))));
-      if (places == 0 || places > 3 || places > size - i - 1) return false;
-      uint64_t w;
-      std::memcpy(&w, p + i + 1, 8);
-      fraction = digits_value(w, places) * kPow10[3 - places];
-      i += 1 + places;
-    }
-    v = v * 1000 + fraction;  // below 10^19: no wrap in 64 bits
-  }
-  if (v > static_cast<uint64_t>(INT64_MAX)) return false;  // -2^63 too: the general path
-  if (i > size || !only_space(p + i, size - i)) return false;
-  out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-  return true;
-}
-
 }  // namespace
-
-NumberStatus micros_to_ns_padded(std::string_view text, int64_t& out) {
-  return quick_number(text, true, out) ? NumberStatus::kOk : micros_to_ns(text, out);
-}
-
-NumberStatus parse_int64_padded(std::string_view text, int64_t& out) {
-  return quick_number(text, false, out) ? NumberStatus::kOk : parse_int64(text, out);
-}
 
 NumberStatus micros_to_ns(std::string_view text, int64_t& out) {
   text = trim_number_text(text);

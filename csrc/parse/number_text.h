@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "parse/quick_number.h"
+
 namespace hta {
 
 enum class NumberStatus : uint8_t { kOk, kNotANumber, kOutOfRange };
@@ -16,10 +18,14 @@ NumberStatus micros_to_ns(std::string_view text, int64_t& out);
 NumberStatus parse_int64(std::string_view text, int64_t& out);
 
 // The same two, for text whose first 32 bytes may be read (inside a parser's chunk, which
-// simdjson's padding follows): the writers' plain spellings are read from 8-byte words, the
-// rest as above.
-NumberStatus micros_to_ns_padded(std::string_view text, int64_t& out);
-NumberStatus parse_int64_padded(std::string_view text, int64_t& out);
+// simdjson's padding follows): the writers' plain spellings are read from 8-byte words
+// (quick_number.h), the rest as above.
+inline NumberStatus micros_to_ns_padded(std::string_view text, int64_t& out) {
+  return quick::quick_number(text, true, out) ? NumberStatus::kOk : micros_to_ns(text, out);
+}
+inline NumberStatus parse_int64_padded(std::string_view text, int64_t& out) {
+  return quick::quick_number(text, false, out) ? NumberStatus::kOk : parse_int64(text, out);
+}
 
 // Any decimal number -> double.
 NumberStatus parse_double(std::string_view text, double& out);

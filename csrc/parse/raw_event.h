@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "parse/quick_number.h"
 #include "trace/same_text.h"
 
 namespace hta {
@@ -139,9 +140,19 @@ std::string_view snippet(const char* start, const char* end, size_t max = 80);
 // structural character (trailing whitespace included), as the reader finds it, in a chunk
 // padded as simdjson needs (its first 32 bytes may be read: number_text.h's *_padded). Each throws
 // FieldError on a value of the wrong kind, with the message both readers give.
-int64_t int_value(std::string_view tok);  // null -> -1
+// int_value and time_value past their fast path: number_text.h's general path, then null or
+// the FieldError. Out of line: the fast path is inlined where each event's values are read.
+[[gnu::cold]] int64_t int_value_slow(std::string_view tok);
+[[gnu::cold]] int64_t time_value_slow(std::string_view tok);
+inline int64_t int_value(std::string_view tok) {  // null -> -1
+  int64_t x;
+  return quick::quick_number(tok, false, x) ? x : int_value_slow(tok);
+}
+inline int64_t time_value(std::string_view tok) {  // microseconds -> nanoseconds
+  int64_t ns;
+  return quick::quick_number(tok, true, ns) ? ns : time_value_slow(tok);
+}
 int32_t int32_value(std::string_view tok);
-int64_t time_value(std::string_view tok);    // microseconds -> nanoseconds
 double double_value(std::string_view tok);   // null -> NaN
 int32_t stream_value(std::string_view tok);  // names and "0x0" -> -1
 // pid/tid/id written as an integer: true, with `id` set (an integer that would read as a

@@ -18,8 +18,11 @@ class RecentStrings {
   explicit RecentStrings(StringPool& pool) : pool_(pool) {}
 
   // The pool's id of `s`, which lies in a padded chunk: its first 8 bytes can be read
-  // whatever its length.
-  int32_t intern(std::string_view s) {
+  // whatever its length. `on_miss()` runs before a text that is not among the recent ones
+  // goes to the pool: the walker's check for escapes, which a recent text passed when it
+  // came in (a hit skips reading the text a second time).
+  template <class OnMiss>
+  int32_t intern(std::string_view s, OnMiss&& on_miss) {
     uint64_t head;
     std::memcpy(&head, s.data(), 8);
     // Bytes past a short text are not part of it: keep only its own.
@@ -27,8 +30,12 @@ class RecentStrings {
     const uint64_t key = (head ^ (s.size() * 0x9E3779B97F4A7C15ULL)) * 0xff51afd7ed558ccdULL;
     Entry& e = entries_[key >> (64 - kBits)];
     if (e.text.data() != nullptr && same_text(e.text, s)) return e.id;
+    on_miss();
     e = {s, pool_.intern(s)};
     return e.id;
+  }
+  int32_t intern(std::string_view s) {
+    return intern(s, [] {});
   }
 
  private:
