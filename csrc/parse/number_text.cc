@@ -1,11 +1,11 @@
 #include "parse/number_text.h"
 
-#include "parse/quick_number.h"
-
 #include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+
+#include "parse/quick_number.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

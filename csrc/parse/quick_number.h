@@ -45,7 +45,7 @@ inline constexpr uint64_t kPow10[] = {1,      10,      100,      1000,     10000
   return half(p) | half(p + 16) << 16;
 #else
   uint32_t bits = 0;
-  for (unsigned i = 0; i < 32; ++i) bits |= static_cast<uint32_t>((p[i] >= '0' && p[i] <= '9')) << i;
+  for (unsigned i = 0; i < 32; ++i) bits |= static_cast<uint32_t>(p[i] >= '0' && p[i] <= '9') << i;
   return bits;
 #endif
 }
