@@ -7,10 +7,6 @@
 
 #include "parse/quick_number.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace hta {
 namespace {
 
