@@ -336,13 +336,6 @@ EventParser::~EventParser() = default;
 
 ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset,
                               TraceColumns& out) {
-  ChunkError result = read_events(text, len, file_offset, out);
-  fill_link_columns(out.events);
-  return result;
-}
-
-ChunkError EventParser::read_events(const char* text, size_t len, uint64_t file_offset,
-                                    TraceColumns& out) {
   if (walk_) {
     // simdjson's first stage, run here so that its index is ours to walk. A chunk it
     // rejects (invalid UTF-8, an unclosed string) goes to the On-Demand reader whole, which

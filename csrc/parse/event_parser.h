@@ -39,12 +39,11 @@ class EventParser {
 
   // `text` holds `len` bytes of JSON followed by at least simdjson::SIMDJSON_PADDING
   // readable bytes. `file_offset` is the offset in the file of text[1] (text[0] is the
-  // "[" the splitter adds). Appends to `out`.
+  // "[" the splitter adds). Appends to `out`: the walker where it can, the On-Demand reader
+  // from where it cannot.
   ChunkError parse(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
 
  private:
-  // The walker where it can, the On-Demand reader from where it cannot.
-  ChunkError read_events(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
   ChunkError read_on_demand(const char* text, size_t len, uint64_t file_offset, TraceColumns& out);
 
   ParseOptions options_;

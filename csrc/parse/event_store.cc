@@ -1,5 +1,8 @@
 #include "parse/event_store.h"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "trace/row_limit.h"
 
 namespace hta {
@@ -9,13 +12,17 @@ void EventStore::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::st
   if (ev.id_as_text) out_.stats.add(Stat::id_as_text, offset, text);
 }
 
-void fill_link_columns(EventTable& e) {
-  const size_t n = e.ts.size();
-  e.kind.resize(n, 0);
-  e.kernel_class.resize(n, 0);
-  e.partner.resize(n, -1);
-  e.parent.resize(n, -1);
-  e.step.resize(n, -1);
+EventStore::~EventStore() {
+  kernels_.trim();
+  ops_.trim();
+  // The link pass fills these; given their defaults here in bulk, not one by one in store.
+  auto& e = out_.events;
+  const auto first = static_cast<std::ptrdiff_t>(events_.trim());
+  std::fill(e.kind.begin() + first, e.kind.end(), 0);
+  std::fill(e.kernel_class.begin() + first, e.kernel_class.end(), 0);
+  std::fill(e.partner.begin() + first, e.partner.end(), -1);
+  std::fill(e.parent.begin() + first, e.parent.end(), -1);
+  std::fill(e.step.begin() + first, e.step.end(), -1);
 }
 
 void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEnd& end) {
@@ -44,49 +51,52 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
         ev.dur = 0;
       }
       auto& e = out_.events;
-      check_event_rows(e.ts.size() + 1);
-      const auto row = static_cast<EventRow>(e.ts.size());
+      check_event_rows(events_.rows() + 1);
+      const size_t i = events_.add();
+      const auto row = static_cast<EventRow>(i);
       const ArgValues& a = ev.args;
-      e.ts.push_back(ev.ts);
-      e.dur.push_back(ev.dur);
-      e.name.push_back(ev.name);
-      e.cat.push_back(ev.cat);
-      e.pid.push_back(ev.pid);
-      e.tid.push_back(ev.tid);
-      e.device.push_back(a.device);
-      e.stream.push_back(a.stream);
-      e.correlation.push_back(a.correlation);
-      e.external_id.push_back(a.external_id);
+      e.ts[i] = ev.ts;
+      e.dur[i] = ev.dur;
+      e.name[i] = ev.name;
+      e.cat[i] = ev.cat;
+      e.pid[i] = ev.pid;
+      e.tid[i] = ev.tid;
+      e.device[i] = a.device;
+      e.stream[i] = a.stream;
+      e.correlation[i] = a.correlation;
+      e.external_id[i] = a.external_id;
       if (a.groups & ArgValues::kKernel) {
         auto& k = out_.kernel_args;
-        k.row.push_back(row);
-        k.queued.push_back(a.queued);
-        k.context.push_back(a.context);
-        k.grid_x.push_back(a.grid[0]);
-        k.grid_y.push_back(a.grid[1]);
-        k.grid_z.push_back(a.grid[2]);
-        k.block_x.push_back(a.block[0]);
-        k.block_y.push_back(a.block[1]);
-        k.block_z.push_back(a.block[2]);
-        k.registers_per_thread.push_back(a.registers);
-        k.shared_memory.push_back(a.shared_memory);
-        k.blocks_per_sm.push_back(a.blocks_per_sm);
-        k.warps_per_sm.push_back(a.warps_per_sm);
-        k.est_achieved_occupancy.push_back(a.occupancy);
-        k.bytes.push_back(a.bytes);
-        k.memory_bandwidth_gbps.push_back(a.bandwidth);
+        const size_t j = kernels_.add();
+        k.row[j] = row;
+        k.queued[j] = a.queued;
+        k.context[j] = a.context;
+        k.grid_x[j] = a.grid[0];
+        k.grid_y[j] = a.grid[1];
+        k.grid_z[j] = a.grid[2];
+        k.block_x[j] = a.block[0];
+        k.block_y[j] = a.block[1];
+        k.block_z[j] = a.block[2];
+        k.registers_per_thread[j] = a.registers;
+        k.shared_memory[j] = a.shared_memory;
+        k.blocks_per_sm[j] = a.blocks_per_sm;
+        k.warps_per_sm[j] = a.warps_per_sm;
+        k.est_achieved_occupancy[j] = a.occupancy;
+        k.bytes[j] = a.bytes;
+        k.memory_bandwidth_gbps[j] = a.bandwidth;
       }
       if (a.groups & ArgValues::kOp) {
         auto& o = out_.op_args;
-        o.row.push_back(row);
-        o.record_function_id.push_back(a.record_function_id);
-        o.sequence_number.push_back(a.sequence_number);
-        o.fwd_thread_id.push_back(a.fwd_thread_id);
-        o.ev_idx.push_back(a.ev_idx);
-        o.input_dims.push_back(a.input_dims);
-        o.input_type.push_back(a.input_type);
-        o.input_strides.push_back(a.input_strides);
-        o.concrete_inputs.push_back(a.concrete_inputs);
+        const size_t j = ops_.add();
+        o.row[j] = row;
+        o.record_function_id[j] = a.record_function_id;
+        o.sequence_number[j] = a.sequence_number;
+        o.fwd_thread_id[j] = a.fwd_thread_id;
+        o.ev_idx[j] = a.ev_idx;
+        o.input_dims[j] = a.input_dims;
+        o.input_type[j] = a.input_type;
+        o.input_strides[j] = a.input_strides;
+        o.concrete_inputs[j] = a.concrete_inputs;
       }
       if (a.groups & ArgValues::kComm) {
         auto& c = out_.comm_args;
