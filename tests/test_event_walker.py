@@ -138,14 +138,26 @@ def test_escapes_are_left_to_on_demand(monkeypatch):
 
 def test_an_escape_after_a_recent_text_of_its_shape_is_left_to_on_demand(monkeypatch):
     # The walker's cache of recent strings skips the escape check for a text it has seen:
-    # one with the same first 8 bytes and length as a cached one (the cache's slot), but
-    # an escape in it, must still miss and go to the On-Demand reader.
-    events = [event(name="abcdefghXXyz") for _ in range(20)] + [event(name='abcdefgh"yz')]
-    assert len(json.dumps('abcdefgh"yz')) - 2 == len("abcdefghXXyz")  # the same slot
+    # one in the same slot (the same first and last 8 bytes and length) as a cached one,
+    # but with an escape in it, must still miss and go to the On-Demand reader.
+    plain, escaped = "abcdefghXX12345678", 'abcdefgh"12345678'
+    assert len(json.dumps(escaped)) - 2 == len(plain)  # the same slot
+    events = [event(name=plain) for _ in range(20)] + [event(name=escaped)]
     walked = read(monkeypatch, doc(events), True, threads=1)
     assert stops(walked[1]) == 1
-    assert walked[1].events.column("name").to_pylist()[-2:] == ["abcdefghXXyz", 'abcdefgh"yz']
+    assert walked[1].events.column("name").to_pylist()[-2:] == [plain, escaped]
     assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+
+
+@pytest.mark.parametrize("recover", [False, True])
+def test_a_string_equal_to_raw_json_read_before_is_still_checked(recover, monkeypatch):
+    # Raw JSON (an operator's "Input Dims") is cached by its text unchecked; a string whose
+    # text is the same, backslash and all, must not take that entry's id as its own.
+    events = [event(name=f"op{i}") for i in range(10)]
+    events.append('{"ph": "X", "name": "x", "ts": 1, "dur": 1, "args": {"Input Dims": [\\]}}')
+    events.append('{"ph": "X", "name": "[\\]", "ts": 2, "dur": 1}')
+    walked = read(monkeypatch, doc(events), True, threads=1, recover=recover)
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1, recover=recover))
 
 
 def test_learned_layouts_stay_exact(monkeypatch):

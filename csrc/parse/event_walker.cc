@@ -231,7 +231,7 @@ void Walker::read_members(int level, Read&& read) {
 int32_t Walker::read_string() {
   if (here() == '"') {
     const std::string_view s = string_content();
-    return recent_.intern(s, [&] {
+    return recent_.intern_checked(s, [&] {
       if (has_backslash(s)) stop();
     });
   }
