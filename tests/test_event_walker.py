@@ -11,6 +11,7 @@ tables, stats or error (message, offset, key) either way; and what makes the wal
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 
@@ -136,12 +137,12 @@ def test_escapes_are_left_to_on_demand(monkeypatch):
     assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
 
 
-def test_an_escape_after_a_recent_text_of_its_shape_is_left_to_on_demand(monkeypatch):
+def test_an_escape_after_a_recent_text_like_it_is_left_to_on_demand(monkeypatch):
     # The walker's cache of recent strings skips the escape check for a text it has seen:
-    # one in the same slot (the same first and last 8 bytes and length) as a cached one,
-    # but with an escape in it, must still miss and go to the On-Demand reader.
+    # one like a cached one (its length, start and end) but with an escape in it must
+    # still miss and go to the On-Demand reader.
     plain, escaped = "abcdefghXX12345678", 'abcdefgh"12345678'
-    assert len(json.dumps(escaped)) - 2 == len(plain)  # the same slot
+    assert len(json.dumps(escaped)) - 2 == len(plain)
     events = [event(name=plain) for _ in range(20)] + [event(name=escaped)]
     walked = read(monkeypatch, doc(events), True, threads=1)
     assert stops(walked[1]) == 1
@@ -149,15 +150,30 @@ def test_an_escape_after_a_recent_text_of_its_shape_is_left_to_on_demand(monkeyp
     assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
 
 
+def test_names_alike_but_in_the_middle_keep_their_own_ids(monkeypatch):
+    # Python-stack names differ only in a line number halfway along; the cache must tell
+    # them apart (and, kept from chunk to chunk, must not hand one the other's id).
+    names = [f"torch/nn/modules/module.py({n}): named_modules" for n in (2823, 2868, 2863)]
+    events = [event(name=names[i % 3], ts=i) for i in range(3000)]
+    walked = read(monkeypatch, doc(events), True, threads=1, chunk_size=4096)
+    assert stops(walked[1]) == 0
+    assert walked[1].events.column("name").to_pylist() == [names[i % 3] for i in range(3000)]
+    assert_same(walked, read(monkeypatch, doc(events), False, threads=1, chunk_size=4096))
+
+
 @pytest.mark.parametrize("recover", [False, True])
 def test_a_string_equal_to_raw_json_read_before_is_still_checked(recover, monkeypatch):
     # Raw JSON (an operator's "Input Dims") is cached by its text unchecked; a string whose
     # text is the same, backslash and all, must not take that entry's id as its own.
-    events = [event(name=f"op{i}") for i in range(10)]
-    events.append('{"ph": "X", "name": "x", "ts": 1, "dur": 1, "args": {"Input Dims": [\\]}}')
-    events.append('{"ph": "X", "name": "[\\]", "ts": 2, "dur": 1}')
-    walked = read(monkeypatch, doc(events), True, threads=1, recover=recover)
-    assert_same(walked, read(monkeypatch, doc(events), False, threads=1, recover=recover))
+    # In one chunk, and in two (the cache is kept from chunk to chunk).
+    raw = '{"ph": "X", "name": "x", "ts": 1, "dur": 1, "args": {"Input Dims": [\\]}}'
+    string = '{"ph": "X", "name": "[\\]", "ts": 2, "dur": 1}'
+    for between in (0, 100):
+        events = [raw] + [event(name=f"op{i}") for i in range(between)] + [string]
+        for chunk_size in (0, 1024):
+            kw = dict(threads=1, recover=recover, chunk_size=chunk_size)
+            walked = read(monkeypatch, doc(events), True, **kw)
+            assert_same(walked, read(monkeypatch, doc(events), False, **kw))
 
 
 def test_learned_layouts_stay_exact(monkeypatch):
@@ -385,3 +401,25 @@ def test_lookalike_names_keep_their_own_ids(texts, monkeypatch):
     dims = walked[1].op_args.column("input_dims").to_pylist()
     assert dims == [arg if arg.startswith("[") else None for _, arg in texts]
     assert_same(walked, read(monkeypatch, doc(events), False, threads=1))
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_recent_strings_follow_the_pool_they_were_interned_into(tmp_path, monkeypatch, suffix):
+    # With two threads, parts of a plain file and chunks of a gzip'd one are read into
+    # columns of their own (each with its own string pool, cleared and reused), joined
+    # after: the walker's cache of recent strings, kept from chunk to chunk, must start
+    # afresh on each pool, or ids of one pool end up in another's columns.
+    rng = random.Random(11)
+    names = [f"torch/nn/modules/module.py({n}): forward" for n in range(40)]
+    events = [
+        event(name=rng.choice(names), ts=i, args={"Input Dims": [[rng.randrange(9)]]})
+        for i in range(20_000)
+    ]
+    path = tmp_path / f"trace{suffix}"
+    text = doc(events)
+    path.write_bytes(gzip.compress(text) if suffix == ".gz" else text)
+    walked = read(monkeypatch, path, True, threads=2, chunk_size=4096)
+    reference = read(monkeypatch, path, False, threads=1)
+    assert_same(walked, reference)
+    got = walked[1].events.column("name").to_pylist()
+    assert got == [e["name"] for e in events]

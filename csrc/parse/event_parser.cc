@@ -351,8 +351,9 @@ ChunkError EventParser::parse(const char* text, size_t len, uint64_t file_offset
     }
     if (index_ && !index_->stage1(reinterpret_cast<const uint8_t*>(text), len,
                                   simdjson::stage1_mode::regular)) {
-      const size_t done = walk_events(text, len, index_->structural_indexes.get(),
-                                      index_->n_structural_indexes, file_offset, out, layout_);
+      const size_t done =
+          walk_events(text, len, index_->structural_indexes.get(), index_->n_structural_indexes,
+                      file_offset, out, layout_, recent_);
       if (done == len) return {};
       if (done > 1) {
         // The events after the one the walker stopped at, as a chunk of their own.

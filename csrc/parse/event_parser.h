@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "parse/member_layout.h"
+#include "parse/recent_strings.h"
 #include "parse/utf8_text.h"
 #include "trace/trace_columns.h"
 
@@ -52,6 +53,7 @@ class EventParser {
   bool walk_ = true;
   std::unique_ptr<simdjson::internal::dom_parser_implementation> index_;  // the walker's
   MemberLayout layout_;                                                   // the walker's
+  RecentStrings recent_;                                                  // the walker's
   std::vector<char> rest_;  // the events from the one the walker stopped at
   simdjson::ondemand::parser parser_;
   Utf8Repair repair_;  // recover=True: a chunk with invalid UTF-8, repaired

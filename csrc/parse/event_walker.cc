@@ -46,12 +46,12 @@ constexpr int kMaxDepth = 64;
 
 class Walker final : public EventEnd {
  public:
-  Walker(TraceColumns& out, MemberLayout& layout, const char* text, const uint32_t* index,
-         uint32_t count)
+  Walker(TraceColumns& out, MemberLayout& layout, RecentStrings& recent, const char* text,
+         const uint32_t* index, uint32_t count)
       : out_(out),
         store_(out),
         layout_(layout),
-        recent_(out.strings),
+        recent_(recent),
         text_(text),
         s_(index),
         last_(index + count - 1) {}
@@ -102,7 +102,7 @@ class Walker final : public EventEnd {
   TraceColumns& out_;
   EventStore store_;
   MemberLayout& layout_;
-  RecentStrings recent_;        // names and argument texts: they repeat
+  RecentStrings& recent_;       // names and argument texts: they repeat
   std::string_view other_key_;  // a counter's key read without an id (the table full)
   const char* text_;
   const uint32_t* s_;     // the cursor: the structural position being read
@@ -418,9 +418,11 @@ size_t Walker::walk(uint64_t file_offset) {
 }  // namespace
 
 size_t walk_events(const char* text, size_t len, const uint32_t* index, uint32_t count,
-                   uint64_t file_offset, TraceColumns& out, MemberLayout& layout) {
+                   uint64_t file_offset, TraceColumns& out, MemberLayout& layout,
+                   RecentStrings& recent) {
   if (count < 2 || index[count - 1] != len - 1) return 1;
-  return Walker(out, layout, text, index, count).walk(file_offset);
+  recent.bind(out.strings);
+  return Walker(out, layout, recent, text, index, count).walk(file_offset);
 }
 
 }  // namespace hta

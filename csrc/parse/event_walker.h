@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "parse/member_layout.h"
+#include "parse/recent_strings.h"
 #include "trace/trace_columns.h"
 
 namespace hta {
@@ -21,9 +22,10 @@ namespace hta {
 // closed its strings). `file_offset` is the offset of text[1]. Stores every event it reads
 // into `out` and returns the position of the first event it did not read: `len` when it
 // read them all.
-// `layout` carries what was learned of the profiler's layout (member_layout.h) from chunk to
-// chunk.
+// `layout` and `recent` carry what was learned of the profiler's layout (member_layout.h)
+// and of its strings (recent_strings.h) from chunk to chunk.
 size_t walk_events(const char* text, size_t len, const uint32_t* index, uint32_t count,
-                   uint64_t file_offset, TraceColumns& out, MemberLayout& layout);
+                   uint64_t file_offset, TraceColumns& out, MemberLayout& layout,
+                   RecentStrings& recent);
 
 }  // namespace hta

@@ -1,8 +1,10 @@
-// RecentStrings: the ids of the strings a walk interned lately, looked up by their text
+// RecentStrings: the ids of the strings a walker interned lately, looked up by their text
 // before the pool is. Kineto writes the same names and argument texts over and over (an
 // operator's "Input type", a copy's name); the pool's lookup hashes the whole text and
 // probes a table that the walk's stream of input keeps evicting from cache, while this
-// cache is a few kilobytes that stay in L1 and compares the text directly.
+// cache is a few kilobytes that stay in L1. It keeps ids, not texts, and compares with the
+// pool's text of the id, so it holds from chunk to chunk while the walker's pool is the same
+// (StringPool::generation): a chunk does not start with every name unknown.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -15,7 +17,15 @@ namespace hta {
 
 class RecentStrings {
  public:
-  explicit RecentStrings(StringPool& pool) : pool_(pool) {}
+  // The pool the next walk interns into: what was learned of another, or of this one
+  // before it was cleared, is forgotten.
+  void bind(StringPool& pool) {
+    if (&pool != pool_ || pool.generation() != generation_) {
+      for (Entry& e : entries_) e = Entry{};
+      pool_ = &pool;
+      generation_ = pool.generation();
+    }
+  }
 
   // The pool's id of `s`, which lies in a padded chunk: its first 8 bytes can be read
   // whatever its length. `check()` (the walker's test for escapes, which throws) runs
@@ -24,7 +34,7 @@ class RecentStrings {
   template <class Check>
   int32_t intern_checked(std::string_view s, Check&& check) {
     Entry& e = entry(s);
-    if (e.text.data() != nullptr && same_text(e.text, s)) {
+    if (holds(e, s)) {
       if (!e.checked) {
         check();
         e.checked = true;
@@ -32,38 +42,51 @@ class RecentStrings {
       return e.id;
     }
     check();
-    e = {s, pool_.intern(s), true};
+    e = {pool_->intern(s), true};
     return e.id;
   }
   int32_t intern(std::string_view s) {
     Entry& e = entry(s);
-    if (e.text.data() == nullptr || !same_text(e.text, s)) e = {s, pool_.intern(s), false};
+    if (!holds(e, s)) e = {pool_->intern(s), false};
     return e.id;
   }
 
  private:
   struct Entry {
-    std::string_view text;
     int32_t id = -1;
     bool checked = false;
   };
 
+  // Whether `e` is the entry of `s` (its id is in the pool: bind() keeps only those).
+  bool holds(const Entry& e, std::string_view s) const {
+    return e.id >= 0 && same_text(pool_->at(e.id), s);
+  }
+
   Entry& entry(std::string_view s) {
-    uint64_t head, tail = 0;
-    std::memcpy(&head, s.data(), 8);
-    if (s.size() < 8) {
-      head &= (uint64_t{1} << (8 * s.size())) - 1;  // bytes past a short text are not its own
+    const char* p = s.data();
+    const size_t n = s.size();
+    auto word = [](const char* at) {
+      uint64_t w;
+      std::memcpy(&w, at, 8);
+      return w;
+    };
+    uint64_t key = word(p);
+    if (n < 8) {
+      key &= (uint64_t{1} << (8 * n)) - 1;  // bytes past a short text are not its own
     } else {
-      // Names share their starts ("aten::", "void at::native::"): the end tells them apart.
-      std::memcpy(&tail, s.data() + s.size() - 8, 8);
+      // Names share their starts, ends and more ("torch/nn/modules/module.py(2823):
+      // named_modules" and its neighbours, a few calls apart in every step): words from
+      // across the whole text tell them apart.
+      key ^=
+          (word(p + (n - 8) / 3) >> 3) ^ (word(p + 2 * (n - 8) / 3) >> 5) ^ (word(p + n - 8) >> 7);
     }
-    const uint64_t key =
-        (head ^ (tail >> 7) ^ (s.size() * 0x9E3779B97F4A7C15ULL)) * 0xff51afd7ed558ccdULL;
+    key = (key ^ (n * 0x9E3779B97F4A7C15ULL)) * 0xff51afd7ed558ccdULL;
     return entries_[key >> (64 - kBits)];
   }
 
-  static constexpr int kBits = 8;
-  StringPool& pool_;
+  static constexpr int kBits = 10;
+  StringPool* pool_ = nullptr;
+  uint64_t generation_ = 0;
   Entry entries_[1 << kBits];
 };
 

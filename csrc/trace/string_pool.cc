@@ -1,7 +1,9 @@
 #include "trace/string_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "trace/same_text.h"
 
@@ -9,10 +11,54 @@ namespace hta {
 
 StringPool::StringPool() : offsets_{0}, slots_(1024, 0), slot_hash_(1024, 0) {}
 
+StringPool::StringPool(const StringPool& other)
+    : data_(other.data_),
+      offsets_(other.offsets_),
+      slots_(other.slots_),
+      slot_hash_(other.slot_hash_) {}
+
+StringPool& StringPool::operator=(const StringPool& other) {
+  if (this != &other) {
+    data_ = other.data_;
+    offsets_ = other.offsets_;
+    slots_ = other.slots_;
+    slot_hash_ = other.slot_hash_;
+    generation_ = next_generation();
+  }
+  return *this;
+}
+
+StringPool::StringPool(StringPool&& other) noexcept
+    : data_(std::move(other.data_)),
+      offsets_(std::move(other.offsets_)),
+      slots_(std::move(other.slots_)),
+      slot_hash_(std::move(other.slot_hash_)),
+      generation_(other.generation_) {
+  other.generation_ = next_generation();
+}
+
+StringPool& StringPool::operator=(StringPool&& other) noexcept {
+  if (this != &other) {
+    data_ = std::move(other.data_);
+    offsets_ = std::move(other.offsets_);
+    slots_ = std::move(other.slots_);
+    slot_hash_ = std::move(other.slot_hash_);
+    generation_ = other.generation_;
+    other.generation_ = next_generation();
+  }
+  return *this;
+}
+
+uint64_t StringPool::next_generation() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 void StringPool::clear() {
   data_.clear();
   offsets_.assign(1, 0);
   std::fill(slots_.begin(), slots_.end(), 0);
+  generation_ = next_generation();
 }
 
 namespace {
