@@ -1,5 +1,6 @@
 #include "parse/event_walker.h"
 
+#include <array>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -145,6 +146,19 @@ std::string_view Walker::plain_string() {
   return s;
 }
 
+// What a structural character does to the nesting: 1 opens an array, 2 an object, 3
+// closes an array, 4 an object, 0 nothing (commas, colons, the first bytes of scalars,
+// most of what a nested argument such as "Input Dims" holds): one load and one test a
+// position, not four comparisons.
+constexpr auto kBracket = [] {
+  std::array<uint8_t, 256> table{};
+  table['['] = 1;
+  table['{'] = 2;
+  table[']'] = 3;
+  table['}'] = 4;
+  return table;
+}();
+
 // An array or object, brackets included; the cursor moves past it. Brackets must pair up.
 std::string_view Walker::nested() {
   const char* start = at_token(s_);
@@ -152,12 +166,13 @@ std::string_view Walker::nested() {
   int depth = 0;
   for (;; ++s_) {
     if (s_ >= last_) stop();
-    const char c = here();
-    if (c == '[' || c == '{') {
+    const uint8_t b = kBracket[static_cast<unsigned char>(here())];
+    if (b == 0) continue;
+    if (b <= 2) {
       if (++depth > kMaxDepth) stop();
-      kinds = (kinds << 1) | (c == '{');
-    } else if (c == ']' || c == '}') {
-      if ((kinds & 1) != (c == '}')) stop();
+      kinds = (kinds << 1) | (b == 2);
+    } else {
+      if ((kinds & 1) != (b == 4)) stop();
       kinds >>= 1;
       if (--depth == 0) {
         ++s_;
