@@ -219,11 +219,11 @@ void Walker::read_members(int level, Read&& read) {
     if (learned[0].matches(gap, len)) {
       s_ += 2;
       id = learned[0].next;
-      kind = layout_.key(id);
+      kind = learned[0].kind;
     } else if (learned[1].matches(gap, len)) {
       s_ += 2;
       id = learned[1].next;
-      kind = layout_.key(id);
+      kind = learned[1].kind;
     } else {
       const std::string_view k = key();
       id = layout_.id_of(k);

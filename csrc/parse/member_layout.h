@@ -53,6 +53,7 @@ class MemberLayout {
   struct Gap {
     uint8_t len = 0;  // 0: nothing learned
     uint8_t next = kNone;
+    Key kind{};         // next's, kept here to save a lookup a member
     uint32_t mask = 0;  // a bit for each of the len bytes, kept so a match need not shift
     char bytes[kMaxGap];
 
@@ -87,6 +88,7 @@ class MemberLayout {
     ways[1] = ways[0];
     ways[0].len = static_cast<uint8_t>(text.size());
     ways[0].next = next;
+    ways[0].kind = kinds_[next];
     ways[0].mask = text.size() >= 32 ? ~0u : (1u << text.size()) - 1;
     std::memcpy(ways[0].bytes, text.data(), text.size());
   }
