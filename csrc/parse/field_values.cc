@@ -100,13 +100,4 @@ bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t
   }
 }
 
-char plain_char(std::string_view tok) {
-  auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
-  if (tok.size() >= 3 && tok[0] == '"' && tok[2] == '"' && tok[1] != '\\' && tok[1] != '"' &&
-      printable(tok[1])) {
-    return tok[1];
-  }
-  return 0;
-}
-
 }  // namespace hta

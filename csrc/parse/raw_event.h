@@ -159,7 +159,14 @@ int32_t stream_value(std::string_view tok);  // names and "0x0" -> -1
 // string id is interned as its text); false for any other text (a name, for the caller).
 bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t& id);
 // ph, s and bp written plainly ("X"): the letter; 0 when the text needs unescaping.
-char plain_char(std::string_view tok);
+inline char plain_char(std::string_view tok) {
+  auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
+  if (tok.size() >= 3 && tok[0] == '"' && tok[2] == '"' && tok[1] != '\\' && tok[1] != '"' &&
+      printable(tok[1])) {
+    return tok[1];
+  }
+  return 0;
+}
 
 // The value a field had in the event before, by its exact text: pid, tid and cat repeat
 // from event to event, and comparing a few bytes is cheaper than parsing or interning them
