@@ -2,7 +2,7 @@
 """Two builds of hta_fast loading the same recorded traces, in turn, in one run.
 
     python benchmarks/ab_load.py BASE_PYTHON NEW_PYTHON [--real DIR ...] [--largest 10] [--runs 3]
-                                 [--threads 1] [--plain] [--statistic median|min]
+                                 [--threads 1] [--plain] [--statistic median|min] [--repeat N]
 
 Each python is an environment with one build installed (a worktree of the commit before a
 change, say). Runs alternate base, new, base, ... per trace (fresh processes, the files as
@@ -38,6 +38,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plain", action="store_true", help="the inflated copies of .gz traces")
     ap.add_argument("--statistic", choices=("median", "min"), default="median")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="loads per process, the least of them taken (bench_hta_fast_load.py --repeat)",
+    )
     ap.add_argument("--out", type=Path, default=Path("/tmp/htafast-bench"))
     args = ap.parse_args()
     pick = statistics.median if args.statistic == "median" else min
@@ -54,7 +60,8 @@ def main() -> None:
         for _ in range(args.runs):
             for which in ("base", "new"):
                 cmd = [getattr(args, which), str(HERE / "bench_hta_fast_load.py"), str(path)]
-                got = run_measured(cmd + ["--threads", str(args.threads)], env=env)["result"]
+                cmd += ["--threads", str(args.threads), "--repeat", str(args.repeat)]
+                got = run_measured(cmd, env=env)["result"]
                 cpu[which].append(got["cpu_s"])
                 wall[which].append(got["wall_s"])
         rate = {k: size / 1e6 / pick(v) for k, v in cpu.items()}
