@@ -1,6 +1,7 @@
 // Appends one read event to the columns of its kind (or counts why it is not kept): the one
 // place the column layout meets the events, for both event readers.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -42,8 +43,14 @@ class RowsAhead {
   }
 
  private:
+  // Up to a block more, within what every column holds already where it can: a column
+  // regrows (twice its size, as a push_back would) only when it is full, so writing ahead
+  // sizes no column beyond what the parser reserved for it (SequentialParser).
   void grow() {
-    room_ = rows_ + kBlock;
+    size_t capacity = SIZE_MAX;
+    table_.for_each_column(
+        [&](const char*, auto& c) { capacity = std::min(capacity, c.capacity()); });
+    room_ = capacity > rows_ ? std::min(capacity, rows_ + kBlock) : rows_ + 1;
     table_.for_each_column([&](const char*, auto& c) { c.resize(room_); });
   }
   static constexpr size_t kBlock = 4096;
