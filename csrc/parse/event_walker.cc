@@ -216,14 +216,12 @@ void Walker::read_members(int level, Read&& read) {
     const auto len = static_cast<size_t>(value - gap);
     uint8_t id;
     MemberLayout::Key kind{};
-    if (learned[0].matches(gap, len)) {
+    int way = 0;
+    while (way < MemberLayout::kWays && !learned[way].matches(gap, len)) ++way;
+    if (way < MemberLayout::kWays) {
       s_ += 2;
-      id = learned[0].next;
-      kind = learned[0].kind;
-    } else if (learned[1].matches(gap, len)) {
-      s_ += 2;
-      id = learned[1].next;
-      kind = learned[1].kind;
+      id = learned[way].next;
+      kind = learned[way].kind;
     } else {
       const std::string_view k = key();
       id = layout_.id_of(k);

@@ -4,6 +4,7 @@
 // value (`, "cat": ` or `,\n    "ts": `) are nearly always the ones that followed the same
 // key before. Comparing them in one go tells the next key without reading it.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -43,6 +44,7 @@ class MemberLayout {
   static constexpr uint8_t kStart = 254;  // "before the first member"
   static constexpr uint8_t kNone = 255;   // no id: the table is full
   static constexpr size_t kMaxGap = 32;
+  static constexpr int kWays = 4;
 
   // What the loader reads a key as, in an event and in its args.
   struct Key {
@@ -76,16 +78,17 @@ class MemberLayout {
   const Key& key(uint8_t id) const { return kinds_[id]; }
   const std::string& text(uint8_t id) const { return keys_[id]; }
 
-  // The two most recent successors of `prev`: optional arguments make a key's successor
-  // vary between two or three kinds of event.
+  // The kWays most recent successors of `prev`, the latest first: optional arguments make
+  // a key's successor vary between kinds of event (mtia's operators and kernels: two ways
+  // missed on 9 % of the members, each a key read and looked up).
   const Gap* after(int level, uint8_t prev) const { return gaps_[level][prev]; }
 
   // Remembers that `text` led from `prev`'s comma (or the object's '{') to `next`'s value,
-  // in place of the older of the two.
+  // in place of the oldest.
   void learn(int level, uint8_t prev, std::string_view text, uint8_t next) {
     if (next == kNone || prev == kNone || text.empty() || text.size() > kMaxGap) return;
     Gap* ways = gaps_[level][prev];
-    ways[1] = ways[0];
+    std::copy_backward(ways, ways + kWays - 1, ways + kWays);
     ways[0].len = static_cast<uint8_t>(text.size());
     ways[0].next = next;
     ways[0].kind = kinds_[next];
@@ -98,7 +101,7 @@ class MemberLayout {
   std::vector<Key> kinds_;
   // Indexed by kNone too (never learned: its gaps stay empty), so a key past the table reads
   // as "nothing learned" rather than out of bounds.
-  Gap gaps_[2][256][2] = {};
+  Gap gaps_[2][256][kWays] = {};
 };
 
 }  // namespace hta
