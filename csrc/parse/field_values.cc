@@ -31,11 +31,8 @@ std::string_view snippet(const char* start, const char* end, size_t max) {
   return {start, n};
 }
 
-int64_t int_value_slow(std::string_view tok) {
-  int64_t x = 0;
-  switch (parse_int64(tok, x)) {
-    case NumberStatus::kOk:
-      return x;
+int64_t int_value_failed(std::string_view tok, NumberStatus status) {
+  switch (status) {
     case NumberStatus::kOutOfRange:
       throw FieldError{"integer beyond int64", false};
     default:
@@ -50,11 +47,8 @@ int32_t int32_value(std::string_view tok) {
   return static_cast<int32_t>(x);
 }
 
-int64_t time_value_slow(std::string_view tok) {
-  int64_t ns = 0;
-  switch (micros_to_ns(tok, ns)) {
-    case NumberStatus::kOk:
-      return ns;
+int64_t time_value_failed(std::string_view tok, NumberStatus status) {
+  switch (status) {
     case NumberStatus::kOutOfRange:
       throw FieldError{"timestamp beyond int64 nanoseconds", false};
     default:

@@ -21,10 +21,12 @@ NumberStatus parse_int64(std::string_view text, int64_t& out);
 // simdjson's padding follows): the writers' plain spellings are read from 8-byte words
 // (quick_number.h), the rest as above.
 inline NumberStatus micros_to_ns_padded(std::string_view text, int64_t& out) {
-  return quick::quick_number(text, true, out) ? NumberStatus::kOk : micros_to_ns(text, out);
+  if (__builtin_expect(quick::quick_number(text, true, out), 1)) return NumberStatus::kOk;
+  return micros_to_ns(text, out);
 }
 inline NumberStatus parse_int64_padded(std::string_view text, int64_t& out) {
-  return quick::quick_number(text, false, out) ? NumberStatus::kOk : parse_int64(text, out);
+  if (__builtin_expect(quick::quick_number(text, false, out), 1)) return NumberStatus::kOk;
+  return parse_int64(text, out);
 }
 
 // Any decimal number -> double.

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "parse/quick_number.h"
+#include "parse/number_text.h"
 #include "trace/same_text.h"
 
 namespace hta {
@@ -140,17 +140,20 @@ std::string_view snippet(const char* start, const char* end, size_t max = 80);
 // structural character (trailing whitespace included), as the reader finds it, in a chunk
 // padded as simdjson needs (its first 32 bytes may be read: number_text.h's *_padded). Each throws
 // FieldError on a value of the wrong kind, with the message both readers give.
-// int_value and time_value past their fast path: number_text.h's general path, then null or
-// the FieldError. Out of line: the fast path is inlined where each event's values are read.
-[[gnu::cold]] int64_t int_value_slow(std::string_view tok);
-[[gnu::cold]] int64_t time_value_slow(std::string_view tok);
+// What int_value and time_value make of a value number_text.h did not read (`status`):
+// null (-1) or the FieldError. Out of line and cold: the numbers' fast path is inlined
+// where each event's values are read.
+[[gnu::cold]] int64_t int_value_failed(std::string_view tok, NumberStatus status);
+[[gnu::cold]] int64_t time_value_failed(std::string_view tok, NumberStatus status);
 inline int64_t int_value(std::string_view tok) {  // null -> -1
-  int64_t x;
-  return quick::quick_number(tok, false, x) ? x : int_value_slow(tok);
+  int64_t x = 0;
+  const NumberStatus status = parse_int64_padded(tok, x);
+  return status == NumberStatus::kOk ? x : int_value_failed(tok, status);
 }
 inline int64_t time_value(std::string_view tok) {  // microseconds -> nanoseconds
-  int64_t ns;
-  return quick::quick_number(tok, true, ns) ? ns : time_value_slow(tok);
+  int64_t ns = 0;
+  const NumberStatus status = micros_to_ns_padded(tok, ns);
+  return status == NumberStatus::kOk ? ns : time_value_failed(tok, status);
 }
 int32_t int32_value(std::string_view tok);
 double double_value(std::string_view tok);   // null -> NaN
