@@ -1,9 +1,10 @@
-// The floor under the loader: how fast this machine inflates a trace and how fast simdjson's
-// first stage indexes it, alone and together, against the whole load — CPU seconds per
-// stage, so that a target for the loader can be held against what the stages it cannot skip
-// cost. Built only with -DHTA_FAST_BENCH_TOOLS=ON (see benchmarks/README.md).
+// The floor under the loader: how fast this machine inflates a trace, how fast simdjson's
+// first stage indexes it, and what a fresh process pays the kernel for the pages a load's
+// result fills, against the whole load and against simdjson's own full parse: CPU seconds
+// per stage, so that a target for the loader can be held against what the stages it cannot
+// skip cost. Built only with -DHTA_FAST_BENCH_TOOLS=ON (see benchmarks/README.md).
 //
-//   load_floor FILE [RUNS]   -> one line per stage (and simdjson's whole DOM parse): MB of JSON per CPU-second (median)
+//   load_floor FILE [RUNS]   -> one line per stage: MB of JSON per CPU-second (median)
 #include <simdjson.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
