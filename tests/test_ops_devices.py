@@ -80,4 +80,18 @@ def test_every_gpu_in_the_shared_traces_is_in_the_table(traces_dir):
                 names[props.get("name")] = dev.key if dev else None
     assert names.get("Quadro GP100") == "Quadro-GP100"
     assert names.get("Tesla V100-SXM2-16GB") == "V100-SXM2"
+    # modern/vllm_decode_full names its devices "": compute 9.4, 304 CUs, 192 GiB
+    assert names.get("") == "MI300X"
     assert len(names) >= 6 and all(names.values()), names
+
+
+def test_unnamed_devices_identified_by_their_properties():
+    """A deviceProperties entry with an empty name is identified by its other fields, and
+    only where every identifying field agrees."""
+    t = DeviceTable.load()
+    mi300x = {"name": "", "computeMajor": 9, "computeMinor": 4, "numSms": 304}
+    assert t.match({**mi300x, "totalGlobalMem": 206141652992}).key == "MI300X"
+    assert t.match({**mi300x, "totalGlobalMem": 274877906944}).key == "MI325X"
+    assert t.match({**mi300x, "numSms": 228, "totalGlobalMem": 206141652992}) is None
+    assert t.match({**mi300x}) is None  # no memory: not enough to tell
+    assert t.match({"name": "", "computeMajor": 8, "computeMinor": 0}) is None

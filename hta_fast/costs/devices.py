@@ -77,13 +77,18 @@ class _Entry:
     min_memory_gb: Optional[float]
     max_memory_gb: Optional[float]
     sms: Optional[int]
+    # deviceProperties fields (computeMajor, numSms, ...) and a memory range that identify
+    # the device where a trace leaves its name empty (ROCm builds of vLLM write "")
+    identify: Optional[Mapping[str, Any]] = None
 
     def matches(self, props: Mapping[str, Any]) -> bool:
         name = str(props.get("name", "")).lower()
-        if not self.pattern.search(name):
-            return False
         mem = props.get("totalGlobalMem")
         gb = mem / 1e9 if isinstance(mem, (int, float)) else None
+        if not name.strip():
+            return self._identified(props, gb)
+        if not self.pattern.search(name):
+            return False
         if self.min_memory_gb is not None and (gb is None or gb < self.min_memory_gb):
             return False
         if self.max_memory_gb is not None and (gb is None or gb > self.max_memory_gb):
@@ -91,6 +96,17 @@ class _Entry:
         if self.sms is not None and props.get("numSms") != self.sms:
             return False
         return True
+
+    def _identified(self, props: Mapping[str, Any], gb: Optional[float]) -> bool:
+        """An unnamed device is this one when every identifying field is as listed and its
+        memory in the listed range (GB)."""
+        if not self.identify:
+            return False
+        low, high = self.identify.get("memory_gb", (None, None))
+        if gb is None or (low is not None and gb < low) or (high is not None and gb > high):
+            return False
+        fields = {k: v for k, v in self.identify.items() if k != "memory_gb"}
+        return bool(fields) and all(props.get(k) == v for k, v in fields.items())
 
 
 class DeviceTable:
@@ -186,4 +202,5 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
         r.get("min_memory_gb"),
         r.get("max_memory_gb"),
         r.get("sms"),
+        r.get("identify"),
     )
