@@ -198,8 +198,34 @@ class _DependencyGraph:
         self, weight: _I64, times: _I64, skip_types: int, from_nodes: _I64, stop_at: _I64
     ) -> tuple[_I64, _I64]: ...
 
+class _EdgeType(enum.IntEnum):
+    release = 0
+    cpu_self = 1
+    cpu_nest_down = 2
+    cpu_nest_up = 3
+    cpu_sibling = 4
+    gpu_self = 5
+    launch = 6
+    kernel_kernel = 7
+    cross_stream = 8
+    sync_wait = 9
+    sync_self = 10
+    cross_thread = 11
+    thread_join = 12
+    join_tail = 13
+
+class _SyncKind(enum.IntEnum):
+    none = 0
+    stream = 1
+    event = 2
+    device = 3
+    own_copy = 4
+    stream_wait = 5
+
 class _Graph:
     Graph = _DependencyGraph
+    EdgeType = _EdgeType
+    SyncKind = _SyncKind
     @staticmethod
     def build(
         ts: _I64,
@@ -215,6 +241,7 @@ class _Graph:
         target_lane: _I64,
         window_start: int,
         release_from: Optional[_I64] = None,
+        held_by: Optional[_I64] = None,
     ) -> _DependencyGraph: ...
 
 graph: _Graph

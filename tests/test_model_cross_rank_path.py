@@ -313,11 +313,16 @@ def test_real_dlrm_path_is_the_last_ranks_replayed_step(traces_dir, chained):
     replayed = replay_ranks(dlrm(), chained=chained).to_pandas().set_index("rank").replayed
     ((linked, together, path, ends, starts),) = joint_paths(dlrm(), chained=chained)
     s = summary.iloc[0]
-    # Rank 4 ends last on the traces' clock; its step ends on host work after its last
-    # collective, so the path never reaches a held collective and stays on rank 4.
-    assert s.end_rank == 4 and s.start_rank == 4 and s.jumps == 0
-    assert s.critical_path_length == replayed[4] == s.replayed_step == rows.duration.sum()
-    assert set(rows["rank"]) == {4}
+    # Rank 4 ends last on the traces' clock. Its host waits (cudaStreamSynchronize) for the
+    # concat that its stream held behind the all-to-all (a cross_stream edge read off the
+    # times: hta_fast.model.graph.held_waits), and the all-to-all ended when rank 7, the
+    # last to arrive, reached it: the path jumps there once and runs back on rank 7.
+    assert s.end_rank == 4 and s.start_rank == 7 and s.jumps == 1
+    assert s.replayed_step == replayed[4]
+    assert s.critical_path_length == rows.duration.sum()
+    assert set(rows["rank"]) == {4, 7}
+    jump = rows[rows.type == "cross_rank"]
+    assert jump.name.str.startswith("ncclKernel_SendRecv").all() and (jump.from_rank == 7).all()
     check_path(linked, together, path, ends, starts)
 
 

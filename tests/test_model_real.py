@@ -55,11 +55,17 @@ def test_critical_path_spans_the_step(folder):
 
 def test_event_sync_path_runs_through_the_waited_kernel():
     b = critical_path(load("hta/critical_path/cuda_event_sync")).to_pandas("breakdown")
-    spin = b[b.type == "gpu_self"]
-    assert spin.name.str.contains("spin_kernel").tolist() == [True]
-    after = b.type.tolist()[b.type.tolist().index("gpu_self") + 1]
-    assert after == "sync_wait"
-    assert b.loc[b.type == "sync_wait", "name"].tolist() == ["cudaEventSynchronize"]
+    gpu = b[b.type == "gpu_self"]
+    # .item()'s pageable copy to the host held its cudaMemcpyAsync until it was done, then
+    # the spin kernel held cudaEventSynchronize.
+    assert gpu.name.tolist()[0] == "Memcpy DtoH (Device -> Pageable)"
+    assert gpu.name.str.contains("spin_kernel").tolist() == [False, True]
+    types = b.type.tolist()
+    assert [types[i + 1] for i, t in enumerate(types) if t == "gpu_self"] == ["sync_wait"] * 2
+    assert b.loc[b.type == "sync_wait", "name"].tolist() == [
+        "cudaMemcpyAsync",
+        "cudaEventSynchronize",
+    ]
 
 
 @pytest.mark.parametrize("folder", CRITICAL_PATH)

@@ -1,5 +1,6 @@
 // hta_fast._core.graph: the dependency graph, its calibration, replay and critical path over
 // numpy columns. hta_fast/model/dependency_graph.py builds the columns and names the results.
+#include <pybind11/native_enum.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -39,7 +40,7 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
               const Col<int64_t>& corr, const Col<uint8_t>& sync_kind,
               const Col<int64_t>& wait_lane, const Col<int64_t>& wait_corr,
               const Col<int64_t>& target_lane, int64_t window_start,
-              std::optional<Col<int64_t>> release_from) {
+              std::optional<Col<int64_t>> release_from, std::optional<Col<int64_t>> held_by) {
   const auto n = static_cast<size_t>(ts.size());
   check_length(ts, "ts", n);
   check_length(dur, "dur", n);
@@ -59,6 +60,12 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
         throw py::value_error("release_from of row " + std::to_string(i) + " is not a node");
   }
   const auto sn = static_cast<int64_t>(n);
+  if (held_by) {
+    check_length(*held_by, "held_by", n);
+    for (size_t i = 0; i < n; ++i)
+      if (held_by->data()[i] >= sn)
+        throw py::value_error("held_by of row " + std::to_string(i) + " points past the events");
+  }
   for (size_t i = 0; i < n; ++i) {
     if (parent.data()[i] >= sn || launch.data()[i] >= sn)
       throw py::value_error("parent or launch row " + std::to_string(i) +
@@ -79,6 +86,7 @@ PyGraph build(const Col<int64_t>& ts, const Col<int64_t>& dur, const Col<int64_t
   in.target_lane = target_lane.data();
   in.window_start = window_start;
   if (release_from) in.release_from = release_from->data();
+  if (held_by) in.held_by = held_by->data();
   PyGraph out;
   {
     py::gil_scoped_release release;
@@ -104,6 +112,36 @@ std::vector<int64_t> weights_of(const PyGraph& g, const Col<int64_t>& weight) {
 
 void register_graph(py::module_& m) {
   auto sub = m.def_submodule("graph", "dependency graph, replay and critical path");
+  // The edge types and sync kinds, declared once (graph/dependency_graph.h) and read by
+  // hta_fast.model.graph (edge names, skip masks) and sync_calls (what a call waits on).
+  {
+    using hta::graph::EdgeType;
+    py::native_enum<EdgeType> e(sub, "EdgeType", "enum.IntEnum", "What an edge's time is.");
+    e.value("release", EdgeType::release)
+        .value("cpu_self", EdgeType::cpu_self)
+        .value("cpu_nest_down", EdgeType::cpu_nest_down)
+        .value("cpu_nest_up", EdgeType::cpu_nest_up)
+        .value("cpu_sibling", EdgeType::cpu_sibling)
+        .value("gpu_self", EdgeType::gpu_self)
+        .value("launch", EdgeType::launch)
+        .value("kernel_kernel", EdgeType::kernel_kernel)
+        .value("cross_stream", EdgeType::cross_stream)
+        .value("sync_wait", EdgeType::sync_wait)
+        .value("sync_self", EdgeType::sync_self)
+        .value("cross_thread", EdgeType::cross_thread)
+        .value("thread_join", EdgeType::thread_join)
+        .value("join_tail", EdgeType::join_tail)
+        .finalize();
+    using hta::graph::SyncKind;
+    py::native_enum<SyncKind> k(sub, "SyncKind", "enum.IntEnum", "What a CPU call waits on.");
+    k.value("none", SyncKind::none)
+        .value("stream", SyncKind::stream)
+        .value("event", SyncKind::event)
+        .value("device", SyncKind::device)
+        .value("own_copy", SyncKind::own_copy)
+        .value("stream_wait", SyncKind::stream_wait)
+        .finalize();
+  }
   py::class_<PyGraph>(sub, "Graph")
       .def_property_readonly("n_events", [](const PyGraph& g) { return g.g.n_events; })
       .def_property_readonly("src", [](const PyGraph& g) { return copy_of(g.g.src); })
@@ -182,5 +220,6 @@ void register_graph(py::module_& m) {
   sub.def("build", &build, py::arg("ts"), py::arg("dur"), py::arg("lane"), py::arg("is_gpu"),
           py::arg("parent"), py::arg("launch"), py::arg("corr"), py::arg("sync_kind"),
           py::arg("wait_lane"), py::arg("wait_corr"), py::arg("target_lane"),
-          py::arg("window_start"), py::arg("release_from") = py::none());
+          py::arg("window_start"), py::arg("release_from") = py::none(),
+          py::arg("held_by") = py::none());
 }

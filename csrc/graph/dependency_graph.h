@@ -75,6 +75,10 @@ struct GraphInput {
   // of the source (-1: the source). A chain of profiler steps releases a step's nodes from
   // the step's start, so that they move with it.
   const int64_t* release_from = nullptr;
+  // Optional, per event: for GPU work, the GPU event on another stream whose end it waited
+  // for where no sync record says so (-1: none); inferred from the measured times
+  // (hta_fast/model/graph/held_waits.py). Each becomes a cross_stream edge.
+  const int64_t* held_by = nullptr;
 };
 
 struct Graph {

@@ -36,6 +36,19 @@ struct LaneIndex {
     return pos == v.end() ? -1 : *pos;
   }
 };
+// GPU work held behind another stream's work (held_by, inferred by the caller from the
+// measured times) waits for it, unless a stream wait already gave it a cross-stream edge.
+void add_held_edges(const GraphInput& in, Graph& g) {
+  if (!in.held_by) return;
+  std::vector<uint8_t> waits(in.n, 0);
+  for (size_t e = 0; e < g.type.size(); ++e)
+    if (g.type[e] == static_cast<uint8_t>(EdgeType::cross_stream)) waits[g.dst[e] / 2] = 1;
+  for (size_t i = 0; i < in.n; ++i) {
+    const int64_t x = in.held_by[i];
+    if (x >= 0 && x != static_cast<int64_t>(i) && in.is_gpu[i] && !waits[i])
+      g.add_edge(end_node(x), start_node(static_cast<int64_t>(i)), EdgeType::cross_stream);
+  }
+}
 }  // namespace
 
 void add_sync_edges(const GraphInput& in, Graph& g) {
@@ -83,6 +96,7 @@ void add_sync_edges(const GraphInput& in, Graph& g) {
   for (int64_t k : own_gpu)
     if (in.sync_kind[in.launch[k]] == static_cast<uint8_t>(SyncKind::own_copy))
       g.add_edge(end_node(k), end_node(in.launch[k]), EdgeType::sync_wait);
+  add_held_edges(in, g);
 }
 
 }  // namespace hta::graph

@@ -67,9 +67,13 @@ class Chain:
 
     def wait_notes(self) -> list[str]:
         """What the notes of an analysis of this chain say about its waits inferred from
-        launch order (hta_fast.model.graph.runtime_waits)."""
-        note = self.graph.waits.inferred_note()
-        return [f"rank {self.rank} {self.label}: {note}"] if note else []
+        launch order (hta_fast.model.graph.runtime_waits) and from the measured times (held_waits)."""
+        waits = self.graph.waits
+        return [
+            f"rank {self.rank} {self.label}: {note}"
+            for note in (waits.inferred_note(), waits.held_note())
+            if note
+        ]
 
     def step_starts(self, times: np.ndarray) -> np.ndarray:
         """Each step's start (ns since the chain's start) in a replay with these node times."""

@@ -14,26 +14,12 @@ from typing import Optional
 import numpy as np
 
 from ... import _core
-from ...schema import CPU_KINDS, GPU_WORK_KINDS
+from ...schema import CPU_KINDS, GPU_WORK_KINDS, EventKind
 from ...trace import Trace
-from . import runtime_waits, sync_calls
+from . import held_waits, runtime_waits, sync_calls
 
-EDGE_TYPES = [
-    "release",
-    "cpu_self",
-    "cpu_nest_down",
-    "cpu_nest_up",
-    "cpu_sibling",
-    "gpu_self",
-    "launch",
-    "kernel_kernel",
-    "cross_stream",
-    "sync_wait",
-    "sync_self",
-    "cross_thread",
-    "thread_join",
-    "join_tail",
-]
+# The core's EdgeType, by name in code order (csrc/graph/dependency_graph.h).
+EDGE_TYPES = [t.name for t in sorted(_core.graph.EdgeType, key=int)]
 EDGE = {name: i for i, name in enumerate(EDGE_TYPES)}
 
 GPU_WORK = GPU_WORK_KINDS  # the graph's nodes: schema's CPU_KINDS and GPU work
@@ -161,6 +147,35 @@ def _infer_synced_streams(
             sync_kind[i], wait_lane[i] = sync_calls.STREAM, best
 
 
+def _mark_pageable_copies(
+    trace: Trace,
+    names: np.ndarray,
+    is_copy: np.ndarray,
+    launch: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    sync_kind: np.ndarray,
+) -> None:
+    """Async copy calls that held the host until their pageable copy was done wait for it
+    (sync_calls.pageable_copies): their sync_kind becomes OWN_COPY."""
+    copies = np.flatnonzero(is_copy & (launch >= 0))
+    if not len(copies):
+        return
+    calls = launch[copies]
+    free = sync_kind[calls] == sync_calls.NONE
+    copies, calls = copies[free], calls[free]
+    if not len(copies):
+        return
+    strings = trace.strings_at
+    blocking = sync_calls.pageable_copies(
+        strings(names[calls]).fill_null("").to_pylist(),
+        strings(names[copies]).fill_null("").to_pylist(),
+        ts[calls] + dur[calls],
+        ts[copies] + dur[copies],
+    )
+    sync_kind[calls[blocking]] = sync_calls.OWN_COPY
+
+
 def build_graph(
     trace: Trace,
     rows: np.ndarray,
@@ -235,6 +250,8 @@ def build_graph(
     kind_of = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
     name_at = np.searchsorted(uniq, names)
     sync_kind = np.where(is_gpu, 0, kind_of[name_at]).astype(np.uint8)
+    is_copy = kind[rows] == EventKind.memcpy
+    _mark_pageable_copies(trace, names, is_copy, launch, ts, dur, sync_kind)
     asked = sync_kind.copy()  # what each call does, before its row is looked for
     wait_lane = np.full(len(rows), -1, np.int64)
     wait_corr = np.full(len(rows), -1, np.int64)
@@ -298,6 +315,25 @@ def build_graph(
             np.array(unknown_stream), ts, dur, lane, is_gpu, corr, sync_kind, wait_lane
         )
 
+    # The end of each GPU event's launching call, read off the trace (a carried event's
+    # launch is outside the graph but still says when it was ready).
+    launched_by = np.where(is_gpu, partner[rows], -1)
+    call_end = np.full(len(rows), -1, np.int64)
+    by = launched_by >= 0
+    call_end[by] = col("events", "ts")[launched_by[by]] + np.maximum(
+        col("events", "dur")[launched_by[by]], 0
+    )
+    held = held_waits.held_by(ts, dur, lane, pid_code, is_gpu, call_end)
+    if (held >= 0).any():
+        waits_on = np.flatnonzero(asked == sync_calls.STREAM_WAIT)
+        summary = dataclasses.replace(
+            summary,
+            held=int(np.count_nonzero(held >= 0)),
+            held_with_call=held_waits.backed_by_call(
+                held, ts, lane, is_gpu, launch, corr, waits_on
+            ),
+        )
+
     start = int(ts.min()) if window_start is None and len(ts) else int(window_start or 0)
     core = _core.graph.build(
         np.ascontiguousarray(ts, np.int64),
@@ -313,6 +349,7 @@ def build_graph(
         target_lane,
         start,
         None if release_from is None else np.ascontiguousarray(release_from, np.int64),
+        held,
     )
     weight, binding = core.calibrate()
     types = core.type

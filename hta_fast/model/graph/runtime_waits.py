@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from ...frame import derived
 from ...schema import EventKind
 from ...trace import Trace
-from . import sync_calls
+from . import held_waits, sync_calls
 
 NO_RECORD = "no cudaEventRecord before it on its thread (the event)"
 NO_LAUNCH_BEFORE = "no launch on its thread before its record (the event's stream)"
@@ -56,6 +56,9 @@ class WaitCalls:
                   for every stream instead)
     records       whether the trace holds cudaEventRecord calls (else each wait's event is
                   taken as recorded just before it)
+    held          GPU events held behind work on another stream, read off the measured times
+                  (hta_fast.model.graph.held_waits), each a cross_stream edge
+    held_with_call  of those, the ones with a stream-wait call before their launch
     """
 
     calls: int = 0
@@ -65,6 +68,8 @@ class WaitCalls:
     own_stream: int = 0
     unresolved: dict[str, int] = dataclasses.field(default_factory=dict)
     records: bool = True
+    held: int = 0
+    held_with_call: int = 0
 
     def missing(self) -> str:
         """Why the graph has no sync or stream-wait edge, for the notes: what the trace
@@ -90,6 +95,17 @@ class WaitCalls:
             + "; ".join(parts)
         )
 
+    def held_note(self) -> str:
+        """A remark where GPU work was found held behind another stream ("" otherwise)."""
+        if not self.held:
+            return ""
+        return (
+            f"{self.held} GPU events sat ready, their stream idle, until work on another "
+            f"stream of their device ended, and started within {held_waits_gap_us()} us of it: "
+            f"each waits for that work in the graph ({self.held_with_call} with a stream-wait "
+            "call before their launch, the rest by the measured times alone)"
+        )
+
     def inferred_note(self) -> str:
         """A remark where waits were inferred and some gave an edge ("" otherwise)."""
         if self.inferred <= self.own_stream:
@@ -111,6 +127,10 @@ class WaitCalls:
 
     def _unresolved(self) -> list[str]:
         return [f"{n} with {r}" for r, n in sorted(self.unresolved.items())]
+
+
+def held_waits_gap_us() -> float:
+    return held_waits.GAP / 1000
 
 
 def infer_waits(

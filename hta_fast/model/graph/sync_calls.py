@@ -1,6 +1,6 @@
 """Which runtime calls wait, and on what: the names behind the dependency graph's sync edges.
 
-Kind numbers are the core's SyncKind (csrc/graph/dependency_graph.h)."""
+Kind numbers are the core's SyncKind (csrc/graph/dependency_graph.h), read from `_core`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,17 @@ import re
 
 import numpy as np
 
-NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = range(6)
+from ... import _core
+
+_KIND = _core.graph.SyncKind
+NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = (
+    int(_KIND.none),
+    int(_KIND.stream),
+    int(_KIND.event),
+    int(_KIND.device),
+    int(_KIND.own_copy),
+    int(_KIND.stream_wait),
+)
 
 # CUDA runtime/driver and HIP spellings. cudaEventQuery and friends do not block, so they are
 # absent; cudaMemcpy without Async blocks the host until its copy is done, and so does HIP's
@@ -55,3 +65,27 @@ def sync_kind_of_names(names: list[str]) -> np.ndarray:
                 out[i] = kind
                 break
     return out
+
+
+# An asynchronous copy from or to pageable host memory (Kineto names its GPU side "Memcpy
+# DtoH (Device -> Pageable)"): the driver stages it through pinned memory, and a copy to the
+# host returns only once its data is there, a copy from it often only once staged, after
+# the stream's earlier work. Either way the call holds the host until its copy is done.
+_PAGEABLE = re.compile(r"Pageable")
+_ASYNC_COPY = re.compile(r"^(cuda|hip)MemcpyAsync|^cuMemcpy[DH]to[DH]Async")
+
+
+def pageable_copies(
+    call_names: list[str], copy_names: list[str], call_end: np.ndarray, copy_end: np.ndarray
+) -> np.ndarray:
+    """Which asynchronous copy calls block the host until their own copy is done (they wait
+    as OWN_COPY): the call is an async memcpy, its copy touches pageable memory, and the
+    copy ended by the time the call returned (a staged copy from the host that ran later
+    did not hold the call, and is left asynchronous)."""
+    return np.array(
+        [
+            bool(_ASYNC_COPY.match(c)) and bool(_PAGEABLE.search(g)) and ce >= ge
+            for c, g, ce, ge in zip(call_names, copy_names, call_end.tolist(), copy_end.tolist())
+        ],
+        bool,
+    )
