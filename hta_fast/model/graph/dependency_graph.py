@@ -59,6 +59,11 @@ class DependencyGraph:
         return self.core.src
 
     @functools.cached_property
+    def measured_nodes(self) -> np.ndarray:
+        """Each node's measured time (ns, the trace's clock; the source: the window start)."""
+        return self.core.measured
+
+    @functools.cached_property
     def dst(self) -> np.ndarray:
         """Each edge's target node."""
         return self.core.dst

@@ -7,12 +7,20 @@ gpu_compute_bound            kernels, copies and sets that are not communication
 gpu_communication_bound      communication kernels
 gpu_kernel_launch_overhead   launch call start -> its GPU event start
 gpu_kernel_kernel_overhead   gaps between GPU events on a stream or across a stream wait
+                             (communication: the release after a collective that another
+                             stream waited on)
+untraced_host                gaps of UNTRACED_MIN or more between a thread's calls where no
+                             event of the trace says what the thread did (between top-level
+                             calls, or the direct children of a ProfilerStep): the profiler
+                             recorded nothing there, so the model cannot say whether the
+                             host worked or waited
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...frame.derived import DATALOADER, name_flags
 from ...schema import KernelClass
@@ -26,7 +34,11 @@ BOUND_BY = [
     "gpu_kernel_kernel_overhead",
     "gpu_kernel_launch_overhead",
     "data_loading",
+    "untraced_host",
 ]
+# ns: a gap shorter than this between a thread's calls is the interpreter's own time between
+# operators (5-30 us in eager PyTorch); a longer one is host time the trace does not explain.
+UNTRACED_MIN = 100_000
 # Categories as fixed-width strings, not Python objects: a path's shares compare each edge's
 # category with each name, which numpy does in C on these (per element in Python on objects).
 BOUND_DTYPE = f"<U{max(len(b) for b in BOUND_BY)}"
@@ -38,7 +50,6 @@ _CHARGED_TO_SOURCE = [
 _BOUND = {
     "launch": "gpu_kernel_launch_overhead",
     "kernel_kernel": "gpu_kernel_kernel_overhead",
-    "cross_stream": "gpu_kernel_kernel_overhead",
 }
 
 
@@ -69,7 +80,33 @@ def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndar
     out[gpu & ~comm] = "gpu_compute_bound"
     for kind, bound in _BOUND.items():
         out[types == EDGE[kind]] = bound
+    cross = types == EDGE["cross_stream"]
+    if cross.any():
+        waited = graph.rows[np.minimum(graph.src[edges[cross]] // 2, len(graph.rows) - 1)]
+        after_comm = trace.column("events", "kernel_class")[waited] == KernelClass.COMM
+        out[cross] = np.where(after_comm, "gpu_communication_bound", "gpu_kernel_kernel_overhead")
+    out[_untraced(graph, trace, edges, events)] = "untraced_host"
     return out
+
+
+def _untraced(
+    graph: DependencyGraph, trace: Trace, edges: np.ndarray, events: np.ndarray
+) -> np.ndarray:
+    """Which edges are untraced host time: a thread's gap of UNTRACED_MIN or more between
+    two calls with no recorded parent, or whose parent is a ProfilerStep annotation."""
+    on = graph.edge_type[edges] == EDGE["cpu_sibling"]
+    if not on.any():
+        return on
+    measured = graph.measured_nodes
+    gap = measured[graph.dst[edges]] - measured[graph.src[edges]]
+    on &= gap >= UNTRACED_MIN
+    if not on.any():
+        return on
+    parent = trace.column("events", "parent")[events[on]]
+    names = trace.strings_at(trace.column("events", "name")[np.maximum(parent, 0)])
+    step = np.asarray(pc.starts_with(names.fill_null(""), "ProfilerStep#"), bool)
+    on[np.flatnonzero(on)] = (parent < 0) | step
+    return on
 
 
 def shares(bounds: np.ndarray, weight: np.ndarray) -> dict[str, float | None]:
