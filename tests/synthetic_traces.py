@@ -233,6 +233,7 @@ class KinetoBuilder:
         *,
         stream: int = 7,
         pageable: bool = True,
+        launch_dur: float = 5.0,
     ) -> None:
         host = "Pageable" if pageable else "Pinned"
         name = (
@@ -243,7 +244,7 @@ class KinetoBuilder:
         self._launch(
             "cudaMemcpyAsync",
             cpu_ts,
-            5.0,
+            launch_dur,
             "gpu_memcpy",
             name,
             gpu_ts,
