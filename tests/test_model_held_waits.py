@@ -16,9 +16,9 @@ from synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
 
 import hta_fast
 from hta_fast.model.graph import held_waits
-from hta_fast.model.graph.dependency_graph import EDGE
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.whatif.steps import what_if
+from hta_fast.schema import KernelClass
 from tests.test_model_runtime_waits import call, edges_of, graph_of
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
@@ -42,7 +42,9 @@ def comm_then_add(held: bool, wait_call: bool = True) -> hta_fast.Trace:
     add_start = 40 + HOLD if held else 40
     b.kernel(ADD, 30, add_start, 100, stream=7, launch_dur=10)
     sync_end = add_start + 103
-    b._x("cuda_runtime", "cudaStreamSynchronize", 45, sync_end - 45, CPU_PID, CPU_TID, {"cbid": 131})
+    b._x(
+        "cuda_runtime", "cudaStreamSynchronize", 45, sync_end - 45, CPU_PID, CPU_TID, {"cbid": 131}
+    )
     b.cpu_op("aten::log", sync_end + 3, 1100)
     return b.load()
 
@@ -204,6 +206,13 @@ def test_comm_zero_saves_the_waits_the_host_sat_through(rel, traces_dir):
     measured from the trace alone, and COMM=0.5 between nothing and what COMM=0 saves."""
     trace = _load(rel)
     waits = host_blocked_comm_waits(trace)
+    if not (trace.column("events", "kernel_class") == KernelClass.COMM).any():
+        # modern/mi300_ddp_resnet18 runs one process: no collective, nothing to wait on,
+        # and an edit of communication is refused rather than reported as 0 %.
+        assert not waits
+        with pytest.raises(ValueError, match="kernel class COMM"):
+            what_if(trace, kernel_class={"COMM": 0.0})
+        return
     zero = what_if(trace, kernel_class={"COMM": 0.0}, chained=False).to_pandas()
     half = what_if(trace, kernel_class={"COMM": 0.5}, chained=False).to_pandas()
     for (_, z), (_, h) in zip(zero.iterrows(), half.iterrows()):
@@ -213,3 +222,39 @@ def test_comm_zero_saves_the_waits_the_host_sat_through(rel, traces_dir):
         assert 0 <= saved_half <= saved_zero, (rel, step)
     if rel.startswith("param_dlrm_8rank/worker1"):
         assert waits[10] > 6_000_000  # the 7 ms all-to-all wait of the issue's report
+
+
+# --- no silent no-ops ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        ({"name": {"no_such_kernel": 0.5}}, "kernel name /no_such_kernel/"),
+        ({"kernel_class": {"MEM": 0.5}}, "kernel class MEM"),
+        ({"category": {"gpu_memset": 0.5}}, "GPU category 'gpu_memset'"),
+        ({"op_scale": {"enumerate\\(DataLoader": 0.0}}, "CPU op /enumerate\\(DataLoader/"),
+    ],
+)
+def test_an_edit_that_matches_nothing_is_an_error(edit, named):
+    trace = comm_then_add(held=True)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        what_if(trace, **edit)
+    # Where it matches, it runs; a caller that applies fixed edits to any trace may pass.
+    assert what_if(trace, allow_unmatched=True, **edit).table.num_rows == 1
+    assert what_if(trace, name={"AddFunctor": 0.5}).table.num_rows == 1
+
+
+def test_the_command_line_exits_2_on_an_edit_that_matches_nothing(tmp_path):
+    from test_cli import one_error_line, run_subprocess
+
+    b = KinetoBuilder()
+    b.step(0, 0, 100)
+    b.kernel(GEMM, 5, 15, 10)
+    path = tmp_path / "t.json"
+    path.write_bytes(b.to_bytes())
+    res = run_subprocess("whatif", str(path), "--scale-name", "no_such_kernel=0.5")
+    assert res.returncode == 2
+    assert "kernel name /no_such_kernel/" in one_error_line(res.stderr)
+    res = run_subprocess("whatif", str(path), "--scale", "COMM=0.5")
+    assert res.returncode == 2 and "kernel class COMM" in one_error_line(res.stderr)

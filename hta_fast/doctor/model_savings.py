@@ -113,7 +113,11 @@ def predicted_savings(
             out[cause] = Saving(None if cause == "parallelism" else 0, none_why)
             continue
         try:
-            totals = what_if(traces, edits, ranks=ranks, steps=steps)["totals"]
+            # A cause's fixed edit may match nothing in these traces (no loader, no pageable
+            # copy): that removes nothing, and saves 0.
+            totals = what_if(traces, edits, ranks=ranks, steps=steps, allow_unmatched=True)[
+                "totals"
+            ]
         except ValueError as e:  # steps or ranks the model cannot replay
             notes.append(f"{cause}: no model saving ({e})")
             out[cause] = Saving(None, EDIT_TEXT[cause])

@@ -32,6 +32,7 @@ from .changes import duration_changes
 from .edits import Edits
 from .group import replay_group
 from .rows import WAITING, chain_totals, group_rows
+from .unmatched import check_edits_match
 
 SCHEMA = pa.schema(
     [
@@ -92,6 +93,7 @@ def what_if(
     selection: Optional[select.Selection] = None,
     cross_rank: bool = True,
     chained: bool = True,
+    allow_unmatched: bool = False,
     **edit_keywords: Any,
 ) -> Result:
     """Per (rank, step): measured, replayed (unedited) and predicted (edited) step time,
@@ -108,9 +110,14 @@ def what_if(
     "totals" has per rank its steps from the first one's start to the last one's end,
     replayed and predicted: where an edit lets the host run ahead, the steps' spans overlap
     and this, not their sum, is the time they take. With durations_from, "durations_from"
-    says how each event was paired."""
+    says how each event was paired. A scale edit (kernel_class, name, category, op_scale)
+    that matches no selected event raises ValueError naming it (a no-op would read as "no
+    saving"); allow_unmatched=True lets it pass, for callers that apply a fixed set of
+    edits to any trace (the doctor)."""
     edits = _edits_of(edits, edit_keywords)
     sel = select.selection_of(selection, ranks, steps)
+    if not allow_unmatched:
+        check_edits_match(traces, edits, sel)
     together = cross_rank and len(select.as_traceset(traces)) > 1
     matched = match_collectives(traces) if together or edits.changes_bandwidth else None
     changes = duration_changes(traces, edits, matched, sel)
