@@ -17,6 +17,7 @@ from .. import ops
 from ..analysis.tensorboard.step_windows import step_windows
 from ..frame import derived
 from ..frame.gpu_work import GpuWork, gpu_work
+from ..frame.profiler_flush import flush_steps
 from ..trace import Trace
 
 
@@ -62,12 +63,16 @@ class RankView:
     has_steps   whether the trace has steps (ProfilerStep#N events, or steps taken from
                 elsewhere: Trace.steps_source)
     step_time   mean duration of the analysed steps (ns), the denominator of every share:
-                their CPU duration for profiler steps; for steps taken from inference passes
-                or iterations their windows as the TensorBoard plugin times steps (each to
-                the end of its own GPU work, none overlapping), since the host of a pass
-                runs ahead of its GPU work (a graph queued in a millisecond runs for 150);
-                the window's length without steps
+                their windows as the TensorBoard plugin times steps (a step starts at the
+                later of its host start and the end of the step before it, and ends at the
+                later of its host end and the end of the GPU work it launched: where the
+                host runs ahead of the GPU, the GPU iteration; where the GPU keeps up, the
+                host span), whatever the steps came from (a graph queued in a millisecond
+                runs for 150); the window's length without steps
     host_time   mean CPU duration of the analysed steps (ns); step_time without steps
+    left_out    profiler steps left out of the analysed ones because their host time is
+                mostly the profiler's own work (hta_fast.frame.profiler_flush), when no
+                steps were asked for
     lo, hi      the window: from the first analysed step's start (or the first GPU work, if
                 earlier) to the last one's end (or the end of its GPU work, if later)
     selected    per GPU work row (work.rows): it belongs to an analysed step
@@ -89,6 +94,7 @@ class RankView:
     busy: ops.Intervals
     gaps: Gaps
     host_time: float = 0.0
+    left_out: tuple[int, ...] = ()
 
     @property
     def n_steps(self) -> int:
@@ -140,6 +146,12 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     )
     if steps is not None and not keep.any():
         return None
+    left_out: tuple[int, ...] = ()
+    if steps is None:
+        flushed = np.isin(st_step, flush_steps(trace))
+        if flushed.any() and not flushed.all():
+            left_out = tuple(int(s) for s in np.unique(st_step[flushed]))
+            keep &= ~flushed
     st_step, st_ts, st_dur = st_step[keep], st_ts[keep], st_dur[keep]
     has_steps = len(st_step) > 0
     all_work = gpu_work(trace, None)
@@ -155,7 +167,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         lo = int(st_ts.min())
         hi = int((st_ts + st_dur).max())
         host_time = float(st_dur.mean())
-        step_time = host_time if trace.steps_source == "profiler" else _pass_time(trace, uniq)
+        step_time = _pass_time(trace, uniq)
     else:
         step_values = np.array([-1], np.int64)
         step_starts = np.array([0], np.int64)
@@ -192,6 +204,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         work_step_index=np.zeros(0, np.int64),
         busy=ops.union(work.starts, work.ends),
         gaps=Gaps.empty(),
+        left_out=left_out,
         _step_starts=step_starts,
     )
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
@@ -200,7 +213,8 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
 
 
 def _pass_time(trace: Trace, steps: np.ndarray) -> float:
-    """Mean length of these steps' windows as the TensorBoard plugin times steps."""
+    """Mean length of these steps' windows as the TensorBoard plugin times steps
+    (hta_fast.analysis.tensorboard.step_windows: the device-aware step)."""
     win = step_windows(trace, None)
     keep = np.isin(win.step, steps)
     return float(win.dur[keep].mean()) if keep.any() else 0.0

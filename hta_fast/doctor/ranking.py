@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..frame import derived, select
+from ..frame.profiler_flush import PROFILER_SHARE
 from ..trace import Trace
 from ..traceset import TraceSet
 from . import (
@@ -29,7 +30,7 @@ from .context import RankView, rank_view, share_name_flags
 from .estimate import Estimate
 from .model_savings import predicted_savings
 from .no_gpu import no_gpu_reason
-from .result import CAUSES, Diagnosis, Finding, Number
+from .result import CAUSES, STEP_SPANS_DIFFER, Diagnosis, Finding, Number, duration_text
 from .thresholds import Thresholds
 
 # The name patterns the causes look for, matched for all ranks at once.
@@ -87,6 +88,13 @@ def diagnose(
             notes.append(f"rank {rank}: none of the requested steps")
             continue
         analysed.append(rank)
+        if v.left_out:
+            notes.append(
+                f"rank {rank}: step(s) {', '.join(map(str, v.left_out))} left out: "
+                f"{100 * PROFILER_SHARE:g}% or more of the host time is the profiler's own "
+                "work (torch/profiler/profiler.py: stopping and handing over the trace); ask "
+                "for it by number to include it"
+            )
         if v.has_steps:
             seen_steps.update(int(s) for s in v.steps)
         if len(v.work.rows) == 0:
@@ -118,6 +126,20 @@ def diagnose(
         "rank_imbalance": imbalance,
     }
     step_time = float(np.mean([v.step_time for v in views])) if views else 0.0
+    cpu_step_time = float(np.mean([v.host_time for v in views])) if views else 0.0
+    if step_time > 0 and abs(cpu_step_time - step_time) > STEP_SPANS_DIFFER * step_time:
+        notes.append(
+            f"mean step {duration_text(step_time)} is the device-aware span (as the "
+            "TensorBoard profiler times steps: from the later of the host's start and the end "
+            "of the previous step's GPU work, to the later of the host's end and the end of "
+            f"the GPU work the step launched); the host's ProfilerStep spans average "
+            f"{duration_text(cpu_step_time)}"
+            + (
+                ": the host runs ahead of the GPU"
+                if cpu_step_time < step_time
+                else ": the GPU waits for the host"
+            )
+        )
     findings = [_finding(cause, estimates[cause], views, step_time, th) for cause in CAUSES]
     use_model = bool(views) and (
         model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
@@ -146,6 +168,7 @@ def diagnose(
         thresholds=th,
         notes=notes,
         step_time_ns=int(round(step_time)),
+        cpu_step_time_ns=int(round(cpu_step_time)),
         ranks=analysed,
         steps=sorted(seen_steps),
         no_gpu_activity=no_gpu,

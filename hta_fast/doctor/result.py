@@ -22,6 +22,9 @@ Number = Union[int, float, str]
 RANK_LIST_EVIDENCE = ("slow_ranks", "stragglers")
 # How many items of a long list of ranks or steps the text shows.
 LIST_LIMIT = 8
+# The host's step is shown beside the device-aware one where they differ by more than this
+# share of the latter.
+STEP_SPANS_DIFFER = 0.05
 
 
 @dataclasses.dataclass
@@ -75,7 +78,10 @@ class Diagnosis:
     findings         every cause, highest cost first
     thresholds       the Thresholds used
     notes            what the numbers cannot say (no steps, unknown SM count, one rank, ...)
-    step_time_ns     mean step time over ranks (the denominator of every share)
+    step_time_ns     mean step time over ranks (the denominator of every share): each step
+                     device-aware, as the TensorBoard profiler times steps (RankView.step_time)
+    cpu_step_time_ns mean host span of the steps (their ProfilerStep events); shown beside
+                     step_time_ns where the two differ by more than STEP_SPANS_DIFFER
     ranks, steps     what was analysed (ranks without GPU activity included)
     no_gpu_activity  rank -> why it has no GPU work in the analysed steps (launches without
                      GPU events, a CPU-only trace, ...). Utilization, step time and findings
@@ -91,6 +97,7 @@ class Diagnosis:
     ranks: list[int]
     steps: list[int]
     no_gpu_activity: dict[int, str]
+    cpu_step_time_ns: int = 0
 
     @property
     def healthy(self) -> bool:
@@ -131,6 +138,13 @@ class Diagnosis:
                 )
         return reasons
 
+    def _cpu_step_text(self) -> str:
+        """The host's step beside the device-aware one, where they differ."""
+        step, cpu = self.step_time_ns, self.cpu_step_time_ns
+        if step <= 0 or cpu <= 0 or abs(cpu - step) <= STEP_SPANS_DIFFER * step:
+            return ""
+        return f" (host step {duration_text(cpu)})"
+
     def no_gpu_reasons(self) -> list[str]:
         """One gate reason per rank without GPU activity."""
         return [f"rank {r}: {why}" for r, why in sorted(self.no_gpu_activity.items())]
@@ -141,6 +155,7 @@ class Diagnosis:
                 "utilization": self.utilization,
                 "healthy": self.healthy,
                 "step_time_ns": self.step_time_ns,
+                "cpu_step_time_ns": self.cpu_step_time_ns,
                 "ranks": self.ranks,
                 "steps": self.steps,
                 "no_gpu_activity": self.no_gpu_activity,
@@ -157,6 +172,7 @@ class Diagnosis:
             lines = [
                 f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
                 f"{len(self.ranks)} rank(s); mean step {duration_text(self.step_time_ns)}"
+                + self._cpu_step_text()
             ]
         else:
             lines = [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
