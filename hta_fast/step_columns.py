@@ -38,15 +38,17 @@ def reassigned(
     dur = np.asarray(dur, np.int64)
     if not len(row) == len(step) == len(ts) == len(dur):
         raise ValueError("steps: row, step, ts and dur must have one value per step each")
-    if len(row) and (row.min() < 0 or row.max() >= n_events):
+    if len(row) and (row.min() < 0 or row.max() >= min(n_events, np.iinfo(np.int32).max)):
         raise ValueError(f"steps: a row outside the trace's {n_events} events")
     if len(dur) and dur.min() < 0:
         raise ValueError("steps: a negative duration")
     if len(step) and (step.min() < 0 or step.max() > np.iinfo(np.int32).max):
         raise ValueError("steps: step numbers must be non-negative int32 values")
     tables = dict(raw.tables)
+    # The core's own dtypes for the steps table (row and step are int32, as it loads them):
+    # Trace.steps builds its Arrow table from these by the declared column specs.
     tables["steps"] = {
-        "row": row,
+        "row": row.astype(np.int32),
         "step": step.astype(np.int32),
         "ts": ts,
         "dur": dur,

@@ -9,7 +9,9 @@ Runs under the reference environment's interpreter (``.venv-ref/bin/python``, wh
 
 Output: ``{"memory": {DEVICE: {OPERATOR: [self_increase, self_alloc_bytes,
 self_alloc_count, increase, alloc_bytes, alloc_count, calls]}}, "peaks": {"TYPE:ID":
-bytes}}`` in the plugin's own order (its MemoryMetrics, then the calls).
+bytes}, "steps": [[NAME, DURATION_US], ...]}`` in the plugin's own order (its
+MemoryMetrics, then the calls); steps: each step the plugin's overview times, with the
+total of its step-time breakdown (the plugin's step span, µs).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def main(path: str) -> None:
         {
             "memory": {dev: dict(ops) for dev, ops in memory.items()},
             "peaks": {f"{t}:{i}": v for (t, i), v in peaks.items()},
+            "steps": [
+                [name, cost.costs[-1]]
+                for name, cost in zip(profile.steps_names or [], profile.steps_costs or [])
+            ],
         },
         sys.stdout,
     )
