@@ -258,3 +258,25 @@ def test_the_command_line_exits_2_on_an_edit_that_matches_nothing(tmp_path):
     assert "kernel name /no_such_kernel/" in one_error_line(res.stderr)
     res = run_subprocess("whatif", str(path), "--scale", "COMM=0.5")
     assert res.returncode == 2 and "kernel class COMM" in one_error_line(res.stderr)
+
+
+# --- a background thread's spanning event ------------------------------------------------
+
+
+def test_a_thread_whose_only_event_spans_the_trace_is_no_step():
+    """A decode trace without steps and an idle monitor thread whose one `wait` spans it:
+    the window's end is the main thread's, and halving compute moves it."""
+    b = KinetoBuilder()
+    for i in range(5):
+        t = 100.0 + i * 1000
+        b.cpu_op("aten::mm", t, 50)
+        b.kernel(GEMM, t + 10, t + 60, 800)
+    b._x("cuda_runtime", "cudaDeviceSynchronize", 4200, 800, CPU_PID, CPU_TID, {"cbid": 165})
+    b._x("python_function", "threading.py(324): wait", 0, 9000, CPU_PID, CPU_TID + 1, {})
+    trace = b.load()
+    from hta_fast.frame.background_threads import background_mask
+
+    assert background_mask(trace).sum() == 1
+    r = what_if(trace, kernel_class={"COMP": 0.5}).to_pandas()
+    assert r.measured[0] < 6_000_000  # the monitor's 9 ms wait is not the step
+    assert r.predicted[0] < r.measured[0]

@@ -16,6 +16,7 @@ from typing import Iterator, Optional, Union
 import numpy as np
 
 from ...frame import select
+from ...frame.background_threads import background_mask
 from ...trace import Trace
 from ...traceset import TraceSet
 from .carried import carry_candidates
@@ -40,6 +41,9 @@ def walk(
 ) -> Iterator[Chain]:
     """The chains of the selection, rank by rank, steps in time order (module doc)."""
     for rank, trace, mask in select.each_rank(traces, sel):
+        # A background thread's one spanning event is no work of any step.
+        busy = ~background_mask(trace)
+        mask = busy if mask is None else mask & busy
         all_rows = graph_rows(trace, mask)
         steps = trace.column("steps", "step")
         if len(steps) == 0:
@@ -62,6 +66,7 @@ def walk(
             if sel.steps is not None
             else mask
         )
+        any_step = busy if any_step is None else any_step & busy
         gpu = carry_candidates(trace, graph_rows(trace, any_step))
         for run in _runs(chosen, chained):
             chain = build_chain(
