@@ -109,12 +109,10 @@ def replay_command(
 ) -> None:
     """Replay each step's dependency graph with the measured durations: the replayed step
     time against the measured one (equal by construction: the graph holds the trace), and
-    the ablations (kernel sum, busiest stream, no cross-stream edges, GPU only) beside it;
-    then a prediction, next_step: each step replayed with the previous step's durations,
-    its error beside that of the previous step's time."""
+    the ablations (kernel sum, busiest stream, no cross-stream edges, GPU only) beside it.
+    The replay predicts nothing; `whatif` does (checked against real pairs of runs)."""
     from ..model.replay.ranks import replay_ranks
     from ..model.replay.steps import replay_steps
-    from ..model.whatif.next_step import next_step
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
@@ -122,14 +120,7 @@ def replay_command(
     result = (replay_ranks if together else replay_steps)(
         traces, chained=not windows, selection=sel
     )
-    predicted = next_step(traces, selection=sel)
-    emit(
-        {result.name: result.table, predicted.name: predicted.table},
-        {result.name: result.notes, predicted.name: predicted.notes},
-        fmt,
-        out_dir,
-        limit,
-    )
+    emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
 
 
 def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:

@@ -4,8 +4,7 @@ chain, or window by window), their replay against the measured steps with ablati
 (replay.steps.replay_steps), all ranks of a step replayed together with the cross-rank
 collective rule (replay.ranks.replay_ranks), the critical path (path.critical_path;
 path.overlay writes it as a trace to open in Perfetto) and what-if edits replayed
-(whatif.what_if with whatif.Edits), each step predicted from the one before it
-(whatif.next_step); prediction on another GPU (predict.predict).
+(whatif.what_if with whatif.Edits); prediction on another GPU (predict.predict).
 
 Cost models (docs/model_costs.md): collectives' latency and bandwidth fitted from a trace
 (comm.collective_cost.fit_collectives), embedding lookups (plans.embedding_lookups,
@@ -37,7 +36,6 @@ from .plans.plan_replay import compare_plans, plan_step_time
 from .replay.ranks import replay_ranks
 from .replay.steps import replay_steps
 from .whatif.edits import Edits
-from .whatif.next_step import next_step
 from .whatif.steps import what_if
 
 __all__ = [
@@ -57,7 +55,6 @@ __all__ = [
     "replay_ranks",
     "what_if",
     "Edits",
-    "next_step",
     "critical_path",
     "predict",
     "critical_path_trace",

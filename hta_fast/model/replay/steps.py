@@ -11,8 +11,8 @@ each a predicted step time and its error.
 
 The replay error is 0 by construction: the calibration gives each edge the weight that meets
 the measured timeline (docs/model.md, "Weights"), so it shows the graph holds the trace, not
-that it predicts. A prediction to read beside it: each step from the durations of the step
-before it (hta_fast.model.whatif.next_step.next_step, which `hta-fast replay` prints too).
+that it predicts. Predictions are checked against runs the model did not read: the
+what-if against real pairs of runs (benchmarks/eval_pairs.py, docs/model.md).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ SCHEMA = pa.schema(
 
 BY_CONSTRUCTION = (
     "replay error is 0 by construction (measured durations on the measured order): it "
-    "shows the graph holds the trace, it predicts nothing; for a prediction see next_step "
-    "(each step replayed with the previous step's durations)"
+    "shows the graph holds the trace, it predicts nothing (predictions: the what-if, "
+    "checked against real pairs of runs, docs/model.md)"
 )
 
 

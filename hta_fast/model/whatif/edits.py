@@ -36,8 +36,7 @@
     duration_change  per rank, (event rows, ns added to each one's duration): edits computed
                    elsewhere (hta_fast.model.plans.plan_replay)
     op_change      per rank, (CPU event rows, factor): those ops and what they hold take
-                   factor times as long (as op_scale; computed elsewhere,
-                   hta_fast.model.whatif.next_step)
+                   factor times as long (as op_scale; computed elsewhere)
     edit_ranks     the ranks the factor and device edits apply to (default: all); the
                    bandwidth edit and duration_change apply where they say
 
