@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..path.bounds import BOUND_BY, bound_by, shares
+from ..path.bounds import bound_by, shares
 from ..path.step_paths import step_paths
 from .group import GroupReplay, Replayed
 
@@ -26,10 +26,23 @@ WAITING = "waiting_for_rank"
 Path = tuple[np.ndarray, np.ndarray]  # edges, and the time each counts for in the step
 
 
-def waited_for_rank(r: Replayed, first: int, start: int) -> int:
-    """ns of a step (replayed start `start`) before its edited path begins at node `first`,
-    spent waiting for another rank (the module doc); 0 when no rank held it."""
-    return int(r.times[first] - start) if first in r.code_of and r.times[first] > start else 0
+def waited_for_rank(r: Replayed, first: int, start: int, times: Optional[np.ndarray] = None) -> int:
+    """ns of a step (replayed start `start`) before its path begins at node `first`, spent
+    waiting for another rank (the module doc); 0 when no rank held it. times: the replay
+    the path is of (default: the edited one)."""
+    t = r.times if times is None else times
+    return int(t[first] - start) if first in r.code_of and t[first] > start else 0
+
+
+def _bound(share: dict[str, Optional[float]], waited: int, step: int) -> Optional[str]:
+    """The category that bounds most of a step: its path's largest share, or waiting for
+    another rank where that took longer (the path's shares are of the rest of the step)."""
+    top = _top(share)
+    if not waited or not step:
+        return top
+    on_path = (step - waited) / step
+    largest = max((float(v) * on_path for v in share.values() if v is not None), default=0.0)
+    return WAITING if 100.0 * waited / step > largest else top
 
 
 def _top(share: dict[str, Optional[float]]) -> Optional[str]:
@@ -44,16 +57,18 @@ def step_row(
     spans: tuple[int, int, int],
     before: Path,
     after: Path,
-    waited: int,
+    waited: tuple[int, int],
     held_by: Optional[int],
 ) -> dict[str, Any]:
     """One output row for step k of r's chain. spans: the step measured, replayed and
-    predicted; before / after: its paths; waited: ns waiting for rank held_by before
-    `after` begins."""
+    predicted; before / after: its paths; waited: ns waiting for another rank before
+    `before` begins and before `after` begins (rank held_by)."""
     chain = r.chain
     graph, trace = chain.graph, chain.trace
     measured, replayed, predicted = spans
+    waited_before, waited = waited
     after_share = shares(bound_by(graph, trace, after[0]), after[1])
+    before_share = shares(bound_by(graph, trace, before[0]), before[1])
     row: dict[str, Any] = {
         "rank": chain.rank,
         "step": chain.steps[k],
@@ -61,8 +76,8 @@ def step_row(
         "replayed": replayed,
         "predicted": predicted,
         "change_pct": 100.0 * (predicted - measured) / measured if measured else None,
-        "bound_before": _top(shares(bound_by(graph, trace, before[0]), before[1])),
-        "bound_after": _top(after_share),
+        "bound_before": _bound(before_share, waited_before, replayed),
+        "bound_after": _bound(after_share, waited, predicted),
     }
     on_path = predicted - waited
     row.update(
@@ -73,11 +88,6 @@ def step_row(
     )
     row[WAITING] = 100.0 * waited / predicted if predicted else None
     row["held_by"] = held_by if waited else None
-    waiting_share = float(row[WAITING] or 0.0)
-    if waited and (
-        row["bound_after"] is None or waiting_share > max(float(row[b] or 0.0) for b in BOUND_BY)
-    ):
-        row["bound_after"] = WAITING
     return row
 
 
@@ -92,10 +102,15 @@ def group_rows(group: GroupReplay) -> list[dict[str, Any]]:
         ends = chain.end_nodes(r.times)
         before = step_paths(chain, r.w_base, r.base_times)
         after = step_paths(chain, r.w_edit, r.times)
+        base_starts = chain.step_starts(r.base_times)
+        base_ends = chain.end_nodes(r.base_times)
         for k in range(len(chain.steps)):
             path = after[k][0]
             first = int(chain.graph.src[path[0]]) if len(path) else int(ends[k])
             waited = waited_for_rank(r, first, int(starts[k]))
+            path_b = before[k][0]
+            first_b = int(chain.graph.src[path_b[0]]) if len(path_b) else int(base_ends[k])
+            waited_b = waited_for_rank(r, first_b, int(base_starts[k]), r.base_times)
             held_by = int(group.holder[r.code_of[first]]) if waited else None
             rows.append(
                 step_row(
@@ -104,7 +119,7 @@ def group_rows(group: GroupReplay) -> list[dict[str, Any]]:
                     (int(measured[k]), int(base[k]), int(predicted[k])),
                     before[k],
                     after[k],
-                    waited,
+                    (waited_b, waited),
                     held_by,
                 )
             )

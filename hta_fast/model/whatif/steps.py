@@ -75,13 +75,23 @@ def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
     return dataclasses.replace(edits, **keywords) if keywords else edits
 
 
-def _notes(rows: list[dict[str, Any]]) -> list[str]:
-    return [
+def _notes(rows: list[dict[str, Any]], edits: Edits) -> list[str]:
+    out = [
         f"rank {row['rank']} {step_label(row['step'])}: the step is now mostly "
         f"{row['bound_after']} (was {row['bound_before']})"
         for row in rows
         if row["bound_before"] != row["bound_after"]
     ]
+    held = sorted({int(r["held_by"]) for r in rows if r["held_by"] is not None})
+    if "COMM" in (edits.kernel_class or {}) and held:
+        out.append(
+            "scaling COMM scales each collective's time moving data (its shortest duration "
+            "over the ranks); the rest of a communication kernel's time on a rank is waiting "
+            f"for the last rank to arrive (held_by: {', '.join(map(str, held))}), which only "
+            "that rank's own work moves (--no-cross-rank replays each rank alone, where COMM "
+            "scales a kernel's whole duration, its wait included)"
+        )
+    return out
 
 
 def what_if(
@@ -165,6 +175,6 @@ def what_if(
         "what_if",
         table,
         tables=paths,
-        notes=changes.notes + _notes(rows),
+        notes=changes.notes + _notes(rows, edits),
         params={"selection": sel, **edits.params(), "cross_rank": together, "chained": chained},
     )
