@@ -280,3 +280,22 @@ def test_a_thread_whose_only_event_spans_the_trace_is_no_step():
     r = what_if(trace, kernel_class={"COMP": 0.5}).to_pandas()
     assert r.measured[0] < 6_000_000  # the monitor's 9 ms wait is not the step
     assert r.predicted[0] < r.measured[0]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["hta/trace_diff/test/test.json.gz", "hta/negative_queue_length_values_check/rank0.json.gz"],
+)
+def test_the_doctors_exposed_communication_saving_agrees(rel, traces_dir):
+    """The doctor's model saving for exposed communication (nothing waits for a collective)
+    is within 10 % of what COMM=0 saves per step, and at least 80 % of the communication
+    wait the host sat through, per step, measured from the trace alone."""
+    from hta_fast.doctor import diagnose
+
+    trace = _load(rel)
+    saving = diagnose(trace, model=True).finding("exposed_communication").saving_ns_per_step
+    totals = what_if(trace, kernel_class={"COMM": 0.0})["totals"].to_pandas()
+    comm_zero = float(((totals.replayed - totals.predicted) / totals.steps).iloc[0])
+    assert saving == pytest.approx(comm_zero, rel=0.1)
+    waits = host_blocked_comm_waits(trace)
+    assert saving >= 0.8 * sum(waits.values()) / trace.steps.num_rows
