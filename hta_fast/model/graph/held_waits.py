@@ -62,10 +62,10 @@ def held_by(
     before = np.where(first, np.iinfo(np.int64).min, np.r_[np.int64(0), run_max[:-1]])
     launched = call_end[order] >= 0
     ready = np.maximum(np.where(launched, call_end[order], np.iinfo(np.int64).max), before)
-    waiting = order[launched & (ts[order] - ready >= MIN_HOLD)]
+    held = launched & (ts[order] - ready >= MIN_HOLD)
+    waiting, ready_of = order[held], dict(zip(order[held].tolist(), ready[held].tolist()))
     if not len(waiting):
         return out
-    ready_of = dict(zip(order.tolist(), ready.tolist()))
     for dev in np.unique(device[waiting]):
         on = gpu[device[gpu] == dev]
         by_end = on[np.argsort(end[on], kind="stable")]
