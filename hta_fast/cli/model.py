@@ -51,7 +51,8 @@ def critical_path_command(
     windows: bool,
 ) -> None:
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
-    compute, communication, kernel-to-kernel and launch overhead, data loading."""
+    compute, communication, kernel-to-kernel and launch overhead, data loading, host time
+    the trace does not explain (untraced_host)."""
     from ..model.path.critical_path import critical_path
     from ..model.path.overlay import write_critical_path_trace
 
