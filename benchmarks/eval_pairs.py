@@ -2,7 +2,8 @@
 """How well the what-if model predicts real changes: pairs of traces of one workload recorded
 twice with one condition changed.
 
-    python benchmarks/eval_pairs.py [PAIR ...] [--match REGEX[=REGEX_B]] [--device KEY] [--json]
+    python benchmarks/eval_pairs.py [PAIR ...] [--match REGEX[=REGEX_B]] [--device KEY]
+        [--steps-from SOURCE] [--json]
 
 A PAIR is a folder holding A/ and B/ (each a trace file or a folder of ranks) or exactly two
 trace files (A sorts first). Without PAIR: every pair in ../shared/traces/pairs. Each pair is
@@ -16,12 +17,19 @@ predicted from A with the what-if its change calls for, and compared with B:
                         host as recorded in A)
     any other folder    --match (durations_from=B) or --device, as given
 
-Per pair it prints the time per step (the steps from the first one's start to the last one's
-end, over their count: what_if's "totals") measured in A and B, predicted for B, the error
-(predicted - measured B) / measured B, and two baselines: "no change" (A as it is) and "kernel
-sum" (A's step plus the change in summed GPU kernel time per step, B's minus A's: what a
-reading of kernel totals alone would say; it looks at B). Evidence beside it: GPU kernel time
-and CPU-operator time per step in A and B, and the bound of A's critical path.
+Per pair it prints the time per step of A and B (each trace replayed unedited) and of the
+prediction (A replayed with the edit), all three measured alike (eval_common: what_if's
+"totals", the steps from the first one's start to the last one's end, over their count; a
+trace without steps is one step), the error (predicted - B) / B, and the baselines: "no
+change" (A as it is); for a device what-if "spec" (A's kernels scaled by their family's
+roofline ratio of the two devices, memory bandwidth where a family has none: a spec sheet
+without the model; it reads nothing of B but its device); and "kernel sum" (A's step plus
+the change in summed GPU kernel time per step, B's minus A's: what a reading of kernel
+totals alone would say; it looks at B). Evidence beside it: GPU kernel time and
+CPU-operator time per step in A and B, and the bound of A's critical path. --steps-from
+takes both traces' steps from another source (hta_fast.frame.steps_from: iterations,
+inference passes) for traces without ProfilerStep events. A figure with nothing to divide
+by prints "n/a".
 """
 
 from __future__ import annotations
@@ -32,22 +40,28 @@ import os
 import sys
 from typing import Any, Optional
 
-import numpy as np
+from eval_common import (
+    SHARED,
+    add_steps_from,
+    cpu_op_time_per_step,
+    device_of,
+    fmt,
+    kernel_time_per_step,
+    load,
+    ms,
+    pct,
+    pct_error,
+    spec_ratio_changes,
+    step_time,
+)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED_PAIRS = os.path.join(HERE, "..", "..", "shared", "traces", "pairs")
+SHARED_PAIRS = os.path.join(SHARED, "pairs")
 
 RECIPES: dict[str, dict[str, Any]] = {
     "dataloader_workers": {"match": r"enumerate\(DataLoader\)"},
     "attention_backend": {"match": {"fmha_fwd": "sage_fwd|sage_quant"}},
     "gpu_swap": {"device": "B"},
 }
-
-
-def _load(path: str):
-    import hta_fast
-
-    return hta_fast.load_dir(path) if os.path.isdir(path) else hta_fast.load(path)
 
 
 def pairs_in(folder: str) -> list[tuple[str, str, str]]:
@@ -72,45 +86,28 @@ def pairs_in(folder: str) -> list[tuple[str, str, str]]:
     return [(os.path.basename(folder), *(os.path.join(folder, f) for f in files))]
 
 
-def per_step(traces, **edits) -> tuple[float, float, Any]:
-    """(predicted, replayed) ns per step from what_if's totals, and the result."""
-    from hta_fast.model.whatif.steps import what_if
-
-    r = what_if(traces, **edits)
-    t = r["totals"]
-    n = max(int(t["steps"].to_numpy().sum()), 1)
-    return t["predicted"].to_numpy().sum() / n, t["replayed"].to_numpy().sum() / n, r
-
-
-def time_per_step(traces, kinds) -> float:
-    """Summed duration of events of these kinds inside profiler steps, per step (ns), over
-    ranks (mean)."""
-    from hta_fast.frame.select import as_traceset
-
-    out = []
-    for rank in as_traceset(traces).ranks:
-        t = as_traceset(traces)[rank]
-        kind, step = t.column("events", "kind"), t.column("events", "step")
-        dur = np.maximum(t.column("events", "dur"), 0)
-        sel = np.isin(kind, kinds) & (step >= 0)
-        out.append(float(dur[sel].sum()) / max(len(np.unique(step[step >= 0])), 1))
-    return float(np.mean(out)) if out else 0.0
-
-
 def device_key(traces) -> Optional[str]:
-    from hta_fast.analysis.roofline import resolve_device
-    from hta_fast.costs.devices import DeviceTable
-    from hta_fast.frame.select import as_traceset
-
-    ts = as_traceset(traces)
-    dev = resolve_device(ts[ts.ranks[0]], None, DeviceTable.load(None))
+    dev = device_of(traces)
     return dev.key if dev is not None else None
 
 
-def evaluate(label: str, a_path: str, b_path: str, recipe: dict[str, Any]) -> dict[str, Any]:
-    from hta_fast.schema import EventKind
+def spec_step(label: str, a, key: str) -> Optional[float]:
+    """A's time per step with every kernel at its family's spec ratio to device `key`
+    (eval_common.spec_ratio_changes); None where A's own GPU is not in the device table."""
+    from hta_fast.costs.devices import DeviceTable
 
-    a, b = _load(a_path), _load(b_path)
+    src, dst = device_of(a), DeviceTable.load(None).get(key)
+    if src is None:
+        print(f"{label}: A's GPU is not in the device table: no spec ratio", file=sys.stderr)
+        return None
+    return step_time(a, duration_change=spec_ratio_changes(a, src, dst)).predicted
+
+
+def evaluate(
+    label: str, a_path: str, b_path: str, recipe: dict[str, Any], steps_from: str = "profiler"
+) -> dict[str, Any]:
+    a, b = load(a_path, steps_from), load(b_path, steps_from)
+    spec: Optional[float] = None
     if "match" in recipe:
         edits: dict[str, Any] = {"durations_from": b, "match": recipe["match"]}
         what = f"durations_from=B, match={recipe['match']!r}"
@@ -120,26 +117,31 @@ def evaluate(label: str, a_path: str, b_path: str, recipe: dict[str, Any]) -> di
             raise SystemExit(f"{label}: B's GPU is not in the device table; pass --device")
         edits = {"device": key}
         what = f"device={key}"
-    predicted, measured_a, result = per_step(a, **edits)
-    measured_b = per_step(b)[1]
-    kernels = [EventKind.kernel]
-    kernel_a, kernel_b = time_per_step(a, kernels), time_per_step(b, kernels)
-    cpu_a, cpu_b = time_per_step(a, [EventKind.cpu_op]), time_per_step(b, [EventKind.cpu_op])
-    kernel_sum = measured_a + (kernel_b - kernel_a)
+        spec = spec_step(label, a, key)
+    at_a, at_b = step_time(a, **edits), step_time(b)
+    measured_a, predicted, measured_b, result = (
+        at_a.replayed,
+        at_a.predicted,
+        at_b.replayed,
+        at_a.result,
+    )
+    kernel_a, kernel_b = kernel_time_per_step(a), kernel_time_per_step(b)
+    cpu_a, cpu_b = cpu_op_time_per_step(a), cpu_op_time_per_step(b)
+    kernel_sum = None if measured_a is None else measured_a + (kernel_b - kernel_a)
     bound = result.table["bound_before"].to_pylist()
-
-    def err(x: float) -> float:
-        return 100.0 * (x - measured_b) / measured_b
-
     return {
         "pair": label,
         "what_if": what,
-        "measured_a_ms": measured_a / 1e6,
-        "measured_b_ms": measured_b / 1e6,
-        "predicted_b_ms": predicted / 1e6,
-        "error_pct": err(predicted),
-        "no_change_error_pct": err(measured_a),
-        "kernel_sum_error_pct": err(kernel_sum),
+        "steps_from": steps_from,
+        "steps": [at_a.steps, at_b.steps],
+        "measured_a_ms": ms(measured_a),
+        "measured_b_ms": ms(measured_b),
+        "predicted_b_ms": ms(predicted),
+        "error_pct": pct_error(predicted, measured_b),
+        "no_change_error_pct": pct_error(measured_a, measured_b),
+        "spec_ratio_ms": ms(spec),
+        "spec_ratio_error_pct": pct_error(spec, measured_b),
+        "kernel_sum_error_pct": pct_error(kernel_sum, measured_b),
         "kernel_ms_per_step": [kernel_a / 1e6, kernel_b / 1e6],
         "cpu_op_ms_per_step": [cpu_a / 1e6, cpu_b / 1e6],
         "a_bound": max(set(bound), key=bound.count) if bound else None,
@@ -152,11 +154,40 @@ def _match(text: str) -> dict[str, str]:
     return {here: there if sep else here}
 
 
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    """The two tables: times per step and errors, then the evidence (the steps measured,
+    kernel and CPU time)."""
+    print(
+        f"{'pair':44} {'A ms':>9} {'B ms':>9} {'pred B':>9} {'error':>8} "
+        f"{'no chg':>8} {'spec':>8} {'k-sum':>8}  {'bound of A':17} what-if"
+    )
+    for r in rows:
+        print(
+            f"{r['pair']:44} {fmt(r['measured_a_ms'], '.2f', 9)} "
+            f"{fmt(r['measured_b_ms'], '.2f', 9)} {fmt(r['predicted_b_ms'], '.2f', 9)} "
+            f"{pct(r['error_pct'], 8)} {pct(r['no_change_error_pct'], 8)} "
+            f"{pct(r['spec_ratio_error_pct'], 8)} "
+            f"{pct(r['kernel_sum_error_pct'], 8)}  {str(r['a_bound']):17} {r['what_if']}"
+        )
+    print()
+    print(
+        f"{'pair':44} {'steps A, B':>10} {'kernel ms/step A -> B':>24} "
+        f"{'CPU-op ms/step A -> B':>24}"
+    )
+    for r in rows:
+        k, c, n = r["kernel_ms_per_step"], r["cpu_op_ms_per_step"], r["steps"]
+        print(
+            f"{r['pair']:44} {f'{n[0]}, {n[1]}':>10} {k[0]:11.2f} -> {k[1]:9.2f} "
+            f"{c[0]:11.2f} -> {c[1]:9.2f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("pairs", nargs="*", help="pair folders (default: ../shared/traces/pairs/*)")
     ap.add_argument("--match", help="REGEX[=REGEX_B]: durations_from=B for these events")
     ap.add_argument("--device", help="device table key: A's steps on that GPU")
+    add_steps_from(ap)
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
     args = ap.parse_args()
     folders = args.pairs or sorted(
@@ -176,23 +207,8 @@ def main() -> None:
         else:
             sys.exit(f"{folder}: no what-if known for this pair; pass --match or --device")
         for label, a_path, b_path in pairs_in(folder):
-            rows.append(evaluate(label, a_path, b_path, recipe))
-    head = (
-        f"{'pair':44} {'A ms':>9} {'B ms':>9} {'pred B':>9} {'error':>8} "
-        f"{'no chg':>8} {'k-sum':>8}  bound of A   what-if"
-    )
-    print(head)
-    for r in rows:
-        print(
-            f"{r['pair']:44} {r['measured_a_ms']:9.2f} {r['measured_b_ms']:9.2f} "
-            f"{r['predicted_b_ms']:9.2f} {r['error_pct']:+7.1f}% {r['no_change_error_pct']:+7.1f}% "
-            f"{r['kernel_sum_error_pct']:+7.1f}%  {str(r['a_bound']):12} {r['what_if']}"
-        )
-    print()
-    print(f"{'pair':44} {'kernel ms/step A -> B':>24} {'CPU-op ms/step A -> B':>24}")
-    for r in rows:
-        k, c = r["kernel_ms_per_step"], r["cpu_op_ms_per_step"]
-        print(f"{r['pair']:44} {k[0]:11.2f} -> {k[1]:9.2f} {c[0]:11.2f} -> {c[1]:9.2f}")
+            rows.append(evaluate(label, a_path, b_path, recipe, args.steps_from))
+    print_rows(rows)
     if args.json:
         print(json.dumps(rows, indent=1))
 

@@ -3,20 +3,31 @@
 
     python benchmarks/eval_predict.py A B [--tf32 auto|on|off] [--no-curves]
         [--curve-weights groups|calls] [--device-floor-from TRACE] [--devices-file FILE]
+        [--steps-from SOURCE]
 
 Predicts A's operators on B's device (hta_fast.model.predict) and compares, for every
 operator group (name + recorded shapes) found in both traces, the predicted time of one call
 with the time measured in B. Per family and over all matched groups it prints the
 geometric-mean error, exp(mean |ln(predicted / measured)|) - 1 (groups weighted equally),
 and end to end the summed time of the matched groups (measured on B, predicted from A, and
-measured on A: the "no model" baseline). Column "1 ratio": the error left when every group of
-a family is scaled by the one ratio that fits B best (the median of B/A over the family's
-groups, FITTED ON B: not a prediction, but a floor under the error of any model that moves a
-family's groups together, as a device's peaks and bandwidth do). Groups whose shapes hold a
-list of tensors recorded as [] (older profilers' cat) are not compared: such a key stands
-for every call site of the operator, not for one workload. --device-floor-from TRACE gives
-predict B's GPU's launch floor, measured on TRACE: another workload recorded on that GPU
-(B itself would be fitted on the answer, and is refused).
+measured on A: the "no model" baseline). Two more columns, one a baseline and one not:
+
+  spec       A's time of each group × its roofline time on B's device over that on A's (the
+             bound term on each: the peaks and the bandwidth of the two devices), the ratio of
+             memory bandwidths where the group has no roofline: what the spec sheets predict,
+             without the model's efficiency curves and latency split. Reads nothing of B but
+             its device.
+  fit on B   the error left when every group of a family is scaled by the one ratio that fits
+             B best (the median of B/A over the family's groups): FITTED ON B, an oracle and
+             not a prediction, but a floor under the error of any model that moves a
+             family's groups together, as a device's peaks and bandwidth do.
+
+Groups whose shapes hold a list of tensors recorded as [] (older profilers' cat) are not
+compared: such a key stands for every call site of the operator, not for one workload.
+--device-floor-from TRACE gives predict B's GPU's launch floor, measured on TRACE: another
+workload recorded on that GPU (B itself would be fitted on the answer, and is refused).
+--steps-from sets both traces' steps from another source (hta_fast.frame.steps_from), as on
+the other evaluators; the groups compared are the whole traces' either way.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ import math
 import os
 
 import numpy as np
+from eval_common import add_steps_from, group_spec_ratios, load
 
 
 def per_call(trace, rank_table) -> dict:
@@ -86,16 +98,16 @@ def main() -> None:
         "device_floor_ns (by default the launch latency keeps its time)",
     )
     ap.add_argument("--devices-file")
+    add_steps_from(ap)
     args = ap.parse_args()
     if args.device_floor_from and os.path.samefile(args.device_floor_from, args.b):
         raise SystemExit("--device-floor-from must be another trace than B: B is the answer")
 
-    import hta_fast
     from hta_fast.analysis.roofline import ChargedGroups, resolve_device
     from hta_fast.costs.devices import DeviceTable
     from hta_fast.model.predict import launch_floor_of, predict
 
-    a, b = hta_fast.load(args.a), hta_fast.load(args.b)
+    a, b = load(args.a, args.steps_from), load(args.b, args.steps_from)
     table = DeviceTable.load(args.devices_file)
     dev_a, dev_b = resolve_device(a, None, table), resolve_device(b, None, table)
     if dev_a is None or dev_b is None:
@@ -103,7 +115,7 @@ def main() -> None:
     tf32 = {"auto": "auto", "on": True, "off": False}[args.tf32]
     floor_b = None
     if args.device_floor_from:
-        other = hta_fast.load(args.device_floor_from)
+        other = load(args.device_floor_from)
         dev_other = resolve_device(other, None, table)
         if dev_other is None or dev_other.key != dev_b.key:
             raise SystemExit(f"{args.device_floor_from} was not recorded on B's {dev_b.key}")
@@ -124,6 +136,7 @@ def main() -> None:
     pred = dict(zip(keys, np.array(ops["predicted"].to_pylist()) / calls))
     meas_a = dict(zip(keys, np.array(ops["measured"].to_pylist()) / calls))
     family = dict(zip(keys, ops["family"].to_pylist()))
+    spec = dict(zip(keys, group_spec_ratios(ops, dev_a, dev_b)))
 
     cg = ChargedGroups(b, None, None)
     kb = list(
@@ -147,16 +160,19 @@ def main() -> None:
         p = np.array([pred[k] for k in ks])
         m = np.array([meas_b[k] for k in ks])
         base = np.array([meas_a[k] for k in ks])
+        by_spec = base * np.array([spec[k] for k in ks])
         w = np.array([calls_b[k] for k in ks], np.float64)
         best = float(np.exp(np.median(np.log(m / base))))
         rows[fam] = {
             "groups": len(ks),
             "gm_error": round(gm_error(p, m), 3),
             "gm_error_no_model": round(gm_error(base, m), 3),
-            "gm_error_one_ratio": round(gm_error(base * best, m), 3),
-            "one_ratio": round(best, 3),
+            "gm_error_spec_ratio": round(gm_error(by_spec, m), 3),
+            "gm_error_best_ratio_fitted_on_b": round(gm_error(base * best, m), 3),
+            "best_ratio_fitted_on_b": round(best, 3),
             "measured_b_ms": round(float((m * w).sum()) / 1e6, 3),
             "predicted_b_ms": round(float((p * w).sum()) / 1e6, 3),
+            "spec_ratio_b_ms": round(float((by_spec * w).sum()) / 1e6, 3),
             "measured_a_ms": round(float((base * w).sum()) / 1e6, 3),
         }
     print(f"A: {args.a} ({dev_a.key}, launch floor {launch_floor_of(a) / 1e3:.2f} us)")
@@ -169,15 +185,20 @@ def main() -> None:
             f"({', '.join(sorted({k[0] for k in unknown}))})"
         )
     print(
-        f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}{'1 ratio':>9}"
-        f"{'B ms':>11}{'pred ms':>11}{'A ms':>11}"
+        f"{'family':<14}{'groups':>7}{'GM err':>9}{'no model':>10}{'spec':>9}{'fit on B':>10}"
+        f"{'B ms':>11}{'pred ms':>11}{'spec ms':>11}{'A ms':>11}"
     )
     for fam, r in rows.items():
         print(
             f"{fam:<14}{r['groups']:>7}{r['gm_error']:>9.1%}{r['gm_error_no_model']:>10.1%}"
-            f"{r['gm_error_one_ratio']:>9.1%}"
-            f"{r['measured_b_ms']:>11.3f}{r['predicted_b_ms']:>11.3f}{r['measured_a_ms']:>11.3f}"
+            f"{r['gm_error_spec_ratio']:>9.1%}{r['gm_error_best_ratio_fitted_on_b']:>10.1%}"
+            f"{r['measured_b_ms']:>11.3f}{r['predicted_b_ms']:>11.3f}"
+            f"{r['spec_ratio_b_ms']:>11.3f}{r['measured_a_ms']:>11.3f}"
         )
+    print(
+        "spec: A x the two devices' roofline ratio (bandwidth ratio without a roofline); "
+        "fit on B: the best single ratio per family, fitted on B (an oracle, not a prediction)"
+    )
     print(
         json.dumps({"a": dev_a.key, "b": dev_b.key, "device_floor_ns": floor_b, "families": rows})
     )
