@@ -57,16 +57,16 @@ def step_row(
     spans: tuple[int, int, int],
     before: Path,
     after: Path,
-    waited: tuple[int, int],
+    waits: tuple[int, int],
     held_by: Optional[int],
 ) -> dict[str, Any]:
     """One output row for step k of r's chain. spans: the step measured, replayed and
-    predicted; before / after: its paths; waited: ns waiting for another rank before
+    predicted; before / after: its paths; waits: ns waiting for another rank before
     `before` begins and before `after` begins (rank held_by)."""
     chain = r.chain
     graph, trace = chain.graph, chain.trace
     measured, replayed, predicted = spans
-    waited_before, waited = waited
+    waited_before, waited = waits
     after_share = shares(bound_by(graph, trace, after[0]), after[1])
     before_share = shares(bound_by(graph, trace, before[0]), before[1])
     row: dict[str, Any] = {
