@@ -209,6 +209,29 @@ def test_a_worker_thread_is_woken_and_joined():
     assert t[5] == 700 and t[1] == 800  # B waits 200 less, and P ends 200 earlier
 
 
+def test_a_worker_joined_in_a_gap_between_children_holds_the_next_child():
+    # Main thread (lane 0): P [0, 1000] holds A [10, 90] and, after a gap with nothing traced
+    # (`backward()` waiting for the autograd thread), C [900, 980]. The worker (lane 5) runs
+    # W1 [120, 500] and W2 [510, 880]. Rows: P=0, A=1, C=2, W1=3, W2=4. The join leads to C's
+    # start, and the gap before C is a wait, not a rigid 810 ns.
+    ev = [
+        dict(ts=0, dur=1000, lane=0),
+        dict(ts=10, dur=80, lane=0, parent=0),
+        dict(ts=900, dur=80, lane=0, parent=0),
+        dict(ts=120, dur=380, lane=5),
+        dict(ts=510, dur=370, lane=5),
+    ]
+    g = build(ev)
+    assert {(9, 4, "thread_join"), (3, 4, "join_tail")} <= edges(g)
+    assert (9, 1, "thread_join") not in edges(g)  # not to P's end
+    w, _ = g.calibrate()
+    assert np.array_equal(g.replay(w, 0), g.measured)
+    shorter = w.copy()
+    shorter[(g.src == 8) & (g.dst == 9)] -= 200  # W2 takes 170 instead of 370
+    t = g.replay(shorter, 0)
+    assert t[4] == 700 and t[1] == 800  # C starts 200 earlier, and P ends 200 earlier
+
+
 def test_graph_rows_must_be_increasing():
     import hta_fast
     from hta_fast.model.graph.dependency_graph import build_graph

@@ -3,8 +3,12 @@
 // for it to finish. A thread's first event hangs from the last CPU event on any other thread
 // that ended before it started (cross_thread); its last event's end leads to the end of the
 // innermost event on another thread that was running when it ended (thread_join), whose own
-// last stretch then becomes a wait (join_tail) like a sync call's. The thread holding the
-// window's first event gets neither. Happens-before guesses, not recorded dependencies: the
+// last stretch then becomes a wait (join_tail) like a sync call's. Where that event was
+// between two of its children then (the main thread inside ProfilerStep#N, in `backward()`
+// with nothing traced while the autograd thread ran), the join leads to the start of the
+// child that came next instead, and the gap before it becomes the wait: the host went on
+// when the worker was done, not at a fixed time. The thread holding the window's first event
+// gets neither. Happens-before guesses, not recorded dependencies: the
 // trace does not say which call woke a thread or which one waited for it.
 #include <algorithm>
 #include <cstddef>
@@ -70,6 +74,34 @@ std::unordered_map<int64_t, int64_t> joined_events(
   return out;
 }
 
+// Per joining lane: the child of its joined event that started first at or after the lane's
+// work ended, where the joined event has one (it was between children then: the child running
+// at that time, being shorter, would have been the joined event). Children are indexed in one
+// pass over the CPU rows, for the joined events only.
+std::unordered_map<int64_t, int64_t> resumed_children(
+    const GraphInput& in, const std::vector<int64_t>& cpu,
+    const std::unordered_map<int64_t, LaneSpan>& lanes,
+    const std::unordered_map<int64_t, int64_t>& joined) {
+  std::unordered_map<int64_t, std::vector<int64_t>> lanes_of;
+  for (const auto& [lane, y] : joined) lanes_of[y].push_back(lane);
+  std::unordered_map<int64_t, std::vector<int64_t>> children;
+  for (int64_t r : cpu)
+    if (in.parent[r] >= 0 && lanes_of.count(in.parent[r])) children[in.parent[r]].push_back(r);
+  std::unordered_map<int64_t, int64_t> out;
+  for (const auto& [y, kids] : children)
+    for (int64_t lane : lanes_of.at(y)) {
+      const int64_t last = lanes.at(lane).last;
+      const int64_t done = in.ts[last] + in.dur[last];
+      int64_t best = -1;
+      for (int64_t k : kids)
+        if (in.ts[k] >= done &&
+            (best < 0 || in.ts[k] < in.ts[best] || (in.ts[k] == in.ts[best] && k < best)))
+          best = k;
+      if (best >= 0) out[lane] = best;
+    }
+  return out;
+}
+
 // Per lane other than main_lane: the CPU event with the latest (end, row) among those that
 // ended by the lane's first start, or -1. The events are binned by the first of those starts
 // they ended by, in one pass (the starts are few: one per lane), and the latest carried
@@ -124,6 +156,7 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
 
   const std::unordered_map<int64_t, int64_t> woken = waking_events(in, cpu, lanes, main_lane);
   const std::unordered_map<int64_t, int64_t> joined = joined_events(in, cpu, lanes, main_lane);
+  const std::unordered_map<int64_t, int64_t> resumed = resumed_children(in, cpu, lanes, joined);
   std::vector<int64_t> join_targets;
   for (const auto& [lane, s] : lanes) {
     if (lane == main_lane) continue;
@@ -137,8 +170,10 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     const auto found = joined.find(lane);
     if (found == joined.end()) continue;
     const int64_t y = found->second;
-    g.add_edge(end_node(s.last), end_node(y), EdgeType::thread_join);
-    join_targets.push_back(end_node(y));
+    const auto next = resumed.find(lane);
+    const int64_t target = next == resumed.end() ? end_node(y) : start_node(next->second);
+    g.add_edge(end_node(s.last), target, EdgeType::thread_join);
+    join_targets.push_back(target);
   }
   // The joined event's end was reached through a rigid edge (its duration or its last child's
   // end plus a gap) that holds the waiting; it becomes a wait edge so that the worker's end can
@@ -147,7 +182,8 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
   std::sort(join_targets.begin(), join_targets.end());
   for (size_t e = 0; e < g.dst.size(); ++e) {
     const auto t = static_cast<EdgeType>(g.type[e]);
-    if ((t == EdgeType::cpu_self || t == EdgeType::cpu_nest_up) &&
+    if ((t == EdgeType::cpu_self || t == EdgeType::cpu_nest_up || t == EdgeType::cpu_sibling ||
+         t == EdgeType::cpu_nest_down) &&
         std::binary_search(join_targets.begin(), join_targets.end(), g.dst[e]))
       g.type[e] = static_cast<uint8_t>(EdgeType::join_tail);
   }
