@@ -1,15 +1,17 @@
 // Cross-thread edges: a thread that starts working inside the window (an autograd worker, a
 // data loader thread) was woken by something another thread did, and another thread may wait
 // for it to finish. A thread's first event hangs from the last CPU event on any other thread
-// that ended before it started (cross_thread); its last event's end leads to the end of the
-// innermost event on another thread that was running when it ended (thread_join), whose own
-// last stretch then becomes a wait (join_tail) like a sync call's. Where that event was
-// between two of its children then (the main thread inside ProfilerStep#N, in `backward()`
-// with nothing traced while the autograd thread ran), the join leads to the start of the
-// child that came next instead, and the gap before it becomes the wait: the host went on
-// when the worker was done, not at a fixed time. The thread holding the window's first event
-// gets neither. Happens-before guesses, not recorded dependencies: the
-// trace does not say which call woke a thread or which one waited for it.
+// that ended before it started (cross_thread), or, where another thread was then between two
+// children of its innermost running event (the main thread in `backward()`), from that
+// event's last child to end (the thread that waits on it is the one that woke it); its last event's
+// end leads to the end of the innermost event on another thread that was running when it ended
+// (thread_join), whose own last stretch then becomes a wait (join_tail) like a sync call's. Where
+// that event was between two of its children then (the main thread inside ProfilerStep#N, in
+// `backward()` with nothing traced while the autograd thread ran), the join leads to the start of
+// the child that came next instead, and the gap before it becomes the wait: the host went on when
+// the worker was done, not at a fixed time. The thread holding the window's first event gets
+// neither. Happens-before guesses, not recorded dependencies: the trace does not say which call
+// woke a thread or which one waited for it.
 #include <algorithm>
 #include <cstddef>
 #include <functional>
@@ -29,18 +31,15 @@ namespace {
 struct LaneSpan {
   int64_t first = -1, last = -1;  // rows of the earliest start and the latest end
 };
-// Per lane other than main_lane: the shortest CPU event on another lane running when the lane's
-// work ended (ts <= done < end; ties: the lowest row), where there is one. One sweep over the
-// lanes' ends in time order, with the events started by then in a set ordered by duration: an
-// event that has ended by one lane's end has ended by every later one and leaves the set, so a
-// chain of many steps (a lane per worker thread and step) costs n log n, not lanes x n.
-std::unordered_map<int64_t, int64_t> joined_events(
+// Per query (time, lane): the shortest CPU event on another lane running at that time
+// (ts <= time < end; ties: the lowest row), where there is one. One sweep over the queries in
+// time order, with the events started by then in a set ordered by duration: an event that has
+// ended by one query's time has ended by every later one and leaves the set, so a chain of
+// many steps (a lane per worker thread and step) costs n log n, not lanes x n.
+std::unordered_map<int64_t, int64_t> innermost_running(
     const GraphInput& in, const std::vector<int64_t>& cpu,
-    const std::unordered_map<int64_t, LaneSpan>& lanes, int64_t main_lane) {
+    std::vector<std::pair<int64_t, int64_t>> queries) {
   const auto end_of = [&](int64_t r) { return in.ts[r] + in.dur[r]; };
-  std::vector<std::pair<int64_t, int64_t>> queries;  // (done, lane)
-  for (const auto& [lane, s] : lanes)
-    if (lane != main_lane) queries.emplace_back(end_of(s.last), lane);
   std::sort(queries.begin(), queries.end());
   // (ts, row) pairs in order. cpu comes in row order, nearly in time: merging its sorted
   // runs is linear.
@@ -52,17 +51,17 @@ std::unordered_map<int64_t, int64_t> joined_events(
   std::set<std::pair<int64_t, int64_t>> running;  // (dur, row) of events started by now
   std::unordered_map<int64_t, int64_t> out;
   size_t next = 0;
-  for (const auto& [done, lane] : queries) {
-    for (; next < by_start.size() && by_start[next].first <= done; ++next) {
+  for (const auto& [time, lane] : queries) {
+    for (; next < by_start.size() && by_start[next].first <= time; ++next) {
       const int64_t r = by_start[next].second;
-      // One that has ended by now is running at no later lane's end either: most events
-      // never enter the set.
-      if (end_of(r) > done) running.emplace(in.dur[r], r);
+      // One that has ended by now is running at no later query either: most events never
+      // enter the set.
+      if (end_of(r) > time) running.emplace(in.dur[r], r);
     }
     for (auto it = running.begin(); it != running.end();) {
       const int64_t r = it->second;
-      if (end_of(r) <= done) {
-        it = running.erase(it);  // ended: not running at this or any later lane's end
+      if (end_of(r) <= time) {
+        it = running.erase(it);  // ended: not running at this or any later query
       } else if (in.lane[r] == lane) {
         ++it;  // the lane's own enclosing calls
       } else {
@@ -74,31 +73,77 @@ std::unordered_map<int64_t, int64_t> joined_events(
   return out;
 }
 
+// Per lane other than main_lane: the innermost event on another thread running when the
+// lane's work ended.
+std::unordered_map<int64_t, int64_t> joined_events(
+    const GraphInput& in, const std::vector<int64_t>& cpu,
+    const std::unordered_map<int64_t, LaneSpan>& lanes, int64_t main_lane) {
+  std::vector<std::pair<int64_t, int64_t>> queries;  // (done, lane)
+  for (const auto& [lane, s] : lanes)
+    if (lane != main_lane) queries.emplace_back(in.ts[s.last] + in.dur[s.last], lane);
+  return innermost_running(in, cpu, std::move(queries));
+}
+
+// Per event in `parents`: its children (CPU events whose parent it is), in one pass.
+std::unordered_map<int64_t, std::vector<int64_t>> children_of(
+    const GraphInput& in, const std::vector<int64_t>& cpu,
+    const std::unordered_map<int64_t, int64_t>& parents) {
+  std::unordered_map<int64_t, std::vector<int64_t>> out;
+  for (const auto& [lane, y] : parents) out.emplace(y, std::vector<int64_t>());
+  for (int64_t r : cpu) {
+    const auto it = in.parent[r] >= 0 ? out.find(in.parent[r]) : out.end();
+    if (it != out.end()) it->second.push_back(r);
+  }
+  return out;
+}
+
+// Per lane other than main_lane: where, when the lane's first event started, another thread
+// was between two children of its innermost running event (the main thread in `backward()`,
+// nothing traced, as the autograd thread starts), that event's last child to end by then:
+// the thread waiting on this one is the one that woke it, rather than whichever call on any
+// thread happened to end last (a polling thread's).
+std::unordered_map<int64_t, int64_t> waiting_wakers(
+    const GraphInput& in, const std::vector<int64_t>& cpu,
+    const std::unordered_map<int64_t, LaneSpan>& lanes, int64_t main_lane) {
+  std::vector<std::pair<int64_t, int64_t>> queries;  // (first start, lane)
+  for (const auto& [lane, s] : lanes)
+    if (lane != main_lane) queries.emplace_back(in.ts[s.first], lane);
+  const auto holders = innermost_running(in, cpu, std::move(queries));
+  const auto kids = children_of(in, cpu, holders);
+  std::unordered_map<int64_t, int64_t> out;
+  for (const auto& [lane, y] : holders) {
+    const int64_t start = in.ts[lanes.at(lane).first];
+    int64_t best = -1;
+    for (int64_t k : kids.at(y)) {
+      const int64_t end = in.ts[k] + in.dur[k];
+      if (end <= start && (best < 0 || end > in.ts[best] + in.dur[best] ||
+                           (end == in.ts[best] + in.dur[best] && k > best)))
+        best = k;
+    }
+    if (best >= 0) out[lane] = best;
+  }
+  return out;
+}
+
 // Per joining lane: the child of its joined event that started first at or after the lane's
 // work ended, where the joined event has one (it was between children then: the child running
-// at that time, being shorter, would have been the joined event). Children are indexed in one
-// pass over the CPU rows, for the joined events only.
+// at that time, being shorter, would have been the joined event).
 std::unordered_map<int64_t, int64_t> resumed_children(
     const GraphInput& in, const std::vector<int64_t>& cpu,
     const std::unordered_map<int64_t, LaneSpan>& lanes,
     const std::unordered_map<int64_t, int64_t>& joined) {
-  std::unordered_map<int64_t, std::vector<int64_t>> lanes_of;
-  for (const auto& [lane, y] : joined) lanes_of[y].push_back(lane);
-  std::unordered_map<int64_t, std::vector<int64_t>> children;
-  for (int64_t r : cpu)
-    if (in.parent[r] >= 0 && lanes_of.count(in.parent[r])) children[in.parent[r]].push_back(r);
+  const auto kids = children_of(in, cpu, joined);
   std::unordered_map<int64_t, int64_t> out;
-  for (const auto& [y, kids] : children)
-    for (int64_t lane : lanes_of.at(y)) {
-      const int64_t last = lanes.at(lane).last;
-      const int64_t done = in.ts[last] + in.dur[last];
-      int64_t best = -1;
-      for (int64_t k : kids)
-        if (in.ts[k] >= done &&
-            (best < 0 || in.ts[k] < in.ts[best] || (in.ts[k] == in.ts[best] && k < best)))
-          best = k;
-      if (best >= 0) out[lane] = best;
-    }
+  for (const auto& [lane, y] : joined) {
+    const int64_t last = lanes.at(lane).last;
+    const int64_t done = in.ts[last] + in.dur[last];
+    int64_t best = -1;
+    for (int64_t k : kids.at(y))
+      if (in.ts[k] >= done &&
+          (best < 0 || in.ts[k] < in.ts[best] || (in.ts[k] == in.ts[best] && k < best)))
+        best = k;
+    if (best >= 0) out[lane] = best;
+  }
   return out;
 }
 
@@ -155,6 +200,7 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     }
 
   const std::unordered_map<int64_t, int64_t> woken = waking_events(in, cpu, lanes, main_lane);
+  const std::unordered_map<int64_t, int64_t> waiting = waiting_wakers(in, cpu, lanes, main_lane);
   const std::unordered_map<int64_t, int64_t> joined = joined_events(in, cpu, lanes, main_lane);
   const std::unordered_map<int64_t, int64_t> resumed = resumed_children(in, cpu, lanes, joined);
   std::vector<int64_t> join_targets;
@@ -163,7 +209,8 @@ void add_thread_edges(const GraphInput& in, Graph& g) {
     // Woken: the last end at or before its first start (on another thread: nothing on this
     // lane ends before its first event starts).
     const int64_t x = s.first;
-    const int64_t w = woken.at(lane);
+    const auto holder = waiting.find(lane);
+    const int64_t w = holder != waiting.end() ? holder->second : woken.at(lane);
     if (w >= 0 && in.lane[w] != lane)
       g.add_edge(end_node(w), start_node(x), EdgeType::cross_thread);
     // Joined: the shortest event on another thread running when this thread's work ended.
