@@ -140,10 +140,13 @@ def test_pageable_copies_hold_the_host_until_done(direction, pageable, covers, b
 
 # --- real traces: waits behind communication kernels ------------------------------------------
 
+# Calls that hold the host until the GPU is done: the syncs and synchronous copies, and an
+# asynchronous copy only where its copy touches pageable memory.
 BLOCKING = re.compile(
     r"^(cuda|hip|cu)(StreamSynchronize|EventSynchronize|DeviceSynchronize|CtxSynchronize"
-    r"|Memcpy$|MemcpyWithStream|MemcpyAsync)"
+    r"|Memcpy$|MemcpyWithStream)"
 )
+ASYNC_COPY = re.compile(r"^(cuda|hip)MemcpyAsync")
 
 
 def host_blocked_comm_waits(trace: hta_fast.Trace, gap_ns: int = 25_000) -> dict[int, int]:
@@ -159,7 +162,12 @@ def host_blocked_comm_waits(trace: hta_fast.Trace, gap_ns: int = 25_000) -> dict
     df["end"] = df.ts + df.dur
     gpu = df[df.kind.isin(["kernel", "memcpy", "memset"])]
     comm = gpu[gpu.kernel_class == "COMM"]
-    calls = df[(df.kind == "runtime") & df.name.str.match(BLOCKING) & (df.dur > 0)]
+    runtime = df[(df.kind == "runtime") & (df.dur > 0)]
+    copy_of = runtime.partner.where(runtime.partner >= 0, -1).astype(int)
+    pageable = copy_of.map(lambda r: r >= 0 and "Pageable" in df.name.iloc[r])
+    calls = runtime[
+        runtime.name.str.match(BLOCKING) | (runtime.name.str.match(ASYNC_COPY) & pageable)
+    ]
     blocked = calls[["ts", "end"]].sort_values("ts").to_numpy()
     out: dict[int, int] = collections.defaultdict(int)
     for (pid, stream), g in gpu[gpu.kernel_class != "COMM"].groupby(["pid", "stream"]):
@@ -189,6 +197,9 @@ REAL = [
     *(f"param_dlrm_8rank/worker{r}.pt.trace.json.gz" for r in range(8)),
     "hta/negative_queue_length_values_check/rank0.json.gz",
     "hta/trace_diff/test/test.json.gz",
+    "hta/trace_diff/control/control.json.gz",
+    "hta/df_index_resolver/df_index_resolver.json.gz",
+    "hta/nccl_parser_config/nccl_data.json.gz",
     "modern/mi300_ddp_resnet18/train_resnet18.json.gz",
 ]
 
@@ -200,10 +211,12 @@ def _load(rel: str) -> hta_fast.Trace:
     return hta_fast.load(str(TRACES_DIR / rel))
 
 
+@pytest.mark.parametrize("chained", [True, False], ids=["chained", "windows"])
 @pytest.mark.parametrize("rel", REAL)
-def test_comm_zero_saves_the_waits_the_host_sat_through(rel, traces_dir):
-    """Per step, window by window: COMM=0 saves at least 80 % of the communication wait
-    measured from the trace alone, and COMM=0.5 between nothing and what COMM=0 saves."""
+def test_comm_zero_saves_the_waits_the_host_sat_through(rel, chained, traces_dir):
+    """Per step, chained and window by window: COMM=0 saves at least 80 % of the
+    communication wait measured from the trace alone, and COMM=0.5 between nothing and what
+    COMM=0 saves."""
     trace = _load(rel)
     waits = host_blocked_comm_waits(trace)
     if not (trace.column("events", "kernel_class") == KernelClass.COMM).any():
@@ -213,9 +226,18 @@ def test_comm_zero_saves_the_waits_the_host_sat_through(rel, traces_dir):
         with pytest.raises(ValueError, match="kernel class COMM"):
             what_if(trace, kernel_class={"COMM": 0.0})
         return
-    zero = what_if(trace, kernel_class={"COMM": 0.0}, chained=False).to_pandas()
-    half = what_if(trace, kernel_class={"COMM": 0.5}, chained=False).to_pandas()
-    for (_, z), (_, h) in zip(zero.iterrows(), half.iterrows()):
+    zero = what_if(trace, kernel_class={"COMM": 0.0}, chained=chained)
+    half = what_if(trace, kernel_class={"COMM": 0.5}, chained=chained)
+    if chained:
+        # A chain's steps start where the ones before them end: on a GPU that runs behind
+        # its host (trace_diff/test) a step may grow when the one before it shrinks, so the
+        # steps are held to the saving together (what_if's totals).
+        z, h = zero["totals"].to_pandas().iloc[0], half["totals"].to_pandas().iloc[0]
+        saved_zero, saved_half = z.replayed - z.predicted, h.replayed - h.predicted
+        assert saved_zero >= 0.8 * sum(waits.values()), (rel, saved_zero, waits)
+        assert 0 <= saved_half <= saved_zero, rel
+        return
+    for (_, z), (_, h) in zip(zero.to_pandas().iterrows(), half.to_pandas().iterrows()):
         step = -1 if pd.isna(z.step) else int(z.step)
         saved_zero, saved_half = z.measured - z.predicted, h.measured - h.predicted
         assert saved_zero >= 0.8 * waits.get(step, 0), (rel, step, saved_zero, waits)

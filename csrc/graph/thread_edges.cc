@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -125,9 +126,15 @@ std::unordered_map<int64_t, int64_t> waiting_wakers(
   return out;
 }
 
+// A thread that waited for another resumes this soon after it ended (its wake-up and the
+// interpreter's way back to the next traced call: 0.25 ms on df_index_resolver); a child that
+// started later was not resumed by that end.
+constexpr int64_t kResumeWithin = 1'000'000;  // ns
+
 // Per joining lane: the child of its joined event that started first at or after the lane's
 // work ended, where the joined event has one (it was between children then: the child running
-// at that time, being shorter, would have been the joined event).
+// at that time, being shorter, would have been the joined event) and it started within
+// kResumeWithin of that end, and the lane is the last of those resuming that child to end.
 std::unordered_map<int64_t, int64_t> resumed_children(
     const GraphInput& in, const std::vector<int64_t>& cpu,
     const std::unordered_map<int64_t, LaneSpan>& lanes,
@@ -139,11 +146,27 @@ std::unordered_map<int64_t, int64_t> resumed_children(
     const int64_t done = in.ts[last] + in.dur[last];
     int64_t best = -1;
     for (int64_t k : kids.at(y))
-      if (in.ts[k] >= done &&
+      if (in.ts[k] >= done && in.ts[k] - done <= kResumeWithin &&
           (best < 0 || in.ts[k] < in.ts[best] || (in.ts[k] == in.ts[best] && k < best)))
         best = k;
     if (best >= 0) out[lane] = best;
   }
+  // Of the lanes that resume the same child, the one that ended last is what the thread
+  // waited for (it went on right after); the others keep the join to the event's end (a
+  // polling thread that ended earlier in the gap did not hold it).
+  std::unordered_map<int64_t, int64_t> last_to_end;  // child -> lane
+  const auto done_of = [&](int64_t lane) {
+    const int64_t r = lanes.at(lane).last;
+    return in.ts[r] + in.dur[r];
+  };
+  for (const auto& [lane, child] : out) {
+    auto [it, fresh] = last_to_end.emplace(child, lane);
+    if (!fresh && (done_of(lane) > done_of(it->second) ||
+                   (done_of(lane) == done_of(it->second) && lane > it->second)))
+      it->second = lane;
+  }
+  for (auto it = out.begin(); it != out.end();)
+    it = last_to_end.at(it->second) == it->first ? std::next(it) : out.erase(it);
   return out;
 }
 

@@ -23,6 +23,7 @@ from .carried import carry_candidates
 from .chain import Chain
 from .chain_build import build_chain, whole_trace
 from .dependency_graph import graph_rows
+from .helper_threads import helper_mask
 
 
 def _runs(chosen: np.ndarray, chained: bool) -> list[np.ndarray]:
@@ -41,8 +42,9 @@ def walk(
 ) -> Iterator[Chain]:
     """The chains of the selection, rank by rank, steps in time order (module doc)."""
     for rank, trace, mask in select.each_rank(traces, sel):
-        # A background thread's one spanning event is no work of any step.
-        busy = ~background_mask(trace)
+        # A background thread's one spanning event and a helper thread's polling calls are
+        # no work of any step.
+        busy = ~(background_mask(trace) | helper_mask(trace))
         mask = busy if mask is None else mask & busy
         all_rows = graph_rows(trace, mask)
         steps = trace.column("steps", "step")

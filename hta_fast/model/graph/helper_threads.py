@@ -1,0 +1,50 @@
+"""Helper threads: a thread whose every event is a runtime call that neither launches GPU work
+nor waits for it (a watchdog polling `cudaEventQuery`, a thread asking
+`cudaPointerGetAttributes` between long untraced stretches).
+
+Such a thread does no work a step needs and holds no other thread, but its calls end at
+arbitrary times: taken into the graph, one of them became the "waker" of the autograd thread
+on trace_diff/control, and its untraced 17.5 ms stretch the step's critical path. The model
+leaves these threads out of its graphs (hta_fast.model.graph.walk), as it does background
+threads (hta_fast.frame.background_threads).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...schema import CPU_KINDS, EventKind
+from ...trace import Trace
+from . import sync_calls
+
+
+def helper_mask(trace: Trace) -> np.ndarray:
+    """Per event, whether it is on a helper thread (module doc); computed once per trace."""
+    mask: np.ndarray = trace.memo.get(
+        ("model.graph.helper_threads",), lambda: _helpers(trace), freeze=True
+    )
+    return mask
+
+
+def _helpers(trace: Trace) -> np.ndarray:
+    col = trace.column
+    kind = col("events", "kind")
+    out = np.zeros(len(kind), bool)
+    cpu = np.flatnonzero(np.isin(kind, CPU_KINDS))
+    if not len(cpu):
+        return out
+    pid, tid = col("events", "pid")[cpu], col("events", "tid")[cpu]
+    names = col("events", "name")[cpu]
+    uniq, inv = np.unique(names, return_inverse=True)
+    waits = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
+    # An event that is work or holds work: anything but a runtime/driver call, a call that
+    # launched GPU work (its partner), or one that waits (a sync, a stream wait, a copy).
+    work = ~np.isin(kind[cpu], (EventKind.runtime, EventKind.driver))
+    work |= col("events", "partner")[cpu] >= 0
+    work |= waits[inv.reshape(-1)] != sync_calls.NONE
+    threads, thread_of = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
+    thread_of = thread_of.reshape(-1)
+    busy = np.zeros(len(threads), bool)
+    np.logical_or.at(busy, thread_of, work)
+    out[cpu] = ~busy[thread_of]
+    return out
