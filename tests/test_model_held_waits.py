@@ -321,3 +321,19 @@ def test_the_doctors_exposed_communication_saving_agrees(rel, traces_dir):
     assert saving == pytest.approx(comm_zero, rel=0.1)
     waits = host_blocked_comm_waits(trace)
     assert saving >= 0.8 * sum(waits.values()) / trace.steps.num_rows
+
+
+def test_a_thread_that_only_polls_is_left_out():
+    """A watchdog thread that only calls cudaEventQuery (no launch, no wait) is no work of
+    the step and wakes no thread; a thread with one launch among its calls is kept."""
+    from hta_fast.model.graph.helper_threads import helper_mask
+
+    b = KinetoBuilder()
+    b.step(0, 0, 2000)
+    b.kernel(GEMM, 10, 20, 500)
+    for i in range(5):
+        b._x("cuda_runtime", "cudaEventQuery", 100 + 300 * i, 2, CPU_PID, CPU_TID + 1, {})
+    trace = b.load()
+    tid = trace.column("events", "tid")
+    assert helper_mask(trace).sum() == 5 and (tid[helper_mask(trace)] == CPU_TID + 1).all()
+    assert (tid[graph_of(trace).rows] != CPU_TID + 1).all()
