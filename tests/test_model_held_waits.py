@@ -306,7 +306,11 @@ def test_a_thread_whose_only_event_spans_the_trace_is_no_step():
 
 @pytest.mark.parametrize(
     "rel",
-    ["hta/trace_diff/test/test.json.gz", "hta/negative_queue_length_values_check/rank0.json.gz"],
+    [
+        "hta/trace_diff/test/test.json.gz",
+        "hta/trace_diff/control/control.json.gz",
+        "hta/negative_queue_length_values_check/rank0.json.gz",
+    ],
 )
 def test_the_doctors_exposed_communication_saving_agrees(rel, traces_dir):
     """The doctor's model saving for exposed communication (nothing waits for a collective)
