@@ -67,11 +67,12 @@ class Chain:
 
     def wait_notes(self) -> list[str]:
         """What the notes of an analysis of this chain say about its waits inferred from
-        launch order (hta_fast.model.graph.runtime_waits) and from the measured times (held_waits)."""
+        launch order (hta_fast.model.graph.runtime_waits) and from the measured times (held_waits),
+        and how many their cuda_sync rows gave."""
         waits = self.graph.waits
         return [
             f"rank {self.rank} {self.label}: {note}"
-            for note in (waits.inferred_note(), waits.held_note())
+            for note in (waits.read_note(), waits.inferred_note(), waits.held_note())
             if note
         ]
 

@@ -328,6 +328,15 @@ def build_graph(
     call_end[by] = col("events", "ts")[launched_by[by]] + np.maximum(
         col("events", "dur")[launched_by[by]], 0
     )
+    # Stream waits and event syncs whose cuda_sync row named what they waited on.
+    read = int(
+        np.count_nonzero(
+            np.isin(asked[calls], (sync_calls.STREAM_WAIT, sync_calls.EVENT))
+            & (wait_lane[calls] >= 0)
+            & (partner[rows[calls]] >= 0)
+        )
+    )
+    summary = dataclasses.replace(summary, read=read)
     held = held_waits.held_by(ts, dur, lane, pid_code, is_gpu, call_end)
     if (held >= 0).any():
         waits_on = np.flatnonzero(asked == sync_calls.STREAM_WAIT)

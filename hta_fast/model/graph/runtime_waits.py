@@ -59,6 +59,8 @@ class WaitCalls:
     held          GPU events held behind work on another stream, read off the measured times
                   (hta_fast.model.graph.held_waits), each a cross_stream edge
     held_with_call  of those, the ones with a stream-wait call before their launch
+    read          stream waits and event syncs whose cuda_sync row named the stream and the
+                  record they waited on (each an edge where that work is in the graph)
     """
 
     calls: int = 0
@@ -70,6 +72,7 @@ class WaitCalls:
     records: bool = True
     held: int = 0
     held_with_call: int = 0
+    read: int = 0
 
     def missing(self) -> str:
         """Why the graph has no sync or stream-wait edge, for the notes: what the trace
@@ -93,6 +96,15 @@ class WaitCalls:
             "stream, wait_on_stream, wait_on_cuda_event_record_corr_id); by the calling "
             f"thread's launch order, of the {self.without_rows} that wait on an event, "
             + "; ".join(parts)
+        )
+
+    def read_note(self) -> str:
+        """How many waits the trace's cuda_sync rows gave ("" where none)."""
+        if not self.read:
+            return ""
+        return (
+            f"{self.read} stream waits and event syncs read from their cuda_sync rows (the "
+            "waiting stream, the event's stream and record)"
         )
 
     def held_note(self) -> str:
