@@ -6,8 +6,8 @@
 Each python is an environment with one build installed (a worktree of the commit before a
 change, say). For each PATH (default: ../shared/traces/param_dlrm_8rank and a trace of
 --size-mb generated once with benchmarks/gen_trace.py) it runs `hta-fast critical-path PATH`
-and `hta-fast whatif PATH --scale COMP=0.5` (JSON to a scratch folder, so that printing costs
-nothing) in fresh processes, alternating base, new, base, ... so that a noisy neighbour slows
+and `hta-fast whatif PATH --scale COMP=0.5` (their tables as a terminal shows them: the
+summary and the first rows of each side table) in fresh processes, alternating base, new, base, ... so that a noisy neighbour slows
 both alike, and prints the median wall time of each and the ratio new / base. The command's
 whole run counts, the load included: what a user waits for.
 """
@@ -37,9 +37,10 @@ def wall(python: str, args: list[str], path: Path) -> float:
     """Seconds one fresh process takes to run the command on path."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [python, "-m", "hta_fast", "--quiet", *args[:1], str(path), *args[1:]]
-        cmd += ["--format", "json", "-o", out]
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
+        # Run outside the source tree: `-m` puts the working folder first on sys.path, and
+        # the base python would import this checkout's package instead of its own.
+        subprocess.run(cmd, check=True, capture_output=True, cwd=out)
         return time.perf_counter() - t0
 
 

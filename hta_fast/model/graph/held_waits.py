@@ -104,18 +104,28 @@ def backed_by_call(
     """How many of the held events (held >= 0) have one of the stream-wait calls `waits` on
     their launching thread after the launch of the work before them on their stream (or
     anywhere before theirs, for a stream's first) and before their own launch."""
-    targets = np.flatnonzero(held >= 0)
+    targets = np.flatnonzero((held >= 0) & (launch >= 0))
     if not len(targets) or not len(waits):
         return 0
-    count = 0
-    for w in targets:
-        call = launch[w]
-        same = np.flatnonzero(is_gpu & (lane == lane[w]) & (ts < ts[w]))
-        low = (
-            corr[launch[same[np.argmax(ts[same])]]]
-            if len(same) and launch[same[np.argmax(ts[same])]] >= 0
-            else -1
-        )
-        c = corr[waits[lane[waits] == lane[call]]]
-        count += bool(((c > low) & (c < corr[call])).any())
-    return count
+    gpu = np.flatnonzero(is_gpu)
+    order = gpu[np.lexsort((ts[gpu], lane[gpu]))]
+    pos = np.empty(len(ts), np.int64)
+    pos[order] = np.arange(len(order))
+    at = pos[targets]
+    prev = order[np.maximum(at - 1, 0)]
+    has_prev = (at > 0) & (lane[prev] == lane[targets]) & (launch[prev] >= 0)
+    low = np.where(has_prev, corr[np.maximum(launch[prev], 0)], -1)
+    high = corr[launch[targets]]
+    thread = lane[launch[targets]]
+    by = np.lexsort((corr[waits], lane[waits]))
+    w_lane, w_corr = lane[waits][by], corr[waits][by]
+    # Per target: the waits on its thread with low < corr < high, by two sorted searches
+    # over (thread, corr) pairs.
+    first = np.searchsorted(w_lane, thread, side="left")
+    last = np.searchsorted(w_lane, thread, side="right")
+    backed = 0
+    for f, l_, lo, hi in zip(first, last, low, high):
+        c = w_corr[f:l_]
+        k = np.searchsorted(c, lo, side="right")
+        backed += bool(k < len(c) and c[k] < hi)
+    return backed

@@ -31,20 +31,24 @@ def _helpers(trace: Trace) -> np.ndarray:
     kind = col("events", "kind")
     out = np.zeros(len(kind), bool)
     cpu = np.flatnonzero(np.isin(kind, CPU_KINDS))
-    if not len(cpu):
-        return out
-    pid, tid = col("events", "pid")[cpu], col("events", "tid")[cpu]
-    names = col("events", "name")[cpu]
-    uniq, inv = np.unique(names, return_inverse=True)
-    waits = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
-    # An event that is work or holds work: anything but a runtime/driver call, a call that
-    # launched GPU work (its partner), or one that waits (a sync, a stream wait, a copy).
+    # Work, or what holds work: anything but a runtime/driver call, a call that launched GPU
+    # work (its partner), or one that waits (a sync, a stream wait, a copy). Only the calls
+    # that are neither are named.
     work = ~np.isin(kind[cpu], (EventKind.runtime, EventKind.driver))
     work |= col("events", "partner")[cpu] >= 0
-    work |= waits[inv.reshape(-1)] != sync_calls.NONE
-    threads, thread_of = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-    thread_of = thread_of.reshape(-1)
-    busy = np.zeros(len(threads), bool)
-    np.logical_or.at(busy, thread_of, work)
+    calls = np.flatnonzero(~work)
+    if not len(calls):
+        return out
+    uniq, inv = np.unique(col("events", "name")[cpu[calls]], return_inverse=True)
+    waits = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
+    work[calls] = waits[inv.reshape(-1)] != sync_calls.NONE
+    if work.all():
+        return out
+    # One code per (pid, tid) from two one-dimensional uniques (a unique over rows of a
+    # two-column array sorts them as raw bytes, several times slower on millions).
+    pids, pid_of = np.unique(col("events", "pid")[cpu], return_inverse=True)
+    tids, tid_of = np.unique(col("events", "tid")[cpu], return_inverse=True)
+    thread_of = pid_of.reshape(-1).astype(np.int64) * len(tids) + tid_of.reshape(-1)
+    busy = np.bincount(thread_of, weights=work, minlength=len(pids) * len(tids)) > 0
     out[cpu] = ~busy[thread_of]
     return out
