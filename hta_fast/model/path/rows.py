@@ -13,7 +13,7 @@ from ... import _arrow
 from ...frame.fields import NS
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE_TYPES, DependencyGraph
-from .bounds import bound_by, charged_events, names_of
+from .bounds import BOUND_BY, bound_by, charged_events, names_of
 
 BREAKDOWN = pa.schema(
     [
@@ -29,7 +29,7 @@ BREAKDOWN = pa.schema(
         pa.field("bound_by", pa.string()),
     ]
 )
-_GPU_TYPES = ["gpu_self", "kernel_kernel", "cross_stream"]
+_GPU_TYPES = [EDGE_TYPES.index(t) for t in ("gpu_self", "kernel_kernel", "cross_stream")]
 
 
 def event_columns(trace: Trace, events: np.ndarray, gpu: np.ndarray) -> dict[str, pa.Array]:
@@ -58,18 +58,31 @@ def breakdown_rows(
     its weight (a chained step's path: the edge that crosses the step's start counts for the
     part inside the step)."""
     w = weight[edges] if durations is None else durations
-    type_names = np.array(EDGE_TYPES, object)[graph.edge_type[edges]]
+    types = graph.edge_type[edges]
     bound = bound_by(graph, trace, edges)
     events = charged_events(graph, edges)
+    n = len(edges)
+    # Strings by code: a path has millions of edges and a dozen types and categories.
+    bound_code = np.zeros(n, np.int32)
+    for i, category in enumerate(BOUND_BY):
+        bound_code[bound == category] = i
     table = pa.table(
         {
-            "rank": pa.array(np.full(len(edges), rank), pa.int64()),
-            "step": pa.array([step] * len(edges), pa.int64()),
+            "rank": pa.array(np.full(n, rank), pa.int64()),
+            "step": pa.nulls(n, pa.int64())
+            if step is None
+            else pa.array(np.full(n, step, np.int64), pa.int64()),
             "duration": pa.array(w, pa.int64()),
-            "type": pa.array(type_names.tolist(), pa.string()),
-            **event_columns(trace, events, np.isin(type_names, _GPU_TYPES)),
-            "bound_by": pa.array(bound.tolist(), pa.string()),
+            "type": _strings(types, EDGE_TYPES),
+            **event_columns(trace, events, np.isin(types, _GPU_TYPES)),
+            "bound_by": _strings(bound_code, BOUND_BY),
         },
         schema=BREAKDOWN,
     )
     return table, bound
+
+
+def _strings(codes: np.ndarray, labels: list[str]) -> pa.Array:
+    """The label of each code, as a plain string array."""
+    indices = pa.array(np.asarray(codes, np.int32), pa.int32())
+    return pa.DictionaryArray.from_arrays(indices, pa.array(labels, pa.string())).cast(pa.string())
