@@ -86,7 +86,7 @@ def path_tables(
                 piece.durations,
             )
             parts.append(rows.append_column("from_rank", pa.nulls(rows.num_rows, pa.int64())))
-            bounds.append(bound)
+            bounds.append(np.asarray(BOUND_BY, object)[bound])  # names, beside cross_rank
             durations.append(piece.durations)
         else:
             last = windows[piece.last].rank

@@ -66,27 +66,36 @@ def names_of(trace: Trace, column: str, rows: np.ndarray) -> pa.Array:
     return trace.strings_at(trace.column("events", column)[rows])
 
 
-def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
-    """The BOUND_BY category of each edge (an array of BOUND_DTYPE)."""
+def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
+    """The index in BOUND_BY of each edge's category (int8): a path has millions of edges,
+    and codes are compared and counted in C where strings are not."""
+    code = {b: np.int8(i) for i, b in enumerate(BOUND_BY)}
     events = charged_events(graph, edges)
     name = trace.column("events", "name")[events]
     flags = name_flags(trace, DATALOADER)
     loading = (name >= 0) & (flags[np.clip(name, 0, len(flags) - 1)] if len(flags) else False)
-    out = np.where(loading, "data_loading", "cpu_bound").astype(BOUND_DTYPE)
+    out = np.where(loading, code["data_loading"], code["cpu_bound"]).astype(np.int8)
     types = graph.edge_type[edges]
     gpu = types == EDGE["gpu_self"]
     comm = trace.column("events", "kernel_class")[events] == KernelClass.COMM
-    out[gpu & comm] = "gpu_communication_bound"
-    out[gpu & ~comm] = "gpu_compute_bound"
+    out[gpu & comm] = code["gpu_communication_bound"]
+    out[gpu & ~comm] = code["gpu_compute_bound"]
     for kind, bound in _BOUND.items():
-        out[types == EDGE[kind]] = bound
+        out[types == EDGE[kind]] = code[bound]
     cross = types == EDGE["cross_stream"]
     if cross.any():
         waited = graph.rows[np.minimum(graph.src[edges[cross]] // 2, len(graph.rows) - 1)]
         after_comm = trace.column("events", "kernel_class")[waited] == KernelClass.COMM
-        out[cross] = np.where(after_comm, "gpu_communication_bound", "gpu_kernel_kernel_overhead")
-    out[_untraced(graph, trace, edges, events)] = "untraced_host"
+        out[cross] = np.where(
+            after_comm, code["gpu_communication_bound"], code["gpu_kernel_kernel_overhead"]
+        )
+    out[_untraced(graph, trace, edges, events)] = code["untraced_host"]
     return out
+
+
+def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
+    """The BOUND_BY category of each edge (an array of BOUND_DTYPE)."""
+    return np.asarray(BOUND_BY, BOUND_DTYPE)[bound_codes(graph, trace, edges)]
 
 
 def _untraced(
@@ -110,8 +119,11 @@ def _untraced(
 
 
 def shares(bounds: np.ndarray, weight: np.ndarray) -> dict[str, float | None]:
-    """Each category's share of the path length, in percent (None for an empty path)."""
+    """Each category's share of the path length, in percent (None for an empty path).
+    bounds: each edge's category, as BOUND_BY names or as bound_codes."""
     total = int(weight.sum())
-    return {
-        b: (100.0 * float(weight[bounds == b].sum()) / total if total else None) for b in BOUND_BY
-    }
+    if np.issubdtype(np.asarray(bounds).dtype, np.integer):
+        per = np.bincount(bounds, weights=weight, minlength=len(BOUND_BY))
+    else:
+        per = np.array([weight[bounds == b].sum() for b in BOUND_BY], np.float64)
+    return {b: (100.0 * float(per[i]) / total if total else None) for i, b in enumerate(BOUND_BY)}

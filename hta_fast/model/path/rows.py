@@ -13,7 +13,7 @@ from ... import _arrow
 from ...frame.fields import NS
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE_TYPES, DependencyGraph
-from .bounds import BOUND_BY, bound_by, charged_events, names_of
+from .bounds import BOUND_BY, bound_codes, charged_events, names_of
 
 BREAKDOWN = pa.schema(
     [
@@ -56,16 +56,13 @@ def breakdown_rows(
     """The BREAKDOWN rows of these path edges (weights: the graph's, one per edge) and each
     edge's bound_by category. durations: the time each path edge counts for, where it is not
     its weight (a chained step's path: the edge that crosses the step's start counts for the
-    part inside the step)."""
+    part inside the step). The categories come back as bound_codes."""
     w = weight[edges] if durations is None else durations
     types = graph.edge_type[edges]
-    bound = bound_by(graph, trace, edges)
+    bound = bound_codes(graph, trace, edges)
     events = charged_events(graph, edges)
     n = len(edges)
     # Strings by code: a path has millions of edges and a dozen types and categories.
-    bound_code = np.zeros(n, np.int32)
-    for i, category in enumerate(BOUND_BY):
-        bound_code[bound == category] = i
     table = pa.table(
         {
             "rank": pa.array(np.full(n, rank), pa.int64()),
@@ -75,7 +72,7 @@ def breakdown_rows(
             "duration": pa.array(w, pa.int64()),
             "type": _strings(types, EDGE_TYPES),
             **event_columns(trace, events, np.isin(types, _GPU_TYPES)),
-            "bound_by": _strings(bound_code, BOUND_BY),
+            "bound_by": _strings(bound, BOUND_BY),
         },
         schema=BREAKDOWN,
     )

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..path.bounds import bound_by, shares
+from ..path.bounds import bound_codes, shares
 from ..path.step_paths import step_paths
 from .group import GroupReplay, Replayed
 
@@ -67,8 +67,8 @@ def step_row(
     graph, trace = chain.graph, chain.trace
     measured, replayed, predicted = spans
     waited_before, waited = waits
-    after_share = shares(bound_by(graph, trace, after[0]), after[1])
-    before_share = shares(bound_by(graph, trace, before[0]), before[1])
+    after_share = shares(bound_codes(graph, trace, after[0]), after[1])
+    before_share = shares(bound_codes(graph, trace, before[0]), before[1])
     row: dict[str, Any] = {
         "rank": chain.rank,
         "step": chain.steps[k],
