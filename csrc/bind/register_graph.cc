@@ -115,32 +115,18 @@ void register_graph(py::module_& m) {
   // The edge types and sync kinds, declared once (graph/dependency_graph.h) and read by
   // hta_fast.model.graph (edge names, skip masks) and sync_calls (what a call waits on).
   {
-    using hta::graph::EdgeType;
-    py::native_enum<EdgeType> e(sub, "EdgeType", "enum.IntEnum", "What an edge's time is.");
-    e.value("release", EdgeType::release)
-        .value("cpu_self", EdgeType::cpu_self)
-        .value("cpu_nest_down", EdgeType::cpu_nest_down)
-        .value("cpu_nest_up", EdgeType::cpu_nest_up)
-        .value("cpu_sibling", EdgeType::cpu_sibling)
-        .value("gpu_self", EdgeType::gpu_self)
-        .value("launch", EdgeType::launch)
-        .value("kernel_kernel", EdgeType::kernel_kernel)
-        .value("cross_stream", EdgeType::cross_stream)
-        .value("sync_wait", EdgeType::sync_wait)
-        .value("sync_self", EdgeType::sync_self)
-        .value("cross_thread", EdgeType::cross_thread)
-        .value("thread_join", EdgeType::thread_join)
-        .value("join_tail", EdgeType::join_tail)
-        .finalize();
-    using hta::graph::SyncKind;
-    py::native_enum<SyncKind> k(sub, "SyncKind", "enum.IntEnum", "What a CPU call waits on.");
-    k.value("none", SyncKind::none)
-        .value("stream", SyncKind::stream)
-        .value("event", SyncKind::event)
-        .value("device", SyncKind::device)
-        .value("own_copy", SyncKind::own_copy)
-        .value("stream_wait", SyncKind::stream_wait)
-        .finalize();
+    py::native_enum<hta::graph::EdgeType> edges(sub, "EdgeType", "enum.IntEnum",
+                                                "What an edge's time is.");
+#define HTA_BIND_VALUE(name, code) edges.value(#name, hta::graph::EdgeType::name);
+    HTA_EDGE_TYPES(HTA_BIND_VALUE)
+#undef HTA_BIND_VALUE
+    edges.finalize();
+    py::native_enum<hta::graph::SyncKind> kinds(sub, "SyncKind", "enum.IntEnum",
+                                                "What a CPU call waits on.");
+#define HTA_BIND_VALUE(name, code) kinds.value(#name, hta::graph::SyncKind::name);
+    HTA_SYNC_KINDS(HTA_BIND_VALUE)
+#undef HTA_BIND_VALUE
+    kinds.finalize();
   }
   py::class_<PyGraph>(sub, "Graph")
       .def_property_readonly("n_events", [](const PyGraph& g) { return g.g.n_events; })

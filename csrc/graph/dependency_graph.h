@@ -14,24 +14,62 @@
 
 namespace hta::graph {
 
-enum class EdgeType : uint8_t {
-  release = 0,        // window start -> an event with no other predecessor
-  cpu_self = 1,       // start -> end of a CPU event without children: its duration
-  cpu_nest_down = 2,  // parent start -> first child start
-  cpu_nest_up = 3,    // last child end -> parent end
-  cpu_sibling = 4,    // end -> start of the next event on the thread with the same parent
-  gpu_self = 5,       // GPU event start -> end: its duration
-  launch = 6,         // launch call start -> GPU event start
-  kernel_kernel = 7,  // GPU event end -> start of the next one on its stream
-  cross_stream = 8,   // recorded GPU work end -> first GPU event after the stream wait
-  sync_wait = 9,      // GPU work end -> end of the blocking call that waits for it
-  sync_self = 10,     // blocking call start -> end, the part that is not waiting
-  cross_thread = 11,  // the last CPU event to end before a thread's first event -> its start
-  thread_join = 12,   // a worker thread's last event end -> end of the event waiting for it
-  join_tail = 13,     // the waiting event's own last stretch (its last child's end or its
-                      // start -> its end), the part that is not waiting
-};
-constexpr int kEdgeTypes = 14;
+// What an edge's time is; declared once here and bound for Python by name (the binding's
+// EdgeType, read by hta_fast.model.graph.dependency_graph). X(name, value):
+//   release        window start -> an event with no other predecessor
+//   cpu_self       start -> end of a CPU event without children: its duration
+//   cpu_nest_down  parent start -> first child start
+//   cpu_nest_up    last child end -> parent end
+//   cpu_sibling    end -> start of the next event on the thread with the same parent
+//   gpu_self       GPU event start -> end: its duration
+//   launch         launch call start -> GPU event start
+//   kernel_kernel  GPU event end -> start of the next one on its stream
+//   cross_stream   recorded GPU work end -> first GPU event after the stream wait (or GPU
+//                  work held behind another stream's, held_by)
+//   sync_wait      GPU work end -> end of the blocking call that waits for it
+//   sync_self      blocking call start -> end, the part that is not waiting
+//   cross_thread   the event that woke a thread -> its first event's start
+//   thread_join    a worker thread's last event end -> the event waiting for it
+//   join_tail      the waiting event's own last stretch, the part that is not waiting
+#define HTA_EDGE_TYPES(X) \
+  X(release, 0)           \
+  X(cpu_self, 1)          \
+  X(cpu_nest_down, 2)     \
+  X(cpu_nest_up, 3)       \
+  X(cpu_sibling, 4)       \
+  X(gpu_self, 5)          \
+  X(launch, 6)            \
+  X(kernel_kernel, 7)     \
+  X(cross_stream, 8)      \
+  X(sync_wait, 9)         \
+  X(sync_self, 10)        \
+  X(cross_thread, 11)     \
+  X(thread_join, 12)      \
+  X(join_tail, 13)
+
+// What a CPU event waits on (sync_kind; GPU rows use none). X(name, value):
+//   none         nothing
+//   stream       the GPU work on wait_lane launched before it (corr < own)
+//   event        the GPU work on wait_lane launched before the record (wait_corr)
+//   device       the GPU work on every GPU lane launched before it
+//   own_copy     a synchronous (or pageable) copy: its own GPU event, the one it launched
+//   stream_wait  cudaStreamWaitEvent: GPU work on target_lane after it waits for the work
+//                on wait_lane launched before the record (wait_corr)
+#define HTA_SYNC_KINDS(X) \
+  X(none, 0)              \
+  X(stream, 1)            \
+  X(event, 2)             \
+  X(device, 3)            \
+  X(own_copy, 4)          \
+  X(stream_wait, 5)
+
+#define HTA_GRAPH_ENUMERATOR(name, value) name = value,
+enum class EdgeType : uint8_t { HTA_EDGE_TYPES(HTA_GRAPH_ENUMERATOR) };
+enum class SyncKind : uint8_t { HTA_SYNC_KINDS(HTA_GRAPH_ENUMERATOR) };
+#define HTA_GRAPH_COUNT(name, value) +1
+constexpr int kEdgeTypes = 0 HTA_EDGE_TYPES(HTA_GRAPH_COUNT);
+#undef HTA_GRAPH_COUNT
+#undef HTA_GRAPH_ENUMERATOR
 
 // Rigid edges hold a measured CPU or GPU duration; the others are waits whose length the
 // calibration reads off the trace (calibrate.h).
@@ -39,17 +77,6 @@ inline bool is_rigid(EdgeType t) {
   return t == EdgeType::cpu_self || t == EdgeType::cpu_nest_down || t == EdgeType::cpu_nest_up ||
          t == EdgeType::cpu_sibling || t == EdgeType::gpu_self || t == EdgeType::release;
 }
-
-// What a CPU event waits on (sync_kind). GPU rows use none.
-enum class SyncKind : uint8_t {
-  none = 0,
-  stream = 1,       // waits for the GPU work on wait_lane launched before it (corr < own)
-  event = 2,        // waits for the GPU work on wait_lane launched before the record (wait_corr)
-  device = 3,       // waits for the GPU work on every GPU lane launched before it
-  own_copy = 4,     // a synchronous copy: waits for its own GPU event (the one it launched)
-  stream_wait = 5,  // cudaStreamWaitEvent: GPU work on target_lane after it waits for the
-                    // work on wait_lane launched before the record (wait_corr)
-};
 
 inline bool is_blocking(SyncKind k) {
   return k == SyncKind::stream || k == SyncKind::event || k == SyncKind::device ||
