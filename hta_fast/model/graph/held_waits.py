@@ -28,9 +28,9 @@ from __future__ import annotations
 import numpy as np
 
 # ns: how soon after X's end W must start (a wait's release is a few microseconds: 1-2 us on
-# the DLRM traces' V100s, ~15 us on MI300X), and how long W must have sat ready (longer than
-# any launch latency seen on the shared traces, so that an ordinary launch is never read as
-# a hold).
+# the DLRM traces' V100s, ~15 us on an MI300X), and how long W must have sat ready (longer
+# than an idle GPU's launch latency, a few to a few tens of microseconds, so that an ordinary
+# launch is not read as a hold; a shorter hold is left unexplained, as before).
 GAP = 25_000
 MIN_HOLD = 50_000
 
