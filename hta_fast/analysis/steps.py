@@ -1,7 +1,11 @@
 """Which profiler steps each rank recorded.
 
 A step is a CPU event named ``ProfilerStep#N`` (the profiler's own step marker); GPU-side
-copies of the marker (gpu_user_annotation rows) are not steps.
+copies of the marker (gpu_user_annotation rows) are not steps. Beside each step's host span
+(ts, dur) stands its device-aware span: from the later of its host start and the end of the
+previous step's GPU work to the later of its host end and the end of the GPU work it
+launched, as the TensorBoard profiler times steps (hta_fast.analysis.tensorboard.step_windows):
+where the host runs ahead of the GPU, the GPU iteration.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from ..frame.fields import NS
 from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
+from .tensorboard.step_windows import step_windows
 
 __all__ = ["profiler_steps"]
 
@@ -25,6 +30,7 @@ SCHEMA = pa.schema(
         pa.field("step", pa.int64()),
         pa.field("ts", pa.int64(), metadata=NS),
         pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("span", pa.int64(), metadata=NS),
     ]
 )
 
@@ -38,8 +44,12 @@ def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table
         keep = mask[rows]
         rows, step, ts, dur = rows[keep], step[keep], ts[keep], dur[keep]
     order = np.lexsort((ts, step))
+    win = step_windows(trace, None)  # one window a step: a few hundred at most
+    span_of = dict(zip(win.step.tolist(), win.dur.tolist()))
+    span = np.array([span_of.get(s, d) for s, d in zip(step.tolist(), dur.tolist())], np.int64)
     return pa.table(
-        [np.full(len(rows), rank, np.int64), step[order], ts[order], dur[order]], schema=SCHEMA
+        [np.full(len(rows), rank, np.int64), step[order], ts[order], dur[order], span[order]],
+        schema=SCHEMA,
     )
 
 
@@ -52,7 +62,8 @@ def profiler_steps(
     streams: Optional[Sequence[int]] = None,
     selection: Optional[select.Selection] = None,
 ) -> Result:
-    """One row per ProfilerStep#N event: rank, step, ts, dur (ns), sorted by rank and step.
+    """One row per ProfilerStep#N event: rank, step, ts, dur (its host span), span (the
+    device-aware step, the module doc) in ns, sorted by rank and step.
     Side table "steps": the distinct step numbers over all selected ranks, sorted."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     parts = [_rank_table(rank, trace, mask) for rank, trace, mask in select.each_rank(traces, sel)]

@@ -34,7 +34,7 @@ def step_outliers(ctx: Context) -> tuple[list[Outlier], float, np.ndarray, np.nd
     def compute() -> tuple[list[Outlier], float, np.ndarray, np.ndarray]:
         t = ctx.result("steps").table
         ranks, med = per_rank_median(
-            t.column("rank").to_numpy(), t.column("dur").to_numpy().astype(float)
+            t.column("rank").to_numpy(), t.column("span").to_numpy().astype(float)
         )
         found, overall = slow_outliers(ranks, med)
         return found, overall, ranks, med
@@ -134,7 +134,7 @@ def steps(ctx: Context) -> Section:
     if t.num_rows == 0:
         return Section("steps", "Per-step and per-rank timings", notes=ctx.notes("steps"))
     ranks, cols, z = grid(
-        t.column("rank").to_numpy(), t.column("step").to_numpy(), t.column("dur").to_numpy() / MS
+        t.column("rank").to_numpy(), t.column("step").to_numpy(), t.column("span").to_numpy() / MS
     )
     cb = bin_axis(z, 1, MAX_COLS, "max")
     zr, labels = rank_rows(cb.z, ranks, "max")
@@ -154,12 +154,12 @@ def steps(ctx: Context) -> Section:
     _, _, r, med = step_outliers(ctx)
     agg = (
         t.group_by("rank")
-        .aggregate([("dur", "mean"), ("dur", "max"), ("dur", "count")])
+        .aggregate([("span", "mean"), ("span", "max"), ("span", "count")])
         .sort_by("rank")
     )
     ns = {"unit": "ns"}
     per_rank = pa.table(
-        [med, agg["dur_mean"], agg["dur_max"], agg["dur_count"]],
+        [med, agg["span_mean"], agg["span_max"], agg["span_count"]],
         schema=pa.schema(
             [
                 pa.field("median_step", pa.float64(), metadata=ns),
@@ -169,11 +169,12 @@ def steps(ctx: Context) -> Section:
             ]
         ),
     )
-    slowest = t.sort_by([("dur", "descending"), ("rank", "ascending")])
+    slowest = t.sort_by([("span", "descending"), ("rank", "ascending")])
     return Section(
         "steps",
         "Per-step and per-rank timings",
-        "Duration of every profiler step (ProfilerStep#N) on every rank: a row darker than "
+        "Device-aware duration of every profiler step on every rank (to the end of the GPU "
+        "work it launched, as the TensorBoard profiler times steps): a row darker than "
         "the others is a rank slower on every step (a straggler); one dark cell is a hiccup.",
         figures=[fig],
         tables=[

@@ -197,14 +197,16 @@ def steps(ctx: Context) -> Section:
         data.append(
             bar(
                 [f"step {s}" for s in sub.column("step").to_pylist()],
-                sub.column("dur").to_numpy() / MS,
+                sub.column("span").to_numpy() / MS,
                 f"rank {r}",
                 i,
             )
         )
     per_rank = (
         t.group_by("rank")
-        .aggregate([("dur", "count"), ("dur", "mean"), ("dur", "min"), ("dur", "max")])
+        .aggregate(
+            [("span", "count"), ("span", "mean"), ("span", "min"), ("span", "max"), ("dur", "mean")]
+        )
         .sort_by("rank")
     )
     ns = {"unit": "ns"}
@@ -212,18 +214,21 @@ def steps(ctx: Context) -> Section:
         pa.schema(
             [
                 pa.field("rank", pa.int64()),
-                pa.field("dur_count", pa.int64()),
+                pa.field("span_count", pa.int64()),
+                pa.field("span_mean", pa.float64(), metadata=ns),
+                pa.field("span_min", pa.int64(), metadata=ns),
+                pa.field("span_max", pa.int64(), metadata=ns),
                 pa.field("dur_mean", pa.float64(), metadata=ns),
-                pa.field("dur_min", pa.int64(), metadata=ns),
-                pa.field("dur_max", pa.int64(), metadata=ns),
             ]
         )
     )
     return Section(
         "steps",
         "Per-step and per-rank timings",
-        "Duration of every profiler step (ProfilerStep#N) on every rank: a rank that is "
-        "slower on every step is a straggler; one slow step is a hiccup.",
+        "Duration of every profiler step on every rank, device-aware (span: to the end of "
+        "the GPU work the step launched, as the TensorBoard profiler times steps; dur is the "
+        "host's ProfilerStep#N): a rank that is slower on every step is a straggler; one "
+        "slow step is a hiccup.",
         figures=[figure(data, "step duration", "", "ms", barmode="group", xtype="category")],
         tables=[html_table("steps per rank", per_rank), html_table("every step", t, limit=100)],
         notes=ctx.notes("steps"),
