@@ -133,3 +133,15 @@ def test_step_times_are_the_tensorboard_plugins(name, traces_dir):
     np.testing.assert_allclose(ours, theirs, rtol=0.01)
     d = diagnose(trace, model=False)
     assert d.step_time_ns / 1000.0 == pytest.approx(theirs.mean(), rel=0.01)
+
+
+def test_the_steps_analysis_gives_the_device_aware_span_beside_the_host_span(traces_dir):
+    """What the report's step tables read: each step's span (device-aware) and dur (host)."""
+    from hta_fast.analysis.steps import profiler_steps
+
+    trace = _load("hta/trace_diff/test/test.json.gz")
+    t = profiler_steps(trace).to_pandas()
+    assert t.span.tolist() == step_windows(trace, None).dur.tolist()
+    # the first step also starts after GPU work queued before it (the plugin's rule): 0.5 %
+    assert t.span.tolist() == pytest.approx(device_aware_steps(trace), rel=0.01)
+    assert t.dur.tolist() == trace.steps.to_pandas().sort_values("step").dur.tolist()
