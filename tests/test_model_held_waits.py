@@ -341,3 +341,18 @@ def test_a_thread_that_only_polls_is_left_out():
     tid = trace.column("events", "tid")
     assert helper_mask(trace).sum() == 5 and (tid[helper_mask(trace)] == CPU_TID + 1).all()
     assert (tid[graph_of(trace).rows] != CPU_TID + 1).all()
+
+
+def test_a_blocking_copy_that_held_queued_work_is_charged_to_the_copy(traces_dir):
+    """modern/sglang_decode: a kernel launched before a blocking hipMemcpyWithStream started
+    463 ms later, when the copy let the queue go, the GPU idle meanwhile. The path charges
+    that time to the blocking call on the host, not to the kernel's launch."""
+    from hta_fast.model.path.critical_path import critical_path
+
+    trace = _load("modern/sglang_decode/sglang_Qwen3-8B_decode.json.gz")
+    r = critical_path(trace)
+    b = r.to_pandas("breakdown").sort_values("duration")
+    top = b.iloc[-1]
+    assert top["name"] == "hipMemcpyWithStream" and top.bound_by == "cpu_bound"
+    assert top.duration > 460_000_000
+    assert r.to_pandas().gpu_kernel_launch_overhead[0] < 1.0

@@ -37,7 +37,9 @@ class DependencyGraph:
     calibrated weight (ns) of each edge and whether it decided its target's measured time.
     carried: per event, whether it is GPU work launched before the window (a backlog it
     holds as the predecessors of its own GPU work; started no earlier than the window).
-    waits: what its sync and stream-wait calls came to (inferred ones, what is missing)."""
+    waits: what its sync and stream-wait calls came to (inferred ones, what is missing).
+    sync_kind: per event, what its call waits on (sync_calls; pageable copies included);
+    lane: per event, its thread or stream code."""
 
     core: _core._DependencyGraph
     rows: np.ndarray
@@ -47,6 +49,10 @@ class DependencyGraph:
     n_sync_edges: int
     carried: np.ndarray
     waits: runtime_waits.WaitCalls
+    # per event, the SyncKind its call has (NONE for GPU events and calls that do not wait)
+    sync_kind: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.uint8))
+    # per event, its lane: a CPU event's thread, a GPU event's stream (codes of this graph)
+    lane: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
     # The core hands out copies: a chain's steps read them once per step, so they are kept.
     @functools.cached_property
@@ -368,4 +374,6 @@ def build_graph(
     weight, binding = core.calibrate()
     types = core.type
     n_sync = int(np.count_nonzero((types == EDGE["sync_wait"]) | (types == EDGE["cross_stream"])))
-    return DependencyGraph(core, rows, start, weight, binding, n_sync, carried, summary)
+    return DependencyGraph(
+        core, rows, start, weight, binding, n_sync, carried, summary, asked, lane
+    )
