@@ -573,7 +573,33 @@ def rank_imbalance() -> TraceSet:
     return traceset(builders)
 
 
+# A first launch that loads the CUDA module: the host sits in it this long (µs), once.
+STALL_US = 8_000.0
+
+
+def one_off_stall() -> TraceSet:
+    """The healthy trace, except that step 0's first cudaLaunchKernel takes 8 ms with the GPU
+    idle (a lazy module load), once: step 0 is 8 ms longer, the others are healthy."""
+    b = KinetoBuilder()
+    t0 = 0.0
+    for s in range(STEPS):
+        stall = STALL_US if s == 0 else 0.0
+        b.step(s, t0, STEP_US + stall)
+        b.dataloader(t0 + 1, 50)
+        for j in range(20):
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                t0 + 60 + j * 20 + (stall if j else 0),
+                t0 + stall + 100 + j * 500,
+                499,
+                launch_dur=stall if stall and j == 0 else 5.0,
+            )
+        t0 += STEP_US + stall
+    return traceset([b])
+
+
 SCENARIOS = {
+    "one_off_stall": one_off_stall,
     "parallelism": parallelism,
     "input_pipeline": input_pipeline,
     "launch_bound": launch_bound,

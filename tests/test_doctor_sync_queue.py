@@ -52,7 +52,7 @@ def test_only_the_gap_the_sync_caused_is_charged():
 def test_each_sync_counts_once():
     m = diagnose(sync_behind_a_queue()).finding("memory_sync")
     assert m.evidence["blocking_syncs_per_step"] == 1.0
-    assert "1.0 blocking syncs per step" in m.title
+    assert "1.0 host syncs per step" in m.title
     # the idle time is charged to the call the program made
     assert m.top_events[0]["name"] == "aten::item"
     assert m.top_events[0]["count"] == STEPS

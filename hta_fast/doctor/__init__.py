@@ -1,13 +1,15 @@
 """The doctor: why is the GPU idle? Ranked causes of lost GPU time, each with evidence from
-the trace, an estimate of its cost per step and what usually helps (docs/doctor.md).
+the trace, an estimate of its cost per step, the model's predicted saving and what usually
+helps (docs/doctor.md). Each cause is one record (doctor.cause.Cause) in doctor.causes.
 
     from hta_fast.doctor import diagnose
     diag = diagnose(trace_set)
     print(diag.to_text())
 """
 
+from .causes import CAUSES, REGISTRY
 from .ranking import diagnose
-from .result import CAUSES, Diagnosis, Finding
+from .result import Diagnosis, Finding
 from .thresholds import Thresholds
 
-__all__ = ["diagnose", "Thresholds", "Diagnosis", "Finding", "CAUSES"]
+__all__ = ["diagnose", "Thresholds", "Diagnosis", "Finding", "CAUSES", "REGISTRY"]

@@ -19,6 +19,7 @@ from ..frame import derived
 from ..frame.gpu_work import GpuWork, gpu_work
 from ..frame.profiler_flush import flush_steps
 from ..trace import Trace
+from .intervals import covered_length
 
 
 @dataclasses.dataclass
@@ -70,6 +71,9 @@ class RankView:
                 host span), whatever the steps came from (a graph queued in a millisecond
                 runs for 150); the window's length without steps
     host_time   mean CPU duration of the analysed steps (ns); step_time without steps
+    utilization the GPU's busy share of the analysed steps' device-aware windows (those of
+                step_time, overlaps counted once); busy time / window length without steps.
+                The doctor's one utilization: its headline, the report's and the gate's
     left_out    profiler steps left out of the analysed ones because their host time is
                 mostly the profiler's own work (hta_fast.frame.profiler_flush), when no
                 steps were asked for
@@ -95,6 +99,7 @@ class RankView:
     gaps: Gaps
     host_time: float = 0.0
     left_out: tuple[int, ...] = ()
+    utilization: float = 0.0
 
     @property
     def n_steps(self) -> int:
@@ -167,9 +172,10 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         lo = int(st_ts.min())
         hi = int((st_ts + st_dur).max())
         host_time = float(st_dur.mean())
-        step_time = _pass_time(trace, uniq)
+        step_time, utilization = _pass_time(trace, uniq)
     else:
         step_values = np.array([-1], np.int64)
+        utilization = 0.0
         step_starts = np.array([0], np.int64)
         selected_all = np.ones(len(all_work.rows), bool)
         lo = int(all_work.starts.min()) if len(all_work.rows) else 0
@@ -204,20 +210,31 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         work_step_index=np.zeros(0, np.int64),
         busy=ops.union(work.starts, work.ends),
         gaps=Gaps.empty(),
+        utilization=utilization,
         left_out=left_out,
         _step_starts=step_starts,
     )
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
     view.gaps = _idle_gaps(view)
+    if not has_steps:
+        view.utilization = view.busy_time / view.span if view.span > 0 else 0.0
     return view
 
 
-def _pass_time(trace: Trace, steps: np.ndarray) -> float:
-    """Mean length of these steps' windows as the TensorBoard plugin times steps
-    (hta_fast.analysis.tensorboard.step_windows: the device-aware step)."""
+def _pass_time(trace: Trace, steps: np.ndarray) -> tuple[float, float]:
+    """(Mean length of these steps' windows as the TensorBoard plugin times steps
+    (hta_fast.analysis.tensorboard.step_windows: the device-aware step), the share of
+    those windows' time the GPU is busy)."""
     win = step_windows(trace, None)
     keep = np.isin(win.step, steps)
-    return float(win.dur[keep].mean()) if keep.any() else 0.0
+    if not keep.any():
+        return 0.0, 0.0
+    windows = ops.union(win.ts[keep], win.end[keep])
+    work = gpu_work(trace, None)
+    busy = ops.union(work.starts, work.ends)
+    length = float((windows.ends - windows.starts).sum())
+    inside = float(covered_length(busy.starts, busy.ends, windows.starts, windows.ends).sum())
+    return float(win.dur[keep].mean()), (inside / length if length > 0 else 0.0)
 
 
 def _idle_gaps(view: RankView) -> Gaps:

@@ -21,12 +21,14 @@ from .. import ops
 from ..analysis.overlap import comm_comp_overlap
 from ..costs.collectives import bus_factor
 from ..loading.summary import collective_rows, rank_summary
+from ..model.whatif.edits import Edits
 from ..schema import EventKind, KernelClass
 from ..trace import Trace
+from .cause import Cause
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .intervals import covered_length
-from .result import Number
+from .text import Number
 from .thresholds import Thresholds
 
 ADVICE = (
@@ -92,7 +94,7 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         step_cost = per_step(v, v.work_step_index[comm], exposed)
         wait = waiting.get(v.rank)
         cost[v.rank] = np.clip(step_cost - (wait if wait is not None else 0), 0, None)
-        tally.add(v, w.rows[comm], exposed, {"comm_time_ns": dur[comm]})
+        tally.add(v, w.rows[comm], exposed)
         kern = comm & (kind == EventKind.kernel)
         b, bw = bus_bandwidths(trace, w.rows[kern], (w.ends - w.starts)[kern])
         all_bytes.append(b)
@@ -124,3 +126,25 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         f"Exposed communication: {comm_ns_per_step / 1e6:.2f} ms of collectives per step, {hidden}"
     )
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
+
+
+CAUSE = Cause(
+    key="exposed_communication",
+    name="exposed communication",
+    thresholds=("min_share", "low_bus_bandwidth_fraction", "achievable_bus_bandwidth_gbps"),
+    evidence=(
+        "comm_time_ns_per_step",
+        "overlap_pct",
+        "exposed_comm_ns_per_step",
+        "median_bus_bandwidth_gbps",
+        "achievable_bus_bandwidth_gbps",
+        "collectives_far_below_bandwidth",
+        "collectives_with_size",
+    ),
+    heuristic=lambda ex: examine(ex.views, ex.th, ex.found["rank_imbalance"].cost),
+    edit=lambda ex: Edits(drop_comm_waits=True),
+    edit_text="nothing waits for communication",
+    edit_limits="communication kernels keep their time on their own streams and their share "
+    "of the GPU, and a wait for a slower rank is rank_imbalance's",
+    needs=("rank_imbalance",),
+)

@@ -2,20 +2,32 @@
 
 Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in this order:
 
+    one_off         the part of a host-wait gap (below) that a one-off stall covers
+                    (doctor.stalls: a first launch loading modules, a compile, one blocking
+                    copy, ...): it happens once, and the per-step causes below are not
+                    charged with it
     input_pipeline  the part of the gap during which a data-loader call runs on the host
                     (frame.derived.DATALOADER: `enumerate(DataLoader)#...__next__`, a
                     DataPipe graph's `enumerate(DataPipe)#...` and the like)
     memory_sync     the rest of a host-wait gap (below), when the GPU went idle while the
                     host was blocked in a synchronising call (cudaStreamSynchronize,
                     cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy,
-                    aten::item, aten::_local_scalar_dense): the host could not queue more work
-                    until the GPU had drained; then the part of the rest of a host-wait gap
-                    that an allocator call (cudaMalloc, cudaFree, ...) covers. A gap ended by
-                    work queued before it began is not the sync's: the GPU was still working
-                    through what the host had queued before it blocked (the launch
-                    machinery's gaps between those kernels are parallelism's, below)
+                    hipMemcpyWithStream, aten::item, aten::_local_scalar_dense): the host could
+                    not queue more work until the GPU had drained; else the part of it such
+                    a call covers (a blocking copy entered after the GPU went idle); then the
+                    part of the rest that an allocator call (cudaMalloc, cudaFree, ...)
+                    covers. A gap ended by work queued before it began is not the sync's:
+                    the GPU was still working through what the host had queued before it
+                    blocked (the launch machinery's gaps between those kernels are
+                    parallelism's, below)
+    untraced        the part of the rest of a host-wait gap during which the threads that
+                    launch GPU work recorded no event (ProfilerStep spans aside): the host
+                    ran code the profiler did not record, or waited outside it (a server
+                    before its first request). No cause is charged with it: the trace
+                    cannot say what the host did
     launch_bound    the rest, when the event that ends the gap had not been launched yet when
-                    the gap began (the idle_time analysis' host_wait): the CPU was too slow
+                    the gap began (the idle_time analysis' host_wait): the host was busy in
+                    recorded work and too slow to queue the next
     parallelism     the rest, when the next work was already queued and the gap is shorter than
                     Thresholds.kernel_wait_us: the launch machinery's gap between back-to-back
                     kernels, which many tiny kernels multiply
@@ -28,13 +40,15 @@ import dataclasses
 from typing import Sequence
 
 import numpy as np
+import pyarrow.compute as pc
 
 from .. import ops
 from ..frame.derived import DATALOADER, rows_named
 from ..schema import EventKind
 from ..trace import Trace
-from .context import RankView
+from .context import Gaps, RankView
 from .intervals import covered_length, touches
+from .stalls import find_stalls, launching_rows
 from .thresholds import Thresholds
 
 HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
@@ -53,14 +67,16 @@ ALLOCATOR = (
 
 @dataclasses.dataclass
 class GapSplit:
-    """Per gap of view.gaps: ns charged to each cause (they add up to the gap's length), and
-    the host rows behind the first three (sync_rows: the outermost sync calls, one per
+    """Per gap of view.gaps: ns charged to each part (they add up to the gap's length), and
+    the host rows behind the first ones (sync_rows: the outermost sync calls, one per
     sync the program made: aten::item's aten::_local_scalar_dense and
     cudaStreamSynchronize inside it are that one sync)."""
 
+    one_off: np.ndarray
     input_pipeline: np.ndarray
     memory_sync: np.ndarray
     allocator: np.ndarray
+    untraced: np.ndarray
     launch_bound: np.ndarray
     parallelism: np.ndarray
     other: np.ndarray
@@ -86,24 +102,42 @@ def _union_of(view: RankView, rows: np.ndarray) -> ops.Intervals:
 def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
     """The split of every gap of the view (remembered on the view)."""
     memo = view.__dict__.setdefault("_gap_split", {})
-    key = th.kernel_wait_us
+    key = (th.kernel_wait_us, th.one_off_min_us, th.one_off_ratio, th.one_off_max_repeats)
     if key in memo:
         return memo[key]
     g = view.gaps
     length = g.lengths
+    trace = view.trace
+    ts = trace.column("events", "ts")
+    dur = np.maximum(trace.column("events", "dur"), 0)
     loader_rows = host_rows(view, DATALOADER, HOST_OPS)
-    sync_rows = outermost(view.trace, host_rows(view, BLOCKING_SYNC, HOST_CALLS + HOST_OPS))
+    sync_rows = outermost(trace, host_rows(view, BLOCKING_SYNC, HOST_CALLS + HOST_OPS))
     alloc_rows = host_rows(view, ALLOCATOR, HOST_CALLS)
 
+    stalls = find_stalls(view, th)
+    stall = ops.union(stalls.starts, stalls.ends)
+    one_off_ns = np.where(
+        g.host_wait, covered_length(stall.starts, stall.ends, g.starts, g.ends), 0
+    )
+    rest = length - one_off_ns
     loader = _union_of(view, loader_rows)
-    loader_ns = covered_length(loader.starts, loader.ends, g.starts, g.ends)
-    rest = length - loader_ns
+    loader_ns = np.minimum(rest, covered_length(loader.starts, loader.ends, g.starts, g.ends))
+    rest = rest - loader_ns
     # A sync holding the host when the GPU went idle (its interval holds the gap's start).
-    sync_ts = view.trace.column("events", "ts")[sync_rows]
-    sync_end = sync_ts + np.maximum(view.trace.column("events", "dur")[sync_rows], 0)
+    sync_ts = ts[sync_rows]
+    sync_end = sync_ts + dur[sync_rows]
     # Only where the host had not queued the work that ends the gap: blocked, it could not.
     sync_hit = g.host_wait & _holds(sync_ts, sync_end, g.starts)
-    sync_ns = np.where(sync_hit, rest, 0)
+    syncs = ops.union(sync_ts, sync_end)
+    sync_ns = np.where(
+        sync_hit,
+        rest,
+        np.where(
+            g.host_wait,
+            np.minimum(rest, covered_length(syncs.starts, syncs.ends, g.starts, g.ends)),
+            0,
+        ),
+    )
     rest = rest - sync_ns
     alloc = _union_of(view, alloc_rows)
     alloc_ns = np.where(
@@ -112,16 +146,40 @@ def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
         0,
     )
     rest = rest - alloc_ns
+    untraced_ns = np.where(g.host_wait, np.minimum(rest, _absent(view, g)), 0)
+    rest = rest - untraced_ns
     launch_ns = np.where(g.host_wait, rest, 0)
     rest = rest - launch_ns
     short = length < th.kernel_wait_us * 1000.0
     par_ns = np.where(short & (g.next_row >= 0), rest, 0)
     other = rest - par_ns
     out = GapSplit(
-        loader_ns, sync_ns, alloc_ns, launch_ns, par_ns, other, loader_rows, sync_rows, alloc_rows
+        one_off_ns,
+        loader_ns,
+        sync_ns,
+        alloc_ns,
+        untraced_ns,
+        launch_ns,
+        par_ns,
+        other,
+        loader_rows,
+        sync_rows,
+        alloc_rows,
     )
     memo[key] = out
     return out
+
+
+def _absent(view: RankView, g: Gaps) -> np.ndarray:
+    """Per gap: how long the launching threads recorded no event in it (a ProfilerStep's
+    span, which holds the whole step, does not count as recorded work)."""
+    trace = view.trace
+    rows = launching_rows(view)
+    names = trace.strings_at(trace.column("events", "name")[rows]).fill_null("")
+    step = np.asarray(pc.starts_with(names, "ProfilerStep#"), bool)
+    rows = rows[~step]
+    recorded = _union_of(view, rows)
+    return g.lengths - covered_length(recorded.starts, recorded.ends, g.starts, g.ends)
 
 
 def outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..frame.derived import DATALOADER
+from ..model.whatif.edits import Edits
+from .cause import Cause
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
@@ -36,7 +39,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         end = np.minimum(ts + np.maximum(v.trace.column("events", "dur")[rows], 0), v.hi)
         ts = np.maximum(ts, v.lo)
         idle = covered_length(v.gaps.starts, v.gaps.ends, ts, end)
-        tally.add(v, rows, idle, {"call_time_ns": np.maximum(end - ts, 0)})
+        tally.add(v, rows, idle)
         calls += len(rows)
         loader_time += float(np.maximum(end - ts, 0).sum())
         idle_in_loader += float(idle.sum())
@@ -53,3 +56,21 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "it with the GPU idle"
     )
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
+
+
+CAUSE = Cause(
+    key="input_pipeline",
+    name="input pipeline stalls",
+    thresholds=("min_share",),
+    evidence=(
+        "loader_calls_per_step",
+        "loader_time_ns_per_step",
+        "gpu_idle_in_loader_ns_per_step",
+        "gpu_idle_share_of_loader_time",
+    ),
+    heuristic=lambda ex: examine(ex.views, ex.th),
+    edit=lambda ex: Edits(op_scale={DATALOADER: 0.0}),
+    edit_text="the data loader costs nothing",
+    edit_limits="the host's other work stays, and once the loader is gone the GPU or that "
+    "work becomes the bound",
+)

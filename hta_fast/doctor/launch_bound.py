@@ -1,12 +1,15 @@
 """Cause 3, launch-bound execution: the GPU waits for the CPU to queue work.
 
 Cost per step: the GPU idle time ended by work that had not been launched yet when the GPU
-went idle (the idle_time analysis' host_wait), less what the data loader, blocking syncs and
-allocator calls explain (gap_causes: launch_bound).
+went idle (the idle_time analysis' host_wait), while the host was busy in recorded work: less
+what one-off stalls, the data loader, blocking syncs and allocator calls explain, and the
+time the launching threads recorded nothing (gap_causes: launch_bound).
 
 Evidence: the host-wait share of each stream's idle time (analysis.idle_time), CPU time per
 step against GPU busy time per step, the mean CUDA queue length (near 0-1 means kernels are
-queued one at a time), launches per step and their mean CPU time. The mean queue length is
+queued one at a time), launch calls per step (a graph launch counts once), graph launches per
+step, the share of GPU time that runs in graph replays (from GRAPHS_MOSTLY the advice is about
+the work outside them) and the mean CPU time of a launch call. The mean queue length is
 analysis.queue_length's time-weighted mean over streams, computed by Little's law from the
 same launch/GPU-start pairs (queue_pairs): the time all entries spent queued over the streams'
 durations, without building the step functions.
@@ -18,8 +21,12 @@ import numpy as np
 
 from ..analysis.idle_time import idle_time_breakdown
 from ..analysis.queue_length import queue_pairs
+from ..frame import derived
+from ..frame.graph_replays import GRAPH_LAUNCH, has_graph_launches
 from ..frame.launches import launch_pairs
+from ..model.whatif.edits import Edits
 from ..trace import Trace
+from .cause import Cause
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
@@ -32,14 +39,23 @@ ADVICE = (
     "metrics, checks) out of the hot loop; check the CPU is not oversubscribed."
 )
 
+ADVICE_GRAPHS = (
+    "Most GPU time already runs in CUDA/HIP graph replays: the launches to cut are the ones "
+    "outside them (the top events below). Bring that work into the captured graph (pre- and "
+    "post-processing of the step, sampling, input preparation), fuse or batch what stays "
+    "eager, and keep per-step Python work out of the hot loop."
+)
+# From this share of the GPU time in graph replays, the step is already captured.
+GRAPHS_MOSTLY = 0.5
+
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
     cost: dict[int, np.ndarray] = {}
     tally = Tally()
     host_wait = idle_all = 0.0
     cpu_step = gpu_busy = 0.0
-    launches = 0
-    launch_cpu = 0.0
+    launches = graph_launches = 0
+    launch_cpu = in_graphs = gpu_time = 0.0
     q_weighted = q_time = 0.0
     delay = int(th.kernel_wait_us * 1000)
     for v in views:
@@ -66,11 +82,20 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             waited, lasted = _queue_time(trace, window)
             q_weighted += waited
             q_time += lasted
+            # A graph launch is the launch of every event it replays: count each call once.
             lrows, grows = launch_pairs(trace, None)
-            ts = trace.column("events", "ts")[lrows]
-            keep = (ts >= v.lo) & (ts < v.hi)
-            launches += int(np.count_nonzero(keep))
-            launch_cpu += float(np.maximum(trace.column("events", "dur")[lrows[keep]], 0).sum())
+            ts = trace.column("events", "ts")
+            calls = np.unique(lrows[(ts[lrows] >= v.lo) & (ts[lrows] < v.hi)])
+            launches += len(calls)
+            launch_cpu += float(np.maximum(trace.column("events", "dur")[calls], 0).sum())
+            if has_graph_launches(trace):
+                graph = derived.name_flags(trace, GRAPH_LAUNCH)[
+                    np.maximum(trace.column("events", "name")[calls], 0)
+                ]
+                graph_launches += int(np.count_nonzero(graph))
+                replayed = np.isin(v.work.rows, grows[np.isin(lrows, calls[graph])])
+                in_graphs += float((v.work.ends - v.work.starts)[replayed].sum())
+            gpu_time += float((v.work.ends - v.work.starts).sum())
         cpu_step += v.host_time * v.n_steps
         gpu_busy += v.busy_time
     total_steps = sum(v.n_steps for v in views) or 1
@@ -80,15 +105,23 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "gpu_busy_ns_per_step": gpu_busy / total_steps,
         "mean_queue_length": q_weighted / q_time if q_time else 0.0,
         "launches_per_step": launches / total_steps,
+        "graph_launches_per_step": graph_launches / total_steps,
+        "gpu_time_share_in_graphs": in_graphs / gpu_time if gpu_time else 0.0,
         "mean_launch_cpu_us": launch_cpu / launches / 1e3 if launches else 0.0,
     }
+    graphs = evidence["gpu_time_share_in_graphs"] >= GRAPHS_MOSTLY
     title = (
-        f"Launch-bound: the GPU waits for the CPU to queue work (CPU "
+        f"Launch-bound: the GPU waits while the host queues work (host "
         f"{evidence['cpu_time_ns_per_step'] / 1e6:.2f} ms per step, GPU busy "
-        f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms; mean queue length "
-        f"{evidence['mean_queue_length']:.1f})"
+        f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms, "
+        f"{evidence['launches_per_step']:.0f} launches per step)"
     )
-    return Estimate(cost, evidence, tally.top(), title, ADVICE)
+    if graphs:
+        title += (
+            f"; {100 * evidence['gpu_time_share_in_graphs']:.0f}% of the GPU time already "
+            "runs in graph replays"
+        )
+    return Estimate(cost, evidence, tally.top(), title, ADVICE_GRAPHS if graphs else ADVICE)
 
 
 def _queue_time(trace: Trace, window: tuple[int, int]) -> tuple[float, float]:
@@ -105,3 +138,25 @@ def _queue_time(trace: Trace, window: tuple[int, int]) -> tuple[float, float]:
     np.minimum.at(lo, code, np.minimum(launch_ts, gpu_ts))
     np.maximum.at(hi, code, np.maximum(launch_ts, gpu_ts))
     return float((gpu_ts - launch_ts).sum()), float((hi - lo).sum())
+
+
+CAUSE = Cause(
+    key="launch_bound",
+    name="launch-bound execution",
+    thresholds=("min_share", "kernel_wait_us"),
+    evidence=(
+        "host_wait_share_of_idle",
+        "cpu_time_ns_per_step",
+        "gpu_busy_ns_per_step",
+        "mean_queue_length",
+        "launches_per_step",
+        "graph_launches_per_step",
+        "gpu_time_share_in_graphs",
+        "mean_launch_cpu_us",
+    ),
+    heuristic=lambda ex: examine(ex.views, ex.th),
+    edit=lambda ex: Edits(zero_launch_overhead=True),
+    edit_text="launches cost nothing (what CUDA graphs approach)",
+    edit_limits="it keeps the host's own work between launches (Python, the operators' "
+    "CPU time), which the heuristic counts too",
+)

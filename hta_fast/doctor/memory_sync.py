@@ -20,33 +20,63 @@ import numpy as np
 from .. import ops
 from ..frame.derived import name_flags
 from ..frame.kernel_args import compute_capability, kernel_arg
+from ..model.whatif.edits import Edits
 from ..schema import EventKind, KernelClass
-from .context import RankView
+from .cause import Cause, Examination
+from .context import RankView, names_of
 from .estimate import Estimate, Tally, per_step
-from .gap_causes import split_gaps
+from .gap_causes import ALLOCATOR, split_gaps
 from .intervals import covered_length
 from .thresholds import Thresholds
 
 HOST_DEVICE_COPY = r"HtoD|DtoH|Host to Device|Device to Host"
 PAGEABLE = r"Pageable"
+# A copy from pageable memory goes through a pinned staging buffer: on PCIe it reaches about
+# half the bandwidth of a copy from pinned memory.
+PAGEABLE_SLOWDOWN = 2.0
 FP32_GEMM = r"(?i)sgemm|gemmSN_|gemv2T_kernel_val<.*float"
 TENSOR_CORE = r"(?i)tensorop|xmma|hmma|wmma|i?\d{3,5}gemm|tf32|bf16|f16|s1688|s16816|_tc_"
 
-ADVICE = (
-    "Keep the step free of host-device round trips: no .item(), .cpu(), .tolist(), "
-    "print() of GPU tensors or torch.cuda.synchronize() in the loop (keep metrics on the "
-    "GPU and read them every N steps); copy from pinned memory (pin_memory=True) with "
-    "non_blocking=True; keep shapes stable so the caching allocator stops calling "
-    "cudaMalloc/cudaFree (no empty_cache() in the loop); let GEMMs use tensor cores "
-    "(torch.set_float32_matmul_precision('high') or autocast to bf16/fp16)."
+SYNC_ADVICE = (
+    "Keep the step free of host-device round trips: no .item(), .cpu(), .tolist(), print() "
+    "of GPU tensors or torch.cuda.synchronize() in the loop (keep metrics on the GPU and read "
+    "them every N steps)."
 )
+COPY_ADVICE = (
+    "Copy from pinned memory (pin_memory=True, tensor.pin_memory()) with non_blocking=True, "
+    "so that copies stop blocking the host ({copy} waits for the copy to finish)."
+)
+ALLOC_ADVICE = (
+    "Keep the caching allocator warm: stable shapes, no torch.cuda.empty_cache() in the loop, "
+    "no memory fraction or max_split_size_mb that forces frees; {alloc} calls after the "
+    "first steps mean memory is returned and requested again (PYTORCH_{env}_ALLOC_CONF="
+    "expandable_segments:True helps fragmentation)."
+)
+GEMM_ADVICE = {
+    "tf32": "Let FP32 GEMMs use tensor cores: torch.set_float32_matmul_precision('high') "
+    "(TF32) or autocast to bf16/fp16.",
+    "fp16": "This GPU's tensor cores take fp16, not TF32 or bf16: autocast to fp16 (with a "
+    "GradScaler) lets the GEMMs use them.",
+    "amd": "Let GEMMs use the matrix cores: autocast to bf16/fp16.",
+}
+# Blocking calls that are copies: the host waits for the copy, not only for a sync.
+BLOCKING_COPY = r"^(cudaMemcpy|hipMemcpy|hipMemcpyWithStream|cuMemcpy\w*)$"
+
+
+def _gemm_kind(trace, cc) -> str:
+    """Which tensor-core advice fits the device: AMD, fp16 only (compute 7.x), or TF32."""
+    if is_amd(trace):
+        return "amd"
+    return "fp16" if cc is not None and cc < 8 else "tf32"
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
     cost = {}
     tally = Tally()
-    syncs = allocs = allocs_later = copies = pageable = 0
-    sync_idle = alloc_idle = copy_exposed = copy_bytes = fp32_waste = 0.0
+    syncs = allocs = allocs_later = copies = pageable = blocking_copies = 0
+    sync_idle = alloc_idle = alloc_time = copy_exposed = copy_bytes = fp32_waste = 0.0
+    blocking: set[str] = set()
+    gemm_kind = "tf32"
     for v in views:
         trace, w = v.trace, v.work
         split = split_gaps(v, th)
@@ -65,7 +95,13 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0)
         )
         syncs += len(sync_rows)
+        is_copy = name_flags(trace, BLOCKING_COPY)[
+            np.maximum(trace.column("events", "name")[sync_rows], 0)
+        ]
+        blocking_copies += int(np.count_nonzero(is_copy))
+        blocking.update(names_of(trace, np.unique(sync_rows[is_copy])[:20]))
         allocs += len(split.alloc_rows)
+        alloc_time += float(np.maximum(trace.column("events", "dur")[split.alloc_rows], 0).sum())
         # Steady state: after the first analysed step, the caching allocator should be warm.
         if v.n_steps > 1:
             alloc_ts = trace.column("events", "ts")[split.alloc_rows]
@@ -98,6 +134,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         copy_bytes += float(b[b > 0].sum())
 
         cc = compute_capability(trace)
+        gemm_kind = _gemm_kind(trace, cc)
         if cc is None or cc >= 7:
             fp32 = (
                 v.selected
@@ -114,8 +151,10 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     total_steps = sum(v.n_steps for v in views) or 1
     evidence = {
         "blocking_syncs_per_step": syncs / total_steps,
+        "blocking_copies_per_step": blocking_copies / total_steps,
         "sync_idle_ns_per_step": sync_idle / total_steps,
         "allocator_calls_per_step": allocs / total_steps,
+        "allocator_time_ns_per_step": alloc_time / total_steps,
         "allocator_calls_after_first_step": allocs_later,
         "allocator_idle_ns_per_step": alloc_idle / total_steps,
         "host_device_copies_per_step": copies / total_steps,
@@ -124,15 +163,94 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "exposed_copy_ns_per_step": copy_exposed / total_steps,
         "fp32_gemm_loss_ns_per_step": fp32_waste / total_steps,
     }
-    parts = [f"{evidence['blocking_syncs_per_step']:.1f} blocking syncs per step"]
+    # The parts, costliest first: the title names each found, the advice says what helps it.
+    amd = any(is_amd(v.trace) for v in views)
+    parts = []
+    if syncs:
+        parts.append(
+            (
+                sync_idle,
+                f"{(syncs - blocking_copies) / total_steps:.1f} host syncs"
+                + (
+                    f", {blocking_copies / total_steps:.1f} blocking copies"
+                    if blocking_copies
+                    else ""
+                )
+                + " per step",
+                SYNC_ADVICE
+                + (" " + COPY_ADVICE.format(copy=copy_names(blocking)) if blocking_copies else ""),
+            )
+        )
     if copies:
         parts.append(
-            f"{evidence['host_device_copies_per_step']:.1f} host-device copies per step "
-            f"({evidence['pageable_copies_per_step']:.1f} from pageable memory)"
+            (
+                copy_exposed,
+                f"{evidence['host_device_copies_per_step']:.1f} host-device copies per step "
+                f"({evidence['pageable_copies_per_step']:.1f} from pageable memory)",
+                COPY_ADVICE.format(copy="a pageable copy"),
+            )
         )
     if allocs:
-        parts.append(f"{evidence['allocator_calls_per_step']:.1f} allocator calls per step")
+        parts.append(
+            (
+                alloc_idle,
+                f"{evidence['allocator_calls_per_step']:.1f} allocator calls per step taking "
+                f"{alloc_time / total_steps / 1e6:.2f} ms",
+                ALLOC_ADVICE.format(
+                    alloc="hipMalloc/hipFree" if amd else "cudaMalloc/cudaFree",
+                    env="HIP" if amd else "CUDA",
+                ),
+            )
+        )
     if fp32_waste:
-        parts.append("FP32 GEMMs off the tensor cores")
-    title = "Memory traffic and synchronisation: " + ", ".join(parts)
-    return Estimate(cost, evidence, tally.top(), title, ADVICE)
+        parts.append((fp32_waste, "FP32 GEMMs off the tensor cores", GEMM_ADVICE[gemm_kind]))
+    parts.sort(key=lambda p: -p[0])
+    title = "Memory traffic and synchronisation: " + (
+        ", ".join(p[1] for p in parts) if parts else "none found"
+    )
+    advice = " ".join(p[2] for p in parts) or SYNC_ADVICE
+    return Estimate(cost, evidence, tally.top(), title, advice)
+
+
+def is_amd(trace) -> bool:
+    """Whether the trace's runtime is HIP (AMD GPUs): its calls are named hip*."""
+    return bool(name_flags(trace, r"^hip[A-Z]").any())
+
+
+def copy_names(names: set[str]) -> str:
+    return "/".join(sorted(names)) or "a blocking copy"
+
+
+def _edit(ex: Examination) -> Edits:
+    return Edits(
+        drop_sync_waits=True,
+        op_scale={ALLOCATOR: 0.0},
+        name={PAGEABLE: 1.0 / PAGEABLE_SLOWDOWN, FP32_GEMM: 1.0 / ex.th.fp32_gemm_speedup},
+    )
+
+
+CAUSE = Cause(
+    key="memory_sync",
+    name="memory traffic and synchronisation",
+    thresholds=("min_share", "fp32_gemm_speedup"),
+    evidence=(
+        "blocking_syncs_per_step",
+        "blocking_copies_per_step",
+        "sync_idle_ns_per_step",
+        "allocator_calls_per_step",
+        "allocator_time_ns_per_step",
+        "allocator_calls_after_first_step",
+        "allocator_idle_ns_per_step",
+        "host_device_copies_per_step",
+        "pageable_copies_per_step",
+        "copy_bytes_per_step",
+        "exposed_copy_ns_per_step",
+        "fp32_gemm_loss_ns_per_step",
+    ),
+    heuristic=lambda ex: examine(ex.views, ex.th),
+    edit=_edit,
+    edit_text="syncs return at once, allocator calls take no time, pageable copies run at "
+    "pinned speed, FP32 GEMMs on tensor cores",
+    edit_limits="after a sync the host still does its own work before it queues more, so "
+    "the GPU idles until then; the heuristic counts the whole idle gap",
+)

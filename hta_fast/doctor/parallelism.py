@@ -16,10 +16,11 @@ import numpy as np
 
 from ..frame.kernel_args import grid_blocks, kernel_arg, locate, sm_counts
 from ..schema import EventKind, KernelClass
+from .cause import Cause
 from .context import RankView
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
-from .result import Number
+from .text import Number
 from .thresholds import Thresholds
 
 ADVICE = (
@@ -66,7 +67,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             v, v.gaps.step_index, split.parallelism
         )
         cost[v.rank] = step_cost
-        tally.add(v, rows, loss, {"kernel_time_ns": dur, "blocks": np.maximum(blocks, 0)})
+        tally.add(v, rows, loss, {"blocks": np.maximum(blocks, 0)})
         n_kernels += len(rows)
         n_tiny += int(np.count_nonzero(dur < th.tiny_kernel_us * 1000.0))
         comp_time += float(dur.sum())
@@ -102,3 +103,23 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         f"time in grids smaller than the SM count"
     )
     return Estimate(cost, evidence, tally.top(), title, ADVICE, notes)
+
+
+CAUSE = Cause(
+    key="parallelism",
+    name="too little parallel work",
+    thresholds=("min_share", "kernel_wait_us", "tiny_kernel_us", "low_occupancy_pct"),
+    evidence=(
+        "compute_kernels_per_step",
+        "median_kernel_us",
+        "tiny_kernel_share",
+        "small_grid_time_share",
+        "sm_count",
+        "mean_achieved_occupancy_pct",
+        "kernel_gap_ns_per_step",
+    ),
+    heuristic=lambda ex: examine(ex.views, ex.th),
+    edit=None,
+    edit_text="not modelled: the graph keeps each stream's order and each kernel's duration, "
+    "and more parallel work is a change of the program",
+)

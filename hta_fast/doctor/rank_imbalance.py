@@ -25,11 +25,13 @@ import numpy as np
 
 from .. import ops
 from ..analysis.stragglers import high_outliers, stragglers
-from ..schema import KernelClass
+from ..model.whatif.edits import Edits
+from ..schema import GPU_WORK_KINDS, KernelClass
 from ..traceset import TraceSet
+from .cause import Cause, Examination
 from .context import RankView
 from .estimate import Estimate
-from .result import Number, duration_text
+from .text import Number, duration_text
 
 ADVICE = (
     "Balance the work across ranks: even data shards and sequence lengths (length "
@@ -133,3 +135,48 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
 def _ranks_text(ranks: Sequence[int]) -> str:
     """Ranks as evidence: "3, 17" (every one: text output shortens long lists), or "none found"."""
     return ", ".join(str(int(r)) for r in ranks) if len(ranks) else "none found"
+
+
+def _edit(ex: Examination) -> Optional[Edits]:
+    """Ranks whose compute per step is above the median rank's, scaled to the median."""
+    views = ex.views
+    if len(views) < 2:
+        return None
+    work = {v.rank: per_step_times(v)[0].mean() for v in views}
+    median = float(np.median(list(work.values())))
+    change = {}
+    for v in views:
+        if work[v.rank] <= median or work[v.rank] <= 0:
+            continue
+        trace = v.trace
+        kind = trace.column("events", "kind")
+        rows = np.flatnonzero(
+            np.isin(kind, GPU_WORK_KINDS)
+            & (trace.column("events", "kernel_class") != KernelClass.COMM)
+        )
+        dur = np.maximum(trace.column("events", "dur")[rows], 0).astype(np.float64)
+        change[v.rank] = (rows, dur * (median / work[v.rank] - 1.0))
+    return Edits(duration_change=change) if change else None
+
+
+CAUSE = Cause(
+    key="rank_imbalance",
+    name="imbalance between ranks",
+    thresholds=("min_share",),
+    evidence=(
+        "slowest_rank",
+        "slow_ranks",
+        "slowest_extra_work_ns_per_step",
+        "others_wait_ns_per_step",
+        "step_time_spread",
+        "work_time_spread",
+        "wait_in_collectives_ns_per_step",
+        "stragglers",
+        "wait_ns",
+    ),
+    heuristic=lambda ex: examine(ex.views, ex.traces, ex.steps),
+    edit=_edit,
+    edit_text="every rank as fast as the median rank",
+    edit_limits="it scales the slow ranks' compute kernels only; their host time, input and "
+    "communication stay",
+)

@@ -17,20 +17,15 @@ from ..frame import derived, select
 from ..frame.profiler_flush import PROFILER_SHARE
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import (
-    exposed_communication,
-    gap_causes,
-    input_pipeline,
-    launch_bound,
-    memory_sync,
-    parallelism,
-    rank_imbalance,
-)
+from . import gap_causes, memory_sync, stalls
+from .cause import Examination
+from .causes import BY_KEY, CAUSES, examination_order
 from .context import RankView, rank_view, share_name_flags
 from .estimate import Estimate
-from .model_savings import predicted_savings
+from .model_savings import differ_text, predicted_saving
 from .no_gpu import no_gpu_reason
-from .result import CAUSES, STEP_SPANS_DIFFER, Diagnosis, Finding, Number, duration_text
+from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
+from .text import Number, duration_text
 from .thresholds import Thresholds
 
 # The name patterns the causes look for, matched for all ranks at once.
@@ -42,6 +37,8 @@ NAME_PATTERNS = (
     memory_sync.PAGEABLE,
     memory_sync.FP32_GEMM,
     memory_sync.TENSOR_CORE,
+    memory_sync.BLOCKING_COPY,
+    stalls.ONE_TIME,
 )
 
 # Up to this many ranks the doctor predicts each finding's saving with the model by default.
@@ -106,7 +103,13 @@ def diagnose(
                     if ts[rank].steps_source == "profiler"
                     else f"{ts[rank].steps_source} steps"
                 )
-                notes.append(f"rank {rank}: no {what}; the whole trace counts as one step")
+                hint = (
+                    " (give steps with --steps-from iterations, or prefill/decode/denoise/"
+                    "forward for inference passes: docs/inference.md)"
+                    if ts[rank].steps_source == "profiler"
+                    else ""
+                )
+                notes.append(f"rank {rank}: no {what}; the whole trace counts as one step{hint}")
             views.append(v)
     sources = sorted({ts[r].steps_source for r in analysed} - {"profiler"})
     if sources:
@@ -116,15 +119,9 @@ def diagnose(
         raise ValueError(f"none of the steps {wanted} is in the traces; their steps: {present}")
 
     share_name_flags([v.trace for v in views], NAME_PATTERNS)
-    imbalance = rank_imbalance.examine(views, ts, wanted)
-    estimates: dict[str, Estimate] = {
-        "parallelism": parallelism.examine(views, th),
-        "input_pipeline": input_pipeline.examine(views, th),
-        "launch_bound": launch_bound.examine(views, th),
-        "memory_sync": memory_sync.examine(views, th),
-        "exposed_communication": exposed_communication.examine(views, th, imbalance.cost),
-        "rank_imbalance": imbalance,
-    }
+    ex = Examination(views, th, ts, wanted)
+    for cause in examination_order():
+        ex.found[cause.key] = cause.heuristic(ex)
     step_time = float(np.mean([v.step_time for v in views])) if views else 0.0
     cpu_step_time = float(np.mean([v.host_time for v in views])) if views else 0.0
     if step_time > 0 and abs(cpu_step_time - step_time) > STEP_SPANS_DIFFER * step_time:
@@ -140,28 +137,29 @@ def diagnose(
                 else ": the GPU waits for the host"
             )
         )
-    findings = [_finding(cause, estimates[cause], views, step_time, th) for cause in CAUSES]
+    findings = [_finding(cause, ex.found[cause], views, step_time, th) for cause in CAUSES]
     use_model = bool(views) and (
         model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
     )
-    if use_model:
-        savings = predicted_savings(ts, views, wanted, th, notes)
-        for f in findings:
-            f.saving_ns_per_step = savings[f.cause].ns_per_step
-            f.saving_edit = savings[f.cause].edit
-    elif model == "auto" and views:
+    for f in findings:
+        cause = BY_KEY[f.cause]
+        if use_model:
+            saving = predicted_saving(cause, ex, notes)
+            f.saving_ns_per_step, f.saving_edit = saving.ns_per_step, saving.edit
+            f.saving_note = differ_text(cause, f.cost_ns_per_step, f.saving_ns_per_step, step_time)
+        else:
+            f.saving_edit = "model not run" if cause.edit is not None else cause.edit_text
+    if model == "auto" and views and not use_model:
         notes.append(
             f"{len(views)} ranks: predicted savings not computed (more than {MODEL_MAX_RANKS}); "
             "ask for them with model=True (hta-fast doctor --model)"
         )
     findings.sort(key=lambda f: (f.rank_key, CAUSES.index(f.cause)))
-    for e in estimates.values():
+    for e in ex.found.values():
         notes.extend(e.notes)
-    utilization = (
-        float(np.mean([v.busy_time / v.span if v.span > 0 else 0.0 for v in views]))
-        if views
-        else 0.0
-    )
+    notes.extend(_untraced_note(views))
+    utilization = float(np.mean([v.utilization for v in views])) if views else 0.0
+    too_little = _too_little_work(views, th)
     return Diagnosis(
         utilization=utilization,
         findings=findings,
@@ -172,12 +170,52 @@ def diagnose(
         ranks=analysed,
         steps=sorted(seen_steps),
         no_gpu_activity=no_gpu,
+        too_little_work=too_little,
     )
+
+
+def _too_little_work(views: list[RankView], th: Thresholds) -> str:
+    """Why the analysed steps hold too little GPU work to name a cause, or ""."""
+    if not views:
+        return ""
+    steps = sum(v.n_steps for v in views)
+    events = sum(int(np.count_nonzero(v.selected)) for v in views) / steps
+    busy = sum(v.busy_time for v in views) / steps
+    if events < th.min_kernels_per_step or busy < th.min_gpu_us_per_step * 1e3:
+        return (
+            f"too little GPU work to diagnose: {events:.1f} GPU events and "
+            f"{duration_text(busy)} of GPU busy time per step (the doctor needs "
+            f"{th.min_kernels_per_step:g} events or {th.min_gpu_us_per_step:g} us a step)"
+        )
+    return ""
+
+
+def _untraced_note(views: list[RankView]) -> list[str]:
+    """The GPU idle time no cause is charged with because the host recorded nothing then."""
+    th_min = 0.01
+    out = []
+    for v in views:
+        split = v.__dict__.get("_gap_split", {})
+        untraced = max((float(s.untraced.sum()) for s in split.values()), default=0.0)
+        if v.span > 0 and untraced >= th_min * v.span:
+            out.append(
+                f"rank {v.rank}: the GPU idled {duration_text(untraced / v.n_steps)} per step "
+                f"({100 * untraced / v.span:.1f}% of the window) while the threads that launch "
+                "its work recorded no event (code the profiler did not record, or waiting "
+                "outside it): no cause is charged with it; record with with_stack=True or "
+                "add record_function ranges to see what the host did"
+            )
+    return out
 
 
 def _finding(
     cause: str, est: Estimate, views: list[RankView], step_time: float, th: Thresholds
 ) -> Finding:
+    """The finding of one cause from its estimate; its evidence checked against the
+    cause's record."""
+    undeclared = set(est.evidence) - set(BY_KEY[cause].evidence)
+    if undeclared:
+        raise RuntimeError(f"{cause}: evidence not declared in its Cause: {sorted(undeclared)}")
     per_rank = {
         v.rank: float(est.cost[v.rank].sum()) / v.n_steps for v in views if v.rank in est.cost
     }

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional
 
+from .causes import CAUSES
+from .text import Number, duration_text, short_list
 from .thresholds import Thresholds
 
-CAUSES = (
-    "parallelism",
-    "input_pipeline",
-    "launch_bound",
-    "memory_sync",
-    "exposed_communication",
-    "rank_imbalance",
-)
-
-Number = Union[int, float, str]
+__all__ = ["CAUSES", "Diagnosis", "Finding", "Number", "duration_text", "short_list"]
 
 # Evidence whose value lists ranks ("3, 17, 40"): whole in to_dict, shortened in to_text.
 RANK_LIST_EVIDENCE = ("slow_ranks", "stragglers")
-# How many items of a long list of ranks or steps the text shows.
-LIST_LIMIT = 8
 # The host's step is shown beside the device-aware one where they differ by more than this
 # share of the latter.
 STEP_SPANS_DIFFER = 0.05
@@ -41,9 +32,12 @@ class Finding:
     steps, ranks      where it shows (its cost reaches min_share of that step / rank)
     advice            what usually helps
     saving_ns_per_step  what the performance model predicts removing the cause saves per
-                      step (its edit replayed, doctor.model_savings); None where the model
-                      cannot say or was not run
-    saving_edit       the edit replayed for it
+                      step (its edit replayed, doctor.model_savings); None (null in JSON)
+                      where the cause is not modelled, the model cannot say or was not run
+                      (never 0 for "unknown": 0 means the edit removed nothing)
+    saving_edit       the edit replayed for it, or why there is none
+    saving_note       where the cost and the saving differ by more than 3x, one sentence
+                      saying what the edit removes and what it cannot
     """
 
     cause: str
@@ -58,6 +52,7 @@ class Finding:
     advice: str
     saving_ns_per_step: Optional[int] = None
     saving_edit: str = ""
+    saving_note: str = ""
 
     @property
     def rank_key(self) -> tuple[bool, int, int]:
@@ -83,6 +78,8 @@ class Diagnosis:
     cpu_step_time_ns mean host span of the steps (their ProfilerStep events); shown beside
                      step_time_ns where the two differ by more than STEP_SPANS_DIFFER
     ranks, steps     what was analysed (ranks without GPU activity included)
+    too_little_work  why no cause is named: the analysed steps hold too little GPU work to
+                     judge (Thresholds.min_kernels_per_step, min_gpu_us_per_step); "" else
     no_gpu_activity  rank -> why it has no GPU work in the analysed steps (launches without
                      GPU events, a CPU-only trace, ...). Utilization, step time and findings
                      are over the other ranks; such a rank is never healthy: there is
@@ -98,11 +95,17 @@ class Diagnosis:
     steps: list[int]
     no_gpu_activity: dict[int, str]
     cpu_step_time_ns: int = 0
+    too_little_work: str = ""
 
     @property
     def healthy(self) -> bool:
-        """GPU activity on every analysed rank, and no finding above its threshold."""
-        return not self.no_gpu_activity and not any(f.above_threshold for f in self.findings)
+        """GPU activity on every analysed rank, enough of it to judge, and no finding above
+        its threshold."""
+        return (
+            not self.no_gpu_activity
+            and not self.too_little_work
+            and not any(f.above_threshold for f in self.findings)
+        )
 
     def finding(self, cause: str) -> Finding:
         for f in self.findings:
@@ -159,6 +162,7 @@ class Diagnosis:
                 "ranks": self.ranks,
                 "steps": self.steps,
                 "no_gpu_activity": self.no_gpu_activity,
+                "too_little_work": self.too_little_work or None,
                 "findings": [f.to_dict() for f in self.findings],
                 "thresholds": self.thresholds.to_dict(),
                 "notes": self.notes,
@@ -178,7 +182,9 @@ class Diagnosis:
             lines = [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
         lines.extend(self.no_gpu_reasons())
         above = [f for f in self.findings if f.above_threshold]
-        if not above and with_gpu:
+        if self.too_little_work and with_gpu:
+            lines.append(self.too_little_work[0].upper() + self.too_little_work[1:] + ".")
+        elif not above and with_gpu:
             lines.append(
                 (
                     "Healthy: no"
@@ -197,17 +203,17 @@ class Diagnosis:
                     f"   model: removing it saves ~{duration_text(f.saving_ns_per_step)} per step "
                     f"({f.saving_edit})"
                 )
+            else:
+                lines.append(f"   model: {_not_modelled(f.saving_edit)}")
+            if f.saving_note:
+                lines.append(f"   {f.saving_note}")
             if f.evidence:
                 lines.append(
                     "   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items())
                 )
             if f.top_events:
                 lines.append(
-                    "   top events: "
-                    + "; ".join(
-                        f"{e['name'][:80]} (x{e['count']}, {duration_text(e['total_ns'])})"
-                        for e in f.top_events[:3]
-                    )
+                    "   top events: " + "; ".join(_event_text(e) for e in f.top_events[:3])
                 )
             where = []
             if f.ranks:
@@ -234,12 +240,20 @@ def _below_text(f: Finding) -> str:
     return text
 
 
-def duration_text(ns: float) -> str:
-    """A duration in ns as people read it: ms from 1 ms up, else us."""
-    ns = float(ns)
-    if abs(ns) >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e3:.1f} us"
+def _not_modelled(why: str) -> str:
+    """The model line of a finding without a predicted saving."""
+    if why.startswith("not modelled") or why == "model not run":
+        return why
+    return f"not modelled ({why})"
+
+
+def _event_text(e: dict[str, Any]) -> str:
+    """A top event: its name, count and own time; apart, what the cause charges to it."""
+    text = f"{e['name'][:80]} (x{e['count']}, {duration_text(e['total_ns'])}"
+    cost = e.get("cost_ns")
+    if cost is not None and cost != e["total_ns"]:
+        text += f"; charged {duration_text(cost)}"
+    return text + ")"
 
 
 def _fmt(key: str, v: Number) -> str:
@@ -255,13 +269,6 @@ def _fmt(key: str, v: Number) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
-
-
-def short_list(xs: Sequence[Any], limit: int = LIST_LIMIT) -> str:
-    """The first `limit` items, then how many more: "0, 1, 2 ... and 1,021 more". Text
-    output on a thousand ranks stays a line; JSON output keeps every item."""
-    shown = ", ".join(str(x) for x in xs[:limit])
-    return shown + (f" ... and {len(xs) - limit:,} more" if len(xs) > limit else "")
 
 
 def _plain(x: Any) -> Any:

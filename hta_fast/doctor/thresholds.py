@@ -25,6 +25,14 @@ class Thresholds:
                              achievable one is called out
     achievable_bus_bandwidth_gbps  the achievable bus bandwidth (GB/s); 0: the best measured in
                              the trace (90th percentile of the collectives' bus bandwidths)
+    one_off_min_us           a host event holding the GPU idle is a one-off stall only from
+                             this long (µs)
+    one_off_ratio            ... and only when it lasts this many times the median of the
+                             other events of its name
+    one_off_max_repeats      ... and at most this many events of its name are such outliers
+    min_kernels_per_step     under this many GPU events a step, or
+    min_gpu_us_per_step      under this much GPU busy time (µs) a step, the doctor says there
+                             is too little GPU work to diagnose instead of naming a cause
     """
 
     min_share: float = 0.05
@@ -34,6 +42,11 @@ class Thresholds:
     fp32_gemm_speedup: float = 2.0
     low_bus_bandwidth_fraction: float = 0.25
     achievable_bus_bandwidth_gbps: float = 0.0
+    one_off_min_us: float = 1000.0
+    one_off_ratio: float = 10.0
+    one_off_max_repeats: float = 2.0
+    min_kernels_per_step: float = 10.0
+    min_gpu_us_per_step: float = 1000.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

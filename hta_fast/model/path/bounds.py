@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 from ...frame.derived import DATALOADER, name_flags
 from ...schema import KernelClass
 from ...trace import Trace
-from ..graph import sync_calls
 from ..graph.dependency_graph import EDGE, DependencyGraph
+from ..graph.held_launches import held_by_blocking_call
 
 BOUND_BY = [
     "cpu_bound",
@@ -57,53 +57,14 @@ _BOUND = {
 
 def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
     """The trace row each edge's time is charged to: a launch's wait to the blocking call
-    that held the host while the launched work sat unstarted (_held_by_blocking_call)."""
+    that held the host while the launched work sat unstarted (graph.held_launches)."""
     node: np.ndarray = np.where(
         np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE), graph.src[edges], graph.dst[edges]
     )
     event = np.minimum(node // 2, len(graph.rows) - 1)
-    held = _held_by_blocking_call(graph, edges)
+    held = held_by_blocking_call(graph, edges)
     event = np.where(held >= 0, held, event)
     return graph.rows[event]
-
-
-def _held_by_blocking_call(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
-    """Per edge, for a launch edge of UNTRACED_MIN or more: the graph event of a blocking
-    call on the launching thread that began after the launch returned and was still running
-    when the launched work started (-1 otherwise). A runtime that queues work until a later
-    call submits it (HIP before a blocking hipMemcpyWithStream: SGLang's graph runner sat
-    463 ms in one, the GPU idle) starts the work when that call lets it go: the time is the
-    blocking call's, not a launch's latency."""
-    out = np.full(len(edges), -1, np.int64)
-    kinds = graph.sync_kind
-    launch = np.flatnonzero(graph.edge_type[edges] == EDGE["launch"])
-    if not len(launch) or not len(kinds):
-        return out
-    blocking = np.flatnonzero(
-        np.isin(
-            kinds, (sync_calls.STREAM, sync_calls.EVENT, sync_calls.DEVICE, sync_calls.OWN_COPY)
-        )
-    )
-    if not len(blocking):
-        return out
-    t = graph.measured_nodes
-    src, dst = graph.src[edges[launch]], graph.dst[edges[launch]]
-    long = launch[t[dst] - t[src] >= UNTRACED_MIN]
-    if not len(long):
-        return out
-    lane = graph.lane
-    b_start, b_end = t[2 * blocking], t[2 * blocking + 1]
-    for e in long:
-        call, work = graph.src[edges[e]] // 2, graph.dst[edges[e]] // 2
-        on = blocking[
-            (lane[blocking] == lane[call])
-            & (b_start >= t[2 * call + 1])
-            & (b_start < t[2 * work])
-            & (b_end >= t[2 * work])
-        ]
-        if len(on):
-            out[e] = on[0]
-    return out
 
 
 def names_of(trace: Trace, column: str, rows: np.ndarray) -> pa.Array:
@@ -127,7 +88,7 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     out[gpu & ~comm] = code["gpu_compute_bound"]
     for kind, bound in _BOUND.items():
         out[types == EDGE[kind]] = code[bound]
-    out[_held_by_blocking_call(graph, edges) >= 0] = code["cpu_bound"]
+    out[held_by_blocking_call(graph, edges) >= 0] = code["cpu_bound"]
     cross = types == EDGE["cross_stream"]
     if cross.any():
         waited = graph.rows[np.minimum(graph.src[edges[cross]] // 2, len(graph.rows) - 1)]

@@ -1,0 +1,188 @@
+"""One-off stalls: host events that held the GPU idle far longer than their kind usually
+takes, and that do not recur.
+
+A first launch that loads the CUDA module, a compile or autotune, a first-call allocation,
+one blocking copy or a server waiting for its first request cost a trace once; a per-step
+cost they are not, and the causes whose remedies change every step (launch overhead,
+syncs, the loader) must not be charged with them.
+
+For each host-wait gap (context.Gaps.host_wait) of Thresholds.one_off_min_us or more, the
+innermost event on a launching thread that covers at least half of the gap is judged, then
+its enclosing events while no verdict is reached:
+
+    one-off     it lasts at least one_off_min_us and one_off_ratio times the median of the
+                other events of its name, and at most one_off_max_repeats events of that name
+                (the outermost of nested ones) are such outliers; or it is the only event of
+                its name and the name says one-time work (ONE_TIME: compiles, autotuning,
+                module and cubin loading, lazy initialisation)
+    recurring   its name has other events and it is not a one-off: stop, the gap belongs to
+                the other causes
+    no verdict  the only event of its name, not one-time work by name: judge its parent
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..frame.derived import name_flags
+from ..frame.launches import launch_pairs
+from ..schema import EventKind
+from .context import RankView
+from .thresholds import Thresholds
+
+HOST_KINDS = (
+    EventKind.cpu_op,
+    EventKind.user_annotation,
+    EventKind.python_function,
+    EventKind.runtime,
+    EventKind.driver,
+)
+# Names of work that a program does once: compiling (TorchScript fusers, torch.compile's
+# Inductor and Triton), autotuning, loading modules and cubins, lazy initialisation.
+ONE_TIME = (
+    r"(?i)autotun|compile_fx|compile_inner|_compile\b|\bcompile\(|fuser|codegen|"
+    r"cuModuleLoad|hipModuleLoad|cubin_loader|load_cubin|_lazy_init|lazy_load|cudnnFind"
+)
+
+
+@dataclasses.dataclass
+class Stalls:
+    """The one-off stalls of one rank.
+
+    rows      trace row of each stall event (the one judged one-off)
+    inner     trace row of the innermost event covering the gap (the call that waited)
+    starts, ends  the event's interval (ns)
+    usual_ns  median duration of the other events of the stall's name (0: the only one)
+    count     events of that name in the trace
+    """
+
+    rows: np.ndarray
+    inner: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    usual_ns: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def empty(cls) -> "Stalls":
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, z, np.zeros(0, np.float64), z)
+
+
+def launching_rows(view: RankView) -> np.ndarray:
+    """Host event rows on the threads that launch this rank's GPU work, overlapping the
+    view's window, in start order."""
+    trace = view.trace
+    launches, _ = launch_pairs(trace, None)
+    tid = trace.column("events", "tid")
+    kind = trace.column("events", "kind")
+    ts = trace.column("events", "ts")
+    dur = np.maximum(trace.column("events", "dur"), 0)
+    rows = np.flatnonzero(
+        np.isin(kind, HOST_KINDS)
+        & np.isin(tid, np.unique(tid[launches]))
+        & (ts <= view.hi)
+        & (ts + dur >= view.lo)
+    )
+    return rows[np.argsort(ts[rows], kind="stable")]
+
+
+def find_stalls(view: RankView, th: Thresholds) -> Stalls:
+    """The one-off stalls of the view (the module doc), remembered on the view."""
+    memo = view.__dict__.setdefault("_stalls", {})
+    key = (th.one_off_min_us, th.one_off_ratio, th.one_off_max_repeats)
+    if key not in memo:
+        memo[key] = _find(view, th)
+    return memo[key]
+
+
+def _find(view: RankView, th: Thresholds) -> Stalls:
+    g = view.gaps
+    min_ns = th.one_off_min_us * 1000.0
+    big = np.flatnonzero(g.host_wait & (g.lengths >= min_ns))
+    if len(big) == 0 or th.one_off_ratio <= 0:
+        return Stalls.empty()
+    trace = view.trace
+    ts = trace.column("events", "ts")
+    dur = np.maximum(trace.column("events", "dur"), 0)
+    rows = launching_rows(view)
+    rows = rows[dur[rows] >= min_ns / 2]  # only these can cover half of a long gap
+    judge = _Judge(view, th)
+    found: dict[int, int] = {}  # stall row -> innermost row
+    for i in big:
+        s, e = int(g.starts[i]), int(g.ends[i])
+        over = rows[(ts[rows] < e) & (ts[rows] + dur[rows] > s)]
+        cover = np.minimum(ts[over] + dur[over], e) - np.maximum(ts[over], s)
+        over = over[cover * 2 >= e - s]
+        if len(over) == 0:
+            continue
+        inner = int(over[np.lexsort((-ts[over], dur[over]))[0]])
+        stall = judge.stall_at(inner)
+        if stall >= 0:
+            found.setdefault(stall, inner)
+    if not found:
+        return Stalls.empty()
+    stall_rows = np.array(sorted(found, key=lambda r: ts[r]), np.int64)
+    usual, count = zip(*(judge.usual(int(r)) for r in stall_rows))
+    return Stalls(
+        rows=stall_rows,
+        inner=np.array([found[int(r)] for r in stall_rows], np.int64),
+        starts=ts[stall_rows].astype(np.int64),
+        ends=(ts[stall_rows] + dur[stall_rows]).astype(np.int64),
+        usual_ns=np.asarray(usual, np.float64),
+        count=np.asarray(count, np.int64),
+    )
+
+
+class _Judge:
+    """Verdicts on host events by their name's other events (the module doc)."""
+
+    def __init__(self, view: RankView, th: Thresholds) -> None:
+        trace = view.trace
+        self.th = th
+        self.name = trace.column("events", "name")
+        self.parent = trace.column("events", "parent")
+        self.dur = np.maximum(trace.column("events", "dur"), 0)
+        kind = trace.column("events", "kind")
+        host = np.flatnonzero(np.isin(kind, HOST_KINDS))
+        order = np.argsort(self.name[host], kind="stable")
+        self.by_name = host[order]
+        self.name_sorted = self.name[self.by_name]
+        self.one_time = name_flags(trace, ONE_TIME)
+
+    def _same_name(self, row: int) -> np.ndarray:
+        n = self.name[row]
+        lo, hi = np.searchsorted(self.name_sorted, [n, n + 1])
+        return self.by_name[lo:hi]
+
+    def usual(self, row: int) -> tuple[float, int]:
+        """(median duration of the other events of the row's name, count of its name)."""
+        same = self._same_name(row)
+        others = same[same != row]
+        return (float(np.median(self.dur[others])) if len(others) else 0.0), len(same)
+
+    def stall_at(self, inner: int) -> int:
+        """The one-off stall event at or above this row, -1 for none."""
+        min_ns = self.th.one_off_min_us * 1000.0
+        row = inner
+        while row >= 0:
+            if self.dur[row] < min_ns:
+                return -1
+            same = self._same_name(row)
+            if len(same) == 1:
+                if self.name[row] >= 0 and self.one_time[self.name[row]]:
+                    return row
+                row = int(self.parent[row])
+                continue
+            usual, _ = self.usual(row)
+            bar = max(self.th.one_off_ratio * usual, min_ns)
+            if self.dur[row] < bar:
+                return -1
+            outliers = same[self.dur[same] >= bar]
+            # Nested events of one name (aten::copy_ in aten::copy_) are one event.
+            par = self.parent[outliers]
+            outer = outliers[(par < 0) | (self.name[np.maximum(par, 0)] != self.name[row])]
+            return row if len(outer) <= self.th.one_off_max_repeats else -1
+        return -1

@@ -1,0 +1,25 @@
+"""How the doctor writes numbers for people: durations, long lists, evidence values."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence, Union
+
+Number = Union[int, float, str, None]
+
+# How many items of a long list of ranks or steps the text shows.
+LIST_LIMIT = 8
+
+
+def duration_text(ns: float) -> str:
+    """A duration in ns as people read it: ms from 1 ms up, else us."""
+    ns = float(ns)
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e3:.1f} us"
+
+
+def short_list(xs: Sequence[Any], limit: int = LIST_LIMIT) -> str:
+    """The first `limit` items, then how many more: "0, 1, 2 ... and 1,021 more". Text
+    output on a thousand ranks stays a line; JSON output keeps every item."""
+    shown = ", ".join(str(x) for x in xs[:limit])
+    return shown + (f" ... and {len(xs) - limit:,} more" if len(xs) > limit else "")
