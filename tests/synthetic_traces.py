@@ -530,8 +530,9 @@ def memory_sync() -> TraceSet:
     return traceset([b])
 
 
-def exposed_communication() -> TraceSet:
-    """Two identical ranks: 5 ms of compute, then a 4.9 ms all-reduce that nothing overlaps."""
+def exposed_communication(kernel: Optional[str] = None) -> TraceSet:
+    """Two identical ranks: 5 ms of compute, then a 4.9 ms all-reduce that nothing overlaps
+    (NCCL's, or a kernel of this name: DeepEP, symmetric memory, ...)."""
     builders = []
     for rank in range(2):
         b = KinetoBuilder(rank=rank, world_size=2)
@@ -545,7 +546,10 @@ def exposed_communication() -> TraceSet:
                     t0 + 100 + j * 500,
                     500,
                 )
-            b.nccl("allreduce", t0 + 110, t0 + 5100, 4950)
+            if kernel is None:
+                b.nccl("allreduce", t0 + 110, t0 + 5100, 4950)
+            else:
+                b.kernel(kernel, t0 + 110, t0 + 5100, 4950, stream=20)
         builders.append(b)
     return traceset(builders)
 
@@ -629,12 +633,23 @@ def allocator_churn() -> TraceSet:
     return traceset([b])
 
 
-def fp32_gemm() -> TraceSet:
-    """An A100 running FP32 GEMMs on the CUDA cores back to back: 20 per step of 499 µs."""
-    b = KinetoBuilder()
+def fp32_gemm(compute_major: int = 8) -> TraceSet:
+    """An A100 (or a GPU of this compute capability) running FP32 GEMMs on the CUDA cores
+    back to back: 20 per step of 499 µs."""
+    b = KinetoBuilder(compute_major=compute_major)
     for s in range(STEPS):
         t0 = s * STEP_US
         b.step(s, t0, STEP_US)
         for j in range(20):
             b.kernel("ampere_sgemm_128x64_nn", t0 + 60 + j * 20, t0 + 100 + j * 500, 499)
+    return traceset([b])
+
+
+def too_little_work() -> TraceSet:
+    """Steps of 10 ms whose GPU work is one 20 ns kernel each."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        b.kernel("void tiny_kernel<float>(float*)", t0 + 10, t0 + 20, 0.02)
     return traceset([b])

@@ -83,7 +83,8 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             q_weighted += waited
             q_time += lasted
             # A graph launch is the launch of every event it replays: count each call once.
-            lrows, grows = launch_pairs(trace, None)
+            # Kernel launches only: a blocking copy's call time is the copy's, not a launch's.
+            lrows, grows = launch_pairs(trace, None, include_memory_events=False)
             ts = trace.column("events", "ts")
             calls = np.unique(lrows[(ts[lrows] >= v.lo) & (ts[lrows] < v.hi)])
             launches += len(calls)

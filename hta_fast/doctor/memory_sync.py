@@ -55,7 +55,7 @@ ALLOC_ADVICE = (
 GEMM_ADVICE = {
     "tf32": "Let FP32 GEMMs use tensor cores: torch.set_float32_matmul_precision('high') "
     "(TF32) or autocast to bf16/fp16.",
-    "fp16": "This GPU's tensor cores take fp16, not TF32 or bf16: autocast to fp16 (with a "
+    "fp16": "This GPU's tensor cores take fp16 only: autocast to fp16 (with a "
     "GradScaler) lets the GEMMs use them.",
     "amd": "Let GEMMs use the matrix cores: autocast to bf16/fp16.",
 }

@@ -129,7 +129,7 @@ def diagnose(
             f"mean step {duration_text(step_time)} is the device-aware span (as the "
             "TensorBoard profiler times steps: from the later of the host's start and the end "
             "of the previous step's GPU work, to the later of the host's end and the end of "
-            f"the GPU work the step launched); the host's ProfilerStep spans average "
+            f"the GPU work the step launched); the host's step spans average "
             f"{duration_text(cpu_step_time)}"
             + (
                 ": the host runs ahead of the GPU"

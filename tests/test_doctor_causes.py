@@ -1,0 +1,212 @@
+"""The doctor on today's workloads: every expectation of ../shared/traces/modern/README.md
+holds for `doctor`, and synthetic traces with known answers pin each rule (one-off stalls,
+communication beyond NCCL, savings that say "not modelled", one utilization, too little GPU
+work, advice that fits the device, each cause declared once)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import synthetic_traces as synth
+from click.testing import CliRunner
+
+import hta_fast
+from hta_fast.cli import cli
+from hta_fast.doctor import CAUSES, REGISTRY, diagnose
+from hta_fast.doctor.text import duration_text
+from hta_fast.schema import KernelClass
+
+MS = 1_000_000
+MODERN = Path(__file__).resolve().parents[2] / "shared" / "traces" / "modern"
+
+
+def _modern(name: str) -> Path:
+    path = MODERN / name
+    if not path.is_dir():
+        pytest.skip(f"{path} not present")
+    return path
+
+
+def _doctor_json(*args: str) -> dict:
+    result = CliRunner().invoke(cli, ["-q", "doctor", "--json", *args])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def _finding(doc: dict, cause: str) -> dict:
+    return next(f for f in doc["findings"] if f["cause"] == cause)
+
+
+def _above(doc: dict) -> list[str]:
+    return [f["cause"] for f in doc["findings"] if f["above_threshold"]]
+
+
+# --- the modern traces, as a careful reading found them ------------------------------------
+
+
+def test_b200_symmetric_memory_all_reduce_is_communication():
+    path = _modern("b200_eager")
+    trace = hta_fast.load(next(path.glob("*.json*")))
+    names = trace.events.column("name").to_pylist()
+    classes = trace.column("events", "kernel_class")
+    multimem = [i for i, n in enumerate(names) if n and "multimem_all_reduce_kernel" in n]
+    assert len(multimem) == 73
+    assert all(classes[i] == KernelClass.COMM for i in multimem)
+    doc = _doctor_json(str(path))
+    comm = _finding(doc, "exposed_communication")["evidence"]["comm_time_ns_per_step"]
+    # 18.2 % of the 11.67 ms of GPU time (the README's reading).
+    assert comm == pytest.approx(0.182 * 11.67 * MS, rel=0.05)
+    # Host-bound eager decode: launch-bound stays the verdict.
+    assert doc["findings"][0]["cause"] == "launch_bound"
+
+
+def test_mi300_allocator_churn_comes_first_and_the_model_edits_it():
+    doc = _doctor_json(str(_modern("mi300_ddp_resnet18")))
+    first = doc["findings"][0]
+    assert first["cause"] == "memory_sync"
+    assert first["title"].startswith("Memory traffic and synchronisation: 2757.0 allocator calls")
+    ev = first["evidence"]
+    assert ev["allocator_calls_per_step"] == 1460 + 1360 - 63  # hipMalloc + hipFree in window
+    # 3.36 s of host time in hipMalloc/hipFree (the README's reading).
+    assert ev["allocator_time_ns_per_step"] == pytest.approx(3.36e9, rel=0.01)
+    assert "hipMalloc/hipFree" in first["advice"] and "PYTORCH_HIP_ALLOC_CONF" in first["advice"]
+    assert first["saving_ns_per_step"] is not None and first["saving_ns_per_step"] > 1e9
+
+
+def test_sglang_blocking_copy_first_and_no_advice_to_use_graphs():
+    doc = _doctor_json(str(_modern("sglang_decode")))
+    first = doc["findings"][0]
+    assert first["cause"] in ("one_off_stall", "memory_sync")
+    assert first["evidence"]["stall_event"] == "hipMemcpyWithStream"
+    assert first["evidence"]["stall_ns"] == pytest.approx(463.1 * MS, rel=0.01)
+    assert "launch_bound" not in _above(doc)
+    for f in doc["findings"]:
+        if f["above_threshold"]:
+            assert "graph" not in f["advice"].lower()
+    lb = _finding(doc, "launch_bound")["evidence"]
+    # One hipGraphLaunch replays 98.75 % of the GPU time; each launch call counts once.
+    assert lb["graph_launches_per_step"] == 1
+    assert lb["gpu_time_share_in_graphs"] == pytest.approx(0.9875, abs=0.005)
+    # 11 launch calls (the graph launch's 1.57 ms among them), not 557 launch-kernel pairs
+    # sharing the graph launch's time.
+    assert lb["launches_per_step"] == 11
+    assert lb["mean_launch_cpu_us"] < 200
+
+
+def test_particle_transformer_one_off_stall_names_the_first_launch():
+    doc = _doctor_json(str(_modern("particle_transformer")))
+    first = doc["findings"][0]
+    assert first["cause"] == "one_off_stall"
+    ev = first["evidence"]
+    assert ev["stall_event"] == "cudaLaunchKernel" and ev["stalls"] == 1
+    assert ev["stall_ns"] == pytest.approx(1337.1 * MS, rel=0.001)
+    assert duration_text(ev["gpu_idle_ns"]) in first["title"]
+    # Removing it saves what it cost: the launch's wait inside the call goes with it.
+    assert first["saving_ns_per_step"] == pytest.approx(ev["gpu_idle_ns"], rel=0.01)
+    lb = _finding(doc, "launch_bound")
+    assert not lb["above_threshold"] and lb["cost_ns_per_step"] < 0.01 * doc["step_time_ns"]
+    # The 366 ms the host recorded nothing is charged to no cause, and a note says so.
+    assert any("recorded no event" in n for n in doc["notes"])
+
+
+def test_passes_busy_share_is_the_utilization():
+    # One decode pass: 9.77 ms of GPU work in a 10.37 ms device-aware pass.
+    doc = _doctor_json("--steps-from", "decode", str(_modern("sglang_decode")))
+    assert doc["utilization"] == pytest.approx(9.77 / 10.37, abs=0.02)
+    result = CliRunner().invoke(
+        cli,
+        ["-q", "doctor", "--steps-from", "decode", "--fail-under-utilization", "50"]
+        + [str(_modern("sglang_decode"))],
+    )
+    # The gate reads the same utilization: 94 % passes a 50 % floor.
+    assert result.exit_code == 0 and "FAIL" not in result.output, result.output
+    assert "GPU utilization 93.5%" in result.output
+    flux = _doctor_json("--steps-from", "denoise", str(_modern("flux1_iteration")))
+    assert len(flux["steps"]) == 4 and flux["utilization"] > 0.95
+
+
+# --- synthetic traces with known answers --------------------------------------------------
+
+
+def test_one_off_stall_is_the_only_cause_in_an_otherwise_healthy_trace():
+    d = diagnose(synth.one_off_stall())
+    assert [f.cause for f in d.findings if f.above_threshold] == ["one_off_stall"]
+    f = d.finding("one_off_stall")
+    assert f.steps == [0]
+    assert f.evidence["stall_event"] == "cudaLaunchKernel"
+    assert f.evidence["stall_ns"] == synth.STALL_US * 1000
+    assert f.cost_ns_per_step == pytest.approx(synth.STALL_US * 1000 / synth.STEPS, rel=0.02)
+    assert f.saving_ns_per_step == pytest.approx(synth.STALL_US * 1000 / synth.STEPS, rel=0.05)
+    assert f.top_events[0]["total_ns"] == synth.STALL_US * 1000  # its own time
+    # The healthy steps keep no launch-bound cost from it.
+    assert not d.finding("launch_bound").above_threshold
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "void deep_ep::internode::dispatch<true, 8, 2, 256>(void*, int)",
+        "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*)",
+    ],
+)
+def test_communication_beyond_nccl_is_exposed_communication(kernel):
+    d = diagnose(synth.exposed_communication(kernel))
+    assert d.findings[0].cause == "exposed_communication"
+    assert d.finding("exposed_communication").evidence["comm_time_ns_per_step"] == 4950 * 1000
+    assert d.finding("parallelism").cost_ns_per_step < 0.05 * d.step_time_ns
+
+
+def test_a_cause_the_model_cannot_edit_is_not_modelled_never_zero():
+    d = diagnose(synth.parallelism())
+    f = d.finding("parallelism")
+    assert f.saving_ns_per_step is None
+    assert f.to_dict()["saving_ns_per_step"] is None
+    assert "not modelled" in d.to_text().split("parallelism:")[1].split("\n")[2]
+
+
+def test_savings_that_differ_say_why():
+    d = diagnose(synth.launch_bound())
+    f = d.finding("launch_bound")
+    ratio = f.cost_ns_per_step / max(f.saving_ns_per_step, 1)
+    assert (f.saving_note != "") == (ratio > 3 or ratio < 1 / 3)
+    if f.saving_note:
+        assert "launches cost nothing" in f.saving_note
+
+
+def test_too_little_gpu_work_names_no_cause():
+    d = diagnose(synth.too_little_work())
+    assert d.too_little_work.startswith("too little GPU work to diagnose")
+    assert not any(f.above_threshold for f in d.findings)
+    assert not d.healthy
+    assert "Too little GPU work to diagnose" in d.to_text()
+    assert "Healthy" not in d.to_text()
+
+
+@pytest.mark.parametrize(("major", "says", "never"), [(7, "fp16", "TF32"), (8, "TF32", "")])
+def test_gemm_advice_fits_the_device(major, says, never):
+    f = diagnose(synth.fp32_gemm(major)).finding("memory_sync")
+    assert says in f.advice
+    if never:
+        assert never not in f.advice
+
+
+def test_one_utilization_over_the_steps():
+    d = diagnose(synth.launch_bound())
+    # 100 kernels of 30 us per 10 ms step.
+    assert d.utilization == pytest.approx(0.30, abs=0.005)
+    assert d.to_dict()["utilization"] == d.utilization
+
+
+def test_each_cause_is_declared_once():
+    assert CAUSES == tuple(c.key for c in REGISTRY)
+    assert len(set(CAUSES)) == len(CAUSES)
+    for c in REGISTRY:
+        assert c.name and c.edit_text and c.evidence and "min_share" in c.thresholds
+        assert (c.edit is None) == c.edit_text.startswith("not modelled")
+    # Every evidence field a finding carries is declared in its cause's record (diagnose
+    # checks it on each finding; these traces exercise every cause).
+    for build in synth.SCENARIOS.values():
+        for f in diagnose(build()).findings:
+            assert set(f.evidence) <= set(dict((c.key, c.evidence) for c in REGISTRY)[f.cause])
