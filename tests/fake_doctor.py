@@ -7,14 +7,7 @@ import dataclasses
 import types
 from typing import Iterable, Optional
 
-CAUSES = (
-    "parallelism",
-    "input_pipeline",
-    "launch_bound",
-    "memory_sync",
-    "exposed_communication",
-    "rank_imbalance",
-)
+from hta_fast.doctor.causes import CAUSES  # the real registry: one list of causes
 
 
 @dataclasses.dataclass(frozen=True)

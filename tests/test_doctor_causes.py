@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 import hta_fast
 from hta_fast.cli import cli
-from hta_fast.doctor import CAUSES, REGISTRY, diagnose
+from hta_fast.doctor import CAUSES, diagnose
+from hta_fast.doctor.causes import REGISTRY
 from hta_fast.doctor.text import duration_text
 from hta_fast.schema import KernelClass
 

@@ -168,9 +168,8 @@ def doctor(
     """Why the GPU is idle: the causes of lost GPU time, ranked, with evidence and advice.
 
     Exit status 0 when healthy, 1 when a gate fails, 2 for bad input, 3 when a rank
-    recorded no GPU activity. CAUSE is one of
-    parallelism, input_pipeline, launch_bound, memory_sync, exposed_communication,
-    rank_imbalance.
+    recorded no GPU activity. CAUSE is a cause's key as the output names it (the list:
+    docs/doctor.md, or a wrong one's error).
     """
     mod = doctor_module()
     bad = [c for c in fail_on if c not in mod.CAUSES]

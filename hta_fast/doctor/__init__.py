@@ -7,9 +7,10 @@ helps (docs/doctor.md). Each cause is one record (doctor.cause.Cause) in doctor.
     print(diag.to_text())
 """
 
-from .causes import CAUSES, REGISTRY
+from .cause import Cause
+from .causes import CAUSES
 from .ranking import diagnose
 from .result import Diagnosis, Finding
 from .thresholds import Thresholds
 
-__all__ = ["diagnose", "Thresholds", "Diagnosis", "Finding", "CAUSES", "REGISTRY"]
+__all__ = ["diagnose", "Thresholds", "Diagnosis", "Finding", "Cause", "CAUSES"]
