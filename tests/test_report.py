@@ -116,7 +116,12 @@ def test_doctor_findings_come_first(dlrm_traces, tmp_path, monkeypatch):
     assert "Launch-bound: the GPU waits for the CPU" in text
     assert "1,234.0 µs per step" in text and "25.0 % of the step" in text
     assert "Use CUDA graphs or fuse small kernels." in text
-    assert "GPU utilisation 45.5 %" in text
+    assert "GPU utilization 45.5 %" in text
+    # One utilization: the first card shows the doctor's, named, and the per-rank busy share
+    # says how it differs.
+    cards = text[: text.index('<section id="doctor">')]
+    assert "45.5 %" in cards and "GPU utilization (busy share of the analysed steps)" in cards
+    assert "GPU utilization is the doctor&#39;s" in text
     assert mod.calls[0]["steps"] == [10]
 
 

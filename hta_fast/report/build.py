@@ -153,6 +153,26 @@ def build_sections(
     return sections, headline
 
 
+# How the GPU busy shares of the report differ from the doctor's utilization, in one line.
+BUSY_SHARE_NOTE = (
+    "gpu_busy_pct is each rank's GPU busy time over its whole span (the temporal breakdown); "
+    "the first card's GPU utilization is the doctor's: the busy share of the analysed steps' "
+    "device-aware windows, the figure the CI gate reads"
+)
+
+
+def one_utilization(headline: dict[str, Any], doctor: dict[str, Any], sections: list) -> None:
+    """The first card shows the doctor's utilization (the one the gate reads), named; the
+    temporal busy share only where the doctor could not run, named as what it is."""
+    if doctor.get("available"):
+        headline["utilization"] = doctor["utilization"]
+        headline["utilization_label"] = "GPU utilization (busy share of the analysed steps)"
+        if sections and sections[0].id == "summary":
+            sections[0].notes.append(BUSY_SHARE_NOTE)
+    else:
+        headline["utilization_label"] = "GPU busy over the trace's span (mean over ranks)"
+
+
 def write_report(
     traces: TraceSet,
     path: str,
@@ -185,6 +205,7 @@ def write_report(
     if on_section is not None:
         on_section("doctor")
     sections, headline = build_sections(ctx, load_seconds, on_section)
+    one_utilization(headline, doctor, sections)
     for s in sections:
         drawn = [f for f in s.figures if has_values(f)]
         if len(drawn) < len(s.figures):

@@ -45,6 +45,7 @@ def diagnosis(
                 "cost_us": f.cost_ns_per_step / 1e3,
                 "saving_us": None if f.saving_ns_per_step is None else f.saving_ns_per_step / 1e3,
                 "saving_edit": f.saving_edit,
+                "saving_note": getattr(f, "saving_note", ""),
                 "share_pct": 100.0 * f.share,
                 "advice": f.advice,
                 "evidence": [(k, _number(v)) for k, v in f.evidence.items()],
@@ -53,6 +54,7 @@ def diagnosis(
                         "name": str(e.get("name", "")),
                         "count": e.get("count"),
                         "total_us": (e.get("total_ns") or 0) / 1e3,
+                        "cost_us": None if e.get("cost_ns") is None else e["cost_ns"] / 1e3,
                     }
                     for e in f.top_events[:5]
                 ],
@@ -64,6 +66,7 @@ def diagnosis(
         "available": True,
         "utilization": diag.utilization,
         "healthy": bool(diag.healthy),
+        "too_little_work": getattr(diag, "too_little_work", ""),
         "findings": findings,
         "message": "",
     }
