@@ -113,19 +113,34 @@ def test_particle_transformer_one_off_stall_names_the_first_launch():
 
 
 def test_passes_busy_share_is_the_utilization():
-    # One decode pass: 9.77 ms of GPU work in a 10.37 ms device-aware pass.
-    doc = _doctor_json("--steps-from", "decode", str(_modern("sglang_decode")))
-    assert doc["utilization"] == pytest.approx(9.77 / 10.37, abs=0.02)
-    result = CliRunner().invoke(
-        cli,
-        ["-q", "doctor", "--steps-from", "decode", "--fail-under-utilization", "50"]
-        + [str(_modern("sglang_decode"))],
+    # vLLM V1's decode step, as current vLLM names it: its GPU work (10.72 ms) fills the pass;
+    # the trace opens with the GPU busy on work it does not hold, left out with a note.
+    vllm = str(_modern("vllm_decode_full"))
+    doc = _doctor_json("--steps-from", "decode", vllm)
+    assert len(doc["steps"]) == 1 and doc["utilization"] > 0.99
+    assert any("opens with the GPU busy" in n for n in doc["notes"])
+    gate = CliRunner().invoke(
+        cli, ["-q", "doctor", "--steps-from", "decode", "--fail-under-utilization", "50", vllm]
     )
-    # The gate reads the same utilization: 94 % passes a 50 % floor.
-    assert result.exit_code == 0 and "FAIL" not in result.output, result.output
-    assert "GPU utilization 93.5%" in result.output
+    assert gate.exit_code == 0, gate.output
     flux = _doctor_json("--steps-from", "denoise", str(_modern("flux1_iteration")))
     assert len(flux["steps"]) == 4 and flux["utilization"] > 0.95
+    # SGLang's scheduled decode step holds the blocking copy: the doctor says so, and its
+    # utilization is the step's (2 %), not the replay's alone.
+    sglang = _doctor_json("--steps-from", "decode", str(_modern("sglang_decode")))
+    assert sglang["findings"][0]["cause"] == "one_off_stall"
+    assert sglang["utilization"] < 0.05
+
+
+def test_capture_never_changes_the_step():
+    path = _modern("flux1_iteration")
+    plain = _doctor_json(str(path))
+    captured = hta_fast.with_capture(
+        hta_fast.load_dir(str(path)), hta_fast.load(next((path / "capture").glob("*.json*")))
+    )
+    d = diagnose(captured)
+    assert d.step_time_ns == plain["step_time_ns"]
+    assert d.utilization == pytest.approx(plain["utilization"])
 
 
 # --- synthetic traces with known answers --------------------------------------------------

@@ -21,6 +21,10 @@ from ..frame.profiler_flush import flush_steps
 from ..trace import Trace
 from .intervals import covered_length
 
+# ns: a first recorded GPU event that starts this long after its launch returned, with
+# nothing recorded on the GPU before it, waited behind work the trace does not hold.
+HEAD_WAIT = 1_000_000
+
 
 @dataclasses.dataclass
 class Gaps:
@@ -77,6 +81,8 @@ class RankView:
     left_out    profiler steps left out of the analysed ones because their host time is
                 mostly the profiler's own work (hta_fast.frame.profiler_flush), when no
                 steps were asked for
+    head_cut    ns left out at the window's start: the trace opens with the GPU busy on
+                work it does not hold (unrecorded_head)
     lo, hi      the window: from the first analysed step's start (or the first GPU work, if
                 earlier) to the last one's end (or the end of its GPU work, if later)
     selected    per GPU work row (work.rows): it belongs to an analysed step
@@ -100,6 +106,7 @@ class RankView:
     host_time: float = 0.0
     left_out: tuple[int, ...] = ()
     utilization: float = 0.0
+    head_cut: int = 0
 
     @property
     def n_steps(self) -> int:
@@ -152,6 +159,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     if steps is not None and not keep.any():
         return None
     left_out: tuple[int, ...] = ()
+    head_cut = 0
     if steps is None:
         flushed = np.isin(st_step, flush_steps(trace))
         if flushed.any() and not flushed.all():
@@ -172,7 +180,10 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         lo = int(st_ts.min())
         hi = int((st_ts + st_dur).max())
         host_time = float(st_dur.mean())
-        step_time, utilization = _pass_time(trace, uniq)
+        head = unrecorded_head(trace, all_work)
+        if head is not None and head > lo:
+            head_cut, lo = head - lo, head
+        step_time, utilization = _pass_time(trace, uniq, head)
     else:
         step_values = np.array([-1], np.int64)
         utilization = 0.0
@@ -212,6 +223,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         gaps=Gaps.empty(),
         utilization=utilization,
         left_out=left_out,
+        head_cut=head_cut,
         _step_starts=step_starts,
     )
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
@@ -221,14 +233,37 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     return view
 
 
-def _pass_time(trace: Trace, steps: np.ndarray) -> tuple[float, float]:
+def unrecorded_head(trace: Trace, work: GpuWork) -> Optional[int]:
+    """Where the GPU's recorded work begins (ns), when the trace opens with the GPU busy on
+    work from before it: the first recorded GPU event started HEAD_WAIT or more after its
+    launch returned, with nothing recorded on the GPU before it (vLLM's first pass in a
+    trace: launched 0.5 ms into the step, run from 8.4 ms). None otherwise: the GPU's time
+    before it is then idle time of the step, as recorded."""
+    if len(work.rows) == 0:
+        return None
+    first = int(np.argmin(work.starts))
+    launch = int(trace.column("events", "partner")[work.rows[first]])
+    if launch < 0:
+        return None
+    returned = int(trace.column("events", "ts")[launch]) + max(
+        int(trace.column("events", "dur")[launch]), 0
+    )
+    start = int(work.starts[first])
+    return start if start - returned >= HEAD_WAIT else None
+
+
+def _pass_time(trace: Trace, steps: np.ndarray, head: Optional[int] = None) -> tuple[float, float]:
     """(Mean length of these steps' windows as the TensorBoard plugin times steps
     (hta_fast.analysis.tensorboard.step_windows: the device-aware step), the share of
-    those windows' time the GPU is busy)."""
+    those windows' time the GPU is busy); windows start no earlier than `head`
+    (unrecorded_head)."""
     win = step_windows(trace, None)
     keep = np.isin(win.step, steps)
     if not keep.any():
         return 0.0, 0.0
+    if head is not None:
+        ts = np.minimum(np.maximum(win.ts, head), win.end)
+        win = win._replace(ts=ts)
     windows = ops.union(win.ts[keep], win.end[keep])
     work = gpu_work(trace, None)
     busy = ops.union(work.starts, work.ends)

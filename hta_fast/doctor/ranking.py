@@ -92,6 +92,13 @@ def diagnose(
                 "work (torch/profiler/profiler.py: stopping and handing over the trace); ask "
                 "for it by number to include it"
             )
+        if v.head_cut:
+            notes.append(
+                f"rank {rank}: the trace opens with the GPU busy on work it does not hold (the "
+                f"first recorded GPU event started {duration_text(v.head_cut)} into the first "
+                "step, long after its launch, with nothing recorded on the GPU before it): "
+                "that time is left out of the step and of the utilization"
+            )
         if v.has_steps:
             seen_steps.update(int(s) for s in v.steps)
         if len(v.work.rows) == 0:

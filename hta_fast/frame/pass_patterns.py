@@ -68,6 +68,21 @@ PATTERNS: tuple[PassPattern, ...] = (
         r"^execute_context_0\([0-9]+\)_generation_[1-9][0-9]*\([0-9]+\)$",
         "vLLM V1 (gpu worker, one annotation per scheduled step)",
     ),
+    # Current vLLM V1 (and SGLang under the same tooling) also counts the step's requests
+    # and writes each part's token layout: execute_N_context_M(...)_generation_K(...).
+    PassPattern(
+        "prefill",
+        _ANNOTATION,
+        r"^execute_[0-9]+_context_[1-9][0-9]*\([a-z0-9]*\)_generation_[0-9]+\([a-z0-9]*\)$",
+        "vLLM V1, SGLang (one annotation per scheduled step, with its request count)",
+    ),
+    PassPattern(
+        "decode",
+        _ANNOTATION,
+        r"^execute_[0-9]+_context_0\([a-z0-9]*\)_generation_[1-9][0-9]*\([a-z0-9]*\)$",
+        "vLLM V1, SGLang (one annotation per scheduled step, with its request count)",
+        verified="modern/vllm_decode_full, modern/sglang_decode",
+    ),
     PassPattern(
         "forward",
         _ANNOTATION,
