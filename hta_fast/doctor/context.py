@@ -342,6 +342,12 @@ def _take(values: np.ndarray, at: np.ndarray) -> np.ndarray:
     return values[at]
 
 
+def is_amd(trace: Trace) -> bool:
+    """Whether the trace's runtime is HIP (AMD GPUs): its runtime calls are named hip*, and
+    advice names HIP's calls and settings."""
+    return bool(derived.name_flags(trace, r"^hip[A-Z]").any())
+
+
 def names_of(trace: Trace, rows: np.ndarray) -> list[str]:
     return trace.strings_at(trace.column("events", "name")[rows]).fill_null("").to_pylist()
 

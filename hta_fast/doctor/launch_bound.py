@@ -27,7 +27,7 @@ from ..frame.launches import launch_pairs
 from ..model.whatif.edits import Edits
 from ..trace import Trace
 from .cause import Cause
-from .context import RankView
+from .context import RankView, is_amd
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import split_gaps
 from .thresholds import Thresholds
@@ -122,7 +122,11 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             f"; {100 * evidence['gpu_time_share_in_graphs']:.0f}% of the GPU time already "
             "runs in graph replays"
         )
-    return Estimate(cost, evidence, tally.top(), title, ADVICE_GRAPHS if graphs else ADVICE)
+    advice = ADVICE_GRAPHS if graphs else ADVICE
+    if any(is_amd(v.trace) for v in views):
+        advice = advice.replace("CUDA graphs", "HIP graphs (torch.cuda.graphs on ROCm)")
+        advice = advice.replace("CUDA/HIP graph", "HIP graph")
+    return Estimate(cost, evidence, tally.top(), title, advice)
 
 
 def _queue_time(trace: Trace, window: tuple[int, int]) -> tuple[float, float]:

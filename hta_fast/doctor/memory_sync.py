@@ -23,7 +23,7 @@ from ..frame.kernel_args import compute_capability, kernel_arg
 from ..model.whatif.edits import Edits
 from ..schema import EventKind, KernelClass
 from .cause import Cause, Examination
-from .context import RankView, names_of
+from .context import RankView, is_amd, names_of
 from .estimate import Estimate, Tally, per_step
 from .gap_causes import ALLOCATOR, split_gaps
 from .intervals import covered_length
@@ -210,11 +210,6 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     )
     advice = " ".join(p[2] for p in parts) or SYNC_ADVICE
     return Estimate(cost, evidence, tally.top(), title, advice)
-
-
-def is_amd(trace) -> bool:
-    """Whether the trace's runtime is HIP (AMD GPUs): its calls are named hip*."""
-    return bool(name_flags(trace, r"^hip[A-Z]").any())
 
 
 def copy_names(names: set[str]) -> str:

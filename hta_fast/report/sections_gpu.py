@@ -90,7 +90,9 @@ EFFICIENCY_ABOUT = (
     "steps' time; Est. SM efficiency counts the running kernels' thread blocks as a "
     "share of the SMs (at most all of them); Est. achieved occupancy is the kernels' "
     "recorded occupancy weighted by their time. GPU busy is the temporal breakdown's "
-    "(kernels, copies and fills over the GPU work's span)."
+    "(kernels, copies and fills over the GPU work's span). The first card's GPU "
+    "utilization is the doctor's: kernels, copies and fills over the analysed steps' "
+    "device-aware windows, the figure the CI gate reads."
 )
 
 
