@@ -161,12 +161,15 @@ def diagnose(
             f"{len(views)} ranks: predicted savings not computed (more than {MODEL_MAX_RANKS}); "
             "ask for them with model=True (hta-fast doctor --model)"
         )
+    too_little = _too_little_work(views, th)
+    if too_little:  # nothing to judge: no cause is named, whatever its share
+        for f in findings:
+            f.above_threshold = False
     findings.sort(key=lambda f: (f.rank_key, CAUSES.index(f.cause)))
     for e in ex.found.values():
         notes.extend(e.notes)
     notes.extend(_untraced_note(views))
     utilization = float(np.mean([v.utilization for v in views])) if views else 0.0
-    too_little = _too_little_work(views, th)
     return Diagnosis(
         utilization=utilization,
         findings=findings,
