@@ -14,7 +14,7 @@ from hta_fast.analysis.launch_stats import launch_pairs
 from hta_fast.analysis.op_table import ancestor_pairs
 from hta_fast.costs import dtypes
 from hta_fast.costs.collectives import dtype_of_kernel, message_bytes
-from hta_fast.doctor.exposed_communication import bus_bandwidths
+from hta_fast.doctor.causes.exposed_communication import bus_bandwidths
 from hta_fast.loading.summary import collective_rows, rank_summary
 from hta_fast.model.comm.comm_bytes import comm_bytes
 

@@ -213,7 +213,7 @@ def test_real_eight_rank_set(traces_dir):
 def test_covered_length_and_touches():
     import numpy as np
 
-    from hta_fast.doctor.intervals import covered_length, touches
+    from hta_fast.doctor.views.intervals import covered_length, touches
 
     s, e = np.array([10, 30, 50]), np.array([20, 40, 60])
     q0 = np.array([0, 15, 0, 25, 35, 45, 60, 5])
@@ -234,7 +234,7 @@ def test_mean_queue_length_is_the_queue_length_analysis_mean(traces_dir, name):
     # launch_bound takes the time-weighted mean queue length by Little's law instead of
     # building the step functions: it must equal analysis.queue_length's.
     from hta_fast.analysis.queue_length import queue_length
-    from hta_fast.doctor.launch_bound import _queue_time
+    from hta_fast.doctor.causes.launch_bound import _queue_time
 
     trace = hta_fast.load(traces_dir / name)
     ts = trace.column("events", "ts")

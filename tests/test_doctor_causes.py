@@ -16,7 +16,7 @@ import hta_fast
 from hta_fast.cli import cli
 from hta_fast.doctor import CAUSES, diagnose
 from hta_fast.doctor.causes import REGISTRY
-from hta_fast.doctor.text import duration_text
+from hta_fast.doctor.views.text import duration_text
 from hta_fast.schema import KernelClass
 
 MS = 1_000_000

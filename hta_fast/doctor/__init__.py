@@ -1,16 +1,17 @@
 """The doctor: why is the GPU idle? Ranked causes of lost GPU time, each with evidence from
 the trace, an estimate of its cost per step, the model's predicted saving and what usually
-helps (docs/doctor.md). Each cause is one record (doctor.cause.Cause) in doctor.causes.
+helps (docs/doctor.md). Each cause is one record (doctor.causes.record.Cause) in doctor.causes;
+doctor.views holds what they read.
 
     from hta_fast.doctor import diagnose
     diag = diagnose(trace_set)
     print(diag.to_text())
 """
 
-from .cause import Cause
 from .causes import CAUSES
+from .causes.record import Cause
 from .ranking import diagnose
 from .result import Diagnosis, Finding
-from .thresholds import Thresholds
+from .views.thresholds import Thresholds
 
 __all__ = ["diagnose", "Thresholds", "Diagnosis", "Finding", "Cause", "CAUSES"]

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from ..model.whatif.steps import what_if
-from .cause import Cause, Examination
+from .causes.record import Cause, Examination
 
 # Where the heuristic cost and the model's saving differ by more than this factor, the
 # finding says why.

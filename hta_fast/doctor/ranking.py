@@ -17,16 +17,16 @@ from ..frame import derived, select
 from ..frame.profiler_flush import PROFILER_SHARE
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import gap_causes, memory_sync, stalls
-from .cause import Examination
-from .causes import BY_KEY, CAUSES, examination_order
-from .context import RankView, rank_view, share_name_flags
-from .estimate import Estimate
+from .causes import BY_KEY, CAUSES, examination_order, memory_sync
+from .causes.record import Examination
 from .model_savings import differ_text, predicted_saving
 from .no_gpu import no_gpu_reason
 from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
-from .text import Number, duration_text
-from .thresholds import Thresholds
+from .views import gap_causes, stalls
+from .views.context import RankView, rank_view, share_name_flags
+from .views.estimate import Estimate
+from .views.text import Number, duration_text
+from .views.thresholds import Thresholds
 
 # The name patterns the causes look for, matched for all ranks at once.
 NAME_PATTERNS = (

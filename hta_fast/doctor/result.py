@@ -6,8 +6,8 @@ import dataclasses
 from typing import Any, Iterable, Optional
 
 from .causes import CAUSES
-from .text import Number, duration_text, short_list
-from .thresholds import Thresholds
+from .views.text import Number, duration_text, short_list
+from .views.thresholds import Thresholds
 
 __all__ = ["CAUSES", "Diagnosis", "Finding", "Number", "duration_text", "short_list"]
 

@@ -3,7 +3,7 @@
 Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in this order:
 
     one_off         the part of a host-wait gap (below) that a one-off stall covers
-                    (doctor.stalls: a first launch loading modules, a compile, one blocking
+                    (doctor.views.stalls: a first launch loading modules, a compile, one blocking
                     copy, ...): it happens once, and the per-step causes below are not
                     charged with it
     input_pipeline  the part of the gap during which a data-loader call runs on the host
@@ -42,10 +42,10 @@ from typing import Sequence
 import numpy as np
 import pyarrow.compute as pc
 
-from .. import ops
-from ..frame.derived import DATALOADER, rows_named
-from ..schema import EventKind
-from ..trace import Trace
+from ... import ops
+from ...frame.derived import DATALOADER, rows_named
+from ...schema import EventKind
+from ...trace import Trace
 from .context import Gaps, RankView
 from .intervals import covered_length, touches
 from .stalls import find_stalls, launching_rows

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.idle_time import idle_time_breakdown
-from ..analysis.queue_length import queue_pairs
-from ..frame import derived
-from ..frame.graph_replays import GRAPH_LAUNCH, has_graph_launches
-from ..frame.launches import launch_pairs
-from ..model.whatif.edits import Edits
-from ..trace import Trace
-from .cause import Cause
-from .context import RankView, is_amd
-from .estimate import Estimate, Tally, per_step
-from .gap_causes import split_gaps
-from .thresholds import Thresholds
+from ...analysis.idle_time import idle_time_breakdown
+from ...analysis.queue_length import queue_pairs
+from ...frame import derived
+from ...frame.graph_replays import GRAPH_LAUNCH, has_graph_launches
+from ...frame.launches import launch_pairs
+from ...model.whatif.edits import Edits
+from ...trace import Trace
+from ..views.context import RankView, is_amd
+from ..views.estimate import Estimate, Tally, per_step
+from ..views.gap_causes import split_gaps
+from ..views.thresholds import Thresholds
+from .record import Cause
 
 ADVICE = (
     "Cut the CPU time per step: capture the step in CUDA graphs (torch.compile "

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional, Sequence
 
-from ..model.whatif.edits import Edits
-from ..traceset import TraceSet
-from .context import RankView
-from .estimate import Estimate
-from .thresholds import Thresholds
+from ...model.whatif.edits import Edits
+from ...traceset import TraceSet
+from ..views.context import RankView
+from ..views.estimate import Estimate
+from ..views.thresholds import Thresholds
 
 
 @dataclasses.dataclass

@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from ..analysis.overlap import comm_comp_overlap
-from ..costs.collectives import bus_factor
-from ..loading.summary import collective_rows, rank_summary
-from ..model.whatif.edits import Edits
-from ..schema import EventKind, KernelClass
-from ..trace import Trace
-from .cause import Cause
-from .context import RankView
-from .estimate import Estimate, Tally, per_step
-from .intervals import covered_length
-from .text import Number
-from .thresholds import Thresholds
+from ... import ops
+from ...analysis.overlap import comm_comp_overlap
+from ...costs.collectives import bus_factor
+from ...loading.summary import collective_rows, rank_summary
+from ...model.whatif.edits import Edits
+from ...schema import EventKind, KernelClass
+from ...trace import Trace
+from ..views.context import RankView
+from ..views.estimate import Estimate, Tally, per_step
+from ..views.intervals import covered_length
+from ..views.text import Number
+from ..views.thresholds import Thresholds
+from .record import Cause
 
 ADVICE = (
     "Hide communication behind computation: DDP gradient bucketing (bucket_cap_mb, "

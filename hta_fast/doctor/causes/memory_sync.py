@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from ..frame.derived import name_flags
-from ..frame.kernel_args import compute_capability, kernel_arg
-from ..model.whatif.edits import Edits
-from ..schema import EventKind, KernelClass
-from .cause import Cause, Examination
-from .context import RankView, is_amd, names_of
-from .estimate import Estimate, Tally, per_step
-from .gap_causes import ALLOCATOR, split_gaps
-from .intervals import covered_length
-from .thresholds import Thresholds
+from ... import ops
+from ...frame.derived import name_flags
+from ...frame.kernel_args import compute_capability, kernel_arg
+from ...model.whatif.edits import Edits
+from ...schema import EventKind, KernelClass
+from ..views.context import RankView, is_amd, names_of
+from ..views.estimate import Estimate, Tally, per_step
+from ..views.gap_causes import ALLOCATOR, split_gaps
+from ..views.intervals import covered_length
+from ..views.thresholds import Thresholds
+from .record import Cause, Examination
 
 HOST_DEVICE_COPY = r"HtoD|DtoH|Host to Device|Device to Host"
 PAGEABLE = r"Pageable"

@@ -1,5 +1,5 @@
 """Cause one_off_stall: a host event held the GPU idle far longer than its kind usually
-takes, once (doctor.stalls says which events): a first launch that loads the CUDA module, a
+takes, once (doctor.views.stalls says which events): a first launch that loads the CUDA module, a
 compile, first-call allocations, one blocking copy, ...
 
 Cost per step: the GPU idle time the stalls cover (gap_causes: one_off), in the step where
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.whatif.edits import Edits
-from .cause import Cause, Examination
-from .context import RankView, names_of
-from .estimate import Estimate, Tally, per_step
-from .gap_causes import split_gaps
-from .intervals import covered_length
-from .stalls import find_stalls
-from .text import Number, duration_text
+from ...model.whatif.edits import Edits
+from ..views.context import RankView, names_of
+from ..views.estimate import Estimate, Tally, per_step
+from ..views.gap_causes import split_gaps
+from ..views.intervals import covered_length
+from ..views.stalls import find_stalls
+from ..views.text import Number, duration_text
+from .record import Cause, Examination
 
 ADVICE = (
     "This happens once, not every step: a first call that loads GPU modules or compiles "

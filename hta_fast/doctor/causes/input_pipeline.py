@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frame.derived import DATALOADER
-from ..model.whatif.edits import Edits
-from .cause import Cause
-from .context import RankView
-from .estimate import Estimate, Tally, per_step
-from .gap_causes import split_gaps
-from .intervals import covered_length
-from .thresholds import Thresholds
+from ...frame.derived import DATALOADER
+from ...model.whatif.edits import Edits
+from ..views.context import RankView
+from ..views.estimate import Estimate, Tally, per_step
+from ..views.gap_causes import split_gaps
+from ..views.intervals import covered_length
+from ..views.thresholds import Thresholds
+from .record import Cause
 
 ADVICE = (
     "Have the next batch ready before the GPU needs it: DataLoader with num_workers > 0, "

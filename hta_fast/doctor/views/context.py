@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import ops
-from ..analysis.tensorboard.step_windows import step_windows
-from ..frame import derived
-from ..frame.gpu_work import GpuWork, gpu_work
-from ..frame.profiler_flush import flush_steps
-from ..trace import Trace
+from ... import ops
+from ...analysis.tensorboard.step_windows import step_windows
+from ...frame import derived
+from ...frame.gpu_work import GpuWork, gpu_work
+from ...frame.profiler_flush import flush_steps
+from ...trace import Trace
 from .intervals import covered_length
 
 # ns: a first recorded GPU event that starts this long after its launch returned, with

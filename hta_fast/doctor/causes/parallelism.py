@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frame.kernel_args import grid_blocks, kernel_arg, locate, sm_counts
-from ..schema import EventKind, KernelClass
-from .cause import Cause
-from .context import RankView
-from .estimate import Estimate, Tally, per_step
-from .gap_causes import split_gaps
-from .text import Number
-from .thresholds import Thresholds
+from ...frame.kernel_args import grid_blocks, kernel_arg, locate, sm_counts
+from ...schema import EventKind, KernelClass
+from ..views.context import RankView
+from ..views.estimate import Estimate, Tally, per_step
+from ..views.gap_causes import split_gaps
+from ..views.text import Number
+from ..views.thresholds import Thresholds
+from .record import Cause
 
 ADVICE = (
     "Give the GPU bigger pieces of work: larger batches or micro-batches, fused kernels "

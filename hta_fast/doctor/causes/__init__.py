@@ -12,7 +12,7 @@ from . import (
     parallelism,
     rank_imbalance,
 )
-from .cause import Cause
+from .record import Cause
 
 REGISTRY: tuple[Cause, ...] = (
     one_off_stall.CAUSE,

@@ -23,15 +23,15 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import ops
-from ..analysis.stragglers import high_outliers, stragglers
-from ..model.whatif.edits import Edits
-from ..schema import GPU_WORK_KINDS, KernelClass
-from ..traceset import TraceSet
-from .cause import Cause, Examination
-from .context import RankView
-from .estimate import Estimate
-from .text import Number, duration_text
+from ... import ops
+from ...analysis.stragglers import high_outliers, stragglers
+from ...model.whatif.edits import Edits
+from ...schema import GPU_WORK_KINDS, KernelClass
+from ...traceset import TraceSet
+from ..views.context import RankView
+from ..views.estimate import Estimate
+from ..views.text import Number, duration_text
+from .record import Cause, Examination
 
 ADVICE = (
     "Balance the work across ranks: even data shards and sequence lengths (length "

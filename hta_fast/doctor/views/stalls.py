@@ -26,9 +26,9 @@ import dataclasses
 
 import numpy as np
 
-from ..frame.derived import name_flags
-from ..frame.launches import launch_pairs
-from ..schema import EventKind
+from ...frame.derived import name_flags
+from ...frame.launches import launch_pairs
+from ...schema import EventKind
 from .context import RankView
 from .thresholds import Thresholds
 
