@@ -260,7 +260,7 @@ def _fmt(key: str, v: Number) -> str:
     """An evidence value as people read it: times in ms/us, shares and spreads in percent."""
     if isinstance(v, str) and key in RANK_LIST_EVIDENCE:
         return short_list(v.split(", "))
-    if isinstance(v, str) or isinstance(v, bool):
+    if v is None or isinstance(v, str) or isinstance(v, bool):
         return str(v)
     if "_ns" in key:
         return duration_text(v)

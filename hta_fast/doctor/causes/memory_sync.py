@@ -15,6 +15,8 @@ Cost per step, the sum of:
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ... import ops
@@ -22,6 +24,7 @@ from ...frame.derived import name_flags
 from ...frame.kernel_args import compute_capability, kernel_arg
 from ...model.whatif.edits import Edits
 from ...schema import EventKind, KernelClass
+from ...trace import Trace
 from ..views.context import RankView, is_amd, names_of
 from ..views.estimate import Estimate, Tally, per_step
 from ..views.gap_causes import ALLOCATOR, split_gaps
@@ -63,7 +66,7 @@ GEMM_ADVICE = {
 BLOCKING_COPY = r"^(cudaMemcpy|hipMemcpy|hipMemcpyWithStream|cuMemcpy\w*)$"
 
 
-def _gemm_kind(trace, cc) -> str:
+def _gemm_kind(trace: Trace, cc: Optional[int]) -> str:
     """Which tensor-core advice fits the device: AMD, fp16 only (compute 7.x), or TF32."""
     if is_amd(trace):
         return "amd"

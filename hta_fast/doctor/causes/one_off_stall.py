@@ -20,6 +20,7 @@ from ..views.gap_causes import split_gaps
 from ..views.intervals import covered_length
 from ..views.stalls import find_stalls
 from ..views.text import Number, duration_text
+from ..views.thresholds import Thresholds
 from .record import Cause, Examination
 
 ADVICE = (
@@ -33,7 +34,7 @@ ADVICE = (
 )
 
 
-def examine(views: list[RankView], th) -> Estimate:
+def examine(views: list[RankView], th: Thresholds) -> Estimate:
     cost: dict[int, np.ndarray] = {}
     tally = Tally()
     best: tuple[float, dict[str, Number]] = (0.0, {})
@@ -45,13 +46,8 @@ def examine(views: list[RankView], th) -> Estimate:
         if len(st.rows) == 0:
             continue
         g = v.gaps
-        idle = np.array(
-            [
-                covered_length(g.starts[g.host_wait], g.ends[g.host_wait], [s], [e])[0]
-                for s, e in zip(st.starts, st.ends)
-            ],
-            np.float64,
-        )
+        hw = g.host_wait
+        idle = covered_length(g.starts[hw], g.ends[hw], st.starts, st.ends).astype(np.float64)
         tally.add(v, st.rows, idle)
         stalls_seen += len(st.rows)
         k = int(np.argmax(idle))
