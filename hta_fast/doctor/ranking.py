@@ -33,6 +33,7 @@ NAME_PATTERNS = (
     derived.DATALOADER,
     gap_causes.BLOCKING_SYNC,
     gap_causes.ALLOCATOR,
+    gap_causes.PROFILER_STEP,
     memory_sync.HOST_DEVICE_COPY,
     memory_sync.PAGEABLE,
     memory_sync.FP32_GEMM,

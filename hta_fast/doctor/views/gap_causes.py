@@ -40,10 +40,9 @@ import dataclasses
 from typing import Sequence
 
 import numpy as np
-import pyarrow.compute as pc
 
 from ... import ops
-from ...frame.derived import DATALOADER, rows_named
+from ...frame.derived import DATALOADER, name_flags, rows_named
 from ...schema import EventKind
 from ...trace import Trace
 from .context import Gaps, RankView
@@ -59,6 +58,7 @@ BLOCKING_SYNC = (
     r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
     r"|hipMemcpyWithStream|aten::item|aten::_local_scalar_dense)$"
 )
+PROFILER_STEP = r"^ProfilerStep#"
 ALLOCATOR = (
     r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"
     r"|cuMemFree(_v2)?|hipMalloc|hipFree|hipHostMalloc|hipHostFree)$"
@@ -175,9 +175,8 @@ def _absent(view: RankView, g: Gaps) -> np.ndarray:
     span, which holds the whole step, does not count as recorded work)."""
     trace = view.trace
     rows = launching_rows(view)
-    names = trace.strings_at(trace.column("events", "name")[rows]).fill_null("")
-    step = np.asarray(pc.starts_with(names, "ProfilerStep#"), bool)
-    rows = rows[~step]
+    names = np.maximum(trace.column("events", "name")[rows], 0)
+    rows = rows[~name_flags(trace, PROFILER_STEP)[names]]
     recorded = _union_of(view, rows)
     return g.lengths - covered_length(recorded.starts, recorded.ends, g.starts, g.ends)
 

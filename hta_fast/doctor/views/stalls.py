@@ -73,7 +73,13 @@ class Stalls:
 
 def launching_rows(view: RankView) -> np.ndarray:
     """Host event rows on the threads that launch this rank's GPU work, overlapping the
-    view's window, in start order."""
+    view's window, in start order (remembered on the view)."""
+    if "_launching_rows" not in view.__dict__:
+        view.__dict__["_launching_rows"] = _launching_rows(view)
+    return view.__dict__["_launching_rows"]
+
+
+def _launching_rows(view: RankView) -> np.ndarray:
     trace = view.trace
     launches, _ = launch_pairs(trace, None)
     tid = trace.column("events", "tid")
