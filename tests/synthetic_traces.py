@@ -653,3 +653,22 @@ def too_little_work() -> TraceSet:
         b.step(s, t0, STEP_US)
         b.kernel("void tiny_kernel<float>(float*)", t0 + 10, t0 + 20, 0.02)
     return traceset([b])
+
+
+def graph_replayed_step() -> TraceSet:
+    """Each 10 ms step: 20 eager kernels of 20 µs, each launched from a 150 µs op (the GPU
+    waits ~130 µs for each), then one graph launch replaying 10 kernels of 500 µs; the host
+    then records nothing until the next step (1.9 ms)."""
+    b = KinetoBuilder()
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        for j in range(20):
+            ts = t0 + j * 150
+            b.cpu_op("aten::index_put_", ts, 145)
+            b.kernel("void index_put_kernel<float>(float*)", ts + 100, ts + 110, 20)
+        b.graph_launch(
+            t0 + 3100,
+            [("void decoder_layer<bf16>(bf16*)", t0 + 3120 + k * 500, 500) for k in range(10)],
+        )
+    return traceset([b])

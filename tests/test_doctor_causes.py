@@ -160,6 +160,20 @@ def test_one_off_stall_is_the_only_cause_in_an_otherwise_healthy_trace():
     assert not d.finding("launch_bound").above_threshold
 
 
+def test_graph_replayed_steps_launch_bound_outside_the_graph():
+    d = diagnose(synth.graph_replayed_step())
+    f = d.finding("launch_bound")
+    assert d.findings[0].cause == "launch_bound" and f.above_threshold
+    assert f.evidence["graph_launches_per_step"] == 1
+    assert f.evidence["launches_per_step"] == 21  # each call once, the graph's too
+    assert f.evidence["gpu_time_share_in_graphs"] == pytest.approx(5.0 / 5.4, abs=0.01)
+    assert "outside them" in f.advice and "capture the step" not in f.advice
+    # ~130 us before each eager kernel; the 1.9 ms after the replay the host recorded
+    # nothing: no cause is charged with it, and a note says so.
+    assert f.cost_ns_per_step == pytest.approx(20 * 130_000, rel=0.05)
+    assert any("recorded no event" in n for n in d.notes)
+
+
 @pytest.mark.parametrize(
     "kernel",
     [
