@@ -209,7 +209,8 @@ class Diagnosis:
                 lines.append(f"   {f.saving_note}")
             if f.evidence:
                 lines.append(
-                    "   evidence: " + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items())
+                    "   evidence: "
+                    + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items() if v != "")
                 )
             if f.top_events:
                 lines.append(

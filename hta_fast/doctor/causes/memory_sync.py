@@ -61,16 +61,22 @@ GEMM_ADVICE = {
     "fp16": "This GPU's tensor cores take fp16 only: autocast to fp16 (with a "
     "GradScaler) lets the GEMMs use them.",
     "amd": "Let GEMMs use the matrix cores: autocast to bf16/fp16.",
+    "unknown": "Let FP32 GEMMs use tensor cores where the GPU has them: from compute "
+    "capability 8, torch.set_float32_matmul_precision('high') (TF32) or bf16 autocast; on "
+    "compute 7 (V100, T4), fp16 autocast only (the trace does not say which GPU this is).",
 }
 # Blocking calls that are copies: the host waits for the copy, not only for a sync.
 BLOCKING_COPY = r"^(cudaMemcpy|hipMemcpy|hipMemcpyWithStream|cuMemcpy\w*)$"
 
 
 def _gemm_kind(trace: Trace, cc: Optional[int]) -> str:
-    """Which tensor-core advice fits the device: AMD, fp16 only (compute 7.x), or TF32."""
+    """Which tensor-core advice fits the device: AMD, fp16 only (compute 7.x), TF32, or
+    both said (no compute capability in the trace)."""
     if is_amd(trace):
         return "amd"
-    return "fp16" if cc is not None and cc < 8 else "tf32"
+    if cc is None:
+        return "unknown"
+    return "fp16" if cc < 8 else "tf32"
 
 
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
