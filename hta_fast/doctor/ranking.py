@@ -25,7 +25,7 @@ from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
 from .views import gap_causes, stalls
 from .views.context import RankView, rank_view, share_name_flags
 from .views.estimate import Estimate
-from .views.text import Number, duration_text
+from .views.text import Number, duration_text, short_list
 from .views.thresholds import Thresholds
 
 # The name patterns the causes look for, matched for all ranks at once.
@@ -42,6 +42,8 @@ NAME_PATTERNS = (
     stalls.ONE_TIME,
 )
 
+# The GPU idle time the host recorded nothing in is noted from this share of the window.
+UNTRACED_NOTE_SHARE = 0.01
 # Up to this many ranks the doctor predicts each finding's saving with the model by default.
 MODEL_MAX_RANKS = 64
 
@@ -78,6 +80,7 @@ def diagnose(
     analysed: list[int] = []
     no_gpu: dict[int, str] = {}
     seen_steps: set[int] = set()
+    head_cut: dict[int, int] = {}
     missing_steps = 0
     for rank in ts.ranks:
         v = rank_view(rank, ts[rank], wanted)
@@ -94,12 +97,7 @@ def diagnose(
                 "for it by number to include it"
             )
         if v.head_cut:
-            notes.append(
-                f"rank {rank}: the trace opens with the GPU busy on work it does not hold (the "
-                f"first recorded GPU event started {duration_text(v.head_cut)} into the first "
-                "step, long after its launch, with nothing recorded on the GPU before it): "
-                "that time is left out of the step and of the utilization"
-            )
+            head_cut[rank] = v.head_cut
         if v.has_steps:
             seen_steps.update(int(s) for s in v.steps)
         if len(v.work.rows) == 0:
@@ -119,6 +117,16 @@ def diagnose(
                 )
                 notes.append(f"rank {rank}: no {what}; the whole trace counts as one step{hint}")
             views.append(v)
+    if head_cut:
+        where = short_list(sorted(head_cut))
+        notes.append(
+            f"rank{'s' if len(head_cut) > 1 else ''} {where}: the trace opens with the GPU "
+            "busy on work it does not hold (the first recorded GPU event started "
+            f"{duration_text(float(np.mean(list(head_cut.values()))))} into the first step"
+            + (" on average" if len(head_cut) > 1 else "")
+            + ", long after its launch, with nothing recorded on the GPU before it): that "
+            "time is left out of the step and of the utilization"
+        )
     sources = sorted({ts[r].steps_source for r in analysed} - {"profiler"})
     if sources:
         notes.append(f"steps taken from {', '.join(sources)}, not the profiler's (steps_from)")
@@ -192,31 +200,37 @@ def _too_little_work(views: list[RankView], th: Thresholds) -> str:
     steps = sum(v.n_steps for v in views)
     events = sum(int(np.count_nonzero(v.selected)) for v in views) / steps
     busy = sum(v.busy_time for v in views) / steps
-    if events < th.min_kernels_per_step or busy < th.min_gpu_us_per_step * 1e3:
+    if events < th.min_kernels_per_step and busy < th.min_gpu_us_per_step * 1e3:
         return (
             f"too little GPU work to diagnose: {events:.1f} GPU events and "
             f"{duration_text(busy)} of GPU busy time per step (the doctor needs "
-            f"{th.min_kernels_per_step:g} events or {th.min_gpu_us_per_step:g} us a step)"
+            f"{th.min_kernels_per_step:g} events or {th.min_gpu_us_per_step:g} us of it a step)"
         )
     return ""
 
 
 def _untraced_note(views: list[RankView]) -> list[str]:
-    """The GPU idle time no cause is charged with because the host recorded nothing then."""
-    th_min = 0.01
-    out = []
+    """The GPU idle time no cause is charged with because the host recorded nothing then:
+    one note for all the ranks where it reaches 1 % of the window."""
+    shares, per_step, ranks = [], [], []
     for v in views:
         split = v.__dict__.get("_gap_split", {})
         untraced = max((float(s.untraced.sum()) for s in split.values()), default=0.0)
-        if v.span > 0 and untraced >= th_min * v.span:
-            out.append(
-                f"rank {v.rank}: the GPU idled {duration_text(untraced / v.n_steps)} per step "
-                f"({100 * untraced / v.span:.1f}% of the window) while the threads that launch "
-                "its work recorded no event (code the profiler did not record, or waiting "
-                "outside it): no cause is charged with it; record with with_stack=True or "
-                "add record_function ranges to see what the host did"
-            )
-    return out
+        if v.span > 0 and untraced >= UNTRACED_NOTE_SHARE * v.span:
+            ranks.append(v.rank)
+            shares.append(untraced / v.span)
+            per_step.append(untraced / v.n_steps)
+    if not ranks:
+        return []
+    where = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {short_list(ranks)}"
+    mean = " (mean over them)" if len(ranks) > 1 else ""
+    return [
+        f"{where}: the GPU idled {duration_text(float(np.mean(per_step)))} per step "
+        f"({100 * float(np.mean(shares)):.1f}% of the window){mean} while the threads that "
+        "launch its work recorded no event (code the profiler did not record, or waiting "
+        "outside it): no cause is charged with it; record with with_stack=True or add "
+        "record_function ranges to see what the host did"
+    ]
 
 
 def _finding(

@@ -30,7 +30,7 @@ class Thresholds:
     one_off_ratio            ... and only when it lasts this many times the median of the
                              other events of its name
     one_off_max_repeats      ... and at most this many events of its name are such outliers
-    min_kernels_per_step     under this many GPU events a step, or
+    min_kernels_per_step     under this many GPU events a step, and
     min_gpu_us_per_step      under this much GPU busy time (µs) a step, the doctor says there
                              is too little GPU work to diagnose instead of naming a cause
     """
