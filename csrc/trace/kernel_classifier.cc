@@ -30,11 +30,20 @@ constexpr PrefixRule kBuiltinPrefixes[] = {
 // NVSHMEM, MSCCL++, PyTorch's symmetric-memory collectives (multimem_*, one-/two-shot
 // all-reduce), and the custom all-reduce kernels of vLLM, SGLang and TensorRT-LLM.
 constexpr std::string_view kCommParts[] = {
-    "deep_ep::",          "dpsk::ep::",         "nvshmem",
-    "mscclpp::",          "symm_mem",           "symmetric_memory::",
-    "multimem_",          "one_shot_all_reduce", "two_shot_all_reduce",
-    "oneShotAllReduce",   "twoShotAllReduce",   "cross_device_reduce",
-    "custom_all_reduce",  "allreduce_fusion_kernel",
+    "deep_ep::",
+    "dpsk::ep::",
+    "nvshmem",
+    "mscclpp::",
+    "symm_mem",
+    "symmetric_memory::",
+    "multimem_",
+    "one_shot_all_reduce",
+    "two_shot_all_reduce",
+    "oneShotAllReduce",
+    "twoShotAllReduce",
+    "cross_device_reduce",
+    "custom_all_reduce",
+    "allreduce_fusion_kernel",
 };
 
 constexpr std::string_view kAnonymous = "(anonymous namespace)";
