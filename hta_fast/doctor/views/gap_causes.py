@@ -43,6 +43,7 @@ import numpy as np
 
 from ... import ops
 from ...frame.derived import DATALOADER, name_flags, rows_named
+from ...model.path.bounds import UNTRACED_MIN
 from ...schema import EventKind
 from ...trace import Trace
 from .context import Gaps, RankView
@@ -171,14 +172,22 @@ def split_gaps(view: RankView, th: Thresholds) -> GapSplit:
 
 
 def _absent(view: RankView, g: Gaps) -> np.ndarray:
-    """Per gap: how long the launching threads recorded no event in it (a ProfilerStep's
-    span, which holds the whole step, does not count as recorded work)."""
+    """Per gap: how long the launching threads recorded no event in it, in stretches of
+    UNTRACED_MIN or more (a shorter one between two calls is the interpreter's own time
+    between operators, host work like any other; a ProfilerStep's span, which holds the
+    whole step, does not count as recorded work)."""
     trace = view.trace
     rows = launching_rows(view)
     names = np.maximum(trace.column("events", "name")[rows], 0)
     rows = rows[~name_flags(trace, PROFILER_STEP)[names]]
     recorded = _union_of(view, rows)
-    return g.lengths - covered_length(recorded.starts, recorded.ends, g.starts, g.ends)
+    bounds = (
+        np.concatenate([[view.lo], recorded.ends]),
+        np.concatenate([recorded.starts, [view.hi]]),
+    )
+    hole_starts, hole_ends = bounds
+    long = hole_ends - hole_starts >= UNTRACED_MIN
+    return covered_length(hole_starts[long], hole_ends[long], g.starts, g.ends)
 
 
 def outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
