@@ -21,7 +21,8 @@ Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in thi
                     blocked (the launch machinery's gaps between those kernels are
                     parallelism's, below)
     untraced        the part of the rest of a host-wait gap during which the threads that
-                    launch GPU work recorded no event (ProfilerStep spans aside): the host
+                    launch GPU work recorded no event for UNTRACED_MIN (100 µs) or more
+                    (ProfilerStep spans aside; the critical path's rule): the host
                     ran code the profiler did not record, or waited outside it (a server
                     before its first request). No cause is charged with it: the trace
                     cannot say what the host did
