@@ -581,13 +581,14 @@ def rank_imbalance() -> TraceSet:
 STALL_US = 8_000.0
 
 
-def one_off_stall() -> TraceSet:
-    """The healthy trace, except that step 0's first cudaLaunchKernel takes 8 ms with the GPU
-    idle (a lazy module load), once: step 0 is 8 ms longer, the others are healthy."""
+def one_off_stall(stall_us: float = STALL_US, at_step: int = 0) -> TraceSet:
+    """The healthy trace, except that one step's first cudaLaunchKernel takes 8 ms (or
+    stall_us) with the GPU idle (a lazy module load), once: that step is that much longer,
+    the others are healthy."""
     b = KinetoBuilder()
     t0 = 0.0
     for s in range(STEPS):
-        stall = STALL_US if s == 0 else 0.0
+        stall = stall_us if s == at_step else 0.0
         b.step(s, t0, STEP_US + stall)
         b.dataloader(t0 + 1, 50)
         for j in range(20):

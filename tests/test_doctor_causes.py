@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import synthetic_traces as synth
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hta_fast
 from hta_fast.cli import cli
@@ -157,6 +159,22 @@ def test_one_off_stall_is_the_only_cause_in_an_otherwise_healthy_trace():
     assert f.saving_ns_per_step == pytest.approx(synth.STALL_US * 1000 / synth.STEPS, rel=0.05)
     assert f.top_events[0]["total_ns"] == synth.STALL_US * 1000  # its own time
     # The healthy steps keep no launch-bound cost from it.
+    assert not d.finding("launch_bound").above_threshold
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    stall_us=st.floats(min_value=2_000, max_value=50_000),
+    at_step=st.integers(min_value=0, max_value=synth.STEPS - 1),
+)
+def test_a_one_off_stall_is_found_wherever_and_however_long(stall_us, at_step):
+    d = diagnose(synth.one_off_stall(stall_us, at_step), model=False)
+    f = d.finding("one_off_stall")
+    assert f.steps == [at_step]
+    assert f.evidence["stall_event"] == "cudaLaunchKernel"
+    assert f.evidence["stall_ns"] == pytest.approx(stall_us * 1000, abs=1)
+    # The GPU waits from the launch's start to its kernel, 40 us later than the call ends.
+    assert f.evidence["gpu_idle_ns"] == pytest.approx(stall_us * 1000, abs=100_000)
     assert not d.finding("launch_bound").above_threshold
 
 

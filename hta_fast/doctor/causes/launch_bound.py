@@ -1,7 +1,7 @@
 """Cause 3, launch-bound execution: the GPU waits for the CPU to queue work.
 
-Cost per step: the GPU idle time ended by work that had not been launched yet when the GPU
-went idle (the idle_time analysis' host_wait), while the host was busy in recorded work: less
+Cost per step: the GPU idle time ended by work whose launch call had not returned yet when
+the GPU went idle (context.Gaps.host_wait), while the host was busy in recorded work: less
 what one-off stalls, the data loader, blocking syncs and allocator calls explain, and the
 time the launching threads recorded nothing (gap_causes: launch_bound).
 

@@ -33,8 +33,8 @@ class Gaps:
     starts, ends  ns
     next_row      trace row of the GPU event that ends the gap; -1 for the gap after the
                   last GPU work
-    host_wait     the launch of that event began after the gap began (the CPU had not queued
-                  it yet); True for the gap after the last GPU work
+    host_wait     the launch call of that event returned after the gap began (the CPU had not
+                  queued it yet); True for the gap after the last GPU work
     step_index    index into RankView.steps of the step the gap is charged to
     """
 
@@ -308,7 +308,11 @@ def _idle_gaps(view: RankView) -> Gaps:
     has_next = next_a >= 0
     nr = np.maximum(next_a, 0)
     launch = partner[nr]
-    launch_ts = np.where(launch >= 0, ts[np.maximum(launch, 0)], np.iinfo(np.int64).min)
+    # The work is queued when its launch call returns: a call still running when the GPU
+    # went idle (a first launch loading the CUDA module) had not queued it yet.
+    call = np.maximum(launch, 0)
+    returned = ts[call] + np.maximum(trace.column("events", "dur")[call], 0)
+    launch_ts = np.where(launch >= 0, returned, np.iinfo(np.int64).min)
     host_wait = ~has_next | (launch_ts > starts_a)
     step_vals = np.where(has_next, ev_step[nr], -2)
     step_index = view.step_index_of(step_vals, starts_a)
