@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hta_fast
+from hta_fast.analysis.inference.phases import phases
 from hta_fast.cli import cli
 from hta_fast.doctor import CAUSES, diagnose
 from hta_fast.doctor.causes import REGISTRY
@@ -132,6 +133,16 @@ def test_passes_busy_share_is_the_utilization():
     sglang = _doctor_json("--steps-from", "decode", str(_modern("sglang_decode")))
     assert sglang["findings"][0]["cause"] == "one_off_stall"
     assert sglang["utilization"] < 0.05
+
+
+@pytest.mark.parametrize("name", ["vllm_decode_full", "sglang_decode"])
+def test_the_doctor_and_the_phases_agree_on_a_pass(name):
+    path = str(_modern(name))
+    doc = _doctor_json("--steps-from", "decode", "--no-model", path)
+    passes = phases(hta_fast.load_dir(path), source="decode").table
+    assert passes.num_rows == 1
+    assert 100 * doc["utilization"] == pytest.approx(passes["busy_share"][0].as_py(), abs=0.5)
+    assert doc["step_time_ns"] == passes["dur"][0].as_py()
 
 
 def test_capture_never_changes_the_step():

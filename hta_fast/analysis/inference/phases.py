@@ -8,7 +8,10 @@ iterations of repeated launches.
 A pass is timed as the TensorBoard plugin times a step (analysis/tensorboard/step_windows,
 whose rule this reuses over the passes made steps): from its host start, or the end of the
 pass before it when that is later, to the end of the GPU work it launched, or of its host
-span when that is later. Windows of one rank never overlap, and a pass owns the GPU time
+span when that is later; where the trace opens with the GPU busy on work it does not hold
+(frame.gpu_work.unrecorded_head: the first recorded GPU event started long after its launch,
+nothing recorded before it), no earlier than that event's start, as the doctor times it.
+Windows of one rank never overlap, and a pass owns the GPU time
 its own work takes even where that runs on after the host moved to the next pass (a
 graph replayed while the host queues the next one). Its busy time is the time the GPU ran
 any work inside that window; kernels and launches count what the pass launched (a graph
@@ -25,7 +28,7 @@ import pyarrow as pa
 from ... import ops
 from ...frame import select
 from ...frame.fields import NS, PCT
-from ...frame.gpu_work import gpu_work
+from ...frame.gpu_work import gpu_work, unrecorded_head
 from ...frame.iterations import iterations
 from ...frame.passes import Passes, described, find_passes
 from ...frame.result import Result
@@ -95,6 +98,9 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     made = trace.with_steps(found.row, np.arange(n), found.ts, found.end - found.ts, "phases")
     win = step_windows(made, None)  # one row per pass, in time order: pass k is step k
     work = gpu_work(made, None)
+    head = unrecorded_head(made, work)
+    if head is not None:  # the GPU's time before its first recorded work is not the pass's
+        win = win._replace(ts=np.minimum(np.maximum(win.ts, head), win.end))
     busy = ops.union(work.starts, work.ends)
     busy_t = window_totals(win.ts, win.end, busy.starts, busy.ends)
     step = made.column("events", "step")
@@ -194,6 +200,13 @@ def phases(
         if any(len(f[2].row) for f in found):
             break
     parts = [_rank_table(r, t, p) for r, t, p, _ in found if len(p.row)]
+    opened = [r for r, t, p, _ in found if len(p.row) and _opens_busy(t)]
+    if opened:
+        notes.append(
+            f"rank(s) {', '.join(map(str, opened[:8]))}{' ...' if len(opened) > 8 else ''}: "
+            "the trace opens with the GPU busy on work it does not hold; the first pass is "
+            "timed from its first recorded GPU event"
+        )
     notes += [f"rank {r}: {note}" for r, _, _, note in found]
     if not any(len(p.row) for _, _, p, _ in found):
         notes.append(
@@ -210,3 +223,7 @@ def phases(
         notes=notes,
         params=dict(selection=sel, source=source),
     )
+
+
+def _opens_busy(trace: Trace) -> bool:
+    return unrecorded_head(trace, gpu_work(trace, None)) is not None

@@ -16,14 +16,10 @@ import pyarrow.compute as pc
 from ... import ops
 from ...analysis.tensorboard.step_windows import step_windows
 from ...frame import derived
-from ...frame.gpu_work import GpuWork, gpu_work
+from ...frame.gpu_work import GpuWork, gpu_work, unrecorded_head
 from ...frame.profiler_flush import flush_steps
 from ...trace import Trace
 from .intervals import covered_length
-
-# ns: a first recorded GPU event that starts this long after its launch returned, with
-# nothing recorded on the GPU before it, waited behind work the trace does not hold.
-HEAD_WAIT = 1_000_000
 
 
 @dataclasses.dataclass
@@ -231,25 +227,6 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     if not has_steps:
         view.utilization = view.busy_time / view.span if view.span > 0 else 0.0
     return view
-
-
-def unrecorded_head(trace: Trace, work: GpuWork) -> Optional[int]:
-    """Where the GPU's recorded work begins (ns), when the trace opens with the GPU busy on
-    work from before it: the first recorded GPU event started HEAD_WAIT or more after its
-    launch returned, with nothing recorded on the GPU before it (vLLM's first pass in a
-    trace: launched 0.5 ms into the step, run from 8.4 ms). None otherwise: the GPU's time
-    before it is then idle time of the step, as recorded."""
-    if len(work.rows) == 0:
-        return None
-    first = int(np.argmin(work.starts))
-    launch = int(trace.column("events", "partner")[work.rows[first]])
-    if launch < 0:
-        return None
-    returned = int(trace.column("events", "ts")[launch]) + max(
-        int(trace.column("events", "dur")[launch]), 0
-    )
-    start = int(work.starts[first])
-    return start if start - returned >= HEAD_WAIT else None
 
 
 def _pass_time(trace: Trace, steps: np.ndarray, head: Optional[int] = None) -> tuple[float, float]:
