@@ -14,7 +14,7 @@ from ..trace import Trace
 from . import derived
 from .pass_patterns import PATTERNS, PHASES, patterns_of
 
-__all__ = ["Passes", "find_passes", "outermost", "described"]
+__all__ = ["Passes", "find_passes", "outermost", "described", "module_calls_inside_serving"]
 
 
 class Passes(NamedTuple):
@@ -60,12 +60,48 @@ def find_passes(trace: Trace, phases: Sequence[str] = PHASES) -> Passes:
     for name in phases:
         hits, which = _matching(trace, name)
         found = outermost(trace, hits)
+        if name == "forward" and len(found):
+            found = found[~_inside_serving(trace, found)]
         rows.append(found)
         phase.append(np.full(len(found), name))
         pattern.append(which[np.searchsorted(hits, found)])
     if not rows:
         return Passes.empty()
     return Passes.of(trace, np.concatenate(rows), np.concatenate(phase), np.concatenate(pattern))
+
+
+def module_calls_inside_serving(trace: Trace) -> int:
+    """How many outermost module calls (forward-pattern matches) lie inside serving passes."""
+    found = outermost(trace, _matching(trace, "forward")[0])
+    return int(_inside_serving(trace, found).sum()) if len(found) else 0
+
+
+def _inside_serving(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per row: whether it lies within a prefill, decode or denoising pass on its thread. A
+    module called inside a serving step (vLLM's LogitsProcessor_0 beside a replayed graph,
+    a pipeline's denoiser) is part of that step, never a forward pass of its own."""
+    serving = np.concatenate(
+        [outermost(trace, _matching(trace, p)[0]) for p in PHASES if p != "forward"]
+    )
+    if not len(serving):
+        return np.zeros(len(rows), bool)
+    col = trace.column
+    tid, ts = col("events", "tid"), col("events", "ts")
+    end = ts + np.maximum(col("events", "dur"), 0)
+    inside = np.zeros(len(rows), bool)
+    for thread in np.unique(tid[rows]):
+        mine = tid[rows] == thread
+        hold = serving[tid[serving] == thread]
+        if not len(hold):
+            continue
+        hold = hold[np.argsort(ts[hold], kind="stable")]
+        r = rows[mine]
+        k = np.searchsorted(ts[hold], ts[r], side="right") - 1
+        # Serving passes of a thread do not nest (outermost): the last to start before the
+        # row holds it when it ends no earlier than the row.
+        reach = np.maximum.accumulate(end[hold])
+        inside[np.flatnonzero(mine)] = (k >= 0) & (reach[np.maximum(k, 0)] >= end[r])
+    return inside
 
 
 def _matching(trace: Trace, phase: str) -> tuple[np.ndarray, np.ndarray]:

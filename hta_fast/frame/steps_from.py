@@ -26,7 +26,7 @@ from ..traceset import TraceSet
 from .fields import NS
 from .iterations import iterations
 from .pass_patterns import PHASES
-from .passes import Passes, described, find_passes
+from .passes import Passes, described, find_passes, module_calls_inside_serving
 from .result import Result
 
 __all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from"]
@@ -71,7 +71,12 @@ def rank_windows(trace: Trace, source: str) -> tuple[Passes, str]:
         return passes, note
     passes = find_passes(trace, (source,))
     if not len(passes.row):
-        return passes, f"no {source} pass: no event's name matches a {source} pattern"
+        why = (
+            "its module calls all run inside prefill, decode or denoising passes"
+            if source == "forward" and module_calls_inside_serving(trace)
+            else f"no event's name matches a {source} pattern"
+        )
+        return passes, f"no {source} pass: {why}"
     return passes, described(passes)
 
 
