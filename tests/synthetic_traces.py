@@ -345,11 +345,12 @@ class KinetoBuilder:
         launch_dur: float = 10.0,
     ) -> int:
         """One graph replay: the launch call and its kernels (name, gpu_ts, dur), all under
-        the launch's one correlation id as the profiler records them. Returns the id."""
+        the launch's one correlation id as the profiler records them; an item of four
+        (name, gpu_ts, dur, cat) is of that category ("gpu_memcpy": a copy). Returns the id."""
         corr, ext = self._launch_call(api, cpu_ts, launch_dur, cbid=311)
-        for name, gpu_ts, dur in kernels:
+        for name, gpu_ts, dur, *cat in kernels:
             self._x(
-                "kernel",
+                cat[0] if cat else "kernel",
                 name,
                 gpu_ts,
                 dur,

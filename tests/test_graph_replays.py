@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -174,13 +175,13 @@ def test_roofline_and_modelled_share_charge_the_capturing_operator(tmp_path):
 
 # --- replays that match no capture ---------------------------------------------------------
 @pytest.mark.parametrize(
-    "ops, apis, why",
+    "ops, apis, away",
     [
-        (OPS[:2], None, "count"),
-        (OPS, ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaLaunchKernel"], "kinds"),
+        (OPS[:2], None, 1),
+        (OPS, ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaLaunchKernel"], 2),
     ],
 )
-def test_a_capture_of_other_launches_is_not_matched(ops, apis, why):
+def test_a_capture_of_other_launches_is_not_matched(ops, apis, away):
     b = KinetoBuilder()
     b.step(0, 0, 1000)
     capture(b, 10, ops=ops, apis=apis)
@@ -196,12 +197,13 @@ def test_a_capture_of_other_launches_is_not_matched(ops, apis, why):
     assert r.table["capture_matched"].to_pylist() == [False, False]
     assert r.table["capturing_ops"].to_pylist() == [None, None]
     share = 100 * REPLAY_US / (REPLAY_US + EAGER_US)
+    # One launch of three is another graph, not a near match; a capture was recorded, so
+    # the note does not ask for one.
     assert r.notes == [
         f"rank 0: 6 GPU events ({share:.2f} % of the GPU time) ran in 2 graph replay(s) with "
-        "no capture of the same launches (1 capture(s) recorded, none with their count and "
-        "kinds of work): they count for the operators around the graph launch; to attribute "
-        "them, profile the capture too, or give the trace that recorded it "
-        "(hta_fast.with_capture; --capture FILE on the command line)"
+        f"no capture of the same launches (1 capture(s) recorded, the closest {away} "
+        "launch(es) away; a replay takes a capture up to 4 launches and 2 % of its size "
+        "away): they count for the operators around the graph launch"
     ]
 
 
@@ -427,3 +429,110 @@ def test_trace_copy_keeps_ids_and_checks_tables():
     events.pop("step")
     with pytest.raises(ValueError, match="every column"):
         t.copy({"events": events})
+
+
+# --- many captures, and captures that replays only nearly match -----------------------------
+def _capture_of(b: KinetoBuilder, t0: float, tag: str, apis: list) -> None:
+    """One operator per launch at t0, t0 + 30, ..., named `tag_j`, making the launches of
+    the given APIs (cudaLaunchKernel or cudaMemcpyAsync), between a begin and an end of
+    capture."""
+    b.begin_capture(t0 - 5)
+    capture(b, t0, ops=[f"{tag}_{j}" for j in range(len(apis))], apis=apis)
+    b.end_capture(t0 + 30 * len(apis))
+
+
+def _replay_of(b: KinetoBuilder, t0: float, tag: str, n: int) -> None:
+    """A graph launch at t0 + 10 replaying n kernels of 2 µs named `tag_k<j>`."""
+    b.graph_launch(t0 + 10, [(f"{tag}_k{j}", t0 + 50 + 3 * j, 2.0) for j in range(n)])
+
+
+def _ops_of_replays(t) -> list[list[str]]:
+    """Per replay, the operator each of its GPU events counts for."""
+    events = graph_replays(t)["events"].to_pylist()
+    out: dict[int, list[str]] = {}
+    for e in events:
+        out.setdefault(e["replay"], []).append(str(e["op_name"]))
+    return [out[k] for k in sorted(out)]
+
+
+def test_many_captures_replayed_in_another_order_each_match_their_own():
+    sizes = {"a": 4, "b": 15, "c": 12, "d": 7}
+    b = KinetoBuilder()
+    b.step(0, 0, 10_000)
+    for i, (tag, n) in enumerate(sizes.items()):
+        _capture_of(b, 10 + 2000 * i, tag, ["cudaLaunchKernel"] * n)
+    order = ["c", "a", "d", "b", "b", "a"]
+    for s, tag in enumerate(order, start=1):
+        b.step(s, 10_000 * s, 10_000)
+        _replay_of(b, 10_000 * s, tag, sizes[tag])
+    t = b.load()
+    got = _ops_of_replays(t)
+    assert got == [[f"{tag}_{j}" for j in range(sizes[tag])] for tag in order]
+    assert graph_replays(t).table["capture_matched"].to_pylist() == [True] * len(order)
+
+
+def test_captures_of_one_size_are_told_apart_by_their_kinds():
+    k, m = "cudaLaunchKernel", "cudaMemcpyAsync"
+    b = KinetoBuilder()
+    b.step(0, 0, 10_000)
+    _capture_of(b, 10, "x", [k, m, k, k])
+    _capture_of(b, 2010, "y", [k, k, m, k])
+    b.step(1, 10_000, 10_000)
+    b.graph_launch(
+        10_010,
+        [
+            ("k0", 10_050, 2),
+            ("k1", 10_053, 2),
+            ("copy", 10_056, 2, "gpu_memcpy"),
+            ("k2", 10_059, 2),
+        ],
+    )
+    t = b.load()
+    # The replay's third item is a copy: y's order, though x is as large and came first.
+    assert graph_replays(t).table["capturing_ops"].to_pylist() == ["y_0, y_1, y_2, y_3"]
+
+
+@pytest.mark.parametrize("captured, replayed, distance", [(100, 99, 1), (200, 197, 3), (60, 61, 1)])
+def test_a_replay_nearly_matching_its_capture_takes_it(captured, replayed, distance):
+    b = KinetoBuilder()
+    b.step(0, 0, 10_000)
+    _capture_of(b, 10, "op", ["cudaLaunchKernel"] * captured)  # ends by 6 ms
+    for s in (1, 2):
+        b.step(s, 10_000 * s, 10_000)
+        _replay_of(b, 10_000 * s, "r", replayed)
+    t = b.load()
+    r = graph_replays(t)
+    assert r.table["capture_matched"].to_pylist() == [True, True]
+    # Alike kinds: the items pair from the start, the ones left out come last.
+    paired = min(captured, replayed)
+    want = [f"op_{j}" for j in range(paired)] + ["CompiledRegion"] * (replayed - paired)
+    got = _ops_of_replays(t)
+    assert [ops[:paired] for ops in got] == [want[:paired]] * 2
+    note = next(n for n in r.notes if "differs" in n)
+    assert f"differs by up to {distance} launch(es)" in note
+    assert f"{replayed} GPU events replayed, {captured} launches captured" in note
+
+
+def test_a_replay_too_far_from_any_capture_says_how_far():
+    b = KinetoBuilder()
+    b.step(0, 0, 10_000)
+    _capture_of(b, 10, "op", ["cudaLaunchKernel"] * 100)
+    b.step(1, 10_000, 10_000)
+    _replay_of(b, 10_000, "r", 90)
+    r = graph_replays(b.load())
+    assert r.table["capture_matched"].to_pylist() == [False]
+    assert "the closest 10 launch(es) away" in r.notes[0]
+    assert "--capture" not in r.notes[0]  # a capture was recorded: nothing to ask for
+
+
+def test_flux_replays_take_the_capture_one_launch_longer():
+    root = Path(__file__).resolve().parents[2] / "shared/traces/modern/flux1_iteration"
+    if not root.is_dir():
+        pytest.skip("modern traces not present")
+    t = hta_fast.with_capture(
+        hta_fast.load(next(root.glob("*.json*"))), hta_fast.load(next(root.glob("capture/*")))
+    )
+    r = graph_replays(t)
+    assert r.table["kernels"].to_pylist() == [993] * 4
+    assert r.table["capture_matched"].to_pylist() == [True] * 4
+    assert any("993 GPU events replayed, 994 launches captured" in n for n in r.notes)

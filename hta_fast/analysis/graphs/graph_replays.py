@@ -50,6 +50,15 @@ SCHEMA = pa.schema(
         pa.field("gpu_time_pct", pa.float64(), metadata=PCT),
         pa.field("capture_matched", pa.bool_()),
         pa.field("captures_matching", pa.int64()),
+        pa.field(
+            "capture_distance",
+            pa.int64(),
+            metadata={
+                "description": "items left out to align the replay with its capture (0: "
+                "exact); for a replay matched to none, the nearest capture's (null: none "
+                "recorded)"
+            },
+        ),
         pa.field("capture_ts", pa.int64(), metadata=NS),
         pa.field("capturing_ops", pa.string()),
     ]
@@ -129,7 +138,10 @@ def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> tuple[p
     chosen = match.capture[which]
     op = np.full(len(gpu), -1, np.int64)
     matched = (by >= 0) & (chosen >= 0)
-    op[matched] = captures.op[captures.offsets[chosen[matched]] + item[matched]]
+    if matched.any():  # the captured launch each event aligned with, and its operator
+        order = np.argsort(captures.launch, kind="stable")
+        at = order[np.searchsorted(captures.launch[order], by[matched])]
+        op[matched] = captures.op[at]
     capture = match.capture[shown]
     capture_ts = np.full(len(shown), -1, np.int64)
     has = capture >= 0
@@ -149,6 +161,7 @@ def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> tuple[p
             100.0 * gpu_time[shown] / total if total else np.zeros(len(shown)),
             capture >= 0,
             match.agreeing[shown],
+            _arrow.masked(match.distance[shown], match.distance[shown] < 0),
             _arrow.masked(capture_ts, capture < 0),
             pa.array(_op_lists(trace, which, op, shown), pa.string()),
         ],
