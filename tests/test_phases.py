@@ -470,7 +470,39 @@ def test_vllm_decode_step_as_current_vllm_names_it():
     assert t["phase"].to_pylist() == ["decode"]
     assert t["name"][0].as_py().startswith("execute_32_context_0(")
     assert t["busy_share"][0].as_py() > 99  # the trace opens mid-flight: noted, left out
+    # 32 decode requests, one query token each, attending to 55,086 cached tokens in all.
+    row = t.to_pylist()[0]
+    assert (row["prefill_requests"], row["decode_requests"]) == (0, 32)
+    assert (row["prefill_tokens"], row["decode_tokens"], row["context_tokens"]) == (0, 32, 55086)
     assert any("opens with the GPU busy" in n for n in res.notes)
     res = _cli("-q", "doctor", "--steps-from", "forward", str(path))
     assert res.exit_code == 2
     assert "its module calls all run inside prefill, decode or denoising passes" in res.output
+
+
+@pytest.mark.parametrize(
+    "name, phase, counts",
+    [
+        ("execute_context_2(256)_generation_0(0)", "prefill", [2, 0, 256, 0, None]),
+        ("execute_context_1(128)_generation_5(5)", "mixed", [1, 5, 128, 5, None]),
+        ("execute_context_0(0)_generation_3(3)", "decode", [0, 3, 0, 3, None]),
+        (
+            "execute_6_context_1(sq512sk512sqsq262144sqsk262144)_generation_5(sq5sk900sqsq5sqsk900)",
+            "mixed",
+            [1, 5, 512, 5, 1412],
+        ),
+        (
+            "execute_4_context_4(sq64sk64sqsq1024sqsk1024)_generation_0(sq0sk0sqsq0sqsk0)",
+            "prefill",
+            [4, 0, 64, 0, 64],
+        ),
+    ],
+)
+def test_vllm_step_names_give_their_phase_and_requests(name, phase, counts):
+    b = KinetoBuilder()
+    b.phase_pass(name, 0, 500, [("gemm", 100, 150)])
+    res = phases(b.load())
+    row = res.table.to_pylist()[0]
+    assert row["phase"] == phase
+    keys = ["prefill_requests", "decode_requests", "prefill_tokens", "decode_tokens"]
+    assert [row[k] for k in keys + ["context_tokens"]] == counts

@@ -110,7 +110,7 @@ def diagnose(
                     else f"{ts[rank].steps_source} steps"
                 )
                 hint = (
-                    " (give steps with --steps-from iterations, or prefill/decode/denoise/"
+                    " (give steps with --steps-from iterations, or prefill/decode/mixed/denoise/"
                     "forward for inference passes: docs/inference.md)"
                     if ts[rank].steps_source == "profiler"
                     else ""

@@ -22,7 +22,7 @@ from ..schema import EventKind
 
 __all__ = ["PHASES", "PassPattern", "PATTERNS", "patterns_of"]
 
-PHASES = ("prefill", "decode", "denoise", "forward")
+PHASES = ("prefill", "decode", "mixed", "denoise", "forward")
 
 _ANNOTATION = (EventKind.user_annotation,)
 _FRAME = (EventKind.python_function,)
@@ -54,12 +54,18 @@ _LAYERS = (
 
 PATTERNS: tuple[PassPattern, ...] = (
     # vLLM V1's worker names each scheduled step by its requests: context (prefill) ones
-    # with their tokens, generation (decode) ones with theirs. A step that has context
-    # requests is a prefill, even when it also decodes (chunked prefill mixes them).
+    # with their tokens, generation (decode) ones with theirs. A step with both (chunked
+    # prefill batches them together) is mixed.
     PassPattern(
         "prefill",
         _ANNOTATION,
-        r"^execute_context_[1-9][0-9]*\([0-9]+\)_generation_[0-9]+\([0-9]+\)$",
+        r"^execute_context_[1-9][0-9]*\([0-9]+\)_generation_0\([0-9]+\)$",
+        "vLLM V1 (gpu worker, one annotation per scheduled step)",
+    ),
+    PassPattern(
+        "mixed",
+        _ANNOTATION,
+        r"^execute_context_[1-9][0-9]*\([0-9]+\)_generation_[1-9][0-9]*\([0-9]+\)$",
         "vLLM V1 (gpu worker, one annotation per scheduled step)",
     ),
     PassPattern(
@@ -73,7 +79,14 @@ PATTERNS: tuple[PassPattern, ...] = (
     PassPattern(
         "prefill",
         _ANNOTATION,
-        r"^execute_[0-9]+_context_[1-9][0-9]*\([a-z0-9]*\)_generation_[0-9]+\([a-z0-9]*\)$",
+        r"^execute_[0-9]+_context_[1-9][0-9]*\([a-z0-9]*\)_generation_0\([a-z0-9]*\)$",
+        "vLLM V1, SGLang (one annotation per scheduled step, with its request count)",
+    ),
+    PassPattern(
+        "mixed",
+        _ANNOTATION,
+        r"^execute_[0-9]+_context_[1-9][0-9]*\([a-z0-9]*\)_generation_[1-9][0-9]*"
+        r"\([a-z0-9]*\)$",
         "vLLM V1, SGLang (one annotation per scheduled step, with its request count)",
     ),
     PassPattern(

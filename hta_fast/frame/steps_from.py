@@ -4,7 +4,7 @@ one phase, or of its repeated launches, and traces whose steps are those windows
     source       a rank's steps are
     profiler     its ProfilerStep#N events (what a load gives)
     iterations   the copies of its repeated launch sequence (hta_fast.frame.iterations)
-    prefill, decode, denoise, forward
+    prefill, decode, mixed, denoise, forward
                  its passes of that phase (hta_fast.frame.passes, whose names
                  hta_fast.frame.pass_patterns lists)
 

@@ -20,6 +20,7 @@ launch is one launch, its replay's kernels each a kernel).
 
 from __future__ import annotations
 
+import re
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -42,7 +43,7 @@ __all__ = ["phases", "TIERS"]
 
 # What a source-less call tries, in order: the first that finds passes on any rank wins.
 TIERS: tuple[tuple[str, ...], ...] = (
-    ("prefill", "decode", "denoise"),
+    ("prefill", "decode", "mixed", "denoise"),
     ("forward",),
     ("iterations",),
 )
@@ -63,8 +64,43 @@ SCHEMA = pa.schema(
         pa.field("busy_share", pa.float64(), metadata={**PCT, "description": "gpu_busy / dur"}),
         pa.field("kernels", pa.int64()),
         pa.field("launches", pa.int64()),
+        pa.field(
+            "prefill_requests",
+            pa.int64(),
+            metadata={"description": "context requests a vLLM/SGLang step names (null: none)"},
+        ),
+        pa.field(
+            "decode_requests",
+            pa.int64(),
+            metadata={"description": "generation requests a vLLM/SGLang step names"},
+        ),
+        pa.field(
+            "prefill_tokens",
+            pa.int64(),
+            metadata={"description": "query tokens of the step's context requests"},
+        ),
+        pa.field(
+            "decode_tokens",
+            pa.int64(),
+            metadata={"description": "query tokens of the step's generation requests"},
+        ),
+        pa.field(
+            "context_tokens",
+            pa.int64(),
+            metadata={
+                "description": "key (KV cache) tokens the step's requests attend to, where "
+                "the name writes them (sk)"
+            },
+        ),
     ]
 )
+# vLLM V1's step names (and SGLang's under the same tooling): execute[_R]_context_M(X)_
+# generation_K(Y), X and Y a token count (older) or a layout "sq<q>sk<k>sqsq<..>sqsk<..>"
+# with the parts' query (sq) and key (sk) token sums.
+STEP_NAME = re.compile(
+    r"^execute_(?:[0-9]+_)?context_([0-9]+)\(([a-z0-9]*)\)_generation_([0-9]+)\(([a-z0-9]*)\)$"
+)
+LAYOUT = re.compile(r"^sq([0-9]+)sk([0-9]+)")
 SUMMARY = pa.schema(
     [
         pa.field("phase", pa.string()),
@@ -121,6 +157,7 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     if n and found.phase[0] == "iteration":
         name = pa.nulls(n, pa.string())
     share = np.divide(100.0 * busy_t, dur, out=np.zeros(n), where=dur > 0)
+    counts = request_counts(name.to_pylist())
     return pa.table(
         [
             np.full(n, rank, np.int64),
@@ -136,9 +173,30 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
             share,
             kernels[:n].astype(np.int64),
             launches[:n].astype(np.int64),
+            *(pa.array(c, pa.int64()) for c in counts),
         ],
         schema=SCHEMA,
     )
+
+
+def request_counts(names: list) -> list[list]:
+    """Per name, what a vLLM/SGLang step name says (STEP_NAME): prefill and decode requests,
+    their query tokens, and the key tokens where the layout writes them; None elsewhere."""
+    out: list[list] = [[], [], [], [], []]
+    for name in names:
+        m = STEP_NAME.match(name or "")
+        row = [None] * 5
+        if m:
+            row[0], row[1] = int(m.group(1)), int(m.group(3))
+            parts = [LAYOUT.match(m.group(2)), LAYOUT.match(m.group(4))]
+            if all(parts):
+                row[2], row[3] = int(parts[0].group(1)), int(parts[1].group(1))
+                row[4] = int(parts[0].group(2)) + int(parts[1].group(2))
+            elif m.group(2).isdigit() and m.group(4).isdigit():
+                row[2], row[3] = int(m.group(2)), int(m.group(4))
+        for column, value in zip(out, row):
+            column.append(value)
+    return out
 
 
 def _summary(table: pa.Table) -> pa.Table:
