@@ -536,3 +536,24 @@ def test_flux_replays_take_the_capture_one_launch_longer():
     assert r.table["kernels"].to_pylist() == [993] * 4
     assert r.table["capture_matched"].to_pylist() == [True] * 4
     assert any("993 GPU events replayed, 994 launches captured" in n for n in r.notes)
+
+
+def test_graph_instantiations_keep_unmarked_captures_apart():
+    # No begin/end capture recorded, no real launch between the captures (a piecewise
+    # capture): each instantiation closes one graph.
+    b = KinetoBuilder()
+    b.step(0, 0, 10_000)
+    sizes = {"p": 4, "q": 15, "r": 12}
+    t0 = 10.0
+    for tag, n in sizes.items():
+        capture(b, t0, ops=[f"{tag}_{j}" for j in range(n)])
+        b.runtime("cudaGraphInstantiateWithFlags", t0 + 30 * n, 20)
+        t0 += 30 * n + 100
+    for s, tag in enumerate(["q", "r", "p"], start=1):
+        b.step(s, 10_000 * s, 10_000)
+        _replay_of(b, 10_000 * s, tag, sizes[tag])
+    t = b.load()
+    assert graph_captures(t).total == 3
+    assert _ops_of_replays(t) == [
+        [f"{tag}_{j}" for j in range(sizes[tag])] for tag in ["q", "r", "p"]
+    ]

@@ -8,7 +8,8 @@ its API name: KERNEL_API, MEMCPY_API, MEMSET_API), carries a correlation id and 
 to no GPU event. Where a thread recorded cudaStreamBeginCapture / ...EndCapture (or the hip
 and driver forms), a capture is the captured launches between a begin and the next end on
 that thread. On a thread that recorded neither, a capture is a run of captured launches
-with no launch that ran in between: a call that queued real work ends the capture.
+with no launch that ran in between: a call that queued real work, or a graph instantiation
+(cudaGraphInstantiate and its forms: the graph captured so far is made), ends the capture.
 
 Each capture keeps its launches in start order, the kind of work each would queue, and the
 CPU operator that made each one (the innermost cpu_op around it, on its own thread).
@@ -34,6 +35,9 @@ MEMCPY_API = r"^(cu|cuda|hip)Memcpy"
 MEMSET_API = r"^(cu|cuda|hip)Memset"
 BEGIN_CAPTURE = r"^(cu|cuda|hip)StreamBeginCapture"
 END_CAPTURE = r"^(cu|cuda|hip)StreamEndCapture"
+# Instantiating a graph closes what was captured for it: on a thread that recorded no
+# begin/end, the launches captured before an instantiation and those after are two graphs.
+INSTANTIATE = r"^(cu|cuda|hip)Graph(Exec)?Instantiate"
 
 
 class GraphCaptures(NamedTuple):
@@ -92,7 +96,8 @@ def _graph_captures(trace: Trace) -> GraphCaptures:
     captured = calls & (col("events", "correlation") >= 0) & (col("events", "partner") < 0)
     if not captured.any():
         return _none()
-    rows = np.flatnonzero(calls | begin | end)
+    instantiate = host & derived.name_flags(trace, INSTANTIATE)[safe]
+    rows = np.flatnonzero(calls | begin | end | instantiate)
     pid, tid, ts = col("events", "pid")[rows], col("events", "tid")[rows], col("events", "ts")[rows]
     order = np.lexsort((ts, tid, pid))
     rows, pid, tid = rows[order], pid[order], tid[order]
@@ -107,7 +112,7 @@ def _graph_captures(trace: Trace) -> GraphCaptures:
     depth -= np.repeat(depth[starts] - step[starts], np.diff(np.r_[starts, len(rows)]))
     is_captured = captured[rows]
     # a capture ends at a new thread, at a begin or end mark, and, on a thread without
-    # marks, at a launch that queued work of its own
+    # marks, at a launch that queued work of its own or a graph instantiation
     brk = new_thread | marks | (~marked & ~is_captured)
     run = np.cumsum(brk)
     keep = is_captured & (~marked | (depth > 0))
