@@ -179,13 +179,13 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     )
 
 
-def request_counts(names: list) -> list[list]:
+def request_counts(names: list) -> list[list[Optional[int]]]:
     """Per name, what a vLLM/SGLang step name says (STEP_NAME): prefill and decode requests,
     their query tokens, and the key tokens where the layout writes them; None elsewhere."""
-    out: list[list] = [[], [], [], [], []]
+    out: list[list[Optional[int]]] = [[], [], [], [], []]
     for name in names:
         m = STEP_NAME.match(name or "")
-        row = [None] * 5
+        row: list[Optional[int]] = [None] * 5
         if m:
             row[0], row[1] = int(m.group(1)), int(m.group(3))
             parts = [LAYOUT.match(m.group(2)), LAYOUT.match(m.group(4))]
