@@ -188,10 +188,10 @@ def request_counts(names: list) -> list[list[Optional[int]]]:
         row: list[Optional[int]] = [None] * 5
         if m:
             row[0], row[1] = int(m.group(1)), int(m.group(3))
-            parts = [LAYOUT.match(m.group(2)), LAYOUT.match(m.group(4))]
-            if all(parts):
-                row[2], row[3] = int(parts[0].group(1)), int(parts[1].group(1))
-                row[4] = int(parts[0].group(2)) + int(parts[1].group(2))
+            context, generation = LAYOUT.match(m.group(2)), LAYOUT.match(m.group(4))
+            if context and generation:
+                row[2], row[3] = int(context.group(1)), int(generation.group(1))
+                row[4] = int(context.group(2)) + int(generation.group(2))
             elif m.group(2).isdigit() and m.group(4).isdigit():
                 row[2], row[3] = int(m.group(2)), int(m.group(4))
         for column, value in zip(out, row):
