@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import fake_doctor
 import headless_chromium
@@ -92,9 +93,27 @@ def test_report_numbers_come_from_the_analyses(dlrm_report, dlrm_traces):
         "Launch delay",
         "Per-step and per-rank timings",
         "Collectives",
+        "Inference passes",
     ):
         assert f"<h2>{section}</h2>" in text
     assert "ncclKernel_AllReduce_RING_LL_Sum_float" in text
+    # A training job marks no inference pass: the section says so in one line.
+    assert "No inference passes marked on the selected ranks." in text
+
+
+def test_inference_section_shows_the_passes(tmp_path):
+    path = Path(__file__).resolve().parents[2] / "shared/traces/modern/vllm_decode_full"
+    if not path.is_dir():
+        pytest.skip("modern traces not present")
+    page = tmp_path / "vllm.html"
+    res = CliRunner().invoke(cli, ["-q", "report", str(path), "-o", str(page), "--cdn"])
+    assert res.exit_code == 0, res.output
+    text = page.read_text()
+    section = text[text.index('<section id="inference">') :]
+    section = section[: section.index("</section>")]
+    # One decode step of 32 requests over 55,086 cached tokens, 99.76 % busy, 10.74 ms.
+    assert "10,743.2" in section and "99.76" in section and "55,086" in section
+    assert "execute_32_context_0(" in section
 
 
 def test_cdn_report_is_small(dlrm_traces, tmp_path):
