@@ -182,11 +182,9 @@ def _absent(view: RankView, g: Gaps) -> np.ndarray:
     names = np.maximum(trace.column("events", "name")[rows], 0)
     rows = rows[~name_flags(trace, PROFILER_STEP)[names]]
     recorded = _union_of(view, rows)
-    bounds = (
-        np.concatenate([[view.lo], recorded.ends]),
-        np.concatenate([recorded.starts, [view.hi]]),
-    )
-    hole_starts, hole_ends = bounds
+    # The stretches between recorded work, from the window's start to its end.
+    hole_starts = np.concatenate([[view.lo], recorded.ends])
+    hole_ends = np.concatenate([recorded.starts, [view.hi]])
     long = hole_ends - hole_starts >= UNTRACED_MIN
     return covered_length(hole_starts[long], hole_ends[long], g.starts, g.ends)
 
