@@ -95,3 +95,62 @@ def test_unnamed_devices_identified_by_their_properties():
     assert t.match({**mi300x, "numSms": 228, "totalGlobalMem": 206141652992}) is None
     assert t.match({**mi300x}) is None  # no memory: not enough to tell
     assert t.match({"name": "", "computeMajor": 8, "computeMinor": 0}) is None
+
+
+def test_a_name_in_no_entry_is_identified_by_its_fields_and_the_outputs_say_how():
+    t = DeviceTable.load()
+    props = {"name": "gfx942", "computeMajor": 9, "computeMinor": 4, "numSms": 304}
+    props["totalGlobalMem"] = 206141652992
+    assert t.match(props).key == "MI300X"
+    how = t.how_matched(props)
+    assert "name 'gfx942' in no entry" in how and "numSms 304" in how and "206 GB" in how
+    # matched plainly by its name: nothing to say
+    assert t.how_matched({"name": "AMD Instinct MI300X"}) is None
+    assert t.how_matched({"name": "no such gpu"}) is None
+
+
+@pytest.mark.parametrize(
+    "name, key, priced_as",
+    [
+        ("Tesla V100-DGXS-32GB", "V100-DGXS", "V100-SXM2"),
+        ("Tesla V100-SXM3-32GB", "V100-SXM3", "V100-SXM2"),
+        ("Tesla V100-FHHL-16GB", "V100-FHHL", "V100-PCIe"),
+        ("Tesla V100", "V100", "V100-PCIe"),
+    ],
+)
+def test_v100_variants_without_figures_of_their_own_say_which_stand_in(name, key, priced_as):
+    t = DeviceTable.load()
+    dev, other = t.match({"name": name}), t.get(priced_as)
+    assert dev.key == key and dev.tflops == other.tflops
+    assert dev.memory_gbps == other.memory_gbps and other.stands_in is None
+    assert t.how_matched({"name": name}).startswith(f"{key} is priced with {priced_as}'s figures:")
+    # the variants with datasheet figures of their own keep them, unannotated
+    for own in ("Tesla V100-SXM2-16GB", "Tesla V100-PCIE-16GB", "Tesla V100S-PCIE-32GB"):
+        assert t.match({"name": own}).stands_in is None
+
+
+def test_a_user_entry_may_stand_in_with_a_builtin_one(tmp_path):
+    f = tmp_path / "d.json"
+    row = {"key": "MyV100", "match": "myv100", "stands_in": "V100-SXM2", "why": "same board"}
+    f.write_text(json.dumps({"devices": [row]}))
+    dev = DeviceTable.load(f).match({"name": "MyV100 card"})
+    assert dev.key == "MyV100" and dev.tflops["fp16"] == 125
+    assert dev.stands_in == "is priced with V100-SXM2's figures: same board"
+    f.write_text(json.dumps({"devices": [{**row, "stands_in": "V999"}]}))
+    with pytest.raises(ValueError, match="stands_in 'V999' is no entry"):
+        DeviceTable.load(f)
+
+
+def test_roofline_notes_how_the_device_was_chosen():
+    from synthetic_traces import KinetoBuilder
+
+    from hta_fast.analysis.roofline import roofline
+
+    b = KinetoBuilder()
+    b.devices[0]["name"] = "Tesla V100-DGXS-32GB"
+    b.cpu_op("aten::mm", 0, 50)
+    b.kernel("gemm", 10, 5, 20)
+    notes = roofline(b.load()).notes
+    assert any("device V100-DGXS is priced with V100-SXM2's figures" in n for n in notes), notes
+    b.devices[0]["name"] = "Tesla V100-SXM2-16GB"
+    assert not any("priced with" in n for n in roofline(b.load()).notes)

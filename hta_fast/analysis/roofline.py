@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..costs.cat_sizes import cat_extras
-from ..costs.devices import Device, DeviceTable, trace_device
+from ..costs.devices import Device, DeviceTable, trace_device, trace_device_note
 from ..costs.flops import op_costs
 from ..frame import select
 from ..frame.fields import NS, PCT
@@ -334,6 +334,11 @@ def roofline(
     parts, kparts, cparts, notes = [], [], [], []
     for rank, trace, mask in select.each_rank(traces, sel):
         dev = resolve_device(trace, device, dev_table)
+        how = trace_device_note(trace, dev_table) if device is None else None
+        if device is not None and dev is not None and dev.stands_in:
+            how = f"{dev.key} {dev.stands_in}"
+        if how:
+            notes.append(f"rank {rank}: device {how}")
         if dev is None:
             names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
             notes.append(

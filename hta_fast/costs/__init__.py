@@ -5,7 +5,7 @@ collectives.bus_factor; everything that needs them calls these."""
 
 from .collectives import bus_factor, message_bytes
 from .cost import Cost
-from .devices import Device, DeviceTable, trace_device
+from .devices import Device, DeviceTable, trace_device, trace_device_note
 from .dtypes import itemsize, precision
 from .flops import cost_of, no_model_summary, op_costs, with_costs
 
@@ -22,4 +22,5 @@ __all__ = [
     "Device",
     "DeviceTable",
     "trace_device",
+    "trace_device_note",
 ]

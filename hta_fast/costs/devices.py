@@ -32,6 +32,8 @@ class Device:
     launch_floor_ns the shortest time a kernel takes on it whatever its work (launch and
                     teardown), where measured on a trace recorded there (None: unknown);
                     kernel prediction moves the latency part of a kernel's time to it
+    stands_in       where the table has no figures of this device's own: which entry's
+                    figures price it and why (None: its own figures)
     """
 
     key: str
@@ -41,6 +43,8 @@ class Device:
     source: str
     provenance: Optional[Mapping[str, str]] = None
     launch_floor_ns: Optional[float] = None
+    # set on an entry whose figures are another entry's: why that one stands in for it
+    stands_in: Optional[str] = None
 
     def figure_source(self, figure: str) -> str:
         """Where one figure ("memory_gbps" or a precision) comes from: its provenance note,
@@ -82,13 +86,11 @@ class _Entry:
     identify: Optional[Mapping[str, Any]] = None
 
     def matches(self, props: Mapping[str, Any]) -> bool:
+        """Whether the device's name matches (with the memory and SM bounds)."""
         name = str(props.get("name", "")).lower()
-        mem = props.get("totalGlobalMem")
-        gb = mem / 1e9 if isinstance(mem, (int, float)) else None
-        if not name.strip():
-            return self._identified(props, gb)
-        if not self.pattern.search(name):
+        if not name.strip() or not self.pattern.search(name):
             return False
+        gb = _memory_gb(props)
         if self.min_memory_gb is not None and (gb is None or gb < self.min_memory_gb):
             return False
         if self.max_memory_gb is not None and (gb is None or gb > self.max_memory_gb):
@@ -97,16 +99,25 @@ class _Entry:
             return False
         return True
 
-    def _identified(self, props: Mapping[str, Any], gb: Optional[float]) -> bool:
-        """An unnamed device is this one when every identifying field is as listed and its
-        memory in the listed range (GB)."""
+    def identifies(self, props: Mapping[str, Any]) -> Optional[str]:
+        """For a device whose name matches no entry: the fields that identify it as this
+        one (every identifying field as listed, its memory in the listed range), or None."""
         if not self.identify:
-            return False
+            return None
+        gb = _memory_gb(props)
         low, high = self.identify.get("memory_gb", (None, None))
         if gb is None or (low is not None and gb < low) or (high is not None and gb > high):
-            return False
+            return None
         fields = {k: v for k, v in self.identify.items() if k != "memory_gb"}
-        return bool(fields) and all(props.get(k) == v for k, v in fields.items())
+        if not fields or any(props.get(k) != v for k, v in fields.items()):
+            return None
+        said = ", ".join(f"{k} {v}" for k, v in fields.items())
+        return f"{said}, totalGlobalMem {gb:.0f} GB (in {low:g}-{high:g})"
+
+
+def _memory_gb(props: Mapping[str, Any]) -> Optional[float]:
+    mem = props.get("totalGlobalMem")
+    return mem / 1e9 if isinstance(mem, (int, float)) else None
 
 
 class DeviceTable:
@@ -123,10 +134,36 @@ class DeviceTable:
         return DeviceTable(entries)
 
     def match(self, props: Mapping[str, Any]) -> Optional[Device]:
-        """The device a trace's deviceProperties entry describes, or None."""
+        """The device a trace's deviceProperties entry describes, or None: by name, else
+        (a name empty or in no entry, as ROCm builds of vLLM write) by its other fields."""
+        found = self._match(props)
+        return found[0] if found else None
+
+    def how_matched(self, props: Mapping[str, Any]) -> Optional[str]:
+        """How `match` chose where that is not the device's own name and figures: the
+        fields that identified an unnamed device, the entry whose figures stand in. None
+        when matched plainly by name, or not at all."""
+        found = self._match(props)
+        if not found:
+            return None
+        dev, fields = found
+        parts = []
+        if fields:
+            name = str(props.get("name", ""))
+            said = "name empty" if not name.strip() else f"name {name!r} in no entry"
+            parts.append(f"{dev.key} identified from deviceProperties ({said}): {fields}")
+        if dev.stands_in:
+            parts.append(f"{dev.key} {dev.stands_in}")
+        return "; ".join(parts) or None
+
+    def _match(self, props: Mapping[str, Any]) -> Optional[tuple[Device, Optional[str]]]:
         for e in self.entries:
             if e.matches(props):
-                return e.device
+                return e.device, None
+        for e in self.entries:
+            fields = e.identifies(props)
+            if fields:
+                return e.device, fields
         return None
 
     def get(self, name: str) -> Device:
@@ -150,13 +187,25 @@ def trace_device(
     trace: Trace, table: Optional[DeviceTable] = None, device_id: int = 0
 ) -> Optional[Device]:
     """The device of a trace (its deviceProperties entry `device_id`, else its first)."""
-    table = table or DeviceTable.load()
+    props = _trace_props(trace, device_id)
+    return (table or DeviceTable.load()).match(props) if props is not None else None
+
+
+def trace_device_note(
+    trace: Trace, table: Optional[DeviceTable] = None, device_id: int = 0
+) -> Optional[str]:
+    """`DeviceTable.how_matched` for the device `trace_device` returns."""
+    props = _trace_props(trace, device_id)
+    return (table or DeviceTable.load()).how_matched(props) if props is not None else None
+
+
+def _trace_props(trace: Trace, device_id: int) -> Optional[Mapping[str, Any]]:
     devices = trace.meta.devices
     props = next(
         (d for d in devices if isinstance(d, dict) and d.get("id") == device_id),
         devices[0] if devices else None,
     )
-    return table.match(props) if isinstance(props, dict) else None
+    return props if isinstance(props, dict) else None
 
 
 @lru_cache(maxsize=1)
@@ -168,7 +217,15 @@ def _read(path: Path) -> list[_Entry]:
     try:
         doc = json.loads(path.read_text())
         rows = doc["devices"]
-        return [_entry(r) for r in rows]
+        own = [r for r in rows if "stands_in" not in r]
+        entries = {id(r): _entry(r) for r in own}
+        known = {e.device.key: e.device for e in entries.values()}
+        if path != TABLE:
+            known = {**{e.device.key: e.device for e in _builtin()}, **known}
+        for r in rows:
+            if "stands_in" in r:
+                entries[id(r)] = _stand_in(r, known)
+        return [entries[id(r)] for r in rows]
     except FileNotFoundError:
         raise ValueError(f"{path}: device table file not found") from None
     except (ValueError, KeyError, TypeError, re.error) as e:
@@ -176,6 +233,17 @@ def _read(path: Path) -> list[_Entry]:
         raise ValueError(
             f"{path}: not a device table ({type(e).__name__}: {e}); expected {expected}"
         ) from None
+
+
+def _stand_in(r: Mapping[str, Any], known: Mapping[str, Device]) -> _Entry:
+    """An entry priced with another entry's figures (`stands_in`: its key; `why`)."""
+    other = known.get(str(r["stands_in"]))
+    if other is None:
+        raise ValueError(f"device {r['key']!r}: stands_in {r['stands_in']!r} is no entry")
+    why = str(r.get("why", "")).strip()
+    note = f"is priced with {other.key}'s figures" + (f": {why}" if why else "")
+    dev = dataclasses.replace(other, key=str(r["key"]), stands_in=note)
+    return _Entry(dev, re.compile(str(r["match"])), None, None, None)
 
 
 def _entry(r: Mapping[str, Any]) -> _Entry:
