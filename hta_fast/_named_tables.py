@@ -28,7 +28,9 @@ class NamedTables:
         raise NotImplementedError
 
     events = _table_property("events", "One row per complete event (ph X).")
-    kernel_args = _table_property("kernel_args", "Launch arguments of GPU events (row -> events).")
+    kernel_args = _table_property(
+        "kernel_args", "Launch arguments of GPU events and of launch calls (row -> events)."
+    )
     op_args = _table_property("op_args", "Shapes and ids of CPU ops (row -> events).")
     comm_args = _table_property("comm_args", "Collective arguments (row -> events).")
     sync_args = _table_property("sync_args", "Wait and sync arguments (row -> events).")

@@ -25,7 +25,7 @@ __all__ = [
     "field_metadata",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # EventKind and KernelClass are IntEnums made by the core from its own enums
 # (csrc/trace/event_kind.h), so their names and values exist once.

@@ -139,7 +139,8 @@ class Trace(NamedTables):
 
     events       one row per complete event (ph X); ts/dur in ns; kind, kernel_class,
                  partner (launch <-> GPU event), parent (CPU nesting), step
-    kernel_args  grid/block/registers/occupancy/bytes/bandwidth of GPU events (row -> events)
+    kernel_args  grid/block/registers/occupancy/bytes/bandwidth of GPU events, the kernel
+                 a launch call names where it records one (row -> events)
     op_args      shapes and ids of CPU ops; comm_args collectives; sync_args waits
     flows, counters, instants, meta_events   the other phases
     steps        the steps: the ProfilerStep#N events, or the windows of with_steps

@@ -328,12 +328,20 @@ class KinetoBuilder:
         self._x("python_function", name, ts, dur, CPU_PID, CPU_TID, {"Python id": self._ext()})
 
     def captured_launch(
-        self, cpu_ts: float, api: str = "cudaLaunchKernel", dur: float = 5.0
+        self,
+        cpu_ts: float,
+        api: str = "cudaLaunchKernel",
+        dur: float = 5.0,
+        kernel: Optional[str] = None,
     ) -> int:
         """A launch made while a stream is being captured into a graph: the runtime call
-        with its correlation id and no GPU event (captured work runs only when replayed).
+        with its correlation id and no GPU event (captured work runs only when replayed);
+        `kernel` names the launched kernel in its args, as ROCm's launch calls do.
         Returns the correlation id."""
-        return self._launch_call(api, cpu_ts, dur)[0]
+        corr = self._launch_call(api, cpu_ts, dur)[0]
+        if kernel is not None:
+            self.events[-1]["args"]["kernel"] = kernel
+        return corr
 
     def graph_launch(
         self,

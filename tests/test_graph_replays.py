@@ -492,6 +492,35 @@ def test_captures_of_one_size_are_told_apart_by_their_kinds():
     assert graph_replays(t).table["capturing_ops"].to_pylist() == ["y_0, y_1, y_2, y_3"]
 
 
+@pytest.mark.parametrize("named", [True, False])
+def test_captures_of_one_shape_are_told_apart_by_the_kernels_their_launches_name(named):
+    """Two captures of as many kernels (one graph per batch size): where the launch calls
+    name their kernels (ROCm), each replay takes the capture that launched its kernels;
+    where they do not (CUDA), the latest capture before it, and a note says so."""
+    b = KinetoBuilder()
+    b.step(0, 0, 10_000)
+    for i, tag in enumerate(("bs1", "bs8")):
+        b.begin_capture(10 + 2000 * i - 5)
+        for j in range(3):
+            b.cpu_op(f"{tag}_{j}", 10 + 2000 * i + 30 * j, 20)
+            kernel = f"gemm_{tag}_{j}" if named else None
+            b.captured_launch(10 + 2000 * i + 30 * j + 5, api="hipLaunchKernel", kernel=kernel)
+        b.end_capture(10 + 2000 * i + 100)
+    for s, tag in enumerate(("bs1", "bs8", "bs1"), start=1):
+        b.step(s, 10_000 * s, 10_000)
+        kernels = [(f"gemm_{tag}_{j}", 10_000 * s + 50 + 3 * j, 2.0) for j in range(3)]
+        b.graph_launch(10_000 * s + 10, kernels, api="hipGraphLaunch")
+    t = b.load()
+    got = graph_replays(t).table["capturing_ops"].to_pylist()
+    notes = " ".join(graph_replays(t).notes)
+    if named:
+        assert got == [f"{tag}_0, {tag}_1, {tag}_2" for tag in ("bs1", "bs8", "bs1")]
+        assert "matched several captures" not in notes
+    else:
+        assert got == ["bs8_0, bs8_1, bs8_2"] * 3
+        assert "3 of these replays matched several captures" in notes
+
+
 @pytest.mark.parametrize("captured, replayed, distance", [(100, 99, 1), (200, 197, 3), (60, 61, 1)])
 def test_a_replay_nearly_matching_its_capture_takes_it(captured, replayed, distance):
     b = KinetoBuilder()

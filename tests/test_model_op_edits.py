@@ -287,3 +287,26 @@ def test_the_replay_command_says_its_error_is_zero_by_construction(tmp_path):
     res = CliRunner().invoke(cli, ["replay", str(path), "--format", "json"])
     doc = json.loads(res.output[: res.output.rindex("}") + 1])
     assert list(doc["tables"]) == ["replay"]
+
+
+# --- an annotation that outlasts the frame that opens it -----------------------------------
+def _opened_annotation(copy_us: float) -> KinetoBuilder:
+    """As SGLang records a step: a 4 µs Python frame (record_function's __enter__) opens an
+    annotation that outlasts it; inside, a blocking copy of copy_us with the GPU idle, then
+    a kernel. The trace nests the annotation under the short frame by its start."""
+    b = KinetoBuilder()
+    end = 10 + copy_us + 200
+    b.python_function("torch/autograd/profiler.py(783): __enter__", 1, 4)
+    b.cpu_op("step[DECODE bs=32]", 2, end - 2, cat="user_annotation")
+    b.cpu_op("aten::copy_", 5, copy_us + 2)
+    b.runtime("hipMemcpyWithStream", 6, copy_us)
+    b.kernel("decode_kernel", copy_us + 20, copy_us + 30, 100)
+    b.step(0, 0, end + 1)
+    return b
+
+
+@pytest.mark.parametrize("copy_us", [500.0, 50_000.0])
+def test_removing_a_stall_inside_an_annotation_that_outlasts_its_opener_saves_it(copy_us):
+    got = predicted(_opened_annotation(copy_us).load(), op_scale={"hipMemcpyWithStream": 0})
+    base = measured(_opened_annotation(copy_us).load())
+    assert base[0] - got[0] == pytest.approx(copy_us * 1000, rel=0.02)

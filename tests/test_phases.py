@@ -210,6 +210,8 @@ def test_names_that_only_look_like_phases_mark_none():
     b.phase_pass("prefilled_cache_copy", 500, 10, [])
     b.phase_pass("nn.Module: Linear_3", 600, 10, [], cat="python_function")
     b.phase_pass("nn.Module: CLIPTextTransformer_0", 700, 10, [], cat="python_function")
+    b.phase_pass("capture_32_DECODE", 800, 10, [])  # SGLang capturing its decode graph
+    b.phase_pass("Capturing prefill graph", 900, 10, [])
     found = find_passes(b.load(), ("prefill", "decode", "denoise"))
     assert len(found.row) == 0
     assert find_passes(b.load(), ("forward",)).row.size == 1  # CLIPTextTransformer_0
@@ -506,3 +508,37 @@ def test_vllm_step_names_give_their_phase_and_requests(name, phase, counts):
     assert row["phase"] == phase
     keys = ["prefill_requests", "decode_requests", "prefill_tokens", "decode_tokens"]
     assert [row[k] for k in keys + ["context_tokens"]] == counts
+
+
+def test_a_capture_given_beside_marks_no_pass_and_replays_count_as_graph_busy():
+    """SGLang records its capture under an annotation that reads like a step
+    (capture_32_DECODE); given beside the trace, its events sit on the trace's timeline but
+    mark no pass. The step's replayed kernels are its graph_busy, its eager kernel not."""
+    cap = KinetoBuilder()
+    cap.cpu_op("capture_32_DECODE", 0, 300, cat="user_annotation")
+    cap.begin_capture(5)
+    for j in range(2):
+        cap.cpu_op(f"op_{j}", 10 + 30 * j, 20)
+        cap.captured_launch(15 + 30 * j)
+    cap.end_capture(100)
+    b = KinetoBuilder()
+    b.phase_pass("step[DECODE bs=32]", 0, 1000, [("eager", 100, 50)])
+    b.graph_launch(300, [("k0", 400, 100), ("k1", 500, 200)])
+    trace = hta_fast.with_capture(b.load(), cap.load())
+    t = phases(trace).table
+    assert t["phase"].to_pylist() == ["decode"]
+    assert t["name"].to_pylist() == ["step[DECODE bs=32]"]
+    assert t["gpu_busy"][0].as_py() == 350 * US
+    assert t["graph_busy"][0].as_py() == 300 * US
+    summary = phases(trace)["summary"].to_pylist()[0]
+    assert summary["graph_share"] == pytest.approx(100 * 300 / 350)
+
+
+def test_sglang_batch_annotations_give_their_phase_and_requests():
+    b = KinetoBuilder()
+    for k, name in enumerate(("step[EXTEND bs=4]", "step[DECODE bs=32]", "step[MIXED bs=8]")):
+        b.phase_pass(name, 1000 * k, 500, [("k", 1000 * k + 100, 50)])
+    t = phases(b.load()).table
+    assert t["phase"].to_pylist() == ["prefill", "decode", "mixed"]
+    assert t["prefill_requests"].to_pylist() == [4, 0, None]
+    assert t["decode_requests"].to_pylist() == [0, 32, None]

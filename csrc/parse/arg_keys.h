@@ -69,6 +69,7 @@ enum class ArgKey : uint8_t {
   // memcpy / memset
   kBytes,
   kBandwidth,
+  kLaunchedKernel,
   // CPU ops
   kRecordFunctionId,
   kSequenceNumber,
@@ -127,6 +128,7 @@ inline ArgKey arg_key(std::string_view k) {
     case 6:
       if (k == "device") return ArgKey::kDevice;
       if (k == "stream") return ArgKey::kStream;
+      if (k == "kernel") return ArgKey::kLaunchedKernel;
       if (k == "queued") return ArgKey::kQueued;
       if (k == "Ev Idx") return ArgKey::kEvIdx;
       if (k == "labels") return ArgKey::kMetaLabels;

@@ -84,6 +84,7 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
         k.est_achieved_occupancy[j] = a.occupancy;
         k.bytes[j] = a.bytes;
         k.memory_bandwidth_gbps[j] = a.bandwidth;
+        k.launched_kernel[j] = a.launched_kernel;
       }
       if (a.groups & ArgValues::kOp) {
         auto& o = out_.op_args;

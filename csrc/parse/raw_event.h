@@ -28,6 +28,7 @@ struct ArgValues {
   float blocks_per_sm, warps_per_sm, occupancy;
   int64_t bytes;
   double bandwidth;
+  int32_t launched_kernel;  // ROCm launch calls name their kernel (args.kernel)
   // kOp
   int64_t record_function_id, sequence_number, fwd_thread_id, ev_idx;
   int32_t input_dims, input_type, input_strides, concrete_inputs;
@@ -60,6 +61,7 @@ struct ArgValues {
         blocks_per_sm = warps_per_sm = occupancy = NAN;
         bytes = -1;
         bandwidth = NAN;
+        launched_kernel = -1;
         return;
       case kOp:
         record_function_id = sequence_number = fwd_thread_id = ev_idx = -1;

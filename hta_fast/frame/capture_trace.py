@@ -31,10 +31,12 @@ from .graph_captures import graph_captures
 from .graph_replays import graph_replays
 from .launches import ancestor_pairs
 
-__all__ = ["with_capture"]
+__all__ = ["with_capture", "added_rows"]
 
 # The capture ends this long before the first replay (ns).
 GAP_NS = 1_000
+# The thread name of the added events' threads begins so (then the capture file's name).
+ADDED_THREAD = "graph capture from "
 _EVENT_STRINGS = ("name", "cat")
 _OP_ARG_STRINGS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
 # ids that link events to each other; the capture's would link to the trace's by chance
@@ -173,6 +175,16 @@ def _op_args(
     return {c: np.r_[own[c], added[c].astype(own[c].dtype)] for c in own}
 
 
+def added_rows(trace: Trace) -> np.ndarray:
+    """Per events row: whether with_capture added it from a capture trace (its thread is one
+    named ADDED_THREAD...). The capture's annotations are not the trace's own passes or
+    steps, though they sit on its timeline."""
+    tids = [tid for (_, tid), name in trace.thread_names.items() if name.startswith(ADDED_THREAD)]
+    if not tids:
+        return np.zeros(trace.num_rows("events"), bool)
+    return np.isin(trace.column("events", "tid"), np.asarray(tids, np.int64))
+
+
 def _meta(
     trace: Trace, capture: Trace, rows: np.ndarray, strings: _Strings
 ) -> Mapping[str, np.ndarray]:
@@ -182,7 +194,7 @@ def _meta(
     if not len(tids):
         return own
     source = os.path.basename(capture.meta.path) if capture.meta.path else "another trace"
-    label = f"graph capture from {source}"
+    label = f"{ADDED_THREAD}{source}"
     added: dict[str, np.ndarray] = {
         "name": np.full(len(tids), strings.text("thread_name"), np.int32),
         "pid": np.full(len(tids), _pid(trace), np.int64),

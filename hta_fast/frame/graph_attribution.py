@@ -10,9 +10,10 @@ event's operators, for every analysis that asks which operator launched what.
 
 A replay matches a capture when both hold as many items and the items' kinds (kernel,
 memcpy, memset) come in the same order. Of the captures that match, the latest one that
-ended before the replay's launch is taken; several matching (one program capturing the same
-shape of graph for several batch sizes) is said in a note, since the kinds cannot tell them
-apart. A replay that matches none is matched to the closest capture within NEAR items and
+ended before the replay's launch is taken; where several match (one program capturing the
+same shape of graph for several batch sizes), the kernel names the captured launch calls
+record (ROCm's do, CUDA's do not) keep the ones that launched the replayed kernels, and a
+note says when that still leaves several. A replay that matches none is matched to the closest capture within NEAR items and
 NEAR_SHARE of its size (launches captured but not replayed, or the other way: real
 captures and replays need not agree exactly; FLUX's capture holds 994 launches, each replay
 993 kernels): their kind
@@ -106,6 +107,8 @@ def _match(trace: Trace) -> ReplayMatch:
         ids.append(j)
     kind = trace.column("events", "kind")[replays.gpu].astype(np.uint8)
     launch_ts = trace.column("events", "ts")[replays.launch]
+    named = _launched_kernels(trace)
+    replayed_names = trace.column("events", "name")[replays.gpu]
     r_off = replays.offsets
     for i in range(replays.total):
         found = by_shape.get(kind[r_off[i] : r_off[i + 1]].tobytes())
@@ -113,12 +116,40 @@ def _match(trace: Trace) -> ReplayMatch:
             continue
         ends, ids = found
         n = bisect.bisect_right(ends, int(launch_ts[i]))
-        if n:
-            j = ids[n - 1]
-            capture[i], agreeing[i], distance[i] = j, n, 0
-            captured_by[r_off[i] : r_off[i + 1]] = captures.launch[c_off[j] : c_off[j + 1]]
+        if not n:
+            continue
+        candidates = ids[:n]
+        if n > 1 and named is not None:
+            mine = replayed_names[r_off[i] : r_off[i + 1]]
+            same = [
+                j
+                for j in candidates
+                if _names_agree(mine, named[captures.launch[c_off[j] : c_off[j + 1]]])
+            ]
+            candidates = same or candidates
+        j = candidates[-1]
+        capture[i], agreeing[i], distance[i] = j, len(candidates), 0
+        captured_by[r_off[i] : r_off[i + 1]] = captures.launch[c_off[j] : c_off[j + 1]]
     _match_near(trace, replays, captures, kind, capture, captured_by, distance)
     return ReplayMatch(capture, agreeing, captured_by, distance)
+
+
+def _launched_kernels(trace: Trace) -> Optional[np.ndarray]:
+    """Per event row, the kernel name (string id) its launch call records, -1 where none;
+    None when no launch records one (CUDA traces do not; ROCm's do)."""
+    ids = trace.column("kernel_args", "launched_kernel")
+    has = ids >= 0
+    if not has.any():
+        return None
+    out = np.full(trace.num_rows("events"), -1, np.int64)
+    out[trace.column("kernel_args", "row")[has]] = ids[has]
+    return out
+
+
+def _names_agree(replayed: np.ndarray, captured: np.ndarray) -> bool:
+    """Whether every captured launch that names its kernel names the replayed one."""
+    known = captured >= 0
+    return bool((replayed[known] == captured[known]).all())
 
 
 def _match_near(

@@ -52,6 +52,9 @@ _LAYERS = (
     r"SiLU|GELU|ReLU|Identity|Sequential|ModuleList|ModuleDict)_[0-9]+$"
 )
 
+# Annotations around a graph capture, which record launches but run nothing.
+_CAPTURE = r"(?i)(^|[^a-z])(capture|capturing)([^a-z]|$)"
+
 PATTERNS: tuple[PassPattern, ...] = (
     # vLLM V1's worker names each scheduled step by its requests: context (prefill) ones
     # with their tokens, generation (decode) ones with theirs. A step with both (chunked
@@ -96,6 +99,27 @@ PATTERNS: tuple[PassPattern, ...] = (
         "vLLM V1, SGLang (one annotation per scheduled step, with its request count)",
         verified="modern/vllm_decode_full, modern/sglang_decode",
     ),
+    # SGLang's scheduler annotates each batch it runs with its forward mode and size:
+    # step[DECODE bs=32], step[EXTEND bs=4] (prefill), step[MIXED bs=8].
+    PassPattern(
+        "prefill",
+        _ANNOTATION,
+        r"^step\[(EXTEND|PREFILL|SPLIT_PREFILL)[ \]]",
+        "SGLang scheduler (one annotation per batch: forward mode, batch size)",
+    ),
+    PassPattern(
+        "decode",
+        _ANNOTATION,
+        r"^step\[DECODE[ \]]",
+        "SGLang scheduler (one annotation per batch: forward mode, batch size)",
+        verified="modern/sglang_decode (inside its vLLM-style step annotation)",
+    ),
+    PassPattern(
+        "mixed",
+        _ANNOTATION,
+        r"^step\[MIXED[ \]]",
+        "SGLang scheduler (one annotation per batch: forward mode, batch size)",
+    ),
     PassPattern(
         "forward",
         _ANNOTATION,
@@ -122,17 +146,27 @@ PATTERNS: tuple[PassPattern, ...] = (
     # A record_function named for its phase, as people and smaller stacks write them
     # ("prefill", "decode_step 3", "## denoising ##"): the word on its own, so that
     # "decoder" and "prefilled" are not phases.
+    # A graph capture named for its phase (SGLang's capture_32_DECODE) is no pass.
     PassPattern(
-        "prefill", _ANNOTATION, r"(?i)(^|[^a-z])prefill([^a-z]|$)", "record_function by name"
+        "prefill",
+        _ANNOTATION,
+        r"(?i)(^|[^a-z])prefill([^a-z]|$)",
+        "record_function by name",
+        exclude=_CAPTURE,
     ),
     PassPattern(
-        "decode", _ANNOTATION, r"(?i)(^|[^a-z])decode([^a-z]|$)", "record_function by name"
+        "decode",
+        _ANNOTATION,
+        r"(?i)(^|[^a-z])decode([^a-z]|$)",
+        "record_function by name",
+        exclude=_CAPTURE,
     ),
     PassPattern(
         "denoise",
         _ANNOTATION,
         r"(?i)(^|[^a-z])denois(e|ing)([^a-z]|$)",
         "record_function by name",
+        exclude=_CAPTURE,
     ),
     # A module call that no other module call holds is a model's forward (with_stack or
     # with_modules records "nn.Module: <class>_<n>" frames).

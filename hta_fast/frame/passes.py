@@ -12,6 +12,7 @@ import numpy as np
 
 from ..trace import Trace
 from . import derived
+from .capture_trace import added_rows
 from .pass_patterns import PATTERNS, PHASES, patterns_of
 
 __all__ = ["Passes", "find_passes", "outermost", "described", "module_calls_inside_serving"]
@@ -55,10 +56,15 @@ class Passes(NamedTuple):
 
 
 def find_passes(trace: Trace, phases: Sequence[str] = PHASES) -> Passes:
-    """The passes of the given phases on one rank, by start."""
+    """The passes of the given phases on one rank, by start. Events a capture trace added
+    (frame.capture_trace) mark none: capturing a graph is not a pass."""
     rows, phase, pattern = [], [], []
+    added = added_rows(trace)
     for name in phases:
         hits, which = _matching(trace, name)
+        if added.any() and len(hits):
+            keep = ~added[hits]
+            hits, which = hits[keep], which[keep]
         found = outermost(trace, hits)
         if name == "forward" and len(found):
             found = found[~_inside_serving(trace, found)]

@@ -5,7 +5,6 @@ repeated launch sequences that phases falls back to are a training loop's, not p
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,6 +23,7 @@ PASS_COLUMNS = (
     "host_dur",
     "gpu_busy",
     "busy_share",
+    "graph_busy",
     "kernels",
     "launches",
     "prefill_requests",
@@ -33,69 +33,71 @@ PASS_COLUMNS = (
 ABOUT = (
     "Each pass is timed from its host start (or the end of the pass before it) to the end of "
     "the GPU work it launched, as the doctor times steps; busy_share is the GPU's busy share "
-    "of that window, the doctor's utilization with --steps-from PHASE. Requests and tokens "
-    "are what a vLLM/SGLang step's name says."
+    "of that window, the doctor's utilization with --steps-from PHASE; graph_busy (and the "
+    "phase's graph_share) the part of it graph replays ran. Requests and tokens are what a "
+    "vLLM/SGLang step's name says."
 )
 
 
 def inference(ctx: Context) -> Section:
-    t = ctx.result("phases").table
+    res = ctx.result("phases")
+    t = res.table
     t = t.filter(pc.not_equal(t["phase"], "iteration")) if t.num_rows else t
     if t.num_rows == 0:
         return Section(ID, TITLE, "No inference passes marked on the selected ranks.")
-    per_phase = phase_table(t)
+    per_phase = res["summary"]
+    per_phase = per_phase.filter(pc.not_equal(per_phase["phase"], "iteration"))
     phases = per_phase.column("phase").to_pylist()
     data = [
         bar(phases, per_phase.column(c).to_numpy() / 1e6, label, i)
         for i, (c, label) in enumerate((("mean_dur", "mean"), ("p90_dur", "p90")))
     ]
+    tables = [
+        html_table("passes by phase", per_phase, limit=None),
+        html_table("passes (longest first)", _longest(t), PASS_COLUMNS, limit=40),
+    ]
+    if int(pc.sum(t["graph_busy"]).as_py() or 0):
+        tables.append(
+            html_table(
+                "operators the graph-replayed GPU work counts for",
+                replayed_operators(ctx.result("graph_replays")["events"]),
+                limit=15,
+            )
+        )
     return Section(
         ID,
         TITLE,
         ABOUT,
         figures=[figure(data, "Pass time by phase", "", "ms")],
-        tables=[
-            html_table("passes by phase", per_phase, limit=None),
-            html_table("passes (longest first)", _longest(t), PASS_COLUMNS, limit=40),
-        ],
+        tables=tables,
         notes=ctx.notes("phases"),
     )
 
 
-def phase_table(t: pa.Table) -> pa.Table:
-    """Per phase: ranks, passes, mean / median / p90 time (ns) and the busy share of their
-    time together (%)."""
-    phase = np.asarray(t.column("phase").to_pylist(), object)
-    dur = t.column("dur").to_numpy().astype(np.float64)
-    busy = t.column("gpu_busy").to_numpy().astype(np.float64)
-    rank = t.column("rank").to_numpy()
-    rows = []
-    for name in dict.fromkeys(phase.tolist()):
-        mine = phase == name
-        d = dur[mine]
-        rows.append(
-            {
-                "phase": name,
-                "ranks": int(len(np.unique(rank[mine]))),
-                "passes": int(mine.sum()),
-                "mean_dur": float(d.mean()),
-                "median_dur": float(np.median(d)),
-                "p90_dur": float(np.percentile(d, 90)),
-                "busy_share": 100.0 * float(busy[mine].sum() / d.sum()) if d.sum() else 0.0,
-            }
-        )
-    schema = pa.schema(
+def replayed_operators(events: pa.Table) -> pa.Table:
+    """Per operator the replayed GPU events count for (the capture's, or the graph
+    launch's where no capture matched): events, GPU time and its share, longest first."""
+    if events.num_rows == 0:
+        return pa.table({"op_name": pa.array([], pa.string())})
+    g = events.group_by("op_name").aggregate([("dur", "sum"), ("dur", "count")])
+    total = max(int(pc.sum(g["dur_sum"]).as_py() or 0), 1)
+    g = g.sort_by([("dur_sum", "descending")])
+    return pa.table(
         [
-            pa.field("phase", pa.string()),
-            pa.field("ranks", pa.int64()),
-            pa.field("passes", pa.int64()),
-            pa.field("mean_dur", pa.float64(), metadata=NS),
-            pa.field("median_dur", pa.float64(), metadata=NS),
-            pa.field("p90_dur", pa.float64(), metadata=NS),
-            pa.field("busy_share", pa.float64(), metadata=PCT),
-        ]
+            g["op_name"],
+            g["dur_count"].cast(pa.int64()),
+            g["dur_sum"].cast(pa.int64()),
+            pc.multiply(pc.divide(g["dur_sum"].cast(pa.float64()), total), 100.0),
+        ],
+        schema=pa.schema(
+            [
+                pa.field("op_name", pa.string()),
+                pa.field("events", pa.int64()),
+                pa.field("gpu_time", pa.int64(), metadata=NS),
+                pa.field("share", pa.float64(), metadata=PCT),
+            ]
+        ),
     )
-    return pa.Table.from_pylist(rows, schema=schema)
 
 
 def _longest(t: pa.Table) -> pa.Table:

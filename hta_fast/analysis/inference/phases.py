@@ -30,6 +30,7 @@ from ... import ops
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.gpu_work import gpu_work, unrecorded_head
+from ...frame.graph_replays import graph_replays, has_graph_launches
 from ...frame.iterations import iterations
 from ...frame.passes import Passes, described, find_passes
 from ...frame.result import Result
@@ -62,6 +63,11 @@ SCHEMA = pa.schema(
         pa.field("host_dur", pa.int64(), metadata={**NS, "description": "the host span"}),
         pa.field("gpu_busy", pa.int64(), metadata={**NS, "description": _BUSY}),
         pa.field("busy_share", pa.float64(), metadata={**PCT, "description": "gpu_busy / dur"}),
+        pa.field(
+            "graph_busy",
+            pa.int64(),
+            metadata={**NS, "description": "of gpu_busy, the time graph-replayed work ran"},
+        ),
         pa.field("kernels", pa.int64()),
         pa.field("launches", pa.int64()),
         pa.field(
@@ -101,6 +107,8 @@ STEP_NAME = re.compile(
     r"^execute_(?:[0-9]+_)?context_([0-9]+)\(([a-z0-9]*)\)_generation_([0-9]+)\(([a-z0-9]*)\)$"
 )
 LAYOUT = re.compile(r"^sq([0-9]+)sk([0-9]+)")
+# SGLang's batch annotation: step[<forward mode> bs=<requests>]
+SGLANG_STEP = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|SPLIT_PREFILL) bs=([0-9]+)\]")
 SUMMARY = pa.schema(
     [
         pa.field("phase", pa.string()),
@@ -108,10 +116,16 @@ SUMMARY = pa.schema(
         pa.field("count", pa.int64()),
         pa.field("mean_dur", pa.float64(), metadata=NS),
         pa.field("median_dur", pa.float64(), metadata=NS),
+        pa.field("p90_dur", pa.float64(), metadata=NS),
         pa.field(
             "busy_share",
             pa.float64(),
             metadata={**PCT, "description": "sum of gpu_busy / sum of dur"},
+        ),
+        pa.field(
+            "graph_share",
+            pa.float64(),
+            metadata={**PCT, "description": "sum of graph_busy / sum of gpu_busy"},
         ),
         pa.field("kernels", pa.int64()),
         pa.field("launches", pa.int64()),
@@ -139,6 +153,7 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
         win = win._replace(ts=np.minimum(np.maximum(win.ts, head), win.end))
     busy = ops.union(work.starts, work.ends)
     busy_t = window_totals(win.ts, win.end, busy.starts, busy.ends)
+    graph_t = _graph_busy(made, win.ts, win.end)
     step = made.column("events", "step")
     kind = made.column("events", "kind")
     launched = step[work.rows]
@@ -171,6 +186,7 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
             found.end - found.ts,
             busy_t.astype(np.int64),
             share,
+            graph_t,
             kernels[:n].astype(np.int64),
             launches[:n].astype(np.int64),
             *(pa.array(c, pa.int64()) for c in counts),
@@ -179,13 +195,28 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     )
 
 
+def _graph_busy(trace: Trace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per window, the time the GPU ran work of graph replays inside it (ns)."""
+    if not has_graph_launches(trace):
+        return np.zeros(len(start), np.int64)
+    rows = graph_replays(trace).gpu
+    ts = trace.column("events", "ts")[rows]
+    busy = ops.union(ts, ts + np.maximum(trace.column("events", "dur")[rows], 0))
+    return window_totals(start, end, busy.starts, busy.ends).astype(np.int64)
+
+
 def request_counts(names: list) -> list[list[Optional[int]]]:
     """Per name, what a vLLM/SGLang step name says (STEP_NAME): prefill and decode requests,
-    their query tokens, and the key tokens where the layout writes them; None elsewhere."""
+    their query tokens, and the key tokens where the layout writes them; for SGLang's batch
+    annotation (SGLANG_STEP) the requests only; None elsewhere."""
     out: list[list[Optional[int]]] = [[], [], [], [], []]
     for name in names:
         m = STEP_NAME.match(name or "")
         row: list[Optional[int]] = [None] * 5
+        batch = SGLANG_STEP.match(name or "")
+        if batch:
+            n = int(batch.group(2))
+            row[0], row[1] = (0, n) if batch.group(1) == "DECODE" else (n, 0)
         if m:
             row[0], row[1] = int(m.group(1)), int(m.group(3))
             context, generation = LAYOUT.match(m.group(2)), LAYOUT.match(m.group(4))
@@ -204,6 +235,7 @@ def _summary(table: pa.Table) -> pa.Table:
     rank = table.column("rank").to_numpy()
     dur = table.column("dur").to_numpy()
     busy = table.column("gpu_busy").to_numpy()
+    graph = table.column("graph_busy").to_numpy()
     kernels = table.column("kernels").to_numpy()
     launches = table.column("launches").to_numpy()
     order = [p for p in (*SOURCES, "iteration") if p in set(phase)]
@@ -218,12 +250,18 @@ def _summary(table: pa.Table) -> pa.Table:
                 "count": int(mine.sum()),
                 "mean_dur": float(dur[mine].mean()),
                 "median_dur": float(np.median(dur[mine])),
+                "p90_dur": float(np.percentile(dur[mine], 90)),
                 "busy_share": 100.0 * float(busy[mine].sum()) / total if total else 0.0,
+                "graph_share": _share(graph[mine].sum(), busy[mine].sum()),
                 "kernels": int(kernels[mine].sum()),
                 "launches": int(launches[mine].sum()),
             }
         )
     return pa.Table.from_pylist(rows, schema=SUMMARY)
+
+
+def _share(part: float, whole: float) -> float:
+    return 100.0 * float(part) / float(whole) if whole else 0.0
 
 
 def phases(
@@ -237,8 +275,9 @@ def phases(
     its phase), step (within the rank: the step number it gets from
     `--steps-from <phase>` is its index), name of the event that marks it (null for
     iterations), start, end, dur (its window, module doc), host_dur, gpu_busy,
-    busy_share (% of dur), kernels, launches. Side table "summary": per phase, ranks,
-    count, mean and median dur, busy share, kernels, launches.
+    busy_share (% of dur), graph_busy (of gpu_busy, in graph replays), kernels, launches.
+    Side table "summary": per phase, ranks, count, mean, median and p90 dur, busy share, graph
+    share (% of the busy time in graph replays), kernels, launches.
 
     source   one of hta_fast.frame.SOURCES but "profiler"; None: the first of TIERS that
              finds passes. Whole ranks are looked at: a selection's steps, window and
