@@ -181,6 +181,7 @@ def test_per_rank_output_is_unchanged_by_default():
         "gpu_kernel_launch_overhead",
         "data_loading",
         "untraced_host",
+        "gpu_unrecorded_work",
     ]
     assert r["breakdown"].column_names == [
         "rank",

@@ -13,7 +13,7 @@ from ..schema import GPU_WORK_KINDS
 from ..trace import Trace
 from . import derived
 
-__all__ = ["GpuWork", "gpu_work", "unrecorded_head", "HEAD_WAIT"]
+__all__ = ["GpuWork", "gpu_work", "unrecorded_head", "unrecorded_head_row", "HEAD_WAIT"]
 
 # ns: a first recorded GPU event that starts this long after its launch returned, with
 # nothing recorded on the GPU before it, waited behind work the trace does not hold.
@@ -74,6 +74,12 @@ def unrecorded_head(trace: Trace, work: GpuWork) -> Optional[int]:
     launch returned, with nothing recorded on the GPU before it (vLLM's first pass in a
     trace: launched 0.5 ms into the step, run from 8.4 ms). None otherwise: the GPU's time
     before it is then idle time of the step, as recorded."""
+    row = unrecorded_head_row(trace, work)
+    return None if row is None else int(trace.column("events", "ts")[row])
+
+
+def unrecorded_head_row(trace: Trace, work: GpuWork) -> Optional[int]:
+    """The events row of the GPU event `unrecorded_head` begins at, or None."""
     if len(work.rows) == 0:
         return None
     first = int(np.argmin(work.starts))
@@ -84,4 +90,4 @@ def unrecorded_head(trace: Trace, work: GpuWork) -> Optional[int]:
         int(trace.column("events", "dur")[launch]), 0
     )
     start = int(work.starts[first])
-    return start if start - returned >= HEAD_WAIT else None
+    return int(work.rows[first]) if start - returned >= HEAD_WAIT else None

@@ -10,6 +10,9 @@ gpu_kernel_launch_overhead   launch call start -> its GPU event start
 gpu_kernel_kernel_overhead   gaps between GPU events on a stream or across a stream wait
                              (communication: the release after a collective that another
                              stream waited on)
+gpu_unrecorded_work          the launch into the first recorded GPU event of a trace that
+                             opens with the GPU busy on work it does not hold: that work's
+                             time, not a launch's (model.graph.unrecorded_wait)
 untraced_host                gaps of UNTRACED_MIN or more between a thread's calls where no
                              event of the trace says what the thread did (between top-level
                              calls, or the direct children of a ProfilerStep): the profiler
@@ -28,6 +31,7 @@ from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
 from ..graph.held_launches import held_by_blocking_call
+from ..graph.unrecorded_wait import waits_on_unrecorded
 
 BOUND_BY = [
     "cpu_bound",
@@ -37,6 +41,7 @@ BOUND_BY = [
     "gpu_kernel_launch_overhead",
     "data_loading",
     "untraced_host",
+    "gpu_unrecorded_work",
 ]
 # ns: a gap shorter than this between a thread's calls is the interpreter's own time between
 # operators (5-30 us in eager PyTorch); a longer one is host time the trace does not explain.
@@ -97,6 +102,7 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
             after_comm, code["gpu_communication_bound"], code["gpu_kernel_kernel_overhead"]
         )
     out[_untraced(graph, trace, edges, events)] = code["untraced_host"]
+    out[waits_on_unrecorded(graph, trace, edges)] = code["gpu_unrecorded_work"]
     return out
 
 

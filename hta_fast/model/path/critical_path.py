@@ -63,6 +63,18 @@ def _no_sync_note(rank: int, step: Optional[int], graph: DependencyGraph) -> lis
     ]
 
 
+def _unrecorded_note(rank: int, step: Optional[int], summary: dict[str, Any]) -> list[str]:
+    share = summary.get("gpu_unrecorded_work") or 0.0
+    if share <= 0:
+        return []
+    return [
+        f"rank {rank} {step_label(step)}: {share:.1f} % of the path is the launch into the "
+        "trace's first recorded GPU event waiting behind GPU work the trace does not hold (it "
+        "opens while earlier work still ran): gpu_unrecorded_work, not launch overhead; no "
+        "edit of this trace removes it"
+    ]
+
+
 def critical_path(
     traces: Union[Trace, TraceSet],
     *,
@@ -97,6 +109,7 @@ def critical_path(
                 )
             )
             notes += _no_sync_note(chain.rank, step, g)
+            notes += _unrecorded_note(chain.rank, step, found[-1][2])
         notes += chain.wait_notes()
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
