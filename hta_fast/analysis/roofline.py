@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..costs.cat_sizes import cat_extras
+from ..costs.above_peak import uncertain_rows
 from ..costs.devices import Device, DeviceTable, trace_device, trace_device_note
 from ..costs.flops import op_costs
 from ..frame import select
@@ -67,6 +68,15 @@ SCHEMA = pa.schema(
         pa.field("roofline_time", pa.float64(), metadata=NS),
         pa.field("pct_of_roofline", pa.float64(), metadata=PCT),
         pa.field("time_left", pa.float64(), metadata=NS),
+        pa.field(
+            "uncertain",
+            pa.bool_(),
+            metadata={
+                "description": "the model assumed what the trace does not record, or the "
+                "row runs above its roofline (uncertain_why says which)"
+            },
+        ),
+        pa.field("uncertain_why", pa.string()),
         pa.field("example_row", pa.int64()),
     ]
 )
@@ -84,6 +94,8 @@ KERNEL_SCHEMA = pa.schema(
         pa.field("intensity", pa.float64(), metadata={"unit": "FLOP/B"}),
         pa.field("roofline_time", pa.float64(), metadata=NS),
         pa.field("pct_of_roofline", pa.float64(), metadata=PCT),
+        pa.field("uncertain", pa.bool_()),
+        pa.field("uncertain_why", pa.string()),
     ]
 )
 
@@ -118,6 +130,9 @@ class ChargedGroups:
         nbytes = self.costs["bytes"].to_numpy(zero_copy_only=False)
         self.flops = np.nan_to_num(flops.astype(np.float64))
         self.bytes = np.nan_to_num(nbytes.astype(np.float64))
+        self.uncertain = np.asarray(
+            self.costs["uncertain"].fill_null(False).to_numpy(zero_copy_only=False), bool
+        )
         has_work = (self.flops > 0) | (self.bytes > 0)
         n_events = len(trace.column("events", "ts"))
         # charge each GPU event to the innermost enclosing operator that has work
@@ -225,6 +240,15 @@ def _rank_tables(
     s = group_stats(cg.groups)
     family = cg.costs["family"]
     dev_name = device.key if device else None
+    pct = _ratio(roof, time.astype(np.float64)) * 100
+    uncertain, why = uncertain_rows(
+        pct,
+        bound.tolist(),
+        cg.bytes,
+        _ratio(time.astype(np.float64), calls.astype(np.float64)),
+        cg.costs["uncertain_why"].to_pylist(),
+        device,
+    )
     table = pa.table(
         [
             np.full(len(time), rank, np.int64),
@@ -244,8 +268,10 @@ def _rank_tables(
             pa.array(np.full(len(time), bw), from_pandas=True),
             pa.array(bound, pa.string()),
             pa.array(roof, from_pandas=True),
-            pa.array(_ratio(roof, time.astype(np.float64)) * 100, from_pandas=True),
+            pa.array(pct, from_pandas=True),
             pa.array(time - roof, from_pandas=True),
+            uncertain,
+            pa.array(why, pa.string()),
             s["example"].astype(np.int64),
         ],
         schema=SCHEMA,
@@ -269,6 +295,28 @@ def _rank_tables(
     kr = np.bincount(inv, weights=np.nan_to_num(k_roof), minlength=nk)
     if device is None:
         kr = np.full(nk, np.nan)
+    k_pct = _ratio(kr, k_time) * 100
+    k_count = np.bincount(inv, minlength=nk).astype(np.float64)
+    k_assumed = np.bincount(inv, weights=cg.uncertain[ev_group], minlength=nk) > 0
+    k_bound = np.where(
+        np.bincount(inv, weights=k_bytes / bw if bw == bw else 0 * k_bytes, minlength=nk)
+        >= np.bincount(inv, weights=np.nan_to_num(_ratio(k_flops, peak[ev_group])), minlength=nk),
+        "memory",
+        "compute",
+    )
+    k_uncertain, k_why = uncertain_rows(
+        k_pct,
+        k_bound.tolist(),
+        _ratio(kb, k_count),
+        _ratio(k_time, k_count),
+        [
+            "an operator it ran for is costed on an assumption (see the operator rows)"
+            if a
+            else None
+            for a in k_assumed
+        ],
+        device,
+    )
     kernels = pa.table(
         [
             np.full(nk, rank, np.int64),
@@ -281,7 +329,9 @@ def _rank_tables(
             pa.array(_ratio(kb, k_time / 1e9), from_pandas=True),
             pa.array(_ratio(kf, kb), from_pandas=True),
             pa.array(kr, from_pandas=True),
-            pa.array(_ratio(kr, k_time) * 100, from_pandas=True),
+            pa.array(k_pct, from_pandas=True),
+            k_uncertain,
+            pa.array(k_why, pa.string()),
         ],
         schema=KERNEL_SCHEMA,
     )

@@ -23,6 +23,8 @@ class Cost:
     bytes         bytes one call must move to and from device memory at least
     precision     the math precision it runs in ("fp32", "bf16", ...): a device peak's key
     matrix        True when the work runs on matrix units (tensor cores) where the device has them
+    assumed       what the model had to assume that changes the answer (OpCall.assume): the
+                  row is `uncertain` where this is not empty
     """
 
     family: str
@@ -30,6 +32,7 @@ class Cost:
     bytes: float
     precision: str
     matrix: bool = False
+    assumed: tuple[str, ...] = ()
 
 
 Model = Callable[[OpCall], Cost]

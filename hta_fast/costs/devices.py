@@ -32,6 +32,9 @@ class Device:
     launch_floor_ns the shortest time a kernel takes on it whatever its work (launch and
                     teardown), where measured on a trace recorded there (None: unknown);
                     kernel prediction moves the latency part of a kernel's time to it
+    cache_mb        the last-level cache in front of device memory, MB (L2; AMD's Infinity
+                    Cache), where a source gives it: data held there moves without memory
+                    traffic, so a memory-bound call may beat memory_gbps by that much
     stands_in       where the table has no figures of this device's own: which entry's
                     figures price it and why (None: its own figures)
     """
@@ -43,6 +46,7 @@ class Device:
     source: str
     provenance: Optional[Mapping[str, str]] = None
     launch_floor_ns: Optional[float] = None
+    cache_mb: Optional[float] = None
     # set on an entry whose figures are another entry's: why that one stands in for it
     stands_in: Optional[str] = None
 
@@ -252,7 +256,11 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
     if unknown:
         raise ValueError(f"device {r['key']!r}: unknown precision(s) {sorted(unknown)}")
     provenance = {str(k): str(v) for k, v in r.get("provenance", {}).items()}
-    unknown = set(provenance) - set(PRECISIONS) - {"memory_gbps", "launch_floor_ns"}
+    if r.get("cache_mb") is not None:
+        if not r.get("cache_source"):
+            raise ValueError(f"device {r['key']!r}: cache_mb without its cache_source")
+        provenance["cache_mb"] = str(r["cache_source"])
+    unknown = set(provenance) - set(PRECISIONS) - {"memory_gbps", "launch_floor_ns", "cache_mb"}
     if unknown:
         raise ValueError(f"device {r['key']!r}: provenance of unknown figure(s) {sorted(unknown)}")
     dev = Device(
@@ -263,6 +271,7 @@ def _entry(r: Mapping[str, Any]) -> _Entry:
         source=str(r.get("source", "")),
         provenance=provenance,
         launch_floor_ns=None if r.get("launch_floor_ns") is None else float(r["launch_floor_ns"]),
+        cache_mb=None if r.get("cache_mb") is None else float(r["cache_mb"]),
     )
     return _Entry(
         dev,

@@ -9,6 +9,7 @@ is counted, never dropped.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import numpy as np
@@ -26,6 +27,12 @@ COST_SCHEMA = pa.schema(
         pa.field("precision", pa.string()),
         pa.field("matrix", pa.bool_()),
         pa.field("no_model", pa.string()),
+        pa.field(
+            "uncertain",
+            pa.bool_(),
+            metadata={"description": "the model assumed something the trace does not record"},
+        ),
+        pa.field("uncertain_why", pa.string()),
     ]
 )
 
@@ -36,17 +43,22 @@ def cost_of(
     types: Optional[str],
     concrete: Optional[str] = None,
     extra: Optional[dict] = None,
+    strides: Optional[str] = None,
 ) -> Cost | str:
     """The Cost of one call, or the reason there is none (a string). `extra`: what other
     operators of the trace tell about this one (op_costs finds it: an FBGEMM lookup's
-    output width from its autograd node, see models.fbgemm.tbe_widths)."""
+    output width from its autograd node, see models.fbgemm.tbe_widths); `strides`: the
+    Input Strides text (an expanded input is read once)."""
     fn = lookup(name)
     if fn is None:
         return "no model for this operator"
     try:
-        call = OpCall.parse(name, dims, types, concrete)
+        call = OpCall.parse(name, dims, types, concrete, strides)
         call.extra = extra
-        return fn(call)
+        cost = fn(call)
+        if call.assumed:
+            cost = dataclasses.replace(cost, assumed=(*cost.assumed, *call.assumed))
+        return cost
     except NoModel as e:
         return str(e)
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as e:
@@ -61,20 +73,34 @@ def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     their shapes, {(rank, name, dims, types, concrete): extra} (rank 0 without a rank
     column; model.cat_sizes.cat_extras)."""
     cols = [table[c].to_pylist() for c in ("name", "input_dims", "input_type", "concrete_inputs")]
+    strides = (
+        table["input_strides"].to_pylist()
+        if "input_strides" in table.column_names
+        else [None] * table.num_rows
+    )
     ranks = table["rank"].to_pylist() if "rank" in table.column_names else [0] * table.num_rows
     extras = {**(extras or {}), **_extras(ranks, cols)}
     memo: dict = {}
     out: dict[str, list] = {f.name: [] for f in COST_SCHEMA}
-    for rank, key in zip(ranks, zip(*cols)):
+    for rank, key, st in zip(ranks, zip(*cols), strides):
         extra = extras.get((rank, *key))
-        mkey = key if extra is None else (rank, *key)
+        mkey = (*key, st) if extra is None else (rank, *key, st)
         c = memo.get(mkey)
         if c is None:
-            c = memo[mkey] = cost_of(key[0], key[1], key[2], key[3], extra=extra)
+            c = memo[mkey] = cost_of(key[0], key[1], key[2], key[3], extra=extra, strides=st)
         values: tuple[Any, ...] = (
-            (c.family, c.flops, c.bytes, c.precision, c.matrix, None)
+            (
+                c.family,
+                c.flops,
+                c.bytes,
+                c.precision,
+                c.matrix,
+                None,
+                bool(c.assumed),
+                "; ".join(c.assumed) or None,
+            )
             if isinstance(c, Cost)
-            else (None, None, None, None, None, c)
+            else (None, None, None, None, None, c, None, None)
         )
         for f, v in zip(COST_SCHEMA.names, values):
             out[f].append(v)

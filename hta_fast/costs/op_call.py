@@ -25,18 +25,37 @@ class OpCall:
     # what other operators of the trace tell about this call (flops_fbgemm: a lookup's
     # output width read from its autograd node); None when nothing
     extra: Optional[dict] = None
+    # per input: its strides where the profiler recorded them (Input Strides), else []
+    strides: list = dataclasses.field(default_factory=list)
+    # what a model had to assume that changes its answer (each a sentence; see assume)
+    assumed: list = dataclasses.field(default_factory=list)
 
     @staticmethod
     def parse(
-        name: str, dims_text: Optional[str], types_text: Optional[str], concrete_text: Optional[str]
+        name: str,
+        dims_text: Optional[str],
+        types_text: Optional[str],
+        concrete_text: Optional[str],
+        strides_text: Optional[str] = None,
     ) -> "OpCall":
-        """Raises NoModel when the shapes are missing or not JSON lists."""
+        """Raises NoModel when the shapes are missing or not JSON lists. Strides that are not
+        a JSON list are left out (they refine the bytes; they are not needed)."""
         if dims_text is None:
             raise NoModel("no input shapes recorded (record_shapes off)")
         dims = _json_list(dims_text, "Input Dims")
         types = _json_list(types_text, "Input type") if types_text is not None else []
         concrete = _json_list(concrete_text, "Concrete Inputs") if concrete_text is not None else []
-        return OpCall(name, dims, types, concrete)
+        try:
+            strides = _json_list(strides_text, "Input Strides") if strides_text else []
+        except NoModel:
+            strides = []
+        return OpCall(name, dims, types, concrete, strides=strides)
+
+    def assume(self, what: str) -> None:
+        """Record an assumption the model made that changes its answer: the row is then
+        `uncertain`, with these sentences as `uncertain_why`."""
+        if what not in self.assumed:
+            self.assumed.append(what)
 
     # --- inputs ---------------------------------------------------------------------
     def shape(self, i: int) -> list[int]:
@@ -73,7 +92,20 @@ class OpCall:
         return size
 
     def nbytes(self, i: int) -> int:
-        return self.numel(i) * self.itemsize(i)
+        """Bytes input i occupies: its distinct elements (a dimension of stride 0, an
+        expanded or broadcast view, repeats one element: counted once) times its size."""
+        return self.distinct(i) * self.itemsize(i)
+
+    def distinct(self, i: int) -> int:
+        """Input i's elements in memory: numel, less the repeats of stride-0 dimensions
+        where Input Strides records them."""
+        shape = self.shape(i)
+        st = self.strides[i] if i < len(self.strides) else None
+        if not (isinstance(st, list) and len(st) == len(shape)):
+            return math.prod(shape)
+        if not all(isinstance(x, int) for x in st):
+            return math.prod(shape)
+        return math.prod(d for d, x in zip(shape, st) if x != 0)
 
     def tensor_inputs(self) -> list[int]:
         """Indices of inputs that are plain tensors (a shape and a known dtype)."""
@@ -139,12 +171,18 @@ class OpCall:
             v = v[1:-1]
         return v or None
 
-    def int_list(self, i: int, length: int, default: Optional[int] = None) -> list[int]:
-        """A concrete int or int list input spread to `length` values (stride=2 -> [2, 2])."""
+    def int_list(
+        self, i: int, length: int, default: Optional[int] = None, what: str = ""
+    ) -> list[int]:
+        """A concrete int or int list input spread to `length` values (stride=2 -> [2, 2]).
+        Where it is not recorded, `default` stands in, and with `what` (the argument's
+        name) that is recorded as an assumption."""
         v = self.value(i)
         if v is None:
             if default is None:
                 raise NoModel(f"concrete input {i} not recorded")
+            if what:
+                self.assume(f"{what} not recorded (no Concrete Inputs): {default} assumed")
             return [default] * length
         if isinstance(v, int) and not isinstance(v, bool):
             return [v] * length

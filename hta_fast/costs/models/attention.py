@@ -122,6 +122,11 @@ def native_mha(call: OpCall) -> Cost:
         raise NoModel(f"multi-head attention of query {call.shape(0)} and key {call.shape(1)}")
     b, L, e = q
     S = k[1]
+    if call.has_tensor(9):
+        call.assume(
+            "a mask is given: where it pads sequences, the fast path skips the padded "
+            "positions, which the FLOPs count as computed (the mask's values are not recorded)"
+        )
     flops = 2.0 * e * e * (2 * b * L + 2 * b * S) + b * e * (2 * L + 2 * S)
     flops += attention_flops(b, 1, L * S, e, e)
     size = call.itemsize(0)

@@ -69,9 +69,10 @@ def conv_forward(call: OpCall) -> Cost:
     kernel = w[2:]
     if call.value(i_stride) is None and any(k > 1 for k in kernel):
         raise NoModel("stride/padding not recorded (Concrete Inputs missing)")
-    stride, pad = call.int_list(i_stride, nd, 1), call.int_list(i_pad, nd, 0)
-    dil = call.int_list(i_dil, nd, 1)
-    groups = call.int_list(i_groups, 1, 1)[0]
+    stride = call.int_list(i_stride, nd, 1, what="stride")
+    pad = call.int_list(i_pad, nd, 0, what="padding")
+    dil = call.int_list(i_dil, nd, 1, what="dilation")
+    groups = call.int_list(i_groups, 1, 1, what="groups")[0]
     if transposed:
         # weight: C_in x K/groups x kernel; each input element scatters into K/g x kernel
         out = [

@@ -3,7 +3,7 @@
 The cost of a lookup is the rows it touches, not the table's size: rows = the index
 tensor's elements (for embedding_bag, the bags are given by `offsets`; bags = offsets'
 length, less one with include_last_offset). Bytes: indices and offsets read, D-wide rows
-read from the table, the output written (a row per index for embedding, a row per bag for
+read from the table (no more rows than it holds: a row looked up again comes from cache), the output written (a row per index for embedding, a row per bag for
 embedding_bag). FLOPs: embedding none; embedding_bag one add per looked-up element (two
 with per-sample weights). Backward: the output gradient read and a row per index scattered
 (read-modify-write) into the weight gradient.
@@ -27,9 +27,9 @@ def _table(call: OpCall, i: int = 0) -> tuple[int, int, int]:
 
 @model("aten::embedding")
 def embedding(call: OpCall) -> Cost:
-    _, d, size = _table(call)
+    n, d, size = _table(call)
     rows = call.numel(1)
-    nbytes = call.nbytes(1) + 2 * rows * d * size
+    nbytes = call.nbytes(1) + (min(rows, n) + rows) * d * size
     return Cost("embedding", 0.0, float(nbytes), dtypes.precision(call.dtype(0)) or "fp32")
 
 
@@ -48,7 +48,7 @@ def embedding_backward(call: OpCall) -> Cost:
 def embedding_bag(call: OpCall) -> Cost:
     """(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
     include_last_offset, padding_idx); 2-D indices are fixed-size bags without offsets."""
-    _, d, size = _table(call)
+    n, d, size = _table(call)
     idx = call.shape(1)
     rows = math.prod(idx)
     if len(idx) == 2:
@@ -57,7 +57,7 @@ def embedding_bag(call: OpCall) -> Cost:
         offsets = call.shape(2)
         bags = offsets[0] - (1 if call.value(7) is True else 0) if offsets else 0
     weighted = call.has_tensor(6)
-    nbytes = call.nbytes(1) + rows * d * size + bags * d * size
+    nbytes = call.nbytes(1) + min(rows, n) * d * size + bags * d * size
     if call.has_tensor(2):
         nbytes += call.nbytes(2)
     if weighted:

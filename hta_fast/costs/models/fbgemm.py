@@ -13,9 +13,10 @@ which the backward pass records with the output's gradient, [B, total_D], as its
 (tbe_widths pairs the two, see there). With neither, the lookup has no model and says why.
 
 Costs (the least traffic, as for aten's embedding_bag):
-* lookup: indices, offsets (and per-sample weights) read, rows x D weights read, B x total_D
-  written, where D = total_D / T: exact when the tables share one width, their mean
-  otherwise (the rows each table contributes are not recorded). FLOPs: rows x D adds (2x
+* lookup: indices, offsets (and per-sample weights) read, rows x D weights read (no more
+  than the tables hold: a row looked up again is read from cache), B x total_D written,
+  where D = total_D / T: exact when the tables share one width, their mean otherwise (the
+  rows each table contributes are not recorded: the row is then `uncertain`). FLOPs: rows x D adds (2x
   with per-sample weights).
 * backward (the autograd node, whose kernels compute the gradient and apply the optimizer
   in place): the gradient, indices and offsets read, each looked-up row of the table read
@@ -159,7 +160,14 @@ def tbe_lookup(call: OpCall) -> Cost:
         raise NoModel("pooling mode NONE (sequence embeddings) not modelled")
     total_d, out_size = _width(call, lk)
     d = total_d / lk.tables
-    nbytes = lk.read_bytes + lk.rows * d * lk.weight_size + lk.batch * total_d * out_size
+    if total_d % lk.tables:
+        call.assume(
+            f"the {lk.tables} tables' widths differ (total_D {total_d}): their mean is "
+            "taken for every looked-up row"
+        )
+    # no more distinct weights are read than the tables hold; repeated rows come from cache
+    rows_read = min(lk.rows * d, float(lk.weights)) if lk.weights else lk.rows * d
+    nbytes = lk.read_bytes + rows_read * lk.weight_size + lk.batch * total_d * out_size
     return Cost("embedding", lk.rows * d * (2 if lk.weighted else 1), float(nbytes), lk.precision)
 
 

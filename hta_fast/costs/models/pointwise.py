@@ -5,8 +5,11 @@ elements times a per-operator count (1 unless listed in FLOPS_PER_ELEMENT; a tra
 function counts 1, as these operators are bound by memory, not math); bytes are every tensor
 input read once plus the output written once. Reductions: FLOPs are the input's elements;
 bytes the input plus the output when its size is known (the reduced dims recorded), else the
-input alone. Copies and casts: source read and destination written, each in its own dtype;
-no FLOPs; gather and index_select read and write the selected elements (plus the index),
+input alone. An `out=` tensor (one input past the operator's own, shaped as the output) is
+written, not read. Copies and casts: source read and destination written, each in its own
+dtype, with the source's precision; no FLOPs; gather and index_select read the index and
+the selected elements (no more than the source holds: a repeated index reads cache) and
+write them,
 repeat reads its input and writes the repeated output, _foreach_copy_ copies its list.
 In-place random fills (normal_, uniform_, ...) write every element, one FLOP each. vLLM's
 gated activations (`_C::silu_and_mul`, ...: out [..., d] from input [..., 2 d]) 2 FLOPs an
@@ -75,17 +78,58 @@ def _float_inputs(call: OpCall) -> list[int]:
     return [i for i in call.tensor_inputs() if dtypes.precision(call.dtype(i)) is not None]
 
 
+def _prec(call: OpCall, i: int) -> str:
+    """Input i's math precision, FP32 where its dtype has none (an integer or bool)."""
+    return dtypes.precision(call.dtype(i)) or "fp32"
+
+
+# Inputs of each operator's functional form where that is not 1 (unary) or 2 (binary):
+# an input past these, a tensor of the output's shape, is the out= tensor (written, never
+# read). aten's schemas: add(self, other, alpha), clamp(self, min, max), where(condition,
+# self, other), addcmul(self, tensor1, tensor2, value), elu_backward(grad_output, alpha,
+# scale, input_scale, is_result, self_or_result), ...
+ARITY = {
+    **dict.fromkeys("gelu leaky_relu celu glu clamp_min clamp_max round".split(), 2),
+    **dict.fromkeys("clamp hardtanh softplus threshold".split(), 3),
+    **dict.fromkeys("elu nan_to_num".split(), 4),
+    **dict.fromkeys(
+        "add sub rsub masked_fill where lerp threshold_backward gelu_backward".split(), 3
+    ),
+    **dict.fromkeys(
+        "addcmul addcdiv hardtanh_backward leaky_relu_backward softplus_backward".split(), 4
+    ),
+    "elu_backward": 6,
+}
+
+
+def _out_tensor(call: OpCall, base: str) -> int | None:
+    """The index of an out= tensor: one input past the functional form's, a tensor shaped
+    as the others broadcast (aten::mul(self, other, out) records three inputs)."""
+    n = len(call.dims)
+    arity = ARITY.get(base, 1 if base in UNARY else 2)
+    if n != arity + 1 or not call.has_tensor(n - 1):
+        return None
+    operands = [i for i in call.tensor_inputs() if i < n - 1]
+    if not operands or call.shape(n - 1) != _broadcast([call.shape(i) for i in operands]):
+        return None
+    return n - 1
+
+
 @model(*[f"aten::{n}" for n in UNARY + BINARY])
 def elementwise(call: OpCall) -> Cost:
-    tensors = call.tensor_inputs()
+    """Every input read once and the output written once; an out= tensor is the output,
+    written only; an in-place form reads and writes its first input."""
+    base = call.name.split("::")[-1].rstrip("_")
+    out_at = _out_tensor(call, base)
+    tensors = [i for i in call.tensor_inputs() if i != out_at]
     if not tensors:
         raise NoModel("no tensor input with a shape and dtype")
     out = math.prod(_broadcast([call.shape(i) for i in tensors]))
-    base = call.name.split("::")[-1].rstrip("_")
     flops = float(out * FLOPS_PER_ELEMENT.get(base, 1))
     main = (_float_inputs(call) or tensors)[0]
-    nbytes = sum(call.nbytes(i) for i in tensors) + out * call.itemsize(main)
-    return Cost("elementwise", flops, float(nbytes), dtypes.precision(call.dtype(main)) or "fp32")
+    written = call.itemsize(out_at) if out_at is not None else call.itemsize(main)
+    nbytes = sum(call.nbytes(i) for i in tensors) + out * written
+    return Cost("elementwise", flops, float(nbytes), _prec(call, main))
 
 
 @model(
@@ -153,7 +197,7 @@ def scan(call: OpCall) -> Cost:
 @model("aten::copy_")
 def copy(call: OpCall) -> Cost:
     """copy_(dst, src): read src, write dst, each in its own dtype (a cast when they differ)."""
-    return Cost("copy", 0.0, float(call.nbytes(0) + call.nbytes(1)), "fp32")
+    return Cost("copy", 0.0, float(call.nbytes(0) + call.nbytes(1)), _prec(call, 1))
 
 
 @model("aten::_to_copy", "aten::clone")
@@ -167,7 +211,7 @@ def to_copy(call: OpCall) -> Cost:
         else None
     )
     out_size = cast or call.itemsize(0)
-    return Cost("copy", 0.0, float(call.nbytes(0) + call.numel(0) * out_size), "fp32")
+    return Cost("copy", 0.0, float(call.nbytes(0) + call.numel(0) * out_size), _prec(call, 0))
 
 
 @model("aten::cat", "aten::stack", "aten::_cat", "aten::cat_out", "aten::_cat_out")
@@ -195,6 +239,12 @@ def concatenate(call: OpCall) -> Cost:
     if call.dtype(0) == "TensorList" and call.dims and call.dims[0] == []:
         tied = (call.extra or {}).get("out_bytes")
         if tied is not None:  # from the calls' CatBackward0 nodes (model.cat_sizes)
+            extra = call.extra or {}
+            call.assume(
+                "the list's sizes are not recorded: the mean output of the "
+                f"{extra.get('tied', '?')} of {extra.get('calls', '?')} calls tied to "
+                "CatBackward0 nodes stands for every call of the group"
+            )
             return Cost("copy", 0.0, float(2 * tied), "fp32")
         raise NoModel(
             "TensorList shapes not recorded (this profiler writes [] for a list of "
@@ -226,23 +276,28 @@ def random_fill(call: OpCall) -> Cost:
 
 @model("aten::gather")
 def gather(call: OpCall) -> Cost:
-    """gather(self, dim, index, sparse_grad[, out]): one element of self read and one
-    written per index."""
+    """gather(self, dim, index, sparse_grad[, out]): the index read, one element of self
+    read per index (no more than self holds: repeated indices read it again from cache),
+    one written per index."""
     n = call.numel(2)
-    return Cost("copy", 0.0, float(call.nbytes(2) + 2 * n * call.itemsize(0)), "fp32")
+    size = call.itemsize(0)
+    read = min(n, call.distinct(0)) * size
+    return Cost("copy", 0.0, float(call.nbytes(2) + read + n * size), _prec(call, 0))
 
 
 @model("aten::index_select")
 def index_select(call: OpCall) -> Cost:
     """index_select(self, dim, index): self with dimension `dim` cut to the index's length,
-    read (the selected slices) and written."""
+    read (the selected slices, no more than self holds) and written."""
     x = call.shape(0)
     dim = call.value(1)
     if not isinstance(dim, int) or isinstance(dim, bool) or not x:
         raise NoModel("dim not recorded (Concrete Inputs missing)")
     d = dim % len(x)
     out = math.prod(x[:d] + [call.numel(2)] + x[d + 1 :])
-    return Cost("copy", 0.0, float(call.nbytes(2) + 2 * out * call.itemsize(0)), "fp32")
+    size = call.itemsize(0)
+    read = min(out, call.distinct(0)) * size
+    return Cost("copy", 0.0, float(call.nbytes(2) + read + out * size), _prec(call, 0))
 
 
 @model("aten::repeat")
