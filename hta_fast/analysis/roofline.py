@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..costs.cat_sizes import cat_extras
 from ..costs.above_peak import uncertain_rows
+from ..costs.cat_sizes import cat_extras
 from ..costs.devices import Device, DeviceTable, trace_device, trace_device_note
 from ..costs.flops import op_costs
 from ..frame import select
