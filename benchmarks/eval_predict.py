@@ -28,6 +28,11 @@ compared: such a key stands for every call site of the operator, not for one wor
 workload recorded on that GPU (B itself would be fitted on the answer, and is refused).
 --steps-from sets both traces' steps from another source (hta_fast.frame.steps_from), as on
 the other evaluators; the groups compared are the whole traces' either way.
+
+Then, kernel time per step (hta_fast.model.predict_check.kernel_time_errors): per family and
+in all, B's measured GPU kernel time per step and the relative error of the default
+prediction, of the kernel model in every family (no ratio fallback), of no change and of
+the one-ratio baseline.
 """
 
 from __future__ import annotations
@@ -199,9 +204,52 @@ def main() -> None:
         "spec: A x the two devices' roofline ratio (bandwidth ratio without a roofline); "
         "fit on B: the best single ratio per family, fitted on B (an oracle, not a prediction)"
     )
+    kernel_time = _kernel_time(a, b, args.devices_file)
     print(
-        json.dumps({"a": dev_a.key, "b": dev_b.key, "device_floor_ns": floor_b, "families": rows})
+        json.dumps(
+            {
+                "a": dev_a.key,
+                "b": dev_b.key,
+                "device_floor_ns": floor_b,
+                "families": rows,
+                "kernel_time": kernel_time,
+            }
+        )
     )
+
+
+def _kernel_time(a, b, devices_file) -> dict:
+    """Prints and returns, per family and in all, B's GPU kernel time per step and the
+    relative error of: the default prediction, the kernel model in every family, no change,
+    and the one-ratio baseline (hta_fast.model.predict_check)."""
+    from hta_fast.model.predict_check import kernel_time_errors
+
+    default = kernel_time_errors(a, b, devices_file=devices_file).to_pylist()
+    model = {
+        r["family"]: r
+        for r in kernel_time_errors(a, b, ratio_families=(), devices_file=devices_file).to_pylist()
+    }
+    print("kernel time per step (default: the model, and the ratio for RATIO_FAMILIES)")
+    print(f"{'family':<28}{'B ms':>10}{'default':>9}{'model':>9}{'no change':>11}{'ratio':>9}")
+    out = {}
+    for r in default:
+        m = model.get(r["family"], r)
+
+        def pct(x):
+            return "-" if x is None else f"{x:.1%}"
+
+        print(
+            f"{r['family']:<28}{r['measured_b'] / 1e6:>10.3f}{pct(r['model_error']):>9}"
+            f"{pct(m['model_error']):>9}{pct(r['no_change_error']):>11}{pct(r['ratio_error']):>9}"
+        )
+        out[r["family"]] = {
+            "measured_b_ms": round(r["measured_b"] / 1e6, 4),
+            "default_error": r["model_error"],
+            "model_error": m["model_error"],
+            "no_change_error": r["no_change_error"],
+            "ratio_error": r["ratio_error"],
+        }
+    return out
 
 
 if __name__ == "__main__":

@@ -187,3 +187,62 @@ def test_falconsai_beats_no_change_with_the_target_floor(src, dst, floor_from, m
     r = _eval(*_pair(FALCON, src, dst), "--device-floor-from", str(floor_from))
     assert r["gm_error"] <= measured + 0.01
     assert r["gm_error"] < r["gm_error_no_model"]
+
+
+# --- kernel time per step on the GPU-swap pairs: the model against the one-ratio baseline ----
+SWAP = ("Qwen_Qwen1.5-0.5B-Chat", "Falconsai_nsfw_image_detection")
+NOT_FAMILIES = {"(all)", "(communication)", "(host transfer)", "(graph replay, no capture)"}
+
+
+def _directions():
+    from hta_fast import load
+
+    folder = TRACES_DIR / "pairs/gpu_swap"
+    for name in SWAP:
+        h100, mi300x = (load(str(folder / f"{name}.{d}.json.gz")) for d in ("h100", "mi300x"))
+        yield f"{name} H100->MI300X", h100, mi300x
+        yield f"{name} MI300X->H100", mi300x, h100
+
+
+@pytest.mark.slow
+def test_the_ratio_families_are_those_the_model_loses_on_and_the_default_beats_the_ratio():
+    """Per family, the kernel model's summed error over the four directions against the
+    ratio's decides RATIO_FAMILIES; with them, the default prediction's kernel time per
+    step is no further from B's than the ratio's, in every direction."""
+    from hta_fast.model.predict import RATIO_FAMILIES
+    from hta_fast.model.predict_check import kernel_time_errors
+
+    model, ratio = {}, {}
+    for label, a, b in _directions():
+        raw = kernel_time_errors(a, b, ratio_families=()).to_pylist()
+        for row in raw:
+            if row["family"] in NOT_FAMILIES or row["model_error"] is None:
+                continue
+            model[row["family"]] = model.get(row["family"], 0.0) + row["model_error"]
+            ratio[row["family"]] = ratio.get(row["family"], 0.0) + row["ratio_error"]
+        total = kernel_time_errors(a, b).to_pylist()[-1]
+        assert total["family"] == "(all)"
+        assert total["model_error"] <= total["ratio_error"], (label, total)
+    losing = {f for f in model if model[f] > ratio[f]}
+    assert losing == set(RATIO_FAMILIES), {f: (model[f], ratio[f]) for f in model}
+
+
+def test_replayed_work_without_its_capture_is_scaled_by_the_bandwidth_ratio():
+    """A graph replay with no capture recorded: its kernels count for the graph launch's
+    operators, which say nothing of their shapes, so the prediction scales them by the two
+    devices' memory bandwidths, and a note says so."""
+    from synthetic_traces import KinetoBuilder
+
+    from hta_fast.costs.devices import DeviceTable
+
+    b = KinetoBuilder()  # an A100-SXM4-80GB
+    b.step(0, 0, 1000)
+    b.cpu_op("CompiledRegion", 0, 100)
+    b.graph_launch(10, [("k0", 100, 40.0), ("k1", 150, 60.0)])
+    res = predict(b.load(), "H100-SXM")
+    ev = res["events"].to_pylist()
+    table = DeviceTable.load()
+    ratio = table.get("A100-SXM4-80GB").memory_gbps / table.get("H100-SXM").memory_gbps
+    assert [e["family"] for e in ev] == ["(graph replay, no capture)"] * 2
+    assert [e["predicted"] for e in ev] == pytest.approx([40_000 * ratio, 60_000 * ratio])
+    assert any("matched no capture" in n for n in res.notes)

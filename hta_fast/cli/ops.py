@@ -152,6 +152,7 @@ def coverage_notes(
 @_with_devices_file
 @click.option("--device", required=True, help="The GPU to predict for (device table key or name).")
 @click.option("--source-device", help="The trace's own GPU, when its header does not name it.")
+@capture_option
 @click.pass_obj
 def predict_command(
     opts: Options,
@@ -166,14 +167,18 @@ def predict_command(
     steps_from: str,
     device: str,
     source_device: Optional[str],
+    capture: Optional[str],
 ) -> None:
     """GPU time of each operator family predicted on another GPU from this trace's kernels
-    (roofline with efficiency curves fitted from the trace; see docs/ops.md for its error)."""
+    (roofline with efficiency curves fitted from the trace; the ratio of the devices' peaks
+    where that does better; see docs/ops.md for its error). Graph-replayed kernels follow
+    their capturing operators given --capture, else the bandwidth ratio."""
     from ..model.predict import predict
 
     check_format(fmt, out_dir)
     asked = selection(ranks, steps)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
+    traces = with_capture_file(traces, capture, opts, recover)
     sel = asked.of(traces)
     try:
         result = predict(
