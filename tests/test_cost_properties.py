@@ -209,3 +209,26 @@ def test_a_masked_native_mha_is_uncertain():
     masked = _cost("aten::_native_multi_head_attention", dims + [[2, 16]], types + ["bool"])
     assert not plain.assumed and masked.flops == plain.flops
     assert "mask" in masked.assumed[0]
+
+
+def test_scatters_move_the_places_they_write():
+    # scatter_add_(self [100, 8], 0, index [10, 8], src [10, 8]): 80 places read and written,
+    # 80 source elements and the index read
+    c = _cost(
+        "aten::scatter_add_",
+        [[100, 8], [], [10, 8], [10, 8]],
+        ["float", "Scalar", "long int", "float"],
+    )
+    assert c.bytes == 80 * 8 + 80 * 4 * 3 and c.flops == 80
+    # the out-of-place form copies self first
+    c = _cost(
+        "aten::scatter", [[100, 8], [], [10, 8], [10, 8]], ["float", "Scalar", "long int", "float"]
+    )
+    assert c.bytes == 80 * 8 + 80 * 4 * 2 + 2 * 800 * 4 and c.flops == 0
+    # index_add_(self [100, 8], 0, index [10], source [10, 8]): 10 rows of 8 accumulated
+    c = _cost(
+        "aten::index_add_",
+        [[100, 8], [], [10], [10, 8], []],
+        ["c10::Half", "Scalar", "long int", "c10::Half", "Scalar"],
+    )
+    assert c.bytes == 10 * 8 + 80 * 2 * 3 and c.precision == "fp16"

@@ -9,7 +9,8 @@ input alone. An `out=` tensor (one input past the operator's own, shaped as the 
 written, not read. Copies and casts: source read and destination written, each in its own
 dtype, with the source's precision; no FLOPs; gather and index_select read the index and
 the selected elements (no more than the source holds: a repeated index reads cache) and
-write them,
+write them; scatters (scatter, scatter_add, scatter_reduce, index_add, index_copy) read the
+index and a source element per place written, and read too where they accumulate,
 repeat reads its input and writes the repeated output, _foreach_copy_ copies its list.
 In-place random fills (normal_, uniform_, ...) write every element, one FLOP each. vLLM's
 gated activations (`_C::silu_and_mul`, ...: out [..., d] from input [..., 2 d]) 2 FLOPs an
@@ -331,3 +332,31 @@ def gated_activation(call: OpCall) -> Cost:
     n = math.prod(out)
     p = dtypes.precision(call.dtype(1)) or "fp32"
     return Cost("elementwise", float(2 * n), float(call.nbytes(1) + call.nbytes(0)), p)
+
+
+@model(
+    "aten::scatter",
+    "aten::scatter_add",
+    "aten::scatter_reduce",
+    "aten::index_add",
+    "aten::index_copy",
+)
+def scatter(call: OpCall) -> Cost:
+    """scatter(self, dim, index, src|value, ...), index_add(self, dim, index, source, ...):
+    one element of the source (or a slice, for index_add/index_copy: the source's size)
+    read per place written, the index read, and that many elements of self written (read
+    too where they accumulate: scatter_add, scatter_reduce, index_add). The out-of-place
+    forms first copy self (read and written); the in-place forms (`_`) do not."""
+    base = call.name.split("::")[-1]
+    in_place = base.endswith("_")
+    base = base.rstrip("_")
+    size = call.itemsize(0)
+    if base in ("index_add", "index_copy"):
+        n = call.numel(3)
+    else:
+        n = call.numel(2)
+    accumulates = base in ("scatter_add", "scatter_reduce", "index_add")
+    nbytes = call.nbytes(2) + n * size * (3 if accumulates else 2)
+    if not in_place:
+        nbytes += 2 * call.nbytes(0)
+    return Cost("copy", float(n if accumulates else 0), float(nbytes), _prec(call, 0))
