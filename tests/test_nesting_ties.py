@@ -84,3 +84,52 @@ def test_a_zero_length_op_still_holds_its_launch_without_external_ids():
         ]
     )
     assert _parents(t) == {"op": None, "launch": "op"}
+
+
+def test_a_zero_length_launch_at_its_inner_ops_start_goes_to_the_op_its_id_names():
+    """aten::matmul (External id 1) launches at the microsecond its aten::mm (id 2) starts;
+    the launch's id names matmul: its kernel counts for matmul, not mm. A launch with mm's
+    id at that instant, and one of matmul's a microsecond later inside mm, nest by time as
+    before (the id agrees, or the instant is not a tie)."""
+    t = _load(
+        [
+            _x("aten::matmul", "cpu_op", 10, 50, ext=1),
+            _x("aten::mm", "cpu_op", 20, 30, ext=2),
+            _x("launch_matmul", "cuda_runtime", 20, 0, ext=1, correlation=1),
+            _x("launch_mm", "cuda_runtime", 20, 0, ext=2, correlation=2),
+            _x("launch_later", "cuda_runtime", 21, 0, ext=1, correlation=3),
+        ]
+    )
+    assert _parents(t) == {
+        "aten::matmul": None,
+        "aten::mm": "aten::matmul",
+        "launch_matmul": "aten::matmul",
+        "launch_mm": "aten::mm",
+        "launch_later": "aten::mm",
+    }
+
+
+def test_the_op_table_charges_the_tied_launchs_kernel_to_the_op_its_id_names():
+    from hta_fast.analysis.op_table import op_table
+
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "gemm",
+        "pid": 0,
+        "tid": 7,
+        "ts": 30,
+        "dur": 8,
+        "args": {"correlation": 1, "stream": 7, "device": 0, "External id": 1},
+    }
+    t = _load(
+        [
+            _x("aten::matmul", "cpu_op", 10, 50, ext=1),
+            _x("aten::mm", "cpu_op", 20, 30, ext=2),
+            _x("cudaLaunchKernel", "cuda_runtime", 20, 0, ext=1, correlation=1),
+            kernel,
+        ]
+    )
+    rows = {r["name"]: r for r in op_table(t)["by_name"].to_pylist()}
+    assert rows["aten::matmul"]["self_gpu_time_sum"] == 8_000
+    assert rows["aten::mm"]["gpu_time_sum"] == 0

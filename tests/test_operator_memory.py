@@ -221,3 +221,27 @@ def test_hip_memory_the_plugin_drops():
     assert rows and {d for d, _ in rows} == {"GPU0"}
     devices = operator_memory(hta_fast.load(path)).tables["devices"].to_pylist()
     assert devices[0]["events"] == 620
+
+
+def test_a_trace_of_memory_rows_only_still_gives_its_curve():
+    """A trace whose only events are [memory] instants (no operator at all): no operator
+    rows, but the memory curve, the devices' totals and the allocations come out."""
+    import json
+
+    import hta_fast
+    from hta_fast.analysis.tensorboard.operator_memory import operator_memory
+
+    events = []
+    for i, (addr, nbytes, total) in enumerate([(7, 1024, 1024), (8, 512, 1536), (7, -1024, 512)]):
+        args = {"Addr": addr, "Bytes": nbytes, "Total Allocated": total}
+        args.update({"Total Reserved": 4096, "Device Type": 1, "Device Id": 0})
+        events.append(
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+             "ts": 10 + i, "s": "t", "args": args}
+        )  # fmt: skip
+    r = operator_memory(hta_fast.load(json.dumps({"traceEvents": events}).encode()))
+    assert r.table.num_rows == 0
+    assert r["curve"]["allocated"].to_pylist() == [1024, 1536, 512]
+    alloc = r["allocations"].to_pylist()
+    assert [(a["addr"], a["duration"]) for a in alloc if a["free_ts"] is not None] == [(7, 2000)]
+    assert any("outside every operator" in n for n in r.notes)

@@ -219,7 +219,7 @@ def test_names_that_only_look_like_phases_mark_none():
 
 def test_the_pattern_table_is_whole():
     assert {p.phase for p in PATTERNS} == set(PHASES)
-    assert SOURCES == ("profiler", "iterations", *PHASES)
+    assert SOURCES == ("profiler", "host", "iterations", *PHASES)
     for p in PATTERNS:
         re.compile(p.match)  # RE2 is stricter; this at least catches a typo
         assert p.emitter

@@ -314,6 +314,22 @@ bool holds(const EventTable& e, int64_t p, int64_t r) {
 // even when two zero-length calls share a timestamp.
 bool can_be_parent(EventKind k) { return k != EventKind::kRuntime && k != EventKind::kDriver; }
 
+// The parent of r among the open events (innermost last). Time alone puts a zero-length
+// event that starts at the instant its innermost open event starts inside that event; where
+// their External ids differ, the id names the op r belongs to (aten::matmul's launch at the
+// microsecond its aten::mm starts): the nearest open event with r's id, if any, is its parent.
+int64_t parent_of(const EventTable& e, const Rows& stack, int64_t r) {
+  if (stack.empty()) return -1;
+  const int64_t p = stack.back();
+  const int64_t x = e.external_id[r];
+  if (e.dur[r] != 0 || e.ts[p] != e.ts[r] || x < 0) return p;
+  if (e.external_id[p] < 0 || e.external_id[p] == x) return p;
+  for (size_t k = stack.size() - 1; k-- > 0;) {
+    if (e.external_id[stack[k]] == x) return stack[k];
+  }
+  return p;
+}
+
 // Parent = innermost enclosing CPU event on the same thread: sweep each thread's events
 // (by start, longer first) with a stack of open events.
 void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
@@ -326,7 +342,7 @@ void nest_cpu_events(EventTable& e, const ThreadOrder& order) {
       const auto kind = static_cast<EventKind>(e.kind[r]);
       if (is_gpu_kind(kind)) continue;
       while (!stack.empty() && !holds(e, stack.back(), r)) stack.pop_back();
-      e.parent[r] = stack.empty() ? -1 : stack.back();
+      e.parent[r] = parent_of(e, stack, r);
       if (can_be_parent(kind)) stack.push_back(r);
     }
   }

@@ -3,6 +3,8 @@ one phase, or of its repeated launches, and traces whose steps are those windows
 
     source       a rank's steps are
     profiler     its ProfilerStep#N events (what a load gives)
+    host         one step over its host events, with the GPU work launched in them (the
+                 TensorBoard plugin's window for a trace without steps)
     iterations   the copies of its repeated launch sequence (hta_fast.frame.iterations)
     prefill, decode, mixed, denoise, forward
                  its passes of that phase (hta_fast.frame.passes, whose names
@@ -21,8 +23,10 @@ from typing import Union, overload
 import numpy as np
 import pyarrow as pa
 
+from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
+from . import derived
 from .fields import NS
 from .iterations import iterations
 from .pass_patterns import PHASES
@@ -31,7 +35,10 @@ from .result import Result
 
 __all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from"]
 
-SOURCES = ("profiler", "iterations", *PHASES)
+SOURCES = ("profiler", "host", "iterations", *PHASES)
+# The host events that make a rank's one "host" step (as the TensorBoard plugin times a
+# trace without steps: operators, annotations and Python frames).
+_HOST_KINDS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
 
 SCHEMA = pa.schema(
     [
@@ -69,6 +76,8 @@ def rank_windows(trace: Trace, source: str) -> tuple[Passes, str]:
     if source == "iterations":
         passes, _, note = iterations(trace)
         return passes, note
+    if source == "host":
+        return _host_window(trace)
     passes = find_passes(trace, (source,))
     if not len(passes.row):
         why = (
@@ -78,6 +87,28 @@ def rank_windows(trace: Trace, source: str) -> tuple[Passes, str]:
         )
         return passes, f"no {source} pass: {why}"
     return passes, described(passes)
+
+
+def _host_window(trace: Trace) -> tuple[Passes, str]:
+    """One window over the rank's host events (the first one's start to the last end),
+    marked by the first of them: GPU work belongs to it when its launch lies inside, so
+    work the trace holds no launch for (queued before it, or by another process) is left
+    out, as the TensorBoard plugin leaves it out of a trace without steps."""
+    host = np.flatnonzero(derived.kind_mask(trace, _HOST_KINDS))
+    if not len(host):
+        return Passes.empty(), "no host events"
+    ts = trace.column("events", "ts")[host]
+    end = ts + np.maximum(trace.column("events", "dur")[host], 0)
+    first = int(host[np.argmin(ts)])
+    lo, hi = int(ts.min()), int(end.max())
+    passes = Passes(
+        np.array([first], np.int64),
+        np.array([lo], np.int64),
+        np.array([hi], np.int64),
+        np.array(["host"]),
+        np.array([-1], np.int64),
+    )
+    return passes, f"one step over its {len(host):,} host events ({(hi - lo) / 1e3:,.1f} us)"
 
 
 def _table(rank: int, trace: Trace, passes: Passes, source: str) -> pa.Table:

@@ -279,12 +279,13 @@ def phases(
     Side table "summary": per phase, ranks, count, mean, median and p90 dur, busy share, graph
     share (% of the busy time in graph replays), kernels, launches.
 
-    source   one of hta_fast.frame.SOURCES but "profiler"; None: the first of TIERS that
+    source   one of hta_fast.frame.SOURCES but "profiler" and "host"; None: the first of TIERS that
              finds passes. Whole ranks are looked at: a selection's steps, window and
              streams are not applied (a note says so)."""
     sel = select.selection_of(selection, ranks)
-    if source is not None and source not in SOURCES[1:]:
-        raise ValueError(f"no pass source {source!r}; sources are {', '.join(SOURCES[1:])}")
+    passes = [s for s in SOURCES if s not in ("profiler", "host")]
+    if source is not None and source not in passes:
+        raise ValueError(f"no pass source {source!r}; sources are {', '.join(passes)}")
     chosen = [(r, t) for r, t, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks))]
     tiers = TIERS if source is None else ((source,),)
     notes: list[str] = []

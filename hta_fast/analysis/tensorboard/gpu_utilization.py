@@ -104,7 +104,7 @@ def gpu_utilization(
             ("gpu_work_busy_of_span_pct", pct(work_busy, span)),
         ):
             per_rank[name].append(v)
-        notes += window_notes(rank, sw)
+        notes += window_notes(rank, sw, trace, mask)
         if len(sw.step) == 0:
             continue
         k_busy = window_totals(sw.ts, sw.end, *busy)

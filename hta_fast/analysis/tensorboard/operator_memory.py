@@ -278,10 +278,10 @@ def _operators(
     inst_top = np.where(recorded, top, -1)
     nested = _inside_same_name(trace, inst_row)
     # Group the instances by (device, name).
-    gkey = inst_dev * (int(names.max()) + 2) + (names[inst_row] + 1)
+    gkey = inst_dev * (int(names.max(initial=-1)) + 2) + (names[inst_row] + 1)
     groups, ginv = np.unique(gkey, return_inverse=True)
-    g_dev = groups // (int(names.max()) + 2)
-    g_name = groups % (int(names.max()) + 2) - 1
+    g_dev = groups // (int(names.max(initial=-1)) + 2)
+    g_name = groups % (int(names.max(initial=-1)) + 2) - 1
     m = len(groups)
 
     def by_group(values: np.ndarray, where: Optional[np.ndarray] = None) -> np.ndarray:
@@ -299,7 +299,7 @@ def _operators(
     is_op = kind == EventKind.cpu_op
     if mask is not None:
         is_op = is_op & mask
-    calls_by_name = np.bincount(names[is_op] + 1, minlength=int(names.max()) + 2)
+    calls_by_name = np.bincount(names[is_op] + 1, minlength=int(names.max(initial=-1)) + 2)
     order = np.lexsort((-row["alloc_bytes"], g_dev))
     out["rank"].append(np.full(m, rank, np.int64))
     out["device"].append(pa.array([labels[d] for d in g_dev[order]], pa.string()))
@@ -416,6 +416,9 @@ def _allocations(
 
 
 def _op_names(trace: Trace, ev: MemoryEvents, at: np.ndarray) -> pa.Array:
-    op = np.where(at >= 0, ev.op[np.maximum(at, 0)], -1)
-    name = np.where(op >= 0, trace.column("events", "name")[np.maximum(op, 0)], -1)
+    op = np.where(at >= 0, ev.op[np.maximum(at, 0)], -1) if len(ev.op) else np.full(len(at), -1)
+    names = trace.column("events", "name")
+    if not len(names):  # only [memory] rows: no operator to name
+        return trace.strings_at(np.full(len(at), -1, np.int64))
+    name = np.where(op >= 0, names[np.maximum(op, 0)], -1)
     return trace.strings_at(name)

@@ -130,7 +130,7 @@ def sm_efficiency(
     notes: list[str] = []
     for rank, trace, mask in select.each_rank(traces, sel):
         sw = step_windows(trace, mask, sel.window)
-        notes += window_notes(rank, sw)
+        notes += window_notes(rank, sw, trace, mask)
         w = gpu_work(trace, mask, sel.window)
         kernel = trace.column("events", "kind")[w.rows] == EventKind.kernel
         rows, starts, ends = w.rows[kernel], w.starts[kernel], w.ends[kernel]

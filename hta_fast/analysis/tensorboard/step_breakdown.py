@@ -150,7 +150,7 @@ def step_breakdown(
     notes: list[str] = []
     for rank, trace, mask in select.each_rank(traces, sel):
         sw = step_windows(trace, mask, sel.window)
-        notes += window_notes(rank, sw)
+        notes += window_notes(rank, sw, trace, mask)
         if len(sw.step) == 0:
             continue
         split = split_windows(sw, category_intervals(trace, mask, sel.window))

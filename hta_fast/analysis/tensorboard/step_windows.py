@@ -196,14 +196,21 @@ def window_counts(win_ts: np.ndarray, win_end: np.ndarray, points: np.ndarray) -
     return np.bincount(at[inside], minlength=len(win_ts)).astype(np.int64)
 
 
-def window_notes(rank: int, windows: StepWindows) -> list[str]:
-    """What a rank's windows leave to say: no steps at all, one window for a rank without
-    ProfilerStep#N, and a last step the plugin would leave out of its overview (its launches
-    queued under SHORT_LAST_STEP of the GPU events of the step before it, or none)."""
+def window_notes(
+    rank: int,
+    windows: StepWindows,
+    trace: Optional[Trace] = None,
+    mask: Optional[np.ndarray] = None,
+) -> list[str]:
+    """What a rank's windows leave to say: no steps at all, how the one window of a rank
+    without ProfilerStep#N was chosen (with the trace: how much GPU work without a recorded
+    launch it takes in, which the TensorBoard plugin leaves out), and a last step the plugin
+    would leave out of its overview (its launches queued under SHORT_LAST_STEP of the GPU
+    events of the step before it, or none)."""
     if len(windows.step) == 0:
         return [f"rank {rank}: no steps, host events or GPU work"]
     if windows.step[0] < 0:
-        return [f"rank {rank}: no ProfilerStep#N; one window over the host events"]
+        return [f"rank {rank}: {_one_window_note(windows, trace, mask)}"]
     g = windows.gpu_events
     if len(g) >= 2 and (g[-1] == 0 or g[-1] < SHORT_LAST_STEP * g[-2]):
         return [
@@ -212,3 +219,26 @@ def window_notes(rank: int, windows: StepWindows) -> list[str]:
             "such a step out (its kernels may be missing); it is counted here"
         ]
     return []
+
+
+def _one_window_note(
+    windows: StepWindows, trace: Optional[Trace], mask: Optional[np.ndarray]
+) -> str:
+    said = (
+        "no ProfilerStep#N: one window from the first host event to the later of the last "
+        "host event's end and the last GPU work's end"
+    )
+    if trace is None:
+        return said
+    work = gpu_work(trace, mask)
+    unlaunched = trace.column("events", "partner")[work.rows] < 0
+    if not unlaunched.any():
+        return said
+    busy = int((work.ends - work.starts)[unlaunched].sum())
+    past = int(windows.end[0] - windows.host_end[0])
+    return (
+        f"{said}: {int(unlaunched.sum()):,} GPU events ({busy / 1e3:,.1f} us) have no launch "
+        f"in the trace, and the window runs {past / 1e3:,.1f} us past the host events; the "
+        "TensorBoard plugin times such a trace by its host events and the work launched in "
+        "them (--steps-from host, hta_fast.frame.with_steps_from(trace, 'host'))"
+    )
