@@ -68,5 +68,3 @@ def test_cli_steps_from_host(tmp_path):
     assert res.exit_code == 0, res.output
     row = json.loads(res.output)["tables"]["gpu_utilization"][0]
     assert (row["steps_time"], row["kernel_busy_in_steps"]) == (50_000, 20_000)
-        '"steps_time":50000', '"steps_time": 50000'
-    )
