@@ -75,6 +75,7 @@ def write(
             "package_version": __version__,
             **facts,
             "stats": list(raw.stats),
+            "string_ids": [raw.string_id_base, raw.string_id_floor],
             # Sizes, so that a file cut short (a full disk, a copy cut off) is found when read.
             "file_bytes": {p.name: p.stat().st_size for p in sorted(tmp.iterdir())},
         }
@@ -136,6 +137,8 @@ def read(directory: os.PathLike | str) -> tuple[RawColumns, dict[str, Any]]:
         string_data=np.fromfile(directory / "string_data.bin", dtype=np.uint8),
         stats=[tuple(r) for r in manifest["stats"]],
         timings={},
+        string_id_base=int(manifest["string_ids"][0]),
+        string_id_floor=int(manifest["string_ids"][1]),
     )
     offsets = raw.string_offsets
     if len(offsets) and (

@@ -17,7 +17,6 @@ from . import interop as _interop
 from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
 from .errors import ErrorCode, TraceFormatError
 from .raw_columns import RawColumns
-from .schema import STRING_ID_BASE
 
 __all__ = ["Trace", "TraceMeta", "TABLES", "open_saved"]
 
@@ -233,7 +232,15 @@ class Trace(NamedTables):
             more = offsets[-1] + np.cumsum([len(b) for b in encoded], dtype=offsets.dtype)
             offsets = np.concatenate([offsets, more])
             data = np.concatenate([data, np.frombuffer(b"".join(encoded), np.uint8)])
-        copied = RawColumns(replaced, offsets, data, raw.stats, raw.timings)
+        copied = RawColumns(
+            replaced,
+            offsets,
+            data,
+            raw.stats,
+            raw.timings,
+            raw.string_id_base,
+            raw.string_id_floor,
+        )
         return Trace(copied, self.meta, self.rank)
 
     def num_rows(self, table: str) -> int:
@@ -267,10 +274,12 @@ class Trace(NamedTables):
 
     # --- names --------------------------------------------------------------------------
     def id_name(self, pid_or_tid: int) -> Optional[str]:
-        """The original string of a string pid/tid ("Spans", "stream 7"), else None."""
-        if pid_or_tid > STRING_ID_BASE:
+        """The original string of a string pid/tid/flow id ("Spans", "stream 7"), else None
+        (an integer id, which the columns hold as written)."""
+        raw = self._raw
+        if not raw.string_id_floor <= pid_or_tid <= raw.string_id_base:
             return None
-        return self.strings[STRING_ID_BASE - pid_or_tid].as_py()
+        return self.strings[raw.string_id_base - pid_or_tid].as_py()
 
     @cached_property
     def process_names(self) -> dict[int, str]:

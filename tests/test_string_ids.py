@@ -1,11 +1,12 @@
 """Integer and string pids/tids/flow ids never share a range.
 
-String ids ("Spans", "stream 7") are stored as STRING_ID_BASE - (string index), at or below
--2**32. An integer id in that range used to be taken for one: its name was some other
-string, or an index past the pool (IndexError), and with several threads the chunk merge
-indexed out of bounds and killed the process. The rule: an integer id at or below -2**32
-is kept as its decimal text, like the string of the same digits, and counted (id_as_text).
-Loads run in a child process, so that a crash fails the test instead of killing pytest.
+String ids ("Spans", "stream 7") are stored as base - (string index) in a range of the
+trace's own, [string_id_floor, string_id_base]: at or below STRING_ID_BASE = -2**32, and
+below every integer id the trace has there. An integer id in that range used to be taken
+for one (a wrong name, an index past the pool, a crashed merge), then kept as its text with
+its value changed. The rule: every integer id comes out as written, over the whole int64
+range, and no name shares a value with one (with 1 and 2 threads, any chunking). Loads run
+in a child process, so that a crash fails the test instead of killing pytest.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hta_fast
 from hta_fast.schema import STRING_ID_BASE
@@ -71,8 +74,7 @@ CHILD = textwrap.dedent("""
         t = hta_fast.load(data, **kw)
         ev = t.events.to_pydict()
         named = [[p, t.id_name(p), tid, t.id_name(tid)] for p, tid in zip(ev["pid"], ev["tid"])]
-        out.append({"ids": named, "flows": t.flows["id"].to_pylist(),
-                    "id_as_text": t.stat("id_as_text")})
+        out.append({"ids": named, "flows": t.flows["id"].to_pylist()})
     json.dump(out, sys.stdout)
 """)
 
@@ -95,10 +97,7 @@ def test_each_id_keeps_its_value(loaded):
     for r in results:
         for e, (pid, pid_name, tid, tid_name) in zip(events, r["ids"]):
             for value, stored, name in ((e["pid"], pid, pid_name), (e["tid"], tid, tid_name)):
-                if value in INSIDE:
-                    assert stored <= STRING_ID_BASE and name == str(value), (value, stored, name)
-                else:
-                    assert stored == value and name is None
+                assert stored == value and name is None, (value, stored, name)
 
 
 def test_the_same_for_every_chunking(loaded):
@@ -106,20 +105,12 @@ def test_the_same_for_every_chunking(loaded):
     assert results[0] == results[1] == results[2]
 
 
-def test_counted(loaded):
-    doc, results = loaded
-    odd = sum(
-        e["pid"] in INSIDE or e["tid"] in INSIDE for e in doc["traceEvents"] if e["ph"] == "X"
-    )
-    assert results[0]["id_as_text"] == odd + 2  # and both flow events' ids
-
-
 def test_number_and_string_of_the_same_digits_are_one_id(loaded):
     # the integer -2**40 and the string "-1099511627776" name the same flow, as they would
     # name the same pid: a numeric string is read as its number everywhere
     _, results = loaded
     start, finish = results[0]["flows"]
-    assert start == finish <= STRING_ID_BASE
+    assert start == finish == -(2**40)
 
 
 def test_string_flow_ids_are_one_numbering_across_chunks():
@@ -155,3 +146,32 @@ def test_string_flow_ids_are_one_numbering_across_chunks():
         t = hta_fast.load(text, **kw)
         ids = t.flows["id"].to_pylist()
         assert [t.id_name(x) for x in ids] == [e["id"] for e in events], kw
+
+
+# --- any integer ids beside names, over the whole int64 range --------------------------------
+ids = st.one_of(
+    st.integers(INT64_MIN, INT64_MAX),
+    st.sampled_from([INT64_MIN, INT64_MIN + 1, STRING_ID_BASE, STRING_ID_BASE - 1, -1, 0]),
+    st.text(alphabet="abcxyz ", min_size=0, max_size=4),  # names ("" is one)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(st.tuples(ids, ids), min_size=1, max_size=12), threads=st.sampled_from([1, 2])
+)
+def test_integer_ids_come_out_as_written_and_names_never_meet_them(values, threads):
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": p, "tid": t, "ts": i, "dur": 1}
+        for i, (p, t) in enumerate(values)
+    ]
+    t = hta_fast.load(json.dumps({"traceEvents": events}).encode(), threads=threads, chunk_size=256)
+    by_name = {e["name"]: e for e in events}
+    ev = t.events.to_pydict()
+    numbers = {v for pair in values for v in pair if isinstance(v, int)}
+    for name, pid, tid in zip(ev["name"], ev["pid"], ev["tid"]):
+        for written, stored in ((by_name[name]["pid"], pid), (by_name[name]["tid"], tid)):
+            if isinstance(written, int):
+                assert stored == written and t.id_name(stored) is None
+            else:
+                assert t.id_name(stored) == written and stored not in numbers

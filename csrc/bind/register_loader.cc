@@ -27,15 +27,17 @@ namespace {
 
 // What one load hands to Python; the fields are read-only (hta_fast/_core.pyi declares them).
 struct LoadedTrace {
-  py::dict tables;            // table -> column -> numpy array (sentinels: ColumnSpec)
-  py::array string_offsets;   // int64, Arrow large_string offsets of the string pool
-  py::array string_data;      // uint8
-  py::dict header;            // the top-level members other than traceEvents
-  int64_t base_time_ns = 0;   // added to every timestamp
-  uint64_t json_bytes = 0;    // decompressed size
-  bool array_format = false;  // the file was a bare array of events
-  py::list stats;             // (name, severity, description, count, [(offset, text)])
-  py::dict timings;           // seconds per stage
+  py::dict tables;             // table -> column -> numpy array (sentinels: ColumnSpec)
+  py::array string_offsets;    // int64, Arrow large_string offsets of the string pool
+  py::array string_data;       // uint8
+  py::dict header;             // the top-level members other than traceEvents
+  int64_t base_time_ns = 0;    // added to every timestamp
+  uint64_t json_bytes = 0;     // decompressed size
+  bool array_format = false;   // the file was a bare array of events
+  py::list stats;              // (name, severity, description, count, [(offset, text)])
+  int64_t string_id_base = 0;  // string ids sit at base - (pool id), in [floor, base]
+  int64_t string_id_floor = 0;
+  py::dict timings;  // seconds per stage
 };
 
 // Chunk buffers and link-pass scratch, once freed, may sit in malloc's heap and still count
@@ -72,6 +74,8 @@ LoadedTrace to_python(hta::ReadResult& r, const hta::TraceHeader& header) {
     out.tables[name] = cols;
   });
   out.stats = stats_of(r.columns.stats);
+  out.string_id_base = r.columns.string_id_base;
+  out.string_id_floor = r.columns.string_id_floor;
   std::vector<char> chars = std::move(r.columns.strings.data());
   std::vector<uint8_t> data(chars.begin(), chars.end());
   out.string_offsets = to_numpy(std::move(r.columns.strings.offsets()));
@@ -141,6 +145,8 @@ void register_loader(py::module_& m) {
       .def_readonly("json_bytes", &LoadedTrace::json_bytes)
       .def_readonly("array_format", &LoadedTrace::array_format)
       .def_readonly("stats", &LoadedTrace::stats)
+      .def_readonly("string_id_base", &LoadedTrace::string_id_base)
+      .def_readonly("string_id_floor", &LoadedTrace::string_id_floor)
       .def_readonly("timings", &LoadedTrace::timings);
 
   m.def(

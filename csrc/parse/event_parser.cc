@@ -151,7 +151,7 @@ double ChunkReader::read_double(od::value& v) { return double_value(token(v)); }
 int64_t ChunkReader::read_id(od::value& v, RawEvent& ev) {
   std::string_view tok = token(v);
   int64_t id = 0;
-  if (integer_id(tok, out_.strings, ev, id)) return id;
+  if (integer_id(tok, out_.strings, id)) return id;
   if (tok.empty() || tok[0] != '"') bad_value(tok, "expected an integer or a string id");
   return kStringIdBase - read_string(v);
 }

@@ -9,7 +9,6 @@ namespace hta {
 
 void EventStore::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text) {
   if (ev.bad_arg) out_.stats.add(Stat::bad_arg, offset, text);
-  if (ev.id_as_text) out_.stats.add(Stat::id_as_text, offset, text);
 }
 
 EventStore::~EventStore() {
@@ -27,7 +26,7 @@ EventStore::~EventStore() {
 
 void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEnd& end) {
   auto example = [&] { return snippet(where, end.at(where)); };
-  if (ev.bad_arg | ev.id_as_text) note_lenient_reads(ev, offset, example());
+  if (ev.bad_arg) note_lenient_reads(ev, offset, example());
   if (ev.ph == 0) return out_.stats.add(Stat::missing_phase, offset, example());
   if (ev.ph == 'M') {
     ev.args.touch(ArgValues::kMeta);

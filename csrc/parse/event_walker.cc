@@ -288,7 +288,7 @@ int64_t Walker::read_id(RawEvent& ev) {
   const uint32_t* start = s_;
   const std::string_view tok = scalar();
   int64_t id = 0;
-  if (integer_id(tok, out_.strings, ev, id)) return id;
+  if (integer_id(tok, out_.strings, id)) return id;
   if (tok.empty() || tok[0] != '"') stop();
   s_ = start;
   return kStringIdBase - out_.strings.intern(plain_string());

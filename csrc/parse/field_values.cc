@@ -76,14 +76,13 @@ int32_t stream_value(std::string_view tok) {
 
 // Names are stored at kStringIdBase - (pool id); an integer at or below kStringIdBase would
 // read as such a name, so it is kept as its decimal text, as the string "-1099511627776" is.
-bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t& id) {
+bool integer_id(std::string_view tok, StringPool& strings, int64_t& id) {
   int64_t x = 0;
   switch (parse_int64_padded(tok, x)) {
     case NumberStatus::kOk:
       if (x > kStringIdBase) {
         id = x;
       } else {
-        ev.id_as_text = true;
         id = kStringIdBase - strings.intern(std::to_string(x));
       }
       return true;

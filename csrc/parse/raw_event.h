@@ -96,8 +96,8 @@ struct RawEvent {
   bool has_ts, has_dur, binds_enclosing;
   char scope;
   // What was read leniently, counted when the event is stored: an argument that could not
-  // be read (recover=True), an integer id kept as text (read_id).
-  bool bad_arg, id_as_text;
+  // be read (recover=True).
+  bool bad_arg;
   ArgValues args;
 
   void start() {
@@ -107,7 +107,7 @@ struct RawEvent {
     ts = dur = 0;
     has_ts = has_dur = binds_enclosing = false;
     scope = 0;
-    bad_arg = id_as_text = false;
+    bad_arg = false;
     args.start();
   }
 };
@@ -161,8 +161,9 @@ int32_t int32_value(std::string_view tok);
 double double_value(std::string_view tok);   // null -> NaN
 int32_t stream_value(std::string_view tok);  // names and "0x0" -> -1
 // pid/tid/id written as an integer: true, with `id` set (an integer that would read as a
-// string id is interned as its text); false for any other text (a name, for the caller).
-bool integer_id(std::string_view tok, StringPool& strings, RawEvent& ev, int64_t& id);
+// string id is interned as its text until the trace is one: trace/string_ids.h); false for
+// any other text (a name, for the caller).
+bool integer_id(std::string_view tok, StringPool& strings, int64_t& id);
 // ph, s and bp written plainly ("X"): the letter; 0 when the text needs unescaping.
 inline char plain_char(std::string_view tok) {
   auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };

@@ -15,6 +15,7 @@
 #include "trace/gallop.h"
 #include "trace/kernel_classifier.h"
 #include "trace/row_limit.h"
+#include "trace/string_ids.h"
 #include "trace/thread_order.h"
 
 namespace hta {
@@ -410,6 +411,9 @@ void assign_steps(TraceColumns& t) {
 
 void link_trace(TraceColumns& t, const LinkOptions& options) {
   check_event_rows(t.events.size());
+  const StringIdRange ids = place_string_ids(t);
+  t.string_id_base = ids.base;
+  t.string_id_floor = ids.floor;
   shift_times(t, options.base_time_ns);
   // The per-thread order reads only pid, tid, ts and dur, which the kinds and the launch
   // links do not write: it is built beside them.

@@ -26,9 +26,6 @@ namespace hta {
     "read as missing, the event kept (recover=True)")                                      \
   X(invalid_utf8, "warning",                                                               \
     "invalid UTF-8 sequences in the text; each read as U+FFFD (recover=True)")             \
-  X(id_as_text, "info",                                                                    \
-    "events with an integer pid, tid or id at or below -2**32, where string ids live; "    \
-    "kept as its decimal text (a string id: Trace.id_name)")                               \
   X(truncated_file, "error",                                                               \
     "the file ends inside the traceEvents array; complete events kept (recover=True)")     \
   X(truncated_tail_bytes, "error",                                                         \

@@ -21,6 +21,8 @@ struct TraceColumns {
   StepTable steps;
   StringPool strings;
   LoadStats stats;
+  // Where the string ids sit once the trace is one (trace/string_ids.h: [floor, base]).
+  int64_t string_id_base = kStringIdBase, string_id_floor = kStringIdBase + 1;
 
   template <class F>
   void for_each_table(F&& f) {
