@@ -70,6 +70,7 @@ void assign_kinds(TraceColumns& t, const LinkOptions& options) {
   std::vector<int8_t> class_of_name(static_cast<size_t>(n_strings), -1);
   KernelClassifier classifier(options.kernel_class_rules);
   auto& e = t.events;
+  uint64_t stream_from_tid = 0;
   for (size_t i = 0; i < e.size(); ++i) {
     EventKind kind = EventKind::kOther;
     if (e.cat[i] >= 0) {
@@ -91,9 +92,12 @@ void assign_kinds(TraceColumns& t, const LinkOptions& options) {
     // GPU events are on pid = device, tid = stream when the args do not say.
     if (e.device[i] < 0 && e.pid[i] >= 0 && e.pid[i] <= INT32_MAX)
       e.device[i] = static_cast<int32_t>(e.pid[i]);
-    if (e.stream[i] < 0 && e.tid[i] >= 0 && e.tid[i] <= INT32_MAX)
+    if (e.stream[i] < 0 && e.tid[i] >= 0 && e.tid[i] <= INT32_MAX) {
       e.stream[i] = static_cast<int32_t>(e.tid[i]);
+      ++stream_from_tid;
+    }
   }
+  if (stream_from_tid) t.stats.add(Stat::gpu_stream_from_tid, stream_from_tid);
 }
 
 bool is_launch_side(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }

@@ -33,6 +33,9 @@ namespace hta {
   X(counter_non_numeric, "info", "counter (ph C) arguments that are not numbers; skipped") \
   X(flow_unbound, "info", "flow endpoints whose event was not found")                      \
   X(gpu_event_unlinked, "info", "GPU events with no launch found by correlation or flow")  \
+  X(gpu_stream_from_tid, "info",                                                           \
+    "GPU events without a stream argument: their tid taken as the stream (Kineto writes "  \
+    "GPU events with tid = stream; the reference tool leaves them on no stream)")          \
   X(duplicate_correlation, "warning",                                                      \
     "launches sharing a correlation id with an earlier launch; the first wins")            \
   X(speculative_split_retry, "info",                                                       \

@@ -38,6 +38,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..costs.cat_sizes import cat_extras
 from ..costs.flops import no_model_summary, with_costs
@@ -60,6 +61,14 @@ from .op_kernels import name_matches
 __all__ = ["op_table"]
 
 SHAPE_COLUMNS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
+# What the TensorBoard plugin's operator view leaves out (op_table(plugin_view=True)): the
+# profiler's steps, the DataLoader's and DataPipe's iterations, the optimizer's step and
+# zero_grad annotations, DataParallel's forward. op_table keeps them by default: they are
+# host time a user asks about.
+PLUGIN_HIDDEN = (
+    r"^(ProfilerStep#[0-9]+|enumerate\((DataLoader|DataPipe)\)#.*|Optimizer\..*"
+    r"|DataParallel\.forward)$"
+)
 
 SCHEMA = pa.schema(
     [
@@ -416,6 +425,7 @@ def op_table(
     window: Optional[tuple[int, int]] = None,
     streams: Optional[Sequence[int]] = None,
     selection: Optional[select.Selection] = None,
+    plugin_view: bool = False,
 ) -> Result:
     """One row per (rank, operator name, shape arguments), sorted by rank, then GPU time
     (descending), then name: count (calls), gpu_events, the GPU time statistics,
@@ -426,13 +436,17 @@ def op_table(
     name), shapes merged. `op_prefix` keeps only operators named so ("aten::").
     costs=True appends each group's model family, FLOPs and bytes per call and in total
     (hta_fast.costs.flops.with_costs) and adds the side table "no_model" (operators without
-    a model, with the reason, their calls and GPU time)."""
+    a model, with the reason, their calls and GPU time). plugin_view=True leaves out the
+    rows the TensorBoard plugin's operator view leaves out (PLUGIN_HIDDEN: profiler steps,
+    the DataLoader's and the optimizer's annotations, DataParallel.forward)."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     parts = [
         _rank_table(rank, trace, mask, op_prefix)
         for rank, trace, mask in select.each_rank(traces, sel)
     ]
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+    if plugin_view and table.num_rows:
+        table = table.filter(pc.invert(pc.match_substring_regex(table["name"], PLUGIN_HIDDEN)))
     table = table.sort_by(
         [
             ("rank", "ascending"),
@@ -465,5 +479,5 @@ def op_table(
         table,
         tables=tables,
         notes=notes,
-        params=dict(op_prefix=op_prefix, costs=costs, selection=sel),
+        params=dict(op_prefix=op_prefix, costs=costs, selection=sel, plugin_view=plugin_view),
     )

@@ -5,6 +5,10 @@ behind computation.
 
 over the rank's GPU kernels (kernel_class COMP and COMM). A rank without communication has
 no such share: its percentage is null and a note says so.
+
+Side table "steps", the TensorBoard plugin's distributed view: per rank and step (each step
+timed as the plugin times it, analysis.tensorboard.step_windows), the time only computation
+ran, computation and communication together, only communication, and neither ("other").
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..frame.select import Ranks, Steps, Streams, Window
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
+from .tensorboard.step_windows import StepWindows, step_windows
 
 __all__ = ["comm_comp_overlap"]
 
@@ -32,6 +37,17 @@ SCHEMA = pa.schema(
         pa.field("comp_comm_overlap_pctg", pa.float64(), metadata=PCT),
         pa.field("comm_time", pa.int64(), metadata=NS),
         pa.field("overlap_time", pa.int64(), metadata=NS),
+    ]
+)
+STEPS = pa.schema(
+    [
+        pa.field("rank", pa.int64()),
+        pa.field("step", pa.int64()),
+        pa.field("dur", pa.int64(), metadata=NS),
+        pa.field("computation", pa.int64(), metadata={**NS, "description": "computation only"}),
+        pa.field("overlap", pa.int64(), metadata={**NS, "description": "both at once"}),
+        pa.field("communication", pa.int64(), metadata={**NS, "description": "communication only"}),
+        pa.field("other", pa.int64(), metadata={**NS, "description": "neither (idle, copies)"}),
     ]
 )
 
@@ -50,6 +66,7 @@ def comm_comp_overlap(
     which computation runs), in int64 ns."""
     sel = select.selection_of(selection, ranks, steps, window, streams)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
+    per_step: dict[str, list] = {f.name: [] for f in STEPS}
     notes = []
     for rank, trace, mask in select.each_rank(traces, sel):
         w = gpu_work(trace, mask, sel.window)
@@ -58,6 +75,9 @@ def comm_comp_overlap(
         cls[w.kclass == KernelClass.COMM] = 1
         on = cls != 255
         times = ops.class_sweep(w.starts[on], w.ends[on], cls[on], 2)
+        _steps(
+            per_step, rank, step_windows(trace, mask, sel.window), w.starts[on], w.ends[on], cls[on]
+        )
         comm, both = int(times[2] + times[3]), int(times[3])
         out["rank"].append(rank)
         out["comm_time"].append(comm)
@@ -66,4 +86,36 @@ def comm_comp_overlap(
         if not comm:
             notes.append(f"rank {rank}: no communication kernels, so no overlap percentage")
     table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
-    return Result("comm_comp_overlap", table, notes=notes, params={"selection": sel})
+    steps_table = pa.table(
+        {f.name: pa.array(per_step[f.name], f.type) for f in STEPS}, schema=STEPS
+    )
+    return Result(
+        "comm_comp_overlap",
+        table,
+        tables={"steps": steps_table},
+        notes=notes,
+        params={"selection": sel},
+    )
+
+
+def _steps(
+    out: dict[str, list],
+    rank: int,
+    win: StepWindows,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cls: np.ndarray,
+) -> None:
+    """Per window, the class sweep of the kernels clipped to it."""
+    for step, lo, hi in zip(win.step.tolist(), win.ts.tolist(), win.end.tolist()):
+        inside = (ends > lo) & (starts < hi)
+        s, e = np.clip(starts[inside], lo, hi), np.clip(ends[inside], lo, hi)
+        t = ops.class_sweep(s, e, cls[inside], 2)
+        comp, comm, both = int(t[1]), int(t[2]), int(t[3])
+        out["rank"].append(rank)
+        out["step"].append(step)
+        out["dur"].append(hi - lo)
+        out["computation"].append(comp)
+        out["overlap"].append(both)
+        out["communication"].append(comm)
+        out["other"].append(hi - lo - comp - comm - both)
