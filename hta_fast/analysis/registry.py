@@ -33,6 +33,7 @@ from .inference import phases
 from .tensorboard import (
     achieved_occupancy,
     gpu_utilization,
+    modules,
     operator_memory,
     sm_efficiency,
     step_breakdown,
@@ -68,6 +69,7 @@ ANALYSES: dict[str, Runner] = {
     "achieved_occupancy": lambda t, s: achieved_occupancy.achieved_occupancy(t, selection=s),
     "step_breakdown": lambda t, s: step_breakdown.step_breakdown(t, selection=s),
     "operator_memory": lambda t, s: operator_memory.operator_memory(t, selection=s),
+    "modules": lambda t, s: modules.modules(t, selection=s),
     # Inference: prefill, decode and denoising passes, or repeated iterations.
     "phases": lambda t, s: phases.phases(t, selection=s),
     "graph_replays": lambda t, s: graph_replays.graph_replays(t, selection=s),

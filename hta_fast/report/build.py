@@ -19,6 +19,7 @@ from . import (
     sections_graphs,
     sections_inference,
     sections_memory,
+    sections_modules,
     sections_ranks,
     sections_time,
 )
@@ -60,6 +61,7 @@ SECTIONS = (
     (sections_time.queue, "queue", "CUDA queue length over time", ("queue_length",)),
     (sections_time.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
     (sections_memory.memory, "memory", "Memory per operator", ("operator_memory",)),
+    (sections_modules.modules, "modules", "Modules", ("modules",)),
     (sections_time.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
     (sections_time.steps, "steps", "Per-step and per-rank timings", ("steps",)),
     (sections_time.collectives, "collectives", "Collectives", ("kernel_breakdown", "stragglers")),
@@ -105,6 +107,7 @@ MANY_SECTIONS = (
     (sections_dist.queue, "queue", "CUDA queue length over time", ("queue_length",)),
     (sections_dist.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
     (sections_dist.memory, "memory", "Memory per operator", ("operator_memory",)),
+    (sections_modules.modules, "modules", "Modules", ("modules",)),
     (sections_dist.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
 )
 # The summary (before the sections) reads the temporal breakdown.

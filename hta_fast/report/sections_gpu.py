@@ -236,7 +236,14 @@ def overlap(ctx: Context) -> Section:
         "The share of each rank's communication time during which computation also runs "
         "(higher is better: exposed communication stalls the step).",
         figures=[figure(data, "overlap per rank", "", "%")],
-        tables=[html_table("overlap", t)],
+        tables=[
+            html_table("overlap", t),
+            html_table(
+                "per step: computation only, overlap, communication only, other",
+                ctx.result("overlap")["steps"],
+                limit=40,
+            ),
+        ],
         notes=ctx.notes("overlap"),
     )
 
