@@ -93,3 +93,42 @@ def test_real_trace_counts(traces_dir):
     with pytest.warns(UserWarning, match=r"rank 0: [\d,]+ of [\d,]+ GPU events") as rec:
         a.get_temporal_breakdown()
     print(rec[0].message)
+
+
+@pytest.mark.reference
+def test_gpu_events_without_a_correlation_go_by_their_external_ids_op_as_the_reference(
+    tmp_path,
+):
+    """AMD microbenchmark kernels: stream 0, an External id, no correlation and no launch.
+    The reference matches them to the operator with that External id and keeps those whose
+    operator starts before the last step; the facade's default view does the same (no
+    warning: nothing is left out for want of a launch), where before it dropped them all
+    and reported nothing."""
+    import json
+    import warnings
+
+    from hta_fast.compat import TraceAnalysis
+    from tests.reference.reference_results import reference_results
+
+    events = []
+    for s in range(3):
+        t0 = 1000 * s
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}",
+                       "pid": 1, "tid": 1, "ts": t0, "dur": 900})  # fmt: skip
+        for j in range(2):
+            ext = {"External id": 10 * s + j}
+            events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                           "ts": t0 + 10 + 100 * j, "dur": 5, "args": ext})  # fmt: skip
+            events.append({"ph": "X", "cat": "kernel", "name": f"k{j}", "pid": 2, "tid": 0,
+                           "ts": t0 + 50 + 100 * j, "dur": 40,
+                           "args": {"stream": 0, "device": 0, **ext}})  # fmt: skip
+    (tmp_path / "rank0.json").write_text(
+        json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0, "world_size": 1}})
+    )
+    ref = reference_results(tmp_path, analyses=["temporal_breakdown"])["temporal_breakdown"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no launchless warning
+        ours = TraceAnalysis(trace_dir=str(tmp_path)).get_temporal_breakdown(visualize=False)
+    for column in ("idle_time(us)", "compute_time(us)", "kernel_time(us)"):
+        assert float(ours[column][0]) == float(ref[column][0]), column
+    assert float(ours["compute_time(us)"][0]) == 160.0  # the 4 kernels of steps 0 and 1

@@ -5,9 +5,12 @@ The default view (include_last_profiler_step=False) drops the last profiler step
 everything from its start on, GPU work by its launch's start, as the reference does. A GPU
 event whose launch the trace does not hold (a kernel from a thread the profiler did not
 trace, a graph replay, a vendor that links no launch) has no launch to place it by, and the
-reference's loader drops every such row. The facade matches it there, and warns with the
-count, so that the GPU time the breakdowns do not show is not lost silently;
-include_last_profiler_step=True and hta_fast.analysis count those events (docs/differences.md).
+reference's loader drops every such row that has a correlation id. The facade matches it
+there, and warns with the count, so that the GPU time the breakdowns do not show is not lost
+silently; include_last_profiler_step=True and hta_fast.analysis count those events
+(docs/differences.md). A GPU event with no correlation id but an External id a CPU operator
+has (AMD microbenchmark kernels) is placed by that operator's start, as the reference matches
+it (frame.select.launch_start).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import warnings
 from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 
 from ..frame.gpu_work import gpu_work
-from ..frame.select import last_step_start
+from ..frame.select import external_id_op, last_step_start
 
 if TYPE_CHECKING:
     from .trace_analysis import TraceAnalysis
@@ -46,7 +49,9 @@ def launchless_left_out(
         if cut is None:  # under two steps nothing is cut
             continue
         w = gpu_work(trace, None)
-        gone = (trace.column("events", "partner")[w.rows] < 0) & (w.starts < cut)
+        lost = trace.column("events", "partner")[w.rows] < 0
+        lost[lost] = external_id_op(trace, w.rows[lost]) < 0
+        gone = lost & (w.starts < cut)
         n = int(gone.sum())
         if n:
             out[rank] = LeftOut(n, len(w.rows), int((w.ends - w.starts)[gone].sum()))

@@ -14,7 +14,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 # GPU_WORK_KINDS: re-exported for the callers that still read it here
-from ..schema import GPU_KINDS, GPU_WORK_KINDS  # noqa: F401
+from ..schema import GPU_KINDS, GPU_WORK_KINDS, EventKind  # noqa: F401
 from ..trace import Trace
 from ..traceset import TraceSet
 
@@ -105,8 +105,11 @@ def profiler_step_rows(trace: Trace) -> np.ndarray:
 
 
 def launch_start(trace: Trace) -> np.ndarray:
-    """Per event: its own start for CPU events, its launch's start for GPU events (the
-    largest int64 when a GPU event has no launch)."""
+    """Per event: its own start for CPU events, its launch's start for GPU events. A GPU
+    event without a launch in the trace gets the largest int64 (nothing to place it by),
+    unless it has no correlation id but an External id that a CPU operator has (AMD
+    microbenchmark kernels: pid/tid and an External id): then that operator's start, as the
+    reference matches such rows."""
     ts = trace.column("events", "ts")
     kind = trace.column("events", "kind")
     partner = trace.column("events", "partner")
@@ -114,7 +117,32 @@ def launch_start(trace: Trace) -> np.ndarray:
     out = ts.copy()
     linked = gpu & (partner >= 0)
     out[linked] = ts[partner[linked]]
-    out[gpu & (partner < 0)] = np.iinfo(np.int64).max
+    lost = np.flatnonzero(gpu & (partner < 0))
+    out[lost] = np.iinfo(np.int64).max
+    by_ext = external_id_op(trace, lost)
+    out[lost[by_ext >= 0]] = ts[by_ext[by_ext >= 0]]
+    return out
+
+
+def external_id_op(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per GPU event row without a correlation id: the first CPU operator with its External
+    id (-1 where none, or where the event has a correlation id: its launch is what counts)."""
+    out = np.full(len(rows), -1, np.int64)
+    ext = trace.column("events", "external_id")
+    uncorrelated = (trace.column("events", "correlation")[rows] < 0) & (ext[rows] >= 0)
+    if not uncorrelated.any():
+        return out
+    ops = np.flatnonzero(trace.column("events", "kind") == EventKind.cpu_op)
+    ops = ops[ext[ops] >= 0]
+    if not len(ops):
+        return out
+    order = np.argsort(ext[ops], kind="stable")
+    keys, first = np.unique(ext[ops][order], return_index=True)
+    wanted = ext[rows[uncorrelated]]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    found = keys[at] == wanted
+    hit = np.flatnonzero(uncorrelated)
+    out[hit[found]] = ops[order][first][at[found]]
     return out
 
 
