@@ -36,7 +36,9 @@ def binary() -> Optional[str]:
     return None
 
 
-def _run(args: list[str], page: Path, width: int, height: int) -> subprocess.CompletedProcess:
+def _run(
+    args: list[str], page: Path, width: int, height: int, fragment: str = ""
+) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="hta_fast_chromium_") as profile:
         return subprocess.run(
             [
@@ -45,7 +47,7 @@ def _run(args: list[str], page: Path, width: int, height: int) -> subprocess.Com
                 f"--user-data-dir={profile}",
                 f"--window-size={width},{height}",
                 *args,
-                page.resolve().as_uri(),
+                page.resolve().as_uri() + fragment,
             ],
             capture_output=True,
             text=True,
@@ -57,9 +59,12 @@ def console_messages(stderr: str) -> list[str]:
     return [m.group(1) for line in stderr.splitlines() if (m := CONSOLE.search(line))]
 
 
-def dump_dom(page: Path, width: int = 1400, height: int = 1000) -> tuple[str, list[str]]:
-    """(the DOM after the scripts ran, console messages)."""
-    res = _run(["--dump-dom"], page, width, height)
+def dump_dom(
+    page: Path, width: int = 1400, height: int = 1000, fragment: str = ""
+) -> tuple[str, list[str]]:
+    """(the DOM after the scripts ran, console messages); `fragment` ("#selftest") is added
+    to the page's address."""
+    res = _run(["--dump-dom"], page, width, height, fragment)
     return res.stdout, console_messages(res.stderr)
 
 

@@ -3,6 +3,7 @@ headless Chromium (no JavaScript errors, every figure drawn)."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -274,3 +275,32 @@ def test_report_of_chosen_ranks(dlrm_traces, tmp_path):
     html = out.read_text()
     assert "ranks 0, 1 · steps 10" in html
     assert "rank 1" in html and "rank 2" not in html and "rank 7" not in html
+
+
+@pytest.mark.slow  # a headless browser
+@needs_chromium
+def test_tables_sort_and_filter_in_chromium(dlrm_report):
+    """The page's own self-test clicks a numeric header twice and types the first row's
+    first cell into that table's filter: the column comes out ascending, then descending,
+    and only the rows holding the text stay shown."""
+    dom, console = headless_chromium.dump_dom(dlrm_report, fragment="#selftest")
+    data = headless_chromium.element_data(dom, "report-status")
+    assert "selftest" in data, console
+    st = json.loads(data["selftest"])
+    assert st["tables"] > 5
+    assert st["up"] == sorted(st["before"]) and st["down"] == sorted(st["before"], reverse=True)
+    assert st["up"] != st["down"]  # the column has more than one value: the order changed
+    assert 1 <= st["shown"] < st["rows"]
+
+
+def test_the_headline_is_the_doctors(dlrm_traces, dlrm_report, traces_dir):
+    """The report's first screen states the doctor's headline: the numbers `doctor --json`
+    prints."""
+    text = dlrm_report.read_text()
+    m = re.search(r'<script type="application/json" id="headline-data">(.*?)</script>', text, re.S)
+    page = json.loads(m.group(1))
+    res = CliRunner().invoke(cli, ["-q", "doctor", "--json", str(traces_dir / DLRM)])
+    assert res.exit_code in (0, 1), res.output
+    assert page == json.loads(res.output)["headline"]
+    first = re.search(r'<div class="first">(.*?)</div>', text, re.S).group(1)
+    assert f"{100 * page['utilization']:.1f}%" in first and "mean step" in first

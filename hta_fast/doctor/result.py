@@ -16,6 +16,8 @@ RANK_LIST_EVIDENCE = ("slow_ranks", "stragglers")
 # The host's step is shown beside the device-aware one where they differ by more than this
 # share of the latter.
 STEP_SPANS_DIFFER = 0.05
+# What the one utilization measures, said wherever it is shown.
+UTILIZATION_IS = "GPU busy share of the analysed steps' device-aware windows"
 
 
 @dataclasses.dataclass
@@ -148,6 +150,78 @@ class Diagnosis:
             return ""
         return f" (host step {duration_text(cpu)})"
 
+    def headline(self) -> dict[str, Any]:
+        """The answer at a glance, as the report's first screen and the CLI's first lines show
+        it: step_time_ns (the device-aware GPU iteration) and cpu_step_time_ns (the host's,
+        None where the two agree within STEP_SPANS_DIFFER), utilization with what it
+        measures, the top cause above threshold (cause, title, cost and share of the step,
+        the model's saving or None), and the top what-if: the cause whose edit the model
+        predicts saves most per step (None where no edit was replayed)."""
+        above = [f for f in self.findings if f.above_threshold]
+        top = above[0] if above else None
+        modelled = [f for f in self.findings if f.saving_ns_per_step]
+        best = max(modelled, key=lambda f: f.saving_ns_per_step or 0) if modelled else None
+        shown_cpu = self._cpu_step_text() != ""
+        return _plain(
+            {
+                "step_time_ns": self.step_time_ns,
+                "cpu_step_time_ns": self.cpu_step_time_ns if shown_cpu else None,
+                "utilization": self.utilization,
+                "utilization_is": UTILIZATION_IS,
+                "healthy": self.healthy,
+                "top_cause": None
+                if top is None
+                else {
+                    "cause": top.cause,
+                    "title": top.title,
+                    "cost_ns_per_step": top.cost_ns_per_step,
+                    "share": top.share,
+                    "saving_ns_per_step": top.saving_ns_per_step,
+                },
+                "top_what_if": None
+                if best is None
+                else {
+                    "cause": best.cause,
+                    "edit": best.saving_edit,
+                    "saving_ns_per_step": best.saving_ns_per_step,
+                    "share": (best.saving_ns_per_step or 0) / self.step_time_ns
+                    if self.step_time_ns
+                    else None,
+                },
+            }
+        )
+
+    def headline_text(self) -> list[str]:
+        """headline() in two or three lines for a terminal."""
+        h = self.headline()
+        n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
+        host = (
+            f"; host step {duration_text(h['cpu_step_time_ns'])}" if h["cpu_step_time_ns"] else ""
+        )
+        lines = [
+            f"mean step {duration_text(self.step_time_ns)} (GPU iteration{host}) over {n_steps} "
+            f"on {len(self.ranks)} rank(s) · GPU utilization {100.0 * self.utilization:.1f}% "
+            f"({UTILIZATION_IS})"
+        ]
+        top = h["top_cause"]
+        if top:
+            saving = (
+                f"; the model saves ~{duration_text(top['saving_ns_per_step'])}"
+                if top["saving_ns_per_step"]
+                else ""
+            )
+            lines.append(
+                f"top cause: {top['cause']}, ~{duration_text(top['cost_ns_per_step'])} per step "
+                f"({100.0 * top['share']:.1f}%){saving}"
+            )
+        best = h["top_what_if"]
+        if best and (not top or best["cause"] != top["cause"]):
+            lines.append(
+                f"top what-if: {best['edit']} saves ~{duration_text(best['saving_ns_per_step'])} "
+                f"per step ({best['cause']})"
+            )
+        return lines
+
     def no_gpu_reasons(self) -> list[str]:
         """One gate reason per rank without GPU activity."""
         return [f"rank {r}: {why}" for r, why in sorted(self.no_gpu_activity.items())]
@@ -163,6 +237,7 @@ class Diagnosis:
                 "steps": self.steps,
                 "no_gpu_activity": self.no_gpu_activity,
                 "too_little_work": self.too_little_work or None,
+                "headline": self.headline(),
                 "findings": [f.to_dict() for f in self.findings],
                 "thresholds": self.thresholds.to_dict(),
                 "notes": self.notes,
@@ -173,11 +248,7 @@ class Diagnosis:
         n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
         with_gpu = len(self.ranks) - len(self.no_gpu_activity)
         if with_gpu:
-            lines = [
-                f"GPU utilization {100.0 * self.utilization:.1f}% over {n_steps} on "
-                f"{len(self.ranks)} rank(s); mean step {duration_text(self.step_time_ns)}"
-                + self._cpu_step_text()
-            ]
+            lines = self.headline_text()
         else:
             lines = [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
         lines.extend(self.no_gpu_reasons())

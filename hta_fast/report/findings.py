@@ -64,6 +64,8 @@ def diagnosis(
         )
     return {
         "available": True,
+        "headline": diag.headline(),
+        "headline_lines": diag.headline_text(),
         "utilization": diag.utilization,
         "healthy": bool(diag.healthy),
         "too_little_work": getattr(diag, "too_little_work", ""),
