@@ -254,11 +254,13 @@ def test_diff_equals_trace_diff(traces_dir):
     res = run("diff", str(a), str(b), "--device", "gpu", "--format", "json")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)["rows"]
-    expected = trace_diff.trace_diff(hta_fast.load_dir(a), hta_fast.load_dir(b), device="gpu")
+    # The command compares time per step over every step but warm-up (step_diff).
+    expected = trace_diff.step_diff(hta_fast.load_dir(a), hta_fast.load_dir(b), device="gpu")
     assert rows == expected.table.to_pylist()
     text = run("diff", str(a), str(b), "--limit", "3")
     assert text.exit_code == 0
-    assert "largest changes in duration" in text.output
+    assert text.output.startswith("mean step A -> B: ")
+    assert "time per step by name, largest change first" in text.output
     assert "... " in text.output
 
 
@@ -439,3 +441,31 @@ def test_doctor_ranks(dlrm, doctor_says):
     res = run_subprocess("report", str(dlrm), "--ranks", "8", "-o", "never.html")
     assert res.returncode == 2
     assert "no such rank(s) [8]" in one_error_line(res.stderr)
+
+
+def test_text_tables_show_units_for_people_and_files_keep_ns(tmp_path):
+    """Durations in the unit that suits each column, points in time from the trace's start
+    (or from the column's first, without one); CSV keeps the raw ns."""
+    import pyarrow as pa
+
+    from hta_fast.cli.output import text_table, write_tables
+    from hta_fast.frame.fields import NS
+
+    t = pa.table(
+        [pa.array([5_000_000, 7_250_000]), pa.array([1_700_000_000_002_000_000, 1_700_000_000_004_500_000]),
+         pa.array([800, 900]), pa.array([2.5e9, 1.0e9])],
+        schema=pa.schema([pa.field("dur", pa.int64(), metadata=NS), pa.field("start", pa.int64(), metadata=NS),
+                          pa.field("gap", pa.int64(), metadata=NS), pa.field("total", pa.float64(), metadata=NS)]),
+    )  # fmt: skip
+    text = text_table(t, origin_ns=1_700_000_000_000_000_000)
+    head, _, first, second = text.splitlines()
+    assert "dur (ms)" in head and "start (ms from trace start)" in head
+    assert "gap (ns)" in head and "total (s)" in head
+    assert first.split()[:3] == ["5.00", "2.00", "800"] and second.split()[:3] == [
+        "7.25",
+        "4.50",
+        "900",
+    ]
+    assert "start (ms from the first)" in text_table(t).splitlines()[0]
+    (path,) = write_tables({"t": t}, "csv", str(tmp_path))
+    assert open(path).read().splitlines()[1].startswith("5000000,1700000000002000000,800")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 from test_cli import one_error_line, run_subprocess
 
@@ -52,3 +53,22 @@ def test_predict_unknown_device_is_one_line(traces_dir):
     res = run_subprocess("predict", str(control(traces_dir)), "--device", "NoSuchGPU-9000")
     assert res.returncode == 2
     assert "NoSuchGPU-9000" in one_error_line(res.stderr)
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "param_dlrm_8rank",
+        "hta/trace_diff/control/control.json.gz",
+        "modern/flux1_iteration/iteration_0.json.gz",
+    ],
+)
+def test_ops_fits_120_columns_and_wide_shows_every_column(traces_dir, relative):
+    path = str(traces_dir / relative)
+    res = CliRunner().invoke(cli, ["-q", "ops", path])
+    assert res.exit_code == 0, res.output
+    tables = [line for line in res.output.splitlines() if not line.startswith("note")]
+    assert max(len(line) for line in tables) <= 120
+    wide = CliRunner().invoke(cli, ["-q", "ops", "--wide", "--limit", "3", path])
+    assert "achieved_flops" in wide.output and "peak_bandwidth" in wide.output
+    assert "achieved_flops" not in res.output

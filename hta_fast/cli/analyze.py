@@ -19,7 +19,7 @@ from .loading import (
     with_capture_file,
 )
 from .options import selection as asked_selection
-from .output import FORMATS, check_format, emit
+from .output import FORMATS, check_format, emit, trace_start
 from .progress import bar
 from .steps_from import steps_from_option
 
@@ -70,8 +70,10 @@ def analyze(
 ) -> None:
     """Run analyses on the traces; print their tables or write them to a folder.
 
-    Times are in nanoseconds. Each analysis gives a main table and, for some, side tables
-    (NAME.SIDE): per-kernel rows, summaries, interval statistics.
+    Text tables show durations in the unit that suits each column and points in time from
+    the traces' start; CSV, Parquet and JSON keep nanoseconds. Each analysis gives a main
+    table and, for some, side tables (NAME.SIDE): per-kernel rows, summaries, interval
+    statistics.
     """
     check_format(fmt, out_dir)
     asked = asked_selection(ranks, steps)
@@ -87,4 +89,4 @@ def analyze(
         for side, table in result.tables.items():
             tables[f"{name}.{side}"] = table
         notes[name] = result.notes
-    emit(tables, notes, fmt, out_dir, limit)
+    emit(tables, notes, fmt, out_dir, limit, origin_ns=trace_start(traces))

@@ -13,7 +13,7 @@ import click
 from .app import BadInput, Options, cli
 from .loading import load_traces, parse_ints, parse_steps, pick_steps
 from .options import result_tables, selection, table_command
-from .output import check_format, emit
+from .output import check_format, emit, trace_start
 
 
 @cli.command("critical-path")
@@ -66,7 +66,7 @@ def critical_path_command(
         cross_rank=together,
         chained=not windows,
     )
-    emit(*result_tables([result]), fmt, out_dir, limit)
+    emit(*result_tables([result]), fmt, out_dir, limit, origin_ns=trace_start(traces))
     if trace_out:  # of the first rank asked for (default: the smallest)
         asked = parse_ints(ranks, "rank")
         click.echo(
@@ -121,7 +121,14 @@ def replay_command(
     result = (replay_ranks if together else replay_steps)(
         traces, chained=not windows, selection=sel
     )
-    emit({result.name: result.table}, {result.name: result.notes}, fmt, out_dir, limit)
+    emit(
+        {result.name: result.table},
+        {result.name: result.notes},
+        fmt,
+        out_dir,
+        limit,
+        origin_ns=trace_start(traces),
+    )
 
 
 def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
@@ -366,4 +373,4 @@ def whatif_command(
     tables = {result.name: result.table}
     if "durations_from" in result.tables:
         tables["durations_from"] = result.tables["durations_from"]
-    emit(tables, {result.name: result.notes}, fmt, out_dir, limit)
+    emit(tables, {result.name: result.notes}, fmt, out_dir, limit, origin_ns=trace_start(traces))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 import click
+import pyarrow as pa
 
 from ..analysis import op_table as op_table_mod
 from ..analysis import roofline as roofline_mod
@@ -14,7 +15,7 @@ from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import capture_option, load_traces, with_capture_file
 from .options import F, result_tables, selection, table_command
-from .output import check_format, emit
+from .output import check_format, emit, trace_start
 
 DEVICES_FILE_HELP = "A JSON device table tried before the built-in one (see docs/ops.md)."
 
@@ -42,6 +43,12 @@ def _with_devices_file(f: F) -> F:
     "--device", help="Device table key or name for the roofline (default: each trace's own GPU)."
 )
 @click.option("--prefix", help="Only operators whose names start so, e.g. aten::")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column in the table format (by default the ones that fit 120 columns; "
+    "csv, parquet and json always hold every column).",
+)
 @capture_option
 @click.pass_obj
 def ops_command(
@@ -57,6 +64,7 @@ def ops_command(
     steps_from: str,
     device: Optional[str],
     prefix: Optional[str],
+    wide: bool,
     capture: Optional[str],
 ) -> None:
     """Operators by name and shape with the GPU time of their kernels, FLOPs and bytes, and
@@ -77,7 +85,9 @@ def ops_command(
     notes["roofline"] = coverage_notes(traces, sel, prefix) + notes["roofline"]
     # both results say what ran in graph replays: once is enough
     notes["op_table"] = [n for n in notes["op_table"] if n not in notes["roofline"]]
-    emit(tables, notes, fmt, out_dir, limit)
+    if fmt == "table" and not wide:
+        tables = {name: narrow(name, t) for name, t in tables.items()}
+    emit(tables, notes, fmt, out_dir, limit, origin_ns=trace_start(traces))
 
 
 def coverage_notes(
@@ -188,4 +198,53 @@ def predict_command(
         raise BadInput(in_flag_terms(str(e))) from None
     tables, notes = result_tables([result])
     tables.pop("predict.events", None)  # one row per kernel: for the library, not a terminal
-    emit(tables, notes, fmt, out_dir, limit)
+    emit(tables, notes, fmt, out_dir, limit, origin_ns=trace_start(traces))
+
+
+# What the table format shows of each table without --wide, under shorter names: what a
+# person reads first, in 120 columns (long names and shapes cut, as the cells say with "...").
+NARROW = {
+    "roofline": {"name": "name", "input_dims": "input_dims", "calls": "calls", "gpu_time": "gpu_time",
+                 "pct_of_roofline": "of_roofline", "time_left": "time_left", "uncertain": "uncertain"},
+    "roofline.kernels": {"kernel": "kernel", "count": "count", "gpu_time": "gpu_time",
+                         "pct_of_roofline": "of_roofline", "uncertain": "uncertain"},
+    "op_table": {"name": "name", "input_dims": "input_dims", "count": "count", "gpu_time_sum": "gpu_time",
+                 "self_gpu_time_sum": "self_gpu", "cpu_time_sum": "cpu_time", "family": "family"},
+    "op_table.by_name": {"name": "name", "count": "count", "gpu_time_sum": "gpu_time",
+                         "self_gpu_time_sum": "self_gpu", "cpu_time_sum": "cpu_time",
+                         "self_cpu_time_sum": "self_cpu"},
+}  # fmt: skip
+NARROW["op_table.no_model"] = {
+    "name": "name",
+    "reason": "reason",
+    "groups": "groups",
+    "calls": "calls",
+    "gpu_time_sum": "gpu_time",
+}
+NARROW_TEXT = {"name": 26, "kernel": 50, "input_dims": 16, "reason": 48}
+
+
+def narrow(name: str, table: pa.Table) -> pa.Table:
+    """The columns NARROW keeps, renamed so (with rank, where several ranks are shown), long
+    text cut."""
+    keep = NARROW.get(name)
+    if keep is None:
+        return table
+    ranks = "rank" in table.column_names and len(set(table["rank"].to_pylist())) > 1
+    fields, arrays = [], []
+    for c, shown in [*((("rank", "rank"),) if ranks else ()), *keep.items()]:
+        if c not in table.column_names:
+            continue
+        values = table[c]
+        width = NARROW_TEXT.get(c)
+        if width:
+            values = pa.array(
+                [
+                    v if v is None or len(v) <= width else v[: width - 3] + "..."
+                    for v in values.to_pylist()
+                ],
+                pa.string(),
+            )
+        fields.append(table.schema.field(c).with_name(shown).with_type(values.type))
+        arrays.append(values)
+    return pa.table(arrays, schema=pa.schema(fields))

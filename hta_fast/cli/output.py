@@ -33,18 +33,64 @@ def _cell(v: Any) -> str:
 
 # How to see the rows a text table left out, for the commands with --limit and --format.
 SEE_ALL = "--limit 0 shows all; --format csv or json writes every row"
+# Columns in ns that are points in time, not durations: shown from the trace's start.
+TIME_POINTS = {"ts", "start", "end", "first_start", "last_start"}
+# A duration column is shown in the unit its typical (median) value reads best in.
+UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))
 
 
-def text_table(table: pa.Table, limit: Optional[int] = None, see_all: str = SEE_ALL) -> str:
+def _is_time_point(name: str) -> bool:
+    return name in TIME_POINTS or name.endswith("_ts")
+
+
+def _unit_of(values: list) -> tuple[float, str]:
+    """(scale, unit) for ns values: the largest unit their median reaches, ns below 1 µs."""
+    sizes = sorted(abs(v) for v in values if isinstance(v, (int, float)) and v == v and v)
+    if not sizes:
+        return 1.0, "ns"
+    median = sizes[len(sizes) // 2]
+    return next(((s, u) for s, u in UNITS if median >= s), (1.0, "ns"))
+
+
+def _for_people(name: str, values: list, origin_ns: Optional[int]) -> tuple[str, list[Any]]:
+    """A ns column as a person reads it: (header, values) in ms/µs/s chosen for the column,
+    points in time from the trace's start (origin_ns), else from the column's first."""
+    if _is_time_point(name):
+        present = [v for v in values if isinstance(v, (int, float)) and v == v]
+        origin = origin_ns if origin_ns is not None else (min(present) if present else 0)
+        values = [None if v is None else v - origin for v in values]
+        scale, unit = _unit_of(values)
+        since = "from trace start" if origin_ns is not None else "from the first"
+        return f"{name} ({unit} {since})", [None if v is None else v / scale for v in values]
+    scale, unit = _unit_of(values)
+    if unit == "ns":
+        return f"{name} (ns)", values
+    return f"{name} ({unit})", [None if v is None else v / scale for v in values]
+
+
+def text_table(
+    table: pa.Table,
+    limit: Optional[int] = None,
+    see_all: str = SEE_ALL,
+    origin_ns: Optional[int] = None,
+) -> str:
     """Aligned columns (numbers right-aligned), at most `limit` rows and a line saying how
     many were left out and how to see them (`see_all`). Units come from the schema's
-    metadata (ns, %)."""
+    metadata: durations in ns are shown in the ms, µs or s that suits each column, points in
+    time from the trace's start (origin_ns; else from the column's first); %, B as they
+    are. CSV, Parquet and JSON keep the raw ns."""
     shown = table if limit is None or table.num_rows <= limit else table.slice(0, limit)
-    heads = []
-    for f in table.schema:
+    heads, raw = [], []
+    for i, f in enumerate(table.schema):
         unit = (f.metadata or {}).get(b"unit")
-        heads.append(safe_cell(f"{f.name} ({unit.decode()})" if unit else f.name))
-    cols = [[_cell(v) for v in shown.column(i).to_pylist()] for i in range(table.num_columns)]
+        values = shown.column(i).to_pylist()
+        if unit == b"ns" and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)):
+            head, values = _for_people(f.name, values, origin_ns)
+        else:
+            head = f"{f.name} ({unit.decode()})" if unit else f.name
+        heads.append(safe_cell(head))
+        raw.append(values)
+    cols = [[_cell(v) for v in values] for values in raw]
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in table.schema]
     widths = [max([len(h)] + [len(c) for c in col]) for h, col in zip(heads, cols)]
 
@@ -122,9 +168,15 @@ def _no_formulas(col: Any) -> Any:
     return pc.if_else(risky, pc.binary_join_element_wise("'", col, ""), col)
 
 
-def echo_table(title: str, table: pa.Table, limit: Optional[int], see_all: str = SEE_ALL) -> None:
+def echo_table(
+    title: str,
+    table: pa.Table,
+    limit: Optional[int],
+    see_all: str = SEE_ALL,
+    origin_ns: Optional[int] = None,
+) -> None:
     click.echo(click.style(safe_cell(title), bold=True))
-    click.echo(text_table(table, limit, see_all))  # each cell made safe in text_table
+    click.echo(text_table(table, limit, see_all, origin_ns))  # each cell made safe there
     click.echo()
 
 
@@ -140,9 +192,11 @@ def emit(
     fmt: str,
     out_dir: Optional[str],
     limit: int,
+    origin_ns: Optional[int] = None,
 ) -> None:
     """Tables in the asked format: files in out_dir (csv/parquet, or analyses.json), JSON on
-    stdout, or text tables with their notes (and a csv copy when out_dir is given)."""
+    stdout, or text tables with their notes (and a csv copy when out_dir is given). Text
+    shows points in time from origin_ns, the traces' start (trace_start)."""
     if fmt in ("csv", "parquet") and out_dir:
         for path in write_tables(tables, fmt, out_dir):
             click.echo(path)
@@ -158,10 +212,19 @@ def emit(
             click.echo(text)
     else:
         for key, table in tables.items():
-            echo_table(f"{key} ({table.num_rows:,} rows)", table, limit or None)
+            echo_table(
+                f"{key} ({table.num_rows:,} rows)", table, limit or None, origin_ns=origin_ns
+            )
         for name, lines in notes.items():
             for line in lines:
                 echo(f"note ({name}): {line}")
         if out_dir:
             for path in write_tables(tables, "csv", out_dir):
                 click.echo(path)
+
+
+def trace_start(traces: Any) -> Optional[int]:
+    """The earliest event's start over the traces (ns), the origin text tables show points in
+    time from; None without events."""
+    starts = [int(t.column("events", "ts").min()) for t in traces.values() if t.num_rows("events")]
+    return min(starts) if starts else None

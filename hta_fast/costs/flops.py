@@ -150,4 +150,6 @@ def no_model_summary(table: pa.Table) -> pa.Table:
         [("count", "count"), ("count", "sum"), ("gpu_time_sum", "sum")]
     )
     g = g.rename_columns(["name", "reason", "groups", "calls", "gpu_time_sum"])
+    at = g.schema.get_field_index("gpu_time_sum")
+    g = g.set_column(at, g.schema.field(at).with_metadata({"unit": "ns"}), g.column(at))
     return g.sort_by([("gpu_time_sum", "descending"), ("calls", "descending")])
