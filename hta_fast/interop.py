@@ -57,6 +57,10 @@ def to_pandas(table: pa.Table) -> Any:
     for field in table.schema:
         if field.type in nullable and table[field.name].null_count:
             df[field.name] = table[field.name].to_pandas(types_mapper=nullable.get)
+        elif pa.types.is_dictionary(field.type):
+            # a trace's string columns share its whole pool as their dictionary: keep only
+            # the values present, or value_counts() lists thousands of empty categories
+            df[field.name] = df[field.name].cat.remove_unused_categories()
     return df
 
 

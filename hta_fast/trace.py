@@ -250,19 +250,23 @@ class Trace(NamedTables):
         return len(next(iter(columns.values()))) if columns else 0
 
     @cached_property
-    def stats(self) -> pa.Table:
+    def stats(self) -> "LoadStats":
+        """What the loader counted and skipped: an Arrow table (name, severity, description,
+        count, examples) that prints as the counts that are not zero."""
         rows = self._raw.stats
-        return pa.table(
-            {
-                "name": [r[0] for r in rows],
-                "severity": [r[1] for r in rows],
-                "description": [r[2] for r in rows],
-                "count": pa.array([r[3] for r in rows], pa.int64()),
-                "examples": pa.array(
-                    [[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
-                    pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())])),
-                ),
-            }
+        return LoadStats(
+            pa.table(
+                {
+                    "name": [r[0] for r in rows],
+                    "severity": [r[1] for r in rows],
+                    "description": [r[2] for r in rows],
+                    "count": pa.array([r[3] for r in rows], pa.int64()),
+                    "examples": pa.array(
+                        [[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
+                        pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())])),
+                    ),
+                }
+            )
         )
 
     def stat(self, name: str) -> int:
@@ -348,3 +352,37 @@ def open_saved(directory: str | os.PathLike) -> Trace:
         manifest["header"], manifest["path"], manifest["json_bytes"], manifest.get("base_time_ns")
     )
     return Trace(raw, meta, manifest.get("rank"))
+
+
+class LoadStats:
+    """Trace.stats: the loader's counts as an Arrow table (every attribute and item of the
+    table works on it: .select, .to_pandas(), ["count"]...), that prints readably: one line
+    per count that is not zero, with what it counts."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.table[key]
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def equals(self, other: Any) -> bool:
+        return self.table.equals(other.table if isinstance(other, LoadStats) else other)
+
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object:
+        return self.table.__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        rows = [r for r in self.table.to_pylist() if r["count"]]
+        if not rows:
+            return "LoadStats: nothing skipped or repaired"
+        lines = [f"LoadStats: {len(rows)} of {self.table.num_rows} counts not zero"]
+        lines += [
+            f"  {r['name']} ({r['severity']}): {r['count']:,} - {r['description']}" for r in rows
+        ]
+        return "\n".join(lines)

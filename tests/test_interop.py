@@ -138,3 +138,19 @@ def test_polars_missing_is_a_clear_error(trace, monkeypatch):
 def test_unknown_table_is_a_clear_error(trace):
     with pytest.raises(ValueError, match="no table 'event'"):
         trace.to_arrow("event")
+
+
+def test_results_and_stats_print_readably_and_categoricals_hold_only_present_values(traces_dir):
+    import hta_fast
+    from hta_fast.analysis.kernel_breakdown import kernel_breakdown
+
+    t = hta_fast.load(str(traces_dir / "hta/trace_diff/control/control.json.gz"))
+    text = repr(kernel_breakdown(t))
+    assert text.splitlines()[0] == "Result kernel_breakdown: 7 rows x 4 columns"
+    assert "['kernels']: 17 rows x 9 columns" in text and "time (ns)" in text
+    html = kernel_breakdown(t)._repr_html_()
+    assert html.startswith("<p><b>Result kernel_breakdown</b>") and "<table>" in html
+    assert repr(t.stats) == "LoadStats: nothing skipped or repaired"
+    assert t.stats.select(["name", "count"]).num_rows == t.stats.num_rows  # still a table
+    cats = t.to_pandas()["cat"]
+    assert len(cats.cat.categories) == cats.nunique()

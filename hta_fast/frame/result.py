@@ -4,11 +4,13 @@ say what the numbers cannot (no communication on this rank, a stream with no ker
 
 from __future__ import annotations
 
+import html
 from typing import Any, Iterable, Mapping, Optional
 
 import pyarrow as pa
 
 from .. import interop
+from ..untrusted_text import safe_cell, safe_lines
 
 
 class Result:
@@ -65,6 +67,77 @@ class Result:
         return self.table.num_rows
 
     def __repr__(self) -> str:
-        side = f" + {sorted(self.tables)}" if self.tables else ""
-        notes = f" notes={self.notes}" if self.notes else ""
-        return f"<Result {self.name}: {self.table.num_rows} rows x {self.table.num_columns} cols{side}{notes}>"
+        """What a person reads in a terminal: the name, the tables with their sizes, the
+        first rows of the main table, the notes."""
+        lines = [f"Result {self.name}: {_size(self.table)}"]
+        lines += [f"  [{name!r}]: {_size(t)}" for name, t in self.tables.items()]
+        if self.table.num_rows:
+            lines.append(preview_text(self.table, PREVIEW_ROWS))
+        lines += [f"note: {safe_lines(n)}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The same in a notebook: the main table's first rows as HTML (escaped)."""
+        side = "".join(
+            f"<li><code>[{html.escape(repr(k))}]</code>: {_size(t)}</li>"
+            for k, t in self.tables.items()
+        )
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (
+            f"<p><b>Result {html.escape(self.name)}</b>: {_size(self.table)}</p>"
+            + (f"<ul>{side}</ul>" if side else "")
+            + preview_html(self.table, PREVIEW_ROWS)
+            + (f"<p>notes:</p><ul>{notes}</ul>" if notes else "")
+        )
+
+
+PREVIEW_ROWS = 8
+
+
+def _size(table: pa.Table) -> str:
+    return f"{table.num_rows:,} rows x {table.num_columns} columns"
+
+
+def _cells(table: pa.Table, rows: int) -> tuple[list[str], list[list[str]]]:
+    """(headers with their units, the first `rows` rows as text), trace text escaped."""
+    shown = table.slice(0, rows)
+    heads = []
+    for f in table.schema:
+        unit = (f.metadata or {}).get(b"unit")
+        heads.append(f"{f.name} ({unit.decode()})" if unit else f.name)
+    cols = []
+    for col in shown.columns:
+        cells = []
+        for v in col.to_pylist():
+            text = (
+                ""
+                if v is None
+                else f"{v:,.4g}"
+                if isinstance(v, float)
+                else f"{v:,}"
+                if isinstance(v, int) and not isinstance(v, bool)
+                else str(v)
+            )
+            text = safe_cell(text)
+            cells.append(text if len(text) <= 40 else text[:37] + "...")
+        cols.append(cells)
+    return heads, [list(r) for r in zip(*cols)]
+
+
+def preview_text(table: pa.Table, rows: int) -> str:
+    """The table's first rows, aligned, with a line saying how many more there are."""
+    heads, body = _cells(table, rows)
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(heads)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in body]
+    if table.num_rows > rows:
+        out.append(f"... {table.num_rows - rows:,} more rows")
+    return "\n".join(out)
+
+
+def preview_html(table: pa.Table, rows: int) -> str:
+    heads, body = _cells(table, rows)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+    more = f"<p>... {table.num_rows - rows:,} more rows</p>" if table.num_rows > rows else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>{more}"

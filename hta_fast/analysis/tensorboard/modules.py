@@ -163,7 +163,7 @@ def _tree_order(keys: np.ndarray, first_ts: np.ndarray) -> np.ndarray:
         parts = k.split("/")
         return [(start.get("/".join(parts[: i + 1]), 0), parts[i]) for i in range(len(parts))]
 
-    ranked = sorted(range(len(keys)), key=lambda i: sort_key(keys[i]))
+    ranked = sorted(range(len(keys)), key=lambda i: sort_key(str(keys[i])))
     return np.asarray(ranked, np.int64)
 
 

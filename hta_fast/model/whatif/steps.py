@@ -171,10 +171,19 @@ def what_if(
         )
     if changes.pairing is not None:
         paths["durations_from"] = changes.pairing
+    totals_note = (
+        [
+            "per rank, the steps together (first start to last end), replayed and predicted: "
+            "result['totals'] (where an edit lets the host run ahead the steps overlap, and "
+            "this, not their sum, is the time they take)"
+        ]
+        if chained and totals
+        else []
+    )
     return Result(
         "what_if",
         table,
         tables=paths,
-        notes=changes.notes + _notes(rows, edits),
+        notes=changes.notes + _notes(rows, edits) + totals_note,
         params={"selection": sel, **edits.params(), "cross_rank": together, "chained": chained},
     )
