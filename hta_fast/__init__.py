@@ -8,6 +8,7 @@ except ImportError as e:  # a source tree whose C++ core was never built
         f"({e}). From the repository root run `make build` (or `pip install -e .`), then "
         "import hta_fast from that environment."
     ) from e
+from .build_info import build_info
 from .errors import TraceFormatError
 from .frame.capture_trace import with_capture
 from .loading.dataset import TraceDataset, open_dataset
@@ -32,4 +33,5 @@ __all__ = [
     "open_dataset",
     "TraceDataset",
     "with_capture",
+    "build_info",
 ]

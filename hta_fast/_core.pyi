@@ -249,3 +249,6 @@ class _Graph:
     ) -> _DependencyGraph: ...
 
 graph: _Graph
+
+# register_build_info.cc: keys version, gzip, zstd, simdjson_version, simdjson_implementation
+def build_info() -> dict[str, Any]: ...

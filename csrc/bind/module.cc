@@ -9,6 +9,7 @@ void register_loader(py::module_& m);
 void register_arrays(py::module_& m);
 void register_ops(py::module_& m);
 void register_graph(py::module_& m);
+void register_build_info(py::module_& m);
 void tune_malloc();
 
 PYBIND11_MODULE(_core, m) {
@@ -22,4 +23,5 @@ PYBIND11_MODULE(_core, m) {
   register_loader(m);
   register_ops(m);
   register_graph(m);
+  register_build_info(m);
 }

@@ -8,6 +8,11 @@
 
 namespace hta {
 
+// Whether plain files are mapped at all. HTA_FAST_MMAP=0 reads them with read(2) instead,
+// the way a file system that cannot map them (some network and FUSE mounts) is read: for
+// comparing the two, and as a way out should mapping misbehave somewhere.
+bool mapping_enabled();
+
 class MappedFile {
  public:
   // Maps `size` bytes of an open file descriptor; throws FileError on failure.
@@ -19,12 +24,14 @@ class MappedFile {
   char* data() const { return data_; }
   uint64_t size() const { return size_; }
   // Drops the whole pages inside [from, to): they have been parsed. Threads may release
-  // disjoint ranges at once.
+  // disjoint ranges at once. Where the system cannot drop pages (or HTA_FAST_MADVISE=0, which
+  // also leaves out the read-ahead hint), they stay resident until the mapping is closed.
   void release(uint64_t from, uint64_t to);
 
  private:
   char* data_ = nullptr;
   uint64_t size_ = 0;
+  bool advise_ = true;
 };
 
 }  // namespace hta

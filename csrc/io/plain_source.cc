@@ -47,8 +47,14 @@ void FileSource::rewind() {
 }
 
 std::unique_ptr<MappedFile> FileSource::map() {
-  if (size_ == 0) return nullptr;
-  return std::make_unique<MappedFile>(fd_, size_);
+  if (size_ == 0 || !mapping_enabled()) return nullptr;
+  try {
+    return std::make_unique<MappedFile>(fd_, size_);
+  } catch (const FileError&) {
+    // A file system that cannot map files, or no address space left for this one: the
+    // caller reads the file instead, which any readable file allows.
+    return nullptr;
+  }
 }
 
 void FileSource::seek(uint64_t offset) {
