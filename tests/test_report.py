@@ -17,6 +17,7 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.analysis import queue_length, temporal
 from hta_fast.cli import cli
+from hta_fast.frame.fields import display_unit
 from hta_fast.report import plotlyjs, write_report
 from hta_fast.report.downsample import min_max
 
@@ -58,7 +59,7 @@ def test_numbers_do_not_depend_on_plot_points(dlrm_traces, tmp_path):
     small, big = tmp_path / "small.html", tmp_path / "big.html"
     write_report(dlrm_traces, str(small), max_points=200, cdn=True)
     write_report(dlrm_traces, str(big), max_points=1_000_000, cdn=True)
-    tables = [re.findall(r"<table>.*?</table>", p.read_text(), re.S) for p in (small, big)]
+    tables = [re.findall(r"<table[^>]*>.*?</table>", p.read_text(), re.S) for p in (small, big)]
     assert tables[0] == tables[1] and len(tables[0]) > 10
     n_points = queue_length.queue_length(dlrm_traces).table.num_rows
     assert (
@@ -79,8 +80,11 @@ def test_report_is_self_contained(dlrm_report):
 def test_report_numbers_come_from_the_analyses(dlrm_report, dlrm_traces):
     text = dlrm_report.read_text()
     t = temporal.temporal_breakdown(dlrm_traces).table
-    for idle in t.column("idle_time").to_pylist():
-        assert f"{idle / 1e3:,.1f}" in text  # shown in µs
+    idles = t.column("idle_time").to_pylist()
+    scale, unit = display_unit(idles)  # the column's unit, as the CLI shows it too
+    assert f"idle_time ({unit})" in text
+    for idle in idles:
+        assert f"{idle / scale:,.2f}" in text
     for section in (
         "Temporal breakdown per rank",
         "GPU utilization, SM efficiency and occupancy",
@@ -113,7 +117,7 @@ def test_inference_section_shows_the_passes(tmp_path):
     section = text[text.index('<section id="inference">') :]
     section = section[: section.index("</section>")]
     # One decode step of 32 requests over 55,086 cached tokens, 99.76 % busy, 10.74 ms.
-    assert "10,743.2" in section and "99.76" in section and "55,086" in section
+    assert "10.74" in section and "99.76" in section and "55,086" in section  # dur in ms
     assert "execute_32_context_0(" in section
 
 
@@ -281,8 +285,9 @@ def test_report_of_chosen_ranks(dlrm_traces, tmp_path):
 @needs_chromium
 def test_tables_sort_and_filter_in_chromium(dlrm_report):
     """The page's own self-test clicks a numeric header twice and types the first row's
-    first cell into that table's filter: the column comes out ascending, then descending,
-    and only the rows holding the text stay shown."""
+    first cell into the filter of a table longer than 10 rows: the column comes out
+    ascending, then descending, and only the rows holding the text stay shown; cleared, the
+    table shows its first 10 rows again."""
     dom, console = headless_chromium.dump_dom(dlrm_report, fragment="#selftest")
     data = headless_chromium.element_data(dom, "report-status")
     assert "selftest" in data, console
@@ -291,6 +296,8 @@ def test_tables_sort_and_filter_in_chromium(dlrm_report):
     assert st["up"] == sorted(st["before"]) and st["down"] == sorted(st["before"], reverse=True)
     assert st["up"] != st["down"]  # the column has more than one value: the order changed
     assert 1 <= st["shown"] < st["rows"]
+    # the first 10 rows show until "show all"; a filter finds matches past them too
+    assert st["collapsed"] == 10
 
 
 def test_the_headline_is_the_doctors(dlrm_traces, dlrm_report, traces_dir):

@@ -77,7 +77,7 @@ def test_below_the_threshold_the_tables_list_every_rank(tmp_path):
     write_report(ranks(MANY_RANKS - 1), str(page), cdn=True)
     assert 'id="ranks"' not in page.read_text()
     assert "distribution over" not in page.read_text()
-    assert section(page, "temporal").count("<tr>") == 1 + (MANY_RANKS - 1)  # a row per rank
+    assert section(page, "temporal").count("<tr") == 1 + (MANY_RANKS - 1)  # a row per rank
 
 
 @pytest.fixture(scope="module")

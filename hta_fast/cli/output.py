@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 import click
 import pyarrow as pa
 
+from ..frame.fields import display_unit, is_time_point
 from .terminal import echo, safe_cell
 
 FORMATS = ("table", "json", "csv", "parquet")
@@ -33,36 +34,19 @@ def _cell(v: Any) -> str:
 
 # How to see the rows a text table left out, for the commands with --limit and --format.
 SEE_ALL = "--limit 0 shows all; --format csv or json writes every row"
-# Columns in ns that are points in time, not durations: shown from the trace's start.
-TIME_POINTS = {"ts", "start", "end", "first_start", "last_start"}
-# A duration column is shown in the unit its typical (median) value reads best in.
-UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))
-
-
-def _is_time_point(name: str) -> bool:
-    return name in TIME_POINTS or name.endswith("_ts")
-
-
-def _unit_of(values: list) -> tuple[float, str]:
-    """(scale, unit) for ns values: the largest unit their median reaches, ns below 1 µs."""
-    sizes = sorted(abs(v) for v in values if isinstance(v, (int, float)) and v == v and v)
-    if not sizes:
-        return 1.0, "ns"
-    median = sizes[len(sizes) // 2]
-    return next(((s, u) for s, u in UNITS if median >= s), (1.0, "ns"))
 
 
 def _for_people(name: str, values: list, origin_ns: Optional[int]) -> tuple[str, list[Any]]:
     """A ns column as a person reads it: (header, values) in ms/µs/s chosen for the column,
     points in time from the trace's start (origin_ns), else from the column's first."""
-    if _is_time_point(name):
+    if is_time_point(name):
         present = [v for v in values if isinstance(v, (int, float)) and v == v]
         origin = origin_ns if origin_ns is not None else (min(present) if present else 0)
         values = [None if v is None else v - origin for v in values]
-        scale, unit = _unit_of(values)
+        scale, unit = display_unit(values)
         since = "from trace start" if origin_ns is not None else "from the first"
         return f"{name} ({unit} {since})", [None if v is None else v / scale for v in values]
-    scale, unit = _unit_of(values)
+    scale, unit = display_unit(values)
     if unit == "ns":
         return f"{name} (ns)", values
     return f"{name} ({unit})", [None if v is None else v / scale for v in values]

@@ -7,6 +7,27 @@ import pyarrow as pa
 NS = {"unit": "ns"}
 PCT = {"unit": "%"}
 
+# A column of ns durations is shown to people in the largest of these units its typical
+# (median) value reaches, ns below 1 µs: one unit per column, the same in the CLI and the
+# report.
+DISPLAY_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))
+# Columns in ns that are points in time, not durations: shown from the trace's start.
+TIME_POINTS = frozenset({"ts", "start", "end", "first_start", "last_start"})
+
+
+def display_unit(values: list) -> tuple[float, str]:
+    """(scale, unit) to show these ns values in: the largest unit their median reaches."""
+    sizes = sorted(abs(v) for v in values if isinstance(v, (int, float)) and v == v and v)
+    if not sizes:
+        return 1.0, "ns"
+    median = sizes[len(sizes) // 2]
+    return next(((s, u) for s, u in DISPLAY_UNITS if median >= s), (1.0, "ns"))
+
+
+def is_time_point(name: str) -> bool:
+    """Whether a ns column holds points in time (a start, an end, a *_ts) and not durations."""
+    return name in TIME_POINTS or name.endswith("_ts")
+
 
 def duration_stats() -> list[pa.Field]:
     """count, sum, max, min, mean, stddev of durations (ns)."""

@@ -64,8 +64,8 @@ def diagnosis(
         )
     return {
         "available": True,
-        "headline": diag.headline(),
-        "headline_lines": diag.headline_text(),
+        "headline": diag.headline() if hasattr(diag, "headline") else None,
+        "headline_lines": diag.headline_text() if hasattr(diag, "headline_text") else [],
         "utilization": diag.utilization,
         "healthy": bool(diag.healthy),
         "too_little_work": getattr(diag, "too_little_work", ""),

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis.stragglers import high_outliers
+from ..frame.fields import display_unit
 from .tables import cell, header, unit_of
 
 QUANTILES = (0, 10, 50, 90, 100)
@@ -42,9 +43,12 @@ def distribution(
             rows.append([header(name, unit), *["–"] * 7])
             continue
         q = np.percentile(v[ok], QUANTILES)
-        shown = [cell(int(round(x)) if whole else float(x), unit) for x in q]
+        scale, shown_unit = display_unit(q.tolist()) if unit == "ns" else (1.0, "")
+        shown = [cell(int(round(x)) if whole else float(x), unit, scale) for x in q]
         kept = names[ok]
-        rows.append([header(name, unit), *shown, kept[np.argmin(v[ok])], kept[np.argmax(v[ok])]])
+        rows.append(
+            [header(name, unit, shown_unit), *shown, kept[np.argmin(v[ok])], kept[np.argmax(v[ok])]]
+        )
     return {
         "caption": f"{caption}: distribution over {len(names):,} rows",
         "headers": HEADERS,

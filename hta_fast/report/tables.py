@@ -1,4 +1,5 @@
-"""Arrow tables as rows of display text for the HTML template: ns columns in µs."""
+"""Arrow tables as rows of display text for the HTML template: ns columns in the ms, µs or s
+that suits each (frame.fields.display_unit, as the command line shows them)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ import math
 from typing import Any, Optional, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..frame.fields import display_unit
 
 
-def cell(v: Any, unit: Optional[str]) -> str:
-    """One value as display text: ns in µs, None and NaN as a dash."""
+def cell(v: Any, unit: Optional[str], scale: float = 1e3) -> str:
+    """One value as display text: ns divided by `scale` (the column's display unit), None
+    and NaN as a dash."""
     if v is None:
         return "–"
     if isinstance(v, float) and math.isnan(v):
         return "–"
     if unit == "ns" and isinstance(v, (int, float)):
-        return f"{v / 1e3:,.1f}"
+        return f"{v / scale:,.{0 if scale == 1 else 2}f}"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
@@ -29,8 +34,8 @@ def unit_of(field: pa.Field) -> Optional[str]:
     return (field.metadata or {}).get(b"unit", b"").decode() or None
 
 
-def header(name: str, unit: Optional[str]) -> str:
-    return f"{name} (µs)" if unit == "ns" else (f"{name} ({unit})" if unit else name)
+def header(name: str, unit: Optional[str], shown: str = "µs") -> str:
+    return f"{name} ({shown})" if unit == "ns" else (f"{name} ({unit})" if unit else name)
 
 
 def html_table(
@@ -39,16 +44,22 @@ def html_table(
     columns: Optional[Sequence[str]] = None,
     limit: Optional[int] = 50,
 ) -> dict[str, Any]:
-    """{caption, headers, numeric, rows, more}: ns columns are shown in µs (header says so)."""
+    """{caption, headers, numeric, rows, more, zero_rows}: each ns column in its display unit
+    (the header says which). Rows whose measures are all zero (or missing) are left out
+    where others are not, and counted in zero_rows: a table of idle times per stream lists
+    the streams that were idle."""
     names = [c for c in (columns or table.column_names) if c in table.column_names]
+    table, zero_rows = _without_zero_rows(table, names)
     shown = table if limit is None else table.slice(0, limit)
     headers, numeric, cols = [], [], []
     for name in names:
         field = table.schema.field(name)
         unit = unit_of(field)
-        headers.append(header(name, unit))
+        values = shown.column(name).to_pylist()
+        scale, shown_unit = display_unit(values) if unit == "ns" else (1.0, "")
+        headers.append(header(name, unit, shown_unit))
         numeric.append(pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
-        cols.append([cell(v, unit) for v in shown.column(name).to_pylist()])
+        cols.append([cell(v, unit, scale) for v in values])
     rows = [list(r) for r in zip(*cols)] if cols else []
     return {
         "caption": caption,
@@ -56,4 +67,31 @@ def html_table(
         "numeric": numeric,
         "rows": rows,
         "more": table.num_rows - shown.num_rows,
+        "zero_rows": zero_rows,
     }
+
+
+# Columns that name a row rather than measure it: a row is all zeros when the others are.
+_KEYS = {"rank", "step", "stream", "index", "device", "pid", "tid", "example_row", "row"}
+
+
+def _without_zero_rows(table: pa.Table, names: Sequence[str]) -> tuple[pa.Table, int]:
+    measures = [
+        n
+        for n in names
+        if n not in _KEYS
+        and (
+            pa.types.is_integer(table.schema.field(n).type)
+            or pa.types.is_floating(table.schema.field(n).type)
+        )
+    ]
+    if not measures or table.num_rows < 2:
+        return table, 0
+    nonzero = None
+    for n in measures:
+        col = pc.fill_null(pc.not_equal(table[n], 0), False)
+        nonzero = col if nonzero is None else pc.or_(nonzero, col)
+    kept = int(pc.sum(nonzero).as_py() or 0)
+    if kept == 0 or kept == table.num_rows:
+        return table, 0
+    return table.filter(nonzero), table.num_rows - kept
