@@ -67,6 +67,7 @@ def diagnosis(
         "headline": diag.headline() if hasattr(diag, "headline") else None,
         "headline_lines": diag.headline_text() if hasattr(diag, "headline_text") else [],
         "utilization": diag.utilization,
+        "step_us": getattr(diag, "step_time_ns", 0) / 1e3,
         "healthy": bool(diag.healthy),
         "too_little_work": getattr(diag, "too_little_work", ""),
         "findings": findings,
