@@ -91,6 +91,7 @@ def test_report_numbers_come_from_the_analyses(dlrm_report, dlrm_traces):
         "Step time breakdown",
         "Kernel types and their overlaps",
         "Top kernels",
+        "Operators: FLOPs, bytes and the roofline",
         "Communication / computation overlap",
         "Idle time per stream",
         "CUDA queue length over time",
@@ -311,3 +312,16 @@ def test_the_headline_is_the_doctors(dlrm_traces, dlrm_report, traces_dir):
     assert page == json.loads(res.output)["headline"]
     first = re.search(r'<div class="first">(.*?)</div>', text, re.S).group(1)
     assert f"{100 * page['utilization']:.1f}%" in first and "mean step" in first
+
+
+def test_the_operator_section_marks_the_rows_it_cannot_vouch_for(traces_dir, tmp_path):
+    page = tmp_path / "ops.html"
+    trace = str(traces_dir / "hta/trace_diff/control/control.json.gz")
+    res = CliRunner().invoke(cli, ["-q", "report", trace, "-o", str(page), "--cdn"])
+    assert res.exit_code == 0, res.output
+    text = page.read_text()
+    section = text[text.index('<section id="operators">') :]
+    section = section[: section.index("</section>")]
+    assert "achieved_flops (TFLOP/s)" in section and "achieved_bandwidth (GB/s)" in section
+    # aten::cat's sizes come from its CatBackward0 nodes: an assumption, said in the row
+    assert "the list&#39;s sizes are not recorded" in section

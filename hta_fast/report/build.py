@@ -49,6 +49,12 @@ SECTIONS = (
         ("kernel_breakdown",),
     ),
     (sections_gpu.top_kernels, "top-kernels", "Top kernels", ("kernel_breakdown",)),
+    (
+        sections_gpu.operators,
+        "operators",
+        "Operators: FLOPs, bytes and the roofline",
+        ("roofline",),
+    ),
     (sections_graphs.graph_replays, "graph-replays", "Graph replays", ("graph_replays",)),
     (
         sections_inference.inference,
@@ -95,6 +101,12 @@ MANY_SECTIONS = (
         ("kernel_breakdown",),
     ),
     (sections_gpu.top_kernels, "top-kernels", "Top kernels", ("kernel_breakdown",)),
+    (
+        sections_gpu.operators,
+        "operators",
+        "Operators: FLOPs, bytes and the roofline",
+        ("roofline",),
+    ),
     (sections_graphs.graph_replays, "graph-replays", "Graph replays", ("graph_replays",)),
     (
         sections_inference.inference,

@@ -281,3 +281,52 @@ def idle(ctx: Context) -> Section:
         tables=[html_table("idle time", t, limit=60)],
         notes=ctx.notes("idle_time"),
     )
+
+
+OPERATOR_COLUMNS = (
+    "rank",
+    "name",
+    "input_dims",
+    "family",
+    "precision",
+    "calls",
+    "gpu_time",
+    "achieved_flops",
+    "achieved_bandwidth",
+    "pct_of_roofline",
+    "bound",
+    "time_left",
+    "uncertain",
+    "uncertain_why",
+)
+
+
+def operators(ctx: Context) -> Section:
+    """Operators by the GPU time their roofline leaves: FLOPs and bytes from the cost
+    models, achieved against the device's peaks; rows the roofline cannot vouch for marked
+    uncertain with the reason (analysis.roofline, hta_fast.costs.above_peak)."""
+    res = ctx.result("roofline")
+    t = res.table
+    if t.num_rows == 0:
+        return Section(
+            "operators",
+            "Operators: FLOPs, bytes and the roofline",
+            "No operator with recorded shapes and a cost model launched GPU work "
+            "(profile with record_shapes=True).",
+            notes=ctx.notes("roofline"),
+        )
+    flagged = int(pc.sum(t["uncertain"]).as_py() or 0)
+    return Section(
+        "operators",
+        "Operators: FLOPs, bytes and the roofline",
+        "Each operator group (name and shapes) with its FLOPs and bytes from the cost models, "
+        "what it achieved against the device's peak FLOP/s and bandwidth (pct_of_roofline: "
+        "the roofline's time over the measured one) and the time left above the roofline, "
+        "most first. uncertain rows rest on an assumption the trace cannot check, or run above "
+        f"their roofline (uncertain_why says which): {flagged:,} of {t.num_rows:,} here. "
+        "hta-fast ops prints every row.",
+        tables=[
+            html_table("operators by time left above the roofline", t, OPERATOR_COLUMNS, limit=40)
+        ],
+        notes=ctx.notes("roofline"),
+    )

@@ -56,6 +56,9 @@ def html_table(
         field = table.schema.field(name)
         unit = unit_of(field)
         values = shown.column(name).to_pylist()
+        if unit in RATES:  # FLOP/s and B/s in the T and G a person compares with a datasheet
+            rate_scale, unit = RATES[unit]
+            values = [None if v is None else v / rate_scale for v in values]
         scale, shown_unit = display_unit(values) if unit == "ns" else (1.0, "")
         headers.append(header(name, unit, shown_unit))
         numeric.append(pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
@@ -71,6 +74,7 @@ def html_table(
     }
 
 
+RATES = {"FLOP/s": (1e12, "TFLOP/s"), "B/s": (1e9, "GB/s")}
 # Columns that name a row rather than measure it: a row is all zeros when the others are.
 _KEYS = {"rank", "step", "stream", "index", "device", "pid", "tid", "example_row", "row"}
 
