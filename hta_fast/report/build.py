@@ -139,6 +139,16 @@ _ENV = jinja2.Environment(
 )
 
 
+def one_bar_each(fig: dict[str, Any]) -> bool:
+    """Whether every bar series of a figure holds one value at most (one rank's bar): a
+    chart that says nothing its table's number does not."""
+    series = fig["data"]
+    return bool(series) and all(
+        t.get("type") == "bar" and len(t.get("x" if t.get("orientation") != "h" else "y", ())) <= 1
+        for t in series
+    )
+
+
 def has_values(fig: dict[str, Any]) -> bool:
     """Whether a figure would draw anything: some trace with a number other than null."""
     for trace in fig["data"]:
@@ -238,7 +248,10 @@ def write_report(
         drawn = [f for f in s.figures if has_values(f)]
         if len(drawn) < len(s.figures):
             s.notes.append("nothing to plot for these traces")
-        s.figures = drawn
+        single = [f for f in drawn if one_bar_each(f)]
+        if single:
+            s.notes.append("one bar per series: the table gives the numbers")
+        s.figures = [f for f in drawn if not one_bar_each(f)]
     figures = [
         {"id": f"fig-{s.id}-{i}", "spec": fig} for s in sections for i, fig in enumerate(s.figures)
     ]
