@@ -9,6 +9,7 @@
     hta-fast predict PATH... --device NAME   kernel time on another GPU
     hta-fast critical-path PATH... what bounds each step; replay, whatif: the graph model
     hta-fast convert PATH... -o D  a Parquet dataset partitioned by rank
+    hta-fast slice PATH... --steps N -o F   a step as a trace small enough for Perfetto
     hta-fast demo                  a synthetic multi-rank trace set and its report
 
 Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
@@ -16,7 +17,7 @@ Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
 
 from __future__ import annotations
 
-from . import analyze, convert, demo, diff, doctor, info, model, ops, report  # noqa: F401 (register)
+from . import analyze, convert, demo, diff, doctor, info, model, ops, report, slice  # noqa: F401 (register)
 from .app import cli, main
 
 __all__ = ["cli", "main"]
