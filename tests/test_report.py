@@ -327,3 +327,26 @@ def test_the_operator_section_marks_the_rows_it_cannot_vouch_for(traces_dir, tmp
     assert "achieved_flops (TFLOP/s)" in section and "achieved_bandwidth (GB/s)" in section
     # aten::cat's sizes come from its CatBackward0 nodes: an assumption, said in the row
     assert "the list&#39;s sizes are not recorded" in section
+
+
+def test_the_steps_section_names_the_slice_of_the_slowest_step(dlrm_report, traces_dir, tmp_path):
+    text = dlrm_report.read_text()
+    m = re.search(r"hta-fast slice (\S+) --ranks (\d+) --steps (\d+) -o (\S+)", text)
+    assert m, "no slice command in the steps section"
+    out = tmp_path / "slowest.json.gz"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "-q",
+            "slice",
+            str(traces_dir / DLRM),
+            "--ranks",
+            m.group(2),
+            "--steps",
+            m.group(3),
+            "-o",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert hta_fast.load(str(out)).num_rows("events") > 0

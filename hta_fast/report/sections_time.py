@@ -231,8 +231,22 @@ def steps(ctx: Context) -> Section:
         "slow step is a hiccup.",
         figures=[figure(data, "step duration", "", "ms", barmode="group", xtype="category")],
         tables=[html_table("steps per rank", per_rank), html_table("every step", t, limit=100)],
-        notes=ctx.notes("steps"),
+        notes=ctx.notes("steps") + slowest_step_note(ctx, t),
     )
+
+
+def slowest_step_note(ctx: Context, t: pa.Table) -> list[str]:
+    """The command that writes the slowest step as a timeline that Perfetto UI opens (a
+    multi-GB trace does not open there whole)."""
+    if t.num_rows == 0:
+        return []
+    i = int(pc.index(t["span"], pc.max(t["span"])).as_py())
+    rank, step = t["rank"][i].as_py(), t["step"][i].as_py()
+    return [
+        f"the slowest step, step {step} of rank {rank}, as a timeline for Perfetto UI or "
+        f"chrome://tracing: hta-fast slice {ctx.source} --ranks {rank} --steps {step} "
+        f"-o step{step}.json.gz"
+    ]
 
 
 def collectives(ctx: Context) -> Section:
