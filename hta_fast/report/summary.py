@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..costs.devices import trace_device
 from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -26,6 +27,9 @@ def rank_info(trace: Trace) -> dict[str, Any]:
     devices = sorted(
         {str(d.get("name")) for d in trace.meta.devices if isinstance(d, dict) and d.get("name")}
     )
+    if not devices:  # unnamed (ROCm builds of vLLM): the device table's entry, if it knows it
+        known = trace_device(trace)
+        devices = [f"{known.key} (identified)"] if known is not None else []
     path = trace.meta.path
     return {
         "rank": trace.rank,
