@@ -374,6 +374,11 @@ class LoadStats:
     def equals(self, other: Any) -> bool:
         return self.table.equals(other.table if isinstance(other, LoadStats) else other)
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (LoadStats, pa.Table)) and self.equals(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by contents, like the table
+
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object:
         return self.table.__arrow_c_stream__(requested_schema)
 

@@ -7,8 +7,8 @@ at the JSON level and says what a correct load must show (`expect`), so the chil
 checks more than "no crash":
 
   events   recover=True keeps this many complete events (the edit touched no core field)
-  ids      [row, column, value]: the event at `row` (in file order) has that pid/tid;
-           a value at or below STRING_ID_BASE reads back through Trace.id_name as its digits
+  ids      [row, column, value]: the event at `row` (in file order) has that pid/tid, as
+           written, wherever it lies in int64 (Trace.id_name: None, it is no name)
 """
 
 from __future__ import annotations

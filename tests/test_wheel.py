@@ -73,11 +73,16 @@ def wheel(tmp_path_factory) -> Path:
     if reason:
         pytest.skip(f"cannot build the wheel here: {reason}")
     out = tmp_path_factory.mktemp("dist")
+    # --no-print-directory: under `make test` this make is a sub-make, which would otherwise
+    # print "make[1]: Leaving directory ..." after the wheel's path
     built = subprocess.run(
-        ["make", "wheel", f"WHEEL_DIR={out}"], cwd=ROOT, capture_output=True, text=True
+        ["make", "--no-print-directory", "wheel", f"WHEEL_DIR={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert built.returncode == 0, f"make wheel failed:\n{built.stdout}\n{built.stderr}"
-    path = Path(built.stdout.strip().splitlines()[-1])
+    path = Path(next(x for x in reversed(built.stdout.split()) if x.endswith(".whl")))
     assert path.parent == out.resolve() and path.suffix == ".whl", built.stdout
     return path
 
