@@ -10,6 +10,7 @@ is counted, never dropped.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Optional
 
 import numpy as np
@@ -66,6 +67,19 @@ def cost_of(
         return f"shapes do not fit the model ({type(e).__name__}: {e})"
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _shared_cost(
+    name: str,
+    dims: Optional[str],
+    types: Optional[str],
+    concrete: Optional[str],
+    strides: Optional[str],
+) -> Cost | str:
+    """cost_of for a call that needs nothing but its own arguments, remembered across ranks
+    and calls: the ranks of one job hold the same shape groups (a Cost is immutable)."""
+    return cost_of(name, dims, types, concrete, strides=strides)
+
+
 def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     """COST_SCHEMA columns for each row of an op table (name, input_dims, input_type,
     concrete_inputs; and rank, when it holds several: what one operator tells about another
@@ -87,7 +101,11 @@ def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
         mkey = (*key, st) if extra is None else (rank, *key, st)
         c = memo.get(mkey)
         if c is None:
-            c = memo[mkey] = cost_of(key[0], key[1], key[2], key[3], extra=extra, strides=st)
+            c = memo[mkey] = (
+                _shared_cost(key[0], key[1], key[2], key[3], st)
+                if extra is None
+                else cost_of(key[0], key[1], key[2], key[3], extra=extra, strides=st)
+            )
         values: tuple[Any, ...] = (
             (
                 c.family,
