@@ -89,6 +89,7 @@ def test_report_numbers_come_from_the_analyses(dlrm_report, dlrm_traces):
         "Temporal breakdown per rank",
         "GPU utilization, SM efficiency and occupancy",
         "Step time breakdown",
+        "Critical path per step",
         "Kernel types and their overlaps",
         "Top kernels",
         "Operators: FLOPs, bytes and the roofline",

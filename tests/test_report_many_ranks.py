@@ -176,5 +176,10 @@ def test_notes_said_of_many_ranks_are_said_once():
         "rank 3: a note of its own",
         "a note about the run",
     ]
+    of_a_step = [f"rank {r} step 3: 2 waits untied" for r in range(5)] + ["rank 9 step 4: x"]
+    assert fold_rank_notes(of_a_step) == [
+        "5 ranks (0, 1, 2, 3, 4) step 3: 2 waits untied",
+        "rank 9 step 4: x",
+    ]
     few = [f"rank {r}: odd" for r in range(3)]
     assert fold_rank_notes(few) == few  # a few ranks: each said as it is

@@ -10,7 +10,7 @@ import hta_fast
 from hta_fast import synth
 from hta_fast.frame.select import Selection
 from hta_fast.report import build
-from hta_fast.report.context import Context
+from hta_fast.report.context import TITLES, Context, SectionFailed, section
 
 
 class Watched(Context):
@@ -29,7 +29,7 @@ class Watched(Context):
 
 def _build(traces) -> Watched:
     ctx = Watched(traces, Selection())
-    ids = iter(["summary"] + [id_ for _, id_, _, _ in build.sections_for(len(traces))])
+    ids = iter(["summary"] + [part.id for part in build.sections_for(len(traces))])
 
     def on_section(done: str) -> None:
         ctx.section = next(ids, done)  # the next section's id, for what it reads
@@ -50,9 +50,29 @@ def test_each_section_reads_what_it_declares_and_nothing_runs_twice(traces_dir, 
     few = hta_fast.load_dir(traces_dir / "param_dlrm_8rank")
     for traces in (few, many):
         ctx = _build(traces)
-        declared = {id_: set(uses) for _, id_, _, uses in build.sections_for(len(traces))}
+        declared = {part.id: set(part.uses) for part in build.sections_for(len(traces))}
         declared["summary"] = set(build.SUMMARY_USES)
         for section, read in ctx.read.items():
             assert read <= declared[section], (len(traces), section, read - declared[section])
         assert ctx.runs and max(ctx.runs.values()) == 1, ctx.runs
         assert not ctx._results  # all released once the last section is built
+
+
+def test_each_part_is_declared_once_and_shown_once_per_layout():
+    for plan in (build.SECTIONS, build.MANY_SECTIONS):
+        ids = [part.id for part in plan]
+        assert len(ids) == len(set(ids)), ids
+    used = {part.id for plan in (build.SECTIONS, build.MANY_SECTIONS) for part in plan}
+    assert set(TITLES) == used | {"summary"}  # no title without a part that draws it
+    with pytest.raises(KeyError, match="not in TITLES"):
+        section("no-such-part", "temporal")
+
+
+def test_a_failing_analysis_leaves_the_declared_part_with_a_note():
+    @section("modules", "modules")
+    def broken(ctx):
+        raise SectionFailed("modules: no frames")
+
+    s = broken(Context(hta_fast.TraceSet({}), Selection()))
+    assert (s.id, s.title) == ("modules", TITLES["modules"])
+    assert s.notes == ["not available for these traces (modules: no frames)"]

@@ -20,113 +20,72 @@ from . import (
     sections_inference,
     sections_memory,
     sections_modules,
+    sections_path,
     sections_ranks,
     sections_time,
 )
-from .context import Context, Section, SectionFailed, run_section
+from .context import TITLES, Context, Part, Section, SectionFailed
 from .findings import diagnosis
 from .summary import summary as rank_summary
 
 if TYPE_CHECKING:
     from ..doctor import Thresholds
 
-# (builder, id, title, the analyses it reads) in the order the report shows them, after the
-# summary. What a section reads is released once no later section reads it (build_sections):
-# on thousands of ranks each analysis's result is hundreds of MB.
-SECTIONS = (
-    (sections_gpu.temporal, "temporal", "Temporal breakdown per rank", ("temporal",)),
-    (
-        sections_gpu.gpu_efficiency,
-        "gpu-efficiency",
-        "GPU utilization, SM efficiency and occupancy",
-        ("gpu_utilization", "sm_efficiency", "achieved_occupancy"),
-    ),
-    (sections_gpu.step_breakdown, "step-breakdown", "Step time breakdown", ("step_breakdown",)),
-    (
-        sections_gpu.kernel_types,
-        "kernel-types",
-        "Kernel types and their overlaps",
-        ("kernel_breakdown",),
-    ),
-    (sections_gpu.top_kernels, "top-kernels", "Top kernels", ("kernel_breakdown",)),
-    (
-        sections_gpu.operators,
-        "operators",
-        "Operators: FLOPs, bytes and the roofline",
-        ("roofline",),
-    ),
-    (sections_graphs.graph_replays, "graph-replays", "Graph replays", ("graph_replays",)),
-    (
-        sections_inference.inference,
-        "inference",
-        "Inference passes",
-        ("phases", "graph_replays"),
-    ),
-    (sections_gpu.overlap, "overlap", "Communication / computation overlap", ("overlap",)),
-    (sections_gpu.idle, "idle", "Idle time per stream", ("idle_time",)),
-    (sections_time.queue, "queue", "CUDA queue length over time", ("queue_length",)),
-    (sections_time.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
-    (sections_memory.memory, "memory", "Memory per operator", ("operator_memory",)),
-    (sections_modules.modules, "modules", "Modules", ("modules",)),
-    (sections_time.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
-    (sections_time.steps, "steps", "Per-step and per-rank timings", ("steps",)),
-    (sections_time.collectives, "collectives", "Collectives", ("kernel_breakdown", "stragglers")),
+# The sections in the order the report shows them, after the summary; each builder declares
+# its part and what it reads (context.section). What a section reads is released once no
+# later section reads it (build_sections): on thousands of ranks each analysis's result is
+# hundreds of MB.
+SECTIONS: tuple[Part, ...] = (
+    sections_gpu.temporal,
+    sections_gpu.gpu_efficiency,
+    sections_gpu.step_breakdown,
+    sections_path.critical_path_per_step,
+    sections_gpu.kernel_types,
+    sections_gpu.top_kernels,
+    sections_gpu.operators,
+    sections_graphs.graph_replays,
+    sections_inference.inference,
+    sections_gpu.overlap,
+    sections_gpu.idle,
+    sections_time.queue,
+    sections_time.bandwidth,
+    sections_memory.memory,
+    sections_modules.modules,
+    sections_time.launch_delay,
+    sections_time.steps,
+    sections_time.collectives,
 )
 
 # From this many ranks on, a row per rank is screens of alike rows and a file that grows
 # with the ranks: the sections below show distributions, binned heatmaps and the ranks
 # that stand out instead, in a report of about the same size for any number of ranks.
 MANY_RANKS = 16
-MANY_SECTIONS = (
-    (sections_ranks.outliers, "ranks", "Outlier ranks", ("steps", "temporal")),
-    (sections_ranks.temporal, "temporal", "Temporal breakdown per rank", ("temporal",)),
-    (
-        sections_dist.gpu_efficiency,
-        "gpu-efficiency",
-        "GPU utilization, SM efficiency and occupancy",
-        ("gpu_utilization", "sm_efficiency", "achieved_occupancy"),
-    ),
-    (sections_dist.step_breakdown, "step-breakdown", "Step time breakdown", ("step_breakdown",)),
-    (sections_ranks.steps, "steps", "Per-step and per-rank timings", ("steps",)),
-    (
-        sections_ranks.collectives,
-        "collectives",
-        "Collectives",
-        ("collectives", "kernel_breakdown", "late_arrivals"),
-    ),
-    (
-        sections_dist.kernel_types,
-        "kernel-types",
-        "Kernel types and their overlaps",
-        ("kernel_breakdown",),
-    ),
-    (sections_gpu.top_kernels, "top-kernels", "Top kernels", ("kernel_breakdown",)),
-    (
-        sections_gpu.operators,
-        "operators",
-        "Operators: FLOPs, bytes and the roofline",
-        ("roofline",),
-    ),
-    (sections_graphs.graph_replays, "graph-replays", "Graph replays", ("graph_replays",)),
-    (
-        sections_inference.inference,
-        "inference",
-        "Inference passes",
-        ("phases", "graph_replays"),
-    ),
-    (sections_dist.overlap, "overlap", "Communication / computation overlap", ("overlap",)),
-    (sections_dist.idle, "idle", "Idle time per stream", ("idle_time",)),
-    (sections_dist.queue, "queue", "CUDA queue length over time", ("queue_length",)),
-    (sections_dist.bandwidth, "bandwidth", "Memory bandwidth over time", ("memory_bw",)),
-    (sections_dist.memory, "memory", "Memory per operator", ("operator_memory",)),
-    (sections_modules.modules, "modules", "Modules", ("modules",)),
-    (sections_dist.launch_delay, "launch-delay", "Launch delay", ("launch_stats",)),
+MANY_SECTIONS: tuple[Part, ...] = (
+    sections_ranks.outliers,
+    sections_ranks.temporal,
+    sections_dist.gpu_efficiency,
+    sections_dist.step_breakdown,
+    sections_path.critical_path_of_drawn_ranks,
+    sections_ranks.steps,
+    sections_ranks.collectives,
+    sections_dist.kernel_types,
+    sections_gpu.top_kernels,
+    sections_gpu.operators,
+    sections_graphs.graph_replays,
+    sections_inference.inference,
+    sections_dist.overlap,
+    sections_dist.idle,
+    sections_dist.queue,
+    sections_dist.bandwidth,
+    sections_dist.memory,
+    sections_modules.modules,
+    sections_dist.launch_delay,
 )
 # The summary (before the sections) reads the temporal breakdown.
 SUMMARY_USES = ("temporal",)
 
 
-def sections_for(ranks: int) -> tuple:
+def sections_for(ranks: int) -> tuple[Part, ...]:
     return MANY_SECTIONS if ranks >= MANY_RANKS else SECTIONS
 
 
@@ -171,7 +130,7 @@ def build_sections(
     try:
         first, headline = summary(ctx, load_seconds)
     except SectionFailed as e:  # the summary needs the temporal breakdown
-        first = Section("summary", "Run summary", notes=[f"not available ({e})"])
+        first = Section(notes=[f"not available ({e})"])
         headline = {
             "ranks": len(ctx.traces),
             "json_mb": 0.0,
@@ -181,13 +140,14 @@ def build_sections(
             "load_seconds": load_seconds,
             "utilization": None,
         }
+    first.id, first.title = "summary", TITLES["summary"]
     done("summary")
     sections = [first]
     plan = sections_for(len(ctx.traces))
-    for i, (build, id_, title, _uses) in enumerate(plan):
-        sections.append(run_section(build, ctx, id_, title))
-        done(id_)
-        ctx.release(set().union(*(uses for *_, uses in plan[i + 1 :])))
+    for i, part in enumerate(plan):
+        sections.append(part(ctx))
+        done(part.id)
+        ctx.release(set().union(*(later.uses for later in plan[i + 1 :])))
     return sections, headline
 
 

@@ -7,7 +7,7 @@ import collections
 import dataclasses
 import logging
 import re
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..analysis.registry import ANALYSES
 from ..frame.result import Result
@@ -15,18 +15,46 @@ from ..frame.select import Selection
 from ..traceset import TraceSet
 
 log = logging.getLogger("hta_fast")
+T = TypeVar("T")
+
+
+# Every part the report can show, by id (the page's anchor), with its title: said here once.
+# A builder declares which part it draws (`section`); the layouts in build.py list builders.
+TITLES = {
+    "summary": "Run summary",
+    "ranks": "Outlier ranks",
+    "temporal": "Temporal breakdown per rank",
+    "gpu-efficiency": "GPU utilization, SM efficiency and occupancy",
+    "step-breakdown": "Step time breakdown",
+    "kernel-types": "Kernel types and their overlaps",
+    "top-kernels": "Top kernels",
+    "operators": "Operators: FLOPs, bytes and the roofline",
+    "critical-path": "Critical path per step",
+    "graph-replays": "Graph replays",
+    "inference": "Inference passes",
+    "overlap": "Communication / computation overlap",
+    "idle": "Idle time per stream",
+    "queue": "CUDA queue length over time",
+    "bandwidth": "Memory bandwidth over time",
+    "memory": "Memory per operator",
+    "modules": "Modules",
+    "launch-delay": "Launch delay",
+    "steps": "Per-step and per-rank timings",
+    "collectives": "Collectives",
+}
 
 
 @dataclasses.dataclass
 class Section:
-    """One part of the report: figures (plotly dicts), tables (see tables.py), notes."""
+    """One part of the report: figures (plotly dicts), tables (see tables.py), notes. A
+    builder fills what it draws; id and title come from its declaration (`section`)."""
 
-    id: str
-    title: str
     intro: str = ""
     figures: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     tables: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    id: str = ""
+    title: str = ""
 
 
 class SectionFailed(Exception):
@@ -52,13 +80,20 @@ class Context:
     def result(self, name: str) -> Result:
         if name not in self._results:
             self.runs[name] += 1
-            try:
-                self._results[name] = ANALYSES[name](self.traces, self.selection)
-            except Exception as e:  # noqa: BLE001 - one odd trace must not sink the report
-                log.warning("report: %s could not run: %s", name, e)
-                log.debug("report: %s failed", name, exc_info=True)
-                raise SectionFailed(f"{name}: {e}") from e
+            self._results[name] = self.guarded(
+                name, lambda: ANALYSES[name](self.traces, self.selection)
+            )
         return self._results[name]
+
+    def guarded(self, name: str, compute: Callable[[], T]) -> T:
+        """compute(); where it fails, SectionFailed naming `name` (the section says so in a
+        note): one odd trace must not sink the report."""
+        try:
+            return compute()
+        except Exception as e:  # noqa: BLE001 - the rest of the report stands without it
+            log.warning("report: %s could not run: %s", name, e)
+            log.debug("report: %s failed", name, exc_info=True)
+            raise SectionFailed(f"{name}: {e}") from e
 
     def release(self, keep: set[str]) -> None:
         """Forget the results of the analyses not in `keep` (asked for again, one runs
@@ -77,13 +112,15 @@ class Context:
         return fold_rank_notes(found)
 
 
-_RANK_NOTE = re.compile(r"^rank (\d+): (.*)$", re.S)
+# "rank 7: ..." or, of one step, "rank 7 step 3: ..." (the text after the rank: the key).
+_RANK_NOTE = re.compile(r"^rank (\d+)((?: step \d+| the whole trace)?: .*)$", re.S)
 FOLD_FROM = 4  # ranks sharing a note before it is said once for all of them
 SHOWN_RANKS = 8
 
 
 def fold_rank_notes(notes: list[str]) -> list[str]:
-    """Notes that say the same of many ranks ("rank 7: no communication kernels ...") said
+    """Notes that say the same of many ranks ("rank 7: no communication kernels ...", "rank 7
+    step 3: ...") said
     once, naming a few of the ranks and counting the rest: on thousands of ranks the page
     would otherwise hold a line per rank. Order: each text where it first appears."""
     ranks_of: dict[str, list[int]] = {}
@@ -102,13 +139,39 @@ def fold_rank_notes(notes: list[str]) -> list[str]:
             ranks = sorted(set(ranks_of[m.group(2)]))
             shown = ", ".join(map(str, ranks[:SHOWN_RANKS]))
             more = f" ... and {len(ranks) - SHOWN_RANKS:,} more" if len(ranks) > SHOWN_RANKS else ""
-            out.append(f"{len(ranks):,} ranks ({shown}{more}): {m.group(2)}")
+            out.append(f"{len(ranks):,} ranks ({shown}{more}){m.group(2)}")
     return out
 
 
-def run_section(build: Callable[[Context], Section], ctx: Context, id: str, title: str) -> Section:
-    """Builds a section; an analysis that fails leaves the section with a note instead."""
-    try:
-        return build(ctx)
-    except SectionFailed as e:
-        return Section(id, title, notes=[f"not available for these traces ({e})"])
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """A declared section builder: the part it draws (an id of TITLES) and the analyses it
+    reads (what build_sections keeps until the last reader is done). Calling it builds the
+    section; an analysis that fails leaves the section with a note instead."""
+
+    id: str
+    uses: tuple[str, ...]
+    build: Callable[..., Section]
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.id]
+
+    def __call__(self, ctx: Context) -> Section:
+        try:
+            s = self.build(ctx)
+        except SectionFailed as e:
+            s = Section(notes=[f"not available for these traces ({e})"])
+        s.id, s.title = self.id, self.title
+        return s
+
+
+def section(id: str, *uses: str) -> Callable[[Callable[..., Section]], Part]:
+    """Declares a builder as the part `id` of the report, reading the analyses `uses`."""
+    if id not in TITLES:
+        raise KeyError(f"report part {id!r} is not in TITLES")
+
+    def declare(build: Callable[..., Section]) -> Part:
+        return Part(id, uses, build)
+
+    return declare

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import sections_memory, sections_time
-from .context import Context, Section
+from .context import Context, Section, section
 from .figures import bar, figure
 from .rank_stats import distribution, rank_labels
 from .sections_gpu import EFFICIENCY, EFFICIENCY_ABOUT, STEP_CATEGORIES, efficiency_table
@@ -83,15 +83,14 @@ def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]
             .rename_columns(["name", "severity", "description", "ranks", "count", "max_per_rank"])
         )
         tables.append(html_table("what the loader counted and skipped", by_stat, limit=None))
-    return Section("summary", "Run summary", tables=tables), headline
+    return Section(tables=tables), headline
 
 
+@section("kernel-types", "kernel_breakdown")
 def kernel_types(ctx: Context) -> Section:
     t = ctx.result("kernel_breakdown").table
     table, labels = _pivot(t, "kernel_type", "time")
     return Section(
-        "kernel-types",
-        "Kernel types and their overlaps",
         "GPU busy time split by the exact set of kernel types running at once, per rank: the "
         "median over ranks, whiskers to the smallest and the largest rank.",
         figures=[_median_bars(table, "busy time by kernel type")] if table.num_columns else [],
@@ -107,6 +106,7 @@ def _rank_histogram(values: np.ndarray, label: str, i: int) -> dict[str, Any]:
     return bar(edges[:-1] + 2.5, counts, label, i, width=4.5)
 
 
+@section("gpu-efficiency", "gpu_utilization", "sm_efficiency", "achieved_occupancy")
 def gpu_efficiency(ctx: Context) -> Section:
     table, read = efficiency_table(ctx)
     data = [
@@ -118,8 +118,6 @@ def gpu_efficiency(ctx: Context) -> Section:
         for i, (_, col, label) in enumerate(EFFICIENCY)
     ]
     return Section(
-        "gpu-efficiency",
-        "GPU utilization, SM efficiency and occupancy",
         EFFICIENCY_ABOUT + " Ranks per 5 % bin of each.",
         figures=[figure(data, "ranks by GPU efficiency", "%", "ranks", barmode="group")],
         tables=[rows_distribution("GPU efficiency per rank", table)],
@@ -127,13 +125,12 @@ def gpu_efficiency(ctx: Context) -> Section:
     )
 
 
+@section("step-breakdown", "step_breakdown")
 def step_breakdown(ctx: Context) -> Section:
     r = ctx.result("step_breakdown")
     means = r["ranks"]
     split = means.select(list(STEP_CATEGORIES)).rename_columns(list(STEP_CATEGORIES.values()))
     return Section(
-        "step-breakdown",
-        "Step time breakdown",
         "Each rank's mean step (the step extended to the end of its GPU work) split as the "
         "TensorBoard profiler plugin's overview splits it: the median over ranks, whiskers "
         "to the smallest and the largest rank.",
@@ -143,10 +140,12 @@ def step_breakdown(ctx: Context) -> Section:
     )
 
 
+@section("memory", "operator_memory")
 def memory(ctx: Context) -> Section:
-    return sections_memory.memory(ctx, drawn_ranks(ctx), rows_distribution)
+    return sections_memory.memory.build(ctx, drawn_ranks(ctx), rows_distribution)
 
 
+@section("overlap", "overlap")
 def overlap(ctx: Context) -> Section:
     t = ctx.result("overlap").table
     pct = np.asarray(
@@ -156,8 +155,6 @@ def overlap(ctx: Context) -> Section:
     counts, _ = np.histogram(pct[np.isfinite(pct)], edges)
     data = [bar((edges[:-1] + 2.5), counts, "ranks", 2, width=4.5)]
     return Section(
-        "overlap",
-        "Communication / computation overlap",
         "The share of each rank's communication time during which computation also runs "
         "(higher is better): how many ranks hide how much.",
         figures=[figure(data, "ranks by overlap", "% of communication overlapped", "ranks")],
@@ -166,12 +163,11 @@ def overlap(ctx: Context) -> Section:
     )
 
 
+@section("idle", "idle_time")
 def idle(ctx: Context) -> Section:
     t = ctx.result("idle_time").table
     table, labels = _pivot(t, "idle_category", "idle_time")
     return Section(
-        "idle",
-        "Idle time per stream",
         "Why streams sit idle between their kernels, summed over each rank's streams: "
         "host_wait (the CPU had not launched the next kernel yet), kernel_wait (short gaps "
         "between queued kernels), other.",
@@ -181,13 +177,16 @@ def idle(ctx: Context) -> Section:
     )
 
 
+@section("queue", "queue_length")
 def queue(ctx: Context) -> Section:
-    return sections_time.queue(ctx, drawn_ranks(ctx), rows_distribution)
+    return sections_time.queue.build(ctx, drawn_ranks(ctx), rows_distribution)
 
 
+@section("bandwidth", "memory_bw")
 def bandwidth(ctx: Context) -> Section:
-    return sections_time.bandwidth(ctx, drawn_ranks(ctx), rows_distribution)
+    return sections_time.bandwidth.build(ctx, drawn_ranks(ctx), rows_distribution)
 
 
+@section("launch-delay", "launch_stats")
 def launch_delay(ctx: Context) -> Section:
-    return sections_time.launch_delay(ctx, rows_distribution)
+    return sections_time.launch_delay.build(ctx, rows_distribution)

@@ -9,13 +9,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis.tensorboard.step_breakdown import CATEGORIES
-from .context import Context, Section
+from .context import Context, Section, section
 from .figures import IDLE, bar, figure
 from .tables import html_table
 
 MS = 1e6
 
 
+@section("temporal", "temporal")
 def temporal(ctx: Context) -> Section:
     t = ctx.result("temporal").table
     ranks = [f"rank {r}" for r in t.column("rank").to_pylist()]
@@ -35,8 +36,6 @@ def temporal(ctx: Context) -> Section:
         for i, (c, label) in enumerate(parts)
     ]
     return Section(
-        "temporal",
-        "Temporal breakdown per rank",
         "Each rank's GPU span (first to last GPU event) split into computation, other GPU "
         "work (communication, memory copies) and idle time.",
         figures=[figure(data, "GPU time per rank", "", "ms", barmode="stack")],
@@ -96,6 +95,7 @@ EFFICIENCY_ABOUT = (
 )
 
 
+@section("gpu-efficiency", "gpu_utilization", "sm_efficiency", "achieved_occupancy")
 def gpu_efficiency(ctx: Context) -> Section:
     table, read = efficiency_table(ctx)
     ranks = table.column("rank").to_pylist()
@@ -109,8 +109,6 @@ def gpu_efficiency(ctx: Context) -> Section:
         for i, (_, col, label) in enumerate(EFFICIENCY)
     ]
     return Section(
-        "gpu-efficiency",
-        "GPU utilization, SM efficiency and occupancy",
         EFFICIENCY_ABOUT,
         figures=[figure(data, "GPU efficiency per rank", "", "%", barmode="group")],
         tables=[html_table("GPU efficiency per rank", table)],
@@ -118,6 +116,7 @@ def gpu_efficiency(ctx: Context) -> Section:
     )
 
 
+@section("step-breakdown", "step_breakdown")
 def step_breakdown(ctx: Context) -> Section:
     r = ctx.result("step_breakdown")
     t = r.table
@@ -137,8 +136,6 @@ def step_breakdown(ctx: Context) -> Section:
     ]
     shares = [f"{c}_pct" for c in CATEGORIES]
     return Section(
-        "step-breakdown",
-        "Step time breakdown",
         "Each step's time (the step extended to the end of its GPU work) split as the "
         "TensorBoard profiler plugin's overview splits it: where several things run at "
         "once, the time goes to the first of Kernel, Memcpy, Memset, Communication, "
@@ -158,6 +155,7 @@ def step_breakdown(ctx: Context) -> Section:
     )
 
 
+@section("kernel-types", "kernel_breakdown")
 def kernel_types(ctx: Context) -> Section:
     t = ctx.result("kernel_breakdown").table
     ranks = sorted(set(t.column("rank").to_pylist()))
@@ -175,8 +173,6 @@ def kernel_types(ctx: Context) -> Section:
             )
         )
     return Section(
-        "kernel-types",
-        "Kernel types and their overlaps",
         "GPU busy time split by the exact set of kernel types running at once, so "
         "'COMPUTATION overlapping COMMUNICATION' is time both run; a rank's rows add up to "
         "its busy time.",
@@ -186,6 +182,7 @@ def kernel_types(ctx: Context) -> Section:
     )
 
 
+@section("top-kernels", "kernel_breakdown")
 def top_kernels(ctx: Context, n: int = 20) -> Section:
     dist = ctx.result("kernel_breakdown")["distribution"]
     top = dist.sort_by([("mean", "descending")]).slice(0, n)
@@ -212,8 +209,6 @@ def top_kernels(ctx: Context, n: int = 20) -> Section:
     ]
     kernels = ctx.result("kernel_breakdown")["kernels"].sort_by([("sum", "descending")])
     return Section(
-        "top-kernels",
-        "Top kernels",
         f"The {len(names)} kernels with the most time per rank (bars: mean of the per-rank "
         "totals; whiskers: the smallest and the largest rank).",
         figures=[
@@ -223,6 +218,7 @@ def top_kernels(ctx: Context, n: int = 20) -> Section:
     )
 
 
+@section("overlap", "overlap")
 def overlap(ctx: Context) -> Section:
     t = ctx.result("overlap").table
     ranks = [f"rank {r}" for r in t.column("rank").to_pylist()]
@@ -231,8 +227,6 @@ def overlap(ctx: Context) -> Section:
     )
     data = [bar(ranks, pct, "communication hidden behind computation", 2)]
     return Section(
-        "overlap",
-        "Communication / computation overlap",
         "The share of each rank's communication time during which computation also runs "
         "(higher is better: exposed communication stalls the step).",
         figures=[figure(data, "overlap per rank", "", "%")],
@@ -248,6 +242,7 @@ def overlap(ctx: Context) -> Section:
     )
 
 
+@section("idle", "idle_time")
 def idle(ctx: Context) -> Section:
     t = ctx.result("idle_time").table
     keys = list(dict.fromkeys(zip(t.column("rank").to_pylist(), t.column("stream").to_pylist())))
@@ -263,8 +258,6 @@ def idle(ctx: Context) -> Section:
         y = [time[(rank == r) & (stream == s) & (cat == c)].sum() / MS for r, s in keys]
         data.append(bar(x, y, c, i + 3))
     return Section(
-        "idle",
-        "Idle time per stream",
         "Why each stream sits idle between its kernels: host_wait (the CPU had not launched "
         "the next kernel yet), kernel_wait (short gaps between queued kernels), other.",
         figures=[
@@ -301,6 +294,7 @@ OPERATOR_COLUMNS = (
 )
 
 
+@section("operators", "roofline")
 def operators(ctx: Context) -> Section:
     """Operators by the GPU time their roofline leaves: FLOPs and bytes from the cost
     models, achieved against the device's peaks; rows the roofline cannot vouch for marked
@@ -309,16 +303,12 @@ def operators(ctx: Context) -> Section:
     t = res.table
     if t.num_rows == 0:
         return Section(
-            "operators",
-            "Operators: FLOPs, bytes and the roofline",
             "No operator with recorded shapes and a cost model launched GPU work "
             "(profile with record_shapes=True).",
             notes=ctx.notes("roofline"),
         )
     flagged = int(pc.sum(t["uncertain"]).as_py() or 0)
     return Section(
-        "operators",
-        "Operators: FLOPs, bytes and the roofline",
         "Each operator group (name and shapes) with its FLOPs and bytes from the cost models, "
         "what it achieved against the device's peak FLOP/s and bandwidth (pct_of_roofline: "
         "the roofline's time over the measured one) and the time left above the roofline, "

@@ -8,11 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .context import Context, Section
+from .context import Context, Section, section
 from .figures import bar, figure
 from .tables import html_table
 
-ID, TITLE = "graph-replays", "Graph replays"
 REPLAY_COLUMNS = (
     "rank",
     "replay",
@@ -32,11 +31,12 @@ ABOUT = (
 )
 
 
+@section("graph-replays", "graph_replays")
 def graph_replays(ctx: Context) -> Section:
     r = ctx.result("graph_replays")
     t = r.table
     if t.num_rows == 0:
-        return Section(ID, TITLE, "No graph launches on the selected ranks.")
+        return Section("No graph launches on the selected ranks.")
     per_rank = _per_rank(t)
     ranks = [f"rank {v}" for v in per_rank.column("rank").to_pylist()]
     data = [
@@ -49,8 +49,6 @@ def graph_replays(ctx: Context) -> Section:
         )
     ]
     return Section(
-        ID,
-        TITLE,
         ABOUT,
         figures=[figure(data, "GPU time in graph replays", "", "% of GPU time", barmode="stack")],
         tables=[

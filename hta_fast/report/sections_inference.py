@@ -9,11 +9,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..frame.fields import NS, PCT
-from .context import Context, Section
+from .context import Context, Section, section
 from .figures import bar, figure
 from .tables import html_table
 
-ID, TITLE = "inference", "Inference passes"
 PASS_COLUMNS = (
     "rank",
     "phase",
@@ -39,12 +38,13 @@ ABOUT = (
 )
 
 
+@section("inference", "phases", "graph_replays")
 def inference(ctx: Context) -> Section:
     res = ctx.result("phases")
     t = res.table
     t = t.filter(pc.not_equal(t["phase"], "iteration")) if t.num_rows else t
     if t.num_rows == 0:
-        return Section(ID, TITLE, "No inference passes marked on the selected ranks.")
+        return Section("No inference passes marked on the selected ranks.")
     per_phase = res["summary"]
     per_phase = per_phase.filter(pc.not_equal(per_phase["phase"], "iteration"))
     phases = per_phase.column("phase").to_pylist()
@@ -65,8 +65,6 @@ def inference(ctx: Context) -> Section:
             )
         )
     return Section(
-        ID,
-        TITLE,
         ABOUT,
         figures=[figure(data, "Pass time by phase", "", "ms")],
         tables=tables,

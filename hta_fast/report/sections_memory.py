@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .context import Context, Section
+from .context import Context, Section, section
 from .figures import figure
 from .sections_time import Tabler, drawn_note, only_ranks, series
 from .tables import html_table
@@ -31,15 +31,15 @@ _SUMMED = ("calls", "alloc_count", "alloc_bytes", "increase")
 _SELF = ("self_alloc_count", "self_alloc_bytes", "self_increase")
 
 
+@section("memory", "operator_memory")
 def memory(
     ctx: Context, ranks: Optional[Sequence[int]] = None, tabler: Tabler = html_table
 ) -> Section:
     r = ctx.result("operator_memory")
     notes = ctx.notes("operator_memory") + drawn_note(ranks)
-    title = "Memory per operator"
     curve = only_ranks(r["curve"], ranks)
     if curve.num_rows == 0:
-        return Section("memory", title, notes=notes)
+        return Section(notes=notes)
     figures = []
     for column in ("allocated", "reserved"):
         have = curve.filter(pc.is_valid(curve[column]))
@@ -53,8 +53,6 @@ def memory(
                 figure(lines, f"memory {column}", "ms since the first memory event", "MiB")
             )
     return Section(
-        "memory",
-        title,
         "What the caching allocator held on each device after every allocation and free "
         "(Total Allocated, Total Reserved), and the operators whose calls allocated most: "
         "inclusive numbers count the operators nested in a call too, self numbers only its "

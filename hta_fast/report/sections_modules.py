@@ -7,11 +7,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .context import Context, Section
+from .context import Context, Section, section
 from .figures import bar, figure
 from .tables import html_table
 
-ID, TITLE = "modules", "Modules"
 TOP = 25
 ABOUT = (
     "Time per nn.Module (the profiler's with_stack or with_modules frames), inclusive of its "
@@ -21,12 +20,11 @@ ABOUT = (
 )
 
 
+@section("modules", "modules")
 def modules(ctx: Context) -> Section:
     t = ctx.result("modules").table
     if t.num_rows == 0:
         return Section(
-            ID,
-            TITLE,
             "No nn.Module frames recorded (profile with with_stack=True or with_modules=True).",
         )
     leaves = _top(t)
@@ -38,8 +36,6 @@ def modules(ctx: Context) -> Section:
         )
     ]
     return Section(
-        ID,
-        TITLE,
         ABOUT,
         figures=[figure(data, f"Top {len(names)} modules by GPU time", "", "ms", barmode="stack")],
         tables=[html_table("modules (tree order)", t, limit=60)],

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from ..analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
 from ..analysis.temporal import busy_bins
-from .context import Context, Section, SectionFailed
+from .context import Context, Section, SectionFailed, section
 from .figures import heatmap
 from .heatmap import bin_axis, grid, rank_rows
 from .rank_stats import (
@@ -79,6 +79,7 @@ def drawn_ranks(ctx: Context, most: int = 4) -> list[int]:
     return picked or [int(ctx.traces.ranks[0])]
 
 
+@section("ranks", "steps", "temporal")
 def outliers(ctx: Context) -> Section:
     by_step, step_median, ranks, _ = step_outliers(ctx)
     by_work, work_median = work_outliers(ctx)
@@ -92,7 +93,7 @@ def outliers(ctx: Context) -> Section:
         "doctor's rule. Each command writes the report of that rank alone."
     )
     if not len(ranks):
-        return Section("ranks", "Outlier ranks", intro, notes=["no profiler steps: no step time"])
+        return Section(intro, notes=["no profiler steps: no step time"])
     rows = [(o, "GPU compute per step") for o in by_work]
     rows += [(o, "step time") for o in by_step if o.rank not in {w.rank for w in by_work}]
     ns, pct = {"unit": "ns"}, {"unit": "%"}
@@ -126,13 +127,14 @@ def outliers(ctx: Context) -> Section:
         notes.insert(
             0, "no outlier: every rank's GPU compute and step time are close to the median"
         )
-    return Section("ranks", "Outlier ranks", intro, tables=[shown] if rows else [], notes=notes)
+    return Section(intro, tables=[shown] if rows else [], notes=notes)
 
 
+@section("steps", "steps")
 def steps(ctx: Context) -> Section:
     t = ctx.result("steps").table
     if t.num_rows == 0:
-        return Section("steps", "Per-step and per-rank timings", notes=ctx.notes("steps"))
+        return Section(notes=ctx.notes("steps"))
     ranks, cols, z = grid(
         t.column("rank").to_numpy(), t.column("step").to_numpy(), t.column("span").to_numpy() / MS
     )
@@ -171,8 +173,6 @@ def steps(ctx: Context) -> Section:
     )
     slowest = t.sort_by([("span", "descending"), ("rank", "ascending")])
     return Section(
-        "steps",
-        "Per-step and per-rank timings",
         "Device-aware duration of every profiler step on every rank (to the end of the GPU "
         "work it launched, as the TensorBoard profiler times steps): a row darker than "
         "the others is a rank slower on every step (a straggler); one dark cell is a hiccup.",
@@ -187,6 +187,7 @@ def steps(ctx: Context) -> Section:
     )
 
 
+@section("temporal", "temporal")
 def temporal(ctx: Context) -> Section:
     t = ctx.result("temporal").table
     b = busy_bins(ctx.traces, ctx.selection, TIME_BINS)
@@ -209,8 +210,6 @@ def temporal(ctx: Context) -> Section:
         )
     cols = [c for c in t.column_names if c != "rank"]
     return Section(
-        "temporal",
-        "Temporal breakdown per rank",
         "Each rank's GPU span (first to last GPU event) split into computation, other GPU "
         "work (communication, memory copies) and idle time; the heatmap shows the share of "
         "each time bin with GPU work running (ranks' clocks as recorded).",
@@ -259,6 +258,7 @@ def _arrival_heatmap(per_rank: pa.Table) -> dict:
     )
 
 
+@section("collectives", "collectives", "kernel_breakdown", "late_arrivals")
 def collectives(ctx: Context) -> Section:
     comm, labels = _comm_per_rank(ctx)
     figures, tables, notes = [], [], []
@@ -278,8 +278,6 @@ def collectives(ctx: Context) -> Section:
     except SectionFailed as e:
         notes.append(f"collectives not available ({e})")
     return Section(
-        "collectives",
-        "Collectives",
         "How late each rank starts each collective after the first rank to start it (the "
         "others wait for the last one), and the time in communication kernels per rank.",
         figures=figures,

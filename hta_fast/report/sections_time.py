@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .context import Context, Section, SectionFailed
+from .context import Context, Section, SectionFailed, section
 from .downsample import min_max, per_series_budget
 from .figures import bar, figure, step_line
 from .tables import html_table
@@ -68,6 +68,7 @@ def series(
     return lines, shown
 
 
+@section("queue", "queue_length")
 def queue(
     ctx: Context, drawn: Optional[Sequence[int]] = None, tabler: Tabler = html_table
 ) -> Section:
@@ -84,8 +85,6 @@ def queue(
         ]
     )
     return Section(
-        "queue",
-        "CUDA queue length over time",
         "Launched kernels not yet started, per stream. A queue near 0 means the GPU waits for "
         "the CPU; a full queue (1024) blocks the CPU.",
         figures=[
@@ -99,6 +98,7 @@ def queue(
     )
 
 
+@section("bandwidth", "memory_bw")
 def bandwidth(
     ctx: Context, drawn: Optional[Sequence[int]] = None, tabler: Tabler = html_table
 ) -> Section:
@@ -114,8 +114,6 @@ def bandwidth(
         ]
     )
     return Section(
-        "bandwidth",
-        "Memory bandwidth over time",
         "Bandwidth of memcpy / memset per copy type, summed over concurrent copies.",
         figures=[figure(lines, "memory bandwidth", "ms since the first copy", "GB/s", height=420)],
         tables=[tabler("memory bandwidth while copying, time-weighted", res["summary"])],
@@ -123,6 +121,7 @@ def bandwidth(
     )
 
 
+@section("launch-delay", "launch_stats")
 def launch_delay(ctx: Context, tabler: Tabler = html_table) -> Section:
     t = ctx.result("launch_stats").table
     delay = t.column("launch_delay").to_numpy()
@@ -163,8 +162,6 @@ def launch_delay(ctx: Context, tabler: Tabler = html_table) -> Section:
     per_rank = pa.Table.from_pylist(rows, schema=schema)
     zero = int(np.count_nonzero(delay == 0))
     return Section(
-        "launch-delay",
-        "Launch delay",
         "Time from the end of each launch call to the start of its GPU work, over every "
         f"launch ({len(delay):,}; {zero:,} with no delay are not on the log axis).",
         figures=[figure(data, "launch delay distribution", "µs (log)", "launches", xlog=True)],
@@ -188,6 +185,7 @@ def launch_delay(ctx: Context, tabler: Tabler = html_table) -> Section:
     )
 
 
+@section("steps", "steps")
 def steps(ctx: Context) -> Section:
     t = ctx.result("steps").table
     ranks = sorted(set(t.column("rank").to_pylist()))
@@ -223,8 +221,6 @@ def steps(ctx: Context) -> Section:
         )
     )
     return Section(
-        "steps",
-        "Per-step and per-rank timings",
         "Duration of every profiler step on every rank, device-aware (span: to the end of "
         "the GPU work the step launched, as the TensorBoard profiler times steps; dur is the "
         "host's ProfilerStep#N): a rank that is slower on every step is a straggler; one "
@@ -249,6 +245,7 @@ def slowest_step_note(ctx: Context, t: pa.Table) -> list[str]:
     ]
 
 
+@section("collectives", "kernel_breakdown", "stragglers")
 def collectives(ctx: Context) -> Section:
     kernels = ctx.result("kernel_breakdown")["kernels"]
     comm = kernels.filter(pc.equal(kernels["kernel_type"], "COMMUNICATION"))
@@ -279,8 +276,6 @@ def collectives(ctx: Context) -> Section:
     except SectionFailed as e:  # stragglers need collectives on several ranks
         notes.append(f"stragglers not available ({e})")
     return Section(
-        "collectives",
-        "Collectives",
         "Time in each communication kernel (NCCL and similar) per rank, and the ranks that "
         "start collectives last (the others wait for them).",
         figures=[figure(data, "communication time per rank", "", "ms", barmode="stack")]

@@ -88,7 +88,7 @@ def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]
     skipped = loader_counts(ctx.traces)
     if skipped.num_rows:
         tables.append(html_table("what the loader counted and skipped", skipped, limit=None))
-    return Section("summary", "Run summary", tables=tables), headline
+    return Section(tables=tables), headline
 
 
 def loader_counts(traces: TraceSet) -> pa.Table:
