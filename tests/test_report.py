@@ -175,8 +175,8 @@ def test_report_command_prints_size(traces_dir, tmp_path):
     res = CliRunner().invoke(cli, ["report", str(traces_dir / DLRM), "-o", str(out)])
     assert res.exit_code == 0
     size = out.stat().st_size / 1e6
-    # 12 figures less the one whose series hold a bar each (one step per rank: its table says it)
-    assert res.output.startswith(f"{out}: {size:.1f} MB, 11 figures")
+    # 13 figures less the one whose series hold a bar each (one step per rank: its table says it)
+    assert res.output.startswith(f"{out}: {size:.1f} MB, 12 figures")
 
 
 def test_report_output_into_a_missing_folder(traces_dir, tmp_path):
@@ -258,7 +258,7 @@ def test_chromium_check_sees_errors_and_blank_figures(dlrm_report, tmp_path):
     )
     status, console, blank = check_in_chromium(broken, tmp_path)
     assert any("undefinedFunction" in m for m in console)
-    assert len(blank) == int(status["figures"]) == 11
+    assert len(blank) == int(status["figures"]) == 12
 
 
 def test_summary_shows_what_the_loader_skipped(traces_dir, tmp_path):

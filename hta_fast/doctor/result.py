@@ -192,16 +192,16 @@ class Diagnosis:
         )
 
     def headline_text(self) -> list[str]:
-        """headline() in two or three lines for a terminal."""
+        """headline() in two or three lines for a terminal: its figures, nothing of its own."""
         h = self.headline()
         n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
         host = (
             f"; host step {duration_text(h['cpu_step_time_ns'])}" if h["cpu_step_time_ns"] else ""
         )
         lines = [
-            f"mean step {duration_text(self.step_time_ns)} (GPU iteration{host}) over {n_steps} "
-            f"on {len(self.ranks)} rank(s) · GPU utilization {100.0 * self.utilization:.1f}% "
-            f"({UTILIZATION_IS})"
+            f"mean step {duration_text(h['step_time_ns'])} (GPU iteration{host}) over {n_steps} "
+            f"on {len(self.ranks)} rank(s) · GPU utilization {100.0 * h['utilization']:.1f}% "
+            f"({h['utilization_is']})"
         ]
         top = h["top_cause"]
         if top:
