@@ -28,7 +28,7 @@ class Memo:
         if key not in self._values:
             value = compute()
             if freeze:
-                _freeze(value)
+                freeze_arrays(value)
             self._values[key] = value
         result: T = self._values[key]
         return result
@@ -44,7 +44,7 @@ class Memo:
         held = self._values.get((key, id(mask)))
         if held is None or held[0] is not mask:
             value = compute()
-            _freeze(value)
+            freeze_arrays(value)
             held = self._values[(key, id(mask))] = (mask, value)
         result: T = held[1]
         return result
@@ -57,7 +57,7 @@ class Memo:
         return len(self._values)
 
 
-def _freeze(value: object) -> None:
+def freeze_arrays(value: object) -> None:
     """Make the arrays of a value (an array, a tuple or a dataclass of them) read-only."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         parts: Iterable[object] = (getattr(value, f.name) for f in dataclasses.fields(value))

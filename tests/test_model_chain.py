@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import hta_fast
 from hta_fast.frame import select
 from hta_fast.model.graph.dependency_graph import EDGE
-from hta_fast.model.graph.walk import walk
+from hta_fast.model.graph.walk import chains_kept, walk
 from hta_fast.model.path.step_paths import step_paths
 from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.steps import what_if
@@ -187,3 +187,23 @@ def test_a_step_without_gpu_work_of_its_own_replays():
     for chained in (True, False):
         r = replay_steps(trace, chained=chained).to_pandas()
         assert r.gpu_events.tolist() == [1, 0] and (r.error_pct == 0).all()
+
+
+def test_kept_chains_are_built_once_per_selection_and_read_only():
+    t = job([[100.0, 50.0], [80.0], [120.0, 30.0]], [20.0, 40.0, 10.0])
+    everything, two = select.Selection(), select.Selection(steps=[1, 2])
+    fresh = [id(c) for c in walk(t, everything)]
+    assert fresh != [id(c) for c in walk(t, everything)] or len(fresh) == 0
+    assert all(c.graph.weight.flags.writeable for c in walk(t, everything))
+    before = what_if(t, name={"gemm": 0.5}).table
+    with chains_kept():
+        first = list(walk(t, everything))
+        assert [id(c) for c in walk(t, everything)] == [id(c) for c in first]
+        assert [id(c) for c in walk(t, two)] != [id(c) for c in first]  # another selection
+        assert not first[0].graph.weight.flags.writeable and not first[0].members.flags.writeable
+        with chains_kept():  # an inner block shares the outer one's
+            assert [id(c) for c in walk(t, everything)] == [id(c) for c in first]
+        kept = what_if(t, name={"gemm": 0.5}).table
+        assert what_if(t, name={"gemm": 0.5}).table.equals(kept)
+    assert kept.equals(before)
+    assert [id(c) for c in walk(t, everything)] != [id(c) for c in first]  # let go

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..frame import derived, select
 from ..frame.profiler_flush import PROFILER_SHARE
+from ..model.graph.walk import chains_kept
 from ..trace import Trace
 from ..traceset import TraceSet
 from .causes import BY_KEY, CAUSES, examination_order, memory_sync
@@ -157,14 +158,17 @@ def diagnose(
     use_model = bool(views) and (
         model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
     )
-    for f in findings:
-        cause = BY_KEY[f.cause]
-        if use_model:
-            saving = predicted_saving(cause, ex, notes)
-            f.saving_ns_per_step, f.saving_edit = saving.ns_per_step, saving.edit
-            f.saving_note = differ_text(cause, f.cost_ns_per_step, f.saving_ns_per_step, step_time)
-        else:
-            f.saving_edit = "model not run" if cause.edit is not None else cause.edit_text
+    with chains_kept():  # each cause's replay walks the same graphs: built once
+        for f in findings:
+            cause = BY_KEY[f.cause]
+            if use_model:
+                saving = predicted_saving(cause, ex, notes)
+                f.saving_ns_per_step, f.saving_edit = saving.ns_per_step, saving.edit
+                f.saving_note = differ_text(
+                    cause, f.cost_ns_per_step, f.saving_ns_per_step, step_time
+                )
+            else:
+                f.saving_edit = "model not run" if cause.edit is not None else cause.edit_text
     if model == "auto" and views and not use_model:
         notes.append(
             f"{len(views)} ranks: predicted savings not computed (more than {MODEL_MAX_RANKS}); "
