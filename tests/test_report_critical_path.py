@@ -1,5 +1,6 @@
 """The report's critical-path section shows what `critical_path` computes, per step, and the
-command it names writes the longest step's path as an overlay."""
+command it names writes the longest step's path as an overlay; on many ranks it and the
+operators section are computed on the drawn ranks (the outliers and the median rank)."""
 
 from __future__ import annotations
 
@@ -89,13 +90,20 @@ def test_on_many_ranks_the_path_is_walked_on_the_drawn_ranks(tmp_path):
     synth.generate(folder, 0.2, build.MANY_RANKS, stragglers={3: 1.3})
     traces = hta_fast.load_dir(str(folder))
     drawn = drawn_ranks(Context(traces, Selection()))
-    assert 0 < len(drawn) < len(traces)
+    assert 3 in drawn and len(drawn) < len(traces)  # the straggler, by its GPU work
     page = tmp_path / "many.html"
     write_report(traces, str(page))
     section = _section(page)
     assert f"walked on ranks {', '.join(map(str, drawn))} of {len(traces)}" in section
     shown = {int(r[0]) for r in _rows(section, "critical path per step")}
     assert shown == set(drawn)
+    # The cost models too run on those ranks only: a rank's costs cost about its load.
+    text = page.read_text()
+    ops = text[text.index('<section id="operators">') :]
+    ops = ops[: ops.index("</section>")]
+    assert f"costed on ranks {', '.join(map(str, drawn))} of {len(traces)}" in ops
+    costed = {int(r[0]) for r in _rows(ops, "operators by time left")}
+    assert costed and costed <= set(drawn)
 
 
 def test_top_events_sum_each_event_over_the_steps():

@@ -70,7 +70,7 @@ MANY_SECTIONS: tuple[Part, ...] = (
     sections_ranks.collectives,
     sections_dist.kernel_types,
     sections_gpu.top_kernels,
-    sections_gpu.operators,
+    sections_dist.operators,
     sections_graphs.graph_replays,
     sections_inference.inference,
     sections_dist.overlap,

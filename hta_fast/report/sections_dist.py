@@ -10,12 +10,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..analysis.roofline import roofline
 from . import sections_memory, sections_time
-from .context import Context, Section, section
+from .context import Context, Section, fold_rank_notes, section
 from .figures import bar, figure
 from .rank_stats import distribution, rank_labels
-from .sections_gpu import EFFICIENCY, EFFICIENCY_ABOUT, STEP_CATEGORIES, efficiency_table
-from .sections_ranks import drawn_ranks
+from .sections_gpu import (
+    EFFICIENCY,
+    EFFICIENCY_ABOUT,
+    STEP_CATEGORIES,
+    efficiency_table,
+    operators_section,
+)
+from .sections_ranks import drawn_ranks, drawn_selection
 from .summary import loader_counts, rank_overview
 from .tables import html_table
 
@@ -138,6 +145,15 @@ def step_breakdown(ctx: Context) -> Section:
         tables=[rows_distribution("mean step per rank", means)],
         notes=ctx.notes("step_breakdown"),
     )
+
+
+@section("operators", "steps", "temporal")
+def operators(ctx: Context) -> Section:
+    """The operators section from the cost models of the drawn ranks: a rank's cost models
+    cost about as much as its load, and data-parallel ranks run the same operators."""
+    sel, note = drawn_selection(ctx, "costed")
+    res = ctx.guarded("roofline", lambda: roofline(ctx.traces, selection=sel))
+    return operators_section(res, [note, *fold_rank_notes(res.notes)])
 
 
 @section("memory", "operator_memory")

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis.tensorboard.step_breakdown import CATEGORIES
+from ..frame.result import Result
 from .context import Context, Section, section
 from .figures import IDLE, bar, figure
 from .tables import html_table
@@ -299,13 +300,18 @@ def operators(ctx: Context) -> Section:
     """Operators by the GPU time their roofline leaves: FLOPs and bytes from the cost
     models, achieved against the device's peaks; rows the roofline cannot vouch for marked
     uncertain with the reason (analysis.roofline, hta_fast.costs.above_peak)."""
-    res = ctx.result("roofline")
+    return operators_section(ctx.result("roofline"), ctx.notes("roofline"))
+
+
+def operators_section(res: Result, notes: list[str]) -> Section:
+    """The operators section of a roofline result (operators; on many ranks, sections_dist's
+    of the drawn ranks)."""
     t = res.table
     if t.num_rows == 0:
         return Section(
             "No operator with recorded shapes and a cost model launched GPU work "
             "(profile with record_shapes=True).",
-            notes=ctx.notes("roofline"),
+            notes=notes,
         )
     flagged = int(pc.sum(t["uncertain"]).as_py() or 0)
     return Section(
@@ -318,5 +324,5 @@ def operators(ctx: Context) -> Section:
         tables=[
             html_table("operators by time left above the roofline", t, OPERATOR_COLUMNS, limit=40)
         ],
-        notes=ctx.notes("roofline"),
+        notes=notes,
     )

@@ -20,7 +20,7 @@ from ..model.path.bounds import BOUND_BY
 from ..model.path.critical_path import critical_path
 from .context import Context, Section, fold_rank_notes, section
 from .figures import bar, figure
-from .sections_ranks import drawn_ranks
+from .sections_ranks import drawn_selection
 from .tables import html_table
 
 MS = 1e6
@@ -40,12 +40,9 @@ def critical_path_per_step(ctx: Context) -> Section:
     return _path_section(ctx, ctx.selection, [])
 
 
-@section("critical-path", "steps")
+@section("critical-path", "steps", "temporal")
 def critical_path_of_drawn_ranks(ctx: Context) -> Section:
-    ranks = drawn_ranks(ctx)
-    shown = ", ".join(map(str, ranks))
-    note = f"walked on ranks {shown} of {len(ctx.traces):,} (the outliers and the median rank)"
-    sel = Selection(ranks=ranks, steps=ctx.selection.steps)
+    sel, note = drawn_selection(ctx, "walked")
     return _path_section(ctx, sel, [note])
 
 

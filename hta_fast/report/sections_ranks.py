@@ -4,12 +4,15 @@ collective heatmaps, binned to at most heatmap.MAX_ROWS rows whatever the number
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
 from ..analysis.temporal import busy_bins
+from ..frame.select import Selection
 from .context import Context, Section, SectionFailed, section
 from .figures import heatmap
 from .heatmap import bin_axis, grid, rank_rows
@@ -65,18 +68,32 @@ def work_outliers(ctx: Context) -> tuple[list[Outlier], float]:
 
 
 def drawn_ranks(ctx: Context, most: int = 4) -> list[int]:
-    """The few ranks whose time series are drawn: the slowest outliers and the rank with
-    the median step time (the first rank when there are no steps)."""
+    """The few ranks whose time series are drawn: the slowest outliers (by step time, then
+    by GPU compute per step: ranks that wait for a straggler in collectives share its step
+    time) and the rank with the median step time (the first rank when there are no steps)."""
     try:
         found, overall, ranks, med = step_outliers(ctx)
     except SectionFailed:
         found, ranks = [], np.zeros(0, np.int64)
-    picked = [o.rank for o in found[: most - 1]]
+    try:
+        by_work = work_outliers(ctx)[0]
+    except SectionFailed:
+        by_work = []
+    picked = list(dict.fromkeys(o.rank for o in found + by_work))[: most - 1]
     if len(ranks):
         typical = int(ranks[np.nanargmin(np.abs(med - overall))]) if np.isfinite(overall) else None
         if typical is not None and typical not in picked:
             picked.append(typical)
     return picked or [int(ctx.traces.ranks[0])]
+
+
+def drawn_selection(ctx: Context, what: str) -> tuple[Selection, str]:
+    """The report's selection on the drawn ranks only, and the note that says so: what
+    costs a model per rank (a replay, the cost models) is computed on these on many ranks."""
+    ranks = drawn_ranks(ctx)
+    shown = ", ".join(map(str, ranks))
+    note = f"{what} on ranks {shown} of {len(ctx.traces):,} (the outliers and the median rank)"
+    return dataclasses.replace(ctx.selection, ranks=ranks), note
 
 
 @section("ranks", "steps", "temporal")
