@@ -19,7 +19,7 @@ from hta_fast.analysis.inference.phases import phases
 from hta_fast.cli import cli
 from hta_fast.doctor import CAUSES, diagnose
 from hta_fast.doctor.causes import REGISTRY
-from hta_fast.doctor.views.text import duration_text
+from hta_fast.frame.fields import duration_text
 from hta_fast.schema import KernelClass
 
 MS = 1_000_000
@@ -70,7 +70,7 @@ def test_mi300_allocator_churn_comes_first_and_the_model_edits_it():
     doc = _doctor_json(str(_modern("mi300_ddp_resnet18")))
     first = doc["findings"][0]
     assert first["cause"] == "memory_sync"
-    assert first["title"].startswith("Memory traffic and synchronisation: 2757.0 allocator calls")
+    assert first["title"].startswith("Memory traffic and synchronisation: 2,757.0 allocator calls")
     ev = first["evidence"]
     assert ev["allocator_calls_per_step"] == 1460 + 1360 - 63  # hipMalloc + hipFree in window
     # 3.36 s of host time in hipMalloc/hipFree (the README's reading).

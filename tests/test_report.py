@@ -140,7 +140,7 @@ def test_doctor_findings_come_first(dlrm_traces, tmp_path, monkeypatch):
     doctor_at = text.index('<section id="doctor">')
     assert doctor_at < text.index('<section id="summary">')
     assert "Launch-bound: the GPU waits for the CPU" in text
-    assert "1,234.0 µs per step" in text and "25.0 % of the step" in text
+    assert "1.23 ms per step" in text and "25.0 % of the step" in text
     assert "Use CUDA graphs or fuse small kernels." in text
     assert "GPU utilization 45.5 %" in text
     # One utilization: the first card shows the doctor's, named, and the per-rank busy share

@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..frame import derived, select
+from ..frame.fields import duration_text
 from ..frame.profiler_flush import PROFILER_SHARE
 from ..model.graph.walk import chains_kept
 from ..trace import Trace
@@ -26,7 +27,7 @@ from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
 from .views import gap_causes, stalls
 from .views.context import RankView, rank_view, share_name_flags
 from .views.estimate import Estimate
-from .views.text import Number, duration_text, short_list
+from .views.text import Number, short_list
 from .views.thresholds import Thresholds
 
 # The name patterns the causes look for, matched for all ranks at once.

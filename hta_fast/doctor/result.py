@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Optional
 
+from ..frame.fields import duration_text
 from .causes import CAUSES
-from .views.text import Number, duration_text, short_list
+from .views.text import Number, short_list
 from .views.thresholds import Thresholds
 
 __all__ = ["CAUSES", "Diagnosis", "Finding", "Number", "duration_text", "short_list"]
@@ -64,6 +65,15 @@ class Finding:
             self.cost_ns_per_step if self.saving_ns_per_step is None else self.saving_ns_per_step
         )
         return (not self.above_threshold, -saving, -self.cost_ns_per_step)
+
+    def evidence_items(self, micro: str = "us") -> list[tuple[str, str]]:
+        """The evidence as people read it (name, text): times in s/ms/µs (`micro` spells
+        µs), shares and spreads in percent, long rank lists shortened."""
+        return [
+            (k.replace("_ns", "") if _is_duration(k, v) else k, _fmt(k, v, micro))
+            for k, v in self.evidence.items()
+            if v != ""
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))
@@ -279,10 +289,7 @@ class Diagnosis:
             if f.saving_note:
                 lines.append(f"   {f.saving_note}")
             if f.evidence:
-                lines.append(
-                    "   evidence: "
-                    + "; ".join(f"{k}={_fmt(k, v)}" for k, v in f.evidence.items() if v != "")
-                )
+                lines.append("   evidence: " + "; ".join(f"{k}={v}" for k, v in f.evidence_items()))
             if f.top_events:
                 lines.append(
                     "   top events: " + "; ".join(_event_text(e) for e in f.top_events[:3])
@@ -328,14 +335,20 @@ def _event_text(e: dict[str, Any]) -> str:
     return text + ")"
 
 
-def _fmt(key: str, v: Number) -> str:
-    """An evidence value as people read it: times in ms/us, shares and spreads in percent."""
+def _is_duration(key: str, v: Number) -> bool:
+    """Whether an evidence value is a duration in ns (its name says so), shown in s/ms/µs
+    under its name without the "_ns"."""
+    return "_ns" in key and isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _fmt(key: str, v: Number, micro: str = "us") -> str:
+    """An evidence value as people read it: times in s/ms/µs, shares and spreads in percent."""
     if isinstance(v, str) and key in RANK_LIST_EVIDENCE:
         return short_list(v.split(", "))
     if v is None or isinstance(v, str) or isinstance(v, bool):
         return str(v)
-    if "_ns" in key:
-        return duration_text(v)
+    if _is_duration(key, v):
+        return duration_text(v, micro)
     if key.endswith(("_share", "_spread")) or "share_of" in key:
         return f"{100.0 * v:.1f}%"
     if isinstance(v, float):

@@ -24,6 +24,16 @@ def display_unit(values: list) -> tuple[float, str]:
     return next(((s, u) for s, u in DISPLAY_UNITS if median >= s), (1.0, "ns"))
 
 
+def duration_text(ns: float, micro: str = "us") -> str:
+    """One duration in ns as people read it: s from 1 s up, ms from 1 ms up, else µs
+    (spelled `micro`: "us" for terminals that may lack the µ; the report passes "µs")."""
+    ns = float(ns)
+    for scale, unit in DISPLAY_UNITS[:2]:
+        if abs(ns) >= scale:
+            return f"{ns / scale:,.2f} {unit}"
+    return f"{ns / 1e3:,.1f} {micro}"
+
+
 def is_time_point(name: str) -> bool:
     """Whether a ns column holds points in time (a start, an end, a *_ts) and not durations."""
     return name in TIME_POINTS or name.endswith("_ts")

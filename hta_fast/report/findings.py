@@ -6,6 +6,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from ..frame.fields import display_unit, duration_text
 from ..traceset import TraceSet
 
 if TYPE_CHECKING:
@@ -20,6 +21,43 @@ def _number(v: Any) -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
     return str(v)
+
+
+# How the page spells microseconds (the terminal's text says "us").
+MICRO = "µs"
+
+
+def _scaled(ns: float, scale: float) -> str:
+    return f"{ns / scale:,.2f}"
+
+
+def _unit_of_smallest(values: list[float]) -> tuple[float, str]:
+    """The unit of the smallest non-zero value: a few rows that differ by orders of
+    magnitude (1.49 s and 4.73 ms) keep every figure readable (1,487.04 and 4.73 ms)."""
+    nonzero = [abs(v) for v in values if v]
+    return display_unit([min(nonzero)] if nonzero else [])
+
+
+def what_if_table(findings: list[dict[str, Any]], step_ns: float) -> dict[str, Any]:
+    """The causes whose edit the model replayed with a saving, most saved first: each
+    duration column in the unit that suits it (the table sorts as numbers)."""
+    rows = sorted((f for f in findings if f["saving_ns"]), key=lambda f: -f["saving_ns"])
+    saving_scale, saving_unit = _unit_of_smallest([f["saving_ns"] for f in rows])
+    cost_scale, cost_unit = _unit_of_smallest([f["cost_ns"] for f in rows])
+    return {
+        "saving_unit": saving_unit,
+        "cost_unit": cost_unit,
+        "rows": [
+            {
+                "cause": f["cause"],
+                "edit": f["saving_edit"],
+                "saving": _scaled(f["saving_ns"], saving_scale),
+                "pct": f"{100.0 * f['saving_ns'] / step_ns:.1f}" if step_ns else "–",
+                "cost": _scaled(f["cost_ns"], cost_scale),
+            }
+            for f in rows
+        ],
+    }
 
 
 def diagnosis(
@@ -37,37 +75,50 @@ def diagnosis(
         return {"available": False, "message": f"the doctor could not run on these traces ({e})"}
     findings = []
     for f in diag.findings:
+        events = f.top_events[:5]
+        scale, unit = display_unit(
+            [e.get("total_ns") or 0 for e in events]
+            + [e["cost_ns"] for e in events if e.get("cost_ns") is not None]
+        )
         findings.append(
             {
                 "cause": f.cause,
                 "title": f.title,
                 "above": bool(f.above_threshold),
-                "cost_us": f.cost_ns_per_step / 1e3,
-                "saving_us": None if f.saving_ns_per_step is None else f.saving_ns_per_step / 1e3,
+                "cost_ns": f.cost_ns_per_step,
+                "cost_text": duration_text(f.cost_ns_per_step, MICRO),
+                "saving_ns": f.saving_ns_per_step,
+                "saving_text": None
+                if f.saving_ns_per_step is None
+                else duration_text(f.saving_ns_per_step, MICRO),
                 "saving_edit": f.saving_edit,
                 "saving_note": getattr(f, "saving_note", ""),
                 "share_pct": 100.0 * f.share,
                 "advice": f.advice,
-                "evidence": [(k, _number(v)) for k, v in f.evidence.items()],
+                "evidence": f.evidence_items(MICRO)
+                if hasattr(f, "evidence_items")
+                else [(k, _number(v)) for k, v in f.evidence.items()],
+                "events_unit": unit,
                 "top_events": [
                     {
                         "name": str(e.get("name", "")),
                         "count": e.get("count"),
-                        "total_us": (e.get("total_ns") or 0) / 1e3,
-                        "cost_us": None if e.get("cost_ns") is None else e["cost_ns"] / 1e3,
+                        "total": _scaled(e.get("total_ns") or 0, scale),
+                        "cost": None if e.get("cost_ns") is None else _scaled(e["cost_ns"], scale),
                     }
-                    for e in f.top_events[:5]
+                    for e in events
                 ],
                 "steps": list(f.steps),
                 "ranks": list(f.ranks),
             }
         )
+    step_ns = getattr(diag, "step_time_ns", 0)
     return {
         "available": True,
         "headline": diag.headline() if hasattr(diag, "headline") else None,
         "headline_lines": diag.headline_text() if hasattr(diag, "headline_text") else [],
         "utilization": diag.utilization,
-        "step_us": getattr(diag, "step_time_ns", 0) / 1e3,
+        "what_if": what_if_table(findings, step_ns),
         "healthy": bool(diag.healthy),
         "too_little_work": getattr(diag, "too_little_work", ""),
         "findings": findings,

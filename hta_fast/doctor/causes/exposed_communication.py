@@ -20,6 +20,7 @@ import numpy as np
 from ... import ops
 from ...analysis.overlap import comm_comp_overlap
 from ...costs.collectives import bus_factor
+from ...frame.fields import duration_text
 from ...loading.summary import collective_rows, rank_summary
 from ...model.whatif.edits import Edits
 from ...schema import EventKind, KernelClass
@@ -122,9 +123,7 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         )
     pct = evidence["overlap_pct"]
     hidden = f"{pct:.0f}% hidden behind compute" if isinstance(pct, float) else "none"
-    title = (
-        f"Exposed communication: {comm_ns_per_step / 1e6:.2f} ms of collectives per step, {hidden}"
-    )
+    title = f"Exposed communication: {duration_text(comm_ns_per_step)} of collectives per step, {hidden}"
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 

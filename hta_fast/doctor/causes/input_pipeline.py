@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...frame.derived import DATALOADER
+from ...frame.fields import duration_text
 from ...model.whatif.edits import Edits
 from ..views.context import RankView
 from ..views.estimate import Estimate, Tally, per_step
@@ -51,7 +52,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         "gpu_idle_share_of_loader_time": idle_in_loader / loader_time if loader_time else 0.0,
     }
     title = (
-        f"Input pipeline stalls: the host spends {evidence['loader_time_ns_per_step'] / 1e6:.2f} ms "
+        f"Input pipeline stalls: the host spends {duration_text(evidence['loader_time_ns_per_step'])} "
         f"per step in the data loader, {100 * evidence['gpu_idle_share_of_loader_time']:.0f}% of "
         "it with the GPU idle"
     )

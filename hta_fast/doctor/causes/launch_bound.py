@@ -22,6 +22,7 @@ import numpy as np
 from ...analysis.idle_time import idle_time_breakdown
 from ...analysis.queue_length import queue_pairs
 from ...frame import derived
+from ...frame.fields import duration_text
 from ...frame.graph_replays import GRAPH_LAUNCH, has_graph_launches
 from ...frame.launches import launch_pairs
 from ...model.whatif.edits import Edits
@@ -113,8 +114,8 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     graphs = evidence["gpu_time_share_in_graphs"] >= GRAPHS_MOSTLY
     title = (
         f"Launch-bound: the GPU waits while the host queues work (host "
-        f"{evidence['cpu_time_ns_per_step'] / 1e6:.2f} ms per step, GPU busy "
-        f"{evidence['gpu_busy_ns_per_step'] / 1e6:.2f} ms, "
+        f"{duration_text(evidence['cpu_time_ns_per_step'])} per step, GPU busy "
+        f"{duration_text(evidence['gpu_busy_ns_per_step'])}, "
         f"{evidence['launches_per_step']:.0f} launches per step)"
     )
     if graphs:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ... import ops
 from ...frame.derived import name_flags
+from ...frame.fields import duration_text
 from ...frame.kernel_args import compute_capability, kernel_arg
 from ...model.whatif.edits import Edits
 from ...schema import EventKind, KernelClass
@@ -203,8 +204,8 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         parts.append(
             (
                 alloc_idle,
-                f"{evidence['allocator_calls_per_step']:.1f} allocator calls per step taking "
-                f"{alloc_time / total_steps / 1e6:.2f} ms",
+                f"{evidence['allocator_calls_per_step']:,.1f} allocator calls per step taking "
+                f"{duration_text(alloc_time / total_steps)}",
                 ALLOC_ADVICE.format(
                     alloc="hipMalloc/hipFree" if amd else "cudaMalloc/cudaFree",
                     env="HIP" if amd else "CUDA",

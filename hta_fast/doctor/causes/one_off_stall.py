@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...frame.fields import duration_text
 from ...model.whatif.edits import Edits
 from ..views.context import RankView, names_of
 from ..views.estimate import Estimate, Tally, per_step
 from ..views.gap_causes import split_gaps
 from ..views.intervals import covered_length
 from ..views.stalls import find_stalls
-from ..views.text import Number, duration_text
+from ..views.text import Number
 from ..views.thresholds import Thresholds
 from .record import Cause, Examination
 

@@ -25,12 +25,13 @@ import numpy as np
 
 from ... import ops
 from ...analysis.stragglers import high_outliers, stragglers
+from ...frame.fields import duration_text
 from ...model.whatif.edits import Edits
 from ...schema import GPU_WORK_KINDS, KernelClass
 from ...traceset import TraceSet
 from ..views.context import RankView
 from ..views.estimate import Estimate
-from ..views.text import Number, duration_text
+from ..views.text import Number
 from .record import Cause, Examination
 
 ADVICE = (

@@ -1,4 +1,5 @@
-"""How the doctor writes numbers for people: durations, long lists, evidence values."""
+"""How the doctor writes numbers for people: long lists, evidence values (durations:
+frame.fields.duration_text)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,6 @@ Number = Union[int, float, str, None]
 
 # How many items of a long list of ranks or steps the text shows.
 LIST_LIMIT = 8
-
-
-def duration_text(ns: float) -> str:
-    """A duration in ns as people read it: ms from 1 ms up, else us."""
-    ns = float(ns)
-    if abs(ns) >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e3:.1f} us"
 
 
 def short_list(xs: Sequence[Any], limit: int = LIST_LIMIT) -> str:
