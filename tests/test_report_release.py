@@ -52,8 +52,8 @@ def test_each_section_reads_what_it_declares_and_nothing_runs_twice(traces_dir, 
         ctx = _build(traces)
         declared = {part.id: set(part.uses) for part in build.sections_for(len(traces))}
         declared["summary"] = set(build.SUMMARY_USES)
-        for section, read in ctx.read.items():
-            assert read <= declared[section], (len(traces), section, read - declared[section])
+        for part_id, read in ctx.read.items():
+            assert read <= declared[part_id], (len(traces), part_id, read - declared[part_id])
         assert ctx.runs and max(ctx.runs.values()) == 1, ctx.runs
         assert not ctx._results  # all released once the last section is built
 
