@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from ..frame.fields import NS, PCT
 from ..frame.select import Selection
+from ..model.graph.chain import step_label
 from ..model.path.bounds import BOUND_BY
 from ..model.path.critical_path import critical_path
 from .context import Context, Section, fold_rank_notes, section
@@ -52,7 +53,10 @@ def _path_section(ctx: Context, sel: Selection, notes: list[str]) -> Section:
     if summary.num_rows == 0:
         return Section("No steps the model could replay on the selected ranks.", notes=notes)
     shares = [b for b in BOUND_BY if pc.max(summary[b]).as_py() > 0]
-    label = [f"rank {k} step {s}" for k, s in zip(_ints(summary, "rank"), _ints(summary, "step"))]
+    label = [
+        f"rank {k} {step_label(s)}"
+        for k, s in zip(summary.column("rank").to_pylist(), summary.column("step").to_pylist())
+    ]
     length = summary.column("critical_path_length").to_numpy() / MS
     data = [
         bar(label, length * summary.column(b).to_numpy() / 100, b, i)
@@ -82,10 +86,6 @@ def _path_section(ctx: Context, sel: Selection, notes: list[str]) -> Section:
         ],
         notes=notes + folded[:SHOWN_NOTES] + tail + [overlay_command(ctx, summary)],
     )
-
-
-def _ints(t: pa.Table, name: str) -> list[object]:
-    return ["–" if v is None else v for v in t.column(name).to_pylist()]
 
 
 def top_events(breakdown: pa.Table, summary: pa.Table, n: int = TOP_EVENTS) -> pa.Table:
