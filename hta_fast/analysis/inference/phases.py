@@ -50,6 +50,18 @@ TIERS: tuple[tuple[str, ...], ...] = (
 )
 
 _BUSY = "the time the GPU ran any work inside the pass's window"
+# What a vLLM/SGLang step name says (request_counts), in the order it returns them: nulls where
+# a name says nothing.
+STEP_COUNTS = (
+    ("prefill_requests", "context requests a vLLM/SGLang step names (null: none)"),
+    ("decode_requests", "generation requests a vLLM/SGLang step names"),
+    ("prefill_tokens", "query tokens of the step's context requests"),
+    ("decode_tokens", "query tokens of the step's generation requests"),
+    (
+        "context_tokens",
+        "key (KV cache) tokens the step's requests attend to, where the name writes them (sk)",
+    ),
+)
 SCHEMA = pa.schema(
     [
         pa.field("rank", pa.int64()),
@@ -70,34 +82,7 @@ SCHEMA = pa.schema(
         ),
         pa.field("kernels", pa.int64()),
         pa.field("launches", pa.int64()),
-        pa.field(
-            "prefill_requests",
-            pa.int64(),
-            metadata={"description": "context requests a vLLM/SGLang step names (null: none)"},
-        ),
-        pa.field(
-            "decode_requests",
-            pa.int64(),
-            metadata={"description": "generation requests a vLLM/SGLang step names"},
-        ),
-        pa.field(
-            "prefill_tokens",
-            pa.int64(),
-            metadata={"description": "query tokens of the step's context requests"},
-        ),
-        pa.field(
-            "decode_tokens",
-            pa.int64(),
-            metadata={"description": "query tokens of the step's generation requests"},
-        ),
-        pa.field(
-            "context_tokens",
-            pa.int64(),
-            metadata={
-                "description": "key (KV cache) tokens the step's requests attend to, where "
-                "the name writes them (sk)"
-            },
-        ),
+        *(pa.field(name, pa.int64(), metadata={"description": d}) for name, d in STEP_COUNTS),
     ]
 )
 # vLLM V1's step names (and SGLang's under the same tooling): execute[_R]_context_M(X)_
