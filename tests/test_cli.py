@@ -469,3 +469,18 @@ def test_text_tables_show_units_for_people_and_files_keep_ns(tmp_path):
     assert "start (ms from the first)" in text_table(t).splitlines()[0]
     (path,) = write_tables({"t": t}, "csv", str(tmp_path))
     assert open(path).read().splitlines()[1].startswith("5000000,1700000000002000000,800")
+
+
+def test_columns_that_name_a_row_print_as_written():
+    """A step, a rank or a pid is a name: 1009, not 1,009 (the CLI and the report alike);
+    a count beside it keeps its separators, and a key column of text is still made safe."""
+    import pyarrow as pa
+
+    from hta_fast.cli.output import text_table
+    from hta_fast.report.tables import html_table
+
+    t = pa.table({"step": [1009], "pid": [123456], "count": [1009], "device": ["a\x1b[31mb"]})
+    head, _, row = text_table(t).splitlines()
+    assert row.split()[:3] == ["1009", "123456", "1,009"]
+    assert "\x1b" not in row
+    assert html_table("t", t)["rows"][0][:3] == ["1009", "123456", "1,009"]

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 import click
 import pyarrow as pa
 
-from ..frame.fields import display_unit, is_time_point
+from ..frame.fields import KEY_COLUMNS, display_unit, is_time_point
 from .terminal import echo, safe_cell
 
 FORMATS = ("table", "json", "csv", "parquet")
@@ -74,7 +74,10 @@ def text_table(
             head = f"{f.name} ({unit.decode()})" if unit else f.name
         heads.append(safe_cell(head))
         raw.append(values)
-    cols = [[_cell(v) for v in values] for values in raw]
+    cols = [
+        [str(v) if f.name in KEY_COLUMNS and type(v) is int else _cell(v) for v in values]
+        for f, values in zip(table.schema, raw)
+    ]
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in table.schema]
     widths = [max([len(h)] + [len(c) for c in col]) for h, col in zip(heads, cols)]
 

@@ -24,6 +24,13 @@ def display_unit(values: list) -> tuple[float, str]:
     return next(((s, u) for s, u in DISPLAY_UNITS if median >= s), (1.0, "ns"))
 
 
+# Columns that name a row rather than measure it: shown as written (step 1009, not 1,009),
+# and a row is all zeros when its other columns are.
+KEY_COLUMNS = frozenset(
+    {"rank", "step", "stream", "index", "device", "pid", "tid", "example_row", "row"}
+)
+
+
 def duration_text(ns: float, micro: str = "us") -> str:
     """One duration in ns as people read it: s from 1 s up, ms from 1 ms up, else µs
     (spelled `micro`: "us" for terminals that may lack the µ; the report passes "µs")."""

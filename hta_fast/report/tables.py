@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame.fields import display_unit
+from ..frame.fields import KEY_COLUMNS, display_unit
 
 
 def cell(v: Any, unit: Optional[str], scale: float = 1e3) -> str:
@@ -62,7 +62,8 @@ def html_table(
         scale, shown_unit = display_unit(values) if unit == "ns" else (1.0, "")
         headers.append(header(name, unit, shown_unit))
         numeric.append(pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
-        cols.append([cell(v, unit, scale) for v in values])
+        key = name in KEY_COLUMNS  # a step or a pid is a name: 1009, not 1,009
+        cols.append([str(v) if key and type(v) is int else cell(v, unit, scale) for v in values])
     rows = [list(r) for r in zip(*cols)] if cols else []
     return {
         "caption": caption,
@@ -75,15 +76,13 @@ def html_table(
 
 
 RATES = {"FLOP/s": (1e12, "TFLOP/s"), "B/s": (1e9, "GB/s")}
-# Columns that name a row rather than measure it: a row is all zeros when the others are.
-_KEYS = {"rank", "step", "stream", "index", "device", "pid", "tid", "example_row", "row"}
 
 
 def _without_zero_rows(table: pa.Table, names: Sequence[str]) -> tuple[pa.Table, int]:
     measures = [
         n
         for n in names
-        if n not in _KEYS
+        if n not in KEY_COLUMNS
         and (
             pa.types.is_integer(table.schema.field(n).type)
             or pa.types.is_floating(table.schema.field(n).type)
