@@ -53,6 +53,9 @@ class DependencyGraph:
     sync_kind: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.uint8))
     # per event, its lane: a CPU event's thread, a GPU event's stream (codes of this graph)
     lane: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    # Values a rule module derives from the whole graph once (a graph never changes), keyed
+    # by the module: read per step and per replay, they would be recomputed hundreds of times.
+    derived: dict[str, object] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     # The core hands out copies: a chain's steps read them once per step, so they are kept.
     @functools.cached_property
