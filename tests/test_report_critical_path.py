@@ -135,3 +135,24 @@ def test_top_events_sum_each_event_over_the_steps():
     assert t.column("time_on_path").to_pylist() == [50, 40, 5]
     assert t.column("share_of_path").to_pylist() == [50.0, 40.0, 5.0]
     assert t.column("edges").to_pylist() == [1, 2, 1]
+
+
+def test_the_report_builds_each_ranks_graphs_once_and_lets_them_go(
+    traces_dir, tmp_path, monkeypatch
+):
+    """The doctor's what-if replays (one per cause) and the critical-path section walk the
+    same graphs: each rank's is built once, and none is kept after the page is written."""
+    from hta_fast.model.graph import walk as walk_module
+
+    traces = hta_fast.load_dir(traces_dir / DLRM)
+    built = []
+    real = walk_module.build_chain
+
+    def counted(trace, rank, *args, **kwargs):
+        built.append(rank)
+        return real(trace, rank, *args, **kwargs)
+
+    monkeypatch.setattr(walk_module, "build_chain", counted)
+    write_report(traces, str(tmp_path / "r.html"))
+    assert sorted(built) == sorted(traces.ranks)  # the doctor ran its replays: 8, not 8 x 6
+    assert walk_module._KEPT.get() is None

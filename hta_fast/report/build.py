@@ -147,7 +147,10 @@ def build_sections(
     for i, part in enumerate(plan):
         sections.append(part(ctx))
         done(part.id)
-        ctx.release(set().union(*(later.uses for later in plan[i + 1 :])))
+        later = plan[i + 1 :]
+        ctx.release(
+            set().union(*(p.uses for p in later)), graphs=any(p.walks_graphs for p in later)
+        )
     return sections, headline
 
 
@@ -199,10 +202,15 @@ def write_report(
     # Every part of the report, the summary and the doctor included, sees the chosen ranks.
     chosen = traces if ranks is None else TraceSet({r: traces[r] for r in ranks})
     ctx = Context(chosen, Selection(steps=steps), max_points=max_points, source=source)
-    doctor = diagnosis(chosen, steps, thresholds)
-    if on_section is not None:
-        on_section("doctor")
-    sections, headline = build_sections(ctx, load_seconds, on_section)
+    # The doctor's what-if replays build the graphs the critical path walks: kept till then.
+    ctx.keep_graphs()
+    try:
+        doctor = diagnosis(chosen, steps, thresholds)
+        if on_section is not None:
+            on_section("doctor")
+        sections, headline = build_sections(ctx, load_seconds, on_section)
+    finally:
+        ctx.release(set())
     one_utilization(headline, doctor, sections)
     for s in sections:
         drawn = [f for f in s.figures if has_values(f)]

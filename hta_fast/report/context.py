@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import re
@@ -12,6 +13,7 @@ from typing import Any, Callable, TypeVar
 from ..analysis.registry import ANALYSES
 from ..frame.result import Result
 from ..frame.select import Selection
+from ..model.graph.walk import chains_kept
 from ..traceset import TraceSet
 
 log = logging.getLogger("hta_fast")
@@ -76,6 +78,7 @@ class Context:
         self._results: dict[str, Result] = {}
         self._derived: dict[str, Any] = {}
         self.runs: collections.Counter[str] = collections.Counter()  # analyses run, by name
+        self._graphs = contextlib.ExitStack()  # the kept model graphs (keep_graphs)
 
     def result(self, name: str) -> Result:
         if name not in self._results:
@@ -95,11 +98,20 @@ class Context:
             log.debug("report: %s failed", name, exc_info=True)
             raise SectionFailed(f"{name}: {e}") from e
 
-    def release(self, keep: set[str]) -> None:
+    def keep_graphs(self) -> None:
+        """From here until release(graphs=False), the model's graphs are built once and
+        shared (model.graph.walk.chains_kept): the doctor's what-if replays and the
+        critical-path section walk the same ones."""
+        self._graphs.enter_context(chains_kept())
+
+    def release(self, keep: set[str], graphs: bool = False) -> None:
         """Forget the results of the analyses not in `keep` (asked for again, one runs
-        anew): the sections still to come read only those."""
+        anew), and the kept graphs unless `graphs`: the sections still to come read only
+        those."""
         for name in set(self._results) - keep:
             del self._results[name]
+        if not graphs:
+            self._graphs.close()
 
     def derived(self, name: str, compute: Callable[[], Any]) -> Any:
         """A value worked out from the results once and shared by the sections."""
@@ -152,6 +164,7 @@ class Part:
     id: str
     uses: tuple[str, ...]
     build: Callable[..., Section]
+    walks_graphs: bool = False  # reads the model's graphs (kept until the last such part)
 
     @property
     def title(self) -> str:
@@ -166,12 +179,15 @@ class Part:
         return s
 
 
-def section(id: str, *uses: str) -> Callable[[Callable[..., Section]], Part]:
-    """Declares a builder as the part `id` of the report, reading the analyses `uses`."""
+def section(
+    id: str, *uses: str, walks_graphs: bool = False
+) -> Callable[[Callable[..., Section]], Part]:
+    """Declares a builder as the part `id` of the report, reading the analyses `uses` (and
+    the model's graphs: walks_graphs)."""
     if id not in TITLES:
         raise KeyError(f"report part {id!r} is not in TITLES")
 
     def declare(build: Callable[..., Section]) -> Part:
-        return Part(id, uses, build)
+        return Part(id, uses, build, walks_graphs)
 
     return declare

@@ -36,12 +36,12 @@ ABOUT = (
 )
 
 
-@section("critical-path")
+@section("critical-path", walks_graphs=True)
 def critical_path_per_step(ctx: Context) -> Section:
     return _path_section(ctx, ctx.selection, [])
 
 
-@section("critical-path", "steps", "temporal")
+@section("critical-path", "steps", "temporal", walks_graphs=True)
 def critical_path_of_drawn_ranks(ctx: Context) -> Section:
     sel, note = drawn_selection(ctx, "walked")
     return _path_section(ctx, sel, [note])
