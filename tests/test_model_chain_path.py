@@ -194,3 +194,24 @@ def test_the_overlay_follows_the_chained_path():
     # Window by window, the carried kernels are drawn with each window holding them.
     windows = critical_path_trace(trace, chained=False)
     assert sum(e["ph"] == "X" for e in windows["traceEvents"]) > len(slices)
+
+
+@pytest.mark.parametrize("name", ["param_dlrm_8rank", "hta/critical_path/cuda_event_sync"])
+def test_time_on_path_per_event_is_the_breakdown_summed(traces_dir, name):
+    """breakdown=False gives, per rank, each event name's time on the paths per category:
+    the breakdown rows summed, without a row per edge."""
+    traces = hta_fast.load_dir(traces_dir / name)
+    full = critical_path(traces)
+    light = critical_path(traces, breakdown=False)
+    assert light.table.equals(full.table) and "breakdown" not in light.tables
+    keys = ["rank", "name", "bound_by"]
+    want = (
+        full["breakdown"]
+        .group_by(keys, use_threads=False)
+        .aggregate([("duration", "sum"), ("duration", "count")])
+        .sort_by([(k, "ascending") for k in keys])
+    )
+    got = light["on_path"].sort_by([(k, "ascending") for k in keys])
+    assert got.column("duration").to_pylist() == want.column("duration_sum").to_pylist()
+    assert got.column("edges").to_pylist() == want.column("duration_count").to_pylist()
+    assert got.column("name").to_pylist() == want.column("name").to_pylist()

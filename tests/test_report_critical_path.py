@@ -106,30 +106,23 @@ def test_on_many_ranks_the_path_is_walked_on_the_drawn_ranks(tmp_path):
     assert costed and costed <= set(drawn)
 
 
-def test_top_events_sum_each_event_over_the_steps():
+def test_top_events_sum_each_event_over_the_ranks():
     ns = {"unit": "ns"}
-    breakdown = pa.table(
+    on_path = pa.table(
         {
+            "rank": [0, 0, 1, 1, 1],
             "name": ["a", "b", "a", "a", "c"],
-            "bound_by": [
-                "cpu_bound",
-                "gpu_compute_bound",
-                "cpu_bound",
-                "data_loading",
-                "cpu_bound",
-            ],
+            "bound_by": ["cpu_bound", "gpu_compute_bound", "cpu_bound", "data_loading", "cpu_bound"],
             "duration": pa.array([10, 50, 30, 5, 5], pa.int64()),
+            "edges": pa.array([1, 1, 1, 1, 1], pa.int64()),
         },
         schema=pa.schema(
-            [
-                ("name", pa.string()),
-                ("bound_by", pa.string()),
-                pa.field("duration", pa.int64(), metadata=ns),
-            ]
+            [("rank", pa.int64()), ("name", pa.string()), ("bound_by", pa.string()),
+             pa.field("duration", pa.int64(), metadata=ns), ("edges", pa.int64())]
         ),
-    )
+    )  # fmt: skip
     summary = pa.table({"critical_path_length": pa.array([60, 40], pa.int64())})
-    t = top_events(breakdown, summary, n=3)
+    t = top_events(on_path, summary, n=3)
     assert t.column("name").to_pylist() == ["b", "a", "a"]
     assert t.column("bound_by").to_pylist() == ["gpu_compute_bound", "cpu_bound", "data_loading"]
     assert t.column("time_on_path").to_pylist() == [50, 40, 5]

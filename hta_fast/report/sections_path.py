@@ -48,8 +48,10 @@ def critical_path_of_drawn_ranks(ctx: Context) -> Section:
 
 
 def _path_section(ctx: Context, sel: Selection, notes: list[str]) -> Section:
-    r = ctx.guarded("critical_path", lambda: critical_path(ctx.traces, selection=sel))
-    summary, breakdown = r.table, r["breakdown"]
+    r = ctx.guarded(
+        "critical_path", lambda: critical_path(ctx.traces, selection=sel, breakdown=False)
+    )
+    summary, on_path = r.table, r["on_path"]
     if summary.num_rows == 0:
         return Section("No steps the model could replay on the selected ranks.", notes=notes)
     shares = [b for b in BOUND_BY if pc.max(summary[b]).as_py() > 0]
@@ -82,30 +84,31 @@ def _path_section(ctx: Context, sel: Selection, notes: list[str]) -> Section:
                 summary,
                 ["rank", "step", "critical_path_length", "measured_step", *shares],
             ),
-            html_table("events holding the most of the path", top_events(breakdown, summary)),
+            html_table("events holding the most of the path", top_events(on_path, summary)),
         ],
         notes=notes + folded[:SHOWN_NOTES] + tail + [overlay_command(ctx, summary)],
     )
 
 
-def top_events(breakdown: pa.Table, summary: pa.Table, n: int = TOP_EVENTS) -> pa.Table:
+def top_events(on_path: pa.Table, summary: pa.Table, n: int = TOP_EVENTS) -> pa.Table:
     """The events (by name and what bounds them) holding the most time on the paths, summed
-    over the steps shown, with their share of all the paths' time."""
+    over the ranks and steps shown (critical_path's "on_path"), with their share of all the
+    paths' time."""
     total = max(int(pc.sum(summary["critical_path_length"]).as_py() or 0), 1)
     grouped = (
-        breakdown.group_by(["name", "bound_by"])
-        .aggregate([("duration", "sum"), ("duration", "count")])
+        on_path.group_by(["name", "bound_by"])
+        .aggregate([("duration", "sum"), ("edges", "sum")])
         .sort_by([("duration_sum", "descending")])
         .slice(0, n)
     )
-    on_path = grouped.column("duration_sum").to_numpy()
+    on = grouped.column("duration_sum").to_numpy()
     return pa.table(
         {
             "name": grouped["name"],
             "bound_by": grouped["bound_by"],
-            "time_on_path": pa.array(on_path, pa.int64()),
-            "share_of_path": pa.array(100.0 * on_path / total, pa.float64()),
-            "edges": grouped["duration_count"],
+            "time_on_path": pa.array(on, pa.int64()),
+            "share_of_path": pa.array(100.0 * on / total, pa.float64()),
+            "edges": grouped["edges_sum"],
         },
         schema=pa.schema(
             [

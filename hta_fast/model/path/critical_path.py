@@ -37,9 +37,9 @@ from ...traceset import TraceSet
 from ..graph.chain import step_label
 from ..graph.dependency_graph import DependencyGraph
 from ..graph.walk import walk
-from .bounds import BOUND_BY, shares
+from .bounds import BOUND_BY, bound_codes, charged_events, shares
 from .ranks import critical_path_across_ranks
-from .rows import BREAKDOWN, breakdown_rows
+from .rows import BREAKDOWN, ON_PATH, breakdown_rows, on_path_rows
 from .step_paths import step_paths
 
 SUMMARY = pa.schema(
@@ -83,23 +83,34 @@ def critical_path(
     selection: Optional[select.Selection] = None,
     cross_rank: bool = False,
     chained: bool = True,
+    breakdown: bool = True,
 ) -> Result:
     """Summary per (rank, step) (the main table) and the path's edges ("breakdown").
     cross_rank: one path per step across the selected ranks replayed together (summary per
     step, with end_rank, start_rank, jumps and the cross_rank share). chained (default): each
     rank's consecutive selected steps replayed as one chain, each step's path from its end
-    back to its replayed start; False: each step's window alone."""
+    back to its replayed start; False: each step's window alone. breakdown=False (per-rank
+    paths): instead of a row per edge (millions on a long trace), "on_path": the time each
+    event name holds on a rank's paths, per category (rank, name, bound_by, duration, edges)."""
     sel = select.selection_of(selection, ranks, steps)
     if cross_rank:
         return critical_path_across_ranks(traces, sel, chained)
     found: list[tuple[int, Optional[int], dict[str, Any], pa.Table]] = []
+    held: list[pa.Table] = []  # on_path rows, per chain
     notes = []
     for chain in walk(traces, sel, chained):
         g = chain.graph
         measured = chain.spans(chain.measured_times())
+        charged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for k, (path, weight) in enumerate(step_paths(chain, g.weight, g.replay())):
             step = chain.steps[k]
-            rows, bound = breakdown_rows(chain.rank, step, g, chain.trace, path, g.weight, weight)
+            if breakdown:
+                rows, bound = breakdown_rows(
+                    chain.rank, step, g, chain.trace, path, g.weight, weight
+                )
+            else:
+                rows, bound = BREAKDOWN.empty_table(), bound_codes(g, chain.trace, path)
+                charged.append((charged_events(g, path), bound, weight))
             found.append(
                 (
                     chain.rank,
@@ -111,16 +122,26 @@ def critical_path(
             notes += _no_sync_note(chain.rank, step, g)
             notes += _unrecorded_note(chain.rank, step, found[-1][2])
         notes += chain.wait_notes()
+        if charged:
+            events, bounds, weights = (np.concatenate(c) for c in zip(*charged))
+            held.append(on_path_rows(chain.rank, chain.trace, events, bounds, weights))
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
     table = pa.table(
         {f.name: pa.array([r[f.name] for r in summary], f.type) for f in SUMMARY}, schema=SUMMARY
     )
-    breakdown = pa.concat_tables([f[3] for f in found]) if found else BREAKDOWN.empty_table()
+    if breakdown:
+        side = {
+            "breakdown": pa.concat_tables([f[3] for f in found])
+            if found
+            else BREAKDOWN.empty_table()
+        }
+    else:
+        side = {"on_path": pa.concat_tables(held) if held else ON_PATH.empty_table()}
     return Result(
         "critical_path",
         table,
-        tables={"breakdown": breakdown},
+        tables=side,
         notes=notes,
         params={"selection": sel, "chained": chained},
     )
