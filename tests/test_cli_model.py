@@ -33,6 +33,21 @@ def test_critical_path_json_equals_the_analysis(traces_dir, tmp_path):
     assert hta_fast.load(str(out)).events.num_rows > 0  # the overlay opens as a trace
 
 
+def test_critical_path_by_event_prints_the_time_per_event(traces_dir):
+    res = run("critical-path", str(folder(traces_dir)), "--format", "json", "--by-event")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output[: res.output.rindex("}") + 1])
+    expected = critical_path(hta_fast.load_dir(folder(traces_dir)), breakdown=False)
+    rows = doc["tables"]["critical_path.on_path"]
+    assert (
+        rows == expected["on_path"].to_pylist() and "critical_path.breakdown" not in doc["tables"]
+    )
+    durations = [r["duration"] for r in rows]
+    assert durations == sorted(durations, reverse=True)  # one rank here: the most time first
+    res = run("critical-path", str(folder(traces_dir)), "--by-event", "--together")
+    assert res.exit_code == 2 and "--by-event" in res.output
+
+
 @pytest.mark.slow  # every window of a real job
 def test_critical_path_windows_walks_each_window_alone(traces_dir, tmp_path):
     # trace_diff/control: 6 steps. Chained (the default), each step's path stops at its

@@ -196,13 +196,14 @@ def test_the_overlay_follows_the_chained_path():
     assert sum(e["ph"] == "X" for e in windows["traceEvents"]) > len(slices)
 
 
+@pytest.mark.parametrize("chained", [True, False])
 @pytest.mark.parametrize("name", ["param_dlrm_8rank", "hta/critical_path/cuda_event_sync"])
-def test_time_on_path_per_event_is_the_breakdown_summed(traces_dir, name):
+def test_time_on_path_per_event_is_the_breakdown_summed(traces_dir, name, chained):
     """breakdown=False gives, per rank, each event name's time on the paths per category:
-    the breakdown rows summed, without a row per edge."""
+    the breakdown rows summed, without a row per edge (a rank's windows summed together)."""
     traces = hta_fast.load_dir(traces_dir / name)
-    full = critical_path(traces)
-    light = critical_path(traces, breakdown=False)
+    full = critical_path(traces, chained=chained)
+    light = critical_path(traces, chained=chained, breakdown=False)
     assert light.table.equals(full.table) and "breakdown" not in light.tables
     keys = ["rank", "name", "bound_by"]
     want = (
@@ -215,3 +216,15 @@ def test_time_on_path_per_event_is_the_breakdown_summed(traces_dir, name):
     assert got.column("duration").to_pylist() == want.column("duration_sum").to_pylist()
     assert got.column("edges").to_pylist() == want.column("duration_count").to_pylist()
     assert got.column("name").to_pylist() == want.column("name").to_pylist()
+
+
+def test_a_ranks_windows_sum_into_one_row_per_event():
+    t = job([[100.0, 50.0], [80.0], [120.0, 30.0]], [20.0, 40.0, 10.0])
+    full = critical_path(t, chained=False)
+    light = critical_path(t, chained=False, breakdown=False)["on_path"]
+    assert full.table.num_rows == 3  # three windows, three paths
+    keys = list(zip(*(light.column(k).to_pylist() for k in ("rank", "name", "bound_by"))))
+    assert len(keys) == len(set(keys))  # one row per (rank, name, category)
+    assert sum(light.column("duration").to_pylist()) == sum(
+        full["breakdown"].column("duration").to_pylist()
+    )

@@ -35,6 +35,12 @@ from .output import check_format, emit, trace_start
     help="Walk each profiler step's window alone (default: a rank's consecutive "
     "steps replayed as one chain, each step's path back to its replayed start).",
 )
+@click.option(
+    "--by-event",
+    is_flag=True,
+    help="Instead of a row per path edge (millions on a long trace), the time each event "
+    "name holds on each rank's paths, per category (table on_path).",
+)
 @click.pass_obj
 def critical_path_command(
     opts: Options,
@@ -49,6 +55,7 @@ def critical_path_command(
     trace_out: Optional[str],
     together: bool,
     windows: bool,
+    by_event: bool,
 ) -> None:
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
     compute, communication, kernel-to-kernel and launch overhead, data loading, host time
@@ -59,12 +66,15 @@ def critical_path_command(
     check_format(fmt, out_dir)
     if together and trace_out:
         raise BadInput("--trace-out draws one rank's path: it does not go with --together")
+    if together and by_event:
+        raise BadInput("--by-event sums each rank's own path: it does not go with --together")
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     result = critical_path(
         traces,
         selection=selection(ranks, steps).of(traces),
         cross_rank=together,
         chained=not windows,
+        breakdown=not by_event,
     )
     emit(*result_tables([result]), fmt, out_dir, limit, origin_ns=trace_start(traces))
     if trace_out:  # of the first rank asked for (default: the smallest)

@@ -96,12 +96,12 @@ def critical_path(
     if cross_rank:
         return critical_path_across_ranks(traces, sel, chained)
     found: list[tuple[int, Optional[int], dict[str, Any], pa.Table]] = []
-    held: list[pa.Table] = []  # on_path rows, per chain
+    # breakdown=False: per rank, its trace and each step path's (charged events, bounds, weights)
+    charged: dict[int, tuple[Trace, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = {}
     notes = []
     for chain in walk(traces, sel, chained):
         g = chain.graph
         measured = chain.spans(chain.measured_times())
-        charged: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for k, (path, weight) in enumerate(step_paths(chain, g.weight, g.replay())):
             step = chain.steps[k]
             if breakdown:
@@ -110,7 +110,8 @@ def critical_path(
                 )
             else:
                 rows, bound = BREAKDOWN.empty_table(), bound_codes(g, chain.trace, path)
-                charged.append((charged_events(g, path), bound, weight))
+                paths = charged.setdefault(chain.rank, (chain.trace, []))[1]
+                paths.append((charged_events(g, path), bound, weight))
             found.append(
                 (
                     chain.rank,
@@ -122,9 +123,6 @@ def critical_path(
             notes += _no_sync_note(chain.rank, step, g)
             notes += _unrecorded_note(chain.rank, step, found[-1][2])
         notes += chain.wait_notes()
-        if charged:
-            events, bounds, weights = (np.concatenate(c) for c in zip(*charged))
-            held.append(on_path_rows(chain.rank, chain.trace, events, bounds, weights))
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
     table = pa.table(
@@ -137,6 +135,11 @@ def critical_path(
             else BREAKDOWN.empty_table()
         }
     else:
+        held = [
+            on_path_rows(rank, trace, *(np.concatenate(c) for c in zip(*paths)))
+            for rank, (trace, paths) in sorted(charged.items())
+            if paths
+        ]
         side = {"on_path": pa.concat_tables(held) if held else ON_PATH.empty_table()}
     return Result(
         "critical_path",

@@ -99,16 +99,18 @@ ON_PATH = pa.schema(
 def on_path_rows(
     rank: int, trace: Trace, events: np.ndarray, bound: np.ndarray, durations: np.ndarray
 ) -> pa.Table:
-    """The ON_PATH rows of a rank's path edges: the time the edges charged to each event
-    name hold, per category (events: each edge's trace row; bound: its bound_codes). Summed
-    on the name's code first: a long trace's paths have millions of edges and a few thousand
-    names."""
+    """The ON_PATH rows of a rank's path edges, the most time first: the time the edges
+    charged to each event name hold, per category (events: each edge's trace row; bound: its
+    bound_codes). Summed on the name's code first: a long trace's paths have millions of
+    edges and a few thousand names."""
     name = trace.column("events", "name")[events].astype(np.int64)
     key = name * len(BOUND_BY) + bound.astype(np.int64)
     keys, inverse = np.unique(key, return_inverse=True)
     total = np.zeros(len(keys), np.int64)
     np.add.at(total, inverse, durations.astype(np.int64))
     count = np.bincount(inverse, minlength=len(keys)).astype(np.int64)
+    order = np.argsort(-total, kind="stable")  # the most time first
+    keys, total, count = keys[order], total[order], count[order]
     names, codes = keys // len(BOUND_BY), keys % len(BOUND_BY)
     return pa.table(
         {
