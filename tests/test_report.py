@@ -121,6 +121,10 @@ def test_inference_section_shows_the_passes(tmp_path):
     # One decode step of 32 requests over 55,086 cached tokens, 99.76 % busy, 10.74 ms.
     assert "10.74" in section and "99.76" in section and "55,086" in section  # dur in ms
     assert "execute_32_context_0(" in section
+    # Healthy: the causes below threshold, each in a word; a zero saving said as one.
+    doctor = text[text.index('<section id="doctor">') :]
+    doctor = doctor[: doctor.index("</section>")]
+    assert "launch_bound 0.0 % (model: no saving)" in doctor and "0.0 µs" not in doctor
 
 
 def test_cdn_report_is_small(dlrm_traces, tmp_path):
