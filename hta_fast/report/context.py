@@ -132,9 +132,9 @@ SHOWN_RANKS = 8
 
 def fold_rank_notes(notes: list[str]) -> list[str]:
     """Notes that say the same of many ranks ("rank 7: no communication kernels ...", "rank 7
-    step 3: ...") said
-    once, naming a few of the ranks and counting the rest: on thousands of ranks the page
-    would otherwise hold a line per rank. Order: each text where it first appears."""
+    step 3: ...") said once, naming a few of the ranks and counting the rest: on thousands of
+    ranks the page would otherwise hold a line per rank. Order: each text where it first
+    appears."""
     ranks_of: dict[str, list[int]] = {}
     for n in notes:
         m = _RANK_NOTE.match(n)
