@@ -88,6 +88,11 @@ class Context:
             )
         return self._results[name]
 
+    def result_on(self, name: str, selection: Selection) -> Result:
+        """An analysis of the registry run on another selection (a few of the ranks, say),
+        as result() runs it; not kept."""
+        return self.guarded(name, lambda: ANALYSES[name](self.traces, selection))
+
     def guarded(self, name: str, compute: Callable[[], T]) -> T:
         """compute(); where it fails, SectionFailed naming `name` (the section says so in a
         note): one odd trace must not sink the report."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..frame.fields import display_unit, duration_text
 from ..traceset import TraceSet
+from .tables import cell
 
 if TYPE_CHECKING:
     from ..doctor import Thresholds
@@ -25,10 +26,6 @@ def _number(v: Any) -> str:
 
 # How the page spells microseconds (the terminal's text says "us").
 MICRO = "µs"
-
-
-def _scaled(ns: float, scale: float) -> str:
-    return f"{ns / scale:,.2f}"
 
 
 def _unit_of_smallest(values: list[float]) -> tuple[float, str]:
@@ -51,9 +48,9 @@ def what_if_table(findings: list[dict[str, Any]], step_ns: float) -> dict[str, A
             {
                 "cause": f["cause"],
                 "edit": f["saving_edit"],
-                "saving": _scaled(f["saving_ns"], saving_scale),
+                "saving": cell(f["saving_ns"], "ns", saving_scale),
                 "pct": f"{100.0 * f['saving_ns'] / step_ns:.1f}" if step_ns else "–",
-                "cost": _scaled(f["cost_ns"], cost_scale),
+                "cost": cell(f["cost_ns"], "ns", cost_scale),
             }
             for f in rows
         ],
@@ -103,8 +100,10 @@ def diagnosis(
                     {
                         "name": str(e.get("name", "")),
                         "count": e.get("count"),
-                        "total": _scaled(e.get("total_ns") or 0, scale),
-                        "cost": None if e.get("cost_ns") is None else _scaled(e["cost_ns"], scale),
+                        "total": cell(e.get("total_ns") or 0, "ns", scale),
+                        "cost": None
+                        if e.get("cost_ns") is None
+                        else cell(e["cost_ns"], "ns", scale),
                     }
                     for e in events
                 ],

@@ -10,7 +10,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis.roofline import roofline
 from . import sections_memory, sections_time
 from .context import Context, Section, fold_rank_notes, section
 from .figures import bar, figure
@@ -152,7 +151,7 @@ def operators(ctx: Context) -> Section:
     """The operators section from the cost models of the drawn ranks: a rank's cost models
     cost about as much as its load, and data-parallel ranks run the same operators."""
     sel, note = drawn_selection(ctx, "costed")
-    res = ctx.guarded("roofline", lambda: roofline(ctx.traces, selection=sel))
+    res = ctx.result_on("roofline", sel)
     return operators_section(res, [note, *fold_rank_notes(res.notes)])
 
 
