@@ -45,11 +45,10 @@ def test_removing_launch_overhead_does_not_remove_the_unrecorded_wait():
     assert t["predicted"] == pytest.approx(t["measured"], rel=0.01)
 
 
-def test_removing_launch_overhead_leaves_a_launch_a_blocking_call_held(traces_dir):
-    """HIP queues a launch until a later blocking call lets it go: on sglang_decode a
-    hipMemcpyWithStream held the graph replay 463 ms. That wait is the call's (the critical
-    path charges it there), so launches costing nothing do not remove it (it predicted
-    10.7 ms for the 473.8 ms step before)."""
+def test_removing_launch_overhead_leaves_a_wait_behind_unrecorded_work(traces_dir):
+    """On sglang_decode stream 3 waits 463 ms behind GPU work the trace does not hold, mid
+    trace: launches costing nothing do not remove it (a launch edit that did predicted
+    10.7 ms for the 473.8 ms step)."""
     import hta_fast
 
     path = traces_dir / "modern/sglang_decode/sglang_Qwen3-8B_decode.json.gz"

@@ -321,7 +321,7 @@ def _below_text(f: Finding) -> str:
 
 def _not_modelled(why: str) -> str:
     """The model line of a finding without a predicted saving."""
-    if why.startswith("not modelled") or why == "model not run":
+    if why.startswith(("not modelled", "not removable")) or why == "model not run":
         return why
     return f"not modelled ({why})"
 

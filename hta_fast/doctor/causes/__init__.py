@@ -11,10 +11,12 @@ from . import (
     one_off_stall,
     parallelism,
     rank_imbalance,
+    unrecorded_gpu_work,
 )
 from .record import Cause
 
 REGISTRY: tuple[Cause, ...] = (
+    unrecorded_gpu_work.CAUSE,
     one_off_stall.CAUSE,
     parallelism.CAUSE,
     input_pipeline.CAUSE,

@@ -16,8 +16,9 @@ import pyarrow.compute as pc
 from ... import ops
 from ...analysis.tensorboard.step_windows import step_windows
 from ...frame import derived
-from ...frame.gpu_work import GpuWork, gpu_work, unrecorded_head
+from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
 from ...frame.profiler_flush import flush_steps
+from ...model.graph.unrecorded_wait import unrecorded_holds
 from ...trace import Trace
 from .intervals import covered_length
 
@@ -84,7 +85,10 @@ class RankView:
     selected    per GPU work row (work.rows): it belongs to an analysed step
     work        every GPU work event overlapping the window, clipped to it
     busy        union of work (ops.Intervals)
-    gaps        idle gaps inside the window (Gaps)
+    gaps        idle gaps inside the window (Gaps), less the time GPU work the trace does not
+                hold kept the device busy (held)
+    held        that time: model.graph.unrecorded_wait.unrecorded_holds inside the window
+                (Holds, clipped), what the unrecorded_gpu_work finding charges
     """
 
     rank: int
@@ -103,6 +107,7 @@ class RankView:
     left_out: tuple[int, ...] = ()
     utilization: float = 0.0
     head_cut: int = 0
+    held: Holds = Holds(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     @property
     def n_steps(self) -> int:
@@ -223,6 +228,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         _step_starts=step_starts,
     )
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
+    view.held = _held_inside(trace, lo, hi)
     view.gaps = _idle_gaps(view)
     if not has_steps:
         view.utilization = view.busy_time / view.span if view.span > 0 else 0.0
@@ -247,6 +253,14 @@ def _pass_time(trace: Trace, steps: np.ndarray, head: Optional[int] = None) -> t
     length = float((windows.ends - windows.starts).sum())
     inside = float(covered_length(busy.starts, busy.ends, windows.starts, windows.ends).sum())
     return float(win.dur[keep].mean()), (inside / length if length > 0 else 0.0)
+
+
+def _held_inside(trace: Trace, lo: int, hi: int) -> Holds:
+    """The waits behind unrecorded GPU work inside the window, clipped to it."""
+    h = unrecorded_holds(trace)
+    starts, ends = np.clip(h.starts, lo, hi), np.clip(h.ends, lo, hi)
+    keep = ends > starts
+    return Holds(h.rows[keep], starts[keep], ends[keep])
 
 
 def _idle_gaps(view: RankView) -> Gaps:
@@ -282,6 +296,15 @@ def _idle_gaps(view: RankView) -> Gaps:
         starts_a = np.concatenate([starts_a, [tail_start]])
         ends_a = np.concatenate([ends_a, [view.hi]])
         next_a = np.concatenate([next_a, [-1]])
+    # Up to a held event, the device ran work the trace does not hold (view.held): idle only
+    # until the wait began.
+    if len(view.held.rows):
+        order = np.argsort(view.held.rows)
+        pos = np.minimum(np.searchsorted(view.held.rows[order], next_a), len(order) - 1)
+        held = view.held.rows[order][pos] == next_a
+        ends_a = np.where(held, np.maximum(starts_a, view.held.starts[order][pos]), ends_a)
+        keep = ends_a > starts_a
+        starts_a, ends_a, next_a = starts_a[keep], ends_a[keep], next_a[keep]
     has_next = next_a >= 0
     nr = np.maximum(next_a, 0)
     launch = partner[nr]

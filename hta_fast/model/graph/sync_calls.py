@@ -56,6 +56,10 @@ def is_record_of_names(names: list[str]) -> np.ndarray:
     return np.array([bool(_RECORD.match(name)) for name in names], bool)
 
 
+# The kinds that hold the host until GPU work is done (a stream wait holds a stream, not the host).
+BLOCKING = (STREAM, EVENT, DEVICE, OWN_COPY)
+
+
 def sync_kind_of_names(names: list[str]) -> np.ndarray:
     """The SyncKind of each name (NONE for calls that do not wait)."""
     out = np.zeros(len(names), np.uint8)

@@ -1,8 +1,7 @@
 """What each critical-path edge is bound by, and the event its time is charged to.
 
 cpu_bound                    CPU event time, gaps between a thread's calls, host wake-up
-                             after a sync, a blocking call that held launched work
-                             unstarted (data_loading: data-loading events,
+                             after a sync (data_loading: data-loading events,
                              frame.derived.DATALOADER)
 gpu_compute_bound            kernels, copies and sets that are not communication
 gpu_communication_bound      communication kernels
@@ -10,9 +9,10 @@ gpu_kernel_launch_overhead   launch call start -> its GPU event start
 gpu_kernel_kernel_overhead   gaps between GPU events on a stream or across a stream wait
                              (communication: the release after a collective that another
                              stream waited on)
-gpu_unrecorded_work          the launch into the first recorded GPU event of a trace that
-                             opens with the GPU busy on work it does not hold: that work's
-                             time, not a launch's (model.graph.unrecorded_wait)
+gpu_unrecorded_work          the wait into a GPU event held by GPU work the trace does not
+                             hold (at the trace's head, or while the host sat in a blocking
+                             call: model.graph.unrecorded_wait): that work's time, not a
+                             launch's or a gap's; charged to the held event
 untraced_host                gaps of UNTRACED_MIN or more between a thread's calls where no
                              event of the trace says what the thread did (between top-level
                              calls, or the direct children of a ProfilerStep): the profiler
@@ -30,7 +30,6 @@ from ...frame.derived import DATALOADER, name_flags
 from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
-from ..graph.held_launches import held_by_blocking_call
 from ..graph.unrecorded_wait import waits_on_unrecorded
 
 BOUND_BY = [
@@ -60,16 +59,14 @@ _BOUND = {
 }
 
 
-def charged_events(graph: DependencyGraph, edges: np.ndarray) -> np.ndarray:
-    """The trace row each edge's time is charged to: a launch's wait to the blocking call
-    that held the host while the launched work sat unstarted (graph.held_launches)."""
-    node: np.ndarray = np.where(
-        np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE), graph.src[edges], graph.dst[edges]
+def charged_events(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
+    """The trace row each edge's time is charged to (a wait behind unrecorded GPU work: the
+    held event, not the call that launched it)."""
+    to_source = np.isin(graph.edge_type[edges], _CHARGED_TO_SOURCE) & ~waits_on_unrecorded(
+        graph, trace, edges
     )
-    event = np.minimum(node // 2, len(graph.rows) - 1)
-    held = held_by_blocking_call(graph, edges)
-    event = np.where(held >= 0, held, event)
-    return graph.rows[event]
+    node: np.ndarray = np.where(to_source, graph.src[edges], graph.dst[edges])
+    return graph.rows[np.minimum(node // 2, len(graph.rows) - 1)]
 
 
 def names_of(trace: Trace, column: str, rows: np.ndarray) -> pa.Array:
@@ -81,7 +78,7 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     """The index in BOUND_BY of each edge's category (int8): a path has millions of edges,
     and codes are compared and counted in C where strings are not."""
     code = {b: np.int8(i) for i, b in enumerate(BOUND_BY)}
-    events = charged_events(graph, edges)
+    events = charged_events(graph, trace, edges)
     name = trace.column("events", "name")[events]
     flags = name_flags(trace, DATALOADER)
     loading = (name >= 0) & (flags[np.clip(name, 0, len(flags) - 1)] if len(flags) else False)
@@ -93,7 +90,6 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     out[gpu & ~comm] = code["gpu_compute_bound"]
     for kind, bound in _BOUND.items():
         out[types == EDGE[kind]] = code[bound]
-    out[held_by_blocking_call(graph, edges) >= 0] = code["cpu_bound"]
     cross = types == EDGE["cross_stream"]
     if cross.any():
         waited = graph.rows[np.minimum(graph.src[edges[cross]] // 2, len(graph.rows) - 1)]

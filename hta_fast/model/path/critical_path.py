@@ -111,7 +111,7 @@ def critical_path(
             else:
                 rows, bound = BREAKDOWN.empty_table(), bound_codes(g, chain.trace, path)
                 paths = charged.setdefault(chain.rank, (chain.trace, []))[1]
-                paths.append((charged_events(g, path), bound, weight))
+                paths.append((charged_events(g, chain.trace, path), bound, weight))
             found.append(
                 (
                     chain.rank,

@@ -60,7 +60,7 @@ def breakdown_rows(
     w = weight[edges] if durations is None else durations
     types = graph.edge_type[edges]
     bound = bound_codes(graph, trace, edges)
-    events = charged_events(graph, edges)
+    events = charged_events(graph, trace, edges)
     n = len(edges)
     # Strings by code: a path has millions of edges and a dozen types and categories.
     table = pa.table(

@@ -8,8 +8,7 @@ edit is a factor per CPU edge: the product of the factors of the ops that hold t
 the op itself and every op it is nested in. Waits (a launch's latency after its call,
 another thread joining, a sync's wait for the GPU) are not the op's own time and keep their
 weight, except a blocking call's own stretch (sync_self, join_tail), which, as for the `cpu`
-edit, scales, and the part of a launch edge inside its launch call or inside a blocking
-call that held the launched work (model.graph.held_launches).
+edit, scales, and the part of a launch edge inside its launch call.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import numpy as np
 from ...schema import CPU_KINDS
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
-from ..graph.held_launches import held_by_blocking_call
 
 RowFactors = tuple[np.ndarray, np.ndarray]  # trace rows of CPU events, the factor of each
 
@@ -101,9 +99,6 @@ def cpu_edge_factors(graph: DependencyGraph, trace: Trace, ops: RowFactors) -> n
     # A launch edge runs from the launch call's start to its GPU event's start: the part of
     # it inside the call is the call's own time (a first launch that loads the module
     # holds it for seconds) and scales with the call; the latency after the call stays.
-    # A launched event that a later blocking call on the thread held unstarted (HIP queues
-    # work until hipMemcpyWithStream lets it go) waits from that call's start as long as
-    # the call runs: that part scales with the blocking call.
     launch = np.flatnonzero((types == EDGE["launch"]) & (src < len(rows)))
     if len(launch):
         m = graph.measured_nodes
@@ -112,29 +107,4 @@ def cpu_edge_factors(graph: DependencyGraph, trace: Trace, ops: RowFactors) -> n
         call = np.clip(m[2 * event + 1] - m[2 * event], 0, None).astype(np.float64)
         cut = (1.0 - held[event]) * np.clip(np.minimum(latency, call), 0, None)
         factor[launch] = np.where(latency > 0, 1.0 - cut / np.maximum(latency, 1.0), 1.0)
-        _scale_held(graph, launch, held, factor)
     return factor
-
-
-def _scale_held(
-    graph: DependencyGraph, launch: np.ndarray, held: np.ndarray, factor: np.ndarray
-) -> None:
-    """Edges into work that a blocking call held unstarted (its launch, a stream wait, the
-    work before it on its stream) lose the part of their time inside that call, scaled as
-    the call is."""
-    holder = held_by_blocking_call(graph, launch)
-    by = holder >= 0
-    if not by.any():
-        return
-    m = graph.measured_nodes
-    work_node = graph.dst[launch[by]]
-    call = holder[by]
-    per_node = np.full(len(m), -1, np.int64)
-    per_node[work_node] = call
-    into = np.flatnonzero(per_node[graph.dst] >= 0)
-    h = per_node[graph.dst[into]]
-    t0, t1 = m[graph.src[into]], m[graph.dst[into]]
-    inside = np.clip(np.minimum(t1, m[2 * h + 1]) - np.maximum(t0, m[2 * h]), 0, None)
-    length = np.maximum(t1 - t0, 1).astype(np.float64)
-    cut = (1.0 - held[h]) * inside
-    factor[into] = np.minimum(factor[into], np.where(t1 > t0, 1.0 - cut / length, 1.0))

@@ -15,7 +15,6 @@ from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
 from ..graph.dropped import DROPPED
-from ..graph.held_launches import held_by_blocking_call
 from ..graph.unrecorded_wait import waits_on_unrecorded
 from .edits import Edits
 from .op_edit import RowFactors, cpu_edge_factors
@@ -94,13 +93,9 @@ def edited_weights(
     if ops is not None and len(ops[0]):
         w *= cpu_edge_factors(graph, trace, ops)
     if edits.zero_launch_overhead:
-        # A launch edge that spans something else keeps it: a wait behind unrecorded GPU work,
-        # or a blocking call that held the launched work (graph.held_launches: the critical
-        # path charges that time to the call, not to the launch)
-        edges = np.arange(len(w))
-        other = waits_on_unrecorded(graph, trace, edges) | (
-            held_by_blocking_call(graph, edges) >= 0
-        )
+        # A launch edge that spans a wait behind unrecorded GPU work keeps it (the critical
+        # path charges that time to the unrecorded work, not to the launch)
+        other = waits_on_unrecorded(graph, trace, np.arange(len(w)))
         w[(types == EDGE["launch"]) & ~other] = 0
         # The calls that launched GPU work: their own CPU time goes too.
         is_launch = np.zeros(len(graph.rows) + 1, bool)

@@ -1,0 +1,89 @@
+"""A stream held by GPU work the trace does not hold, mid-trace (model.graph.unrecorded_wait),
+by construction: a 4 µs kernel runs first (a trace's head rule alone misses the hold), then a
+kernel ready from 35 µs starts at 50 ms, the GPU idle as recorded, while the host sits in a
+blocking sync that returns only after it. The critical path, the doctor and the what-if give
+one answer: the wait is unrecorded GPU work, charged to the held kernel, not removable; the
+sync waits through it and is charged nothing. Without the blocking call the trace cannot tell
+unrecorded work from a misrecorded launch, and nothing is claimed."""
+
+from __future__ import annotations
+
+import pytest
+from synthetic_traces import KinetoBuilder, traceset
+
+import hta_fast
+from hta_fast.doctor import diagnose
+from hta_fast.model.graph.unrecorded_wait import unrecorded_holds
+from hta_fast.model.path.critical_path import critical_path
+from hta_fast.model.whatif.steps import what_if
+
+GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+HELD_FROM, HELD_TO = 35, 50_000  # µs: the held kernel's launch returns, it starts
+STEP = HELD_TO + 130 + 100 * 20 + 10  # the GPU's last kernel ends 10 µs before
+AFTER = 20  # 100 µs kernels queued after the hold: work enough for the doctor to judge
+
+
+def _held(blocking: bool) -> KinetoBuilder:
+    b = KinetoBuilder()
+    b.step(0, 0, STEP)
+    b.kernel("tiny_kernel", 10, 20, 4)
+    b.kernel(GEMM, 30, HELD_TO, 100, stream=8)  # launch [30, 35), ready from 35
+    if blocking:
+        b.runtime("cudaStreamSynchronize", 100, HELD_TO + 110 - 100)
+        first_launch = HELD_TO + 120
+    else:
+        first_launch = 100  # the host launches on; the GPU idles from 2,110 µs
+    for i in range(AFTER):
+        b.kernel(GEMM, first_launch + 6 * i, first_launch + 10 + 100 * i, 100)
+    return b
+
+
+def test_the_hold_is_found_mid_trace_with_the_host_blocked():
+    trace = _held(True).load()
+    h = unrecorded_holds(trace)
+    assert len(h.rows) == 1
+    start = int(trace.column("events", "ts")[h.rows[0]])
+    assert int(h.ends[0]) == start
+    assert int(h.ends[0] - h.starts[0]) == (HELD_TO - HELD_FROM) * 1000
+
+
+def test_the_path_charges_the_hold_to_the_held_kernel():
+    r = critical_path(_held(True).load())
+    row = r.table.to_pylist()[0]
+    share = 100 * (HELD_TO - HELD_FROM) / STEP
+    assert row["gpu_unrecorded_work"] == pytest.approx(share, abs=0.5)
+    assert row["cpu_bound"] < 2 and row["gpu_kernel_launch_overhead"] < 1
+    b = r.to_pandas("breakdown")
+    top = b.sort_values("duration").iloc[-1]
+    assert top.bound_by == "gpu_unrecorded_work" and top["name"] == GEMM
+    assert all(0 <= row[k] <= 100 for k in row if isinstance(row[k], float))
+
+
+def test_the_doctor_names_it_not_removable_and_charges_the_sync_nothing():
+    diag = diagnose(traceset([_held(True)]))
+    first = diag.findings[0]
+    assert first.cause == "unrecorded_gpu_work" and first.above_threshold
+    assert first.saving_ns_per_step is None and first.saving_edit.startswith("not removable")
+    assert first.cost_ns_per_step == pytest.approx((HELD_TO - HELD_FROM) * 1000, rel=0.01)
+    assert first.evidence["waiting_call"] == "cudaStreamSynchronize"
+    for f in diag.findings[1:]:  # the sync waited for the hold: no cause owns that time
+        assert f.cost_ns_per_step < 0.05 * (HELD_TO - HELD_FROM) * 1000, f.cause
+
+
+def test_no_launch_or_sync_edit_removes_it():
+    """Launches costing nothing change nothing; a sync that returns at once lets the host
+    queue the later kernels on their own stream during the hold (a real saving), but the held
+    kernel still starts where the unrecorded work let it."""
+    trace = _held(True).load()
+    t = what_if(trace, zero_launch_overhead=True).table.to_pylist()[0]
+    assert t["predicted"] >= 0.99 * t["measured"]
+    t = what_if(trace, drop_sync_waits=True).table.to_pylist()[0]
+    assert t["predicted"] >= (HELD_TO + 100) * 1000
+
+
+def test_without_a_blocking_call_nothing_is_claimed():
+    trace = _held(False).load()
+    assert len(unrecorded_holds(trace).rows) == 0
+    assert critical_path(trace).table.to_pylist()[0]["gpu_unrecorded_work"] == 0
+    diag = diagnose(traceset([_held(False)]))
+    assert not any(f.cause == "unrecorded_gpu_work" and f.above_threshold for f in diag.findings)
