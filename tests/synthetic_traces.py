@@ -612,7 +612,47 @@ def one_off_stall(stall_us: float = STALL_US, at_step: int = 0) -> TraceSet:
     return traceset([b])
 
 
+HELD_FROM_US, HELD_TO_US = 35, 50_000  # the held kernel's launch returns, it starts
+HELD_STEP_US = HELD_TO_US + 130 + 100 * 20 + 10  # its last kernel ends 10 µs before
+
+
+def held_by_unrecorded_builder(blocking: bool = True) -> KinetoBuilder:
+    """One step: a 4 µs kernel (a trace's head rule alone misses what follows), then a
+    kernel on stream 8, ready from 35 µs, starts at 50 ms with nothing recorded running,
+    while the host sits in a cudaStreamSynchronize that returns after it (blocking), or
+    launches on (not blocking: the trace cannot tell what held it); then 20 kernels of
+    100 µs."""
+    b = KinetoBuilder()
+    b.step(0, 0, HELD_STEP_US)
+    b.kernel("tiny_kernel", 10, 20, 4)
+    b.kernel(
+        "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+        30,
+        HELD_TO_US,
+        100,
+        stream=8,
+    )
+    if blocking:
+        b.runtime("cudaStreamSynchronize", 100, HELD_TO_US + 10)
+        first_launch = HELD_TO_US + 120
+    else:
+        first_launch = 100  # the host launches on; the GPU idles from 2,110 µs
+    for i in range(20):
+        b.kernel(
+            "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+            first_launch + 6 * i,
+            first_launch + 10 + 100 * i,
+            100,
+        )
+    return b
+
+
+def held_by_unrecorded() -> TraceSet:
+    return traceset([held_by_unrecorded_builder()])
+
+
 SCENARIOS = {
+    "unrecorded_gpu_work": held_by_unrecorded,
     "one_off_stall": one_off_stall,
     "parallelism": parallelism,
     "input_pipeline": input_pipeline,

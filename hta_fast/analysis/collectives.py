@@ -137,7 +137,9 @@ def collectives(
     CPU events, hta_fast.loading.summary's cpu_collectives, timed by the CPU event). Bytes
     sized from the launching CPU op's Input Dims (the summary's size_from) are the input
     buffer; an all-gather's is multiplied by n. Side tables: "per_rank" (every rank's
-    row: arrival_delay after the first arriver, wait), "by_type" (per collective kind:
+    row: arrival_delay after the first arriver, wait (duration - data_time: the time it waited
+    for the last rank to arrive, whatever the ranks' clocks say), waited_for (that last rank;
+    -1 where the rank ran it alone), side), "by_type" (per collective kind:
     count, bytes, data_time, wait_time, busbw_gbps = total bytes-weighted).
     """
     table, red, n_sel = _matched(traces, ranks, steps)
@@ -275,6 +277,11 @@ def collectives(
                     table["ts"].to_numpy() - red["first_start"][code] if m else [], pa.int64()
                 ),
                 "wait": pa.array(wait, pa.int64()),
+                "waited_for": pa.array(
+                    np.where(red["n_ranks"][code] > 1, red["last_rank"][code], -1) if m else [],
+                    pa.int64(),
+                ).cast(pa.int64()),
+                "side": table["side"],
             }
         ),
         ("ts", "dur", "arrival_delay", "wait"),

@@ -19,9 +19,9 @@ import numpy as np
 from ..model.whatif.steps import what_if
 from .causes.record import Cause, Examination
 
-# Where the heuristic cost and the model's saving differ by more than this factor, the
-# finding says why.
-SAVINGS_DIFFER = 3.0
+# Where the heuristic cost and the model's saving differ by more than this factor (10 %),
+# the finding says why.
+SAVINGS_DIFFER = 1.1
 
 
 @dataclasses.dataclass

@@ -39,7 +39,7 @@ class Finding:
                       where the cause is not modelled, the model cannot say or was not run
                       (never 0 for "unknown": 0 means the edit removed nothing)
     saving_edit       the edit replayed for it, or why there is none
-    saving_note       where the cost and the saving differ by more than 3x, one sentence
+    saving_note       where the cost and the saving differ by more than 10 %, one sentence
                       saying what the edit removes and what it cannot
     """
 

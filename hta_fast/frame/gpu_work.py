@@ -100,15 +100,15 @@ class Holds(NamedTuple):
 
 def ready_idle_waits(trace: Trace) -> Holds:
     """Where the GPU sat idle, as recorded, with launched work ready to run: an event whose
-    launch had returned and whose device had finished every recorded event before it, yet
-    which started HEAD_WAIT or more (beyond the trace's median launch latency into an idle
-    device) later. Nothing recorded ran on the device meanwhile: either something the trace
-    does not hold did (work queued before recording began, a stream made to wait on an event
-    such work records, another process), or the trace's launch links or streams mislead.
-    model.graph.unrecorded_wait judges which, from what the host did meanwhile; the head of
-    a trace that opens so needs no more (unrecorded_head). Events without a launch in the
-    trace, and those a graph launch queued after the trace's first, are not judged (their
-readiness is unknown). Worked out once per trace."""
+        launch had returned and whose device had finished every recorded event before it, yet
+        which started HEAD_WAIT or more (beyond the trace's median launch latency into an idle
+        device) later. Nothing recorded ran on the device meanwhile: either something the trace
+        does not hold did (work queued before recording began, a stream made to wait on an event
+        such work records, another process), or the trace's launch links or streams mislead.
+        model.graph.unrecorded_wait judges which, from what the host did meanwhile; the head of
+        a trace that opens so needs no more (unrecorded_head). Events without a launch in the
+        trace, and those a graph launch queued after the trace's first, are not judged (their
+    readiness is unknown). Worked out once per trace."""
     return derived.remember(trace, "ready_idle_waits", lambda: _holds(trace))
 
 
@@ -124,7 +124,9 @@ def _holds(trace: Trace) -> Holds:
     before = _device_busy_before(dev, ends)
     partner = trace.column("events", "partner")[rows]
     call = np.maximum(partner, 0)
-    returned = trace.column("events", "ts")[call] + np.maximum(trace.column("events", "dur")[call], 0)
+    returned = trace.column("events", "ts")[call] + np.maximum(
+        trace.column("events", "dur")[call], 0
+    )
     # A graph replay's events wait on the graph's own edges, which the trace does not
     # record: their readiness is unknown but for the first GPU event of the trace.
     name = trace.column("events", "name")[call]
@@ -138,9 +140,7 @@ def _holds(trace: Trace) -> Holds:
     # launches at least: the one launch into an idle device may be the hold itself).
     idle_launch = launched & (before <= returned)
     usual = (
-        max(float(np.median(wait[idle_launch])), 0.0)
-        if idle_launch.sum() >= USUAL_FROM
-        else 0.0
+        max(float(np.median(wait[idle_launch])), 0.0) if idle_launch.sum() >= USUAL_FROM else 0.0
     )
     held = launched & (wait - usual >= HEAD_WAIT)
     return Holds(rows[held], ready[held], starts[held])

@@ -3,7 +3,8 @@
 Cost per step: the time of each communication kernel not covered by compute kernels (the
 complement of analysis.overlap's overlap; collectives running at once on several streams are
 counted once, by scaling to the union that analysis measures), less the time the rank spent
-waiting for slower ranks in collectives, which rank_imbalance charges.
+waiting in collectives for the last rank to arrive, which rank_imbalance charges: what is
+left is the data time no compute hides.
 
 Evidence: the overlap percentage (analysis.overlap), communication time per step, and the
 bus bandwidth of collectives whose size the trace records (comm_args): algorithm bandwidth
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import ops
 from ...analysis.overlap import comm_comp_overlap
 from ...costs.collectives import bus_factor
 from ...frame.fields import duration_text
@@ -27,9 +27,9 @@ from ...schema import EventKind, KernelClass
 from ...trace import Trace
 from ..views.context import RankView
 from ..views.estimate import Estimate, Tally, per_step
-from ..views.intervals import covered_length
 from ..views.text import Number
 from ..views.thresholds import Thresholds
+from .rank_imbalance import exposed_per_kernel
 from .record import Cause
 
 ADVICE = (
@@ -76,12 +76,9 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
     for v in views:
         trace, w = v.trace, v.work
         kind = trace.column("events", "kind")[w.rows]
-        comp = w.kclass == KernelClass.COMP
         in_window = w.kclass == KernelClass.COMM
         comm = v.selected & in_window
-        comp_u = ops.union(w.starts[comp], w.ends[comp])
-        dur = w.ends - w.starts
-        exposed_all = dur - covered_length(comp_u.starts, comp_u.ends, w.starts, w.ends)
+        exposed_all = exposed_per_kernel(v)
         t = comm_comp_overlap(trace, window=(v.lo, v.hi)).table
         rank_comm = float(t.column("comm_time").to_numpy().sum())
         rank_overlap = float(t.column("overlap_time").to_numpy().sum())

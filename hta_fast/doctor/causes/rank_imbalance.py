@@ -1,38 +1,56 @@
-"""Cause 6, imbalance between ranks: fast ranks wait in collectives for the slowest.
+"""Cause rank_imbalance, imbalance between ranks: ranks wait in collectives for the rank that
+arrives last.
 
-Per analysed step present on two ranks or more, each rank's work time is the union of its
-non-communication GPU work launched in that step; a rank waits for the slowest rank by the
-difference, at most its own communication time in that step (the wait happens inside
-collectives). Cost per step: that wait.
+A collective ends on no rank before the last rank has arrived: on each rank, a collective's
+time is its data time (its shortest duration over the ranks, the last arriver's, which waits
+for nobody) plus the wait for the last rank to arrive (its duration less that:
+analysis.collectives' per_rank `wait`, which no clock skew between ranks moves). Cost per
+step: each rank's wait in its collectives, as far as no compute kernel covers the
+collective (exposed); exposed_communication counts the rest, the data time. The wait is
+charged to the rank the others waited for (`waited_for`): the rank charged most, when it
+holds at least half of all the waits (twice a fair share on more than 4 ranks), is named,
+with the recorded event on its host that covered its lateness (from the first rank's arrival
+to its own, on its clock).
 
-The slowest rank is named only when it stands out: its mean work time per step is an outlier
-above the other ranks' (analysis.stragglers.high_outliers: more than 3 robust standard
-deviations, 1.4826 * MAD, and more than 5 % above their median). Work time, not step time:
-ranks that wait for each other have the same step time, and a duration is immune to clock
-skew between ranks. Among identical ranks none stands out, and their wait is their noise.
+Work time, apart: each rank's non-communication GPU work per analysed step. The slowest rank
+by work is named only when it stands out (analysis.stragglers.high_outliers: more than 3
+robust standard deviations, 1.4826 * MAD, and more than 5 % above their median): a rank late
+for its GPU work is slow there too; one late for its host is not.
 
-Evidence: the slowest rank and the other slow ones, how much more work per step it has than
-the median rank and how long the others wait for it (their median wait per step), the
-straggler ranks (analysis.stragglers, rule "robust": late to start the collectives), the
-spread of the mean step time and of the work time across ranks ((max - min) / mean).
+Evidence: the rank waited for, its share of the waits and how often it was last, the others'
+wait for it per step, its host's event; the slowest rank by work and the other slow ones, how
+much more work per step it has than the median rank, the straggler ranks (analysis.stragglers,
+rule "robust": late to start the collectives), the spread of the mean step time and of the
+work time across ranks ((max - min) / mean).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ... import ops
+from ...analysis.collectives import collectives
 from ...analysis.stragglers import high_outliers, stragglers
+from ...frame import derived
 from ...frame.fields import duration_text
 from ...model.whatif.edits import Edits
-from ...schema import GPU_WORK_KINDS, KernelClass
+from ...schema import GPU_WORK_KINDS, EventKind, KernelClass
 from ...traceset import TraceSet
-from ..views.context import RankView
-from ..views.estimate import Estimate
+from ..views.context import RankView, names_of
+from ..views.estimate import Estimate, per_step
+from ..views.gap_causes import PROFILER_STEP
+from ..views.intervals import covered_length
 from ..views.text import Number
+from ..views.thresholds import Thresholds
 from .record import Cause, Examination
+
+# The rank the others wait for is named when it holds this share of all the waits (or twice
+# a fair share, 2 / ranks, when that is less).
+WAITED_FOR_SHARE = 0.5
 
 ADVICE = (
     "Balance the work across ranks: even data shards and sequence lengths (length "
@@ -55,7 +73,63 @@ def per_step_times(v: RankView) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[int]]) -> Estimate:
+def exposed_per_kernel(v: RankView) -> np.ndarray:
+    """Per GPU work event of the view: its time not covered by compute kernels (ns)."""
+    w = v.work
+    comp = w.kclass == KernelClass.COMP
+    comp_u = ops.union(w.starts[comp], w.ends[comp])
+    return (w.ends - w.starts) - covered_length(comp_u.starts, comp_u.ends, w.starts, w.ends)
+
+
+class Waits(NamedTuple):
+    """One rank's communication kernels in the analysed steps, as the collectives matched
+    across ranks see them: event rows, step index, the exposed wait for the last rank,
+    the rank waited for (-1: none), and the window of its own lateness (its clock) where it
+    was the last."""
+
+    rows: np.ndarray
+    step_index: np.ndarray
+    wait: np.ndarray
+    waited_for: np.ndarray
+    late_from: np.ndarray
+    late_to: np.ndarray
+
+
+def rank_waits(v: RankView, per_rank: pa.Table) -> Waits:
+    """The view's collectives matched (by start) with analysis.collectives' per_rank rows."""
+    w, trace = v.work, v.trace
+    kind = trace.column("events", "kind")[w.rows]
+    comm = v.selected & (w.kclass == KernelClass.COMM) & (kind == EventKind.kernel)
+    mine = per_rank.filter(
+        pc.and_(pc.equal(per_rank["rank"], v.rank), pc.equal(per_rank["side"], "gpu"))
+    )
+    ts = mine["ts"].to_numpy()
+    order = np.argsort(ts, kind="stable")
+    start = trace.column("events", "ts")[w.rows[comm]]
+    pos = np.minimum(np.searchsorted(ts[order], start), max(len(ts) - 1, 0))
+    hit = (ts[order][pos] == start) if len(ts) else np.zeros(len(start), bool)
+    at = order[pos[hit]]
+    wait = mine["wait"].to_numpy()[at].astype(np.float64)
+    exposed = exposed_per_kernel(v)[comm][hit]
+    waited_for = mine["waited_for"].to_numpy()[at]
+    delay = mine["arrival_delay"].to_numpy()[at]
+    late = waited_for == v.rank
+    return Waits(
+        w.rows[comm][hit],
+        v.work_step_index[comm][hit],
+        np.clip(np.minimum(wait, exposed), 0, None),
+        waited_for,
+        np.where(late, start[hit] - delay, 0),
+        np.where(late, start[hit], 0),
+    )
+
+
+def examine(
+    views: list[RankView],
+    traces: TraceSet,
+    steps: Optional[Sequence[int]],
+    min_share: float = Thresholds().min_share,
+) -> Estimate:
     cost = {v.rank: np.zeros(v.n_steps) for v in views}
     evidence: dict[str, Number] = {}
     notes: list[str] = []
@@ -63,54 +137,39 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
         if views:
             notes.append("one rank: no imbalance between ranks to measure")
         return Estimate(cost, evidence, [], "Imbalance between ranks: one rank only", ADVICE, notes)
-    work_t: dict[int, np.ndarray] = {}
-    comm_t: dict[int, np.ndarray] = {}
+    per_rank = collectives(traces, ranks=[v.rank for v in views], steps=steps)["per_rank"]
+    waits = {v.rank: rank_waits(v, per_rank) for v in views}
+    charged: dict[int, float] = {}
     for v in views:
-        work_t[v.rank], comm_t[v.rank] = per_step_times(v)
-    # Align ranks by step number.
-    all_steps = np.unique(np.concatenate([v.steps for v in views]))
-    table = np.full((len(views), len(all_steps)), np.nan)
-    for i, v in enumerate(views):
-        table[i, np.searchsorted(all_steps, v.steps)] = work_t[v.rank]
-    shared = np.sum(~np.isnan(table), axis=0) >= 2
-    slowest = np.where(shared, np.nanmax(np.where(np.isnan(table), -np.inf, table), axis=0), np.nan)
-    top: list[dict[str, Any]] = []
-    for v in views:
-        cols = np.searchsorted(all_steps, v.steps)
-        wait = np.where(shared[cols], slowest[cols] - work_t[v.rank], 0.0)
-        cost[v.rank] = np.clip(np.minimum(wait, comm_t[v.rank]), 0, None)
-        top.append(
-            {
-                "name": f"rank {v.rank}",
-                "count": v.n_steps,
-                "total_ns": int(work_t[v.rank].sum()),
-                "wait_ns": int(cost[v.rank].sum()),
-            }
+        wt = waits[v.rank]
+        cost[v.rank] = per_step(v, wt.step_index, wt.wait)
+        other = (wt.waited_for >= 0) & (wt.waited_for != v.rank)
+        for r, ns in zip(wt.waited_for[other].tolist(), wt.wait[other].tolist()):
+            charged[r] = charged.get(r, 0.0) + ns
+    top = [
+        {"name": f"rank {r}", "count": 1, "total_ns": 0, "cost_ns": int(round(ns))}
+        for r, ns in sorted(charged.items(), key=lambda kv: (-kv[1], kv[0]))
+        if ns > 0
+    ]
+    total_steps = sum(v.n_steps for v in views)
+    by_rank = {v.rank: v for v in views}
+    others = max(total_steps - min((v.n_steps for v in views), default=0), 1)
+    step_time = float(np.mean([v.step_time for v in views]))
+    named = _waited_for(charged, len(views), min_share * step_time * others)
+    evidence["waited_for_rank"] = named if named is not None else "none stands out"
+    if named is not None:
+        wt = waits[named]
+        evidence["waited_for_share"] = charged[named] / sum(charged.values())
+        evidence["times_last"] = int(np.count_nonzero(wt.waited_for == named))
+        # per step of each other rank, on average
+        evidence["others_wait_for_it_ns_per_step"] = charged[named] / max(
+            total_steps - by_rank[named].n_steps, 1
         )
-    top.sort(key=lambda r: -r["total_ns"])  # stable: equal work in rank order
-    step_times = np.array([v.step_time for v in views])
-    works = np.array([work_t[v.rank].mean() for v in views])
-    step_spread = (
-        float((step_times.max() - step_times.min()) / step_times.mean())
-        if step_times.mean() > 0
-        else 0.0
+        evidence["its_host_meanwhile"] = _host_meanwhile(by_rank[named], wt) or "nothing recorded"
+    evidence.update(_work_evidence(views))
+    evidence["wait_in_collectives_ns_per_step"] = float(
+        np.mean([cost[v.rank].sum() / v.n_steps for v in views])
     )
-    work_spread = float((works.max() - works.min()) / works.mean()) if works.mean() > 0 else 0.0
-    ranks = np.array([v.rank for v in views])
-    waits = np.array([cost[v.rank].sum() / v.n_steps for v in views])
-    slow = high_outliers(works)
-    # Slowest first; equal work in rank order.
-    slow_order = np.flatnonzero(slow)[np.lexsort((ranks[slow], -works[slow]))]
-    evidence["slowest_rank"] = int(ranks[slow_order[0]]) if len(slow_order) else "none stands out"
-    evidence["slow_ranks"] = _ranks_text(ranks[slow_order].tolist())
-    if len(slow_order):
-        excess = float(works[slow_order[0]] - np.median(works[~slow]))
-        others_wait = float(np.median(waits[~slow]))
-        evidence["slowest_extra_work_ns_per_step"] = excess
-        evidence["others_wait_ns_per_step"] = others_wait
-    evidence["step_time_spread"] = step_spread
-    evidence["work_time_spread"] = work_spread
-    evidence["wait_in_collectives_ns_per_step"] = float(np.mean(waits))
     try:
         st = stragglers(traces, rule="robust", ranks=[v.rank for v in views], steps=steps)
         evidence["stragglers"] = _ranks_text(st.params.get("stragglers") or [])
@@ -119,18 +178,98 @@ def examine(views: list[RankView], traces: TraceSet, steps: Optional[Sequence[in
         evidence["stragglers"] = "unknown"
         notes.append(f"stragglers: {e}")
     spread = (
-        f"work time varies {100 * work_spread:.0f}% across ranks, step time "
-        f"{100 * step_spread:.0f}%"
+        f"work time varies {100 * float(evidence['work_time_spread']):.0f}% across ranks, step "
+        f"time {100 * float(evidence['step_time_spread']):.0f}%"
     )
-    if len(slow_order):
+    slowest = evidence["slowest_rank"]
+    extra = (
+        f"rank {slowest} is slowest, "
+        f"{duration_text(float(evidence['slowest_extra_work_ns_per_step']))} more GPU work per "
+        "step than the median rank"
+        if isinstance(slowest, int)
+        else ""
+    )
+    if named is not None:
+        host = evidence["its_host_meanwhile"]
+        why = extra if slowest == named else f"its host meanwhile in {host}"
         title = (
-            f"Imbalance between ranks: rank {evidence['slowest_rank']} is slowest, "
-            f"{duration_text(excess)} more work per step than the median rank; the others wait "
-            f"{duration_text(others_wait)} per step for it; {spread}"
+            f"Imbalance between ranks: the others wait "
+            f"{duration_text(float(evidence['others_wait_for_it_ns_per_step']))} per step in "
+            f"collectives for rank {named}, last to arrive at {evidence['times_last']}; "
+            f"{why}; {spread}"
         )
+    elif extra:
+        title = f"Imbalance between ranks: {extra}; {spread}"
     else:
         title = f"Imbalance between ranks: no rank stands out; {spread}"
     return Estimate(cost, evidence, top[:5], title, ADVICE, notes)
+
+
+def _waited_for(charged: dict[int, float], n_ranks: int, least: float) -> Optional[int]:
+    """The rank charged the most waits, when it holds WAITED_FOR_SHARE of them (twice a fair
+    share on more than 4 ranks) and at least `least` ns (the others' wait for it reaching
+    min_share of their steps: among alike ranks one is always last, by noise); None
+    otherwise."""
+    total = sum(charged.values())
+    if total <= 0:
+        return None
+    rank, ns = min(charged.items(), key=lambda kv: (-kv[1], kv[0]))
+    fair = ns >= min(WAITED_FOR_SHARE, 2.0 / n_ranks) * total
+    return rank if fair and ns >= least else None
+
+
+def _host_meanwhile(v: RankView, wt: Waits) -> Optional[str]:
+    """The innermost recorded host event (cpu_op or user annotation, not a ProfilerStep)
+    covering half or more of the rank's lateness, over the collectives it was last at: the
+    name holding the most of it."""
+    late = wt.late_to > wt.late_from
+    if not late.any():
+        return None
+    trace = v.trace
+    kind = trace.column("events", "kind")
+    rows = np.flatnonzero(np.isin(kind, [EventKind.cpu_op, EventKind.user_annotation]))
+    names = trace.column("events", "name")[rows]
+    steps = derived.name_flags(trace, PROFILER_STEP)
+    rows = rows[~steps[np.maximum(names, 0)] | (names < 0)]
+    start = trace.column("events", "ts")[rows]
+    end = start + np.maximum(trace.column("events", "dur")[rows], 0)
+    held: dict[int, float] = {}
+    for lo, hi in zip(wt.late_from[late].tolist(), wt.late_to[late].tolist()):
+        over = np.minimum(end, hi) - np.maximum(start, lo)
+        covering = np.flatnonzero(over >= 0.5 * (hi - lo))
+        if not len(covering):
+            continue
+        k = covering[np.argmin(end[covering] - start[covering])]
+        held[int(rows[k])] = held.get(int(rows[k]), 0.0) + float(over[k])
+    if not held:
+        return None
+    row = max(held, key=lambda r: held[r])
+    return names_of(trace, np.array([row]))[0]
+
+
+def _work_evidence(views: list[RankView]) -> dict[str, Number]:
+    """The slowest rank by GPU work when it stands out, and the spreads across ranks."""
+    evidence: dict[str, Number] = {}
+    step_times = np.array([v.step_time for v in views])
+    works = np.array([per_step_times(v)[0].mean() for v in views])
+    ranks = np.array([v.rank for v in views])
+    slow = high_outliers(works)
+    slow_order = np.flatnonzero(slow)[np.lexsort((ranks[slow], -works[slow]))]
+    evidence["slowest_rank"] = int(ranks[slow_order[0]]) if len(slow_order) else "none stands out"
+    evidence["slow_ranks"] = _ranks_text(ranks[slow_order].tolist())
+    if len(slow_order):
+        evidence["slowest_extra_work_ns_per_step"] = float(
+            works[slow_order[0]] - np.median(works[~slow])
+        )
+    evidence["step_time_spread"] = (
+        float((step_times.max() - step_times.min()) / step_times.mean())
+        if step_times.mean() > 0
+        else 0.0
+    )
+    evidence["work_time_spread"] = (
+        float((works.max() - works.min()) / works.mean()) if works.mean() > 0 else 0.0
+    )
+    return evidence
 
 
 def _ranks_text(ranks: Sequence[int]) -> str:
@@ -165,19 +304,22 @@ CAUSE = Cause(
     name="imbalance between ranks",
     thresholds=("min_share",),
     evidence=(
+        "waited_for_rank",
+        "waited_for_share",
+        "times_last",
+        "others_wait_for_it_ns_per_step",
+        "its_host_meanwhile",
         "slowest_rank",
         "slow_ranks",
         "slowest_extra_work_ns_per_step",
-        "others_wait_ns_per_step",
         "step_time_spread",
         "work_time_spread",
         "wait_in_collectives_ns_per_step",
         "stragglers",
-        "wait_ns",
     ),
-    heuristic=lambda ex: examine(ex.views, ex.traces, ex.steps),
+    heuristic=lambda ex: examine(ex.views, ex.traces, ex.steps, ex.th.min_share),
     edit=_edit,
     edit_text="every rank as fast as the median rank",
     edit_limits="it scales the slow ranks' compute kernels only; their host time, input and "
-    "communication stay",
+    "communication stay, so a rank late for its host is not made earlier",
 )

@@ -48,9 +48,7 @@ def examine(ex: Examination) -> Estimate:
     for v in ex.views:
         h = v.held
         length = h.ends - h.starts
-        step = v.step_index_of(
-            v.trace.column("events", "step")[h.rows].astype(np.int64), h.ends
-        )
+        step = v.step_index_of(v.trace.column("events", "step")[h.rows].astype(np.int64), h.ends)
         cost[v.rank] = per_step(v, step, length)
         if not len(h.rows):
             continue

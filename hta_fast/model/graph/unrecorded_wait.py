@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...frame import derived
 from ...frame.gpu_work import Holds, gpu_work, ready_idle_waits, unrecorded_head_row
 from ...schema import CPU_KINDS
 from ...trace import Trace
-from ...frame import derived
 from . import sync_calls
 from .dependency_graph import EDGE, DependencyGraph
 
