@@ -25,6 +25,7 @@ from ...frame import derived
 from ...frame.fields import duration_text
 from ...frame.graph_replays import GRAPH_LAUNCH, has_graph_launches
 from ...frame.launches import launch_pairs
+from ...model.graph.one_off_calls import one_off_rows
 from ...model.whatif.edits import Edits
 from ...trace import Trace
 from ..views.context import RankView, is_amd
@@ -70,7 +71,10 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         launch = partner[v.gaps.next_row[late]]
         op = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
         op = np.where(op >= 0, op, launch)
+        # A one-off op (the convolution whose first launch loaded the module) is
+        # one_off_stall's, whatever of its gap is left here: not a top event of this cause.
         has = op >= 0
+        has[has] = ~one_off_rows(trace, op[has])
         tally.add(v, op[has], split.launch_bound[late][has])
         if v.span > 0 and len(v.work.rows):
             window = (v.lo, v.hi)

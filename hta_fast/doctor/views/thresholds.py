@@ -8,6 +8,8 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
+from ...model.graph.one_off_calls import ONE_OFF_MAX_REPEATS, ONE_OFF_MIN_NS, ONE_OFF_RATIO
+
 
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
@@ -42,9 +44,9 @@ class Thresholds:
     fp32_gemm_speedup: float = 2.0
     low_bus_bandwidth_fraction: float = 0.25
     achievable_bus_bandwidth_gbps: float = 0.0
-    one_off_min_us: float = 1000.0
-    one_off_ratio: float = 10.0
-    one_off_max_repeats: float = 2.0
+    one_off_min_us: float = ONE_OFF_MIN_NS / 1000
+    one_off_ratio: float = ONE_OFF_RATIO
+    one_off_max_repeats: float = float(ONE_OFF_MAX_REPEATS)
     min_kernels_per_step: float = 10.0
     min_gpu_us_per_step: float = 1000.0
 

@@ -15,6 +15,7 @@ from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
 from ..graph.dropped import DROPPED
+from ..graph.one_off_calls import one_off_rows
 from ..graph.unrecorded_wait import waits_on_unrecorded
 from .edits import Edits
 from .op_edit import RowFactors, cpu_edge_factors
@@ -97,10 +98,20 @@ def edited_weights(
         # path charges that time to the unrecorded work, not to the launch)
         other = waits_on_unrecorded(graph, trace, np.arange(len(w)))
         w[(types == EDGE["launch"]) & ~other] = 0
-        # The calls that launched GPU work: their own CPU time goes too.
+        # The calls that launched GPU work: their own CPU time goes too, but for a one-off
+        # (a first launch that loads the module: graph.one_off_calls), which the edit does
+        # not name: it keeps its call, and its launch edge the call's time.
+        launch = types == EDGE["launch"]
         is_launch = np.zeros(len(graph.rows) + 1, bool)
-        is_launch[graph.src[types == EDGE["launch"]] // 2] = True
-        w[(types == EDGE["cpu_self"]) & is_launch[graph.src // 2]] = 0
+        is_launch[graph.src[launch] // 2] = True
+        kept = np.zeros(len(graph.rows) + 1, bool)
+        calls = np.flatnonzero(is_launch[:-1])
+        kept[calls] = one_off_rows(trace, graph.rows[calls])
+        w[(types == EDGE["cpu_self"]) & is_launch[graph.src // 2] & ~kept[graph.src // 2]] = 0
+        held = np.flatnonzero(launch & kept[graph.src // 2])
+        m = graph.measured_nodes
+        call = graph.src[held] // 2
+        w[held] = np.minimum(graph.weight[held], m[2 * call + 1] - m[2 * call])
     out = np.rint(w).astype(np.int64)
     if edits.drop_comm_waits:
         comm_src = trace.column("events", "kernel_class")[src_row] == KernelClass.COMM
