@@ -274,3 +274,14 @@ def test_each_cause_is_declared_once():
     for build in synth.SCENARIOS.values():
         for f in diagnose(build()).findings:
             assert set(f.evidence) <= set(dict((c.key, c.evidence) for c in REGISTRY)[f.cause])
+
+
+def test_no_graph_advice_for_decode_that_runs_in_graph_replays():
+    """A decode trace whose GPU time runs 98.75 % in graph replays: neither launch_bound nor
+    parallelism advises CUDA graphs."""
+    doc = _doctor_json(str(_modern("sglang_decode")))
+    lb = _finding(doc, "launch_bound")["evidence"]
+    assert lb["gpu_time_share_in_graphs"] >= 0.5
+    for cause in ("parallelism", "launch_bound"):
+        advice = _finding(doc, cause)["advice"]
+        assert "CUDA graphs" not in advice and "HIP graphs" not in advice, (cause, advice)

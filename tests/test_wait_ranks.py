@@ -82,3 +82,16 @@ def test_param_dlrm_rank_7_is_waited_for_and_exposed_comm_is_at_most_the_data_ti
     data = float(np.sum(collectives(ts).table["data_time"].to_numpy()))  # one step
     assert 150e3 < data < 250e3
     assert d.finding("exposed_communication").cost_ns_per_step <= data
+
+
+def test_compute_utilization_stands_beside_the_busy_share():
+    """Communication kernels keep the GPU busy while compute waits: where they run, the
+    doctor gives the compute kernels' share beside the busy share; without them, none."""
+    d = diagnose(_job())
+    assert d.compute_utilization is not None
+    assert d.compute_utilization < d.utilization
+    compute = 6 * 500 / STEP_US  # each rank's compute kernels a step
+    assert d.compute_utilization == pytest.approx(compute, rel=0.05)
+    assert "compute kernels" in d.headline_text()[0]
+    single = diagnose(traceset([KinetoBuilder()]))
+    assert single.compute_utilization is None

@@ -184,8 +184,10 @@ def diagnose(
         notes.extend(e.notes)
     notes.extend(_untraced_note(views))
     utilization = float(np.mean([v.utilization for v in views])) if views else 0.0
+    computes = [v.compute_utilization for v in views if v.compute_utilization is not None]
     return Diagnosis(
         utilization=utilization,
+        compute_utilization=float(np.mean(computes)) if computes else None,
         findings=findings,
         thresholds=th,
         notes=notes,

@@ -108,6 +108,7 @@ class Diagnosis:
     no_gpu_activity: dict[int, str]
     cpu_step_time_ns: int = 0
     too_little_work: str = ""
+    compute_utilization: Optional[float] = None
 
     @property
     def healthy(self) -> bool:
@@ -178,6 +179,7 @@ class Diagnosis:
                 "cpu_step_time_ns": self.cpu_step_time_ns if shown_cpu else None,
                 "utilization": self.utilization,
                 "utilization_is": UTILIZATION_IS,
+                "compute_utilization": self.compute_utilization,
                 "healthy": self.healthy,
                 "top_cause": None
                 if top is None
@@ -212,6 +214,11 @@ class Diagnosis:
             f"mean step {duration_text(h['step_time_ns'])} (GPU iteration{host}) over {n_steps} "
             f"on {len(self.ranks)} rank(s) · GPU utilization {100.0 * h['utilization']:.1f}% "
             f"({h['utilization_is']})"
+            + (
+                f"; compute kernels {100.0 * h['compute_utilization']:.1f}%"
+                if h["compute_utilization"] is not None
+                else ""
+            )
         ]
         top = h["top_cause"]
         if top:
@@ -240,6 +247,7 @@ class Diagnosis:
         return _plain(
             {
                 "utilization": self.utilization,
+                "compute_utilization": self.compute_utilization,
                 "healthy": self.healthy,
                 "step_time_ns": self.step_time_ns,
                 "cpu_step_time_ns": self.cpu_step_time_ns,

@@ -168,6 +168,7 @@ def one_utilization(headline: dict[str, Any], doctor: dict[str, Any], sections: 
     if doctor.get("available"):
         headline["utilization"] = doctor["utilization"]
         headline["utilization_label"] = "GPU utilization (busy share of the analysed steps)"
+        headline["compute_utilization"] = doctor.get("compute_utilization")
         if sections and sections[0].id == "summary":
             sections[0].notes.append(BUSY_SHARE_NOTE)
     else:

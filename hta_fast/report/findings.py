@@ -117,6 +117,7 @@ def diagnosis(
         "headline": diag.headline() if hasattr(diag, "headline") else None,
         "headline_lines": diag.headline_text() if hasattr(diag, "headline_text") else [],
         "utilization": diag.utilization,
+        "compute_utilization": getattr(diag, "compute_utilization", None),
         "what_if": what_if_table(findings, step_ns),
         "healthy": bool(diag.healthy),
         "too_little_work": getattr(diag, "too_little_work", ""),

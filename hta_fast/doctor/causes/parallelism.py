@@ -21,6 +21,7 @@ from ..views.estimate import Estimate, Tally, per_step
 from ..views.gap_causes import split_gaps
 from ..views.text import Number
 from ..views.thresholds import Thresholds
+from .launch_bound import GRAPHS_MOSTLY
 from .record import Cause
 
 ADVICE = (
@@ -29,9 +30,18 @@ ADVICE = (
     "remove the gaps between back-to-back kernels; for small-grid kernels, check which "
     "dimension is tiny and whether it can be batched."
 )
+# Where most GPU time already runs in graph replays (launch_bound's evidence), graphs are no
+# advice.
+ADVICE_IN_GRAPHS = (
+    "Give the GPU bigger pieces of work: most GPU time already runs in graph replays, so "
+    "the gaps are inside the captured work: larger batches, fused kernels (torch.compile, "
+    "fused attention and norms) captured in the graph; for small-grid kernels, check which "
+    "dimension is tiny and whether it can be batched."
+)
 
 
-def examine(views: list[RankView], th: Thresholds) -> Estimate:
+def examine(views: list[RankView], th: Thresholds, in_graphs: bool = False) -> Estimate:
+    """in_graphs: most GPU time already runs in graph replays (the advice leaves graphs out)."""
     cost: dict[int, np.ndarray] = {}
     tally = Tally()
     n_kernels = n_tiny = 0
@@ -102,7 +112,12 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         f"{th.tiny_kernel_us:g} us); {100 * small_grid_share:.0f}% of compute "
         f"time in grids smaller than the SM count"
     )
-    return Estimate(cost, evidence, tally.top(), title, ADVICE, notes)
+    advice = ADVICE_IN_GRAPHS if in_graphs else ADVICE
+    return Estimate(cost, evidence, tally.top(), title, advice, notes)
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 CAUSE = Cause(
@@ -118,8 +133,13 @@ CAUSE = Cause(
         "mean_achieved_occupancy_pct",
         "kernel_gap_ns_per_step",
     ),
-    heuristic=lambda ex: examine(ex.views, ex.th),
+    heuristic=lambda ex: examine(
+        ex.views,
+        ex.th,
+        _number(ex.found["launch_bound"].evidence.get("gpu_time_share_in_graphs")) >= GRAPHS_MOSTLY,
+    ),
     edit=None,
     edit_text="not modelled: the graph keeps each stream's order and each kernel's duration, "
     "and more parallel work is a change of the program",
+    needs=("launch_bound",),
 )

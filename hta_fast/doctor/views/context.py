@@ -19,6 +19,7 @@ from ...frame import derived
 from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
 from ...frame.profiler_flush import flush_steps
 from ...model.graph.unrecorded_wait import unrecorded_holds
+from ...schema import KernelClass
 from ...trace import Trace
 from .intervals import covered_length
 
@@ -75,6 +76,9 @@ class RankView:
     utilization the GPU's busy share of the analysed steps' device-aware windows (those of
                 step_time, overlaps counted once); busy time / window length without steps.
                 The doctor's one utilization: its headline, the report's and the gate's
+    compute_utilization  where communication kernels ran in the window: the share of it
+                compute kernels ran (utilization scaled by compute's part of the busy time
+                inside the window); None without communication
     left_out    profiler steps left out of the analysed ones because their host time is
                 mostly the profiler's own work (hta_fast.frame.profiler_flush), when no
                 steps were asked for
@@ -106,6 +110,7 @@ class RankView:
     host_time: float = 0.0
     left_out: tuple[int, ...] = ()
     utilization: float = 0.0
+    compute_utilization: Optional[float] = None
     head_cut: int = 0
     held: Holds = Holds(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
@@ -232,6 +237,12 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     view.gaps = _idle_gaps(view)
     if not has_steps:
         view.utilization = view.busy_time / view.span if view.span > 0 else 0.0
+    comm = work.kclass == KernelClass.COMM
+    if comm.any() and view.busy_time > 0:
+        comp = work.kclass == KernelClass.COMP
+        compute = ops.union(work.starts[comp], work.ends[comp])
+        compute_time = float((compute.ends - compute.starts).sum())
+        view.compute_utilization = view.utilization * compute_time / view.busy_time
     return view
 
 
