@@ -17,7 +17,7 @@ the rest of each rank's duration as waiting. Bandwidths are nccl-tests': algorit
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,9 +25,23 @@ import pyarrow as pa
 from ..costs.collectives import bus_factor
 from ..frame.fields import NS
 from ..frame.result import Result
-from ..loading.summary import COLLECTIVES_SCHEMA, STEPS_SCHEMA, RankSummary, summaries_of
+from ..loading.summary import (
+    COLLECTIVES_SCHEMA,
+    STEPS_SCHEMA,
+    RankSummary,
+    collective_rows,
+    summaries_of,
+)
+from ..traceset import TraceSet
 
-__all__ = ["collectives", "late_arrivals", "step_spread", "clock_offsets"]
+__all__ = [
+    "collectives",
+    "kernel_waits",
+    "KernelWaits",
+    "late_arrivals",
+    "step_spread",
+    "clock_offsets",
+]
 
 GBPS = {"unit": "GB/s"}
 
@@ -294,6 +308,49 @@ def collectives(
         notes=notes,
         params=params,
     )
+
+
+class KernelWaits(NamedTuple):
+    """One rank's communication kernels matched across ranks (collectives' per_rank rows):
+    event rows (by start), the wait for the last rank to arrive (duration - data time, ns),
+    the rank waited for (-1: ran alone, or matched on no other rank) and the arrival delay
+    after the first rank (ns, on the rank's clock)."""
+
+    rows: np.ndarray
+    wait: np.ndarray
+    waited_for: np.ndarray
+    arrival_delay: np.ndarray
+
+
+def kernel_waits(
+    traces: TraceSet,
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    steps: Optional[Sequence[int]] = None,
+) -> dict[int, KernelWaits]:
+    """Per rank, its communication kernels with what collectives() says of each: the one
+    owner of "how long this kernel waited, and for whom" (the doctor's rank_imbalance and
+    the model's wait owners read it). A kernel is found by its start among its rank's
+    communication kernels, as the summary lists them."""
+    per_rank = collectives(traces, ranks=ranks, steps=steps)["per_rank"].to_pydict()
+    rank = np.asarray(per_rank["rank"], np.int64)
+    gpu = np.asarray(per_rank["side"], object) == "gpu"
+    out = {}
+    for r in sorted(set(rank[gpu].tolist())):
+        mine = np.flatnonzero(gpu & (rank == r))
+        kernels = collective_rows(traces[r])
+        starts = traces[r].column("events", "ts")[kernels]
+        ts = np.asarray(per_rank["ts"], np.int64)[mine]
+        pos = np.minimum(np.searchsorted(starts, ts), max(len(starts) - 1, 0))
+        hit = (starts[pos] == ts) if len(starts) else np.zeros(len(ts), bool)
+        at = mine[hit]
+        out[r] = KernelWaits(
+            kernels[pos[hit]],
+            np.asarray(per_rank["wait"], np.int64)[at],
+            np.asarray(per_rank["waited_for"], np.int64)[at],
+            np.asarray(per_rank["arrival_delay"], np.int64)[at],
+        )
+    return out
 
 
 GBPS_COLUMNS = ("algbw_gbps", "busbw_gbps")

@@ -29,11 +29,9 @@ from __future__ import annotations
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ... import ops
-from ...analysis.collectives import collectives
+from ...analysis.collectives import KernelWaits, kernel_waits
 from ...analysis.stragglers import high_outliers, stragglers
 from ...frame import derived
 from ...frame.fields import duration_text
@@ -95,32 +93,26 @@ class Waits(NamedTuple):
     late_to: np.ndarray
 
 
-def rank_waits(v: RankView, per_rank: pa.Table) -> Waits:
-    """The view's collectives matched (by start) with analysis.collectives' per_rank rows."""
+def rank_waits(v: RankView, waits: KernelWaits) -> Waits:
+    """The view's analysed collectives, with their waits (analysis.collectives.kernel_waits)
+    limited to the part no compute covers."""
     w, trace = v.work, v.trace
-    kind = trace.column("events", "kind")[w.rows]
-    comm = v.selected & (w.kclass == KernelClass.COMM) & (kind == EventKind.kernel)
-    mine = per_rank.filter(
-        pc.and_(pc.equal(per_rank["rank"], v.rank), pc.equal(per_rank["side"], "gpu"))
-    )
-    ts = mine["ts"].to_numpy()
-    order = np.argsort(ts, kind="stable")
-    start = trace.column("events", "ts")[w.rows[comm]]
-    pos = np.minimum(np.searchsorted(ts[order], start), max(len(ts) - 1, 0))
-    hit = (ts[order][pos] == start) if len(ts) else np.zeros(len(start), bool)
-    at = order[pos[hit]]
-    wait = mine["wait"].to_numpy()[at].astype(np.float64)
-    exposed = exposed_per_kernel(v)[comm][hit]
-    waited_for = mine["waited_for"].to_numpy()[at]
-    delay = mine["arrival_delay"].to_numpy()[at]
+    comm = v.selected & (w.kclass == KernelClass.COMM)
+    order = np.argsort(waits.rows)
+    pos = np.minimum(np.searchsorted(waits.rows[order], w.rows), max(len(order) - 1, 0))
+    known = (waits.rows[order][pos] == w.rows) if len(order) else np.zeros(len(w.rows), bool)
+    take = comm & known
+    at = order[pos[take]]
+    start = trace.column("events", "ts")[w.rows[take]]
+    waited_for = waits.waited_for[at]
     late = waited_for == v.rank
     return Waits(
-        w.rows[comm][hit],
-        v.work_step_index[comm][hit],
-        np.clip(np.minimum(wait, exposed), 0, None),
+        w.rows[take],
+        v.work_step_index[take],
+        np.clip(np.minimum(waits.wait[at], exposed_per_kernel(v)[take]), 0, None),
         waited_for,
-        np.where(late, start[hit] - delay, 0),
-        np.where(late, start[hit], 0),
+        np.where(late, start - waits.arrival_delay[at], 0),
+        np.where(late, start, 0),
     )
 
 
@@ -137,8 +129,9 @@ def examine(
         if views:
             notes.append("one rank: no imbalance between ranks to measure")
         return Estimate(cost, evidence, [], "Imbalance between ranks: one rank only", ADVICE, notes)
-    per_rank = collectives(traces, ranks=[v.rank for v in views], steps=steps)["per_rank"]
-    waits = {v.rank: rank_waits(v, per_rank) for v in views}
+    matched = kernel_waits(traces, ranks=[v.rank for v in views], steps=steps)
+    none = KernelWaits(*(np.zeros(0, np.int64),) * 4)
+    waits = {v.rank: rank_waits(v, matched.get(v.rank, none)) for v in views}
     charged: dict[int, float] = {}
     for v in views:
         wt = waits[v.rank]
