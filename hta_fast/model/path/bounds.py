@@ -13,6 +13,10 @@ gpu_unrecorded_work          the wait into a GPU event held by GPU work the trac
                              hold (at the trace's head, or while the host sat in a blocking
                              call: model.graph.unrecorded_wait): that work's time, not a
                              launch's or a gap's; charged to the held event
+one_off_stall                host time (an event's own time, or a launch edge out of it)
+                             charged to a one-off call (model.graph.one_off_calls: a first
+                             launch that loads the module, a compile): not a launch's usual
+                             cost nor the host's per-step work
 untraced_host                gaps of UNTRACED_MIN or more between a thread's calls where no
                              event of the trace says what the thread did (between top-level
                              calls, or the direct children of a ProfilerStep): the profiler
@@ -30,6 +34,7 @@ from ...frame.derived import DATALOADER, name_flags
 from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
+from ..graph.one_off_calls import one_off_rows
 from ..graph.unrecorded_wait import waits_on_unrecorded
 
 BOUND_BY = [
@@ -41,6 +46,7 @@ BOUND_BY = [
     "data_loading",
     "untraced_host",
     "gpu_unrecorded_work",
+    "one_off_stall",
 ]
 # ns: a gap shorter than this between a thread's calls is the interpreter's own time between
 # operators (5-30 us in eager PyTorch); a longer one is host time the trace does not explain.
@@ -97,6 +103,8 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
         out[cross] = np.where(
             after_comm, code["gpu_communication_bound"], code["gpu_kernel_kernel_overhead"]
         )
+    host = (out == code["cpu_bound"]) | (out == code["gpu_kernel_launch_overhead"])
+    out[host & one_off_rows(trace, events)] = code["one_off_stall"]
     out[_untraced(graph, trace, edges, events)] = code["untraced_host"]
     out[waits_on_unrecorded(graph, trace, edges)] = code["gpu_unrecorded_work"]
     return out

@@ -1,0 +1,155 @@
+"""One owner for every nanosecond of a step on the GPU (model.path.owners.wait_owners): the
+owners partition each step on real traces, on the kinds built by construction, and on
+random traces (hypothesis); and the critical path, the doctor and the owners give one figure
+for the same wait."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from synthetic_traces import KinetoBuilder, held_by_unrecorded_builder, traceset
+
+import hta_fast
+from hta_fast.doctor import diagnose
+from hta_fast.model.path.critical_path import critical_path
+from hta_fast.model.path.owners import OWNERS, wait_owners
+from hta_fast.model.whatif.steps import what_if
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_wait_ranks import LATE, START, _job  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared/traces"
+REAL = [
+    "modern/sglang_decode",
+    "modern/vllm_decode_full",
+    "modern/particle_transformer",
+    "modern/mi300_ddp_resnet18",
+    "modern/b200_eager",
+    "modern/flux1_iteration",
+    "param_dlrm_8rank",
+]
+
+
+def _partitions(table) -> None:
+    t = table.to_pandas()
+    owned = t[OWNERS]
+    assert (owned >= 0).all().all()
+    np.testing.assert_array_equal(owned.sum(axis=1).to_numpy(), t["step_ns"].to_numpy())
+
+
+def _load(rel: str):
+    path = SHARED / rel
+    if not path.is_dir():
+        pytest.skip(f"{path} not present")
+    return hta_fast.load_dir(str(path))
+
+
+@pytest.mark.parametrize("rel", REAL)
+def test_owners_partition_every_step_of_real_traces(rel):
+    r = wait_owners(_load(rel))
+    _partitions(r.table)
+    iv = r["intervals"].to_pandas().sort_values(["rank", "step", "start"])
+    for _, one in iv.groupby(["rank", "step"], dropna=False):  # they tile the step
+        assert (one["start"].to_numpy()[1:] == one["end"].to_numpy()[:-1]).all()
+
+
+def test_sglang_one_figure_for_the_unrecorded_hold():
+    ts = _load("modern/sglang_decode")
+    owners = wait_owners(ts).table.to_pylist()[0]
+    path = critical_path(ts).table.to_pylist()[0]
+    doctor = diagnose(ts).finding("unrecorded_gpu_work").cost_ns_per_step
+    step = owners["step_ns"]
+    assert owners["gpu_unrecorded_work"] == pytest.approx(doctor, rel=0.001)
+    assert path["gpu_unrecorded_work"] / 100 * step == pytest.approx(doctor, rel=0.001)
+    assert max(OWNERS, key=lambda o: owners[o]) == "gpu_unrecorded_work"
+
+
+def test_particle_transformer_one_figure_for_the_one_off_stall():
+    ts = _load("modern/particle_transformer")
+    owners = wait_owners(ts).table.to_pylist()[0]
+    path = critical_path(ts).table.to_pylist()[0]
+    doctor = diagnose(ts).finding("one_off_stall").cost_ns_per_step
+    assert max(OWNERS, key=lambda o: owners[o]) == "one_off_stall"
+    assert owners["one_off_stall"] == pytest.approx(doctor, rel=0.01)
+    assert path["one_off_stall"] / 100 * owners["step_ns"] == pytest.approx(doctor, rel=0.01)
+    assert owners["gpu_kernel_launch_overhead"] < 0.001 * owners["step_ns"]
+
+
+def test_param_dlrm_the_wait_for_rank_7():
+    ts = _load("param_dlrm_8rank")
+    r = wait_owners(ts)
+    iv = r["intervals"].to_pandas()
+    waits = iv[iv.owner == "cross_rank"]
+    by = (waits.end - waits.start).groupby(waits.waited_for).sum()
+    assert by.idxmax() == 7 and by[7] > 0.7 * by.sum()
+    ri = diagnose(ts).finding("rank_imbalance")
+    owned = r.table.to_pandas()["cross_rank"].mean()
+    assert owned == pytest.approx(ri.cost_ns_per_step, rel=0.1)
+
+
+def test_the_late_rank_by_construction():
+    r = wait_owners(_job())
+    iv = r["intervals"].to_pandas()
+    on0 = iv[(iv["rank"] == 0) & (iv.owner == "cross_rank")]
+    assert set(on0.waited_for) == {LATE}
+    per_step = (on0.end - on0.start).groupby(on0.step).sum()
+    assert np.allclose(per_step, (START[LATE] - START[0]) * 1000)
+    assert not ((iv["rank"] == LATE) & (iv.owner == "cross_rank")).any()
+
+
+def test_the_unrecorded_hold_by_construction():
+    trace = held_by_unrecorded_builder().load()
+    row = wait_owners(trace).table.to_pylist()[0]
+    doctor = diagnose(traceset([held_by_unrecorded_builder()]))
+    assert row["gpu_unrecorded_work"] == doctor.finding("unrecorded_gpu_work").cost_ns_per_step
+
+
+GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+
+
+@st.composite
+def traces(draw):
+    """One step: kernels launched by one thread in order (launch calls 2-40 µs apart, 1-20 µs
+    long) onto 1-2 streams, each starting 1-300 µs after its launch and after the kernel
+    before it on its stream ended; sometimes a stream sync waiting for all of them."""
+    n = draw(st.integers(1, 12))
+    b = KinetoBuilder()
+    t, stream_end = 1.0, {7: 0.0, 8: 0.0}
+    end = 0.0
+    for _ in range(n):
+        t += draw(st.integers(2, 40))
+        launch_dur = draw(st.integers(1, 20))
+        stream = draw(st.sampled_from([7, 8]))
+        start = max(t + draw(st.integers(1, 300)), stream_end[stream] + draw(st.integers(0, 50)))
+        dur = draw(st.integers(1, 400))
+        b.kernel(GEMM, t, start, dur, stream=stream, launch_dur=launch_dur)
+        t += launch_dur
+        stream_end[stream] = start + dur
+        end = max(end, start + dur)
+    host_end = t
+    if draw(st.booleans()):
+        b.runtime("cudaStreamSynchronize", t + 1, max(end - t, 1) + 2)
+        host_end = t + 1 + max(end - t, 1) + 2
+    b.step(0, 0, max(host_end, end) + draw(st.integers(1, 100)))
+    return b
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces())
+def test_owners_partition_random_steps_and_an_edit_saves_no_more_than_it_owns(b):
+    """The GPU's owners partition the step. What an edit can save is bounded on the critical
+    path, the step's other partition: launches costing nothing save at most the path's time
+    held by launches (their latency, their calls). The GPU's owners do not bound it where
+    the host ends the step: launch calls made while the GPU was busy own no GPU time, yet
+    removing them ends the host's step earlier."""
+    trace = b.load()
+    _partitions(wait_owners(trace).table)
+    path = critical_path(trace)["breakdown"].to_pandas()
+    held = path[(path.bound_by == "gpu_kernel_launch_overhead") | (path.name == "cudaLaunchKernel")]
+    t = what_if(trace, zero_launch_overhead=True)["totals"].to_pylist()[0]
+    assert t["replayed"] - t["predicted"] <= int(held.duration.sum())
