@@ -153,3 +153,19 @@ def test_owners_partition_random_steps_and_an_edit_saves_no_more_than_it_owns(b)
     held = path[(path.bound_by == "gpu_kernel_launch_overhead") | (path.name == "cudaLaunchKernel")]
     t = what_if(trace, zero_launch_overhead=True)["totals"].to_pylist()[0]
     assert t["replayed"] - t["predicted"] <= int(held.duration.sum())
+
+
+def test_the_owners_command(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from hta_fast.cli.app import cli
+
+    path = tmp_path / "held.json"
+    path.write_bytes(held_by_unrecorded_builder().to_bytes())
+    res = CliRunner().invoke(cli, ["-q", "owners", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    text = json.dumps(doc)
+    assert "gpu_unrecorded_work" in text and "intervals" in text

@@ -1,6 +1,7 @@
-"""`hta-fast critical-path`, `hta-fast replay` and `hta-fast whatif`: the dependency-graph
-model (hta_fast.model.path.critical_path, hta_fast.model.replay.steps,
-hta_fast.model.whatif.steps.what_if with hta_fast.model.whatif.edits.Edits)."""
+"""`hta-fast critical-path`, `hta-fast owners`, `hta-fast replay` and `hta-fast whatif`: the
+dependency-graph model (hta_fast.model.path.critical_path, hta_fast.model.path.owners,
+hta_fast.model.replay.steps, hta_fast.model.whatif.steps.what_if with
+hta_fast.model.whatif.edits.Edits)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,33 @@ def critical_path_command(
                 chained=not windows,
             )
         )
+
+
+@cli.command("owners")
+@table_command
+@click.pass_obj
+def owners_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    steps: Optional[str],
+    ranks: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    limit: int,
+    recover: bool,
+    steps_from: str,
+) -> None:
+    """Who owns each nanosecond of each step on the GPU: compute, communication moving
+    data, the wait for the last rank to arrive (named), and each idle gap by what the GPU
+    waited for, in the critical path's categories (the host's op, a blocking call, untraced
+    host time, GPU work the trace did not record, a one-off stall, a launch's latency). The
+    owners add up to the step; table intervals has one row per owned interval."""
+    from ..model.path.owners import wait_owners
+
+    check_format(fmt, out_dir)
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
+    result = wait_owners(traces, selection=selection(ranks, steps).of(traces))
+    emit(*result_tables([result]), fmt, out_dir, limit, origin_ns=trace_start(traces))
 
 
 @cli.command("replay")
