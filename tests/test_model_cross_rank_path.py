@@ -182,6 +182,7 @@ def test_per_rank_output_is_unchanged_by_default():
         "data_loading",
         "untraced_host",
         "gpu_unrecorded_work",
+        "one_off_stall",
     ]
     assert r["breakdown"].column_names == [
         "rank",
