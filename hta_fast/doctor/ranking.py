@@ -16,6 +16,7 @@ import numpy as np
 from ..frame import derived, select
 from ..frame.fields import duration_text
 from ..frame.profiler_flush import PROFILER_SHARE
+from ..model.graph.one_off_calls import ONE_TIME
 from ..model.graph.walk import chains_kept
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -24,7 +25,7 @@ from .causes.record import Examination
 from .model_savings import differ_text, predicted_saving
 from .no_gpu import no_gpu_reason
 from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
-from .views import gap_causes, stalls
+from .views import gap_causes
 from .views.context import RankView, rank_view, share_name_flags
 from .views.estimate import Estimate
 from .views.text import Number, short_list
@@ -41,7 +42,7 @@ NAME_PATTERNS = (
     memory_sync.FP32_GEMM,
     memory_sync.TENSOR_CORE,
     memory_sync.BLOCKING_COPY,
-    stalls.ONE_TIME,
+    ONE_TIME,
 )
 
 # The GPU idle time the host recorded nothing in is noted from this share of the window.

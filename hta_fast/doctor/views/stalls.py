@@ -8,7 +8,7 @@ syncs, the loader) must not be charged with them.
 
 For each host-wait gap (context.Gaps.host_wait) of Thresholds.one_off_min_us or more, the
 innermost event on a launching thread that covers at least half of the gap is judged, then
-its enclosing events while no verdict is reached:
+its enclosing events while no verdict is reached (model.graph.one_off_calls judges each):
 
     one-off     it lasts at least one_off_min_us and one_off_ratio times the median of the
                 other events of its name, and at most one_off_max_repeats events of that name
@@ -26,25 +26,10 @@ import dataclasses
 
 import numpy as np
 
-from ...frame.derived import name_flags
 from ...frame.launches import launch_pairs
-from ...schema import EventKind
+from ...model.graph.one_off_calls import HOST_KINDS, ONE_OFF, UNKNOWN, verdicts
 from .context import RankView
 from .thresholds import Thresholds
-
-HOST_KINDS = (
-    EventKind.cpu_op,
-    EventKind.user_annotation,
-    EventKind.python_function,
-    EventKind.runtime,
-    EventKind.driver,
-)
-# Names of work that a program does once: compiling (TorchScript fusers, torch.compile's
-# Inductor and Triton), autotuning, loading modules and cubins, lazy initialisation.
-ONE_TIME = (
-    r"(?i)autotun|compile_fx|compile_inner|_compile\b|\bcompile\(|fuser|codegen|"
-    r"cuModuleLoad|hipModuleLoad|cubin_loader|load_cubin|_lazy_init|lazy_load|cudnnFind"
-)
 
 
 @dataclasses.dataclass
@@ -143,52 +128,28 @@ def _find(view: RankView, th: Thresholds) -> Stalls:
 
 
 class _Judge:
-    """Verdicts on host events by their name's other events (the module doc)."""
+    """Verdicts on host events by their name's other events (model.graph.one_off_calls, with
+    the doctor's thresholds), walked up from the innermost event (the module doc)."""
 
     def __init__(self, view: RankView, th: Thresholds) -> None:
         trace = view.trace
-        self.th = th
-        self.name = trace.column("events", "name")
         self.parent = trace.column("events", "parent")
-        self.dur = np.maximum(trace.column("events", "dur"), 0)
-        kind = trace.column("events", "kind")
-        host = np.flatnonzero(np.isin(kind, HOST_KINDS))
-        order = np.argsort(self.name[host], kind="stable")
-        self.by_name = host[order]
-        self.name_sorted = self.name[self.by_name]
-        self.one_time = name_flags(trace, ONE_TIME)
-
-    def _same_name(self, row: int) -> np.ndarray:
-        n = self.name[row]
-        lo, hi = np.searchsorted(self.name_sorted, [n, n + 1])
-        return self.by_name[lo:hi]
+        self.v = verdicts(
+            trace, th.one_off_min_us * 1000.0, th.one_off_ratio, th.one_off_max_repeats
+        )
 
     def usual(self, row: int) -> tuple[float, int]:
         """(median duration of the other events of the row's name, count of its name)."""
-        same = self._same_name(row)
-        others = same[same != row]
-        return (float(np.median(self.dur[others])) if len(others) else 0.0), len(same)
+        return float(self.v.usual_ns[row]), int(self.v.count[row])
 
     def stall_at(self, inner: int) -> int:
         """The one-off stall event at or above this row, -1 for none."""
-        min_ns = self.th.one_off_min_us * 1000.0
         row = inner
         while row >= 0:
-            if self.dur[row] < min_ns:
+            verdict = self.v.verdict[row]
+            if verdict == ONE_OFF:
+                return row
+            if verdict != UNKNOWN:
                 return -1
-            same = self._same_name(row)
-            if len(same) == 1:
-                if self.name[row] >= 0 and self.one_time[self.name[row]]:
-                    return row
-                row = int(self.parent[row])
-                continue
-            usual, _ = self.usual(row)
-            bar = max(self.th.one_off_ratio * usual, min_ns)
-            if self.dur[row] < bar:
-                return -1
-            outliers = same[self.dur[same] >= bar]
-            # Nested events of one name (aten::copy_ in aten::copy_) are one event.
-            par = self.parent[outliers]
-            outer = outliers[(par < 0) | (self.name[np.maximum(par, 0)] != self.name[row])]
-            return row if len(outer) <= self.th.one_off_max_repeats else -1
+            row = int(self.parent[row])
         return -1
