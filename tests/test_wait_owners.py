@@ -169,3 +169,39 @@ def test_the_owners_command(tmp_path):
     doc = json.loads(res.stdout)
     text = json.dumps(doc)
     assert "gpu_unrecorded_work" in text and "intervals" in text
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "modern/b200_eager",
+        "modern/flux1_iteration",
+        "modern/mi300_ddp_resnet18",
+        "param_dlrm_8rank",
+    ],
+)
+def test_no_path_edge_counts_negative_time(rel):
+    """Calls that overlap on a thread make a negative gap between them; on the path such an
+    edge counts nothing (b200_eager had 7 rows, -119 µs, before), so no share is negative."""
+    r = critical_path(_load(rel))
+    b = r["breakdown"].to_pandas()
+    assert (b.duration >= 0).all()
+    s = r.to_pandas()
+    from hta_fast.model.path.bounds import BOUND_BY
+
+    assert (s[BOUND_BY].fillna(0) >= 0).all().all()
+    lengths = b.groupby(["rank", "step"], dropna=False).duration.sum().to_numpy()
+    np.testing.assert_array_equal(np.sort(lengths), np.sort(s.critical_path_length.to_numpy()))
+
+
+def test_overlapping_calls_by_construction():
+    """A thread whose second call starts 30 µs before its first ends, then a kernel: the
+    path counts the overlap once, and every edge's time is 0 or more."""
+    b = KinetoBuilder()
+    b.step(0, 0, 1_000)
+    b.cpu_op("aten::first", 10, 200)
+    b.cpu_op("aten::second", 180, 100)  # overlaps the first by 30 µs
+    b.kernel(GEMM, 290, 300, 600)
+    r = critical_path(b.load())
+    d = r["breakdown"].to_pandas().duration
+    assert (d >= 0).all() and d.sum() == r.table.to_pylist()[0]["critical_path_length"]
