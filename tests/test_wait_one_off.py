@@ -11,10 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import synthetic_traces as synth
+from synthetic_traces import KinetoBuilder, traceset
 
 import hta_fast
 from hta_fast.doctor import diagnose
 from hta_fast.model.graph.one_off_calls import one_off_rows
+from hta_fast.model.path.critical_path import critical_path
+from hta_fast.model.path.owners import wait_owners
 from hta_fast.model.whatif.steps import what_if
 
 MODERN = Path(__file__).resolve().parents[2] / "shared/traces/modern"
@@ -54,3 +57,83 @@ def test_particle_transformer_top_what_if_is_not_the_launch_edit():
     assert best.cause == "one_off_stall"
     assert launch.saving_ns_per_step < 0.01 * stall.saving_ns_per_step
     assert all("convolution" not in e["name"] for e in launch.top_events)
+
+
+# --- one-offs of every kind, by construction ---------------------------------------------
+GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+STEPS, STEP_US = 5, 10_000
+
+
+def _with_first_call(outer: str, inner: str, first_us: float, usual_us: float, cat: str):
+    """Five steps of 20 kernels; each step opens with `outer` (holding `inner`) before its
+    launches: the first step's takes first_us, the others usual_us, the GPU idle meanwhile."""
+    b = KinetoBuilder()
+    t0 = 0.0
+    for s in range(STEPS):
+        call = first_us if s == 0 else usual_us
+        b.step(s, t0, STEP_US + call)
+        b.cpu_op(outer, t0 + 1, call + 2, cat=cat)
+        if inner:
+            b.cpu_op(inner, t0 + 2, call)
+        for j in range(20):
+            b.kernel(GEMM, t0 + call + 10 + j * 20, t0 + call + 100 + j * 480, 479)
+        t0 += STEP_US + call
+    return b
+
+
+def _one_time_sync():
+    """A graph-capture warm-up: one 115 ms hipDeviceSynchronize with the GPU idle, the
+    trace's other device syncs ~20 µs."""
+    b = KinetoBuilder()
+    t0 = 0.0
+    for s in range(STEPS):
+        call = 115_000 if s == 0 else 20
+        b.step(s, t0, STEP_US + call)
+        b.runtime("hipDeviceSynchronize", t0 + 1, call)
+        for j in range(20):
+            b.kernel(GEMM, t0 + call + 10 + j * 20, t0 + call + 100 + j * 480, 479)
+        t0 += STEP_US + call
+    return b, 115_000
+
+
+KINDS = {
+    # the first Torch-Compiled Region compiles (Inductor) for 400 ms
+    "compile": lambda: (
+        _with_first_call(
+            "Torch-Compiled Region", "compile_fx_inner", 400_000, 50, "user_annotation"
+        ),
+        400_000,
+    ),
+    # a TorchScript function's first call profiles and fuses (296 ms)
+    "fuser": lambda: (
+        _with_first_call("MyModel.forward", "prim::TensorExprGroup", 296_000, 100, "cpu_op"),
+        296_000,
+    ),
+    # the first aten::linear holds lazy CUDA initialisation (1.5 s)
+    "lazy_init": lambda: (
+        _with_first_call("aten::linear", "", 1_500_000, 60, "cpu_op"),
+        1_500_000,
+    ),
+    "one_time_sync": _one_time_sync,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_one_offs_of_every_kind(kind):
+    builder, stall_us = KINDS[kind]()
+    trace = builder.load()
+    d = diagnose(traceset([builder]))
+    stall = d.finding("one_off_stall")
+    assert d.findings[0].cause == "one_off_stall" and stall.above_threshold, d.findings[0].title
+    assert stall.cost_ns_per_step * STEPS == pytest.approx(stall_us * 1000, rel=0.02)
+    assert not d.finding("launch_bound").above_threshold
+    # the path of the first step and its owners say the same
+    path = critical_path(trace, steps=[0]).table.to_pylist()[0]
+    assert path["one_off_stall"] / 100 * path["critical_path_length"] == pytest.approx(
+        stall_us * 1000, rel=0.02
+    )
+    owners = wait_owners(trace, steps=[0]).table.to_pylist()[0]
+    assert owners["one_off_stall"] == pytest.approx(stall_us * 1000, rel=0.02)
+    # removing launch overhead leaves it
+    t = what_if(trace, zero_launch_overhead=True, steps=[0]).table.to_pylist()[0]
+    assert t["predicted"] >= stall_us * 1000
