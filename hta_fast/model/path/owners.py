@@ -24,7 +24,7 @@ measured ones. The table's categories are BOUND_BY's and `cross_rank` (OWNERS).
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -93,61 +93,100 @@ def wait_owners(
     return Result("wait_owners", table, tables={"intervals": side}, params={"selection": sel})
 
 
+class _Pieces(NamedTuple):
+    """Owned intervals of a chain, flat: step index, start, end (chain times), owner code,
+    charged event row (-1: none), rank waited for (-1: none)."""
+
+    step: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    owner: np.ndarray
+    event: np.ndarray
+    waited_for: np.ndarray
+
+
 def _chain_owners(chain: Chain, waits: Optional[KernelWaits]) -> tuple[list[dict], pa.Table]:
     g, trace = chain.graph, chain.trace
     times = g.replay()
-    origin = g.window_start
     gpu = np.isin(trace.column("events", "kind")[g.rows], np.asarray(GPU_WORK_KINDS, np.uint8))
     kclass = trace.column("events", "kernel_class")[g.rows]
     starts, ends = chain.step_starts(times), chain.step_ends(times)
     end_nodes = chain.end_nodes(times)
-    painted = []
-    gaps: list[tuple[int, int, int, int]] = []  # (step index, a, b, from node)
+    busy: list[_Pieces] = []
+    gap_step, gap_a, gap_b, gap_from = [], [], [], []
     for k in range(len(chain.steps)):
         lo, hi = int(starts[k]), int(ends[k])
         ev = chain.members[(chain.member_step == k) & gpu[chain.members]]
         ev_start = np.clip(times[2 * ev], lo, hi)
         ev_end = np.clip(times[2 * ev + 1], lo, hi)
-        seg = _paint(lo, hi, _layers(g.rows[ev], kclass[ev], ev_start, ev_end, waits))
-        painted.append(seg)
-        first_at = _first_start(ev, ev_start)
-        for a, b, owner in zip(*seg):
-            if owner == _IDLE:
-                node = first_at.get(int(b), int(end_nodes[k]))
-                gaps.append((k, int(a), int(b), node))
-    pieces = _gap_pieces(chain, times, gaps)
-    summary, out = [], []
-    for k in range(len(chain.steps)):
-        seg_a, seg_b, seg_owner = painted[k]
-        busy = seg_owner != _IDLE
-        owner_code = np.concatenate([_busy_codes(seg_owner[busy]), pieces[k][2]])
-        a = np.concatenate([seg_a[busy], pieces[k][0]])
-        b = np.concatenate([seg_b[busy], pieces[k][1]])
-        names = [None] * int(busy.sum()) + pieces[k][3]
-        waited = np.concatenate([_waited_for(seg_owner[busy]), pieces[k][4]])
-        order = np.argsort(a, kind="stable")
-        step = chain.steps[k]
-        per = np.bincount(owner_code, weights=b - a, minlength=len(OWNERS))
-        row = {"rank": chain.rank, "step": step, "step_ns": int(ends[k] - starts[k])}
-        row.update({o: int(round(per[i])) for i, o in enumerate(OWNERS)})
-        summary.append(row)
-        out.append(
-            pa.table(
-                {
-                    "rank": pa.array(np.full(len(a), chain.rank), pa.int64()),
-                    "step": pa.array([step] * len(a), pa.int64()),
-                    "start": pa.array(a[order] + origin, pa.int64()),
-                    "end": pa.array(b[order] + origin, pa.int64()),
-                    "owner": pa.array([OWNERS[c] for c in owner_code[order]], pa.string()),
-                    "name": pa.array([names[i] for i in order], pa.string()),
-                    "waited_for": pa.array(
-                        [None if w < 0 else int(w) for w in waited[order]], pa.int64()
-                    ),
-                },
-                schema=INTERVALS,
+        a, b, label = _paint(lo, hi, _layers(g.rows[ev], kclass[ev], ev_start, ev_end, waits))
+        on = label != _IDLE
+        none = np.full(int(on.sum()), -1, np.int64)
+        busy.append(
+            _Pieces(
+                np.full(len(none), k),
+                a[on],
+                b[on],
+                _busy_codes(label[on]),
+                none,
+                _waited_for(label[on]),
             )
         )
-    return summary, pa.concat_tables(out) if out else INTERVALS.empty_table()
+        idle = ~on
+        gap_step.append(np.full(int(idle.sum()), k))
+        gap_a.append(a[idle]), gap_b.append(b[idle])
+        gap_from.append(_first_start_node(ev, ev_start, b[idle], int(end_nodes[k])))
+    gaps = _gap_pieces(
+        chain,
+        times,
+        *(
+            np.concatenate(x) if x else np.zeros(0, np.int64)
+            for x in (gap_step, gap_a, gap_b, gap_from)
+        ),
+    )
+    allp = _Pieces(*(np.concatenate(x) for x in zip(*busy, gaps)))
+    order = np.lexsort((allp.start, allp.step))
+    allp = _Pieces(*(x[order] for x in allp))
+    steps = np.asarray([-1 if st is None else st for st in chain.steps], np.int64)
+    summary = []
+    per = np.zeros((len(chain.steps), len(OWNERS)))
+    np.add.at(per, (allp.step, allp.owner), allp.end - allp.start)
+    for k, step in enumerate(chain.steps):
+        row = {"rank": chain.rank, "step": step, "step_ns": int(ends[k] - starts[k])}
+        row.update({o: int(round(per[k, i])) for i, o in enumerate(OWNERS)})
+        summary.append(row)
+    n = len(allp.start)
+    has_event = allp.event >= 0
+    names = names_of(trace, "name", np.maximum(allp.event, 0)).to_numpy(zero_copy_only=False)
+    table = pa.table(
+        {
+            "rank": pa.array(np.full(n, chain.rank), pa.int64()),
+            "step": pa.array(steps[allp.step], pa.int64(), mask=steps[allp.step] < 0),
+            "start": pa.array(allp.start + g.window_start, pa.int64()),
+            "end": pa.array(allp.end + g.window_start, pa.int64()),
+            "owner": pa.array(np.asarray(OWNERS, object)[allp.owner], pa.string()),
+            "name": pa.array(names, pa.string(), mask=~has_event),
+            "waited_for": pa.array(allp.waited_for, pa.int64(), mask=allp.waited_for < 0),
+        },
+        schema=INTERVALS,
+    )
+    return summary, table
+
+
+def _first_start_node(
+    ev: np.ndarray, ev_start: np.ndarray, at: np.ndarray, default: int
+) -> np.ndarray:
+    """Per time in `at`: the start node of the first GPU event (lowest) starting then, else
+    `default` (the step's end node: a tail gap)."""
+    out = np.full(len(at), default, np.int64)
+    if not len(ev) or not len(at):
+        return out
+    order = np.lexsort((ev, ev_start))
+    s, e = ev_start[order], ev[order]
+    pos = np.minimum(np.searchsorted(s, at, "left"), len(s) - 1)
+    hit = s[pos] == at
+    out[hit] = 2 * e[pos[hit]]
+    return out
 
 
 # Busy layers, in the order they own a moment: compute, data, then one per rank waited for
@@ -206,14 +245,6 @@ def _paint(
     return a[first], np.r_[a[first[1:]], b[-1]], label[first]
 
 
-def _first_start(ev: np.ndarray, ev_start: np.ndarray) -> dict[int, int]:
-    """Start time -> the start node of the first GPU event (lowest) starting then."""
-    out: dict[int, int] = {}
-    for e, t in sorted(zip(ev.tolist(), ev_start.tolist())):
-        out.setdefault(int(t), 2 * int(e))
-    return out
-
-
 def _busy_codes(labels: np.ndarray) -> np.ndarray:
     return np.select(
         [labels == _COMPUTE, labels == _DATA],
@@ -226,73 +257,61 @@ def _waited_for(labels: np.ndarray) -> np.ndarray:
     return np.where(labels >= _WAIT, labels - _WAIT, -1).astype(np.int64)
 
 
-def _held_from(
-    s: np.ndarray,
-    e: np.ndarray,
-    c: np.ndarray,
-    events: np.ndarray,
-    held: dict[int, int],
-    names: list,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
-    """Pieces charged to unrecorded GPU work begin where the hold began (the held event's
-    launch returned, model.graph.unrecorded_wait): the edge's part before it is the launch's
-    (gpu_kernel_launch_overhead), as the doctor's unrecorded_gpu_work counts it."""
-    unrec = np.flatnonzero(c == _CODE["gpu_unrecorded_work"])
-    if not len(unrec):
-        return s, e, c, names
-    s, e, c, names = list(s), list(e), list(c), list(names)
-    for i in reversed(unrec.tolist()):
-        begin = held.get(int(events[i]))
-        if begin is None or not s[i] < begin < e[i]:
-            continue
-        s.insert(i, s[i]), e.insert(i, begin)
-        c.insert(i, _CODE["gpu_kernel_launch_overhead"]), names.insert(i, names[i])
-        s[i + 1] = begin
-    return np.asarray(s, np.int64), np.asarray(e, np.int64), np.asarray(c, np.int64), names
-
-
 def _gap_pieces(
-    chain: Chain, times: np.ndarray, gaps: list[tuple[int, int, int, int]]
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, list, np.ndarray]]:
-    """Per step: (starts, ends, owner codes, charged names, waited_for) of its idle gaps'
-    pieces, each gap walked back from what ended it (module doc), in one core call."""
+    chain: Chain,
+    times: np.ndarray,
+    step: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    from_node: np.ndarray,
+) -> _Pieces:
+    """The idle gaps' pieces: each gap [a, b) walked back from what ended it (module doc),
+    all in one core call; gaps are in time order and disjoint."""
     g, trace = chain.graph, chain.trace
-    out: list[tuple[list, list, list, list]] = [([], [], [], []) for _ in chain.steps]
+    if not len(a):
+        z = np.zeros(0, np.int64)
+        return _Pieces(z, z, z, z, z, z)
+    paths, offsets = g.core.critical_paths(g.weight, times, 0, from_node, a)
+    gap = np.repeat(np.arange(len(a)), np.diff(offsets))
+    s = np.clip(times[g.src[paths]], a[gap], b[gap])
+    e = np.clip(times[g.dst[paths]], a[gap], b[gap])
+    # An edge may run back in time (two calls that overlap on a thread): each owns only what
+    # the walk had not yet covered, so the pieces tile the gap. Gaps are disjoint and in
+    # order, so one running maximum serves them all.
+    e = np.maximum.accumulate(e)
+    first = np.r_[True, gap[1:] != gap[:-1]] if len(gap) else np.zeros(0, bool)
+    s = np.where(first, s, np.r_[0, e[:-1]])
+    codes = bound_codes(g, trace, paths).astype(np.int64)
+    events = charged_events(g, trace, paths).astype(np.int64)
+    # Nothing tight leads further back than the walk reached: untraced host time.
+    reached = np.array(b, np.int64)
+    reached[gap[first]] = s[first]
+    rest = np.flatnonzero(reached > a)
+    # A wait behind unrecorded GPU work begins where the hold began (the held event's
+    # launch returned): the edge's part before it is the launch's, as the doctor counts it.
     holds = unrecorded_holds(trace)
-    held = dict(zip(holds.rows.tolist(), (holds.starts - g.window_start).tolist()))
-    if gaps:
-        from_nodes = np.array([gp[3] for gp in gaps], np.int64)
-        stop_at = np.array([gp[1] for gp in gaps], np.int64)
-        paths, offsets = g.core.critical_paths(g.weight, times, 0, from_nodes, stop_at)
-        codes = bound_codes(g, trace, paths) if len(paths) else np.zeros(0, np.int8)
-        events = charged_events(g, trace, paths) if len(paths) else np.zeros(0, np.int64)
-        names = names_of(trace, "name", events).to_pylist() if len(paths) else []
-        for i, (k, a, b, _) in enumerate(gaps):
-            p = np.arange(offsets[i], offsets[i + 1])
-            s = np.clip(times[g.src[paths[p]]], a, b)
-            e = np.clip(times[g.dst[paths[p]]], a, b)
-            if len(p):
-                # An edge may run back in time (two calls that overlap on a thread): each edge
-                # owns only what the path had not yet covered, so the pieces tile the gap.
-                e = np.maximum.accumulate(e)
-                s = np.r_[s[0], e[:-1]]
-            reached = int(s[0]) if len(p) else b
-            if reached > a:  # nothing tight leads further back
-                out[k][0].append(a), out[k][1].append(reached)
-                out[k][2].append(_CODE["untraced_host"]), out[k][3].append(None)
-            c = codes[p].astype(np.int64)
-            s, e, c, n = _held_from(s, e, c, events[p], held, [names[j] for j in p.tolist()])
-            on = e > s
-            out[k][0].extend(s[on].tolist()), out[k][1].extend(e[on].tolist())
-            out[k][2].extend(c[on].tolist())
-            out[k][3].extend(x for x, o in zip(n, on.tolist()) if o)
-    return [
-        (
-            np.asarray(s, np.int64),
-            np.asarray(e, np.int64),
-            np.asarray(c, np.int64),
-            n,
-            np.full(len(s), -1, np.int64),
-        )
-        for s, e, c, n in out
-    ]
+    order = np.argsort(holds.rows)
+    pos = np.minimum(np.searchsorted(holds.rows[order], events), max(len(order) - 1, 0))
+    unrec = codes == _CODE["gpu_unrecorded_work"]
+    if len(order):
+        known = unrec & (holds.rows[order][pos] == events)
+        begin = np.where(known, holds.starts[order][pos] - g.window_start, s)
+    else:
+        known, begin = np.zeros(len(e), bool), s
+    cut = known & (s < begin) & (begin < e)
+    pieces = _Pieces(
+        np.concatenate([step[gap], step[rest], step[gap[cut]]]),
+        np.concatenate([np.where(cut, begin, s), a[rest], s[cut]]),
+        np.concatenate([e, reached[rest], begin[cut]]),
+        np.concatenate(
+            [
+                codes,
+                np.full(len(rest), _CODE["untraced_host"]),
+                np.full(int(cut.sum()), _CODE["gpu_kernel_launch_overhead"]),
+            ]
+        ),
+        np.concatenate([events, np.full(len(rest), -1), events[cut]]),
+        np.full(len(e) + len(rest) + int(cut.sum()), -1, np.int64),
+    )
+    keep = pieces.end > pieces.start
+    return _Pieces(*(np.asarray(x[keep], np.int64) for x in pieces))
