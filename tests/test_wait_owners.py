@@ -205,3 +205,36 @@ def test_overlapping_calls_by_construction():
     r = critical_path(b.load())
     d = r["breakdown"].to_pandas().duration
     assert (d >= 0).all() and d.sum() == r.table.to_pylist()[0]["critical_path_length"]
+
+
+def _ddp(steps: int = 3) -> KinetoBuilder:
+    """DDP-like steps of 20 ms: 8 ms of compute kernels on stream 7, then an 11 ms all-reduce
+    on stream 20 (held behind the compute by the times alone), the host waiting for it in a
+    stream sync."""
+    b = KinetoBuilder(world_size=1)
+    for s in range(steps):
+        t0 = s * 20_000
+        b.step(s, t0, 20_000)
+        for j in range(16):
+            b.kernel(GEMM, t0 + 10 + 20 * j, t0 + 400 + 500 * j, 500)
+        b.nccl("allreduce", t0 + 400, t0 + 8_400, 11_000)
+        b.runtime("cudaStreamSynchronize", t0 + 500, 19_000)
+    return b
+
+
+def test_each_stream_partitioned_the_compute_stream_waits_for_the_all_reduce():
+    r = wait_owners(_ddp().load(), by_stream=True)
+    t = r.to_pandas()
+    _partitions(r.table)
+    compute, comm = t[t.stream == 7], t[t.stream == 20]
+    assert len(compute) == len(comm) == 3
+    # the compute stream: its own 8 ms, then idle while the all-reduce runs (11 ms)
+    assert (compute.gpu_compute_bound == 8_000_000).all()
+    assert (compute.gpu_communication_bound == 11_000_000).all()
+    # the communication stream: its 11 ms, idle before it while compute ran (8 ms)
+    assert (comm.gpu_communication_bound == 11_000_000).all()
+    assert (comm.gpu_compute_bound == 8_000_000).all()
+    iv = r["intervals"].to_pandas()
+    assert iv.stream.notna().all()
+    whole = wait_owners(_ddp().load()).to_pandas()
+    assert whole.stream.isna().all()

@@ -93,6 +93,12 @@ def critical_path_command(
 
 @cli.command("owners")
 @table_command
+@click.option(
+    "--by-stream",
+    is_flag=True,
+    help="Each stream with work in a step partitioned too (its own work, and each of its "
+    "idle gaps by what its next event waited for).",
+)
 @click.pass_obj
 def owners_command(
     opts: Options,
@@ -104,6 +110,7 @@ def owners_command(
     limit: int,
     recover: bool,
     steps_from: str,
+    by_stream: bool,
 ) -> None:
     """Who owns each nanosecond of each step on the GPU: compute, communication moving
     data, the wait for the last rank to arrive (named), and each idle gap by what the GPU
@@ -114,7 +121,7 @@ def owners_command(
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
-    result = wait_owners(traces, selection=selection(ranks, steps).of(traces))
+    result = wait_owners(traces, selection=selection(ranks, steps).of(traces), by_stream=by_stream)
     emit(*result_tables([result]), fmt, out_dir, limit, origin_ns=trace_start(traces))
 
 

@@ -50,6 +50,7 @@ SUMMARY = pa.schema(
     [
         pa.field("rank", pa.int64()),
         pa.field("step", pa.int64()),
+        pa.field("stream", pa.int64()),
         pa.field("step_ns", pa.int64(), metadata=NS),
     ]
     + [pa.field(o, pa.int64(), metadata=NS) for o in OWNERS]
@@ -58,6 +59,7 @@ INTERVALS = pa.schema(
     [
         pa.field("rank", pa.int64()),
         pa.field("step", pa.int64()),
+        pa.field("stream", pa.int64()),
         pa.field("start", pa.int64(), metadata=NS),
         pa.field("end", pa.int64(), metadata=NS),
         pa.field("owner", pa.string()),
@@ -73,31 +75,37 @@ def wait_owners(
     ranks: Ranks = None,
     steps: Steps = None,
     selection: Optional[select.Selection] = None,
+    by_stream: bool = False,
 ) -> Result:
     """Per (rank, step): the step's length and each owner's time (ns), the owners
     partitioning the step (module doc); side table "intervals": one row per owned interval
     (start and end on the trace's clock, the owner, the event it is charged to where there
-    is one, and for cross_rank the rank waited for)."""
+    is one, and for cross_rank the rank waited for). stream is null: the GPU as a whole.
+    by_stream: the same per (rank, step, stream) for each stream with work in the step, its
+    busy time its own work's and each of its idle gaps walked back from its next event (a
+    stream held behind another's collective: that collective's release)."""
     sel = select.selection_of(selection, ranks, steps)
     ts = select.as_traceset(traces)
     waits = kernel_waits(ts, ranks=sel.ranks, steps=sel.steps) if len(ts) > 1 else {}
     rows: list[dict] = []
     parts: list[pa.Table] = []
     for chain in walk(ts, sel, True):
-        summary, intervals = _chain_owners(chain, waits.get(chain.rank))
+        summary, intervals = _chain_owners(chain, waits.get(chain.rank), by_stream)
         rows += summary
         parts.append(intervals)
-    rows.sort(key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0))
+    rows.sort(key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0, r["stream"] or -1))
     table = pa.table({f.name: [r[f.name] for r in rows] for f in SUMMARY}, schema=SUMMARY)
     side = pa.concat_tables(parts) if parts else INTERVALS.empty_table()
-    return Result("wait_owners", table, tables={"intervals": side}, params={"selection": sel})
+    params = {"selection": sel, "by_stream": by_stream}
+    return Result("wait_owners", table, tables={"intervals": side}, params=params)
 
 
 class _Pieces(NamedTuple):
-    """Owned intervals of a chain, flat: step index, start, end (chain times), owner code,
-    charged event row (-1: none), rank waited for (-1: none)."""
+    """Owned intervals of a chain, flat: step index, stream (-1: the GPU as a whole), start,
+    end (chain times), owner code, charged event row (-1: none), rank waited for (-1: none)."""
 
     step: np.ndarray
+    stream: np.ndarray
     start: np.ndarray
     end: np.ndarray
     owner: np.ndarray
@@ -105,55 +113,76 @@ class _Pieces(NamedTuple):
     waited_for: np.ndarray
 
 
-def _chain_owners(chain: Chain, waits: Optional[KernelWaits]) -> tuple[list[dict], pa.Table]:
+def _chain_owners(
+    chain: Chain, waits: Optional[KernelWaits], by_stream: bool
+) -> tuple[list[dict], pa.Table]:
     g, trace = chain.graph, chain.trace
     times = g.replay()
     gpu = np.isin(trace.column("events", "kind")[g.rows], np.asarray(GPU_WORK_KINDS, np.uint8))
     kclass = trace.column("events", "kernel_class")[g.rows]
+    stream_of = trace.column("events", "stream")[g.rows].astype(np.int64)
     starts, ends = chain.step_starts(times), chain.step_ends(times)
     end_nodes = chain.end_nodes(times)
     busy: list[_Pieces] = []
-    gap_step, gap_a, gap_b, gap_from = [], [], [], []
+    gap_step, gap_stream, gap_a, gap_b, gap_from = [], [], [], [], []
+    lanes_seen: list[tuple[int, int]] = []
     for k in range(len(chain.steps)):
         lo, hi = int(starts[k]), int(ends[k])
-        ev = chain.members[(chain.member_step == k) & gpu[chain.members]]
-        ev_start = np.clip(times[2 * ev], lo, hi)
-        ev_end = np.clip(times[2 * ev + 1], lo, hi)
-        a, b, label = _paint(lo, hi, _layers(g.rows[ev], kclass[ev], ev_start, ev_end, waits))
-        on = label != _IDLE
-        none = np.full(int(on.sum()), -1, np.int64)
-        busy.append(
-            _Pieces(
-                np.full(len(none), k),
-                a[on],
-                b[on],
-                _busy_codes(label[on]),
-                none,
-                _waited_for(label[on]),
+        step_ev = chain.members[(chain.member_step == k) & gpu[chain.members]]
+        lanes = sorted(set(stream_of[step_ev].tolist())) if by_stream else [-1]
+        for lane in lanes:
+            ev = step_ev if lane == -1 else step_ev[stream_of[step_ev] == lane]
+            lanes_seen.append((k, lane))
+            ev_start = np.clip(times[2 * ev], lo, hi)
+            ev_end = np.clip(times[2 * ev + 1], lo, hi)
+            layers = _layers(g.rows[ev], kclass[ev], ev_start, ev_end, waits)
+            a, b, label = _paint(lo, hi, layers)
+            on = label != _IDLE
+            none = np.full(int(on.sum()), -1, np.int64)
+            busy.append(
+                _Pieces(
+                    np.full(len(none), k),
+                    np.full(len(none), lane),
+                    a[on],
+                    b[on],
+                    _busy_codes(label[on]),
+                    none,
+                    _waited_for(label[on]),
+                )
             )
-        )
-        idle = ~on
-        gap_step.append(np.full(int(idle.sum()), k))
-        gap_a.append(a[idle]), gap_b.append(b[idle])
-        gap_from.append(_first_start_node(ev, ev_start, b[idle], int(end_nodes[k])))
+            idle = ~on
+            gap_step.append(np.full(int(idle.sum()), k))
+            gap_stream.append(np.full(int(idle.sum()), lane))
+            gap_a.append(a[idle]), gap_b.append(b[idle])
+            gap_from.append(_first_start_node(ev, ev_start, b[idle], int(end_nodes[k])))
     gaps = _gap_pieces(
         chain,
         times,
         *(
             np.concatenate(x) if x else np.zeros(0, np.int64)
-            for x in (gap_step, gap_a, gap_b, gap_from)
+            for x in (gap_step, gap_stream, gap_a, gap_b, gap_from)
         ),
     )
     allp = _Pieces(*(np.concatenate(x) for x in zip(*busy, gaps)))
-    order = np.lexsort((allp.start, allp.step))
+    order = np.lexsort((allp.start, allp.stream, allp.step))
     allp = _Pieces(*(x[order] for x in allp))
     steps = np.asarray([-1 if st is None else st for st in chain.steps], np.int64)
     summary = []
-    per = np.zeros((len(chain.steps), len(OWNERS)))
-    np.add.at(per, (allp.step, allp.owner), allp.end - allp.start)
-    for k, step in enumerate(chain.steps):
-        row = {"rank": chain.rank, "step": step, "step_ns": int(ends[k] - starts[k])}
-        row.update({o: int(round(per[k, i])) for i, o in enumerate(OWNERS)})
+    # each piece's (step, stream) lane, summed per lane
+    slot = {lane: i for i, lane in enumerate(lanes_seen)}
+    per_lane = np.zeros((len(lanes_seen), len(OWNERS)))
+    if len(allp.step):
+        pairs, inverse = np.unique(np.stack([allp.step, allp.stream]), axis=1, return_inverse=True)
+        lane_of = np.array([slot[(int(k), int(lane))] for k, lane in pairs.T], np.int64)
+        np.add.at(per_lane, (lane_of[inverse.reshape(-1)], allp.owner), allp.end - allp.start)
+    for (k, lane), per in zip(lanes_seen, per_lane):
+        row = {
+            "rank": chain.rank,
+            "step": chain.steps[k],
+            "stream": None if lane == -1 else lane,
+            "step_ns": int(ends[k] - starts[k]),
+        }
+        row.update({o: int(round(per[i])) for i, o in enumerate(OWNERS)})
         summary.append(row)
     n = len(allp.start)
     has_event = allp.event >= 0
@@ -162,6 +191,7 @@ def _chain_owners(chain: Chain, waits: Optional[KernelWaits]) -> tuple[list[dict
         {
             "rank": pa.array(np.full(n, chain.rank), pa.int64()),
             "step": pa.array(steps[allp.step], pa.int64(), mask=steps[allp.step] < 0),
+            "stream": pa.array(allp.stream, pa.int64(), mask=allp.stream < 0),
             "start": pa.array(allp.start + g.window_start, pa.int64()),
             "end": pa.array(allp.end + g.window_start, pa.int64()),
             "owner": pa.array(np.asarray(OWNERS, object)[allp.owner], pa.string()),
@@ -261,24 +291,26 @@ def _gap_pieces(
     chain: Chain,
     times: np.ndarray,
     step: np.ndarray,
+    stream: np.ndarray,
     a: np.ndarray,
     b: np.ndarray,
     from_node: np.ndarray,
 ) -> _Pieces:
     """The idle gaps' pieces: each gap [a, b) walked back from what ended it (module doc),
-    all in one core call; gaps are in time order and disjoint."""
+    all in one core call."""
     g, trace = chain.graph, chain.trace
     if not len(a):
         z = np.zeros(0, np.int64)
-        return _Pieces(z, z, z, z, z, z)
+        return _Pieces(z, z, z, z, z, z, z)
     paths, offsets = g.core.critical_paths(g.weight, times, 0, from_node, a)
     gap = np.repeat(np.arange(len(a)), np.diff(offsets))
     s = np.clip(times[g.src[paths]], a[gap], b[gap])
     e = np.clip(times[g.dst[paths]], a[gap], b[gap])
     # An edge may run back in time (two calls that overlap on a thread): each owns only what
-    # the walk had not yet covered, so the pieces tile the gap. Gaps are disjoint and in
-    # order, so one running maximum serves them all.
-    e = np.maximum.accumulate(e)
+    # the walk had not yet covered, so the pieces tile the gap (a running maximum per gap:
+    # each gap's times lifted above every earlier gap's).
+    lift = gap.astype(np.int64) * (int((b - a).max()) + 1) - a[gap]
+    e = np.maximum.accumulate(e + lift) - lift
     first = np.r_[True, gap[1:] != gap[:-1]] if len(gap) else np.zeros(0, bool)
     s = np.where(first, s, np.r_[0, e[:-1]])
     codes = bound_codes(g, trace, paths).astype(np.int64)
@@ -301,6 +333,7 @@ def _gap_pieces(
     cut = known & (s < begin) & (begin < e)
     pieces = _Pieces(
         np.concatenate([step[gap], step[rest], step[gap[cut]]]),
+        np.concatenate([stream[gap], stream[rest], stream[gap[cut]]]),
         np.concatenate([np.where(cut, begin, s), a[rest], s[cut]]),
         np.concatenate([e, reached[rest], begin[cut]]),
         np.concatenate(
