@@ -74,9 +74,15 @@ def per_step_times(v: RankView) -> tuple[np.ndarray, np.ndarray]:
 def exposed_per_kernel(v: RankView) -> np.ndarray:
     """Per GPU work event of the view: its time not covered by compute kernels (ns)."""
     w = v.work
+    return exposed_between(v, w.starts, w.ends)
+
+
+def exposed_between(v: RankView, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per interval: its time not covered by the view's compute kernels (ns)."""
+    w = v.work
     comp = w.kclass == KernelClass.COMP
     comp_u = ops.union(w.starts[comp], w.ends[comp])
-    return (w.ends - w.starts) - covered_length(comp_u.starts, comp_u.ends, w.starts, w.ends)
+    return (ends - starts) - covered_length(comp_u.starts, comp_u.ends, starts, ends)
 
 
 class Waits(NamedTuple):
@@ -94,8 +100,10 @@ class Waits(NamedTuple):
 
 
 def rank_waits(v: RankView, waits: KernelWaits) -> Waits:
-    """The view's analysed collectives, with their waits (analysis.collectives.kernel_waits)
-    limited to the part no compute covers."""
+    """The view's analysed collectives, with their waits (analysis.collectives.kernel_waits):
+    a collective waits for the last rank first, then moves data, so its wait is its first
+    `wait` ns, counted where no compute covers them (as model.path.owners counts
+    cross_rank)."""
     w, trace = v.work, v.trace
     comm = v.selected & (w.kclass == KernelClass.COMM)
     order = np.argsort(waits.rows)
@@ -109,7 +117,10 @@ def rank_waits(v: RankView, waits: KernelWaits) -> Waits:
     return Waits(
         w.rows[take],
         v.work_step_index[take],
-        np.clip(np.minimum(waits.wait[at], exposed_per_kernel(v)[take]), 0, None),
+        # a collective waits for the last rank first, then moves data (model.path.owners)
+        exposed_between(
+            v, w.starts[take], np.minimum(w.starts[take] + waits.wait[at], w.ends[take])
+        ),
         waited_for,
         np.where(late, start - waits.arrival_delay[at], 0),
         np.where(late, start, 0),
