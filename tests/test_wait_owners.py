@@ -89,7 +89,7 @@ def test_param_dlrm_the_wait_for_rank_7():
     assert by.idxmax() == 7 and by[7] > 0.7 * by.sum()
     ri = diagnose(ts).finding("rank_imbalance")
     owned = r.table.to_pandas()["cross_rank"].mean()
-    assert owned == pytest.approx(ri.cost_ns_per_step, rel=0.1)
+    assert owned == pytest.approx(ri.cost_ns_per_step, rel=0.01)
 
 
 def test_the_late_rank_by_construction():
