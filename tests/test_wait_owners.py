@@ -238,3 +238,20 @@ def test_each_stream_partitioned_the_compute_stream_waits_for_the_all_reduce():
     assert iv.stream.notna().all()
     whole = wait_owners(_ddp().load()).to_pandas()
     assert whole.stream.isna().all()
+
+
+@pytest.mark.parametrize(
+    "rel, cause",
+    [
+        ("modern/sglang_decode", "unrecorded_gpu_work"),
+        ("modern/particle_transformer", "one_off_stall"),
+        ("param_dlrm_8rank", "rank_imbalance"),
+        ("param_dlrm_8rank", "exposed_communication"),
+    ],
+)
+def test_a_findings_cost_is_its_owners_time(rel, cause):
+    """A cause declares the owners it is (its Cause record); the doctor's cost and those
+    owners' time are one figure (within 10 %) where the cause is one set of owners."""
+    f = diagnose(_load(rel)).finding(cause)
+    assert f.owned_ns_per_step is not None
+    assert f.owned_ns_per_step == pytest.approx(f.cost_ns_per_step, rel=0.1)

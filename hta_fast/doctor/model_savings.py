@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..model.path.owners import OWNERS, wait_owners
 from ..model.whatif.steps import what_if
 from .causes.record import Cause, Examination
 
@@ -77,3 +78,22 @@ def differ_text(cause: Cause, cost_ns: float, saving_ns: Optional[int], step_ns:
         f"The model saves {more} than the heuristic cost: its edit ({cause.edit_text}) "
         f"follows what the removal does downstream{why}."
     )
+
+
+def owned_per_step(ex: Examination, notes: list[str]) -> Optional[dict[str, float]]:
+    """Each owner's GPU time per step on the examined ranks (model.path.owners): the mean
+    over ranks of each rank's mean step; None where the model cannot walk these steps."""
+    try:
+        t = wait_owners(ex.traces, ranks=[v.rank for v in ex.views], steps=ex.steps).table
+    except ValueError as e:
+        notes.append(f"owners: not computed ({e})")
+        return None
+    if not t.num_rows:
+        return None
+    rank = t["rank"].to_numpy()
+    out = {}
+    for o in OWNERS:
+        per = t[o].to_numpy().astype(np.float64)
+        means = [per[rank == r].mean() for r in np.unique(rank)]
+        out[o] = float(np.mean(means))
+    return out

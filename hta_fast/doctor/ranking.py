@@ -22,7 +22,7 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from .causes import BY_KEY, CAUSES, examination_order, memory_sync
 from .causes.record import Examination
-from .model_savings import differ_text, predicted_saving
+from .model_savings import differ_text, owned_per_step, predicted_saving
 from .no_gpu import no_gpu_reason
 from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
 from .views import gap_causes
@@ -161,6 +161,7 @@ def diagnose(
         model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
     )
     with chains_kept():  # each cause's replay walks the same graphs: built once
+        owned = owned_per_step(ex, notes) if use_model else None
         for f in findings:
             cause = BY_KEY[f.cause]
             if use_model:
@@ -171,6 +172,8 @@ def diagnose(
                 )
             else:
                 f.saving_edit = "model not run" if cause.edit is not None else cause.edit_text
+            if owned is not None and cause.owners:
+                f.owned_ns_per_step = int(round(sum(owned[o] for o in cause.owners)))
     if model == "auto" and views and not use_model:
         notes.append(
             f"{len(views)} ranks: predicted savings not computed (more than {MODEL_MAX_RANKS}); "

@@ -41,6 +41,9 @@ class Finding:
     saving_edit       the edit replayed for it, or why there is none
     saving_note       where the cost and the saving differ by more than 10 %, one sentence
                       saying what the edit removes and what it cannot
+    owned_ns_per_step the step's GPU time its owners hold (the cause record's owners,
+                      model.path.owners; mean over ranks of each rank's mean step), where
+                      the cause has owners and the model ran; None otherwise
     """
 
     cause: str
@@ -56,6 +59,7 @@ class Finding:
     saving_ns_per_step: Optional[int] = None
     saving_edit: str = ""
     saving_note: str = ""
+    owned_ns_per_step: Optional[int] = None
 
     @property
     def rank_key(self) -> tuple[bool, int, int]:
@@ -296,6 +300,12 @@ class Diagnosis:
                 lines.append(f"   model: {_not_modelled(f.saving_edit)}")
             if f.saving_note:
                 lines.append(f"   {f.saving_note}")
+            if f.owned_ns_per_step is not None and owned_differs(f):
+                lines.append(
+                    f"   owners: {duration_text(f.owned_ns_per_step)} per step of the GPU's time "
+                    "(hta-fast owners), where the cost counts the idle gaps this cause's "
+                    "heuristic reads"
+                )
             if f.evidence:
                 lines.append("   evidence: " + "; ".join(f"{k}={v}" for k, v in f.evidence_items()))
             if f.top_events:
@@ -325,6 +335,18 @@ def _below_text(f: Finding) -> str:
     if isinstance(slowest, int):  # else "none stands out"
         text += f" (rank {slowest} stands out)"
     return text
+
+
+# The cost and the owners' time are one figure within this share of the larger.
+OWNED_AGREE = 0.1
+
+
+def owned_differs(f: Finding) -> bool:
+    """Whether the finding's cost and its owners' time differ by more than OWNED_AGREE."""
+    if f.owned_ns_per_step is None:
+        return False
+    hi = max(f.owned_ns_per_step, f.cost_ns_per_step)
+    return hi > 0 and abs(f.owned_ns_per_step - f.cost_ns_per_step) > OWNED_AGREE * hi
 
 
 def _not_modelled(why: str) -> str:

@@ -143,4 +143,5 @@ CAUSE = Cause(
     edit_limits="communication kernels keep their time on their own streams and their share "
     "of the GPU, and a wait for a slower rank is rank_imbalance's",
     needs=("rank_imbalance",),
+    owners=("gpu_communication_bound",),
 )

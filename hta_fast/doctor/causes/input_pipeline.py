@@ -74,4 +74,5 @@ CAUSE = Cause(
     edit_text="the data loader costs nothing",
     edit_limits="the host's other work stays, and once the loader is gone the GPU or that "
     "work becomes the bound",
+    owners=("data_loading",),
 )

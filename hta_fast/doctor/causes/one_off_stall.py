@@ -119,4 +119,5 @@ CAUSE = Cause(
     edit_text="the stall events take no time",
     edit_limits="it keeps what the host did around them, and the model replays the "
     "analysed steps only",
+    owners=("one_off_stall",),
 )

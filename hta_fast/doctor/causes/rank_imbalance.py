@@ -326,4 +326,5 @@ CAUSE = Cause(
     edit_text="every rank as fast as the median rank",
     edit_limits="it scales the slow ranks' compute kernels only; their host time, input and "
     "communication stay, so a rank late for its host is not made earlier",
+    owners=("cross_rank",),
 )

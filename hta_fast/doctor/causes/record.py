@@ -40,6 +40,8 @@ class Cause:
     edit_limits what the edit leaves, said where the heuristic cost and the model's saving
                 differ by more than SAVINGS_DIFFER
     needs       causes whose estimates the heuristic reads (examined first)
+    owners      the owners of the step's GPU time (model.path.owners.OWNERS) that are this
+                cause, where one set of them is: the finding's owned_ns_per_step reads them
     """
 
     key: str
@@ -51,3 +53,4 @@ class Cause:
     edit_text: str
     edit_limits: str = ""
     needs: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()

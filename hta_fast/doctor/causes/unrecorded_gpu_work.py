@@ -120,4 +120,5 @@ CAUSE = Cause(
     edit=None,
     edit_text="not removable: the GPU ran work this trace does not hold, and no edit of the "
     "recorded work shortens it",
+    owners=("gpu_unrecorded_work",),
 )

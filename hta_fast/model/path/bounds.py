@@ -2,7 +2,7 @@
 
 cpu_bound                    CPU event time, gaps between a thread's calls, host wake-up
                              after a sync (data_loading: data-loading events,
-                             frame.derived.DATALOADER)
+                             frame.derived.DATALOADER, and the events inside them)
 gpu_compute_bound            kernels, copies and sets that are not communication
 gpu_communication_bound      communication kernels
 gpu_kernel_launch_overhead   launch call start -> its GPU event start
@@ -30,7 +30,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...frame import derived
 from ...frame.derived import DATALOADER, name_flags
+from ...frame.launches import enclosing
 from ...schema import KernelClass
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
@@ -85,10 +87,9 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     and codes are compared and counted in C where strings are not."""
     code = {b: np.int8(i) for i, b in enumerate(BOUND_BY)}
     events = charged_events(graph, trace, edges)
-    name = trace.column("events", "name")[events]
-    flags = name_flags(trace, DATALOADER)
-    loading = (name >= 0) & (flags[np.clip(name, 0, len(flags) - 1)] if len(flags) else False)
-    out = np.where(loading, code["data_loading"], code["cpu_bound"]).astype(np.int8)
+    out = np.where(in_data_loading(trace)[events], code["data_loading"], code["cpu_bound"]).astype(
+        np.int8
+    )
     types = graph.edge_type[edges]
     gpu = types == EDGE["gpu_self"]
     comm = trace.column("events", "kernel_class")[events] == KernelClass.COMM
@@ -108,6 +109,23 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     out[_untraced(graph, trace, edges, events)] = code["untraced_host"]
     out[waits_on_unrecorded(graph, trace, edges)] = code["gpu_unrecorded_work"]
     return out
+
+
+def in_data_loading(trace: Trace) -> np.ndarray:
+    """Per event row: whether it is a data-loading event (frame.derived.DATALOADER) or runs
+    inside one, as the doctor's input_pipeline counts the loader's whole span."""
+
+    def compute() -> np.ndarray:
+        name = trace.column("events", "name")
+        flags = name_flags(trace, DATALOADER)
+        own = (name >= 0) & (flags[np.clip(name, 0, len(flags) - 1)] if len(flags) else False)
+        out = np.asarray(own, bool).copy()
+        if own.any():
+            rows = np.flatnonzero(~own)
+            out[rows] = enclosing(trace, rows, own) >= 0
+        return out
+
+    return derived.remember(trace, "in_data_loading", compute)
 
 
 def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
