@@ -181,14 +181,26 @@ def examine(
     except ValueError as e:  # e.g. steps the analysis cannot use
         evidence["stragglers"] = "unknown"
         notes.append(f"stragglers: {e}")
+    title = _title(evidence, named)
+    return Estimate(cost, evidence, top[:5], title, ADVICE, notes)
+
+
+def _title(evidence: dict[str, Number], named: Optional[int]) -> str:
+    """The finding's title from its evidence: the rank waited for and what made it late,
+    else the slowest rank by work, else that none stands out; the spreads."""
+
+    def ns(key: str) -> float:
+        value = evidence.get(key)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
     spread = (
-        f"work time varies {100 * float(evidence['work_time_spread']):.0f}% across ranks, step "
-        f"time {100 * float(evidence['step_time_spread']):.0f}%"
+        f"work time varies {100 * ns('work_time_spread'):.0f}% across ranks, step "
+        f"time {100 * ns('step_time_spread'):.0f}%"
     )
     slowest = evidence["slowest_rank"]
     extra = (
         f"rank {slowest} is slowest, "
-        f"{duration_text(float(evidence['slowest_extra_work_ns_per_step']))} more GPU work per "
+        f"{duration_text(ns('slowest_extra_work_ns_per_step'))} more GPU work per "
         "step than the median rank"
         if isinstance(slowest, int)
         else ""
@@ -196,17 +208,15 @@ def examine(
     if named is not None:
         host = evidence["its_host_meanwhile"]
         why = extra if slowest == named else f"its host meanwhile in {host}"
-        title = (
+        return (
             f"Imbalance between ranks: the others wait "
-            f"{duration_text(float(evidence['others_wait_for_it_ns_per_step']))} per step in "
+            f"{duration_text(ns('others_wait_for_it_ns_per_step'))} per step in "
             f"collectives for rank {named}, last to arrive at {evidence['times_last']}; "
             f"{why}; {spread}"
         )
-    elif extra:
-        title = f"Imbalance between ranks: {extra}; {spread}"
-    else:
-        title = f"Imbalance between ranks: no rank stands out; {spread}"
-    return Estimate(cost, evidence, top[:5], title, ADVICE, notes)
+    if extra:
+        return f"Imbalance between ranks: {extra}; {spread}"
+    return f"Imbalance between ranks: no rank stands out; {spread}"
 
 
 def _waited_for(charged: dict[int, float], n_ranks: int, least: float) -> Optional[int]:

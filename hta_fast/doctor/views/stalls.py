@@ -140,7 +140,7 @@ class _Judge:
 
     def usual(self, row: int) -> tuple[float, int]:
         """(median duration of the other events of the row's name, count of its name)."""
-        return float(self.v.usual_ns[row]), int(self.v.count[row])
+        return float(self.v.usual_ns[row]), int(self.v.same_name[row])
 
     def stall_at(self, inner: int) -> int:
         """The one-off stall event at or above this row, -1 for none."""

@@ -56,12 +56,12 @@ ONE_TIME = (
 
 class Verdicts(NamedTuple):
     """Per event row of a trace: its verdict (NOT_HOST .. ONE_OFF), the median duration of
-    the other events of its name (ns; 0 where it is the only one) and their count (its
-    own included)."""
+    the other events of its name (ns; 0 where it is the only one) and how many events have
+    its name (its own included)."""
 
     verdict: np.ndarray
     usual_ns: np.ndarray
-    count: np.ndarray
+    same_name: np.ndarray
 
 
 def one_off_rows(trace: Trace, rows: np.ndarray) -> np.ndarray:

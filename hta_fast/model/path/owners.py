@@ -153,7 +153,8 @@ def _chain_owners(
             idle = ~on
             gap_step.append(np.full(int(idle.sum()), k))
             gap_stream.append(np.full(int(idle.sum()), lane))
-            gap_a.append(a[idle]), gap_b.append(b[idle])
+            gap_a.append(a[idle])
+            gap_b.append(b[idle])
             gap_from.append(_first_start_node(ev, ev_start, b[idle], int(end_nodes[k])))
     gaps = _gap_pieces(
         chain,
