@@ -90,7 +90,12 @@ def _judge(trace: Trace, min_ns: float, ratio: float, max_repeats: float) -> Ver
     verdict = np.full(n_rows, NOT_HOST, np.int8)
     usual = np.zeros(n_rows, np.float64)
     count = np.zeros(n_rows, np.int64)
-    host = np.flatnonzero(derived.kind_mask(trace, HOST_KINDS))
+    host_mask = derived.kind_mask(trace, HOST_KINDS)
+    verdict[host_mask] = SHORT
+    # Only names with an event of min_ns or more can hold a stall: the rest stay SHORT,
+    # and the sort below is over these names' events alone.
+    long_names = np.unique(name[host_mask & (dur >= min_ns) & (name >= 0)])
+    host = np.flatnonzero(host_mask & np.isin(name, long_names))
     if not len(host):
         return Verdicts(verdict, usual, count)
     rows = host[np.lexsort((dur[host], name[host]))]

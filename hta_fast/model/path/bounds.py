@@ -87,7 +87,7 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     and codes are compared and counted in C where strings are not."""
     code = {b: np.int8(i) for i, b in enumerate(BOUND_BY)}
     events = charged_events(graph, trace, edges)
-    out = np.where(in_data_loading(trace)[events], code["data_loading"], code["cpu_bound"]).astype(
+    out = np.where(in_data_loading(trace, events), code["data_loading"], code["cpu_bound"]).astype(
         np.int8
     )
     types = graph.edge_type[edges]
@@ -111,21 +111,22 @@ def bound_codes(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.n
     return out
 
 
-def in_data_loading(trace: Trace) -> np.ndarray:
+def in_data_loading(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """Per event row: whether it is a data-loading event (frame.derived.DATALOADER) or runs
     inside one, as the doctor's input_pipeline counts the loader's whole span."""
 
-    def compute() -> np.ndarray:
+    def loaders() -> np.ndarray:
         name = trace.column("events", "name")
         flags = name_flags(trace, DATALOADER)
         own = (name >= 0) & (flags[np.clip(name, 0, len(flags) - 1)] if len(flags) else False)
-        out = np.asarray(own, bool).copy()
-        if own.any():
-            rows = np.flatnonzero(~own)
-            out[rows] = enclosing(trace, rows, own) >= 0
-        return out
+        return np.asarray(own, bool)
 
-    return derived.remember(trace, "in_data_loading", compute)
+    own = derived.remember(trace, "data_loader_events", loaders)
+    out = own[rows]
+    if own.any() and not out.all():
+        inside = np.flatnonzero(~out)
+        out[inside] = enclosing(trace, rows[inside], own) >= 0
+    return out
 
 
 def bound_by(graph: DependencyGraph, trace: Trace, edges: np.ndarray) -> np.ndarray:
