@@ -169,13 +169,14 @@ def _chain_owners(
     allp = _Pieces(*(x[order] for x in allp))
     steps = np.asarray([-1 if st is None else st for st in chain.steps], np.int64)
     summary = []
-    # each piece's (step, stream) lane, summed per lane
-    slot = {lane: i for i, lane in enumerate(lanes_seen)}
+    # each piece's (step, stream) lane, summed per lane: one integer key per lane
+    seen = np.array(lanes_seen, np.int64).reshape(-1, 2)
+    streams, seen_stream = np.unique(seen[:, 1], return_inverse=True)
+    seen_key = seen[:, 0] * len(streams) + seen_stream.reshape(-1)
+    piece_key = allp.step * len(streams) + np.searchsorted(streams, allp.stream)
+    slot = np.searchsorted(seen_key, piece_key)  # lanes_seen is in (step, stream) order
     per_lane = np.zeros((len(lanes_seen), len(OWNERS)))
-    if len(allp.step):
-        pairs, inverse = np.unique(np.stack([allp.step, allp.stream]), axis=1, return_inverse=True)
-        lane_of = np.array([slot[(int(k), int(lane))] for k, lane in pairs.T], np.int64)
-        np.add.at(per_lane, (lane_of[inverse.reshape(-1)], allp.owner), allp.end - allp.start)
+    np.add.at(per_lane, (slot, allp.owner), allp.end - allp.start)
     for (k, lane), per in zip(lanes_seen, per_lane):
         row = {
             "rank": chain.rank,
