@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from synthetic_traces import KinetoBuilder, held_by_unrecorded_builder, traceset
+from synthetic_traces import (
+    HELD_FROM_US,
+    HELD_TO_US,
+    KinetoBuilder,
+    held_by_unrecorded_builder,
+    traceset,
+)
 
 import hta_fast
 from hta_fast.doctor import diagnose
@@ -251,7 +257,26 @@ def test_each_stream_partitioned_the_compute_stream_waits_for_the_all_reduce():
 )
 def test_a_findings_cost_is_its_owners_time(rel, cause):
     """A cause declares the owners it is (its Cause record); the doctor's cost and those
-    owners' time are one figure (within 10 %) where the cause is one set of owners."""
-    f = diagnose(_load(rel)).finding(cause)
+    owners' time are one figure (within 10 %) where the cause is one set of owners; asked
+    for (owners=True), as a walk of every gap costs a tenth of the diagnosis."""
+    f = diagnose(_load(rel), owners=True).finding(cause)
     assert f.owned_ns_per_step is not None
     assert f.owned_ns_per_step == pytest.approx(f.cost_ns_per_step, rel=0.1)
+
+
+def test_owners_are_asked_for(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from hta_fast.cli.app import cli
+
+    path = tmp_path / "held.json"
+    path.write_bytes(held_by_unrecorded_builder().to_bytes())
+    plain = json.loads(CliRunner().invoke(cli, ["-q", "doctor", "--json", str(path)]).stdout)
+    asked = json.loads(
+        CliRunner().invoke(cli, ["-q", "doctor", "--json", "--owners", str(path)]).stdout
+    )
+    assert all(f["owned_ns_per_step"] is None for f in plain["findings"])
+    got = {f["cause"]: f["owned_ns_per_step"] for f in asked["findings"]}
+    assert got["unrecorded_gpu_work"] == (HELD_TO_US - HELD_FROM_US) * 1000

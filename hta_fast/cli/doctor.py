@@ -146,6 +146,12 @@ def exit_status(diag: Diagnosis, reasons: Sequence[str]) -> int:
     help="Predict each cause's saving by replaying its edit on the dependency graph and "
     "rank by it (default: on up to 64 ranks).",
 )
+@click.option(
+    "--owners",
+    is_flag=True,
+    help="Beside each cost, the time its owners hold of the step on the GPU (hta-fast "
+    "owners; where the model runs).",
+)
 @recover_option
 @steps_from_option
 @click.pass_obj
@@ -162,6 +168,7 @@ def doctor(
     threshold_pairs: tuple[str, ...],
     thresholds_file: Optional[str],
     model: Optional[bool],
+    owners: bool,
     recover: bool,
     steps_from: str,
 ) -> None:
@@ -186,6 +193,7 @@ def doctor(
         steps=pick_steps(traces, parse_steps(steps)),
         thresholds=thresholds,
         model="auto" if model is None else model,
+        owners=owners,
     )
     reasons = gate_reasons(diag, fail_under_utilization, fail_on)
     if as_json:

@@ -56,6 +56,7 @@ def diagnose(
     steps: Optional[Sequence[int]] = None,
     thresholds: Optional[Thresholds] = None,
     model: Union[bool, str] = "auto",
+    owners: bool = False,
 ) -> Diagnosis:
     """Why the GPU is idle: every cause of lost GPU time with its estimated cost per step,
     evidence and advice, highest cost first (see docs/doctor.md).
@@ -68,6 +69,9 @@ def diagnose(
                 (doctor.model_savings) and rank by it: True, False (the heuristic costs
                 only), or "auto" (default: on up to MODEL_MAX_RANKS ranks, where the replays
                 cost about as much as the diagnosis; beyond, a note says how to ask for it)
+    owners      beside each cost, the time the cause's owners hold of the step on the GPU
+                (model.path.owners; Finding.owned_ns_per_step), where the model runs: a
+                walk of every idle gap, about a tenth of the diagnosis, so asked for
     """
     if model not in (True, False, "auto"):
         raise ValueError(f"model must be True, False or 'auto', got {model!r}")
@@ -161,7 +165,7 @@ def diagnose(
         model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
     )
     with chains_kept():  # each cause's replay walks the same graphs: built once
-        owned = owned_per_step(ex, notes) if use_model else None
+        owned = owned_per_step(ex, notes) if use_model and owners else None
         for f in findings:
             cause = BY_KEY[f.cause]
             if use_model:
