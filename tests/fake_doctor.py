@@ -100,7 +100,7 @@ def module(utilization: float = 0.8, findings: Optional[list] = None) -> types.M
     mod.CAUSES, mod.Thresholds, mod.Finding, mod.Diagnosis = CAUSES, Thresholds, Finding, Diagnosis
     mod.calls = []
 
-    def diagnose(traces, steps=None, thresholds=None, model="auto"):
+    def diagnose(traces, steps=None, thresholds=None, model="auto", owners=False):
         mod.calls.append({"ranks": list(traces.ranks), "steps": steps, "thresholds": thresholds})
         return Diagnosis(utilization, list(findings or []), thresholds or Thresholds())
 
