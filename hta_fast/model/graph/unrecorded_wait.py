@@ -57,7 +57,8 @@ def _host_blocked(trace: Trace, waits: Holds) -> np.ndarray:
     ids = np.unique(name[cpu])
     blocking_ids = ids[
         np.isin(
-            sync_calls.sync_kind_of_names(trace.strings_at(ids).fill_null("").to_pylist()),
+            # to_pylist, not fill_null: pyarrow's fill_null imports pandas where it is installed
+            sync_calls.sync_kind_of_names([n or "" for n in trace.strings_at(ids).to_pylist()]),
             sync_calls.BLOCKING,
         )
     ]
