@@ -183,4 +183,4 @@ def unrecorded_head_row(trace: Trace, work: GpuWork) -> Optional[int]:
     if len(work.rows) == 0:
         return None
     first = int(work.rows[int(np.argmin(work.starts))])
-    return first if first in set(ready_idle_waits(trace).rows.tolist()) else None
+    return first if (ready_idle_waits(trace).rows == first).any() else None

@@ -15,12 +15,11 @@ began from the window's start) and the blocking call that waited through it.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ...frame.fields import duration_text
-from ...model.graph import sync_calls
+from ...frame.gpu_work import Holds
+from ...model.graph.unrecorded_wait import waiting_calls
 from ..views.context import RankView, names_of
 from ..views.estimate import Estimate, Tally, per_step
 from ..views.text import Number
@@ -72,6 +71,14 @@ def examine(ex: Examination) -> Estimate:
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 
+def _waiting_call(v: RankView, k: int) -> str:
+    """The blocking call that waited through the view's k-th hold (model.graph.
+    unrecorded_wait.waiting_calls), "" where none did (a trace's head)."""
+    one = Holds(v.held.rows[k : k + 1], v.held.starts[k : k + 1], v.held.ends[k : k + 1])
+    row = int(waiting_calls(v.trace, one)[0])
+    return names_of(v.trace, np.array([row]))[0] if row >= 0 else ""
+
+
 def _longest(v: RankView, k: int) -> dict[str, Number]:
     """Evidence of the view's k-th hold: the held event, its stream, its start in the window,
     and the blocking call that waited through it ("" when none did: a trace's head)."""
@@ -82,25 +89,8 @@ def _longest(v: RankView, k: int) -> dict[str, Number]:
         "held_stream": int(trace.column("events", "stream")[row]),
         "held_from_window_start_ns": int(h.starts[k] - v.lo),
         "longest_hold_ns": int(h.ends[k] - h.starts[k]),
-        "waiting_call": _waiting_call(v, int(h.starts[k]), int(h.ends[k])) or "",
+        "waiting_call": _waiting_call(v, k),
     }
-
-
-def _waiting_call(v: RankView, lo: int, hi: int) -> Optional[str]:
-    """The blocking call running over the most of [lo, hi), ending at or after hi."""
-    trace = v.trace
-    ts = trace.column("events", "ts")
-    end = ts + np.maximum(trace.column("events", "dur"), 0)
-    near = np.flatnonzero((ts < hi) & (end >= hi))
-    if not len(near):
-        return None
-    names = names_of(trace, near)
-    blocking = np.isin(sync_calls.sync_kind_of_names(names), sync_calls.BLOCKING)
-    if not blocking.any():
-        return None
-    over = np.minimum(end[near], hi) - np.maximum(ts[near], lo)
-    k = int(np.argmax(np.where(blocking, over, -1)))
-    return names[k]
 
 
 CAUSE = Cause(

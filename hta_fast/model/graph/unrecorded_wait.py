@@ -44,13 +44,15 @@ def _judged(trace: Trace) -> Holds:
     if not len(waits.rows):
         return waits
     head = unrecorded_head_row(trace, gpu_work(trace, None))
-    keep = (waits.rows == head) | _host_blocked(trace, waits)
+    keep = (waits.rows == head) | (waiting_calls(trace, waits) >= 0)
     return Holds(waits.rows[keep], waits.starts[keep], waits.ends[keep])
 
 
-def _host_blocked(trace: Trace, waits: Holds) -> np.ndarray:
-    """Per wait: whether a blocking call covered COVERED of it or more and returned at or
-    after its end."""
+def waiting_calls(trace: Trace, waits: Holds) -> np.ndarray:
+    """Per wait: the row of the blocking call that waited through it (of those that
+    returned at or after its end and covered COVERED of it or more, the one covering most),
+    -1 where none did. The evidence of the rule, and what the doctor names."""
+    out = np.full(len(waits.rows), -1, np.int64)
     name = trace.column("events", "name")
     kind = trace.column("events", "kind")
     cpu = np.flatnonzero(np.isin(kind, np.asarray(CPU_KINDS, np.uint8)) & (name >= 0))
@@ -63,14 +65,15 @@ def _host_blocked(trace: Trace, waits: Holds) -> np.ndarray:
         )
     ]
     calls = cpu[np.isin(name[cpu], blocking_ids)]
-    out = np.zeros(len(waits.rows), bool)
     if not len(calls):
         return out
     start = trace.column("events", "ts")[calls]
     end = start + np.maximum(trace.column("events", "dur")[calls], 0)
     for i, (lo, hi) in enumerate(zip(waits.starts.tolist(), waits.ends.tolist())):
-        over = np.minimum(end, hi) - np.maximum(start, lo)
-        out[i] = bool(((end >= hi) & (over >= COVERED * (hi - lo))).any())
+        over = np.where(end >= hi, np.minimum(end, hi) - np.maximum(start, lo), -1)
+        k = int(np.argmax(over))
+        if over[k] >= COVERED * (hi - lo):
+            out[i] = int(calls[k])
     return out
 
 
