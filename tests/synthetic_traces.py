@@ -137,6 +137,13 @@ class KinetoBuilder:
             },
         )
 
+    def event_query(self, ts: float, dur: float, api: str = "cudaEventQuery") -> None:
+        """A query that does not block (cudaEventQuery, cudaStreamQuery): CUPTI records the
+        call with its correlation and no cuda_sync row."""
+        corr = self.correlation
+        self.correlation += 1
+        self._x("cuda_runtime", api, ts, dur, CPU_PID, CPU_TID, {"cbid": 136, "correlation": corr})
+
     # --- launches and GPU work -------------------------------------------------------
     def _launch_call(self, api: str, cpu_ts: float, dur: float, cbid: int = 211) -> tuple[int, int]:
         """The runtime call of a launch, under a new correlation and External id (returned)."""
@@ -649,6 +656,39 @@ def held_by_unrecorded_builder(blocking: bool = True) -> KinetoBuilder:
 
 def held_by_unrecorded() -> TraceSet:
     return traceset([held_by_unrecorded_builder()])
+
+
+POLL_KERNELS, POLL_KERNEL_US, POLL_EVERY_US, POLL_STEP_US = 10, 2_000, 200, 20_300
+
+
+def polling_host_builder(steps: int = 3, api: str = "cudaEventQuery") -> KinetoBuilder:
+    """Each step: 10 kernels of 2 ms launched at once (GPU busy from 100 µs to 20.1 ms), an
+    event recorded after them, then the host spins on the event: a 3 µs query every 200 µs
+    (DeepEP's dispatch waiting for its kernels), the last one at 20.1 ms seeing it done;
+    then three short aten::empty and the next step. The host waits; it does no work."""
+    b = KinetoBuilder()
+    for s in range(steps):
+        t0 = s * POLL_STEP_US
+        b.step(s, t0, POLL_STEP_US)
+        for j in range(POLL_KERNELS):
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn",
+                t0 + 10 + 6 * j,
+                t0 + 100 + POLL_KERNEL_US * j,
+                POLL_KERNEL_US,
+            )
+        b.event_record(t0 + 80)
+        gpu_end = 100 + POLL_KERNEL_US * POLL_KERNELS
+        k = 0
+        while True:
+            at = 100 + POLL_EVERY_US * k
+            b.event_query(t0 + at, 3, api)
+            if at >= gpu_end:
+                break
+            k += 1
+        for j in range(3):
+            b.cpu_op("aten::empty", t0 + gpu_end + 20 + 30 * j, 20)
+    return b
 
 
 SCENARIOS = {

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import synthetic_traces as synth
-from synthetic_traces import KinetoBuilder, traceset
+from synthetic_traces import traceset
+from wait_kinds import ONE_OFF_STEPS as STEPS
+from wait_kinds import ONE_OFFS as KINDS
 
 import hta_fast
 from hta_fast.doctor import diagnose
@@ -59,65 +61,7 @@ def test_particle_transformer_top_what_if_is_not_the_launch_edit():
     assert all("convolution" not in e["name"] for e in launch.top_events)
 
 
-# --- one-offs of every kind, by construction ---------------------------------------------
-GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
-STEPS, STEP_US = 5, 10_000
-
-
-def _with_first_call(outer: str, inner: str, first_us: float, usual_us: float, cat: str):
-    """Five steps of 20 kernels; each step opens with `outer` (holding `inner`) before its
-    launches: the first step's takes first_us, the others usual_us, the GPU idle meanwhile."""
-    b = KinetoBuilder()
-    t0 = 0.0
-    for s in range(STEPS):
-        call = first_us if s == 0 else usual_us
-        b.step(s, t0, STEP_US + call)
-        b.cpu_op(outer, t0 + 1, call + 2, cat=cat)
-        if inner:
-            b.cpu_op(inner, t0 + 2, call)
-        for j in range(20):
-            b.kernel(GEMM, t0 + call + 10 + j * 20, t0 + call + 100 + j * 480, 479)
-        t0 += STEP_US + call
-    return b
-
-
-def _one_time_sync():
-    """A graph-capture warm-up: one 115 ms hipDeviceSynchronize with the GPU idle, the
-    trace's other device syncs ~20 µs."""
-    b = KinetoBuilder()
-    t0 = 0.0
-    for s in range(STEPS):
-        call = 115_000 if s == 0 else 20
-        b.step(s, t0, STEP_US + call)
-        b.runtime("hipDeviceSynchronize", t0 + 1, call)
-        for j in range(20):
-            b.kernel(GEMM, t0 + call + 10 + j * 20, t0 + call + 100 + j * 480, 479)
-        t0 += STEP_US + call
-    return b, 115_000
-
-
-KINDS = {
-    # the first Torch-Compiled Region compiles (Inductor) for 400 ms
-    "compile": lambda: (
-        _with_first_call(
-            "Torch-Compiled Region", "compile_fx_inner", 400_000, 50, "user_annotation"
-        ),
-        400_000,
-    ),
-    # a TorchScript function's first call profiles and fuses (296 ms)
-    "fuser": lambda: (
-        _with_first_call("MyModel.forward", "prim::TensorExprGroup", 296_000, 100, "cpu_op"),
-        296_000,
-    ),
-    # the first aten::linear holds lazy CUDA initialisation (1.5 s)
-    "lazy_init": lambda: (
-        _with_first_call("aten::linear", "", 1_500_000, 60, "cpu_op"),
-        1_500_000,
-    ),
-    "one_time_sync": _one_time_sync,
-}
-
-
+# --- one-offs of every kind, by construction (tests/wait_kinds.py) ----------------------
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_one_offs_of_every_kind(kind):
     builder, stall_us = KINDS[kind]()

@@ -232,13 +232,13 @@ def _waited_for(charged: dict[int, float], n_ranks: int, least: float) -> Option
     return rank if fair and ns >= least else None
 
 
-def _host_meanwhile(v: RankView, wt: Waits) -> Optional[str]:
-    """The innermost recorded host event (cpu_op or user annotation, not a ProfilerStep)
-    covering half or more of the rank's lateness, over the collectives it was last at: the
-    name holding the most of it."""
+def _late_hosts(v: RankView, wt: Waits) -> tuple[np.ndarray, np.ndarray]:
+    """Per collective the rank was last at: the innermost recorded host event (cpu_op or
+    user annotation, not a ProfilerStep) covering half or more of its lateness, and how much
+    of it (ns); collectives without one are left out."""
     late = wt.late_to > wt.late_from
     if not late.any():
-        return None
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     trace = v.trace
     kind = trace.column("events", "kind")
     rows = np.flatnonzero(np.isin(kind, [EventKind.cpu_op, EventKind.user_annotation]))
@@ -247,18 +247,27 @@ def _host_meanwhile(v: RankView, wt: Waits) -> Optional[str]:
     rows = rows[~steps[np.maximum(names, 0)] | (names < 0)]
     start = trace.column("events", "ts")[rows]
     end = start + np.maximum(trace.column("events", "dur")[rows], 0)
-    held: dict[int, float] = {}
+    held, covered = [], []
     for lo, hi in zip(wt.late_from[late].tolist(), wt.late_to[late].tolist()):
         over = np.minimum(end, hi) - np.maximum(start, lo)
         covering = np.flatnonzero(over >= 0.5 * (hi - lo))
         if not len(covering):
             continue
         k = covering[np.argmin(end[covering] - start[covering])]
-        held[int(rows[k])] = held.get(int(rows[k]), 0.0) + float(over[k])
-    if not held:
+        held.append(int(rows[k]))
+        covered.append(int(over[k]))
+    return np.asarray(held, np.int64), np.asarray(covered, np.int64)
+
+
+def _host_meanwhile(v: RankView, wt: Waits) -> Optional[str]:
+    """What the rank's host was doing while the others waited: of _late_hosts, the name
+    holding the most of its lateness."""
+    rows, over = _late_hosts(v, wt)
+    if not len(rows):
         return None
-    row = max(held, key=lambda r: held[r])
-    return names_of(trace, np.array([row]))[0]
+    uniq, inv = np.unique(rows, return_inverse=True)
+    row = int(uniq[np.argmax(np.bincount(inv.reshape(-1), weights=over))])
+    return names_of(v.trace, np.array([row]))[0]
 
 
 def _work_evidence(views: list[RankView]) -> dict[str, Number]:
@@ -292,10 +301,33 @@ def _ranks_text(ranks: Sequence[int]) -> str:
 
 
 def _edit(ex: Examination) -> Optional[Edits]:
-    """Ranks whose compute per step is above the median rank's, scaled to the median."""
+    """Ranks whose compute per step is above the median rank's, scaled to the median; and
+    the rank the others wait for (named in the evidence) on time: each host event it was
+    late in (_late_hosts) shorter by the lateness it covers."""
     views = ex.views
     if len(views) < 2:
         return None
+    change = _compute_to_median(views)
+    named = ex.found["rank_imbalance"].evidence.get("waited_for_rank")
+    host: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if isinstance(named, int):
+        v = next(v for v in views if v.rank == named)
+        matched = kernel_waits(ex.traces, ranks=[x.rank for x in views], steps=ex.steps)
+        none = KernelWaits(*(np.zeros(0, np.int64),) * 4)
+        rows, over = _late_hosts(v, rank_waits(v, matched.get(named, none)))
+        if len(rows):
+            uniq, inv = np.unique(rows, return_inverse=True)
+            late = np.bincount(inv.reshape(-1), weights=over)
+            dur = np.maximum(v.trace.column("events", "dur")[uniq], 1).astype(np.float64)
+            host[named] = (uniq, np.maximum(1.0 - late / dur, 0.0))
+    if not change and not host:
+        return None
+    return Edits(duration_change=change or None, op_change=host or None)
+
+
+def _compute_to_median(views: list[RankView]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per rank whose compute per step is above the median rank's: its compute kernels'
+    rows and what scaling them to the median removes from each (ns, negative)."""
     work = {v.rank: per_step_times(v)[0].mean() for v in views}
     median = float(np.median(list(work.values())))
     change = {}
@@ -310,7 +342,7 @@ def _edit(ex: Examination) -> Optional[Edits]:
         )
         dur = np.maximum(trace.column("events", "dur")[rows], 0).astype(np.float64)
         change[v.rank] = (rows, dur * (median / work[v.rank] - 1.0))
-    return Edits(duration_change=change) if change else None
+    return change
 
 
 CAUSE = Cause(
@@ -333,8 +365,10 @@ CAUSE = Cause(
     ),
     heuristic=lambda ex: examine(ex.views, ex.traces, ex.steps, ex.th.min_share),
     edit=_edit,
-    edit_text="every rank as fast as the median rank",
-    edit_limits="it scales the slow ranks' compute kernels only; their host time, input and "
-    "communication stay, so a rank late for its host is not made earlier",
+    edit_text="every rank as fast as the median rank, and the rank the others wait for on "
+    "time (its host events over its lateness shortened by it)",
+    edit_limits="it scales the slow ranks' compute kernels and the waited-for rank's host "
+    "events over its lateness; their input and communication stay, and a lateness no "
+    "recorded host event covers stays",
     owners=("cross_rank",),
 )

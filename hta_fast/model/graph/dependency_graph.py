@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from ... import _core
 from ...schema import CPU_KINDS, GPU_WORK_KINDS, EventKind
 from ...trace import Trace
 from . import held_waits, runtime_waits, sync_calls
+from .poll_runs import poll_runs
 
 # The core's EdgeType, by name in code order (csrc/graph/dependency_graph.h).
 EDGE_TYPES = [t.name for t in sorted(_core.graph.EdgeType, key=int)]
@@ -97,9 +98,11 @@ class DependencyGraph:
 
 def graph_rows(trace: Trace, keep: Optional[np.ndarray] = None) -> np.ndarray:
     """Rows that become graph events: CPU events with a thread and GPU kernels, copies and
-    sets (not cuda_sync rows, which mark waits rather than work, nor GPU annotations)."""
+    sets (not cuda_sync rows, which mark waits rather than work, nor GPU annotations, nor
+    a polling run's queries before its last: model.graph.poll_runs)."""
     kind = trace.column("events", "kind")
     on = np.isin(kind, CPU_KINDS) | np.isin(kind, GPU_WORK)
+    on &= ~poll_runs(trace).body
     if keep is not None:
         on &= keep
     return np.flatnonzero(on)
@@ -208,6 +211,39 @@ def _mark_pageable_copies(
         ts[copies] + dur[copies],
     )
     sync_kind[calls[blocking]] = sync_calls.OWN_COPY
+
+
+def _read_polls(
+    trace: Trace,
+    to_local: Callable[[np.ndarray], np.ndarray],
+    is_gpu: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    lane: np.ndarray,
+    corr: np.ndarray,
+    kinds: tuple[np.ndarray, ...],
+    wait_lane: np.ndarray,
+    wait_corr: np.ndarray,
+) -> None:
+    """A polling run whose last query and the GPU event it waited for are in the graph
+    becomes one event sync on that event, from where the run began (model.graph.poll_runs);
+    the frames holding only the last query start there too."""
+    runs = poll_runs(trace)
+    if not len(runs.last):
+        return
+    last, target = to_local(runs.last), to_local(runs.target)
+    ok = (last >= 0) & (target >= 0)
+    ok[ok] &= is_gpu[target[ok]]
+    if not ok.any():
+        return
+    for k in kinds:
+        k[last[ok]] = sync_calls.EVENT
+    wait_lane[last[ok]], wait_corr[last[ok]] = lane[target[ok]], corr[target[ok]] + 1
+    moved = to_local(runs.moved)
+    moved, begin = moved[ok[runs.moved_run] & (moved >= 0)], runs.start[runs.moved_run]
+    begin = begin[ok[runs.moved_run] & (to_local(runs.moved) >= 0)]
+    dur[moved] += ts[moved] - begin
+    ts[moved] = begin
 
 
 def build_graph(
@@ -348,6 +384,10 @@ def build_graph(
         _infer_synced_streams(
             np.array(unknown_stream), ts, dur, lane, is_gpu, corr, sync_kind, wait_lane
         )
+
+    _read_polls(
+        trace, to_local, is_gpu, ts, dur, lane, corr, (sync_kind, asked), wait_lane, wait_corr
+    )
 
     # The end of each GPU event's launching call, read off the trace (a carried event's
     # launch is outside the graph but still says when it was ready).
