@@ -80,3 +80,44 @@ def test_without_a_blocking_call_nothing_is_claimed():
     assert critical_path(trace).table.to_pylist()[0]["gpu_unrecorded_work"] == 0
     diag = diagnose(traceset([_held(False)]))
     assert not any(f.cause == "unrecorded_gpu_work" and f.above_threshold for f in diag.findings)
+
+
+def test_a_sync_kept_waiting_after_the_recorded_work_waits_for_unrecorded_work():
+    """A DDP-like trace whose last step ends in a device synchronize that returns 37.9 ms
+    after the all-reduce it waited for (the profiler stopping): that tail is GPU work the
+    trace does not hold, in the path, the owners and the doctor alike; no edit of the
+    recorded work or the syncs removes it."""
+    from wait_kinds import DDP_STEPS, PROFILER_STOP_US, ddp_device_sync_at_end
+
+    from hta_fast.model.graph.unrecorded_wait import sync_tails
+    from hta_fast.model.path.owners import wait_owners
+
+    b = ddp_device_sync_at_end()
+    trace = b.load()
+    tails = sync_tails(trace)
+    assert len(tails.rows) == 1
+    assert tails.ends[0] - tails.starts[0] == PROFILER_STOP_US * 1000
+    last = DDP_STEPS - 1
+    path = critical_path(trace, steps=[last]).table.to_pylist()[0]
+    held = path["gpu_unrecorded_work"] / 100 * path["critical_path_length"]
+    assert held == pytest.approx(PROFILER_STOP_US * 1000, rel=0.01)
+    assert path["cpu_bound"] < 2
+    owners = wait_owners(trace, steps=[last]).table.to_pylist()[0]
+    assert owners["gpu_unrecorded_work"] == PROFILER_STOP_US * 1000
+    f = diagnose(traceset([b])).finding("unrecorded_gpu_work")
+    assert "kept cudaDeviceSynchronize waiting 37.90 ms" in f.title
+    assert f.cost_ns_per_step * DDP_STEPS == PROFILER_STOP_US * 1000
+    for edits in ({"kernel_class": {"COMM": 0}}, {"drop_sync_waits": True}):
+        row = what_if(trace, steps=[last], **edits).table.to_pylist()[0]
+        assert row["predicted"] >= PROFILER_STOP_US * 1000, edits
+
+
+def test_a_long_sync_on_an_idle_device_is_no_tail():
+    """A graph capture's one-time device synchronize began with nothing recorded running:
+    it waited for nothing the trace holds, and is a one-off, not unrecorded work."""
+    from wait_kinds import ONE_OFFS
+
+    from hta_fast.model.graph.unrecorded_wait import sync_tails
+
+    builder, _ = ONE_OFFS["one_time_sync"]()
+    assert len(sync_tails(builder.load()).rows) == 0

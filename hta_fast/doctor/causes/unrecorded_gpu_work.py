@@ -2,8 +2,8 @@
 ready behind it (model.graph.unrecorded_wait says where: a stream held while the host sat in
 a blocking call, the GPU idle as recorded).
 
-Cost per step: the held time inside the window (RankView.held), in the step of the held
-event; no other cause is charged with it (the doctor's idle gaps end where the hold began),
+Cost per step: the held time inside the window (RankView.held: a stream held, or a blocking
+call kept waiting after the recorded work was done), in the step of the held event or call; no other cause is charged with it (the doctor's idle gaps end where the hold began),
 and a blocking call queued behind the held work waits for it, not the other way round.
 Nothing in the trace removes it: the finding's saving is null, said so, and what helps is
 recording what the GPU ran. A trace that opens so has that head cut from its window
@@ -20,6 +20,7 @@ import numpy as np
 from ...frame.fields import duration_text
 from ...frame.gpu_work import Holds
 from ...model.graph.unrecorded_wait import waiting_calls
+from ...schema import GPU_WORK_KINDS
 from ..views.context import RankView, names_of
 from ..views.estimate import Estimate, Tally, per_step
 from ..views.text import Number
@@ -36,6 +37,9 @@ ADVICE = (
 
 # characters of the held event's name in the title (the evidence holds it whole)
 TITLE_NAME = 60
+# held_stream of a blocking call kept waiting after the recorded work (sync_tails): the host
+# waited, on no one stream
+TAIL = "none: a blocking call waited"
 
 
 def examine(ex: Examination) -> Estimate:
@@ -61,13 +65,19 @@ def examine(ex: Examination) -> Estimate:
     if not count:
         return Estimate(cost, evidence, [], "GPU work the trace did not record: none", ADVICE)
     ev = best[1]
-    waiting = f"; {ev['waiting_call']} waits through it" if ev.get("waiting_call") else ""
     held = str(ev["held_event"])
     held = held if len(held) <= TITLE_NAME else held[: TITLE_NAME - 3] + "..."
-    title = (
-        f"GPU work the trace did not record held stream {ev['held_stream']} "
-        f"{duration_text(best[0])} before {held}{waiting} (not removable)"
-    )
+    if ev["held_stream"] == TAIL:
+        title = (
+            f"GPU work the trace did not record kept {held} waiting {duration_text(best[0])} "
+            "after the recorded work was done (not removable)"
+        )
+    else:
+        waiting = f"; {ev['waiting_call']} waits through it" if ev.get("waiting_call") else ""
+        title = (
+            f"GPU work the trace did not record held stream {ev['held_stream']} "
+            f"{duration_text(best[0])} before {held}{waiting} (not removable)"
+        )
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 
@@ -84,9 +94,10 @@ def _longest(v: RankView, k: int) -> dict[str, Number]:
     and the blocking call that waited through it ("" when none did: a trace's head)."""
     trace, h = v.trace, v.held
     row = int(h.rows[k])
+    gpu = trace.column("events", "kind")[row] in GPU_WORK_KINDS
     return {
         "held_event": names_of(trace, np.array([row]))[0],
-        "held_stream": int(trace.column("events", "stream")[row]),
+        "held_stream": int(trace.column("events", "stream")[row]) if gpu else TAIL,
         "held_from_window_start_ns": int(h.starts[k] - v.lo),
         "longest_hold_ns": int(h.ends[k] - h.starts[k]),
         "waiting_call": _waiting_call(v, k),

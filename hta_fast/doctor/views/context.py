@@ -314,6 +314,12 @@ def _idle_gaps(view: RankView) -> Gaps:
         pos = np.minimum(np.searchsorted(view.held.rows[order], next_a), len(order) - 1)
         held = view.held.rows[order][pos] == next_a
         ends_a = np.where(held, np.maximum(starts_a, view.held.starts[order][pos]), ends_a)
+        # A blocking call kept waiting after the recorded work (sync_tails): idle only
+        # after it returned.
+        by_start = np.argsort(view.held.starts)
+        k = np.searchsorted(view.held.starts[by_start], starts_a, "right") - 1
+        tail_end = np.where(k >= 0, view.held.ends[by_start][np.maximum(k, 0)], starts_a)
+        starts_a = np.minimum(np.maximum(starts_a, tail_end), ends_a)
         keep = ends_a > starts_a
         starts_a, ends_a, next_a = starts_a[keep], ends_a[keep], next_a[keep]
     has_next = next_a >= 0

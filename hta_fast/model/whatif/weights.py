@@ -113,12 +113,16 @@ def edited_weights(
         call = graph.src[held] // 2
         w[held] = np.minimum(graph.weight[held], m[2 * call + 1] - m[2 * call])
     out = np.rint(w).astype(np.int64)
+    if edits.drop_comm_waits or edits.drop_sync_waits:
+        # A wait for GPU work the trace does not hold stays: no edit of recorded work or of
+        # the host's syncs removes that work (model.graph.unrecorded_wait.sync_tails).
+        kept = waits_on_unrecorded(graph, trace, np.arange(len(w)))
     if edits.drop_comm_waits:
         comm_src = trace.column("events", "kernel_class")[src_row] == KernelClass.COMM
         waits = np.isin(types, [EDGE["cross_stream"], EDGE["sync_wait"]]) & comm_src
-        out[waits] = DROPPED
+        out[waits & ~kept] = DROPPED
     if edits.drop_sync_waits:
         # The call's own edge keeps the typical cost of a sync that did not wait (docs/model.md,
         # "Weights"): where it waited, calibration gave it no more than that.
-        out[types == EDGE["sync_wait"]] = DROPPED
+        out[(types == EDGE["sync_wait"]) & ~kept] = DROPPED
     return out
