@@ -27,7 +27,7 @@ and the frames holding it start where the run began (`start`).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -74,7 +74,8 @@ def _find(trace: Trace) -> PollRuns:
         return _empty(n)
     names = col("events", "name")[calls]
     uniq, inv = np.unique(names, return_inverse=True)
-    texts = trace.strings_at(uniq).fill_null("").to_pylist()
+    # to_pylist, not fill_null: pyarrow's fill_null imports pandas where it is installed
+    texts = [t or "" for t in trace.strings_at(uniq).to_pylist()]
     is_query = np.array([bool(QUERY.match(t)) for t in texts], bool)[inv.reshape(-1)]
     queries = calls[is_query]
     if len(queries) < MIN_QUERIES:
@@ -92,23 +93,24 @@ def _find(trace: Trace) -> PollRuns:
     same = (pid[q][1:] == pid[q][:-1]) & (tid[q][1:] == tid[q][:-1])
     same &= parent[u][1:] == parent[u][:-1]
     same &= ts[u][1:] >= ts[u][:-1] + dur[u][:-1]  # siblings, one after the other
-    same &= ~_broken(trace, breaks, pid, tid, ts, q[:-1], q[1:])
+    same &= ~_broken(breaks, pid, tid, ts, q[:-1], q[1:])
     cut = np.flatnonzero(~np.r_[True, same])
     bounds = np.r_[0, cut, len(q)]
+    lo_q, hi_q = bounds[:-1], bounds[1:]
+    span = ts[q[np.maximum(hi_q - 1, 0)]] + dur[q[np.maximum(hi_q - 1, 0)]] - ts[u[lo_q]]
+    long_runs = (hi_q - lo_q >= MIN_QUERIES) & (span >= MIN_SPAN_NS)
+    if not long_runs.any():
+        return _empty(n)
     gpu = np.flatnonzero(np.isin(kind, GPU_WORK_KINDS))
     gpu_end = ts[gpu] + dur[gpu]
     by_end = np.argsort(gpu_end, kind="stable")
     launched = np.where(partner[gpu] >= 0, ts[np.maximum(partner[gpu], 0)], ts[gpu])
     last, start, target, moved, moved_run = [], [], [], [], []
     body = np.zeros(n, bool)
-    threads = _ThreadRows(np.flatnonzero(np.isin(kind, CPU_KINDS)), pid, tid, ts)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        if hi - lo < MIN_QUERIES:
-            continue
+    threads: Optional[_ThreadRows] = None  # built for the first run kept
+    for lo, hi in zip(lo_q[long_runs].tolist(), hi_q[long_runs].tolist()):
         first_u, last_q, last_u, prev_q = u[lo], q[hi - 1], u[hi - 1], q[hi - 2]
         begin = int(ts[first_u])
-        if ts[last_q] + dur[last_q] - begin < MIN_SPAN_NS:
-            continue
         # the GPU event the last query saw done (module doc)
         a = np.searchsorted(gpu_end[by_end], ts[prev_q], "right")
         b = np.searchsorted(gpu_end[by_end], ts[last_q] + dur[last_q], "right")
@@ -124,6 +126,8 @@ def _find(trace: Trace) -> PollRuns:
             chain.append(int(parent[chain[-1]]))
         moved += chain
         moved_run += [len(last) - 1] * len(chain)
+        if threads is None:
+            threads = _ThreadRows(np.flatnonzero(np.isin(kind, CPU_KINDS)), pid, tid, ts)
         inside = threads.between(int(pid[last_q]), int(tid[last_q]), begin, int(ts[last_u]))
         body[inside[ts[inside] + dur[inside] <= ts[last_u]]] = True
     if not last:
@@ -167,7 +171,6 @@ def _units(queries: np.ndarray, parent: np.ndarray, kind: np.ndarray) -> np.ndar
 
 
 def _broken(
-    trace: Trace,
     breaks: np.ndarray,
     pid: np.ndarray,
     tid: np.ndarray,
@@ -179,13 +182,13 @@ def _broken(
     out = np.zeros(len(a), bool)
     if not len(breaks) or not len(a):
         return out
-    key_b = np.lexsort((ts[breaks], tid[breaks], pid[breaks]))
-    br = breaks[key_b]
-    thread = np.unique(np.stack([pid[br], tid[br]]), axis=1)
-    for p, t in thread.T.tolist():
-        mine = br[(pid[br] == p) & (tid[br] == t)]
+    # the threads that query are few: one pass over the breaks for each
+    threads = {(int(p), int(t)) for p, t in zip(pid[a].tolist(), tid[a].tolist())}
+    for p, t in threads:
+        mine = breaks[(pid[breaks] == p) & (tid[breaks] == t)]
+        at = np.sort(ts[mine])
         pairs = np.flatnonzero((pid[a] == p) & (tid[a] == t))
-        lo = np.searchsorted(ts[mine], ts[a[pairs]], "right")
-        hi = np.searchsorted(ts[mine], ts[b[pairs]], "left")
+        lo = np.searchsorted(at, ts[a[pairs]], "right")
+        hi = np.searchsorted(at, ts[b[pairs]], "left")
         out[pairs] = hi > lo
     return out
