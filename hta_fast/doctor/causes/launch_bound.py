@@ -25,8 +25,10 @@ from ...frame import derived
 from ...frame.fields import duration_text
 from ...frame.graph_replays import GRAPH_LAUNCH, has_graph_launches
 from ...frame.launches import launch_pairs
+from ...frame.memory_events import innermost_containing
 from ...model.graph.one_off_calls import one_off_rows
 from ...model.whatif.edits import Edits
+from ...schema import EventKind
 from ...trace import Trace
 from ..views.context import RankView, is_amd
 from ..views.estimate import Estimate, Tally, per_step
@@ -64,13 +66,8 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         trace = v.trace
         split = split_gaps(v, th)
         cost[v.rank] = per_step(v, v.gaps.step_index, split.launch_bound)
-        # The CPU op whose launch arrived late: the launch's enclosing op, else the launch.
         late = (split.launch_bound > 0) & (v.gaps.next_row >= 0)
-        partner = trace.column("events", "partner")
-        parent = trace.column("events", "parent")
-        launch = partner[v.gaps.next_row[late]]
-        op = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
-        op = np.where(op >= 0, op, launch)
+        op = _charged_ops(v, late)
         # A one-off op (the convolution whose first launch loaded the module) is
         # one_off_stall's, whatever of its gap is left here: not a top event of this cause.
         has = op >= 0
@@ -132,6 +129,31 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         advice = advice.replace("CUDA graphs", "HIP graphs (torch.cuda.graphs on ROCm)")
         advice = advice.replace("CUDA/HIP graph", "HIP graph")
     return Estimate(cost, evidence, tally.top(), title, advice)
+
+
+def _charged_ops(v: RankView, late: np.ndarray) -> np.ndarray:
+    """Per late gap: the host op the GPU waited for. The innermost operator on the launching
+    thread holding the gap's middle (the host was busy in it: ten milliseconds of aten::randn
+    on the CPU before an aten::copy_ are randn's; an annotation is a region, whose untraced
+    time between operators says nothing of which), else the op whose launch arrived late (its
+    enclosing op, else the launch call itself)."""
+    trace = v.trace
+    partner = trace.column("events", "partner")
+    parent = trace.column("events", "parent")
+    launch = partner[v.gaps.next_row[late]]
+    op = np.where(launch >= 0, parent[np.maximum(launch, 0)], -1)
+    op = np.where(op >= 0, op, launch)
+    on = np.flatnonzero(launch >= 0)
+    if not len(on):
+        return op
+    ops = np.flatnonzero(trace.column("events", "kind") == EventKind.cpu_op)
+    middle = (v.gaps.starts[late][on] + v.gaps.ends[late][on]) // 2
+    call = launch[on]
+    holder = innermost_containing(
+        trace, ops, trace.column("events", "pid")[call], trace.column("events", "tid")[call], middle
+    )
+    op[on] = np.where(holder >= 0, holder, op[on])
+    return op
 
 
 def _queue_time(trace: Trace, window: tuple[int, int]) -> tuple[float, float]:
