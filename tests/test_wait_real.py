@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import hta_fast
+import hta_fast.doctor
 from hta_fast.cli.app import cli
 from hta_fast.model.path.owners import OWNERS, wait_owners
 
@@ -101,3 +102,14 @@ def test_the_report_opens_with_the_same_cause(rel, tmp_path):
         assert top is None
     else:
         assert top is not None and top.group(1) == want.cause
+
+
+def test_a_decode_pass_replayed_from_before_its_window_counts_as_in_graphs():
+    """vllm_decode_full (FULL graph mode): the one hipGraphLaunch is called before the
+    doctor's window opens (the head it leaves out), its replay runs inside: 97 % of the
+    pass's GPU time is in graph replays, and no advice says to capture CUDA graphs."""
+    d = hta_fast.doctor.diagnose(hta_fast.load_dir(str(_path("modern/vllm_decode_full"))))
+    lb = d.finding("launch_bound")
+    assert lb.evidence["gpu_time_share_in_graphs"] == pytest.approx(0.969, abs=0.005)
+    assert "already runs in graph replays" in lb.title
+    assert "already runs in graph replays" in d.finding("parallelism").advice

@@ -92,11 +92,13 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             launches += len(calls)
             launch_cpu += float(np.maximum(trace.column("events", "dur")[calls], 0).sum())
             if has_graph_launches(trace):
-                graph = derived.name_flags(trace, GRAPH_LAUNCH)[
-                    np.maximum(trace.column("events", "name")[calls], 0)
-                ]
-                graph_launches += int(np.count_nonzero(graph))
-                replayed = np.isin(v.work.rows, grows[np.isin(lrows, calls[graph])])
+                flags = derived.name_flags(trace, GRAPH_LAUNCH)
+                name = trace.column("events", "name")
+                graph_launches += int(np.count_nonzero(flags[np.maximum(name[calls], 0)]))
+                # The window's GPU time in replays, wherever their launch call lies (a decode
+                # pass's replay may be launched before the window opens)
+                by_graph = flags[np.maximum(name[lrows], 0)] & (name[lrows] >= 0)
+                replayed = np.isin(v.work.rows, grows[by_graph])
                 in_graphs += float((v.work.ends - v.work.starts)[replayed].sum())
             gpu_time += float((v.work.ends - v.work.starts).sum())
         cpu_step += v.host_time * v.n_steps
