@@ -132,8 +132,18 @@ def _find(trace: Trace) -> PollRuns:
         body[inside[ts[inside] + dur[inside] <= ts[last_u]]] = True
     if not last:
         return _empty(n)
-    as_array = (np.asarray(x, np.int64) for x in (last, start, target, moved, moved_run))
-    return PollRuns(*as_array, body)
+
+    def as_array(values: list[int]) -> np.ndarray:
+        return np.asarray(values, np.int64)
+
+    return PollRuns(
+        as_array(last),
+        as_array(start),
+        as_array(target),
+        as_array(moved),
+        as_array(moved_run),
+        body,
+    )
 
 
 class _ThreadRows:
