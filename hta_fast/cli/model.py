@@ -99,6 +99,13 @@ def critical_path_command(
     help="Each stream with work in a step partitioned too (its own work, and each of its "
     "idle gaps by what its next event waited for).",
 )
+@click.option(
+    "--by-thread",
+    is_flag=True,
+    help="Each thread that launched GPU work in a step partitioned too (table host_owners: "
+    "the innermost event it was in; a blocking call or a polling run owned by what owned "
+    "the GPU meanwhile).",
+)
 @click.pass_obj
 def owners_command(
     opts: Options,
@@ -111,6 +118,7 @@ def owners_command(
     recover: bool,
     steps_from: str,
     by_stream: bool,
+    by_thread: bool,
 ) -> None:
     """Who owns each nanosecond of each step on the GPU: compute, communication moving
     data, the wait for the last rank to arrive (named), and each idle gap by what the GPU
@@ -121,8 +129,13 @@ def owners_command(
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
-    result = wait_owners(traces, selection=selection(ranks, steps).of(traces), by_stream=by_stream)
-    emit(*result_tables([result]), fmt, out_dir, limit, origin_ns=trace_start(traces))
+    chosen = selection(ranks, steps).of(traces)
+    results = [wait_owners(traces, selection=chosen, by_stream=by_stream)]
+    if by_thread:
+        from ..model.path.host_owners import host_owners
+
+        results.append(host_owners(traces, selection=chosen, gpu=results[0]))
+    emit(*result_tables(results), fmt, out_dir, limit, origin_ns=trace_start(traces))
 
 
 @cli.command("replay")
