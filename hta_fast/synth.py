@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from . import sync_calls
 from .schema import KernelClass
 from .synth_variation import (
     BaseTimes,
@@ -778,6 +779,8 @@ def base_times(events: list[dict]) -> BaseTimes:
     streams: dict[tuple, int] = {}
     steps = []
     gpu_at: dict[tuple[int, int], int] = {}
+    gpu_of_link: dict[int, int] = {}
+    calls: list[tuple[int, str, int | None]] = []  # runtime calls: (event, name, link)
     flows: list[tuple[int, int]] = []  # (event, its link)
     for i, ev in enumerate(events):
         ts = _time_parts(ev.get("ts"))
@@ -800,12 +803,15 @@ def base_times(events: list[dict]) -> BaseTimes:
             link = _link_key(ev)
             if link is not None:
                 gpu_at[(link, ts[0])] = i
+                gpu_of_link[link] = i
         elif ph in FLOW_PHASES and (flow := _link_key(ev)) is not None:
             flows.append((i, flow))
+        elif cat in LAUNCH_CATS and ph == "X" and isinstance(ev.get("name"), str):
+            calls.append((i, ev["name"], _link_key(ev)))
         name = ev.get("name")
         if ph == "X" and cat != "gpu_user_annotation" and isinstance(name, str):
             if STEP_RE.match(name):
-                steps.append((ts[0], end[i]))
+                steps.append(ts[0])
     # Events without a time are never moved; give them one that changes no union or origin.
     if has_ts.any() and not has_ts.all():
         start[~has_ts] = end[~has_ts] = start[has_ts].min()
@@ -821,6 +827,8 @@ def base_times(events: list[dict]) -> BaseTimes:
         if target is not None:
             flow_on[i] = target
     steps.sort()
+    gpu_pids = {events[i].get("pid") for i in np.flatnonzero(gpu_stream >= 0).tolist()}
+    gpu_side = np.array([ev.get("pid") in gpu_pids for ev in events], bool)
     return BaseTimes(
         start,
         end,
@@ -828,9 +836,37 @@ def base_times(events: list[dict]) -> BaseTimes:
         compute,
         collective,
         flow_on,
-        np.array([a for a, _ in steps], np.int64),
-        np.array([b for _, b in steps], np.int64),
+        np.array(steps, np.int64),
+        gpu_side,
+        _host_waits(events, calls, gpu_of_link, end),
     )
+
+
+def _host_waits(
+    events: list[dict],
+    calls: list[tuple[int, str, int | None]],
+    gpu_of_link: dict[int, int],
+    end: np.ndarray,
+) -> np.ndarray:
+    """Per event, whether it is a runtime call that held the host until GPU work was done: a
+    synchronize or a synchronous copy by name, or an asynchronous copy to or from pageable
+    memory that returned once its copy was done (hta_fast.sync_calls)."""
+    out = np.zeros(len(events), bool)
+    if not calls:
+        return out
+    rows = np.array([i for i, _, _ in calls], np.int64)
+    names = [n for _, n, _ in calls]
+    out[rows] = np.isin(sync_calls.sync_kind_of_names(names), sync_calls.BLOCKING)
+    copied = [(i, n, gpu_of_link[k]) for i, n, k in calls if k is not None and k in gpu_of_link]
+    if copied:
+        call = np.array([i for i, _, _ in copied], np.int64)
+        copy = np.array([g for _, _, g in copied], np.int64)
+        copy_names = [str(events[g].get("name", "")) for g in copy.tolist()]
+        pageable = sync_calls.pageable_copies(
+            [n for _, n, _ in copied], copy_names, end[call], end[copy]
+        )
+        out[call[pageable]] = True
+    return out
 
 
 @functools.lru_cache(maxsize=4)
@@ -952,7 +988,7 @@ def generate(
     jitter_pct: every (rank, step) gets a compute factor drawn uniformly from
         [1 - jitter_pct/100, 1 + jitter_pct/100], deterministic for `seed`.
 
-    A collective ends at the same time on every rank, and so does every step."""
+    A collective ends at the same time on every rank; hosts wait only in their blocking calls."""
     variation = Variation(dict(stragglers or {}), dict(slow_links or {}), jitter_pct, seed)
     if ranks < 1:
         raise ValueError("ranks must be >= 1")

@@ -7,25 +7,32 @@ hands it the base's times and event kinds and writes the numbers it returns.
 
 The model, per rank:
 
-* Compute. Inside the union of the base's GPU compute kernels time runs `factor` times slower,
-  where the factor is the rank's straggler factor times its jitter draw for the step. Outside
-  that union time runs at the base's rate. All of the rank's events (CPU ops, launches, flows,
-  copies, kernels) are placed through this one monotone map, so nothing that did not overlap
-  starts to, nesting is kept, a launch stays before its kernel, and a ProfilerStep grows by
-  the extra time of the work inside it. A compute kernel lies inside the union, so it lasts
-  exactly `factor` times as long (to the microsecond).
+* Compute. Inside the union of the base's GPU compute kernels the GPU's time runs `factor`
+  times slower, where the factor is the rank's straggler factor times its jitter draw for the
+  step. Outside that union time runs at the base's rate. All of the rank's GPU-side events
+  (kernels, copies, fills, their annotations and flow ends) are placed through this one
+  monotone map, so nothing that did not overlap starts to and nesting is kept. A compute
+  kernel lies inside the union, so it lasts exactly `factor` times as long (to the
+  microsecond).
 * Collectives. A collective (an NCCL kernel) starts where the map puts it and, left alone,
   would last its base time times the rank's slow-link factor. All ranks' copies of it end
   together, when the last of them would: the others' kernels are longer by the time they
   wait. Right after a collective's end (at the first moment no other GPU work runs on the
-  rank) every rank's later work is held back until that common end, so ranks do not drift
-  apart.
-* Steps. The end of each ProfilerStep is a barrier (real loops read the loss or log there):
-  the work after a straggler's last collective of the step (an optimizer, say) is waited for
-  by the others at the step's end, so every rank's step ends at the same time.
+  rank) the rank's later GPU work is held back until that common end (its streams wait for
+  the collective's), so ranks do not drift apart.
+* The host runs at the base's pace: a slower GPU or a wait in a collective does not slow the
+  operators it queues. It waits only where it blocks on the GPU, as real hosts do: a
+  synchronize, a synchronous copy, a copy to or from pageable memory that returned once
+  its copy was done (hta_fast.sync_calls). Such a call returns when the GPU, moved by the
+  map, reaches where it returned in the base, so it lasts longer by however much the GPU
+  fell behind since the host's last wait; everything the host does after it moves by as
+  much. A launch stays before its kernel (the GPU's shift is never less than the host's).
+  The step-end read of the loss (a copy of it to the host) is where the other ranks' hosts
+  wait for the collectives that waited for a straggler.
 
-The waits are jumps in the map at points where no compute, copy or fill runs on the rank, so
-only CPU events spanning them (and collectives, whose ends are set directly) get longer.
+The waits are jumps in the maps: on the GPU at points where no compute, copy or fill runs on
+the rank, on the host at the end of a blocking call, so only the events spanning them (the
+blocking call and what holds it, and collectives, whose ends are set directly) get longer.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ import numpy as np
 from . import _core
 from .schema import KernelClass
 
-# A repetition is simulated for all ranks at once; these are the kinds of step in it.
-_BARRIER, _SYNC, _START = 0, 1, 2  # at one time: barriers and syncs before a start sees them
+# A repetition is simulated for all ranks at once; these are the kinds of step in it. At one
+# time: a host wait reads the GPU's shift before the GPU's waits there (an end at a jump is
+# not held back by it), and a collective's sync comes before a start that sees it.
+_HOST, _SYNC, _START = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,8 @@ def kernel_classes(names: list[str]) -> dict[str, KernelClass]:
 class BaseTimes:
     """One repetition of the base, in whole microseconds. Per event: start, end, whether it is
     GPU work (kernel, copy, fill) and on which stream (-1 otherwise), whether it is a compute
-    or a collective kernel, and for a flow endpoint the GPU event it sits on (-1 if none)."""
+    or a collective kernel, for a flow endpoint the GPU event it sits on (-1 if none), whether
+    it lies on a GPU's timeline and whether it is a host call that waited for the GPU."""
 
     start: np.ndarray
     end: np.ndarray
@@ -130,8 +140,9 @@ class BaseTimes:
     compute: np.ndarray
     collective: np.ndarray
     flow_on: np.ndarray
-    step_starts: np.ndarray  # ProfilerStep windows, sorted
-    step_ends: np.ndarray
+    step_starts: np.ndarray  # ProfilerStep starts, sorted
+    gpu_side: np.ndarray  # on a GPU's timeline (the GPU's map moves it), else the host's
+    host_wait: np.ndarray  # a runtime call that held the host until GPU work was done
 
 
 def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,7 +160,7 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 class Structure:
     """What the base's times say once, for any rank: the compute union, the step segments
-    each moment belongs to, where collectives sync and where steps end."""
+    each moment belongs to, where collectives sync and where the host waits for the GPU."""
 
     def __init__(self, times: BaseTimes, period: int) -> None:
         self.t = times
@@ -193,17 +204,12 @@ class Structure:
         i = int(np.searchsorted(self.ga, t, "left")) - 1
         return int(self.gb[i]) if i >= 0 and t < self.gb[i] else t
 
-    def _free_before(self, t: int) -> int:
-        i = int(np.searchsorted(self.ga, t, "left")) - 1
-        return int(self.ga[i]) if i >= 0 and t < self.gb[i] else t
-
     def _actions(self) -> None:
         t = self.t
         acts = [(int(t.start[i]), _START, int(i)) for i in self.comm]
         acts += [(self._free_after(int(t.end[i])), _SYNC, int(i)) for i in self.comm]
-        # A barrier waits where the GPU is free, before the step ends (a wait placed at the
-        # end itself would hold back only what comes after it), for all ranks to reach it.
-        acts += [(self._free_before(int(e) - 1), _BARRIER, int(e)) for e in t.step_ends]
+        self.wait_ends = np.unique(t.end[t.host_wait])
+        acts += [(int(e), _HOST, -1) for e in self.wait_ends]
         self.actions = sorted(acts)
 
     def compute_shift(self, t: np.ndarray | np.int64, factors: np.ndarray) -> np.ndarray:
@@ -218,8 +224,9 @@ class Structure:
 
 @dataclass
 class RepSchedule:
-    """One repetition for every rank: the shift it starts with, the waits (jump points, common,
-    and per-rank amounts) and each collective's start and end."""
+    """One repetition for every rank: the GPU's shift it starts with, the GPU's waits (jump
+    points, common, and per-rank amounts), each collective's start and end, and the host's
+    shift: where it starts and after each of the host's waits (Structure.wait_ends)."""
 
     carry: np.ndarray  # (ranks,)
     jump_at: np.ndarray  # (jumps,)
@@ -227,7 +234,10 @@ class RepSchedule:
     comm_start: np.ndarray  # (ranks, collectives), absolute in base time
     comm_end: np.ndarray  # (collectives,) common to all ranks
     factors: np.ndarray  # (ranks, steps)
-    end_shift: np.ndarray  # (ranks,) carry of the next repetition
+    end_shift: np.ndarray  # (ranks,) the GPU's carry of the next repetition
+    host_carry: np.ndarray  # (ranks,)
+    host_shift: np.ndarray  # (ranks, host waits): the host's shift from each wait's end on
+    end_host: np.ndarray  # (ranks,) the host's carry of the next repetition
 
 
 def schedule(st: Structure, var: Variation, ranks: int, reps: int) -> list[RepSchedule]:
@@ -236,14 +246,15 @@ def schedule(st: Structure, var: Variation, ranks: int, reps: int) -> list[RepSc
     all_factors = var.compute_factors(ranks, reps * st.n_steps)
     link = var.link_factors(ranks)
     carry = np.zeros(ranks)
+    host_carry = np.zeros(ranks)
     # When each collective stream is next free, in base time from the first repetition: a
     # collective cannot start before the one ahead of it on its stream has ended everywhere.
     stream_free: dict[int, int] = {}
     out = []
     for rep in range(reps):
         factors = all_factors[:, rep * st.n_steps : (rep + 1) * st.n_steps]
-        out.append(_one_rep(st, factors, link, carry, stream_free, rep * st.period))
-        carry = out[-1].end_shift
+        out.append(_one_rep(st, factors, link, carry, host_carry, stream_free, rep * st.period))
+        carry, host_carry = out[-1].end_shift, out[-1].end_host
     return out
 
 
@@ -252,6 +263,7 @@ def _one_rep(
     factors: np.ndarray,
     link: np.ndarray,
     carry: np.ndarray,
+    host_carry: np.ndarray,
     stream_free: dict[int, int],
     rep_start: int,
 ) -> RepSchedule:
@@ -262,7 +274,14 @@ def _one_rep(
     jump_at, jumps = [], []
     starts = np.zeros((ranks, len(st.comm)), np.int64)
     ends = np.zeros(len(st.comm), np.int64)
+    host = [host_carry]
     for at, kind, i in st.actions:
+        if kind == _HOST:
+            # The call returns when the GPU reaches where it returned in the base; the host
+            # never moves back.
+            gpu = carry + st.compute_shift(np.int64(at), factors) + waited
+            host.append(np.maximum(host[-1], gpu))
+            continue
         if kind == _START:
             n = col[i]
             shift = carry + st.compute_shift(np.int64(at), factors) + waited
@@ -275,13 +294,8 @@ def _one_rep(
             starts[:, n] = begin
             stream_free[stream] = int(ends[n]) + rep_start
             continue
-        if kind == _SYNC:
-            need = ends[col[i]] - t.end[i]
-            jump = np.maximum(need - (carry + st.compute_shift(np.int64(at), factors) + waited), 0)
-        else:
-            # i is the step's end: every rank reaches it when the last one does.
-            at_end = carry + st.compute_shift(np.int64(i), factors) + waited
-            jump = at_end.max() - at_end
+        need = ends[col[i]] - t.end[i]
+        jump = np.maximum(need - (carry + st.compute_shift(np.int64(at), factors) + waited), 0)
         if jump.any():
             jump_at.append(at)
             jumps.append(jump)
@@ -295,6 +309,9 @@ def _one_rep(
         ends,
         factors,
         end_shift,
+        host_carry,
+        np.array(host[1:]).T.reshape(ranks, len(host) - 1),
+        host[-1],
     )
 
 
@@ -315,8 +332,15 @@ def event_deltas(
     waited_end = cum[np.searchsorted(rs.jump_at, end, "left")]
     carry = rs.carry[rank]
     new_start, new_end = t.start.copy(), t.end.copy()
-    new_start[rows] += np.rint(carry + st.compute_shift(start, f) + waited_start).astype(np.int64)
-    new_end[rows] += np.rint(carry + st.compute_shift(end, f) + waited_end).astype(np.int64)
+    gpu_start = carry + st.compute_shift(start, f) + waited_start
+    gpu_end = carry + st.compute_shift(end, f) + waited_end
+    # The host moves by its shift after the last of its waits that ended by then.
+    host = np.r_[rs.host_carry[rank], rs.host_shift[rank]]
+    host_start = host[np.searchsorted(st.wait_ends, start, "right")]
+    host_end = host[np.searchsorted(st.wait_ends, end, "right")]
+    gpu_side = t.gpu_side[rows]
+    new_start[rows] += np.rint(np.where(gpu_side, gpu_start, host_start)).astype(np.int64)
+    new_end[rows] += np.rint(np.where(gpu_side, gpu_end, host_end)).astype(np.int64)
     new_end[rows] = np.maximum(new_end[rows], new_start[rows])
     # Collectives are placed by the schedule, and GPU work queued behind one on its stream
     # waits for it to finish.

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hta_fast import _core
-from hta_fast.model.graph import sync_calls
+from hta_fast import _core, sync_calls
 from hta_fast.model.graph.dependency_graph import EDGE, EDGE_TYPES, skip_mask
 
 

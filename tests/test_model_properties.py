@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hta_fast.model.graph import sync_calls
+from hta_fast import sync_calls
 from hta_fast.model.graph.dependency_graph import EDGE
 from tests.test_model_graph import build
 

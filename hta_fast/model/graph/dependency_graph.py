@@ -13,10 +13,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ... import _core
+from ... import _core, sync_calls
 from ...schema import CPU_KINDS, GPU_WORK_KINDS, EventKind
 from ...trace import Trace
-from . import held_waits, runtime_waits, sync_calls
+from . import held_waits, runtime_waits
 from .poll_runs import poll_runs
 
 # The core's EdgeType, by name in code order (csrc/graph/dependency_graph.h).

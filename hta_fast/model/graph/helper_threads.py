@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import sync_calls
 from ...schema import CPU_KINDS, EventKind
 from ...trace import Trace
-from . import sync_calls
 
 
 def helper_mask(trace: Trace) -> np.ndarray:

@@ -31,9 +31,9 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ... import sync_calls
 from ...schema import CPU_KINDS, GPU_WORK_KINDS, EventKind
 from ...trace import Trace
-from . import sync_calls
 
 QUERY = re.compile(r"^(cuda|hip|cu)(Event|Stream)Query")
 MIN_QUERIES = 3

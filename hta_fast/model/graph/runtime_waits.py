@@ -30,10 +30,11 @@ from typing import Optional
 import numpy as np
 import pyarrow.compute as pc
 
+from ... import sync_calls
 from ...frame import derived
 from ...schema import EventKind
 from ...trace import Trace
-from . import held_waits, sync_calls
+from . import held_waits
 
 NO_RECORD = "no cudaEventRecord before it on its thread (the event)"
 NO_LAUNCH_BEFORE = "no launch on its thread before its record (the event's stream)"

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import sync_calls
 from ...frame import derived
 from ...frame.gpu_work import (
     HEAD_WAIT,
@@ -43,7 +44,6 @@ from ...frame.gpu_work import (
 )
 from ...schema import CPU_KINDS
 from ...trace import Trace
-from . import sync_calls
 from .dependency_graph import EDGE, DependencyGraph
 
 # A blocking call is evidence for a wait it spans this share of, or more.

@@ -5,7 +5,7 @@ Per (rank, step) of the walk (chained) and per thread that launched GPU work in 
 step's span from its replayed start to its end is cut into owned intervals that partition
 it. Each moment belongs to the innermost recorded event the thread was in then:
 
-* a blocking call (a synchronize, a synchronous copy: model.graph.sync_calls.BLOCKING), or a
+* a blocking call (a synchronize, a synchronous copy: hta_fast.sync_calls.BLOCKING), or a
   polling run from its first query to its last (model.graph.poll_runs): the host waited for
   the GPU, so the moment is owned by what owned the GPU then (the GPU's owned intervals:
   compute, communication, the last rank to arrive, unrecorded work, ...);
@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import sync_calls
 from ...frame import select
 from ...frame.fields import NS
 from ...frame.result import Result
@@ -33,7 +34,6 @@ from ...frame.select import Ranks, Steps
 from ...schema import CPU_KINDS, GPU_WORK_KINDS
 from ...trace import Trace
 from ...traceset import TraceSet
-from ..graph import sync_calls
 from ..graph.one_off_calls import one_off_rows
 from ..graph.poll_runs import poll_runs
 from .bounds import UNTRACED_MIN, in_data_loading

@@ -1,4 +1,5 @@
-"""Which runtime calls wait, and on what: the names behind the dependency graph's sync edges.
+"""Which runtime calls wait, and on what: the names behind the dependency graph's sync edges
+and behind the trace generator's host waits (hta_fast.synth_variation).
 
 Kind numbers are the core's SyncKind (csrc/graph/dependency_graph.h), read from `_core`."""
 
@@ -8,7 +9,7 @@ import re
 
 import numpy as np
 
-from ... import _core
+from . import _core
 
 _KIND = _core.graph.SyncKind
 NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = (
