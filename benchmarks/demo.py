@@ -3,7 +3,7 @@
 
 Shows what a new user gets with no data of their own: ranks, events per kind, kernel
 classes, links, steps, and load speed. The middle rank is a straggler (its GPU compute takes
-1.3x as long, and the others wait for it in their collectives), as in `hta-fast demo`.
+`hta-fast demo`'s factor longer, and the others wait for it in their collectives).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from gen_trace import generate
 
 import hta_fast
+from hta_fast.cli.demo import STRAGGLER_FACTOR
 
 
 def main() -> None:
@@ -29,7 +30,7 @@ def main() -> None:
 
     out = args.out or Path(tempfile.mkdtemp(prefix="hta_fast_demo_"))
     print(f"generating {args.ranks} ranks x {args.size_mb:g} MB (gzip) into {out} ...")
-    straggler = {args.ranks // 2: 1.3} if args.ranks > 1 else {}
+    straggler = {args.ranks // 2: STRAGGLER_FACTOR} if args.ranks > 1 else {}
     files = generate(out, args.size_mb, ranks=args.ranks, compress=True, stragglers=straggler)
     for rank, factor in straggler.items():
         print(f"rank {rank} is a straggler: its GPU compute takes {factor:g}x as long")

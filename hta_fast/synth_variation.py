@@ -20,6 +20,11 @@ The model, per rank:
   wait. Right after a collective's end (at the first moment no other GPU work runs on the
   rank) the rank's later GPU work is held back until that common end (its streams wait for
   the collective's), so ranks do not drift apart.
+* Catching up. A GPU that fell behind its host finds its next work queued already: each idle
+  gap of the base's GPU (no work on any stream) shrinks, to MIN_GAP_US, by as much as the
+  GPU is behind the host (the GPU never runs ahead of where the host launched its work) and
+  only after the gap's last wait for a collective. So a slower GPU on a launch-bound program
+  costs less than its extra compute, as on real hardware.
 * The host runs at the base's pace: a slower GPU or a wait in a collective does not slow the
   operators it queues. It waits only where it blocks on the GPU, as real hosts do: a
   synchronize, a synchronous copy, a copy to or from pageable memory that returned once
@@ -31,8 +36,10 @@ The model, per rank:
   wait for the collectives that waited for a straggler.
 
 The waits are jumps in the maps: on the GPU at points where no compute, copy or fill runs on
-the rank, on the host at the end of a blocking call, so only the events spanning them (the
-blocking call and what holds it, and collectives, whose ends are set directly) get longer.
+the rank (catching up, at the end of an idle gap), on the host at the end of a blocking call,
+so only the events spanning them (the blocking call and what holds it, and collectives, whose
+ends are set directly) change length. The map is one per rank's GPU, not per stream: work on
+a stream that was idle moves with the rest of the GPU.
 """
 
 from __future__ import annotations
@@ -47,9 +54,12 @@ from . import _core
 from .schema import KernelClass
 
 # A repetition is simulated for all ranks at once; these are the kinds of step in it. At one
-# time: a host wait reads the GPU's shift before the GPU's waits there (an end at a jump is
-# not held back by it), and a collective's sync comes before a start that sees it.
-_HOST, _SYNC, _START = 0, 1, 2
+# time: a host wait reads the GPU's shift before the GPU catches up or waits there (an end at
+# a jump is not moved by it), and a catch-up and a collective's sync come before a start
+# that sees them.
+_HOST, _CATCH_UP, _SYNC, _START = 0, 1, 2, 3
+# The shortest idle gap between two GPU events once the GPU has work queued (µs).
+MIN_GAP_US = 2
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,11 @@ class Structure:
         acts += [(self._free_after(int(t.end[i])), _SYNC, int(i)) for i in self.comm]
         self.wait_ends = np.unique(t.end[t.host_wait])
         acts += [(int(e), _HOST, -1) for e in self.wait_ends]
+        # The GPU's idle gaps (no work on any stream) that a late GPU can shorten.
+        busy_a, busy_b = _merge(t.start[t.gpu_stream >= 0], t.end[t.gpu_stream >= 0])
+        keep = busy_a[1:] - busy_b[:-1] > MIN_GAP_US
+        self.gap_start, self.gap_end = busy_b[:-1][keep], busy_a[1:][keep]
+        acts += [(int(b), _CATCH_UP, g) for g, b in enumerate(self.gap_end.tolist())]
         self.actions = sorted(acts)
 
     def compute_shift(self, t: np.ndarray | np.int64, factors: np.ndarray) -> np.ndarray:
@@ -238,6 +253,7 @@ class RepSchedule:
     host_carry: np.ndarray  # (ranks,)
     host_shift: np.ndarray  # (ranks, host waits): the host's shift from each wait's end on
     end_host: np.ndarray  # (ranks,) the host's carry of the next repetition
+    caught: np.ndarray  # (ranks, gaps) float32: the GPU's catch-up by each gap's end, summed
 
 
 def schedule(st: Structure, var: Variation, ranks: int, reps: int) -> list[RepSchedule]:
@@ -275,16 +291,28 @@ def _one_rep(
     starts = np.zeros((ranks, len(st.comm)), np.int64)
     ends = np.zeros(len(st.comm), np.int64)
     host = [host_carry]
+    caught = np.zeros(ranks)
+    caught_by_gap = np.zeros((ranks, len(st.gap_end)), np.float32)
+    last_jump = np.full(ranks, np.iinfo(np.int64).min)
     for at, kind, i in st.actions:
+        gpu = carry + st.compute_shift(np.int64(at), factors) + waited - caught
         if kind == _HOST:
             # The call returns when the GPU reaches where it returned in the base; the host
             # never moves back.
-            gpu = carry + st.compute_shift(np.int64(at), factors) + waited
             host.append(np.maximum(host[-1], gpu))
+            continue
+        if kind == _CATCH_UP:
+            # A late GPU finds the work after an idle gap queued already: the gap shrinks
+            # (to MIN_GAP_US), no further than where the host launched that work (its shift)
+            # and only after the last wait for a collective in the gap.
+            since = np.maximum(st.gap_start[i], last_jump)
+            room = np.maximum(at - since - MIN_GAP_US, 0)
+            caught = caught + np.clip(gpu - host[-1], 0, room)
+            caught_by_gap[:, i] = caught
             continue
         if kind == _START:
             n = col[i]
-            shift = carry + st.compute_shift(np.int64(at), factors) + waited
+            shift = gpu
             begin = at + np.rint(shift).astype(np.int64)
             stream = int(t.gpu_stream[i])
             if stream in stream_free:
@@ -295,12 +323,13 @@ def _one_rep(
             stream_free[stream] = int(ends[n]) + rep_start
             continue
         need = ends[col[i]] - t.end[i]
-        jump = np.maximum(need - (carry + st.compute_shift(np.int64(at), factors) + waited), 0)
+        jump = np.maximum(need - gpu, 0)
         if jump.any():
             jump_at.append(at)
             jumps.append(jump)
             waited = waited + jump
-    end_shift = carry + st.compute_shift(np.int64(st.origin + st.period), factors) + waited
+            last_jump = np.where(jump > 0, at, last_jump)
+    end_shift = carry + st.compute_shift(np.int64(st.origin + st.period), factors) + waited - caught
     return RepSchedule(
         carry,
         np.array(jump_at, np.int64),
@@ -312,6 +341,7 @@ def _one_rep(
         host_carry,
         np.array(host[1:]).T.reshape(ranks, len(host) - 1),
         host[-1],
+        caught_by_gap,
     )
 
 
@@ -332,8 +362,12 @@ def event_deltas(
     waited_end = cum[np.searchsorted(rs.jump_at, end, "left")]
     carry = rs.carry[rank]
     new_start, new_end = t.start.copy(), t.end.copy()
-    gpu_start = carry + st.compute_shift(start, f) + waited_start
-    gpu_end = carry + st.compute_shift(end, f) + waited_end
+    # A catch-up at a gap's end moves what starts there or later and what ends after it.
+    caught = np.r_[0.0, rs.caught[rank].astype(np.float64)]
+    caught_start = caught[np.searchsorted(st.gap_end, start, "right")]
+    caught_end = caught[np.searchsorted(st.gap_end, end, "left")]
+    gpu_start = carry + st.compute_shift(start, f) + waited_start - caught_start
+    gpu_end = carry + st.compute_shift(end, f) + waited_end - caught_end
     # The host moves by its shift after the last of its waits that ended by then.
     host = np.r_[rs.host_carry[rank], rs.host_shift[rank]]
     host_start = host[np.searchsorted(st.wait_ends, start, "right")]

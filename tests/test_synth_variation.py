@@ -223,3 +223,18 @@ def test_quiet_prints_no_line_per_file(tmp_path, capsys):
 def test_bad_options_are_usage_errors(tmp_path, bad):
     with pytest.raises(SystemExit):
         synth.main(["--size-mb", "0.3", "--out", str(tmp_path)] + bad)
+
+
+def test_a_late_gpu_catches_up_in_idle_gaps(plain, straggler):
+    """The sample program is launch-bound: the straggler's step grows by less than its extra
+    compute (its GPU finds work queued after each idle gap), and never starts a kernel before
+    the host launched it. The first step is whole (the second is cut where the file ends)."""
+    extra = straggler[2].per_step(straggler[2].compute) - plain[0].per_step(plain[0].compute)
+    grew = (straggler[2].step_end - straggler[2].step_start) - (
+        plain[0].step_end - plain[0].step_start
+    )
+    assert 0 < grew[0] < 0.9 * extra[0]
+    r = straggler[2]
+    gpu = np.isin(r.kind, ["kernel", "memcpy", "memset"]) & (r.partner >= 0)
+    launch = r.partner[gpu]
+    assert np.all(r.ts[gpu] >= r.ts[launch] + (plain[2].ts[gpu] - plain[2].ts[launch]))
