@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast import synth, sync_calls
+from hta_fast import sync_calls, synth
 from hta_fast.synth_variation import Variation
 
 pytestmark = pytest.mark.skipif(
