@@ -98,6 +98,15 @@ def _recorded(trace: Trace, column: str, rows: np.ndarray) -> np.ndarray:
     return trace.column("instants", column)[rows] != -1
 
 
+def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """A dense code per (pid, tid) pair, from two 1-D passes."""
+    _, p = np.unique(pid, return_inverse=True)
+    _, t = np.unique(tid, return_inverse=True)
+    pair = p.reshape(-1).astype(np.int64) * (int(t.max()) + 1) + t.reshape(-1)
+    _, code = np.unique(pair, return_inverse=True)
+    return code.reshape(-1).astype(np.int64)
+
+
 def innermost_containing(
     trace: Trace, candidates: np.ndarray, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray
 ) -> np.ndarray:
@@ -116,23 +125,22 @@ def innermost_containing(
     ev_tid = trace.column("events", "tid")
     is_candidate = np.zeros(len(ev_ts), bool)
     is_candidate[candidates] = True
-    # One sortable key per (thread, time): the thread's code, then the time's rank among
-    # every time in play.
-    _, code = np.unique(
-        np.concatenate(
-            [
-                np.stack([ev_pid[candidates], ev_tid[candidates]], 1),
-                np.stack([pid, tid], 1),
-            ]
-        ),
-        axis=0,
-        return_inverse=True,
+    # One sortable key per (thread, time): the thread's code times the span of the times in
+    # play, plus the time (1-D codes: a unique over (pid, tid) rows sorts millions of pairs).
+    code = _thread_codes(
+        np.concatenate([ev_pid[candidates], pid]), np.concatenate([ev_tid[candidates], tid])
     )
-    code = code.reshape(-1)
-    times = np.unique(np.concatenate([ev_ts[candidates], ts]))
-    span = len(times)
-    cand_key = code[: len(candidates)] * span + np.searchsorted(times, ev_ts[candidates])
-    query_key = code[len(candidates) :] * span + np.searchsorted(times, ts)
+    cand_ts = ev_ts[candidates]
+    low = min(int(cand_ts.min()), int(ts.min()))
+    span = max(int(cand_ts.max()), int(ts.max())) - low + 1
+    if (int(code.max()) + 1) * span >= 2**62:  # times too far apart for one key: ranks
+        times = np.unique(np.concatenate([cand_ts, ts]))
+        cand_rel, query_rel = np.searchsorted(times, cand_ts), np.searchsorted(times, ts)
+        span = len(times)
+    else:
+        cand_rel, query_rel = cand_ts - low, ts - low
+    cand_key = code[: len(candidates)] * span + cand_rel
+    query_key = code[len(candidates) :] * span + query_rel
     # Longer first among candidates that start together: the last to start is then the
     # innermost (the loader nests the shorter inside the longer).
     order = np.lexsort((-(ev_end[candidates] - ev_ts[candidates]), cand_key))
