@@ -10,6 +10,8 @@ import re
 import numpy as np
 
 from . import _core
+from .schema import EventKind
+from .trace import Trace
 
 _KIND = _core.graph.SyncKind
 NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = (
@@ -94,3 +96,26 @@ def pageable_copies(
         ],
         bool,
     )
+
+
+def host_wait_rows(trace: Trace) -> np.ndarray:
+    """Rows of the runtime and driver calls that held the host until GPU work was done: the
+    BLOCKING kinds by name, and the asynchronous copies to or from pageable memory that
+    returned once their copy was done (pageable_copies), in row order."""
+    kind = trace.column("events", "kind")
+    name = trace.column("events", "name")
+    calls = np.flatnonzero(np.isin(kind, [EventKind.runtime, EventKind.driver]) & (name >= 0))
+    if not len(calls):
+        return calls
+    ids, at = np.unique(name[calls], return_inverse=True)
+    texts = [t or "" for t in trace.strings_at(ids).to_pylist()]
+    waits = np.isin(sync_kind_of_names(texts), BLOCKING)[at.reshape(-1)]
+    partner = trace.column("events", "partner")[calls]
+    copy = np.flatnonzero(~waits & (partner >= 0))
+    if len(copy):
+        call, gpu = calls[copy], partner[copy]
+        end = trace.column("events", "ts") + np.maximum(trace.column("events", "dur"), 0)
+        names = [t or "" for t in trace.strings_at(name[call]).to_pylist()]
+        gpu_names = [t or "" for t in trace.strings_at(name[gpu]).to_pylist()]
+        waits[copy] = pageable_copies(names, gpu_names, end[call], end[gpu])
+    return calls[waits]

@@ -36,6 +36,8 @@ def test_the_doctor_names_the_straggler_first(demo):
     assert top.cause == "rank_imbalance" and top.above_threshold
     assert top.evidence["waited_for_rank"] == STRAGGLER
     assert top.evidence["slowest_rank"] == STRAGGLER
+    # its host read the loss at the step's end, waiting for its own GPU
+    assert str(top.evidence["its_host_meanwhile"]).startswith("waiting for its own GPU in ")
     others_wait = top.evidence["others_wait_for_it_ns_per_step"]
     assert others_wait > 0.1 * d.headline()["step_time_ns"]
     assert top.saving_ns_per_step and top.saving_ns_per_step > 0

@@ -30,7 +30,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from ... import ops
+from ... import ops, sync_calls
 from ...analysis.collectives import KernelWaits, kernel_waits
 from ...analysis.stragglers import high_outliers, stragglers
 from ...frame import derived
@@ -232,13 +232,26 @@ def _waited_for(charged: dict[int, float], n_ranks: int, least: float) -> Option
     return rank if fair and ns >= least else None
 
 
-def _late_hosts(v: RankView, wt: Waits) -> tuple[np.ndarray, np.ndarray]:
+class LateHosts(NamedTuple):
+    """Per collective the rank was last at and a host event covered (_late_hosts): the
+    event's row, the lateness it covers (ns), and whether the host sat in a call waiting for
+    its own GPU meanwhile (the rank was late for its GPU, not its host)."""
+
+    rows: np.ndarray
+    covered: np.ndarray
+    on_gpu: np.ndarray
+
+
+def _late_hosts(v: RankView, wt: Waits) -> LateHosts:
     """Per collective the rank was last at: the innermost recorded host event (cpu_op or
-    user annotation, not a ProfilerStep) covering half or more of its lateness, and how much
-    of it (ns); collectives without one are left out."""
+    user annotation, not a ProfilerStep) covering half or more of its lateness, how much of
+    it (ns), and whether a call inside it that held the host until GPU work was done
+    (sync_calls.host_wait_rows) covered half or more of the lateness; collectives without
+    such an event are left out."""
     late = wt.late_to > wt.late_from
     if not late.any():
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        none = np.zeros(0, np.int64)
+        return LateHosts(none, none, np.zeros(0, bool))
     trace = v.trace
     kind = trace.column("events", "kind")
     rows = np.flatnonzero(np.isin(kind, [EventKind.cpu_op, EventKind.user_annotation]))
@@ -247,7 +260,10 @@ def _late_hosts(v: RankView, wt: Waits) -> tuple[np.ndarray, np.ndarray]:
     rows = rows[~steps[np.maximum(names, 0)] | (names < 0)]
     start = trace.column("events", "ts")[rows]
     end = start + np.maximum(trace.column("events", "dur")[rows], 0)
-    held, covered = [], []
+    waits = sync_calls.host_wait_rows(trace)
+    wait_start = trace.column("events", "ts")[waits]
+    wait_end = wait_start + np.maximum(trace.column("events", "dur")[waits], 0)
+    held, covered, on_gpu = [], [], []
     for lo, hi in zip(wt.late_from[late].tolist(), wt.late_to[late].tolist()):
         over = np.minimum(end, hi) - np.maximum(start, lo)
         covering = np.flatnonzero(over >= 0.5 * (hi - lo))
@@ -256,18 +272,25 @@ def _late_hosts(v: RankView, wt: Waits) -> tuple[np.ndarray, np.ndarray]:
         k = covering[np.argmin(end[covering] - start[covering])]
         held.append(int(rows[k]))
         covered.append(int(over[k]))
-    return np.asarray(held, np.int64), np.asarray(covered, np.int64)
+        inside = (wait_start >= start[k]) & (wait_end <= end[k])
+        waited = np.minimum(wait_end, hi) - np.maximum(wait_start, lo)
+        on_gpu.append(bool((inside & (waited >= 0.5 * (hi - lo))).any()))
+    return LateHosts(
+        np.asarray(held, np.int64), np.asarray(covered, np.int64), np.asarray(on_gpu, bool)
+    )
 
 
 def _host_meanwhile(v: RankView, wt: Waits) -> Optional[str]:
     """What the rank's host was doing while the others waited: of _late_hosts, the name
     holding the most of its lateness."""
-    rows, over = _late_hosts(v, wt)
-    if not len(rows):
+    late = _late_hosts(v, wt)
+    if not len(late.rows):
         return None
-    uniq, inv = np.unique(rows, return_inverse=True)
-    row = int(uniq[np.argmax(np.bincount(inv.reshape(-1), weights=over))])
-    return names_of(v.trace, np.array([row]))[0]
+    uniq, inv = np.unique(late.rows, return_inverse=True)
+    top = int(np.argmax(np.bincount(inv.reshape(-1), weights=late.covered)))
+    name = names_of(v.trace, uniq[top : top + 1])[0]
+    waiting = late.on_gpu[inv.reshape(-1) == top].all()
+    return f"waiting for its own GPU in {name}" if waiting else name
 
 
 def _work_evidence(views: list[RankView]) -> dict[str, Number]:
@@ -303,7 +326,8 @@ def _ranks_text(ranks: Sequence[int]) -> str:
 def _edit(ex: Examination) -> Optional[Edits]:
     """Ranks whose compute per step is above the median rank's, scaled to the median; and
     the rank the others wait for (named in the evidence) on time: each host event it was
-    late in (_late_hosts) shorter by the lateness it covers."""
+    late in (_late_hosts) shorter by the lateness it covers, unless the host sat waiting for
+    its own GPU there."""
     views = ex.views
     if len(views) < 2:
         return None
@@ -314,7 +338,9 @@ def _edit(ex: Examination) -> Optional[Edits]:
         v = next(v for v in views if v.rank == named)
         matched = kernel_waits(ex.traces, ranks=[x.rank for x in views], steps=ex.steps)
         none = KernelWaits(*(np.zeros(0, np.int64),) * 4)
-        rows, over = _late_hosts(v, rank_waits(v, matched.get(named, none)))
+        found = _late_hosts(v, rank_waits(v, matched.get(named, none)))
+        # a host waiting for its own GPU is on time once its GPU is (the compute part)
+        rows, over = found.rows[~found.on_gpu], found.covered[~found.on_gpu]
         if len(rows):
             uniq, inv = np.unique(rows, return_inverse=True)
             late = np.bincount(inv.reshape(-1), weights=over)
