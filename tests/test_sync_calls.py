@@ -1,0 +1,27 @@
+"""hta_fast.sync_calls.host_wait_rows: the calls that held the host until GPU work was done,
+on a trace built with each kind of call."""
+
+from __future__ import annotations
+
+from synthetic_traces import KinetoBuilder
+
+from hta_fast import sync_calls
+
+
+def test_the_calls_that_held_the_host():
+    b = KinetoBuilder()
+    b.step(1, 0, 1_000)
+    b.kernel("gemm", 10, 20, 300)  # queues work: no wait
+    b.memcpy("DtoH", 30, 330, 10, 4096, launch_dur=320)  # pageable, returned after its copy
+    b.memcpy("DtoH", 400, 700, 10, 4096, launch_dur=5)  # pageable, returned before it
+    b.memcpy("DtoH", 420, 430, 10, 4096, pageable=False, launch_dur=30)  # pinned: async
+    b.runtime("cudaStreamSynchronize", 450, 270)  # blocking by name
+    b.runtime("cudaMalloc", 800, 5)
+    trace = b.load()
+    rows = sync_calls.host_wait_rows(trace)
+    names = trace.strings_at(trace.column("events", "name")[rows]).to_pylist()
+    starts = (trace.column("events", "ts")[rows] - trace.column("events", "ts").min()) // 1000
+    assert list(zip(names, starts.tolist())) == [
+        ("cudaMemcpyAsync", 30),
+        ("cudaStreamSynchronize", 450),
+    ]
