@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from ... import sync_calls
 from ...frame import select
 from ...frame.fields import NS
+from ...frame.memory_events import innermost_containing
 from ...frame.result import Result
 from ...frame.select import Ranks, Steps
 from ...schema import CPU_KINDS, GPU_WORK_KINDS
@@ -183,10 +184,12 @@ def _timeline(
     cut = np.sort(np.concatenate([start, end, polls[0], polls[1], step_edges]))
     cut = cut[np.r_[True, cut[1:] != cut[:-1]]]  # sorted, not hashed: millions of edges
     mid = (cut[:-1] + cut[1:]) // 2
-    inner = _innermost(trace, rows, start, end, mid)
+    pid = np.full(len(mid), col("events", "pid")[rows[0]])
+    tid = np.full(len(mid), col("events", "tid")[rows[0]])
+    holder = innermost_containing(trace, rows, pid, tid, mid)  # rows are one thread's
     code = np.full(len(mid), -1, np.int64)  # -1: waiting for the GPU
-    held = inner >= 0
-    code[held] = _event_codes(trace, rows[inner[held]])
+    held = holder >= 0
+    code[held] = _event_codes(trace, holder[held])
     # A stretch with no event: untraced host time where it lasts UNTRACED_MIN or more (the
     # stretch, not its pieces: the steps' edges cut it too)
     free = ~held
@@ -198,37 +201,6 @@ def _timeline(
     for a, b in zip(polls[0].tolist(), polls[1].tolist()):  # a polling run waits
         code[np.searchsorted(cut, a) : np.searchsorted(cut, b)] = -1
     return _Timeline(cut, code, launches)
-
-
-def _innermost(
-    trace: Trace, rows: np.ndarray, start: np.ndarray, end: np.ndarray, points: np.ndarray
-) -> np.ndarray:
-    """Per point: the index (into rows, one thread's events) of the innermost event holding
-    it, -1 where none does. The last event to start at or before the point is the innermost
-    holder or nested inside it (a thread's events nest), so walking up through `parent`
-    reaches the holder first."""
-    order = np.lexsort((-(end - start), start))  # longer first among events starting together
-    s = start[order]
-    at = np.searchsorted(s, points, "right") - 1
-    cur = np.where(at >= 0, order[np.maximum(at, 0)], -1)
-    parent = trace.column("events", "parent")[rows]
-    local = np.argsort(rows)
-    pos = np.searchsorted(rows[local], parent)
-    known = (parent >= 0) & (rows[local][np.minimum(pos, len(rows) - 1)] == parent)
-    up = np.where(known, local[np.minimum(pos, len(rows) - 1)], -1)
-    found = np.full(len(points), -1, np.int64)
-    active = cur >= 0
-    for _ in range(256):
-        if not active.any():
-            break
-        idx = np.flatnonzero(active)
-        hit = end[cur[idx]] > points[idx]
-        found[idx[hit]] = cur[idx[hit]]
-        active[idx[hit]] = False
-        nxt = up[cur[idx[~hit]]]
-        cur[idx[~hit]] = nxt
-        active[idx[~hit]] = nxt >= 0
-    return found
 
 
 def _event_codes(trace: Trace, ev: np.ndarray) -> np.ndarray:
