@@ -98,6 +98,15 @@ def pageable_copies(
     )
 
 
+def sync_kinds_of_rows(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The SyncKind of each event row's name (NONE for calls that do not wait), each
+    distinct name matched once."""
+    ids, at = np.unique(trace.column("events", "name")[rows], return_inverse=True)
+    # to_pylist, not fill_null: pyarrow's fill_null imports pandas where it is installed
+    texts = [t or "" for t in trace.strings_at(ids).to_pylist()]
+    return sync_kind_of_names(texts)[at.reshape(-1)]
+
+
 def host_wait_rows(trace: Trace) -> np.ndarray:
     """Rows of the runtime and driver calls that held the host until GPU work was done: the
     BLOCKING kinds by name, and the asynchronous copies to or from pageable memory that
@@ -107,9 +116,7 @@ def host_wait_rows(trace: Trace) -> np.ndarray:
     calls = np.flatnonzero(np.isin(kind, [EventKind.runtime, EventKind.driver]) & (name >= 0))
     if not len(calls):
         return calls
-    ids, at = np.unique(name[calls], return_inverse=True)
-    texts = [t or "" for t in trace.strings_at(ids).to_pylist()]
-    waits = np.isin(sync_kind_of_names(texts), BLOCKING)[at.reshape(-1)]
+    waits = np.isin(sync_kinds_of_rows(trace, calls), BLOCKING)
     partner = trace.column("events", "partner")[calls]
     copy = np.flatnonzero(~waits & (partner >= 0))
     if len(copy):

@@ -96,15 +96,7 @@ def _blocking_calls(trace: Trace) -> np.ndarray:
     name = trace.column("events", "name")
     kind = trace.column("events", "kind")
     cpu = np.flatnonzero(np.isin(kind, np.asarray(CPU_KINDS, np.uint8)) & (name >= 0))
-    ids = np.unique(name[cpu])
-    blocking_ids = ids[
-        np.isin(
-            # to_pylist, not fill_null: pyarrow's fill_null imports pandas where it is installed
-            sync_calls.sync_kind_of_names([n or "" for n in trace.strings_at(ids).to_pylist()]),
-            sync_calls.BLOCKING,
-        )
-    ]
-    return cpu[np.isin(name[cpu], blocking_ids)]
+    return cpu[np.isin(sync_calls.sync_kinds_of_rows(trace, cpu), sync_calls.BLOCKING)]
 
 
 def waiting_calls(trace: Trace, waits: Holds) -> np.ndarray:

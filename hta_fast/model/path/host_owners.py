@@ -210,9 +210,5 @@ def _event_codes(trace: Trace, ev: np.ndarray) -> np.ndarray:
         np.int64
     )
     code[one_off_rows(trace, uniq)] = _CODE["one_off_stall"]
-    name = trace.column("events", "name")[uniq]
-    ids, at = np.unique(name, return_inverse=True)
-    texts = trace.strings_at(ids).to_pylist()
-    blocking = np.isin(sync_calls.sync_kind_of_names([n or "" for n in texts]), sync_calls.BLOCKING)
-    code[blocking[at.reshape(-1)]] = -1
+    code[np.isin(sync_calls.sync_kinds_of_rows(trace, uniq), sync_calls.BLOCKING)] = -1
     return code[inv.reshape(-1)]
