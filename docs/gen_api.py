@@ -33,6 +33,7 @@ PUBLIC = [
     "hta_fast.doctor",
     "hta_fast.compat",
     "hta_fast.interop",
+    "hta_fast.sql",
     "hta_fast.ops",
     "hta_fast.loading",
 ]

@@ -1,5 +1,7 @@
 """hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
 
+import importlib
+
 try:
     from ._core import __version__
 except ImportError as e:  # a source tree whose C++ core was never built
@@ -19,6 +21,18 @@ from .schema import EventKind, KernelClass
 from .trace import Trace, TraceMeta
 from .traceset import TraceSet
 
+# Names resolved on first use: what they import (DuckDB's bridge over every analysis) is not
+# loaded by `import hta_fast`.
+_ON_FIRST_USE = {"query": "hta_fast.sql"}
+
+
+def __getattr__(name: str) -> object:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hta_fast' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "load",
     "load_dir",
@@ -34,4 +48,5 @@ __all__ = [
     "TraceDataset",
     "with_capture",
     "build_info",
+    "query",
 ]

@@ -17,9 +17,11 @@ pandas, Polars and DuckDB are imported only when called.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 import pyarrow as pa
+
+from ._named_tables import NamedTables
 
 if TYPE_CHECKING:
     from .frame.result import Result
@@ -28,6 +30,11 @@ if TYPE_CHECKING:
 
 
 __all__ = ["to_pandas", "to_polars", "from_pandas", "from_polars", "tables_of", "duckdb"]
+
+
+# A trace set's tables lead with the file's `rank`; a table's own column of that name (the
+# collective's rank argument in comm_args) is renamed to this.
+ARG_RANK = "arg_rank"
 
 
 def _import(module: str, extra: str) -> Any:
@@ -84,16 +91,25 @@ def from_polars(df: Any, schema: pa.Schema) -> pa.Table:
     return _restore(df.to_arrow(), schema)
 
 
-def tables_of(source: Union["Trace", "TraceSet", "Result"]) -> dict[str, pa.Table]:
+def tables_of(
+    source: Union["Trace", "TraceSet", "Result"], names: Optional[Iterable[str]] = None
+) -> dict[str, pa.Table]:
     """Name -> Arrow table: a trace's tables, or a result's main and side tables (whatever
     has `named_tables()`); a trace set's tables with a leading `rank` column (the ranks'
-    chunks side by side, not copied)."""
-    if hasattr(source, "named_tables"):
+    chunks side by side, not copied; a column of that name already there is `arg_rank`).
+    `names`: only these of a trace's tables (each built
+    only when asked for)."""
+    if hasattr(source, "named_tables"):  # a Trace or a Result: one set of tables
+        if names is not None and isinstance(source, NamedTables):
+            return {n: getattr(source, n) for n in names}
         named: dict[str, pa.Table] = source.named_tables()
-        return named
+        return named if names is None else {n: named[n] for n in names}
     out: dict[str, list[pa.Table]] = {}
     for rank, trace in source.items():
-        for name, t in trace.named_tables().items():
+        wanted = trace.named_tables() if names is None else {n: getattr(trace, n) for n in names}
+        for name, t in wanted.items():
+            if "rank" in t.column_names:  # an argument named rank (comm_args): kept apart
+                t = t.rename_columns([ARG_RANK if c == "rank" else c for c in t.column_names])
             out.setdefault(name, []).append(
                 t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()), t.num_rows))
             )

@@ -10,6 +10,7 @@
     hta-fast critical-path PATH... what bounds each step; replay, whatif: the graph model
     hta-fast convert PATH... -o D  a Parquet dataset partitioned by rank
     hta-fast slice PATH... --steps N -o F   a step as a trace small enough for Perfetto
+    hta-fast query PATH... SQL     SQL over the traces' tables and any analysis by name
     hta-fast demo                  a synthetic multi-rank trace set and its report
 
 Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
@@ -17,7 +18,19 @@ Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
 
 from __future__ import annotations
 
-from . import analyze, convert, demo, diff, doctor, info, model, ops, report, slice  # noqa: F401 (register)
+from . import (  # noqa: F401 (register)
+    analyze,
+    convert,
+    demo,
+    diff,
+    doctor,
+    info,
+    model,
+    ops,
+    query,
+    report,
+    slice,
+)
 from .app import cli, main
 
 __all__ = ["cli", "main"]
