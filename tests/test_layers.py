@@ -25,7 +25,7 @@ LAYERS = [
     ("analysis", {"analysis", "udf", "recipes"}),
     ("model", {"model"}),
     ("doctor", {"doctor"}),
-    ("present", {"cli", "report", "compat", "sql"}),
+    ("present", {"cli", "report", "compat", "sql", "agent"}),
 ]
 FACADE = {"hta_fast", "hta_fast.__main__"}
 MAX_MODULES_PER_FOLDER = 20

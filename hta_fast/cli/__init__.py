@@ -11,6 +11,7 @@
     hta-fast convert PATH... -o D  a Parquet dataset partitioned by rank
     hta-fast slice PATH... --steps N -o F   a step as a trace small enough for Perfetto
     hta-fast query PATH... SQL     SQL over the traces' tables and any analysis by name
+    hta-fast mcp --root DIR        the answers as an MCP server for agents (stdio)
     hta-fast demo                  a synthetic multi-rank trace set and its report
 
 Exit status: 0 success, 1 a doctor gate failed, 2 bad input or usage.
@@ -25,6 +26,7 @@ from . import (  # noqa: F401 (register)
     diff,
     doctor,
     info,
+    mcp,
     model,
     ops,
     query,
