@@ -16,12 +16,12 @@ from .loading import (
     load_traces,
     path_arguments,
     recover_option,
+    steps_from_option,
     with_capture_file,
 )
 from .options import selection as asked_selection
 from .output import FORMATS, check_format, emit, trace_start
 from .progress import bar
-from .steps_from import steps_from_option
 
 
 @cli.command()

@@ -17,9 +17,15 @@ from ..analysis.trace_diff import EmptySelection, SideSteps, step_kind, steps_te
 from ..frame.result import Result
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
-from .loading import load_traces, parse_ints, parse_steps, pick_steps, recover_option
+from .loading import (
+    load_traces,
+    parse_ints,
+    parse_steps,
+    pick_steps,
+    recover_option,
+    steps_from_option,
+)
 from .output import FORMATS, check_format, dumps, echo_table, jsonable, write_tables
-from .steps_from import steps_from_option
 from .terminal import echo
 
 # The sides as the command line names them, and how the options that select each begin.

@@ -26,10 +26,10 @@ from .loading import (
     path_arguments,
     pick_steps,
     recover_option,
+    steps_from_option,
     subset,
 )
 from .output import dumps
-from .steps_from import steps_from_option
 from .terminal import echo
 
 if TYPE_CHECKING:

@@ -1,4 +1,9 @@
-"""Paths on the command line to a TraceSet, with a progress bar and warnings logged."""
+"""Paths on the command line to a TraceSet, with a progress bar and warnings logged, and
+the options that say how: --recover, and --steps-from, the one option that says where the
+steps of analyze, doctor, report, ops, predict, critical-path, replay and whatif come from:
+the profiler's ProfilerStep#N events (the default), the passes of one inference phase, or
+repeated launches (hta_fast.frame.steps_from). The traces are handed over with those steps
+as they load (load_traces), so --steps then numbers them and every command sees them."""
 
 from __future__ import annotations
 
@@ -14,12 +19,12 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 import click
 
+from ..frame.steps_from import SOURCES, steps_from, with_steps
 from ..loading.files import trace_files as files_of
 from ..loading.sets import load_dir
 from ..traceset import TraceSet
-from .app import Options
+from .app import BadInput, Options
 from .progress import bar
-from .steps_from import applied
 
 log = logging.getLogger("hta_fast")
 
@@ -36,7 +41,7 @@ def load_traces(
     what: str = "loading",
     steps_from: str = "profiler",
 ) -> tuple[TraceSet, float]:
-    """The TraceSet of the paths, its steps from `steps_from` (cli/steps_from), and the
+    """The TraceSet of the paths, its steps from `steps_from` (steps_from_option), and the
     seconds it took; loader warnings go to the log."""
     files = trace_files(paths)
     total = sum(os.path.getsize(f) for f in files)
@@ -220,3 +225,38 @@ def capture_option(f: F) -> F:
         type=click.Path(dir_okay=False, exists=True),
         help=CAPTURE_HELP,
     )(f)
+
+
+STEPS_FROM_HELP = (
+    "Where the steps come from: the profiler's ProfilerStep#N events, repeated launch "
+    "sequences (iterations), or inference passes of one phase, numbered from 0 per rank "
+    "(see docs/inference.md)."
+)
+
+
+def steps_from_option(f: F) -> F:
+    return click.option(
+        "--steps-from",
+        "steps_from",
+        type=click.Choice(SOURCES),
+        default="profiler",
+        show_default=True,
+        help=STEPS_FROM_HELP,
+    )(f)
+
+
+def applied(traces: TraceSet, source: str) -> TraceSet:
+    """The traces with their steps from the source; what found them, or why a rank has
+    none, is logged; no steps on any rank is bad input."""
+    if source == "profiler":
+        return traces
+    found = steps_from(traces, source)
+    if found.table.num_rows == 0:
+        raise BadInput(f"--steps-from {source}: no steps found; " + "; ".join(found.notes))
+    counted = set(found.table.column("rank").to_pylist())
+    for rank, note in zip(traces.ranks, found.notes):
+        if rank not in counted:
+            log.warning("--steps-from %s: %s; the rank is analysed whole", source, note)
+        else:
+            log.info("--steps-from %s: %s", source, note)
+    return with_steps(traces, found.table, source)

@@ -21,9 +21,9 @@ from .loading import (
     path_arguments,
     pick_steps,
     recover_option,
+    steps_from_option,
 )
 from .output import FORMATS
-from .steps_from import steps_from_option
 
 F = TypeVar("F", bound=Callable[..., object])
 

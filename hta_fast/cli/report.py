@@ -20,11 +20,11 @@ from .loading import (
     path_arguments,
     pick_steps,
     recover_option,
+    steps_from_option,
     subset,
     with_capture_file,
 )
 from .progress import bar
-from .steps_from import steps_from_option
 
 
 def write(

@@ -27,10 +27,10 @@ from .loading import (
     parse_ints,
     path_arguments,
     recover_option,
+    steps_from_option,
     subset,
 )
 from .progress import bar
-from .steps_from import steps_from_option
 from .terminal import echo
 
 # The name of each rank's file when OUT is a folder.
