@@ -32,6 +32,15 @@ def masked(values: np.ndarray, null: np.ndarray, arrow_type: pa.DataType | None 
     return pa.Array.from_buffers(arrow_type, len(values), [validity, pa.py_buffer(values)])
 
 
+def numeric(values: np.ndarray) -> pa.Array:
+    """A numeric array without nulls over the numpy buffer, built from buffers: pa.array()
+    on numpy would import pandas."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(
+        pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)]
+    )
+
+
 def labels(names: list[str]) -> pa.Array:
     """A small string array built from buffers: pa.array() on a list would import pandas."""
     encoded = [n.encode() for n in names]

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
+import numpy as np
 import pyarrow as pa
 
+from ._arrow import numeric
 from ._named_tables import NamedTables
 
 if TYPE_CHECKING:
@@ -111,7 +113,7 @@ def tables_of(
             if "rank" in t.column_names:  # an argument named rank (comm_args): kept apart
                 t = t.rename_columns([ARG_RANK if c == "rank" else c for c in t.column_names])
             out.setdefault(name, []).append(
-                t.add_column(0, "rank", pa.repeat(pa.scalar(rank, pa.int64()), t.num_rows))
+                t.add_column(0, "rank", numeric(np.full(t.num_rows, rank, np.int64)))
             )
     return {name: pa.concat_tables(parts) for name, parts in out.items()}
 

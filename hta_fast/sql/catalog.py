@@ -13,6 +13,7 @@ from typing import Callable, Iterable, NamedTuple, Union
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import numeric
 from .._named_tables import TABLE_ATTRIBUTES, NamedTables
 from ..analysis.registry import ANALYSES
 from ..doctor import diagnose
@@ -135,7 +136,7 @@ def trace_tables(traces: Traces, names: Iterable[str]) -> dict[str, pa.Table]:
             if isinstance(traces, Trace)
             else [traces[r].num_rows("events") for r in traces.ranks]
         )
-        rows = pa.chunked_array([np.arange(n, dtype=np.int32) for n in sizes], pa.int32())
+        rows = pa.chunked_array([numeric(np.arange(n, dtype=np.int32)) for n in sizes], pa.int32())
         named["events"] = named["events"].add_column(
             0 if isinstance(traces, Trace) else 1, "row", rows
         )
