@@ -444,8 +444,9 @@ def test_doctor_ranks(dlrm, doctor_says):
 
 
 def test_text_tables_show_units_for_people_and_files_keep_ns(tmp_path):
-    """Durations in the unit that suits each column, points in time from the trace's start
-    (or from the column's first, without one); CSV keeps the raw ns."""
+    """Every duration and point in time in the one unit that suits the whole table, points in
+    time from the trace's start (or from the column's first, without one); CSV keeps the raw
+    ns."""
     import pyarrow as pa
 
     from hta_fast.cli.output import text_table, write_tables
@@ -460,15 +461,14 @@ def test_text_tables_show_units_for_people_and_files_keep_ns(tmp_path):
     text = text_table(t, origin_ns=1_700_000_000_000_000_000)
     head, _, first, second = text.splitlines()
     assert "dur (ms)" in head and "start (ms from trace start)" in head
-    assert "gap (ns)" in head and "total (s)" in head
-    assert first.split()[:3] == ["5.00", "2.00", "800"] and second.split()[:3] == [
-        "7.25",
-        "4.50",
-        "900",
-    ]
+    assert "gap (ms)" in head and "total (ms)" in head
+    assert first.split() == ["5.00", "2.00", "0.00", "2,500.00"]
+    assert second.split() == ["7.25", "4.50", "0.00", "1,000.00"]
     assert "start (ms from the first)" in text_table(t).splitlines()[0]
     (path,) = write_tables({"t": t}, "csv", str(tmp_path))
     assert open(path).read().splitlines()[1].startswith("5000000,1700000000002000000,800")
+    # A table of short gaps alone stays in ns.
+    assert "gap (ns)" in text_table(t.select(["gap"])).splitlines()[0]
 
 
 def test_columns_that_name_a_row_print_as_written():

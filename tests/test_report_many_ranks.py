@@ -14,9 +14,9 @@ import pytest
 from synthetic_traces import KinetoBuilder, traceset
 from test_report import check_in_chromium
 
+from hta_fast.frame.result import fold_rank_notes
 from hta_fast.report import write_report
 from hta_fast.report.build import MANY_RANKS
-from hta_fast.report.context import fold_rank_notes
 from hta_fast.report.heatmap import MAX_ROWS, bin_axis, rank_rows
 from hta_fast.report.rank_stats import slow_outliers
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..frame import select
+from ..frame.derived import DATALOADER_NEXT
 from ..frame.fields import NS
 from ..frame.result import Result
 from ..schema import GPU_KINDS, EventKind
@@ -49,8 +50,31 @@ WARMUP_FACTOR = 2.0
 TOP_CONTRIBUTORS = 5
 # The profiler's step markers carry their step's number, so every step has its own name;
 # per step they are one row, which holds the host's mean step time.
-_STEP_MARKER = re.compile(r"ProfilerStep#\d+")
 STEP_MARKERS = "ProfilerStep#*"
+# The DataLoader's __next__ is named by its iterator's class, which num_workers changes.
+DATALOADER_NEXT_NAME = "enumerate(DataLoader)#*.__next__"
+
+
+@dataclasses.dataclass(frozen=True)
+class Equivalent:
+    """Names that differ between two runs for the same work, compared per step as one row
+    named `name`: those `pattern` matches (searched). `always`: one row on every diff (the
+    step markers); else only where the two sides' names differ, said in a note."""
+
+    name: str
+    pattern: str
+    what: str
+    always: bool = False
+
+
+EQUIVALENT_NAMES = (
+    Equivalent(STEP_MARKERS, r"^ProfilerStep#\d+$", "the profiler's step markers", always=True),
+    Equivalent(
+        DATALOADER_NEXT_NAME,
+        DATALOADER_NEXT,
+        "the DataLoader iterator's __next__, whatever its iterator class",
+    ),
+)
 
 _BRACKETED = re.compile(r"<[^<>]*>|\([^()]*\)")
 Ints = Optional[Union[int, Sequence[int]]]
@@ -488,12 +512,39 @@ def side_steps(
     return SideSteps(ranks, times, warmup, chosen, left_out, False, source)
 
 
-def _merged_markers(n: _Names) -> _Names:
-    """The step markers (ProfilerStep#N, one name a step) as one name, STEP_MARKERS."""
-    names = np.array(
-        [STEP_MARKERS if _STEP_MARKER.fullmatch(str(x)) else x for x in n.names], dtype=object
+def _merged_equivalents(c: _Names, t: _Names) -> tuple[_Names, _Names, list[dict[str, Any]]]:
+    """Both sides with the names of each EQUIVALENT_NAMES rule as its one name (where it
+    applies), and the renames made that are not `always`: {name, control, test, what}."""
+    c_names, t_names = c.names.copy(), t.names.copy()
+    renamed = []
+    for rule in EQUIVALENT_NAMES:
+        found = re.compile(rule.pattern).search
+        c_hit = np.array([bool(found(str(x))) for x in c_names], bool)
+        t_hit = np.array([bool(found(str(x))) for x in t_names], bool)
+        c_set, t_set = set(c_names[c_hit].tolist()), set(t_names[t_hit].tolist())
+        if not rule.always and (not c_set or not t_set or c_set == t_set):
+            continue
+        c_names[c_hit], t_names[t_hit] = rule.name, rule.name
+        if not rule.always:
+            renamed.append(
+                {
+                    "name": rule.name,
+                    "control": sorted(c_set),
+                    "test": sorted(t_set),
+                    "what": rule.what,
+                }
+            )
+    merged = (
+        _grouped(n, x.counts, x.durs, x.gpu_annotations) for n, x in ((c_names, c), (t_names, t))
     )
-    return _grouped(names, n.counts, n.durs, n.gpu_annotations)
+    return next(merged), next(merged), renamed
+
+
+def _renamed_note(r: dict[str, Any]) -> str:
+    return (
+        f"{r['name']} is one row for control's {', '.join(r['control'])} and test's "
+        f"{', '.join(r['test'])}: {r['what']}"
+    )
 
 
 def _per_step_table(p: _Pair, n_control: int, n_test: int, use_short: bool) -> pa.Table:
@@ -577,21 +628,26 @@ def step_diff(
     Per name: control_counts_per_step, control_duration_per_step, test_counts_per_step,
     test_duration_per_step (ns), diff_counts_per_step, diff_duration_per_step (test -
     control) and counts_change_categories (by count per step). The step markers are one
-    name, STEP_MARKERS. Rows: GPU annotations (spans on the GPU timeline, not GPU work)
-    after every other name, each group by the size of its change, largest first.
+    name, STEP_MARKERS, and so is each EQUIVALENT_NAMES rule whose names differ between the
+    sides (the DataLoader's __next__, named by its iterator's class). Rows: GPU
+    annotations (spans on the GPU timeline, not GPU work) after every other name, each
+    group by the size of its change, largest first.
     Side table "steps": per side and step, its time (step_times), whether it is compared
     and why it looks like warm-up. params: "control" and "test" (SideSteps.to_dict, with
     mean_step in ns), "change" (test's mean step over control's, less 1; None when
     control's is 0), "top_contributors" (the TOP_CONTRIBUTORS names whose time per step
-    changed most, step markers and GPU annotations left out), device, use_short_name,
-    keep_warmup. Either side selecting nothing raises EmptySelection.
+    changed most, step markers and GPU annotations left out), "renamed" (the names of work
+    that the two sides name differently, compared as one row: EQUIVALENT_NAMES; each
+    {name, control, test, what}, also said in a note), device, use_short_name, keep_warmup.
+    Either side selecting nothing raises EmptySelection.
     """
     _check_device(device)
     c = side_steps(control, "control", control_rank, control_steps, keep_warmup)
     t = side_steps(test, "test", test_rank, test_steps, keep_warmup)
     cn, _, _ = _side(control, c.ranks, c.steps, device, use_short_name)
     tn, _, _ = _side(test, t.ranks, t.steps, device, use_short_name)
-    pair = _aligned(_merged_markers(cn), _merged_markers(tn))
+    cn, tn, renamed = _merged_equivalents(cn, tn)
+    pair = _aligned(cn, tn)
     table = _per_step_table(pair, len(c.steps), len(t.steps), use_short_name)
     spans = set(pair.names[pair.annotation_only].tolist()) | {STEP_MARKERS}
     params = {
@@ -599,6 +655,7 @@ def step_diff(
         "test": t.to_dict(),
         "change": t.mean_step / c.mean_step - 1 if c.mean_step else None,
         "top_contributors": _top_contributors(table, spans, TOP_CONTRIBUTORS),
+        "renamed": renamed,
         "device": device,
         "use_short_name": use_short_name,
         "keep_warmup": keep_warmup,
@@ -607,7 +664,7 @@ def step_diff(
         f"{name}: step {s} left out, it looks like warm-up ({side.warmup[s]})"
         for name, side in (("control", c), ("test", t))
         for s in side.left_out
-    ]
+    ] + [_renamed_note(r) for r in renamed]
     return Result(
         "trace_diff", table, tables={"steps": _steps_table(c, t)}, notes=notes, params=params
     )

@@ -8,13 +8,15 @@ table of time per step. A side that selects nothing is bad input (exit 2) with w
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import click
 
 from ..analysis import trace_diff
 from ..analysis.trace_diff import EmptySelection, SideSteps, step_kind, steps_text
+from ..frame.pass_patterns import PHASES
 from ..frame.result import Result
+from ..frame.steps_from import steps_from as steps_from_source
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import (
@@ -121,7 +123,15 @@ def diff_command(
         )
     except EmptySelection as e:
         path, asked = (control, control_steps) if e.side == "control" else (test, test_steps)
-        raise BadInput(in_option_terms(e, path, asked)) from None
+        sources = (
+            working_sources(
+                [(a, parse_ints(control_rank, "rank")), (b, parse_ints(test_rank, "rank"))],
+                steps_from,
+            )
+            if e.missing == "no_steps"
+            else []
+        )
+        raise BadInput(in_option_terms(e, path, asked, sources)) from None
     tables = {"trace_diff": result.table, "trace_diff.steps": result["steps"]}
     if fmt in ("csv", "parquet") and out_dir:  # check_format made sure of out_dir
         for path in write_tables(tables, fmt, out_dir):
@@ -171,8 +181,36 @@ def load_side(path: str, side: str, opts: Options, recover: bool, steps_from: st
     return traces
 
 
-def in_option_terms(e: EmptySelection, path: str, asked_steps: Optional[str]) -> str:
-    """What a side lacks, and the options that would give it something to compare."""
+# How each step source other than the profiler's is offered, in the order offered: the
+# passes a trace names first, the whole trace as one step last.
+OFFERED = {
+    **{phase: f"its {phase} passes as steps" for phase in PHASES},
+    "iterations": "its repeated launch sequences as steps",
+    "host": "the whole trace as one step",
+}
+
+
+def working_sources(sides: list[tuple[TraceSet, Optional[list[int]]]], current: str) -> list[str]:
+    """The step sources (OFFERED, but `current`) that find steps on the ranks compared of
+    every side (the ranks asked for, else its smallest): what --steps-from may be told."""
+
+    def finds_steps(traces: TraceSet, ranks: Optional[list[int]], source: str) -> bool:
+        held = [r for r in (ranks or [min(traces.ranks)]) if r in traces.ranks]
+        picked = TraceSet({r: traces[r] for r in held})
+        return bool(held) and steps_from_source(picked, source).table.num_rows > 0
+
+    return [
+        source
+        for source in OFFERED
+        if source != current and all(finds_steps(t, r, source) for t, r in sides)
+    ]
+
+
+def in_option_terms(
+    e: EmptySelection, path: str, asked_steps: Optional[str], sources: Sequence[str] = ()
+) -> str:
+    """What a side lacks, and the options that would give it something to compare (of
+    --steps-from, the `sources` that find steps: working_sources)."""
     label, option = f"{LABELS[e.side]} ({path})", OPTION_PREFIX[e.side]
     ranks = ",".join(str(r) for r in e.ranks)
     if e.missing == "rank":
@@ -188,22 +226,25 @@ def in_option_terms(e: EmptySelection, path: str, asked_steps: Optional[str]) ->
             f"{steps_text(e.available)}: pass {option}-steps with some of them, or leave it "
             "out to compare every step"
         )
+    offered = " or ".join(f"--steps-from {s} ({OFFERED[s]})" for s in sources)
     if e.source == "profiler":
-        return (
-            f"{label} has no ProfilerStep#N events on rank {ranks}: pass --steps-from "
-            "iterations (its repeated launch sequences as steps) or --steps-from host (the "
-            "whole trace as one step)"
-        )
+        if not offered:
+            return (
+                f"{label} has no ProfilerStep#N events on rank {ranks}, and no --steps-from "
+                "finds steps on both sides"
+            )
+        return f"{label} has no ProfilerStep#N events on rank {ranks}: pass {offered}"
     return (
         f"{label} has no {step_kind(e.source)} on rank {ranks}: pass {option}-rank with a "
-        "rank that has them, or another --steps-from"
+        "rank that has them" + (f", or {offered}" if offered else "")
     )
 
 
 def headline(result: Result, control: str, test: str) -> dict[str, Any]:
     """The answer at a glance: each side's mean step and the change, what a step's time is,
-    the steps compared and left out (with the figures they would give), and the names
-    whose time per step changed most."""
+    the steps compared and left out (with the figures they would give), the names each
+    side gives the same work that are compared as one row (renamed), and the names whose
+    time per step changed most."""
     p = result.params
     sides = {"control": side_of(p["control"]), "test": side_of(p["test"])}
     files = {"control": control, "test": test}
@@ -218,6 +259,10 @@ def headline(result: Result, control: str, test: str) -> dict[str, Any]:
         "top_contributors": [
             {"name": c["name"], "change_ms_per_step": c["diff_duration_per_step"] / 1e6}
             for c in p["top_contributors"]
+        ],
+        "renamed": [
+            {"name": r["name"], "A": r["control"], "B": r["test"], "what": r["what"]}
+            for r in p.get("renamed", [])
         ],
     }
 
@@ -295,6 +340,11 @@ def headline_lines(top: dict[str, Any]) -> list[str]:
     if top["with_warmup"]:
         lines.append(
             f"  with the warm-up steps: {top['with_warmup']['text']} (--keep-warmup compares them)"
+        )
+    for r in top["renamed"]:
+        lines.append(
+            f"  one row, {r['name']}, for A's {', '.join(map(cut, r['A']))} and B's "
+            f"{', '.join(map(cut, r['B']))} ({r['what']})"
         )
     if top["top_contributors"]:
         lines.append("largest changes in time per step (B - A):")

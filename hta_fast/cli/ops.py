@@ -15,7 +15,7 @@ from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import capture_option, load_traces, with_capture_file
 from .options import F, result_tables, selection, table_command
-from .output import check_format, emit, trace_start
+from .output import check_format, emit, one_line, trace_start
 
 DEVICES_FILE_HELP = "A JSON device table tried before the built-in one (see docs/ops.md)."
 
@@ -226,7 +226,7 @@ NARROW_TEXT = {"name": 26, "kernel": 50, "input_dims": 16, "reason": 48}
 
 def narrow(name: str, table: pa.Table) -> pa.Table:
     """The columns NARROW keeps, renamed so (with rank, where several ranks are shown), long
-    text cut."""
+    text cut (JSON text put on one line first: output.one_line)."""
     keep = NARROW.get(name)
     if keep is None:
         return table
@@ -241,7 +241,7 @@ def narrow(name: str, table: pa.Table) -> pa.Table:
             values = pa.array(
                 [
                     v if v is None or len(v) <= width else v[: width - 3] + "..."
-                    for v in values.to_pylist()
+                    for v in (None if v is None else one_line(v) for v in values.to_pylist())
                 ],
                 pa.string(),
             )

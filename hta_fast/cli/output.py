@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping, Optional
 import click
 import pyarrow as pa
 
-from ..frame.fields import KEY_COLUMNS, display_unit, is_time_point
+from ..frame.fields import KEY_COLUMNS, table_unit
+from ..frame.result import fold_rank_notes
 from .terminal import echo, safe_cell
 
 FORMATS = ("table", "json", "csv", "parquet")
@@ -28,28 +29,28 @@ def _cell(v: Any) -> str:
         return "nan" if math.isnan(v) else f"{v:,.2f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    text = safe_cell(str(v))
+    text = safe_cell(one_line(str(v)))
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def one_line(text: str) -> str:
+    """JSON text that a trace wrote over several lines (an operator's input dims) on one,
+    compact: [[8, 128], [128, 64]]. Other text as it is."""
+    if "\n" not in text or not text.lstrip().startswith(("[", "{")):
+        return text
+    try:
+        return json.dumps(json.loads(text), separators=(", ", ": "), ensure_ascii=False)
+    except ValueError:
+        return text
 
 
 # How to see the rows a text table left out, for the commands with --limit and --format.
 SEE_ALL = "--limit 0 shows all; --format csv or json writes every row"
 
 
-def _for_people(name: str, values: list, origin_ns: Optional[int]) -> tuple[str, list[Any]]:
-    """A ns column as a person reads it: (header, values) in ms/µs/s chosen for the column,
-    points in time from the trace's start (origin_ns), else from the column's first."""
-    if is_time_point(name):
-        present = [v for v in values if isinstance(v, (int, float)) and v == v]
-        origin = origin_ns if origin_ns is not None else (min(present) if present else 0)
-        values = [None if v is None else v - origin for v in values]
-        scale, unit = display_unit(values)
-        since = "from trace start" if origin_ns is not None else "from the first"
-        return f"{name} ({unit} {since})", [None if v is None else v / scale for v in values]
-    scale, unit = display_unit(values)
-    if unit == "ns":
-        return f"{name} (ns)", values
-    return f"{name} ({unit})", [None if v is None else v / scale for v in values]
+def _is_ns(f: pa.Field) -> bool:
+    unit = (f.metadata or {}).get(b"unit")
+    return unit == b"ns" and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
 
 
 def text_table(
@@ -60,16 +61,26 @@ def text_table(
 ) -> str:
     """Aligned columns (numbers right-aligned), at most `limit` rows and a line saying how
     many were left out and how to see them (`see_all`). Units come from the schema's
-    metadata: durations in ns are shown in the ms, µs or s that suits each column, points in
-    time from the trace's start (origin_ns; else from the column's first); %, B as they
-    are. CSV, Parquet and JSON keep the raw ns."""
+    metadata: every ns column is shown in the one ms, µs or s that suits them all over every
+    row (frame.fields.table_unit), points in time from the trace's start (origin_ns; else
+    from the column's first); %, B as they are. CSV, Parquet and JSON keep the raw ns."""
     shown = table if limit is None or table.num_rows <= limit else table.slice(0, limit)
+    # One unit for every ns column, chosen over all the rows: the same whatever --limit.
+    scale, unit_shown, origins = table_unit(
+        {f.name: table.column(i) for i, f in enumerate(table.schema) if _is_ns(f)}, origin_ns
+    )
+    since = "from trace start" if origin_ns is not None else "from the first"
     heads, raw = [], []
     for i, f in enumerate(table.schema):
         unit = (f.metadata or {}).get(b"unit")
         values = shown.column(i).to_pylist()
-        if unit == b"ns" and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)):
-            head, values = _for_people(f.name, values, origin_ns)
+        if _is_ns(f):
+            origin = origins.get(f.name)
+            head = f"{f.name} ({unit_shown}{'' if origin is None else ' ' + since})"
+            if origin is not None:
+                values = [None if v is None else v - origin for v in values]
+            if unit_shown != "ns":
+                values = [None if v is None else v / scale for v in values]
         else:
             head = f"{f.name} ({unit.decode()})" if unit else f.name
         heads.append(safe_cell(head))
@@ -183,7 +194,9 @@ def emit(
 ) -> None:
     """Tables in the asked format: files in out_dir (csv/parquet, or analyses.json), JSON on
     stdout, or text tables with their notes (and a csv copy when out_dir is given). Text
-    shows points in time from origin_ns, the traces' start (trace_start)."""
+    shows points in time from origin_ns, the traces' start (trace_start), and says a note
+    of many ranks once (frame.result.fold_rank_notes, as the report does); JSON keeps every
+    rank's."""
     if fmt in ("csv", "parquet") and out_dir:
         for path in write_tables(tables, fmt, out_dir):
             click.echo(path)
@@ -203,7 +216,7 @@ def emit(
                 f"{key} ({table.num_rows:,} rows)", table, limit or None, origin_ns=origin_ns
             )
         for name, lines in notes.items():
-            for line in lines:
+            for line in fold_rank_notes(list(lines)):  # as the report says them
                 echo(f"note ({name}): {line}")
         if out_dir:
             for path in write_tables(tables, "csv", out_dir):

@@ -7,6 +7,7 @@ module turns the options into one window per rank and the output into one file p
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import time
@@ -33,6 +34,8 @@ from .loading import (
 from .progress import bar
 from .terminal import echo
 
+log = logging.getLogger("hta_fast")
+
 # The name of each rank's file when OUT is a folder.
 RANK_FILE = "rank-{rank}.json.gz"
 RANK_FILE_NAME = re.compile(r"rank-[0-9]+\.json\.gz")
@@ -46,7 +49,7 @@ WINDOW_HELP = (
     "START:END in ns from the start of the first event of the ranks sliced (so one window "
     "is one instant on every rank); END excluded. With --absolute, ns since the epoch, the "
     "clock of hta_fast's ts columns. The events that start in it are kept, plus the GPU "
-    "work launched in it."
+    "work launched in it. Ranks with no event in it are left out, with a warning."
 )
 NO_STEPS_HINT = (
     "; --window START:END slices it by time, and --steps-from finds steps in a trace "
@@ -159,17 +162,27 @@ def origin_of(traces: TraceSet) -> int:
 
 
 def windows_and_rows(traces: TraceSet, asked: AskedWindow) -> dict[int, tuple[Window, np.ndarray]]:
-    """Each rank's window and its events; a window without events is bad input."""
+    """Each rank's window and its events. A time window that holds no event on some ranks
+    leaves them out (one warning says which); on every rank, or steps without events on a
+    rank, it is bad input."""
     origin = origin_of(traces) if asked.steps is None else 0
     found = {}
     for rank, trace in traces.items():
         window = asked.of(trace, origin)
         found[rank] = (window, window_rows(trace, window))
     empty = [r for r, (_, rows) in found.items() if not len(rows)]
-    if empty:
-        option = f"--steps {asked.text}" if asked.steps is not None else f"--window {asked.text}"
+    if not empty:
+        return found
+    option = f"--steps {asked.text}" if asked.steps is not None else f"--window {asked.text}"
+    if asked.steps is not None or len(empty) == len(found):
         raise BadInput(f"{option} holds no event on rank(s) {empty}; {span(traces, asked)}")
-    return found
+    log.warning(
+        "%s holds no event on rank(s) %s: the other %d rank(s) are written",
+        option,
+        empty,
+        len(found) - len(empty),
+    )
+    return {r: v for r, v in found.items() if r not in empty}
 
 
 def span(traces: TraceSet, asked: AskedWindow) -> str:
@@ -226,17 +239,18 @@ def slice_command(
         os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     totals = np.zeros(3, np.int64)
-    with bar(opts, total=len(traces), desc="writing", unit="rank") as progress:
-        for rank, trace in traces.items():
-            window_of_rank, rows = found[rank]
-            counts = write_slice(trace, outputs.paths[rank], window_of_rank, rows)
+    with bar(opts, total=len(found), desc="writing", unit="rank") as progress:
+        for rank, (window_of_rank, rows) in found.items():
+            counts = write_slice(traces[rank], outputs.paths[rank], window_of_rank, rows)
             totals += (counts.events, counts.flows, counts.counters + counts.instants)
             progress.update(1)
-    for path in outputs.stale:
+    # A rank left out (no event in the window) keeps no file of an earlier slice either.
+    unwritten = [p for r, p in outputs.paths.items() if r not in found and p.exists()]
+    for path in outputs.stale + unwritten:
         path.unlink()
     events, flows, others = (int(n) for n in totals)
     echo(
-        f"{out}: {len(traces)} rank(s), {events:,} events, {flows:,} flow ends, "
+        f"{out}: {len(found)} rank(s), {events:,} events, {flows:,} flow ends, "
         f"{others:,} counters and instants; loaded in {load_s:.2f} s, written in "
         f"{time.perf_counter() - t0:.2f} s"
     )

@@ -20,7 +20,10 @@ from ..trace import Trace
 
 T = TypeVar("T")
 
-DATALOADER = r"DataLoader.*__next__|^enumerate\(DataLoader\)|^enumerate\(DataPipe\)#"
+# A DataLoader iterator's `__next__`, whatever the iterator's class (it changes with
+# num_workers: _SingleProcessDataLoaderIter, _MultiProcessingDataLoaderIter).
+DATALOADER_NEXT = r"DataLoader.*__next__"
+DATALOADER = DATALOADER_NEXT + r"|^enumerate\(DataLoader\)|^enumerate\(DataPipe\)#"
 
 
 def remember(trace: Trace, key: Hashable, compute: Callable[[], T]) -> T:

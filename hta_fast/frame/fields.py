@@ -2,26 +2,78 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Optional
+
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 NS = {"unit": "ns"}
 PCT = {"unit": "%"}
 
-# A column of ns durations is shown to people in the largest of these units its typical
-# (median) value reaches, ns below 1 µs: one unit per column, the same in the CLI and the
-# report.
+# A table's ns columns are shown to people in one unit, the largest of these that the
+# typical (lower median) value of all of them reaches, ns below 1 µs; a larger one where
+# the largest value would reach MAX_SHOWN of it (2,651.41 ms, not 2,651,409.08 µs). The
+# same in the CLI and the report.
 DISPLAY_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))
+MAX_SHOWN = 1e4
 # Columns in ns that are points in time, not durations: shown from the trace's start.
 TIME_POINTS = frozenset({"ts", "start", "end", "first_start", "last_start"})
 
 
-def display_unit(values: list) -> tuple[float, str]:
-    """(scale, unit) to show these ns values in: the largest unit their median reaches."""
-    sizes = sorted(abs(v) for v in values if isinstance(v, (int, float)) and v == v and v)
-    if not sizes:
+def floats(values: Any) -> np.ndarray:
+    """Values (a list with None for nulls, an Arrow or NumPy array) as float64, nulls NaN."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pc.fill_null(pc.cast(values, pa.float64(), safe=False), np.nan)
+        return np.asarray(values.to_numpy(zero_copy_only=False), float)
+    if isinstance(values, np.ndarray):
+        return values.astype(float)
+    return np.asarray([np.nan if x is None else x for x in values], float)
+
+
+def display_unit(values: Any) -> tuple[float, str]:
+    """(scale, unit) to show these ns values in (a list, nulls and NaN left out, or an
+    array): the largest unit their lower median reaches, raised while the largest value
+    would reach MAX_SHOWN of it."""
+    v = np.abs(floats(values))
+    v = np.sort(v[np.isfinite(v) & (v != 0)])
+    if not len(v):
         return 1.0, "ns"
-    median = sizes[len(sizes) // 2]
-    return next(((s, u) for s, u in DISPLAY_UNITS if median >= s), (1.0, "ns"))
+    median, largest = v[(len(v) - 1) // 2], v[-1]
+    units = [(1.0, "ns"), *reversed(DISPLAY_UNITS)]  # smallest first
+    i = max(j for j, (s, _) in enumerate(units) if j == 0 or median >= s)
+    while i + 1 < len(units) and largest >= MAX_SHOWN * units[i][0]:
+        i += 1
+    return units[i]
+
+
+def table_unit(
+    columns: Mapping[str, Any], origin_ns: Optional[int] = None
+) -> tuple[float, str, dict[str, int]]:
+    """One unit for all the ns columns of a table (name -> every row's values, None for a
+    null), as display_unit picks it over all their values: durations as they are, points
+    in time (is_time_point) from origin_ns, else from their column's first. Returns (scale,
+    unit, {time-point column: the origin it is shown from})."""
+    origins: dict[str, int] = {}
+    pooled = []
+    for name, values in columns.items():
+        v = floats(values)
+        if is_time_point(name):
+            origins[name] = origin_ns if origin_ns is not None else _first(values)
+            v = v - origins[name]
+        pooled.append(v)
+    scale, unit = display_unit(np.concatenate(pooled) if pooled else [])
+    return scale, unit, origins
+
+
+def _first(values: Any) -> int:
+    """The smallest of a column's values, exactly (0 without any)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        first = pc.min(values).as_py()
+    else:
+        present = [x for x in values if x is not None and x == x]
+        first = min(present) if present else None
+    return 0 if first is None else first
 
 
 # Columns that name a row rather than measure it: shown as written (step 1009, not 1,009),

@@ -1,10 +1,12 @@
 """Result: what every analysis returns. One main Arrow table, optional named side tables
 (a summary next to a time series, per-kernel rows next to per-type sums), and notes that
-say what the numbers cannot (no communication on this rank, a stream with no kernels)."""
+say what the numbers cannot (no communication on this rank, a stream with no kernels);
+fold_rank_notes says the notes of many ranks once, for the report and the command line."""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Iterable, Mapping, Optional
 
 import pyarrow as pa
@@ -141,3 +143,56 @@ def preview_html(table: pa.Table, rows: int) -> str:
     trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
     more = f"<p>... {table.num_rows - rows:,} more rows</p>" if table.num_rows > rows else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>{more}"
+
+
+# "rank 7: ..." or, of one step, "rank 7 step 3: ..." (what follows the rank: where, text).
+_RANK_NOTE = re.compile(r"^rank (\d+)((?: step \d+| the whole trace)?: )(.*)$", re.S)
+# A number standing alone in a note's text (28, 1,737,902.0, 25.0), not part of a name.
+_NUMBER = re.compile(r"(?<![\w.#])\d[\d,]*(?:\.\d+)?(?!\w)")
+FOLD_FROM = 4  # ranks sharing a note before it is said once for all of them
+SHOWN_RANKS = 8
+
+
+def fold_rank_notes(notes: list[str]) -> list[str]:
+    """Notes that say the same of many ranks ("rank 7: no communication kernels ...", "rank 7
+    step 3: ...") said once, naming a few of the ranks and counting the rest: on thousands of
+    ranks a page or a terminal would otherwise hold a line per rank. Notes whose texts
+    differ only in their numbers ("rank 0: 28 waits tied", "rank 4: 33 waits tied") are
+    one note too, each number that differs given as its range over them (28–33). Order:
+    each note where it first appears."""
+    groups: dict[tuple[str, str], list[tuple[int, list[str]]]] = {}
+    keys: list[Optional[tuple[str, str]]] = []
+    for n in notes:
+        m = _RANK_NOTE.match(n)
+        key = None if m is None else (m.group(2), _NUMBER.sub("\0", m.group(3)))
+        if m is not None and key is not None:
+            groups.setdefault(key, []).append((int(m.group(1)), _NUMBER.findall(m.group(3))))
+        keys.append(key)
+    out: list[str] = []
+    said: set[tuple[str, str]] = set()
+    for n, key in zip(notes, keys):
+        if key is None or len(groups[key]) < FOLD_FROM:
+            out.append(n)
+        elif key not in said:
+            said.add(key)
+            ranks = sorted({rank for rank, _ in groups[key]})
+            shown = ", ".join(map(str, ranks[:SHOWN_RANKS]))
+            more = f" ... and {len(ranks) - SHOWN_RANKS:,} more" if len(ranks) > SHOWN_RANKS else ""
+            where, template = key
+            out.append(
+                f"{len(ranks):,} ranks ({shown}{more}){where}{_filled(template, groups[key])}"
+            )
+    return out
+
+
+def _filled(template: str, found: list[tuple[int, list[str]]]) -> str:
+    """The template's slots (NUL) given each the number its notes share, or the range of
+    the numbers they hold there (smallest–largest, as written)."""
+    parts = template.split("\0")
+    out = [parts[0]]
+    for i, rest in enumerate(parts[1:]):
+        written = {numbers[i] for _, numbers in found}
+        ordered = sorted(written, key=lambda x: float(x.replace(",", "")))
+        out.append(ordered[0] if len(ordered) == 1 else f"{ordered[0]}–{ordered[-1]}")
+        out.append(rest)
+    return "".join(out)

@@ -7,11 +7,10 @@ import collections
 import contextlib
 import dataclasses
 import logging
-import re
 from typing import Any, Callable, TypeVar
 
 from ..analysis.registry import ANALYSES
-from ..frame.result import Result
+from ..frame.result import Result, fold_rank_notes
 from ..frame.select import Selection
 from ..model.graph.walk import chains_kept
 from ..traceset import TraceSet
@@ -127,37 +126,6 @@ class Context:
     def notes(self, *names: str) -> list[str]:
         found = [n for name in names if name in self._results for n in self._results[name].notes]
         return fold_rank_notes(found)
-
-
-# "rank 7: ..." or, of one step, "rank 7 step 3: ..." (the text after the rank: the key).
-_RANK_NOTE = re.compile(r"^rank (\d+)((?: step \d+| the whole trace)?: .*)$", re.S)
-FOLD_FROM = 4  # ranks sharing a note before it is said once for all of them
-SHOWN_RANKS = 8
-
-
-def fold_rank_notes(notes: list[str]) -> list[str]:
-    """Notes that say the same of many ranks ("rank 7: no communication kernels ...", "rank 7
-    step 3: ...") said once, naming a few of the ranks and counting the rest: on thousands of
-    ranks the page would otherwise hold a line per rank. Order: each text where it first
-    appears."""
-    ranks_of: dict[str, list[int]] = {}
-    for n in notes:
-        m = _RANK_NOTE.match(n)
-        if m:
-            ranks_of.setdefault(m.group(2), []).append(int(m.group(1)))
-    out: list[str] = []
-    said: set[str] = set()
-    for n in notes:
-        m = _RANK_NOTE.match(n)
-        if not m or len(ranks_of[m.group(2)]) < FOLD_FROM:
-            out.append(n)
-        elif m.group(2) not in said:
-            said.add(m.group(2))
-            ranks = sorted(set(ranks_of[m.group(2)]))
-            shown = ", ".join(map(str, ranks[:SHOWN_RANKS]))
-            more = f" ... and {len(ranks) - SHOWN_RANKS:,} more" if len(ranks) > SHOWN_RANKS else ""
-            out.append(f"{len(ranks):,} ranks ({shown}{more}){m.group(2)}")
-    return out
 
 
 @dataclasses.dataclass(frozen=True)

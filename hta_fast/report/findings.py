@@ -28,29 +28,22 @@ def _number(v: Any) -> str:
 MICRO = "µs"
 
 
-def _unit_of_smallest(values: list[float]) -> tuple[float, str]:
-    """The unit of the smallest non-zero value: a few rows that differ by orders of
-    magnitude (1.49 s and 4.73 ms) keep every figure readable (1,487.04 and 4.73 ms)."""
-    nonzero = [abs(v) for v in values if v]
-    return display_unit([min(nonzero)] if nonzero else [])
-
-
 def what_if_table(findings: list[dict[str, Any]], step_ns: float) -> dict[str, Any]:
-    """The causes whose edit the model replayed with a saving, most saved first: each
-    duration column in the unit that suits it (the table sorts as numbers)."""
+    """The causes whose edit the model replayed with a saving, most saved first: the
+    savings and costs in the one unit that suits them all (frame.fields.display_unit; the
+    table sorts as numbers)."""
     rows = sorted((f for f in findings if f["saving_ns"]), key=lambda f: -f["saving_ns"])
-    saving_scale, saving_unit = _unit_of_smallest([f["saving_ns"] for f in rows])
-    cost_scale, cost_unit = _unit_of_smallest([f["cost_ns"] for f in rows])
+    scale, unit = display_unit([f[k] for f in rows for k in ("saving_ns", "cost_ns")])
     return {
-        "saving_unit": saving_unit,
-        "cost_unit": cost_unit,
+        "saving_unit": unit,
+        "cost_unit": unit,
         "rows": [
             {
                 "cause": f["cause"],
                 "edit": f["saving_edit"],
-                "saving": cell(f["saving_ns"], "ns", saving_scale),
+                "saving": cell(f["saving_ns"], "ns", scale),
                 "pct": f"{100.0 * f['saving_ns'] / step_ns:.1f}" if step_ns else "–",
-                "cost": cell(f["cost_ns"], "ns", cost_scale),
+                "cost": cell(f["cost_ns"], "ns", scale),
             }
             for f in rows
         ],

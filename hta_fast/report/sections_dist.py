@@ -10,8 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..frame.result import fold_rank_notes
 from . import sections_memory, sections_time
-from .context import Context, Section, fold_rank_notes, section
+from .context import Context, Section, section
 from .figures import bar, figure
 from .rank_stats import distribution, rank_labels
 from .sections_gpu import (

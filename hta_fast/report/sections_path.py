@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..frame.fields import NS, PCT
+from ..frame.result import fold_rank_notes
 from ..frame.select import Selection
 from ..model.graph.chain import step_label
 from ..model.path.bounds import BOUND_BY
 from ..model.path.critical_path import critical_path
-from .context import Context, Section, fold_rank_notes, section
+from .context import Context, Section, section
 from .figures import bar, figure
 from .sections_ranks import drawn_selection
 from .tables import html_table

@@ -1,5 +1,5 @@
-"""Arrow tables as rows of display text for the HTML template: ns columns in the ms, µs or s
-that suits each (frame.fields.display_unit, as the command line shows them)."""
+"""Arrow tables as rows of display text for the HTML template: a table's ns columns in the one
+ms, µs or s that suits them all (frame.fields.table_unit, as the command line shows them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame.fields import KEY_COLUMNS, display_unit
+from ..frame.fields import KEY_COLUMNS, table_unit
 
 
 def cell(v: Any, unit: Optional[str], scale: float = 1e3) -> str:
@@ -44,13 +44,17 @@ def html_table(
     columns: Optional[Sequence[str]] = None,
     limit: Optional[int] = 50,
 ) -> dict[str, Any]:
-    """{caption, headers, numeric, rows, more, zero_rows}: each ns column in its display unit
-    (the header says which). Rows whose measures are all zero (or missing) are left out
-    where others are not, and counted in zero_rows: a table of idle times per stream lists
-    the streams that were idle."""
+    """{caption, headers, numeric, rows, more, zero_rows}: every ns column in the table's one
+    display unit (the headers say which), points in time from the column's first. Rows
+    whose measures are all zero (or missing) are left out where others are not, and counted
+    in zero_rows: a table of idle times per stream lists the streams that were idle."""
     names = [c for c in (columns or table.column_names) if c in table.column_names]
     table, zero_rows = _without_zero_rows(table, names)
     shown = table if limit is None else table.slice(0, limit)
+    # One unit for every ns column shown, chosen over all the rows (frame.fields.table_unit).
+    scale, shown_unit, origins = table_unit(
+        {n: table.column(n) for n in names if unit_of(table.schema.field(n)) == "ns"}
+    )
     headers, numeric, cols = [], [], []
     for name in names:
         field = table.schema.field(name)
@@ -59,8 +63,10 @@ def html_table(
         if unit in RATES:  # FLOP/s and B/s in the T and G a person compares with a datasheet
             rate_scale, unit = RATES[unit]
             values = [None if v is None else v / rate_scale for v in values]
-        scale, shown_unit = display_unit(values) if unit == "ns" else (1.0, "")
-        headers.append(header(name, unit, shown_unit))
+        if name in origins:  # a point in time: from the column's first
+            values = [None if v is None else v - origins[name] for v in values]
+        since = " from the first" if name in origins else ""
+        headers.append(header(name, unit, shown_unit + since))
         numeric.append(pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
         key = name in KEY_COLUMNS  # a step or a pid is a name: 1009, not 1,009
         cols.append([str(v) if key and type(v) is int else cell(v, unit, scale) for v in values])
