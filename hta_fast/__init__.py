@@ -1,6 +1,15 @@
-"""hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces."""
+"""hta_fast: native-speed analysis of PyTorch profiler (Kineto) traces.
+
+The public names below resolve on first use (module __getattr__): `import hta_fast` loads
+only the compiled core, so a command line that prints its help, or a tool that imports the
+package to read its version, does not pay for numpy, pyarrow and every analysis. A
+subpackage (hta_fast.frame, ...) is imported when first named, too.
+"""
+
+from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 try:
     from ._core import __version__
@@ -10,43 +19,56 @@ except ImportError as e:  # a source tree whose C++ core was never built
         f"({e}). From the repository root run `make build` (or `pip install -e .`), then "
         "import hta_fast from that environment."
     ) from e
-from .build_info import build_info
-from .errors import TraceFormatError
-from .frame.capture_trace import with_capture
-from .loading.dataset import TraceDataset, open_dataset
-from .loading.files import rank_from_name
-from .loading.loader import load
-from .loading.sets import load_dir
-from .schema import EventKind, KernelClass
-from .trace import Trace, TraceMeta
-from .traceset import TraceSet
 
-# Names resolved on first use: what they import (DuckDB's bridge over every analysis) is not
-# loaded by `import hta_fast`.
-_ON_FIRST_USE = {"query": "hta_fast.sql"}
+if TYPE_CHECKING:
+    from .build_info import build_info
+    from .errors import TraceFormatError
+    from .frame.capture_trace import with_capture
+    from .loading.dataset import TraceDataset, open_dataset
+    from .loading.files import rank_from_name
+    from .loading.loader import load
+    from .loading.sets import load_dir
+    from .schema import EventKind, KernelClass
+    from .sql import query
+    from .trace import Trace, TraceMeta
+    from .traceset import TraceSet
+
+# Each public name and the module that defines it (the one list; TYPE_CHECKING above
+# restates it for type checkers, and tests/test_startup.py holds the two equal).
+PUBLIC = {
+    "load": "hta_fast.loading.loader",
+    "load_dir": "hta_fast.loading.sets",
+    "rank_from_name": "hta_fast.loading.files",
+    "Trace": "hta_fast.trace",
+    "TraceMeta": "hta_fast.trace",
+    "TraceSet": "hta_fast.traceset",
+    "TraceFormatError": "hta_fast.errors",
+    "EventKind": "hta_fast.schema",
+    "KernelClass": "hta_fast.schema",
+    "open_dataset": "hta_fast.loading.dataset",
+    "TraceDataset": "hta_fast.loading.dataset",
+    "with_capture": "hta_fast.frame.capture_trace",
+    "build_info": "hta_fast.build_info",
+    "query": "hta_fast.sql",
+}
+
+__all__ = [*PUBLIC, "__version__"]
 
 
-def __getattr__(name: str) -> object:
-    module = _ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hta_fast' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+def __getattr__(name: str) -> Any:
+    module = PUBLIC.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # once: later lookups do not come here
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module 'hta_fast' has no attribute {name!r}")
 
 
-__all__ = [
-    "load",
-    "load_dir",
-    "rank_from_name",
-    "Trace",
-    "TraceMeta",
-    "TraceSet",
-    "TraceFormatError",
-    "EventKind",
-    "KernelClass",
-    "__version__",
-    "open_dataset",
-    "TraceDataset",
-    "with_capture",
-    "build_info",
-    "query",
-]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *PUBLIC])

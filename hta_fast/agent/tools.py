@@ -11,11 +11,11 @@ from ..analysis import op_table, trace_diff
 from ..doctor import diagnose
 from ..frame.result import Result
 from ..frame.select import Selection
+from ..loading.rank_info import rank_info
 from ..loading.slice_writer import steps_window, write_slice
 from ..model.path.critical_path import critical_path as critical_path_of
 from ..model.whatif.edits import Edits
 from ..model.whatif.steps import what_if
-from ..report.summary import rank_info
 from ..sql import query as sql_query
 from ..sql import tables as sql_tables
 from ..traceset import TraceSet

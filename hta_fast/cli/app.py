@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import logging
 import os
 import sys
@@ -36,9 +37,45 @@ class BadInput(click.ClickException):
         click.echo(f"hta-fast: error: {safe_lines(self.format_message())}", err=True)
 
 
+# Each command: the module that defines it (imported when the command runs, so that
+# `hta-fast --help` and a small command import only what they use) and its line in the
+# command list. tests/test_startup.py holds this table and the modules' commands equal.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("info", "What the traces hold: ranks, devices, span, steps, events, kernels."),
+    "analyze": ("analyze", "Run analyses; print their tables or write them to a folder."),
+    "report": ("report", "One self-contained HTML report."),
+    "doctor": ("doctor", "Why the GPU is idle: causes ranked by what removing each saves."),
+    "diff": ("diff", "What changed between two runs, per step."),
+    "ops": ("ops", "Operators by shape: GPU time, FLOPs, bytes, the roofline."),
+    "predict": ("ops", "Each operator family's GPU time on another GPU."),
+    "critical-path": ("model", "What bounds each step: the critical path of its graph."),
+    "owners": ("model", "Who owns each nanosecond of each step on the GPU."),
+    "replay": ("model", "Replay each step's dependency graph with the measured durations."),
+    "whatif": ("model", "Edit the dependency graph and replay it: the predicted step time."),
+    "convert": ("convert", "The traces' tables as a Parquet dataset partitioned by rank."),
+    "slice": ("slice", "Some steps or a window as a trace small enough for Perfetto."),
+    "query": ("query", "One SQL statement over the traces' tables and any result by name."),
+    "mcp": ("mcp", "The answers as an MCP server for agents (stdio)."),
+    "demo": ("demo", "A synthetic multi-rank trace set and its report: no data needed."),
+}
+
+
 class Group(click.Group):
     """Turns any exception from a command into one readable line (exit 2), unless --debug;
-    usage errors too (click would print three lines)."""
+    usage errors too (click would print three lines). Commands load on first use
+    (COMMANDS)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name not in self.commands and name in COMMANDS:
+            importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")  # registers it
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
 
     def main(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pyarrow as pa
 
-from ..report.summary import rank_info
+from ..loading.rank_info import rank_info
 from .app import Options, cli
 from .loading import load_traces, path_arguments, recover_option
 from .output import dumps, echo_table

@@ -2,51 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..costs.devices import trace_device
-from ..schema import GPU_WORK_KINDS, EventKind
-from ..trace import Trace
+from ..loading.rank_info import rank_info
 from ..traceset import TraceSet
 from .context import Context, Section
 from .tables import html_table
-
-
-def rank_info(trace: Trace) -> dict[str, Any]:
-    """One rank: file, sizes, devices, events, kernels, streams, steps, span."""
-    kind = trace.column("events", "kind")
-    ts = trace.column("events", "ts")
-    dur = np.maximum(trace.column("events", "dur"), 0)
-    gpu = np.isin(kind, GPU_WORK_KINDS)
-    steps = trace.column("steps", "step")
-    devices = sorted(
-        {str(d.get("name")) for d in trace.meta.devices if isinstance(d, dict) and d.get("name")}
-    )
-    if not devices:  # unnamed (ROCm builds of vLLM): the device table's entry, if it knows it
-        known = trace_device(trace)
-        devices = [f"{known.key} (identified)"] if known is not None else []
-    path = trace.meta.path
-    return {
-        "rank": trace.rank,
-        "file": path,
-        "file_bytes": os.path.getsize(path) if path and os.path.isfile(path) else None,
-        "json_bytes": trace.meta.json_bytes,
-        "world_size": trace.meta.world_size,
-        "devices": ", ".join(devices),
-        "events": int(len(kind)),
-        "kernels": int(np.count_nonzero(kind == EventKind.kernel)),
-        "gpu_events": int(np.count_nonzero(gpu)),
-        "streams": pc.count_distinct(pa.array(trace.column("events", "stream")[gpu])).as_py(),
-        "steps": int(len(steps)),
-        "first_step": int(steps.min()) if len(steps) else None,
-        "last_step": int(steps.max()) if len(steps) else None,
-        "span_ms": float((ts + dur).max() - ts.min()) / 1e6 if len(ts) else 0.0,
-    }
 
 
 def ranks_table(traces: TraceSet) -> pa.Table:

@@ -1,0 +1,75 @@
+"""Start-up: `import hta_fast` loads only the compiled core, `hta-fast --help` imports no
+command, and each command's module imports only the heavy libraries it uses (each checked in
+a fresh interpreter). The command table and the registered commands are one list."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hta_fast
+from hta_fast.cli import app
+
+ROOT = Path(__file__).parents[1]
+# Optional or heavy libraries a module imports only where it uses them.
+HEAVY = ("pandas", "numba", "plotly", "jinja2", "dask", "duckdb", "mcp", "polars")
+# What a command's module may pull in when imported (before it runs).
+ALLOWED = {"mcp": {"duckdb"}, "query": {"duckdb"}}
+
+
+def _imported(code: str) -> set[str]:
+    """The top-level modules a fresh interpreter holds after running `code`."""
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_importing_the_package_loads_only_the_core():
+    mods = _imported("import hta_fast")
+    assert not {"numpy", "pyarrow", *HEAVY} & mods
+
+
+def test_help_imports_no_command():
+    code = "from hta_fast.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    mods = _imported(code)
+    assert not {"numpy", "pyarrow", "tqdm", *HEAVY} & mods
+
+
+@pytest.mark.parametrize("module", sorted({m for m, _ in app.COMMANDS.values()}))
+def test_each_commands_module_imports_only_what_it_uses(module):
+    mods = _imported(f"import hta_fast.cli.{module}")
+    assert set(HEAVY) & mods <= ALLOWED.get(module, set())
+
+
+def test_the_command_table_is_the_commands():
+    import importlib
+
+    for module in {m for m, _ in app.COMMANDS.values()}:
+        importlib.import_module(f"hta_fast.cli.{module}")
+    registered = {
+        name: c.callback.__module__.rsplit(".", 1)[1] for name, c in app.cli.commands.items()
+    }
+    assert registered == {name: m for name, (m, _) in app.COMMANDS.items()}
+
+
+def test_public_names_resolve_and_type_checkers_see_them():
+    for name in hta_fast.PUBLIC:
+        assert getattr(hta_fast, name) is not None
+    tree = ast.parse((ROOT / "hta_fast" / "__init__.py").read_text())
+    checked = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test)
+        for stmt in node.body
+        if isinstance(stmt, ast.ImportFrom)
+        for alias in stmt.names
+    }
+    assert checked == set(hta_fast.PUBLIC)
+    assert hta_fast.frame.Selection is not None  # a subpackage, imported when named
+    with pytest.raises(AttributeError):
+        hta_fast.no_such_name  # noqa: B018
