@@ -143,8 +143,9 @@ def trace_tables(traces: Traces, names: Iterable[str]) -> dict[str, pa.Table]:
     return named
 
 
-def kernels_view(rank: bool) -> str:
-    """The SQL that makes `kernels` over `events` and `kernel_args`."""
+def kernels_view(ranked: bool) -> str:
+    """The SQL that makes `kernels` over `events` and `kernel_args` (ranked: of a trace
+    set, whose tables lead with `rank`)."""
     return KERNELS_VIEW.format(
-        rank=", rank" if rank else "", join=" AND a.rank = e.rank" if rank else ""
+        rank=", rank" if ranked else "", join=" AND a.rank = e.rank" if ranked else ""
     )

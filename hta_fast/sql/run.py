@@ -16,6 +16,7 @@ import pyarrow as pa
 from ..frame import select
 from ..frame.result import Result
 from ..interop import _import
+from ..trace import Trace
 from .catalog import COMPUTED, TABLES, Traces, kernels_view, trace_tables
 
 # What a sealed connection may not do (DuckDB settings).
@@ -76,14 +77,14 @@ def _plain_integers(table: pa.Table) -> pa.Table:
 
 def _register(con: Any, traces: Traces, bases: set[str], sel: select.Selection) -> list[str]:
     """Registers what the statement names; returns the computed results' notes."""
-    rank = not hasattr(traces, "named_tables")
+    ranked = not isinstance(traces, Trace)  # a trace set: every table leads with rank
     wanted = {n for n in bases if n in _TRACE_NAMES}
     if "kernels" in wanted:
         wanted |= {"events", "kernel_args"}
     for name, table in trace_tables(traces, sorted(wanted - {"kernels"})).items():
         con.register(name, table)
     if "kernels" in wanted:
-        con.execute(kernels_view(rank))
+        con.execute(kernels_view(ranked))
     notes: list[str] = []
     for name in sorted(bases & COMPUTED.keys()):
         result = COMPUTED[name](traces, sel)
