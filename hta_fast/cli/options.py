@@ -30,6 +30,11 @@ F = TypeVar("F", bound=Callable[..., object])
 
 def table_command(f: F) -> F:
     """PATH..., --steps, --steps-from, --ranks, --format, -o, --limit, --recover."""
+    return table_options(path_arguments(f))
+
+
+def table_options(f: F) -> F:
+    """--steps, --steps-from, --ranks, --format, -o, --limit, --recover."""
     for option in reversed(
         [
             click.option("--steps", help=STEPS_HELP),
@@ -54,7 +59,7 @@ def table_command(f: F) -> F:
         ]
     ):
         f = option(f)
-    return recover_option(steps_from_option(path_arguments(f)))
+    return recover_option(steps_from_option(f))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,29 +9,16 @@ import click
 from ..sql import query as run_query
 from ..sql import tables
 from .app import Options, cli
-from .loading import RANKS_HELP, STEPS_HELP, load_traces, recover_option
-from .options import selection as asked_selection
-from .output import FORMATS, check_format, emit, trace_start
+from .loading import load_traces
+from .options import selection, table_options
+from .output import check_format, emit, trace_start
 from .terminal import echo
 
 
 @cli.command()
 @click.argument("args", nargs=-1, metavar="PATH... SQL")
 @click.option("--tables", "list_tables", is_flag=True, help="List the tables a query can name.")
-@click.option("--steps", help=f"{STEPS_HELP} (the computed results; trace tables stay whole)")
-@click.option("--ranks", help=f"{RANKS_HELP} (the computed results)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option(
-    "-o",
-    "--output",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    help="Folder for the rows (query.csv / query.parquet / analyses.json).",
-)
-@click.option(
-    "--limit", type=int, default=50, show_default=True, help="Rows shown as text (0: all)."
-)
-@recover_option
+@table_options
 @click.pass_obj
 def query(
     opts: Options,
@@ -43,11 +30,13 @@ def query(
     out_dir: Optional[str],
     limit: int,
     recover: bool,
+    steps_from: str,
 ) -> None:
     """Run one SQL statement (DuckDB's dialect) over the traces: their tables (events,
     kernels, steps, counters, ...) and any analysis, critical_path, owners or doctor by
-    name, computed when named (docs/query.md). The statement reads nothing else: no files,
-    no extensions.
+    name, computed when named (docs/query.md). --steps and --ranks choose what the computed
+    results cover; the trace tables stay whole (filter them in SQL). The statement reads
+    nothing else: no files, no extensions.
 
     \b
     hta-fast query run/ "SELECT rank, sum(dur) / 1e6 AS ms FROM kernels GROUP BY rank"
@@ -61,7 +50,6 @@ def query(
         raise click.UsageError("give the traces (PATH...) and then one SQL statement")
     check_format(fmt, out_dir)
     *paths, sql = args
-    asked = asked_selection(ranks, steps)
-    traces, _ = load_traces(paths, opts, recover)
-    result = run_query(traces, sql, selection=asked.of(traces))
+    traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
+    result = run_query(traces, sql, selection=selection(ranks, steps).of(traces))
     emit({"query": result.table}, {"query": result.notes}, fmt, out_dir, limit, trace_start(traces))
