@@ -189,18 +189,23 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def write_or_check(out: Path, text: str, script: str, description: str) -> int:
+    """Writes `text` to `out`, or with --check exits 1 when `out` is not that text: the
+    main of each docs/gen_*.py."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
-    text = render()
     if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} is out of date: run python docs/gen_api.py", file=sys.stderr)
+        if not out.exists() or out.read_text() != text:
+            print(f"{out} is out of date: run python docs/{script}", file=sys.stderr)
             return 1
         return 0
-    OUT.write_text(text)
+    out.write_text(text)
     return 0
+
+
+def main() -> int:
+    return write_or_check(OUT, render(), "gen_api.py", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ own declarations (hta_fast.sql.catalog, hta_fast.schema.COLUMNS, hta_fast.sql.ex
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from gen_api import write_or_check
 
 from hta_fast._core import ColumnRole, ColumnSpec
 from hta_fast.schema import COLUMNS
@@ -121,17 +122,7 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
-    text = render()
-    if args.check:
-        if OUT.read_text() != text:
-            print(f"{OUT} is not current: run python docs/gen_query.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    return 0
+    return write_or_check(OUT, render(), "gen_query.py", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

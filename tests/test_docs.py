@@ -3,7 +3,8 @@
 The blocks of one page run in order in one namespace (a page may build on its earlier
 examples), in a scratch folder laid out as the examples assume: `rank0.pt.trace.json.gz`
 is one rank's trace, `traces/` the trace files of a two-rank job, and `../shared/traces`
-the real traces folder. docs/api.md, generated from the docstrings, must be current."""
+the real traces folder. docs/api.md (from the docstrings) and docs/query.md (from hta_fast.sql's
+declarations) must be current."""
 
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ def test_examples_run(page, traces_dir, tmp_path, monkeypatch):
             )
 
 
-def test_api_reference_is_current():
+@pytest.mark.parametrize("script", ["gen_api.py", "gen_query.py"])
+def test_generated_pages_are_current(script):
     out = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "gen_api.py"), "--check"],
+        [sys.executable, str(ROOT / "docs" / script), "--check"],
         capture_output=True,
         text=True,
         cwd=ROOT,
