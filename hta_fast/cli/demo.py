@@ -1,8 +1,10 @@
 """`hta-fast demo`: a realistic multi-rank synthetic trace set, and its report.
 
-The traces are written by hta_fast.synth from a real trace (by default the one in the
-project's ../shared/traces): its events repeated with links kept intact, each rank's clock
-skewed by a few milliseconds, as in real jobs. One rank (the middle one) is a straggler, so the
+The traces are written by hta_fast.synth from a base trace: by default the real one in the
+project's ../shared/traces, and where that is not there (an installed wheel) the small
+made-up program shipped beside this module (demo_base.json.gz, written by
+benchmarks/gen_demo_base.py). Its events are repeated with links kept intact, each rank's
+clock skewed by a few milliseconds, as in real jobs. One rank (the middle one) is a straggler, so the
 report has something to find: its GPU compute takes --straggler-factor times as long and the
 other ranks wait for it in their collectives.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from pathlib import Path
 from typing import Optional
 
 import click
@@ -21,6 +24,10 @@ from .app import Options, cli
 from .loading import load_traces
 from .progress import bar
 from .report import write
+
+# The base where the project's sample trace is not there: a data-parallel training step made
+# up by benchmarks/gen_demo_base.py (8 KB), shipped in the package.
+DEMO_BASE = Path(__file__).with_name("demo_base.json.gz")
 
 # The middle rank's GPU compute factor. The sample program is launch-bound: a GPU slower by
 # less than about 1.6x catches up in its idle gaps, and the straggler is not the top cause.
@@ -46,7 +53,8 @@ STRAGGLER_FACTOR = 2.0
 @click.option(
     "--base",
     type=click.Path(exists=True, dir_okay=False),
-    help="Real trace to build from (default: the project's sample trace).",
+    help="Real trace to build from (default: the project's sample trace, else a small "
+    "program shipped with hta_fast).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
@@ -73,11 +81,7 @@ def demo(
     """Generate a multi-rank trace set, then report on it: the whole tool, no data needed.
 
     The middle rank is made a straggler (--straggler-factor) for the report to find."""
-    base_path = base or synth.DEFAULT_BASE
-    if not os.path.isfile(base_path):
-        raise click.UsageError(
-            f"the sample trace {base_path} is not here; give a trace of your own with --base FILE"
-        )
+    base_path = base or default_base()
     out = out or tempfile.mkdtemp(prefix="hta_fast_demo_")
     straggler = n_ranks // 2
     stragglers = {straggler: straggler_factor} if n_ranks > 1 and straggler_factor != 1 else {}
@@ -115,3 +119,15 @@ def demo(
     )
     click.echo(f"report: {info['path']} ({info['bytes'] / 1e6:.1f} MB); open it in a browser")
     click.echo(f"next: hta-fast doctor {out}   hta-fast analyze {out}   hta-fast info {out}")
+
+
+def default_base() -> str:
+    """The project's sample trace where the source tree's ../shared holds it, else the small
+    base shipped in the package."""
+    if os.path.isfile(synth.DEFAULT_BASE):
+        return str(synth.DEFAULT_BASE)
+    click.echo(
+        "the project's sample trace is not here: building from hta_fast's own small program "
+        "(--base FILE builds from a trace of yours)"
+    )
+    return str(DEMO_BASE)

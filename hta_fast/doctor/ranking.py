@@ -184,14 +184,15 @@ def diagnose(
             "ask for them with model=True (hta-fast doctor --model)"
         )
     too_little = _too_little_work(views, th)
-    if too_little:  # nothing to judge: no cause is named, whatever its share
+    if too_little or not views:  # nothing to judge: no cause is named, whatever its share
         for f in findings:
             f.above_threshold = False
     findings.sort(key=lambda f: (f.rank_key, CAUSES.index(f.cause)))
     for e in ex.found.values():
         notes.extend(e.notes)
     notes.extend(_untraced_note(views))
-    utilization = float(np.mean([v.utilization for v in views])) if views else 0.0
+    # No rank with GPU activity: no figures (None, null in JSON), not zeros.
+    utilization = float(np.mean([v.utilization for v in views])) if views else None
     computes = [v.compute_utilization for v in views if v.compute_utilization is not None]
     return Diagnosis(
         utilization=utilization,
@@ -199,8 +200,8 @@ def diagnose(
         findings=findings,
         thresholds=th,
         notes=notes,
-        step_time_ns=int(round(step_time)),
-        cpu_step_time_ns=int(round(cpu_step_time)),
+        step_time_ns=int(round(step_time)) if views else None,
+        cpu_step_time_ns=int(round(cpu_step_time)) if views else None,
         ranks=analysed,
         steps=sorted(seen_steps),
         no_gpu_activity=no_gpu,

@@ -85,34 +85,43 @@ class Finding:
 
 @dataclasses.dataclass
 class Diagnosis:
-    """utilization   GPU busy time / GPU span over the analysed steps, mean over ranks (0..1)
+    """utilization   GPU busy time / GPU span over the analysed steps, mean over ranks (0..1);
+                     None (null in JSON) where no analysed rank has GPU activity
     findings         every cause, highest cost first
     thresholds       the Thresholds used
     notes            what the numbers cannot say (no steps, unknown SM count, one rank, ...)
     step_time_ns     mean step time over ranks (the denominator of every share): each step
-                     device-aware, as the TensorBoard profiler times steps (RankView.step_time)
+                     device-aware, as the TensorBoard profiler times steps (RankView.step_time);
+                     None where no analysed rank has GPU activity
     cpu_step_time_ns mean host span of the steps (their ProfilerStep events); shown beside
-                     step_time_ns where the two differ by more than STEP_SPANS_DIFFER
+                     step_time_ns where the two differ by more than STEP_SPANS_DIFFER; None
+                     where no analysed rank has GPU activity
     ranks, steps     what was analysed (ranks without GPU activity included)
     too_little_work  why no cause is named: the analysed steps hold too little GPU work to
                      judge (Thresholds.min_kernels_per_step, min_gpu_us_per_step); "" else
     no_gpu_activity  rank -> why it has no GPU work in the analysed steps (launches without
                      GPU events, a CPU-only trace, ...). Utilization, step time and findings
                      are over the other ranks; such a rank is never healthy: there is
-                     nothing to judge on it
+                     nothing to judge on it. Where no rank has any, utilization and the
+                     step times are None and no finding is above threshold
     """
 
-    utilization: float
+    utilization: Optional[float]
     findings: list[Finding]
     thresholds: Thresholds
     notes: list[str]
-    step_time_ns: int
+    step_time_ns: Optional[int]
     ranks: list[int]
     steps: list[int]
     no_gpu_activity: dict[int, str]
-    cpu_step_time_ns: int = 0
+    cpu_step_time_ns: Optional[int] = 0
     too_little_work: str = ""
     compute_utilization: Optional[float] = None
+
+    @property
+    def gpu_activity(self) -> bool:
+        """Whether any analysed rank recorded GPU activity (else there are no figures)."""
+        return self.utilization is not None
 
     @property
     def healthy(self) -> bool:
@@ -145,7 +154,11 @@ class Diagnosis:
         if bad:
             raise ValueError(f"unknown cause(s) {bad}; causes: {', '.join(CAUSES)}")
         reasons = self.no_gpu_reasons()
-        if fail_under_utilization is not None and 100.0 * self.utilization < fail_under_utilization:
+        if (
+            fail_under_utilization is not None
+            and self.utilization is not None
+            and 100.0 * self.utilization < fail_under_utilization
+        ):
             reasons.append(
                 f"GPU utilization {100.0 * self.utilization:.1f}% is under "
                 f"{fail_under_utilization:g}%"
@@ -161,7 +174,9 @@ class Diagnosis:
     def _cpu_step_text(self) -> str:
         """The host's step beside the device-aware one, where they differ."""
         step, cpu = self.step_time_ns, self.cpu_step_time_ns
-        if step <= 0 or cpu <= 0 or abs(cpu - step) <= STEP_SPANS_DIFFER * step:
+        if step is None or cpu is None or step <= 0 or cpu <= 0:
+            return ""
+        if abs(cpu - step) <= STEP_SPANS_DIFFER * step:
             return ""
         return f" (host step {duration_text(cpu)})"
 
@@ -169,9 +184,10 @@ class Diagnosis:
         """The answer at a glance, as the report's first screen and the CLI's first lines show
         it: step_time_ns (the device-aware GPU iteration) and cpu_step_time_ns (the host's,
         None where the two agree within STEP_SPANS_DIFFER), utilization with what it
-        measures, the top cause above threshold (cause, title, cost and share of the step,
-        the model's saving or None), and the top what-if: the cause whose edit the model
-        predicts saves most per step (None where no edit was replayed)."""
+        measures (the three None where no rank recorded GPU activity), the top cause above
+        threshold (cause, title, cost and share of the step, the model's saving or None),
+        and the top what-if: the cause whose edit the model predicts saves most per step
+        (None where no edit was replayed)."""
         above = [f for f in self.findings if f.above_threshold]
         top = above[0] if above else None
         modelled = [f for f in self.findings if f.saving_ns_per_step]
@@ -208,9 +224,12 @@ class Diagnosis:
         )
 
     def headline_text(self) -> list[str]:
-        """headline() in two or three lines for a terminal: its figures, nothing of its own."""
+        """headline() in two or three lines for a terminal: its figures, nothing of its own;
+        one line saying so where no rank recorded GPU activity."""
         h = self.headline()
         n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
+        if h["utilization"] is None:
+            return [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
         host = (
             f"; host step {duration_text(h['cpu_step_time_ns'])}" if h["cpu_step_time_ns"] else ""
         )
@@ -267,12 +286,8 @@ class Diagnosis:
         )
 
     def to_text(self) -> str:
-        n_steps = f"{len(self.steps)} step(s)" if self.steps else "the whole trace (no steps)"
-        with_gpu = len(self.ranks) - len(self.no_gpu_activity)
-        if with_gpu:
-            lines = self.headline_text()
-        else:
-            lines = [f"No GPU activity recorded over {n_steps} on {len(self.ranks)} rank(s)"]
+        with_gpu = self.gpu_activity
+        lines = self.headline_text()
         lines.extend(self.no_gpu_reasons())
         above = [f for f in self.findings if f.above_threshold]
         if self.too_little_work and with_gpu:

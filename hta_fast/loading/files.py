@@ -10,8 +10,6 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from ..errors import ErrorCode, TraceFormatError
-
 PathLike = Union[str, os.PathLike]
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.zst", ".json.zstd")
 
@@ -25,16 +23,20 @@ def rank_from_name(path: PathLike) -> Optional[int]:
 
 
 def assign_rank(header_rank: Optional[int], path: str, lone_file: bool) -> int:
-    """distributedInfo.rank, else the rank in the file name, else 0 for a lone file."""
+    """distributedInfo.rank, else the rank in the file name, else 0 for a lone file.
+
+    A file without either among several is no fault of the file (a single-GPU trace has no
+    rank): the set is what is wrong, most often a folder of separate runs. The ValueError
+    says so and what to pass instead."""
     rank = header_rank if header_rank is not None else rank_from_name(path)
     if rank is None:
         if not lone_file:
-            raise TraceFormatError(
-                path,
-                None,
-                "no rank in distributedInfo or in the file name",
-                code=ErrorCode.bad_field,
-                key="distributedInfo.rank",
+            raise ValueError(
+                f"{path}: no rank in distributedInfo or in the file name, and it is loaded "
+                "with other trace files as one rank of a set: the files may be separate runs "
+                "(single-GPU traces have no rank) or files without their ranks. Pass one "
+                "file at a time, or name each file of one run with its rank (rank-0.json, "
+                "rank-1.json, ...)"
             )
         rank = 0
     return rank

@@ -28,7 +28,7 @@ def _number(v: Any) -> str:
 MICRO = "µs"
 
 
-def what_if_table(findings: list[dict[str, Any]], step_ns: float) -> dict[str, Any]:
+def what_if_table(findings: list[dict[str, Any]], step_ns: Optional[float]) -> dict[str, Any]:
     """The causes whose edit the model replayed with a saving, most saved first: the
     savings and costs in the one unit that suits them all (frame.fields.display_unit; the
     table sorts as numbers)."""
@@ -109,7 +109,9 @@ def diagnosis(
         "available": True,
         "headline": diag.headline() if hasattr(diag, "headline") else None,
         "headline_lines": diag.headline_text() if hasattr(diag, "headline_text") else [],
+        # None where no rank recorded GPU activity: the page says so instead of a 0.0 %
         "utilization": diag.utilization,
+        "no_gpu_reasons": list(diag.no_gpu_reasons()) if hasattr(diag, "no_gpu_reasons") else [],
         "compute_utilization": getattr(diag, "compute_utilization", None),
         "what_if": what_if_table(findings, step_ns),
         "healthy": bool(diag.healthy),
