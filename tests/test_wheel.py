@@ -171,6 +171,15 @@ def test_report_runs_with_the_plot_extra(env, wheel, traces_dir):
     assert report.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
 
 
+def test_demo_runs_from_the_installed_wheel(env):
+    # No ../shared beside an installed package: the demo builds from the base it ships.
+    out = env["home"] / "demo"
+    made = run_in(env, "hta-fast", "-q", "demo", "-o", str(out), "--size-mb", "1", "--cdn")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "control.json.gz is not here" not in made.stdout + made.stderr
+    assert any(p.suffix == ".html" for p in out.rglob("*")), list(out.rglob("*"))
+
+
 def test_package_imports_from_the_environment_not_the_source_tree(env, wheel):
     probe = (
         "import json, sys, hta_fast; "
