@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from .trace import Trace, TraceMeta
     from .traceset import TraceSet
 
-# Each public name and the module that defines it (the one list; TYPE_CHECKING above
-# restates it for type checkers, and tests/test_startup.py holds the two equal).
+# Each public name and the module that defines it (TYPE_CHECKING above and __all__ below
+# restate it for type checkers and linters; tests/test_startup.py holds the three equal).
 PUBLIC = {
     "load": "hta_fast.loading.loader",
     "load_dir": "hta_fast.loading.sets",
@@ -52,7 +52,23 @@ PUBLIC = {
     "query": "hta_fast.sql",
 }
 
-__all__ = [*PUBLIC, "__version__"]
+__all__ = [
+    "load",
+    "load_dir",
+    "rank_from_name",
+    "Trace",
+    "TraceMeta",
+    "TraceSet",
+    "TraceFormatError",
+    "EventKind",
+    "KernelClass",
+    "open_dataset",
+    "TraceDataset",
+    "with_capture",
+    "build_info",
+    "query",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -69,7 +69,7 @@ def test_public_names_resolve_and_type_checkers_see_them():
         if isinstance(stmt, ast.ImportFrom)
         for alias in stmt.names
     }
-    assert checked == set(hta_fast.PUBLIC)
+    assert checked == set(hta_fast.PUBLIC) == set(hta_fast.__all__) - {"__version__"}
     assert hta_fast.frame.Selection is not None  # a subpackage, imported when named
     with pytest.raises(AttributeError):
         hta_fast.no_such_name  # noqa: B018
