@@ -25,7 +25,8 @@ __all__ = [
     "field_metadata",
 ]
 
-SCHEMA_VERSION = 4
+# 5: comm_args.comms_id (the collective's Comms Id, kineto 2026)
+SCHEMA_VERSION = 5
 
 # EventKind and KernelClass are IntEnums made by the core from its own enums
 # (csrc/trace/event_kind.h), so their names and values exist once.

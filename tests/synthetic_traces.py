@@ -270,7 +270,9 @@ class KinetoBuilder:
         stream: int = 20,
         nelems: int = 50_000_000,
         dtype: str = "Float",
+        args: Optional[dict] = None,
     ) -> None:
+        """A NCCL kernel and its launch; `args`: more collective arguments (Seq, Comms Id)."""
         kname = {
             "allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
         }
@@ -293,6 +295,7 @@ class KinetoBuilder:
                 "Process Group Ranks": list(range(self.world_size)),
                 "grid": [32, 1, 1],
                 "block": [640, 1, 1],
+                **(args or {}),
             },
         )
 

@@ -62,6 +62,8 @@ def summaries(
                 "dtype": ["float"] * m,
                 "group_size": np.full(m, n_ranks),
                 "size_from": ["arguments"] * m,
+                "comms_id": pa.nulls(m, pa.string()),
+                "seq": pa.nulls(m, pa.int64()),
             }
         ).cast(COLLECTIVES_SCHEMA)
         out[r] = RankSummary(r, {}, STEPS_SCHEMA.empty_table(), KERNELS_SCHEMA.empty_table(), coll)

@@ -161,6 +161,10 @@ void read_arg(ArgKey key, Value& v, ArgValues& a) {
       a.touch(G::kComm);
       a.seq = v.int64();
       return;
+    case ArgKey::kCommsId:  // a uint64 hash, kept as its text: compared, never computed on
+      a.touch(G::kComm);
+      a.comms_id = v.raw_json();
+      return;
     case ArgKey::kWaitOnStream:
       a.touch(G::kSync);
       a.wait_on_stream = v.int32();

@@ -92,6 +92,7 @@ enum class ArgKey : uint8_t {
   kOutSplitSize,
   kRank,
   kSeq,
+  kCommsId,  // a hash of the collective's group, sequence number and ranks (kineto, 2026)
   // cuda_sync
   kWaitOnStream,
   kWaitOnEventCorrelation,
@@ -135,6 +136,9 @@ inline ArgKey arg_key(std::string_view k) {
       break;
     case 7:
       if (k == "context") return ArgKey::kContext;
+      break;
+    case 8:
+      if (k == "Comms Id") return ArgKey::kCommsId;
       break;
     case 9:
       if (k == "Device Id") return ArgKey::kMemDeviceId;

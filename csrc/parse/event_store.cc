@@ -113,6 +113,7 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
         c.out_split_size.push_back(a.out_split);
         c.rank.push_back(a.rank);
         c.seq.push_back(a.seq);
+        c.comms_id.push_back(a.comms_id);
       }
       if (a.groups & ArgValues::kSync) {
         auto& s = out_.sync_args;

@@ -33,7 +33,8 @@ struct ArgValues {
   int64_t record_function_id, sequence_number, fwd_thread_id, ev_idx;
   int32_t input_dims, input_type, input_strides, concrete_inputs;
   // kComm
-  int32_t collective_name, dtype, group_size, pg_name, pg_desc, pg_ranks, in_split, out_split, rank;
+  int32_t collective_name, dtype, group_size, pg_name, pg_desc, pg_ranks, in_split, out_split, rank,
+      comms_id;
   int64_t in_nelems, out_nelems, seq;
   // kSync
   int32_t wait_on_stream;
@@ -69,7 +70,7 @@ struct ArgValues {
         return;
       case kComm:
         collective_name = dtype = group_size = pg_name = pg_desc = pg_ranks = -1;
-        in_split = out_split = rank = -1;
+        in_split = out_split = rank = comms_id = -1;
         in_nelems = out_nelems = seq = -1;
         return;
       case kSync:

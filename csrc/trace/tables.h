@@ -113,7 +113,8 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
   X(int32_t, in_split_size, string_id())       \
   X(int32_t, out_split_size, string_id())      \
   X(int32_t, rank, plain())                    \
-  X(int64_t, seq, plain())
+  X(int64_t, seq, plain())                     \
+  X(int32_t, comms_id, string_id())
 
 // cuda_sync events: what they wait on.
 #define HTA_SYNC_ARG_COLUMNS(X)       \

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..costs.collectives import bus_factor
 from ..frame.fields import NS
@@ -99,8 +100,11 @@ def _matched(
         else (np.array([], str), np.zeros(0, np.int64))
     )
     group_code = np.asarray(group_code, np.int64).reshape(-1)
-    index = table["index"].to_numpy()
-    first, code = _group_by([group_code, index])
+    key, how = _match_keys(table, group_code)
+    # a collective that launched several kernels has one id on each of them: its n-th
+    # kernel of an id on one rank is the n-th on every other rank
+    nth = _occurrence([table["rank"].to_numpy(), group_code, key])
+    first, code = _group_by([group_code, key, nth])
     m = len(first)
     rank = table["rank"].to_numpy()
     ts = table["ts"].to_numpy()
@@ -132,8 +136,53 @@ def _matched(
         "late_by": last_start - second,
         "group_names": group_names,
         "group_code": group_code,
+        "matched_by": how[first] if m else np.zeros(0, object),
     }
     return table, red, len(summaries)
+
+
+def _occurrence(keys: list[np.ndarray]) -> np.ndarray:
+    """Per row, how many earlier rows have the same keys (0 for the first)."""
+    if not keys[0].size:
+        return np.zeros(0, np.int64)
+    _, code = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
+    code = code.reshape(-1)
+    order = np.argsort(code, kind="stable")
+    starts = np.searchsorted(code[order], code[order], side="left")
+    out = np.empty(len(code), np.int64)
+    out[order] = np.arange(len(code)) - starts
+    return out
+
+
+# How a collective is matched across ranks, in the order tried for each group.
+MATCHED_BY = ("comms_id", "seq", "order")
+
+
+def _match_keys(table: pa.Table, group_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the key that names its collective on every rank of its group, and how it was
+    found (MATCHED_BY): the arguments' Comms Id where every row of the group has one (a hash
+    of the process group, sequence number and ranks: exact, whatever order the ranks ran
+    them in), else their sequence number where every row has one, else the row's order
+    within the group on its rank (index)."""
+    n = table.num_rows
+    index = table["index"].to_numpy()
+    if not n:
+        return index, np.zeros(0, object)
+    ids = np.asarray(table["comms_id"].to_pylist(), dtype=object)
+    has_id = ids != None  # noqa: E711 - elementwise
+    id_code = np.unique(np.where(has_id, ids, "").astype(str), return_inverse=True)[1]
+    seq = table["seq"].to_numpy(zero_copy_only=False)
+    has_seq = ~np.isnan(np.asarray(seq, np.float64))
+    groups = np.unique(group_code)
+    all_id = np.zeros(len(groups) + 1, bool)
+    all_seq = np.zeros(len(groups) + 1, bool)
+    g = np.searchsorted(groups, group_code)
+    all_id[: len(groups)] = np.bincount(g, ~has_id, minlength=len(groups)) == 0
+    all_seq[: len(groups)] = np.bincount(g, ~has_seq, minlength=len(groups)) == 0
+    by_id, by_seq = all_id[g], ~all_id[g] & all_seq[g]
+    key = np.where(by_id, id_code.reshape(-1), np.where(by_seq, np.nan_to_num(seq), index))
+    how = np.where(by_id, MATCHED_BY[0], np.where(by_seq, MATCHED_BY[1], MATCHED_BY[2]))
+    return key.astype(np.int64), how.astype(object)
 
 
 def collectives(
@@ -148,12 +197,15 @@ def collectives(
     (how much later the last rank started than the one before it), data_time (shortest
     duration across ranks), max_dur, mean_wait (mean over ranks of duration - data_time),
     algbw_gbps, busbw_gbps (null without bytes), side ("gpu": NCCL kernels; "cpu": gloo's
-    CPU events, hta_fast.loading.summary's cpu_collectives, timed by the CPU event). Bytes
+    CPU events, hta_fast.loading.summary's cpu_collectives, timed by the CPU event),
+    matched_by (how its ranks' kernels were found to be one collective, per group: by the
+    arguments' Comms Id, else their sequence number, else their order in the group; the
+    notes count each). Bytes
     sized from the launching CPU op's Input Dims (the summary's size_from) are the input
     buffer; an all-gather's is multiplied by n. Side tables: "per_rank" (every rank's
     row: arrival_delay after the first arriver, wait (duration - data_time: the time it waited
     for the last rank to arrive, whatever the ranks' clocks say), waited_for (that last rank;
-    -1 where the rank ran it alone), side), "by_type" (per collective kind:
+    -1 where the rank ran it alone), side, match (its row in the main table)), "by_type" (per collective kind:
     count, bytes, data_time, wait_time, busbw_gbps = total bytes-weighted).
     """
     table, red, n_sel = _matched(traces, ranks, steps)
@@ -235,6 +287,12 @@ def collectives(
         )
     if not m:
         notes.append("no communication kernels")
+    elif (red["matched_by"] != "order").any():
+        counts = {h: int((red["matched_by"] == h).sum()) for h in MATCHED_BY}
+        notes.append(
+            f"matched across ranks: {counts['comms_id']} by Comms Id, {counts['seq']} by "
+            f"(process group, sequence number), {counts['order']} by their order in the group"
+        )
     main = pa.table(
         {
             "group": pa.array(
@@ -259,11 +317,15 @@ def collectives(
             "algbw_gbps": pa.array(algbw, pa.float64(), from_pandas=True),
             "busbw_gbps": pa.array(busbw, pa.float64(), from_pandas=True),
             "side": pa.array(side.tolist() if m else [], pa.string()),
+            "matched_by": pa.array(red["matched_by"].tolist(), pa.string()),
         }
     )
-    main = main.sort_by(
-        [("first_start", "ascending"), ("group", "ascending"), ("index", "ascending")]
-    )
+    sort = pc.sort_indices(
+        main, [("first_start", "ascending"), ("group", "ascending"), ("index", "ascending")]
+    ).to_numpy()
+    main = main.take(pa.array(sort, pa.int64()))
+    position = np.empty(m, np.int64)  # each match's row in the sorted table
+    position[sort] = np.arange(m)
     main = _units(
         main,
         (
@@ -296,6 +358,7 @@ def collectives(
                     pa.int64(),
                 ).cast(pa.int64()),
                 "side": table["side"],
+                "match": pa.array(position[code] if m else [], pa.int64()),
             }
         ),
         ("ts", "dur", "arrival_delay", "wait"),

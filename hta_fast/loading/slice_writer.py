@@ -359,6 +359,7 @@ _SIDE_ARGS: dict[str, tuple[_Arg, ...]] = {
         _Arg("Out split size", ("out_split_size",), "string"),
         _Arg("Rank", ("rank",)),
         _Arg("Seq", ("seq",)),
+        _Arg("Comms Id", ("comms_id",), "json"),  # a uint64 hash, kept as its text
     ),
     "sync_args": (
         _Arg("wait_on_stream", ("wait_on_stream",)),

@@ -12,7 +12,10 @@ tables, so the coordinating process holds summaries whatever the size of each tr
                  dtype, group_size (null if unknown), size_from (where the bytes came from:
                  "arguments", the collective arguments of the kernel or of the CPU op that
                  launched it; "input_dims", the Input Dims / Input type of that CPU op, the
-                 input buffer: an all-gather's is 1/n of its output; null without a size)
+                 input buffer: an all-gather's is 1/n of its output; null without a size),
+                 comms_id (the arguments' Comms Id: one collective's id on every rank; null
+                 where the trace has none), seq (the arguments' sequence number in its
+                 process group; null where none)
     cpu_collectives  the same columns, one row per collective that runs on the CPU (gloo's
                  `gloo:all_reduce`, ...: no GPU kernel), in start order; its time is the CPU
                  event's. Group: the process group its arguments name ("cpu pg NAME"), else
@@ -54,6 +57,8 @@ COLLECTIVES_SCHEMA = pa.schema(
         ("dtype", pa.string()),
         ("group_size", pa.int64()),
         ("size_from", pa.string()),
+        ("comms_id", pa.string()),
+        ("seq", pa.int64()),
     ]
 )
 
@@ -263,6 +268,8 @@ def _comm_arg_columns(trace: Trace, arg: np.ndarray) -> dict[str, list[Any]]:
         "out_msg_nelems",
         "dtype",
         "group_size",
+        "comms_id",
+        "seq",
     ):
         if pick is None:
             out[col] = [None] * n
@@ -327,6 +334,8 @@ def _collective_table(
             pa.array(dtype, pa.string()),
             pa.array([g if g is not None and g > 0 else None for g in gsize], pa.int64()),
             pa.array(size_from, pa.string()),
+            pa.array(args["comms_id"], pa.string()),
+            pa.array([q if q is not None and q >= 0 else None for q in args["seq"]], pa.int64()),
         ],
         schema=COLLECTIVES_SCHEMA,
     )

@@ -1,9 +1,10 @@
 """Each rank's communication kernels tied to the collective they take part in.
 
-hta_fast.analysis.collectives matches collectives across ranks (the n-th collective of a
-process group on one rank is the n-th on every other rank) from the ranks' summaries; the
-summary lists a rank's communication kernels in the order hta_fast.loading.summary.collective_rows
-gives, so each kernel's event row can be tied to its matched collective. The replay uses the
+hta_fast.analysis.collectives matches collectives across ranks (by their Comms Id, else
+their sequence number, else the n-th collective of a process group on one rank is the n-th
+on every other rank) from the ranks' summaries; its per_rank table lists a rank's
+communication kernels in the order hta_fast.loading.summary.collective_rows gives, each with
+its matched collective, so each kernel's event row is tied to it. The replay uses the
 tie both ways: to change a collective's time moving data on every rank that ran it, and to
 hold each rank's end of a collective until the last rank has reached it.
 """
@@ -18,7 +19,7 @@ import numpy as np
 from ...analysis.collectives import collectives
 from ...frame.result import Result
 from ...frame.select import as_traceset
-from ...loading.summary import collective_rows, summaries_of
+from ...loading.summary import collective_rows
 from ...trace import Trace
 from ...traceset import TraceSet
 
@@ -50,24 +51,15 @@ def match_collectives(traces: Union[Trace, TraceSet]) -> MatchedCollectives:
     ts = as_traceset(traces)
     result = collectives(ts)
     table = result.table
-    position = {
-        (g, int(i)): k
-        for k, (g, i) in enumerate(zip(table["group"].to_pylist(), table["index"].to_pylist()))
-    }
-    summaries = summaries_of(ts)
+    per = result["per_rank"]
+    rank = per["rank"].to_numpy()
+    gpu = np.asarray(per["side"].to_pylist(), object) == "gpu"
+    match = per["match"].to_numpy()
     per_rank = {}
-    for rank in ts.ranks:
-        own = summaries[rank].collectives
-        rows = collective_rows(ts[rank])
-        match = np.fromiter(
-            (
-                position[(g, int(i))]
-                for g, i in zip(own["group"].to_pylist(), own["index"].to_pylist())
-            ),
-            np.int64,
-            count=own.num_rows,
-        )
-        per_rank[rank] = RankCollectives(rows, match)
+    for r in ts.ranks:
+        # the summary's GPU collectives of a rank, in its order: collective_rows' order
+        mine = match[gpu & (rank == r)]
+        per_rank[r] = RankCollectives(collective_rows(ts[r]), np.asarray(mine, np.int64))
     return MatchedCollectives(
         result,
         per_rank,
