@@ -26,7 +26,10 @@ NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = (
 # CUDA runtime/driver and HIP spellings. cudaEventQuery and friends do not block, so they are
 # absent; cudaMemcpy without Async blocks the host until its copy is done, and so does HIP's
 # hipMemcpyWithStream (a copy on a given stream that returns when it is done: FLUX under
-# xDiT waits 600 ms of its 742 ms step in one).
+# xDiT waits 600 ms of its 742 ms step in one). Names from both eras of kineto: its own list
+# (earlier traces), and since 2026 CUPTI's callback names with the `_vNNNN` version suffix
+# cut (kineto cupti_strings.cpp lookupCbidName), which keeps `_v2` and the per-thread
+# default-stream variants `_ptds` / `_ptsz` (cudaMemcpy_ptds, cuMemcpyDtoH_v2_ptds).
 _PATTERNS = [
     (STREAM, re.compile(r"^(cuda|hip|cu)StreamSynchronize")),
     (EVENT, re.compile(r"^(cuda|hip|cu)EventSynchronize")),
@@ -40,8 +43,9 @@ _PATTERNS = [
     (
         OWN_COPY,
         re.compile(
-            r"^(cuda|hip)Memcpy(?!.*Async)(2D|3D|ToSymbol|FromSymbol|WithStream|[DH]to[DH])?$"
-            r"|^cuMemcpy[DH]to[DH](_v2)?$"
+            r"^(cuda|hip)Memcpy(2D|3D|ToSymbol|FromSymbol|WithStream|[DH]to[DH])?"
+            r"(_ptds)?$"
+            r"|^cuMemcpy[DH]to[DH](_v2)?(_ptds)?$"
         ),
     ),
     (STREAM_WAIT, re.compile(r"^(cuda|hip|cu)StreamWaitEvent")),
@@ -61,6 +65,10 @@ def is_record_of_names(names: list[str]) -> np.ndarray:
 
 # The kinds that hold the host until GPU work is done (a stream wait holds a stream, not the host).
 BLOCKING = (STREAM, EVENT, DEVICE, OWN_COPY)
+# The names of those calls as one regular expression, for matchers that take a pattern (the
+# doctor's name flags, matched for all ranks at once by Arrow's RE2: no lookaround in
+# _PATTERNS).
+BLOCKING_NAMES = "|".join(f"(?:{p.pattern})" for kind, p in _PATTERNS if kind in BLOCKING)
 
 
 def sync_kind_of_names(names: list[str]) -> np.ndarray:

@@ -25,3 +25,29 @@ def test_the_calls_that_held_the_host():
         ("cudaMemcpyAsync", 30),
         ("cudaStreamSynchronize", 450),
     ]
+
+
+def test_sync_kinds_by_name_from_both_eras_of_kineto():
+    """kineto's own names (earlier traces) and, since 2026, CUPTI's callback names with the
+    _vNNNN suffix cut: `_v2` kept, per-thread default-stream variants `_ptds` / `_ptsz`."""
+    names = {
+        "cudaStreamSynchronize": sync_calls.STREAM,
+        "cudaStreamSynchronize_ptsz": sync_calls.STREAM,
+        "cuStreamSynchronize": sync_calls.STREAM,
+        "cudaEventSynchronize": sync_calls.EVENT,
+        "cudaDeviceSynchronize": sync_calls.DEVICE,
+        "cuCtxSynchronize": sync_calls.DEVICE,
+        "cudaMemcpy": sync_calls.OWN_COPY,
+        "cudaMemcpy_ptds": sync_calls.OWN_COPY,
+        "cudaMemcpy2D_ptds": sync_calls.OWN_COPY,
+        "cuMemcpyDtoH_v2": sync_calls.OWN_COPY,
+        "cuMemcpyDtoH_v2_ptds": sync_calls.OWN_COPY,
+        "cudaMemcpyAsync": sync_calls.NONE,
+        "cudaMemcpyAsync_ptsz": sync_calls.NONE,
+        "cuMemcpyHtoDAsync_v2_ptsz": sync_calls.NONE,
+        "cudaStreamWaitEvent_ptsz": sync_calls.STREAM_WAIT,
+        "cudaLaunchKernel_ptsz": sync_calls.NONE,
+        "INVALID": sync_calls.NONE,
+    }
+    got = sync_calls.sync_kind_of_names(list(names))
+    assert dict(zip(names, got.tolist())) == {k: int(v) for k, v in names.items()}

@@ -42,7 +42,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ... import ops
+from ... import ops, sync_calls
 from ...frame.derived import DATALOADER, name_flags, rows_named
 from ...model.path.bounds import UNTRACED_MIN
 from ...schema import EventKind
@@ -55,11 +55,9 @@ from .thresholds import Thresholds
 HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
 HOST_CALLS = (EventKind.runtime, EventKind.driver)
 
-BLOCKING_SYNC = (
-    r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy"
-    r"|hipStreamSynchronize|hipDeviceSynchronize|hipEventSynchronize|hipMemcpy"
-    r"|hipMemcpyWithStream|aten::item|aten::_local_scalar_dense)$"
-)
+# The calls that hold the host until GPU work is done (sync_calls, the one list of them) and
+# the operators that read a GPU value back (and so wait for it).
+BLOCKING_SYNC = rf"{sync_calls.BLOCKING_NAMES}|^(aten::item|aten::_local_scalar_dense)$"
 PROFILER_STEP = r"^ProfilerStep#"
 ALLOCATOR = (
     r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"
