@@ -444,6 +444,17 @@ STEPS = 5
 STEP_US = 10_000.0
 
 
+def cpu_only() -> KinetoBuilder:
+    """Steps of host work and no device at all: a CPU-only trace."""
+    b = KinetoBuilder(num_sms=None)
+    b.devices = []
+    for s in range(STEPS):
+        t0 = s * STEP_US
+        b.step(s, t0, STEP_US)
+        b.cpu_op("aten::add", t0 + 10, 500)
+    return b
+
+
 # --- one trace per cause ---------------------------------------------------------------
 def healthy_builder() -> KinetoBuilder:
     """The CPU runs ahead; each step's 20 big kernels of 499 µs keep the GPU busy back to back

@@ -7,7 +7,15 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from synthetic_traces import STEP_US, STEPS, KinetoBuilder, healthy, healthy_builder, traceset
+from synthetic_traces import (
+    STEP_US,
+    STEPS,
+    KinetoBuilder,
+    cpu_only,
+    healthy,
+    healthy_builder,
+    traceset,
+)
 
 from hta_fast import TraceSet
 from hta_fast.cli import cli
@@ -23,16 +31,6 @@ def launches_without_gpu_events() -> KinetoBuilder:
         b.cpu_op("aten::mm", t0 + 10, 500)
         for j in range(20):
             b.runtime("cudaLaunchKernel", t0 + 20 + j * 20, 5)
-    return b
-
-
-def cpu_only() -> KinetoBuilder:
-    b = KinetoBuilder(num_sms=None)
-    b.devices = []
-    for s in range(STEPS):
-        t0 = s * STEP_US
-        b.step(s, t0, STEP_US)
-        b.cpu_op("aten::add", t0 + 10, 500)
     return b
 
 

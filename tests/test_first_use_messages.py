@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from synthetic_traces import STEP_US, STEPS, KinetoBuilder, healthy, traceset
+from synthetic_traces import STEP_US, STEPS, KinetoBuilder, cpu_only, healthy, traceset
 
 from hta_fast import TraceSet, synth
 from hta_fast.cli import cli
@@ -22,16 +22,6 @@ from hta_fast.doctor import diagnose
 from hta_fast.report import plotlyjs, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def cpu_only() -> KinetoBuilder:
-    b = KinetoBuilder(num_sms=None)
-    b.devices = []
-    for s in range(STEPS):
-        t0 = s * STEP_US
-        b.step(s, t0, STEP_US)
-        b.cpu_op("aten::add", t0 + 10, 500)
-    return b
 
 
 def launches_then_kernels() -> KinetoBuilder:
