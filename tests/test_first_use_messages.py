@@ -121,6 +121,18 @@ def test_folder_of_traces_without_ranks_says_what_to_pass(tmp_path):
     assert res.exit_code == 0, res.output
 
 
+def test_two_single_gpu_runs_that_both_say_rank_0_say_what_to_pass(tmp_path):
+    for name in ("resnet.json", "bert.json"):  # each says distributedInfo.rank 0
+        b = KinetoBuilder(rank=0, world_size=1)
+        b.step(0, 0, STEP_US)
+        b.kernel("gemm", 20, 40, 250)
+        (tmp_path / name).write_bytes(b.to_bytes())
+    res = CliRunner().invoke(cli, ["info", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert "rank 0 is claimed by two files" in res.output
+    assert "separate runs" in res.output and "one file at a time" in res.output
+
+
 # --- 3. a trace cut before its GPU events ----------------------------------------------------
 
 

@@ -45,7 +45,11 @@ def assign_rank(header_rank: Optional[int], path: str, lone_file: bool) -> int:
 def claim(owners: dict[int, str], rank: int, path: str) -> None:
     """Records that `path` is `rank`; a rank claimed by two files is bad input."""
     if rank in owners:
-        raise ValueError(f"rank {rank} is claimed by two files: {owners[rank]} and {path}")
+        raise ValueError(
+            f"rank {rank} is claimed by two files: {owners[rank]} and {path}. Files of one "
+            "run each hold another rank: these may be separate runs (each a single-GPU trace "
+            "says rank 0, or none); pass one file at a time, or one run's folder"
+        )
     owners[rank] = path
 
 
