@@ -15,8 +15,11 @@ matches are inside it already). Events are paired, in this order:
     step_share  the rest of the step where the counts differ (one kernel became two, say):
                 each event of A takes an equal share of what B's left-over events took in
                 that step, so the step's total is B's
-    mean        no counterpart in the step: the mean of B's matching events with the same
-                name and shapes, else of all of B's events matching the pattern
+    mean        no counterpart in the step (a trace without steps, or steps that do not
+                line up): the mean of B's matching events with the same name and shapes,
+                else B's matching time per occurrence: their sum over the count of B's
+                most frequent matching name (one kernel become two: each event of A takes
+                the two's sum, as step_share gives; one name: their mean)
     unpaired    B has none: the event keeps its time
 
 A CPU event's new duration becomes a factor on it and everything nested in it
@@ -128,6 +131,16 @@ def _shapes(trace: Trace, rows: np.ndarray) -> list[str]:
     return trace.strings_at(dims).fill_null("").to_pylist()
 
 
+def per_occurrence(b: _Events) -> float:
+    """B's matching time per occurrence of what replaces one event of A: the sum of its
+    matching events over the count of its most frequent matching name (each name of a
+    replacement runs once per occurrence; with one name, the mean)."""
+    counts: dict[str, int] = defaultdict(int)
+    for name, _ in b.key:
+        counts[name] += 1
+    return float(b.dur.sum()) / max(counts.values()) if counts else 0.0
+
+
 def _pair(a: _Events, b: _Events, mean: bool = True) -> tuple[np.ndarray, list[str]]:
     """Each A event's new duration and how it was paired (the module doc); mean=False: an
     event without a counterpart in its step keeps its time."""
@@ -164,7 +177,7 @@ def _pair(a: _Events, b: _Events, mean: bool = True) -> tuple[np.ndarray, list[s
             for i in rest_a:
                 new[i], how[i] = share, "step_share"
     if len(b.rows) and mean:
-        mean_all = float(b.dur.mean())
+        mean_all = per_occurrence(b)
         by_key_mean: dict[tuple[str, str], list[float]] = defaultdict(list)
         for k, d in zip(b.key, b.dur.tolist()):
             by_key_mean[k].append(d)
