@@ -32,7 +32,8 @@ the other evaluators; the groups compared are the whole traces' either way.
 Then, kernel time per step (hta_fast.model.predict_check.kernel_time_errors): per family and
 in all, B's measured GPU kernel time per step and the relative error of the default
 prediction, of the kernel model in every family (no ratio fallback), of no change and of
-the one-ratio baseline.
+the one-ratio baseline. --errors PAIR prints that table as an entry of
+hta_fast.model.predict_errors.MEASURED, the figures predict's bands come from.
 """
 
 from __future__ import annotations
@@ -103,6 +104,12 @@ def main() -> None:
         "device_floor_ns (by default the launch latency keeps its time)",
     )
     ap.add_argument("--devices-file")
+    ap.add_argument(
+        "--errors",
+        metavar="PAIR",
+        help="also print this direction's kernel time per step as an entry of "
+        "hta_fast.model.predict_errors.MEASURED, labelled PAIR (where predict's bands come from)",
+    )
     add_steps_from(ap)
     args = ap.parse_args()
     if args.device_floor_from and os.path.samefile(args.device_floor_from, args.b):
@@ -205,6 +212,8 @@ def main() -> None:
         "fit on B: the best single ratio per family, fitted on B (an oracle, not a prediction)"
     )
     kernel_time = _kernel_time(a, b, args.devices_file)
+    if args.errors:
+        print(_errors_entry(args.errors, dev_a.key, dev_b.key, a, b, args.devices_file))
     print(
         json.dumps(
             {
@@ -250,6 +259,23 @@ def _kernel_time(a, b, devices_file) -> dict:
             "ratio_error": r["ratio_error"],
         }
     return out
+
+
+def _errors_entry(pair: str, src: str, dst: str, a, b, devices_file) -> str:
+    """This direction as a PairErrors of hta_fast.model.predict_errors.MEASURED (ns per
+    step: measured on B, default model, no change, the one-ratio baseline)."""
+    from hta_fast.model.predict_check import kernel_time_errors
+
+    rows = kernel_time_errors(a, b, devices_file=devices_file).to_pylist()
+    families = "".join(
+        f'            "{r["family"]}": ({round(r["measured_b"])}, {round(r["model"])}, '
+        f"{round(r['no_change'])}, {round(r['ratio'])}),\n"
+        for r in rows
+    )
+    return (
+        f'    PairErrors(\n        "{pair}",\n        "{src}",\n        "{dst}",\n'
+        f"        {{\n{families}        }},\n    ),"
+    )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from ..frame.result import Result
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
+from .predict_errors import family_band, no_change_closer
 
 __all__ = ["predict", "launch_floor_of", "RATIO_FAMILIES"]
 
@@ -57,6 +58,11 @@ REPLAYED = "(graph replay, no capture)"
 # tests/test_predict_pairs.py recomputes the errors and checks this set against them.
 RATIO_FAMILIES = frozenset({"conv"})
 
+BAND = {
+    "description": "the band of the prediction: where B's kernel time fell around the "
+    "model's on the measured pairs, per family (hta_fast.model.predict_errors)"
+}
+
 SUMMARY_SCHEMA = pa.schema(
     [
         pa.field("rank", pa.int64()),
@@ -66,6 +72,8 @@ SUMMARY_SCHEMA = pa.schema(
         pa.field("events", pa.int64()),
         pa.field("measured", pa.int64(), metadata=NS),
         pa.field("predicted", pa.float64(), metadata=NS),
+        pa.field("predicted_low", pa.float64(), metadata={**NS, **BAND}),
+        pa.field("predicted_high", pa.float64(), metadata={**NS, **BAND}),
     ]
 )
 OPS_SCHEMA = pa.schema(
@@ -98,6 +106,8 @@ EVENTS_SCHEMA = pa.schema(
                 "source's by the operator's bound (the bandwidth ratio without a roofline)",
             },
         ),
+        pa.field("predicted_low", pa.float64(), metadata={**NS, **BAND}),
+        pa.field("predicted_high", pa.float64(), metadata={**NS, **BAND}),
     ]
 )
 
@@ -215,6 +225,9 @@ def _predict_rank(
     ev_fam[uncaptured] = REPLAYED
     by_ratio |= uncaptured
     ev_pred = np.where(by_ratio, ev_ratio, ev_pred)
+    band = {f: family_band(f) for f in set(ev_fam.tolist())}
+    low = ev_pred * np.array([band[f][0] for f in ev_fam], np.float64)
+    high = ev_pred * np.array([band[f][1] for f in ev_fam], np.float64)
     events = pa.table(
         [
             np.full(len(cg.gpu), rank, np.int64),
@@ -223,15 +236,19 @@ def _predict_rank(
             ev_pred,
             pa.array(list(ev_fam), pa.string()),
             ev_ratio,
+            low,
+            high,
         ],
         schema=EVENTS_SCHEMA,
     )
     if cg.host_time:
-        ev_summary_extra = [(HOST, -1, cg.host_time, float(cg.host_time))]
+        host = float(cg.host_time)
+        ev_summary_extra = [(HOST, -1, cg.host_time, host, host, host)]
     else:
         ev_summary_extra = []
     g = events.group_by("family", use_threads=False).aggregate(
         [("row", "count"), ("dur", "sum"), ("predicted", "sum")]
+        + [("predicted_low", "sum"), ("predicted_high", "sum")]
     )
     rows = list(
         zip(
@@ -239,6 +256,8 @@ def _predict_rank(
             g["row_count"].to_pylist(),
             g["dur_sum"].to_pylist(),
             g["predicted_sum"].to_pylist(),
+            g["predicted_low_sum"].to_pylist(),
+            g["predicted_high_sum"].to_pylist(),
         )
     )
     rows += ev_summary_extra
@@ -251,6 +270,8 @@ def _predict_rank(
             [r[1] if r[1] >= 0 else None for r in rows],
             [int(r[2]) for r in rows],
             [float(r[3]) for r in rows],
+            [float(r[4]) for r in rows],
+            [float(r[5]) for r in rows],
         ],
         schema=SUMMARY_SCHEMA,
     )
@@ -314,6 +335,7 @@ def predict(
     table = DeviceTable.load(devices_file)
     dst = device if isinstance(device, Device) else table.get(device)
     parts: list[tuple] = []
+    sources: list[Device] = []
     for rank, trace, mask in select.each_rank(traces, sel):
         src = resolve_device(trace, source_device, table)
         if src is None:
@@ -323,6 +345,7 @@ def predict(
                 f"{names[0] if names else '(none recorded)'!r} is not in the "
                 "device table; pass source_device="
             )
+        sources.append(src)
         parts.append(
             _predict_rank(
                 rank,
@@ -344,8 +367,16 @@ def predict(
     summary = summary.sort_by([("rank", "ascending"), ("measured", "descending")])
     ops = ops.sort_by([("rank", "ascending"), ("measured", "descending")])
     m = summary["measured"].to_numpy().sum() if summary.num_rows else 0
-    p = summary["predicted"].to_numpy().sum() if summary.num_rows else 0.0
-    notes = [f"GPU time measured {m / 1e6:.3f} ms, predicted on {dst.key} {p / 1e6:.3f} ms"]
+    p, lo, hi = (
+        (summary[c].to_numpy().sum() if summary.num_rows else 0.0)
+        for c in ("predicted", "predicted_low", "predicted_high")
+    )
+    notes = [
+        f"GPU time measured {m / 1e6:.3f} ms, predicted on {dst.key} {p / 1e6:.3f} ms "
+        f"(band {lo / 1e6:.3f}-{hi / 1e6:.3f} ms: each family's band summed, where B's kernel "
+        "time fell around the model's on the measured pairs; predicted_low, predicted_high)"
+    ]
+    notes += _no_change_notes(sorted({dev.key for dev in sources}), dst.key)
     families = set(summary["family"].to_pylist()) if summary.num_rows else set()
     fallback = sorted(
         families & (RATIO_FAMILIES if ratio_families is None else set(ratio_families))
@@ -375,6 +406,25 @@ def predict(
             selection=sel,
         ),
     )
+
+
+def _no_change_notes(sources: Sequence[str], target: str) -> list[str]:
+    """A note per source GPU where, on the measured pairs of that direction, no change came
+    closer to the target's kernel time per step than the model."""
+    out = []
+    for source in sources:
+        closer = no_change_closer(source, target)
+        if closer:
+            each = "; ".join(
+                f"{pair}: the model {100 * model:.1f} % off, no change {100 * same:.1f} %"
+                for pair, model, same in closer
+            )
+            out.append(
+                f"{source} -> {target}: on the measured pairs of this direction the "
+                f"no-change answer (the kernels as recorded) was closer than the model ({each}; "
+                "kernel time per step, docs/ops.md): read the prediction with that in mind"
+            )
+    return out
 
 
 def launch_floor_of(trace: Trace) -> float:
