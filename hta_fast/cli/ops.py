@@ -1,5 +1,6 @@
-"""`hta-fast ops` (operator table and roofline) and `hta-fast predict` (kernel time on another
-GPU): hta_fast.analysis.op_table / roofline and hta_fast.model.predict."""
+"""`hta-fast ops` (operator table and roofline), `hta-fast predict` (kernel time on another
+GPU) and `hta-fast comm-model` (a collective's time on a machine): hta_fast.analysis.op_table
+/ roofline, hta_fast.model.predict and hta_fast.model.comm.collective_model."""
 
 from __future__ import annotations
 
@@ -199,6 +200,109 @@ def predict_command(
     tables, notes = result_tables([result])
     tables.pop("predict.events", None)  # one row per kernel: for the library, not a terminal
     emit(tables, notes, fmt, out_dir, limit, origin_ns=trace_start(traces))
+
+
+SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_sizes(text: str) -> list[int]:
+    """ "1M,64M,1G" -> bytes; K/M/G/T are binary (KiB, MiB, GiB, TiB), "KiB" spellings too."""
+    out = []
+    for part in text.split(","):
+        word = part.strip().upper().removesuffix("IB").removesuffix("B")
+        digits = word.rstrip("KMGT")
+        unit = word[len(digits) :]
+        try:
+            value = float(digits) * SIZE_UNITS[unit]
+        except (KeyError, ValueError):
+            raise BadInput(
+                f"--sizes: cannot read {part.strip()!r} (bytes, or a number with K, M, G "
+                "or T: binary, 1M = 1 MiB = 1048576 bytes)"
+            ) from None
+        if value < 0 or value != int(value):
+            raise BadInput(f"--sizes: {part.strip()!r} is not a whole number of bytes")
+        out.append(int(value))
+    return out
+
+
+@cli.command("comm-model")
+@click.option(
+    "--topology",
+    "topology_name",
+    required=True,
+    help="A topology JSON file, or a shipped one by name (hgx_h100, dgx_a100, aws_p5, ...; "
+    "see docs/comm_model.md).",
+)
+@click.option(
+    "--kind",
+    default="all_reduce",
+    show_default=True,
+    type=click.Choice(
+        ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"]
+    ),
+)
+@click.option(
+    "--sizes",
+    required=True,
+    help="Comma-separated sizes in bytes; K, M, G are binary (1M = 1 MiB = 1048576 B).",
+)
+@click.option("--ranks", type=int, help="Ranks in the group (default: every GPU of the topology).")
+@click.option("--nodes", type=int, help="Nodes of the topology (default: the file's).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
+@click.pass_obj
+def comm_model_command(
+    opts: Options,
+    topology_name: str,
+    kind: str,
+    sizes: str,
+    ranks: Optional[int],
+    nodes: Optional[int],
+    fmt: str,
+) -> None:
+    """A collective's predicted time on a machine, with the algorithm and protocol NCCL would
+    pick (ring / tree / NVLS, LL / LL128 / Simple), the algorithm and bus bandwidth (GB/s =
+    1e9 B/s, as nccl-tests). See docs/comm_model.md for the model and its measured error."""
+    import sys
+
+    import pyarrow.csv as pacsv
+
+    from ..model.comm.collective_model import predict_collectives
+    from ..model.comm.topology import load_topology
+
+    wanted = parse_sizes(sizes)
+    try:
+        topo = load_topology(topology_name)
+        if nodes is not None:
+            topo = topo.with_nodes(nodes)
+        preds = predict_collectives(kind, wanted, topo, ranks=ranks)
+    except (FileNotFoundError, ValueError) as e:
+        raise BadInput(str(e)) from None
+    table = pa.table(
+        {
+            "size_bytes": pa.array([int(p.size_bytes) for p in preds], pa.int64()),
+            "ranks": pa.array([p.ranks for p in preds], pa.int64()),
+            "nodes": pa.array([p.nodes for p in preds], pa.int64()),
+            "time_us": pa.array([p.time_us for p in preds], pa.float64()),
+            "algorithm": pa.array([p.algorithm for p in preds], pa.string()),
+            "protocol": pa.array([p.protocol for p in preds], pa.string()),
+            "algbw_gbps": pa.array([p.algbw_gbps for p in preds], pa.float64()),
+            "busbw_gbps": pa.array([p.busbw_gbps for p in preds], pa.float64()),
+            "bottleneck": pa.array([p.bottleneck for p in preds], pa.string()),
+        }
+    )
+    if fmt == "csv":
+        sink = pa.BufferOutputStream()
+        pacsv.write_csv(table, sink)
+        sys.stdout.write(sink.getvalue().to_pybytes().decode())
+        return
+    notes = {f"comm_model.{kind}": [f"topology: {topo.name} ({topo.nodes} node(s)); {topo.source}"]}
+    emit({f"comm_model.{kind}": table}, notes, fmt, None, 0)
 
 
 # What the table format shows of each table without --wide, under shorter names: what a
