@@ -261,3 +261,29 @@ def test_cli_comm_model_bad_input(tmp_path):
     path.write_text(json.dumps({"name": "x", "gpus": 8}))
     res = CliRunner().invoke(cli, ["comm-model", "--topology", str(path), "--sizes", "1M"])
     assert res.exit_code == 2 and "unknown topology key(s) 'gpus'" in res.output
+
+
+def test_a_traces_collectives_calibrate_the_model():
+    import pyarrow as pa
+
+    from hta_fast.model.comm.collective_cost import trace_measurements
+
+    truth = dataclasses.replace(ROUND, intra_node_gbps=70.0, call_overhead_us=15.0)
+    sizes = [2.0**k for k in range(12, 31)]
+    preds = predict_collectives("all_reduce", sizes, truth)
+    observed = pa.table(
+        {
+            "collective": ["all_reduce"] * len(sizes) + ["barrier"],
+            "group_size": [8] * len(sizes) + [8],
+            "bytes": [*sizes, 0.0],
+            "data_time": [p.time_us * 1e3 for p in preds] + [5e3],  # ns
+        }
+    )
+    rows = trace_measurements(observed, gpus_per_node=8)
+    assert len(rows) == len(sizes) and rows[0] == {
+        "kind": "all_reduce", "size_bytes": 4096.0, "ranks": 8, "nodes": 1,
+        "time_s": pytest.approx(preds[0].time_us * 1e-6),
+    }  # fmt: skip
+    fitted = calibrate(ROUND, rows)
+    assert fitted.intra_node_gbps == pytest.approx(70.0, rel=0.02)
+    assert fitted.call_overhead_us == pytest.approx(15.0, rel=0.1)

@@ -16,6 +16,7 @@ some multi-node row is. The others keep the file's figures.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
@@ -53,8 +54,14 @@ def _check(measurements: Iterable[Mapping[str, Any]]) -> list[dict]:
             )
         if m["kind"] not in KINDS:
             raise ValueError(f"measurement {i}: unknown kind {m['kind']!r}")
-        if not (float(m["time_s"]) > 0 and float(m["size_bytes"]) >= 0 and int(m["ranks"]) >= 1):
-            raise ValueError(f"measurement {i}: time_s > 0, size_bytes >= 0, ranks >= 1 needed")
+        if not (
+            float(m["time_s"]) > 0
+            and float(m["size_bytes"]) >= 0
+            and int(m["ranks"]) >= int(m["nodes"]) >= 1
+        ):
+            raise ValueError(
+                f"measurement {i}: time_s > 0, size_bytes >= 0, ranks >= nodes >= 1 needed"
+            )
         out.append({k: m[k] for k in MEASUREMENT_KEYS})
     if not out:
         raise ValueError("calibrate needs at least one measurement")
@@ -74,15 +81,19 @@ def _groups(rows: list[dict]) -> dict[tuple[str, int, int], tuple[np.ndarray, np
     return out
 
 
-def _exercised(topology: Topology, groups: Mapping, per_node: int) -> list[_Param]:
+def _shaped(topology: Topology, ranks: int, nodes: int) -> Topology:
+    """The topology as one measurement ran: its ranks spread evenly over its nodes."""
+    return dataclasses.replace(topology, gpus_per_node=math.ceil(ranks / nodes), nodes=nodes)
+
+
+def _exercised(topology: Topology, groups: Mapping) -> list[_Param]:
     """The figures some row spends at least half its predicted time on (under the file's
     figures): a link's bandwidth where it is the bottleneck, a latency where it dominates.
     A figure no row leans on is left as the file has it."""
     bw: set[str] = set()
     lat: set[str] = set()
     for (kind, ranks, nodes), (sizes, _) in groups.items():
-        t = dataclasses.replace(topology, gpus_per_node=per_node, nodes=nodes)
-        for p in predict_collectives(kind, sizes, t, ranks=ranks):
+        for p in predict_collectives(kind, sizes, _shaped(topology, ranks, nodes), ranks=ranks):
             if p.time_us <= 0:
                 continue
             if p.latency_us >= 0.5 * p.time_us:
@@ -115,10 +126,10 @@ def _apply(
     return t
 
 
-def _residuals(topology: Topology, groups: Mapping, per_node: int) -> np.ndarray:
+def _residuals(topology: Topology, groups: Mapping) -> np.ndarray:
     out = []
     for (kind, ranks, nodes), (sizes, times) in groups.items():
-        t = dataclasses.replace(topology, gpus_per_node=per_node, nodes=nodes)
+        t = _shaped(topology, ranks, nodes)
         pred = np.array([p.time_us for p in predict_collectives(kind, sizes, t, ranks=ranks)])
         out.append(np.log(pred / times))
     return np.concatenate(out)
@@ -129,21 +140,18 @@ def calibrate(
 ) -> Topology:
     """A new topology whose link figures fit the measurements (dicts with kind, size_bytes,
     ranks, nodes, time_s); its source says it was calibrated and on what. Each
-    measurement's ranks are spread over its nodes evenly (ranks / nodes per node)."""
+    measurement's ranks are spread over its nodes evenly (ceil(ranks / nodes) per node);
+    the result keeps the topology's gpus_per_node and nodes."""
     rows = _check(measurements)
-    per_node = {int(r["ranks"]) // int(r["nodes"]) for r in rows if int(r["nodes"]) >= 1}
-    if len(per_node) != 1:
-        raise ValueError(f"measurements disagree on ranks per node: {sorted(per_node)}")
-    gpn = per_node.pop()
     groups = _groups(rows)
-    params = _exercised(topology, groups, gpn)
+    params = _exercised(topology, groups)
     if not params:
         raise ValueError("the measurements exercise no link (one rank each)")
     start = np.array([p.get(topology) for p in params])
     theta = np.zeros(len(params))
 
     def cost(th: np.ndarray) -> np.ndarray:
-        r = _residuals(_apply(topology, params, start, th), groups, gpn)
+        r = _residuals(_apply(topology, params, start, th), groups)
         w = np.where(np.abs(r) <= HUBER, 1.0, np.sqrt(HUBER / np.maximum(np.abs(r), 1e-12)))
         return np.concatenate([r * w, PRIOR * th])
 
@@ -172,7 +180,7 @@ def calibrate(
     fitted = _apply(topology, params, start, theta)
     kinds = sorted({k for k, _, _ in groups})
     shapes = ", ".join(f"{k} {r} ranks/{n} nodes" for k, r, n in groups)
-    rel = np.exp(np.abs(_residuals(fitted, groups, gpn))) - 1
+    rel = np.exp(np.abs(_residuals(fitted, groups))) - 1
     return dataclasses.replace(
         fitted,
         source=(

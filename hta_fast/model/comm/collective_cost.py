@@ -12,6 +12,10 @@ table multiplies it by nccl-tests' bus factor, the figure comparable across grou
 The transport (NVLink, InfiniBand, PCIe) is not recorded in Kineto traces: it is
 "unknown" unless the caller names it. A trace without collective sizes gives no curve,
 and the notes say so: no number is invented.
+
+The same observations calibrate the machine-aware model (collective_model, topology):
+trace_measurements turns them into calibrate()'s rows, so that one trace's collectives fit
+the links' figures and the model then predicts other sizes, group sizes and node counts.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ...frame.result import Result
 from ...loading.summary import RankSummary
 from ...trace import Trace
 from ...traceset import TraceSet
+from .collective_model import KINDS
 
 Key = tuple[str, int, str]  # (collective, group size, transport)
 
@@ -237,6 +242,32 @@ def fit_collectives(source: Any, *, transport: str = "unknown") -> CostModel:
                 "from bandwidth (all time counted as bandwidth)"
             )
     return CostModel(fits, notes)
+
+
+def trace_measurements(source: Any, gpus_per_node: int) -> list[dict[str, Any]]:
+    """The sized collectives of `source` (as fit_collectives takes it) as calibrate()'s
+    measurements: kind, size_bytes, ranks (the group size), nodes (the group's ranks
+    filling nodes of gpus_per_node in order) and time_s (the time moving data). Kinds the
+    model does not know (barrier, reduce) are left out."""
+    table, _ = _observations(source)
+    if gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be >= 1, got {gpus_per_node}")
+    kind = table["collective"].to_pylist()
+    n = np.asarray(table["group_size"].to_numpy(zero_copy_only=False), np.float64)
+    nbytes = np.asarray(table["bytes"].to_numpy(zero_copy_only=False), np.float64)
+    time = np.asarray(table["data_time"].to_numpy(zero_copy_only=False), np.float64)
+    keep = np.isfinite(nbytes) & np.isfinite(n) & np.isfinite(time) & (time > 0) & (n >= 1)
+    return [
+        {
+            "kind": kind[i],
+            "size_bytes": float(nbytes[i]),
+            "ranks": int(n[i]),
+            "nodes": int(math.ceil(n[i] / gpus_per_node)),
+            "time_s": float(time[i]) * 1e-9,
+        }
+        for i in np.flatnonzero(keep)
+        if kind[i] in KINDS
+    ]
 
 
 def collective_time_factors(source: Any, base: CostModel, changed: CostModel) -> pa.Table:
