@@ -40,7 +40,7 @@ def _field(name: str, floor: float = 0.0, cap: float = float("inf")) -> _Param:
     return _Param(
         name,
         lambda t: max(float(getattr(t, name)), floor),
-        lambda t, v: dataclasses.replace(t, **{name: min(v, cap)}),
+        lambda t, v: dataclasses.replace(t, **{name: min(v, cap)}),  # type: ignore[arg-type]
     )
 
 

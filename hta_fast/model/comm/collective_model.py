@@ -112,9 +112,8 @@ class _Candidate:
         net = self.net_bytes / (self.net_gbps * 1e3) if self.net_bytes else 0.0
         per_byte = max(intra, net)  # us per byte; the links work at the same time
         where = "none" if per_byte == 0 else ("network" if net >= intra else "intra_node")
-        if self.algorithm == "tree":
-            per_byte = per_byte / tree_correction(self.protocol, sizes)
-        return self.latency_us + sizes * per_byte, where
+        scale = tree_correction(self.protocol, sizes) if self.algorithm == "tree" else 1.0
+        return self.latency_us + sizes * per_byte / scale, where
 
 
 def tree_correction(protocol: str, sizes: np.ndarray) -> np.ndarray:
