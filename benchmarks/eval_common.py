@@ -2,10 +2,11 @@
 all three, and the baselines they print beside the model.
 
 Time per step. A's, B's and the prediction's come from the same replay (what_if): A and B
-are their traces replayed unedited, the prediction A replayed with the edit. Chained (the
-default), what_if's "totals" give per rank the steps from the first one's start to the last
-one's end; the time per step is their sum over ranks over the steps' count. Window by window
-there are no totals: each window's time, summed, over the windows' count. Measuring the
+are their traces replayed unedited, the prediction A replayed with the edit. The time per
+step is what_if's "per_step" table (hta_fast.model.whatif.per_step, the figure `hta-fast
+whatif` prints): chained (the default), per rank the steps from the first one's start to the
+last one's end, summed over ranks, over the steps' count; window by window, each window's
+time, summed, over the windows' count. Measuring the
 three alike leaves the edit as the only difference between A and the prediction, and the
 replay's own error out of the comparison with B.
 
@@ -85,13 +86,8 @@ def step_time(traces, chained: bool = True, **edits: Any) -> StepTime:
     from hta_fast.model.whatif.steps import what_if
 
     r = what_if(traces, chained=chained, **edits)
-    t = r["totals"] if chained else r.table
-    n = int(t["steps"].to_numpy().sum()) if chained else t.num_rows
-    if n == 0:
-        return StepTime(None, None, 0, r)
-    replayed = float(np.sum(t["replayed"].to_numpy(zero_copy_only=False)))
-    predicted = float(np.sum(t["predicted"].to_numpy(zero_copy_only=False)))
-    return StepTime(replayed / n, predicted / n, n, r)
+    row = r["per_step"].to_pylist()[0]
+    return StepTime(row["replayed"], row["predicted"], row["steps"], r)
 
 
 def rank_time_per_step(trace, kinds) -> float:

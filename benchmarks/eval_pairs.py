@@ -25,7 +25,10 @@ change" (A as it is); for a device what-if "spec" (A's kernels scaled by their f
 roofline ratio of the two devices, memory bandwidth where a family has none: a spec sheet
 without the model; it reads nothing of B but its device); and "kernel sum" (A's step plus
 the change in summed GPU kernel time per step, B's minus A's: what a reading of kernel
-totals alone would say; it looks at B). Evidence beside it: GPU kernel time and
+totals alone would say; it looks at B). Then, after warm-up (the steps
+hta_fast.analysis.trace_diff.warmup_steps flags: the first, and any over twice the median,
+left out; hta_fast.model.whatif.per_step), the predicted steps' median and p10-p90 beside
+B's measured median: what warm-up and outlier steps do not move. Evidence beside it: GPU kernel time and
 CPU-operator time per step in A and B, and the bound of A's critical path. --steps-from
 takes both traces' steps from another source (hta_fast.frame.steps_from: iterations,
 inference passes) for traces without ProfilerStep events. A figure with nothing to divide
@@ -129,6 +132,7 @@ def evaluate(
     cpu_a, cpu_b = cpu_op_time_per_step(a), cpu_op_time_per_step(b)
     kernel_sum = None if measured_a is None else measured_a + (kernel_b - kernel_a)
     bound = result.table["bound_before"].to_pylist()
+    pred_steps, b_steps = (t.result["per_step"].to_pylist()[0] for t in (at_a, at_b))
     return {
         "pair": label,
         "what_if": what,
@@ -145,6 +149,15 @@ def evaluate(
         "kernel_ms_per_step": [kernel_a / 1e6, kernel_b / 1e6],
         "cpu_op_ms_per_step": [cpu_a / 1e6, cpu_b / 1e6],
         "a_bound": max(set(bound), key=bound.count) if bound else None,
+        # after warm-up (hta_fast.model.whatif.per_step): the predicted steps' median and
+        # p10-p90, B's measured median, the steps left out
+        "predicted_b_median_ms": ms(pred_steps["predicted_median"]),
+        "predicted_b_p10_p90_ms": [
+            ms(pred_steps["predicted_p10"]),
+            ms(pred_steps["predicted_p90"]),
+        ],
+        "measured_b_median_ms": ms(b_steps["predicted_median"]),
+        "warmup_steps": [pred_steps["warmup_steps"], b_steps["warmup_steps"]],
         "notes": [n for n in result.notes if n.startswith("durations_from")],
     }
 
@@ -179,6 +192,20 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         print(
             f"{r['pair']:44} {f'{n[0]}, {n[1]}':>10} {k[0]:11.2f} -> {k[1]:9.2f} "
             f"{c[0]:11.2f} -> {c[1]:9.2f}"
+        )
+    print()
+    print(
+        f"{'pair':44} {'pred B median':>13} {'p10-p90':>17} {'B median':>9} {'error':>8}  "
+        "warm-up left out (A, B)"
+    )
+    for r in rows:
+        lo, hi = r["predicted_b_p10_p90_ms"]
+        spread = "n/a" if lo is None else f"{lo:.2f}-{hi:.2f}"
+        print(
+            f"{r['pair']:44} {fmt(r['predicted_b_median_ms'], '.2f', 13)} "
+            f"{spread:>17} {fmt(r['measured_b_median_ms'], '.2f', 9)} "
+            f"{pct(pct_error(r['predicted_b_median_ms'], r['measured_b_median_ms']), 8)}  "
+            f"{r['warmup_steps'][0] or '-'}; {r['warmup_steps'][1] or '-'}"
         )
 
 

@@ -121,3 +121,94 @@ def test_the_docs_table_is_the_stored_errors():
         assert cells[0] == f"{m / 1e6:.3f}", label
         for cell, x in zip((cells[1], cells[3], cells[4]), (default, no_change, ratio)):
             assert cell == f"{100 * abs(x - m) / m:.1f}", (label, cell)
+
+
+# --- the time per step the evaluators read, printed by the CLI; the loader edit after warm-up --
+LOADER = r"enumerate\(DataLoader\)"
+WORKERS = ("resnet50_num_workers_0.pt.trace.json.gz", "resnet50_num_workers_4.pt.trace.json.gz")
+
+
+def _whatif_cli(*args: str, out_dir=None) -> str:
+    from click.testing import CliRunner
+
+    from hta_fast.cli import cli
+
+    extra = ["-o", str(out_dir)] if out_dir is not None else []
+    res = CliRunner().invoke(cli, ["whatif", *args, *extra], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_whatif_prints_the_time_per_step_the_evaluators_read(traces_dir, tmp_path):
+    """The CLI printed only per-step rows (their mean 133.8 ms on the loader edit); the
+    evaluators' figure, the chained totals over the steps' count (123.77 ms), never showed.
+    It is computed once (what_if's per_step) and printed in table, json and csv."""
+    import json
+
+    a, b = _pair(traces_dir, "dataloader_workers", *WORKERS)
+    r = what_if(a, durations_from=b, match=LOADER)
+    totals = r["totals"].to_pylist()
+    expected = sum(t["predicted"] for t in totals) / sum(t["steps"] for t in totals)
+    (row,) = r["per_step"].to_pylist()
+    assert row["predicted"] == pytest.approx(expected)
+    assert row["predicted"] / 1e6 == pytest.approx(123.77, abs=0.01)
+    rows_mean = float(np.mean(r.table["predicted"].to_numpy()))
+    assert rows_mean / 1e6 == pytest.approx(133.77, abs=0.01)  # what the rows alone say
+
+    paths = [str(traces_dir / "pairs" / "dataloader_workers" / n) for n in WORKERS]
+    args = (paths[0], "--durations-from", paths[1], "--match", LOADER)
+    shown = json.loads(_whatif_cli(*args, "--format", "json"))["tables"]
+    assert shown["per_step"] == r["per_step"].to_pylist()
+    assert shown["totals"] == totals
+    assert shown["what_if"] == r.table.to_pylist()  # the rows as before, band columns added
+    table = _whatif_cli(*args)
+    assert "per_step (1 rows)" in table and "predicted 123.77 ms" in table
+    _whatif_cli(*args, "--format", "csv", out_dir=tmp_path)
+    assert any("per_step" in p.name for p in tmp_path.rglob("*.csv"))
+
+
+def test_the_loader_edit_after_warm_up_median_and_spread(traces_dir):
+    """Steps 6-10 after the first (warm-up, trace_diff.warmup_steps): the predicted steps'
+    median 128.43 ms, p10-p90 126.76-131.99 ms, against B's measured median 127.75 ms
+    (+0.5 %), where the time per step over the chain says 123.77 ms (-3.5 %)."""
+    a, b = _pair(traces_dir, "dataloader_workers", *WORKERS)
+    (row,) = what_if(a, durations_from=b, match=LOADER)["per_step"].to_pylist()
+    assert row["warmup_steps"] == "5 (the first step)"
+    assert row["predicted_median"] / 1e6 == pytest.approx(128.43, abs=0.01)
+    assert row["predicted_p10"] / 1e6 == pytest.approx(126.76, abs=0.01)
+    assert row["predicted_p90"] / 1e6 == pytest.approx(131.99, abs=0.01)
+    (b_row,) = what_if(b)["per_step"].to_pylist()
+    assert b_row["predicted_median"] / 1e6 == pytest.approx(127.75, abs=0.01)
+
+
+# --- the what-if's band -----------------------------------------------------------------------
+def test_the_replay_band_is_the_spread_of_the_traces_own_steps(traces_dir):
+    a, b = _pair(traces_dir, "dataloader_workers", *WORKERS)
+    r = what_if(a, durations_from=b, match=LOADER)
+    measured = r.table["measured"].to_numpy()[1:]  # after the warm-up step
+    p10, median, p90 = np.percentile(measured, [10, 50, 90])
+    for row in r.table.to_pylist():
+        assert row["predicted_low"] == pytest.approx(row["predicted"] * p10 / median, abs=1)
+        assert row["predicted_high"] == pytest.approx(row["predicted"] * p90 / median, abs=1)
+    (step,) = r["per_step"].to_pylist()
+    assert step["band"] == "the trace's steps, p10-p90"
+    assert step["predicted_low"] < step["predicted"] < step["predicted_high"]
+
+
+def test_whatif_device_carries_the_kernels_band_and_the_no_change_note(traces_dir):
+    """Qwen's MI300X step on the H100: 57.55 ms predicted, band 46.90-79.81 ms (the kernels
+    at their family's measured errors), which holds the H100's 49.40 ms; and the note that
+    no change beat the model in this direction."""
+    mi300x, h100 = _pair(
+        traces_dir, "gpu_swap", f"{SWAP[0]}.mi300x.json.gz", f"{SWAP[0]}.h100.json.gz"
+    )
+    r = what_if(mi300x, device="H100-SXM")
+    (step,) = r["per_step"].to_pylist()
+    assert step["band"] == "kernels' errors on real pairs"
+    (on_h100,) = what_if(h100)["per_step"].to_pylist()
+    assert step["predicted_low"] < on_h100["predicted"] < step["predicted"] < step["predicted_high"]
+    (row,) = r.table.to_pylist()
+    assert (row["predicted_low"], row["predicted_high"]) == pytest.approx(
+        (step["predicted_low"], step["predicted_high"]), abs=1
+    )
+    assert any("no-change answer" in n and "28.1 %" in n for n in r.notes)

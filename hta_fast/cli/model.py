@@ -371,7 +371,10 @@ def whatif_command(
 ) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     an op or a loader as fast as in another run, ...) and replay it: predicted step time per
-    rank and step, and the bound that changed.
+    rank and step with its band, and the bound that changed; then the time per step (table
+    per_step: chained, the steps from the first one's start to the last one's end over
+    their count, the figure the doctor and the evaluators use; the median and p10-p90 of
+    the predicted steps after warm-up) and each rank's steps together (table totals).
 
     \b
     Examples:
@@ -429,6 +432,9 @@ def whatif_command(
     except ValueError as e:
         raise BadInput(str(e)) from None
     tables = {result.name: result.table}
-    if "durations_from" in result.tables:
-        tables["durations_from"] = result.tables["durations_from"]
+    # the time per step the doctor and the evaluators read (the model computes it once,
+    # hta_fast.model.whatif.per_step), and each rank's steps together where chained
+    for name in ("per_step", "totals", "durations_from"):
+        if name in result.tables:
+            tables[name] = result.tables[name]
     emit(tables, {result.name: result.notes}, fmt, out_dir, limit, origin_ns=trace_start(traces))

@@ -19,7 +19,7 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import MatchedCollectives
 from .bandwidth_edit import collective_bandwidth_factors
-from .device_edit import device_changes
+from .device_edit import device_changes_with_band
 from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
 from .edits import Edits, source_name
 from .op_edit import RowFactors, matching_cpu_rows
@@ -32,13 +32,16 @@ class DurationChanges:
     """per_rank: (event rows, ns added to each one's duration); factor: per matched
     collective, what its time moving data is multiplied by (None without a bandwidth edit);
     notes from the edits that made them; ops: per rank, (CPU event rows, factor on each and
-    what it holds); pairing: how durations_from paired the events (None without it)."""
+    what it holds); pairing: how durations_from paired the events (None without it);
+    bands: with a device edit, per_rank with every event at the low and at the high end of
+    its prediction's band ({"low": ..., "high": ...}; empty without one)."""
 
     per_rank: Changes
     factor: Optional[np.ndarray]
     notes: list[str]
     ops: dict[int, RowFactors] = dataclasses.field(default_factory=dict)
     pairing: Optional[pa.Table] = None
+    bands: dict[str, Changes] = dataclasses.field(default_factory=dict)
 
 
 def comm_changes(matched: MatchedCollectives, factor: np.ndarray) -> Changes:
@@ -84,8 +87,9 @@ def duration_changes(
         changes = comm_changes(matched, factor)
         notes += bw_notes
     add_changes(changes, edits.duration_change or {})
+    bands: dict[str, Changes] = {}
     if edits.device is not None:
-        on_device, device_notes = device_changes(
+        on_device, device_notes, on_band = device_changes_with_band(
             traces,
             edits.device,
             source_device=edits.source_device,
@@ -93,9 +97,12 @@ def duration_changes(
             allow_tf32=edits.allow_tf32,
             selection=select.Selection(ranks=sel.ranks),
         )
+        for band, band_changes in on_band.items():
+            bands[band] = dict(changes)  # add_changes replaces a rank's entry, never edits it
+            add_changes(bands[band], {r: c for r, c in band_changes.items() if edits.applies_to(r)})
         add_changes(changes, {r: c for r, c in on_device.items() if edits.applies_to(r)})
         notes += device_notes
-    out = DurationChanges(changes, factor, notes)
+    out = DurationChanges(changes, factor, notes, bands=bands)
     if edits.op_scale:
         for rank, trace, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks)):
             if edits.applies_to(rank):
@@ -147,7 +154,8 @@ def _add_durations_from(
         assert edits.match is not None  # checked with durations_from
         pairing = pair_durations(rank, trace, source, edits.match)
         out.ops[rank] = _merge_ops(out.ops.get(rank), pairing.ops)
-        add_changes(out.per_rank, {rank: pairing.gpu})
+        for per_rank in (out.per_rank, *out.bands.values()):
+            add_changes(per_rank, {rank: pairing.gpu})
         tables.append(pairing.table)
     out.pairing = pa.concat_tables(tables) if tables else PAIRING_SCHEMA.empty_table()
     out.notes += pairing_notes(out.pairing, source_name(edits.durations_from))

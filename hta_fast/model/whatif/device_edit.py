@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Optional, Union
 
 import numpy as np
+import pyarrow as pa
 
+from ..._arrow import as_numpy
 from ...costs.devices import Device
 from ...frame import select
 from ...trace import Trace
@@ -35,6 +37,31 @@ def device_changes(
 ) -> tuple[Changes, list[str]]:
     """Per rank, (GPU event rows, ns added to each one's duration) for the kernels predicted
     on `device`, and predict's notes."""
+    changes, notes, _ = device_changes_with_band(
+        traces,
+        device,
+        source_device=source_device,
+        devices_file=devices_file,
+        allow_tf32=allow_tf32,
+        efficiency_curves=efficiency_curves,
+        selection=selection,
+    )
+    return changes, notes
+
+
+def device_changes_with_band(
+    traces: Union[Trace, TraceSet],
+    device: Union[str, Device],
+    *,
+    source_device: Union[str, Device, None] = None,
+    devices_file: Optional[str] = None,
+    allow_tf32: Union[bool, str] = False,
+    efficiency_curves: bool = True,
+    selection: Optional[select.Selection] = None,
+) -> tuple[Changes, list[str], dict[str, Changes]]:
+    """device_changes, and the same changes with every event at the low and at the high end
+    of its prediction's band (predict's predicted_low / predicted_high: the error measured
+    on real pairs, hta_fast.model.predict_errors): {"low": ..., "high": ...}."""
     r = predict(
         traces,
         device,
@@ -45,11 +72,17 @@ def device_changes(
         selection=selection,
     )
     ev = r["events"]
-    rank = ev["rank"].to_numpy()
-    rows = ev["row"].to_numpy()
-    delta = ev["predicted"].to_numpy() - ev["dur"].to_numpy().astype(np.float64)
+    bands = {b: _changes(ev, f"predicted_{b}") for b in ("low", "high")}
+    return _changes(ev, "predicted"), list(r.notes), bands
+
+
+def _changes(ev: pa.Table, column: str) -> Changes:
+    """Per rank, (rows, `column` - dur) of predict's events, where they differ."""
+    rank = as_numpy(ev["rank"])
+    rows = as_numpy(ev["row"])
+    delta = as_numpy(ev[column]) - as_numpy(ev["dur"]).astype(np.float64)
     out: Changes = {}
     for k in np.unique(rank):
         sel = (rank == k) & (delta != 0)
         out[int(k)] = (rows[sel].astype(np.int64), delta[sel])
-    return out, list(r.notes)
+    return out

@@ -147,3 +147,17 @@ def chain_totals(group: GroupReplay) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def predicted_spans(group: GroupReplay) -> list[dict[str, Any]]:
+    """Per (rank, step) of this group, the predicted step's span: the rows of a band replay
+    (hta_fast.model.whatif.per_step)."""
+    out = []
+    for r in group.ranks:
+        chain = r.chain
+        spans = chain.spans(r.times)
+        out += [
+            {"rank": chain.rank, "step": step, "predicted": int(spans[k])}
+            for k, step in enumerate(chain.steps)
+        ]
+    return out

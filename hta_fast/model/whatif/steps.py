@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.result import Result
@@ -31,7 +32,8 @@ from ..path.ranks import step_paths_across
 from .changes import duration_changes
 from .edits import Edits
 from .group import replay_group
-from .rows import WAITING, chain_totals, group_rows
+from .per_step import per_step_note, per_step_table, step_bands
+from .rows import WAITING, chain_totals, group_rows, predicted_spans
 from .unmatched import check_edits_match
 
 SCHEMA = pa.schema(
@@ -47,6 +49,9 @@ SCHEMA = pa.schema(
     ]
     + [pa.field(b, pa.float64(), metadata=PCT) for b in BOUND_BY]
     + [pa.field(WAITING, pa.float64(), metadata=PCT), pa.field("held_by", pa.int64())]
+    # the band of predicted (hta_fast.model.whatif.per_step)
+    + [pa.field("predicted_low", pa.int64(), metadata=NS)]
+    + [pa.field("predicted_high", pa.int64(), metadata=NS)]
 )
 
 TOTALS_SCHEMA = pa.schema(
@@ -119,11 +124,16 @@ def what_if(
     step's predicted path across the ranks (as critical_path(cross_rank=True)). Chained,
     "totals" has per rank its steps from the first one's start to the last one's end,
     replayed and predicted: where an edit lets the host run ahead, the steps' spans overlap
-    and this, not their sum, is the time they take. With durations_from, "durations_from"
-    says how each event was paired. A scale edit (kernel_class, name, category, op_scale)
-    that matches no selected event raises ValueError naming it (a no-op would read as "no
-    saving"); allow_unmatched=True lets it pass, for callers that apply a fixed set of
-    edits to any trace (the doctor)."""
+    and this, not their sum, is the time they take. "per_step" is the time per step (chained:
+    the totals over the steps' count; window by window: the windows' mean), with its band
+    (predicted_low / predicted_high: with a device edit the replays with every kernel at its
+    prediction's band, the error measured on real pairs; else the spread of the trace's own
+    steps after warm-up) and the predicted steps' median and p10-p90 after warm-up
+    (hta_fast.model.whatif.per_step); each row carries its step's band the same way. With
+    durations_from, "durations_from" says how each event was paired. A scale edit
+    (kernel_class, name, category, op_scale) that matches no selected event raises
+    ValueError naming it (a no-op would read as "no saving"); allow_unmatched=True lets it
+    pass, for callers that apply a fixed set of edits to any trace (the doctor)."""
     edits = _edits_of(edits, edit_keywords)
     sel = select.selection_of(selection, ranks, steps)
     if not allow_unmatched:
@@ -135,6 +145,10 @@ def what_if(
     path_rows: list[dict[str, Any]] = []
     path_parts: list[pa.Table] = []
     totals: list[dict[str, Any]] = []
+    # with a device edit, the replays with the kernels at their band's ends: rows, totals
+    bands: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+        b: ([], []) for b in changes.bands
+    }
     groups = (
         walk_groups(traces, sel, chained) if together else ([c] for c in walk(traces, sel, chained))
     )
@@ -142,6 +156,11 @@ def what_if(
         group = replay_group(chains, edits, changes, matched if together else None)
         rows += group_rows(group)
         totals += chain_totals(group)
+        for band, per_rank in changes.bands.items():
+            edge = dataclasses.replace(changes, per_rank=per_rank)
+            g = replay_group(chains, edits, edge, matched if together else None)
+            bands[band][0].extend(predicted_spans(g))
+            bands[band][1].extend(chain_totals(g))
         if group.linked is not None and group.together is not None:
             # The predicted path of each step across its ranks (hta_fast.model.path.ranks).
             for row, part in step_paths_across(
@@ -153,8 +172,12 @@ def what_if(
         rows.sort(key=lambda row: (row["step"] is not None, row["step"] or 0, row["rank"]))
     else:
         rows.sort(key=lambda row: (row["rank"], row["step"] is not None, row["step"] or 0))
+    by_band = {
+        b: (b_rows, b_totals if chained else None) for b, (b_rows, b_totals) in bands.items()
+    }
+    step_bands(rows, by_band)
     table = pa.table(
-        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+        {f.name: array_of([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
     )
     paths = (
         {
@@ -166,11 +189,13 @@ def what_if(
     )
     if chained:
         paths["totals"] = pa.table(
-            {f.name: pa.array([t[f.name] for t in totals], f.type) for f in TOTALS_SCHEMA},
+            {f.name: array_of([t[f.name] for t in totals], f.type) for f in TOTALS_SCHEMA},
             schema=TOTALS_SCHEMA,
         )
+    paths["per_step"] = per_step_table(rows, totals if chained else None, by_band)
     if changes.pairing is not None:
         paths["durations_from"] = changes.pairing
+    step_note = per_step_note(paths["per_step"].to_pylist()[0], chained)
     totals_note = (
         [
             "per rank, the steps together (first start to last end), replayed and predicted: "
@@ -184,6 +209,6 @@ def what_if(
         "what_if",
         table,
         tables=paths,
-        notes=changes.notes + _notes(rows, edits) + totals_note,
+        notes=changes.notes + _notes(rows, edits) + step_note + totals_note,
         params={"selection": sel, **edits.params(), "cross_rank": together, "chained": chained},
     )
