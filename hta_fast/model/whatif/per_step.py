@@ -24,7 +24,7 @@ The per-step rows get their band the same way (step_bands).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -88,7 +88,7 @@ def spread(rows: Rows) -> Optional[tuple[float, float]]:
     return float(p10 / median), float(p90 / median)
 
 
-def step_bands(rows: list[dict[str, Any]], bands: Optional[dict[str, Band]] = None) -> None:
+def step_bands(rows: list[dict[str, Any]], bands: Optional[Mapping[str, Band]] = None) -> None:
     """Each row's predicted_low / predicted_high: the band replays' spans of its (rank,
     step) where given (a device edit), else the spread of the trace's steps."""
     ratios = None if bands else spread(rows)
@@ -110,7 +110,7 @@ def step_bands(rows: list[dict[str, Any]], bands: Optional[dict[str, Band]] = No
 
 
 def per_step_table(
-    rows: Rows, totals: Optional[Rows], bands: Optional[dict[str, Band]] = None
+    rows: Rows, totals: Optional[Rows], bands: Optional[Mapping[str, Band]] = None
 ) -> pa.Table:
     """The one-row table SCHEMA of a what-if's rows, its chained totals (None window by
     window) and, with a device edit, each band replay's rows and totals (as those)."""
