@@ -8,8 +8,9 @@ subpackage (hta_fast.frame, ...) is imported when first named, too.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_package
 
 try:
     from ._core import __version__
@@ -71,20 +72,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = PUBLIC.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # once: later lookups do not come here
-        return value
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module 'hta_fast' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *PUBLIC])
+lazy_package(__name__, PUBLIC, subpackages=True)

@@ -1,12 +1,18 @@
-"""Raw core output (numpy columns with sentinels) -> Arrow tables, without copying values.
+"""Raw core output (numpy columns with sentinels) -> Arrow tables, without copying values, and
+Arrow <-> numpy and Python values without pandas.
 
 How each column is read comes from its spec (hta_fast.schema.COLUMNS, declared in the core):
 string ids become a dictionary over the string pool, enum codes a dictionary over their
-labels, and a sentinel a null."""
+labels, and a sentinel a null.
+
+pyarrow imports pandas, where installed, the first time a process calls pa.array(),
+pa.scalar(), Table.from_pylist() or Array.to_numpy() (a third of a second here, more than the
+rest of a small command): as_numpy, numeric, masked, labels and table_from_rows do the same
+from the buffers."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -42,13 +48,145 @@ def numeric(values: np.ndarray) -> pa.Array:
 
 
 def labels(names: list[str]) -> pa.Array:
-    """A small string array built from buffers: pa.array() on a list would import pandas."""
-    encoded = [n.encode() for n in names]
-    offsets = np.zeros(len(encoded) + 1, np.int32)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(
-        pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    """A string array built from buffers: pa.array() on a list would import pandas."""
+    return _strings([n.encode() for n in names], np.zeros(len(names), bool))
+
+
+def as_numpy(values: Any, *, writable: bool = False) -> np.ndarray:
+    """What `values.to_numpy(zero_copy_only=False)` gives, read from the buffers for numbers
+    and booleans (ints with nulls become float64 with NaN, as pyarrow does); other types, and
+    anything that is not an Arrow array, through to_numpy itself. Numbers without nulls are a
+    read-only view unless `writable`."""
+    if isinstance(values, pa.ChunkedArray):
+        if values.num_chunks == 1:
+            values = values.chunk(0)
+        elif values.num_chunks == 0:
+            values = pa.nulls(0, values.type) if _plain(values.type) else values
+        else:
+            values = values.combine_chunks()
+    if not isinstance(values, pa.Array) or not _plain(values.type):
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            return values.to_numpy(zero_copy_only=False, writable=writable)
+        out = values.to_numpy()
+        return out.copy() if writable else out
+    n, offset = len(values), values.offset
+    validity, data = values.buffers()[:2]
+    if pa.types.is_boolean(values.type):
+        out = _bits(data, offset, n)
+        if values.null_count:  # pyarrow gives objects with None here: so do we
+            return np.array(values.to_pylist(), dtype=object)
+        return out
+    dtype = np.dtype(values.type.to_pandas_dtype())
+    if n == 0 or data is None:
+        out = np.zeros(0, dtype)
+    else:
+        out = np.frombuffer(data, dtype, count=n, offset=offset * dtype.itemsize)
+    if values.null_count:
+        null = ~_bits(validity, offset, n)
+        out = out.astype(np.float64 if dtype.kind in "iu" else dtype)
+        out[null] = np.nan
+        return out
+    return out.copy() if writable else out
+
+
+def _plain(arrow_type: pa.DataType) -> bool:
+    """Types whose numpy form is their data buffer (bit-packed for booleans)."""
+    return (
+        pa.types.is_integer(arrow_type)
+        or (pa.types.is_floating(arrow_type) and not pa.types.is_float16(arrow_type))
+        or pa.types.is_boolean(arrow_type)
     )
+
+
+def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    bits = np.unpackbits(np.frombuffer(buffer, np.uint8), bitorder="little")
+    return bits[offset : offset + n].astype(bool)
+
+
+Value = Union[None, bool, int, float, str]
+
+
+def array_of(
+    values: Union[Sequence[Value], np.ndarray],
+    type: pa.DataType | None = None,
+    mask: np.ndarray | None = None,
+) -> pa.Array:
+    """pa.array(values, type, mask) for a numpy array of numbers or booleans, or a list of one
+    Python type (None for nulls: bool, int, float (ints among them count as floats), str),
+    read from buffers; anything else through pa.array itself. `type` casts (safely) what the
+    values make; NaN stays a value, as in pa.array."""
+    try:
+        made = _from_numpy(values) if isinstance(values, np.ndarray) else _from_list(values)
+    except (OverflowError, ValueError, TypeError):
+        made = None
+    if made is None:
+        return pa.array(values, type=type, mask=mask)
+    if mask is not None and np.any(mask):
+        keep = _validity(np.asarray(mask, bool))
+        made = pa.Array.from_buffers(made.type, len(made), [keep, *made.buffers()[1:]])
+    return made if type is None or made.type == type else made.cast(type)
+
+
+def _from_numpy(values: np.ndarray) -> pa.Array | None:
+    if values.ndim != 1:
+        return None
+    if values.dtype.kind == "b":
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    if values.dtype.kind in "iuf":
+        return numeric(values.astype(values.dtype.newbyteorder("="), copy=False))
+    if values.dtype.kind in "OU":
+        return _from_list(values.tolist())
+    return None
+
+
+def _from_list(values: Sequence[Value]) -> pa.Array | None:
+    null = np.fromiter((v is None for v in values), bool, len(values))
+    kinds = {_kind(v) for v in values if v is not None}
+    if not kinds:
+        return pa.nulls(len(values))
+    if kinds == {"bool"}:
+        bits = np.packbits(np.array([bool(v) for v in values], bool), bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [_validity(null), pa.py_buffer(bits)])
+    if kinds == {"int"}:
+        return masked(np.array([0 if v is None else v for v in values], np.int64), null)
+    if kinds <= {"int", "float"}:
+        return masked(np.array([0.0 if v is None else v for v in values], np.float64), null)
+    if kinds == {"str"}:
+        return _strings([b"" if v is None else v.encode() for v in values], null)  # type: ignore[union-attr]
+    return None  # mixed or other types: pyarrow's own inference
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    return "str" if isinstance(value, str) else "other"
+
+
+def _strings(encoded: list[bytes], null: np.ndarray) -> pa.Array:
+    size = sum(len(b) for b in encoded)
+    arrow_type, offset_type = (
+        (pa.string(), np.int32) if size < 2**31 else (pa.large_string(), np.int64)
+    )
+    offsets = np.zeros(len(encoded) + 1, offset_type)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    data = [_validity(null), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(arrow_type, len(encoded), data)
+
+
+def _validity(null: np.ndarray) -> pa.Buffer | None:
+    return pa.py_buffer(np.packbits(~null, bitorder="little")) if null.any() else None
+
+
+def table_from_rows(rows: Sequence[Mapping[str, Value]]) -> pa.Table:
+    """pa.Table.from_pylist(rows) for rows of plain values: columns in the first row's order,
+    a key missing from a row is a null there."""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return pa.table({k: array_of([r.get(k) for r in rows]) for k in keys})
 
 
 # Arrow value type name (ColumnSpec.type) -> (Arrow type, the numpy dtype its buffer holds).

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from . import _atomic_folder
+from ._arrow import array_of, as_numpy
 from ._core import __version__
 from ._named_tables import TABLES
 from .raw_columns import RawColumns
@@ -33,17 +34,14 @@ FILES = frozenset(
 
 
 def _write_table(path: Path, columns: Mapping[str, np.ndarray]) -> None:
-    table = pa.table({name: pa.array(values) for name, values in columns.items()})
+    table = pa.table({name: array_of(values) for name, values in columns.items()})
     with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
 def _read_table(path: Path) -> dict[str, np.ndarray]:
     table = ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-    return {
-        name: table.column(name).combine_chunks().to_numpy(zero_copy_only=False)
-        for name in table.column_names
-    }
+    return {name: as_numpy(table.column(name).combine_chunks()) for name in table.column_names}
 
 
 def write(

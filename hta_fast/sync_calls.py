@@ -1,5 +1,5 @@
 """Which runtime calls wait, and on what: the names behind the dependency graph's sync edges
-and behind the trace generator's host waits (hta_fast.synth_variation).
+and behind the trace generator's host waits (hta_fast.synth.variation).
 
 Kind numbers are the core's SyncKind (csrc/graph/dependency_graph.h), read from `_core`."""
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from . import _arrow, saved_trace, step_columns
 from . import interop as _interop
+from ._arrow import array_of
 from ._named_tables import TABLE_ATTRIBUTES, TABLES, NamedTables
 from .errors import ErrorCode, TraceFormatError
 from .raw_columns import RawColumns
@@ -204,6 +205,11 @@ class Trace(NamedTables):
         taken = self.strings.take(_arrow.masked(np.maximum(ids, 0), ids < 0))
         return taken.cast(pa.string())
 
+    def names_at(self, ids: np.ndarray, missing: str = "") -> list[str]:
+        """The pool strings of these string ids as Python strings, `missing` where an id is
+        negative (no string)."""
+        return [missing if s is None else s for s in self.strings_at(ids).to_pylist()]
+
     def columns(self, table: str) -> Mapping[str, np.ndarray]:
         """Every raw column of one table, by name (see column)."""
         return self._raw.tables[table]
@@ -260,8 +266,8 @@ class Trace(NamedTables):
                     "name": [r[0] for r in rows],
                     "severity": [r[1] for r in rows],
                     "description": [r[2] for r in rows],
-                    "count": pa.array([r[3] for r in rows], pa.int64()),
-                    "examples": pa.array(
+                    "count": array_of([r[3] for r in rows], pa.int64()),
+                    "examples": array_of(
                         [[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
                         pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())])),
                     ),

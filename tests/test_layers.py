@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hta_fast"
 # Bottom to top; a module's layer is its first folder under hta_fast/ (top-level modules are
 # the data layer). The root __init__ and __main__ are the public facade, above everything.
 LAYERS = [
-    ("data", {""}),
+    ("data", {"", "synth"}),
     ("costs", {"costs"}),
     ("load", {"loading"}),
     ("frame", {"frame"}),

@@ -10,7 +10,7 @@ import pytest
 
 import hta_fast
 from hta_fast import sync_calls, synth
-from hta_fast.synth_variation import Variation
+from hta_fast.synth.variation import Variation
 
 pytestmark = pytest.mark.skipif(
     not synth.DEFAULT_BASE.exists(), reason="the shared sample trace is not here"

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow
+from .._arrow import array_of
 from ..frame import select
 from ..frame.fields import NS, duration_stats
 from ..frame.result import Result
@@ -124,9 +125,9 @@ def _kernel_table(rank: int, trace: Trace, sel: select.Selection) -> pa.Table:
     return pa.table(
         [
             np.full(len(gpu), rank, np.int64),
-            strings.take(pa.array(names[gpu], pa.int32())),
-            strings.take(pa.array(col("events", "cat")[gpu], pa.int32())),
-            pa.array(KIND_NAMES[kinds[gpu]], pa.string()),
+            strings.take(array_of(names[gpu], pa.int32())),
+            strings.take(array_of(col("events", "cat")[gpu], pa.int32())),
+            array_of(KIND_NAMES[kinds[gpu]], pa.string()),
             pid[gpu],
             tid[gpu],
             col("events", "stream")[gpu].astype(np.int32),
@@ -208,7 +209,7 @@ def user_annotation_breakdown(
         dur = trace.column("events", "dur")[rows]
         uniq, inv = np.unique(ids, return_inverse=True)
         sums = np.bincount(inv, weights=dur, minlength=len(uniq))
-        names = np.array(trace.strings.take(pa.array(uniq, pa.int32())).to_pylist(), object)
+        names = np.array(trace.strings.take(array_of(uniq, pa.int32())).to_pylist(), object)
         order = np.argsort(-sums, kind="stable")
         allow = np.array(
             [any(p in n for p in allowlist_patterns or ()) for n in names[order]], bool
@@ -251,7 +252,7 @@ def _stats(rank: int, labels: np.ndarray, inv: np.ndarray, dur: np.ndarray) -> p
     return pa.table(
         [
             np.full(n, rank, np.int64),
-            pa.array(labels.tolist(), pa.string()),
+            array_of(labels.tolist(), pa.string()),
             count.astype(np.int64),
             np.rint(total).astype(np.int64),
             dmax,

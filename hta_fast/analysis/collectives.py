@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..costs.collectives import bus_factor
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -59,8 +60,8 @@ def _pick(
 def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence[int]]) -> pa.Table:
     """Every rank's collectives, GPU kernels' then CPU ones' (gloo), with rank and side."""
     parts = [
-        t.append_column("rank", pa.array(np.full(t.num_rows, r, np.int64))).append_column(
-            "side", pa.array([side] * t.num_rows, pa.string())
+        t.append_column("rank", array_of(np.full(t.num_rows, r, np.int64))).append_column(
+            "side", array_of([side] * t.num_rows, pa.string())
         )
         for r, s in summaries.items()
         for t, side in ((s.collectives, "gpu"), (s.cpu_collectives, "cpu"))
@@ -68,13 +69,13 @@ def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence
     if not parts:
         return (
             COLLECTIVES_SCHEMA.empty_table()
-            .append_column("rank", pa.array([], pa.int64()))
-            .append_column("side", pa.array([], pa.string()))
+            .append_column("rank", array_of([], pa.int64()))
+            .append_column("side", array_of([], pa.string()))
         )
     table = pa.concat_tables(parts)
     if steps is not None:
-        keep = np.isin(table["step"].to_numpy(), np.asarray(list(steps), np.int64))
-        table = table.filter(pa.array(keep))
+        keep = np.isin(as_numpy(table["step"]), np.asarray(list(steps), np.int64))
+        table = table.filter(array_of(keep))
     return table
 
 
@@ -103,12 +104,12 @@ def _matched(
     key, how = _match_keys(table, group_code)
     # a collective that launched several kernels has one id on each of them: its n-th
     # kernel of an id on one rank is the n-th on every other rank
-    nth = _occurrence([table["rank"].to_numpy(), group_code, key])
+    nth = _occurrence([as_numpy(table["rank"]), group_code, key])
     first, code = _group_by([group_code, key, nth])
     m = len(first)
-    rank = table["rank"].to_numpy()
-    ts = table["ts"].to_numpy()
-    dur = np.maximum(table["dur"].to_numpy(), 0)
+    rank = as_numpy(table["rank"])
+    ts = as_numpy(table["ts"])
+    dur = np.maximum(as_numpy(table["dur"]), 0)
     first_start = np.full(m, np.iinfo(np.int64).max)
     np.minimum.at(first_start, code, ts)
     last_start = np.full(m, np.iinfo(np.int64).min)
@@ -165,13 +166,13 @@ def _match_keys(table: pa.Table, group_code: np.ndarray) -> tuple[np.ndarray, np
     them in), else their sequence number where every row has one, else the row's order
     within the group on its rank (index)."""
     n = table.num_rows
-    index = table["index"].to_numpy()
+    index = as_numpy(table["index"])
     if not n:
         return index, np.zeros(0, object)
     ids = np.asarray(table["comms_id"].to_pylist(), dtype=object)
     has_id = ids != None  # noqa: E711 - elementwise
     id_code = np.unique(np.where(has_id, ids, "").astype(str), return_inverse=True)[1]
-    seq = table["seq"].to_numpy(zero_copy_only=False)
+    seq = as_numpy(table["seq"])
     has_seq = ~np.isnan(np.asarray(seq, np.float64))
     groups = np.unique(group_code)
     all_id = np.zeros(len(groups) + 1, bool)
@@ -215,16 +216,12 @@ def collectives(
     }
     first, code = red["first"], red["code"]
     m = len(first)
-    dur = np.maximum(table["dur"].to_numpy(), 0)
+    dur = np.maximum(as_numpy(table["dur"]), 0)
     wait = dur - red["min_dur"][code] if m else np.zeros(0, np.int64)
     mean_wait = np.bincount(code, wait, minlength=m) / np.maximum(red["n_ranks"], 1)
     coll = np.asarray(table["collective"].to_pylist(), dtype=object)[first] if m else []
-    group_size = table["group_size"].to_numpy(zero_copy_only=False)[first] if m else []
-    nbytes = (
-        table["bytes"].to_numpy(zero_copy_only=False).astype(np.float64)[first]
-        if m
-        else np.zeros(0)
-    )
+    group_size = as_numpy(table["group_size"])[first] if m else []
+    nbytes = as_numpy(table["bytes"]).astype(np.float64)[first] if m else np.zeros(0)
     n = (
         np.where(
             np.isnan(np.asarray(group_size, np.float64)),
@@ -295,35 +292,37 @@ def collectives(
         )
     main = pa.table(
         {
-            "group": pa.array(
+            "group": array_of(
                 red["group_names"][red["group_code"][first]].tolist() if m else [], pa.string()
             ),
-            "index": pa.array(table["index"].to_numpy()[first] if m else [], pa.int64()),
-            "collective": pa.array(list(coll), pa.string()),
-            "ranks": pa.array(red["n_ranks"], pa.int64()),
-            "group_size": pa.array(n, pa.int64()),
+            "index": array_of(as_numpy(table["index"])[first] if m else [], pa.int64()),
+            "collective": array_of(list(coll), pa.string()),
+            "ranks": array_of(red["n_ranks"], pa.int64()),
+            "group_size": array_of(n, pa.int64()),
             "bytes": pa.array(nbytes, pa.int64(), from_pandas=True),
-            "dtype": table["dtype"].take(pa.array(first, pa.int64()))
+            "dtype": table["dtype"].take(array_of(first, pa.int64()))
             if m
-            else pa.array([], pa.string()),
-            "first_start": pa.array(red["first_start"], pa.int64()),
-            "last_start": pa.array(red["last_start"], pa.int64()),
-            "arrival_skew": pa.array(red["last_start"] - red["first_start"], pa.int64()),
-            "last_rank": pa.array(red["last_rank"], pa.int64()),
-            "late_by": pa.array(red["late_by"], pa.int64()),
-            "data_time": pa.array(red["min_dur"], pa.int64()),
-            "max_dur": pa.array(red["max_dur"], pa.int64()),
-            "mean_wait": pa.array(mean_wait, pa.float64()),
+            else array_of([], pa.string()),
+            "first_start": array_of(red["first_start"], pa.int64()),
+            "last_start": array_of(red["last_start"], pa.int64()),
+            "arrival_skew": array_of(red["last_start"] - red["first_start"], pa.int64()),
+            "last_rank": array_of(red["last_rank"], pa.int64()),
+            "late_by": array_of(red["late_by"], pa.int64()),
+            "data_time": array_of(red["min_dur"], pa.int64()),
+            "max_dur": array_of(red["max_dur"], pa.int64()),
+            "mean_wait": array_of(mean_wait, pa.float64()),
             "algbw_gbps": pa.array(algbw, pa.float64(), from_pandas=True),
             "busbw_gbps": pa.array(busbw, pa.float64(), from_pandas=True),
-            "side": pa.array(side.tolist() if m else [], pa.string()),
-            "matched_by": pa.array(red["matched_by"].tolist(), pa.string()),
+            "side": array_of(side.tolist() if m else [], pa.string()),
+            "matched_by": array_of(red["matched_by"].tolist(), pa.string()),
         }
     )
-    sort = pc.sort_indices(
-        main, [("first_start", "ascending"), ("group", "ascending"), ("index", "ascending")]
-    ).to_numpy()
-    main = main.take(pa.array(sort, pa.int64()))
+    sort = as_numpy(
+        pc.sort_indices(
+            main, [("first_start", "ascending"), ("group", "ascending"), ("index", "ascending")]
+        )
+    )
+    main = main.take(array_of(sort, pa.int64()))
     position = np.empty(m, np.int64)  # each match's row in the sorted table
     position[sort] = np.arange(m)
     main = _units(
@@ -349,16 +348,16 @@ def collectives(
                 "step": table["step"],
                 "ts": table["ts"],
                 "dur": table["dur"],
-                "arrival_delay": pa.array(
-                    table["ts"].to_numpy() - red["first_start"][code] if m else [], pa.int64()
+                "arrival_delay": array_of(
+                    as_numpy(table["ts"]) - red["first_start"][code] if m else [], pa.int64()
                 ),
-                "wait": pa.array(wait, pa.int64()),
-                "waited_for": pa.array(
+                "wait": array_of(wait, pa.int64()),
+                "waited_for": array_of(
                     np.where(red["n_ranks"][code] > 1, red["last_rank"][code], -1) if m else [],
                     pa.int64(),
                 ).cast(pa.int64()),
                 "side": table["side"],
-                "match": pa.array(position[code] if m else [], pa.int64()),
+                "match": array_of(position[code] if m else [], pa.int64()),
             }
         ),
         ("ts", "dur", "arrival_delay", "wait"),
@@ -433,10 +432,10 @@ def _by_type(main: pa.Table) -> pa.Table:
     names, code = np.unique(kinds, return_inverse=True)
     code = code.reshape(-1)
     k = len(names)
-    nbytes = main["bytes"].to_numpy(zero_copy_only=False).astype(np.float64)
+    nbytes = as_numpy(main["bytes"]).astype(np.float64)
     has = ~np.isnan(nbytes)
-    data = main["data_time"].to_numpy().astype(np.float64)
-    busbw = main["busbw_gbps"].to_numpy(zero_copy_only=False)
+    data = as_numpy(main["data_time"]).astype(np.float64)
+    busbw = as_numpy(main["busbw_gbps"])
     # busbw summed over a kind = sum(bytes x factor) / sum(data_time) over sized collectives
     eff_bytes = np.where(has, busbw * data, 0.0)
     eff_bytes = np.where(np.isnan(eff_bytes), 0.0, eff_bytes)
@@ -448,8 +447,8 @@ def _by_type(main: pa.Table) -> pa.Table:
     return _units(
         pa.table(
             {
-                "collective": pa.array(names.tolist(), pa.string()),
-                "count": pa.array(np.bincount(code, minlength=k), pa.int64()),
+                "collective": array_of(names.tolist(), pa.string()),
+                "count": array_of(np.bincount(code, minlength=k), pa.int64()),
                 "bytes": pa.array(
                     np.where(
                         np.bincount(code, has, minlength=k) > 0,
@@ -459,11 +458,11 @@ def _by_type(main: pa.Table) -> pa.Table:
                     pa.int64(),
                     from_pandas=True,
                 ),
-                "data_time": pa.array(
+                "data_time": array_of(
                     np.bincount(code, data, minlength=k).astype(np.int64), pa.int64()
                 ),
-                "wait_time": pa.array(
-                    np.bincount(code, main["mean_wait"].to_numpy(), minlength=k), pa.float64()
+                "wait_time": array_of(
+                    np.bincount(code, as_numpy(main["mean_wait"]), minlength=k), pa.float64()
                 ),
                 "busbw_gbps": pa.array(bw, pa.float64(), from_pandas=True),
             }
@@ -491,7 +490,7 @@ def late_arrivals(
     }
     shared = red["n_ranks"] > 1
     code = red["code"]
-    rank = table["rank"].to_numpy()
+    rank = as_numpy(table["rank"])
     rank_keys, rc = np.unique(rank[shared[code]] if len(code) else rank, return_inverse=True)
     rc = rc.reshape(-1)
     r = len(rank_keys)
@@ -510,14 +509,14 @@ def late_arrivals(
     out = _units(
         pa.table(
             {
-                "rank": pa.array(rank_keys, pa.int64()),
-                "collectives": pa.array(participated, pa.int64()),
-                "times_last": pa.array(times_last, pa.int64()),
-                "share_last": pa.array(share, pa.float64()),
-                "total_late_by": pa.array(np.rint(total).astype(np.int64), pa.int64()),
-                "mean_late_by": pa.array(mean, pa.float64()),
-                "max_late_by": pa.array(max_late, pa.int64()),
-                "total_skew": pa.array(
+                "rank": array_of(rank_keys, pa.int64()),
+                "collectives": array_of(participated, pa.int64()),
+                "times_last": array_of(times_last, pa.int64()),
+                "share_last": array_of(share, pa.float64()),
+                "total_late_by": array_of(np.rint(total).astype(np.int64), pa.int64()),
+                "mean_late_by": array_of(mean, pa.float64()),
+                "max_late_by": array_of(max_late, pa.int64()),
+                "total_skew": array_of(
                     np.bincount(pos, skew.astype(np.float64), minlength=r).astype(np.int64),
                     pa.int64(),
                 ),
@@ -544,21 +543,21 @@ def step_spread(
     step, ts, dur, behind (dur - the step's fastest rank's)."""
     summaries = _pick(summaries_of(traces), ranks)
     parts = [
-        s.steps.append_column("rank", pa.array(np.full(s.steps.num_rows, r, np.int64)))
+        s.steps.append_column("rank", array_of(np.full(s.steps.num_rows, r, np.int64)))
         for r, s in summaries.items()
     ]
     table = (
         pa.concat_tables(parts)
         if parts
-        else STEPS_SCHEMA.empty_table().append_column("rank", pa.array([], pa.int64()))
+        else STEPS_SCHEMA.empty_table().append_column("rank", array_of([], pa.int64()))
     )
     if steps is not None:
         table = table.filter(
-            pa.array(np.isin(table["step"].to_numpy(), np.asarray(list(steps), np.int64)))
+            array_of(np.isin(as_numpy(table["step"]), np.asarray(list(steps), np.int64)))
         )
-    step = table["step"].to_numpy()
-    dur = table["dur"].to_numpy()
-    rank = table["rank"].to_numpy()
+    step = as_numpy(table["step"])
+    dur = as_numpy(table["dur"])
+    rank = as_numpy(table["rank"])
     keys, code = np.unique(step, return_inverse=True)
     code = code.reshape(-1)
     k = len(keys)
@@ -576,15 +575,15 @@ def step_spread(
     main = _units(
         pa.table(
             {
-                "step": pa.array(keys, pa.int64()),
-                "ranks": pa.array(cnt, pa.int64()),
-                "min_dur": pa.array(lo, pa.int64()),
-                "max_dur": pa.array(hi, pa.int64()),
-                "mean_dur": pa.array(mean, pa.float64()),
-                "spread": pa.array(hi - lo, pa.int64()),
+                "step": array_of(keys, pa.int64()),
+                "ranks": array_of(cnt, pa.int64()),
+                "min_dur": array_of(lo, pa.int64()),
+                "max_dur": array_of(hi, pa.int64()),
+                "mean_dur": array_of(mean, pa.float64()),
+                "spread": array_of(hi - lo, pa.int64()),
                 "spread_pct": pa.array(pct, pa.float64(), from_pandas=True),
-                "slowest_rank": pa.array(rank[slow[heads]] if k else [], pa.int64()),
-                "fastest_rank": pa.array(rank[fast[heads]] if k else [], pa.int64()),
+                "slowest_rank": array_of(rank[slow[heads]] if k else [], pa.int64()),
+                "fastest_rank": array_of(rank[fast[heads]] if k else [], pa.int64()),
             }
         ),
         ("min_dur", "max_dur", "mean_dur", "spread"),
@@ -593,11 +592,11 @@ def step_spread(
     per_rank = _units(
         pa.table(
             {
-                "rank": pa.array(rank, pa.int64()),
-                "step": pa.array(step, pa.int64()),
+                "rank": array_of(rank, pa.int64()),
+                "step": array_of(step, pa.int64()),
                 "ts": table["ts"],
                 "dur": table["dur"],
-                "behind": pa.array(dur - lo[code] if k else [], pa.int64()),
+                "behind": array_of(dur - lo[code] if k else [], pa.int64()),
             }
         ),
         ("ts", "dur", "behind"),
@@ -637,8 +636,8 @@ def clock_offsets(
     table, red, _ = _matched(traces, ranks, steps)
     code = red["code"]
     keep = red["n_ranks"][code] > 1 if len(code) else np.zeros(0, bool)
-    end = table["ts"].to_numpy() + np.maximum(table["dur"].to_numpy(), 0)
-    rank = table["rank"].to_numpy()
+    end = as_numpy(table["ts"]) + np.maximum(as_numpy(table["dur"]), 0)
+    rank = as_numpy(table["rank"])
     end, rank, code = end[keep], rank[keep], code[keep]
     end = end - (end.min() if len(end) else 0)  # small numbers stay exact as floats
     # The median end of each matched collective (codes of shared collectives only).
@@ -651,9 +650,9 @@ def clock_offsets(
     out = _units(
         pa.table(
             {
-                "rank": pa.array(rank_keys, pa.int64()),
-                "offset_ns": pa.array(offsets, pa.float64()),
-                "collectives": pa.array(per_rank, pa.int64()),
+                "rank": array_of(rank_keys, pa.int64()),
+                "offset_ns": array_of(offsets, pa.float64()),
+                "collectives": array_of(per_rank, pa.int64()),
             }
         ),
         ("offset_ns",),

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -35,7 +36,7 @@ LAUNCH_PATTERN = r"^(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel
 
 
 def _ids(trace: Trace, mask: pa.Array) -> np.ndarray:
-    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    return np.flatnonzero(as_numpy(mask))
 
 
 def _read_events(path: str) -> list:
@@ -109,7 +110,7 @@ def _stacks(trace: Trace, launches: np.ndarray) -> tuple[pa.Array, pa.Array, pa.
     n = len(launches)
     if not levels:
         empty = pa.ListArray.from_arrays(
-            pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string())
+            array_of(np.zeros(n + 1, np.int32)), array_of([], pa.string())
         )
         nulls = pa.nulls(n, pa.string())
         return empty, nulls, nulls
@@ -119,20 +120,20 @@ def _stacks(trace: Trace, launches: np.ndarray) -> tuple[pa.Array, pa.Array, pa.
     flat = m[ok]
     counts = ok.sum(axis=1)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    names = trace.strings.take(pa.array(trace.column("events", "name")[flat]))
+    names = trace.strings.take(array_of(trace.column("events", "name")[flat]))
     names = names.cast(pa.string()) if not pa.types.is_string(names.type) else names
-    stacks = pa.ListArray.from_arrays(pa.array(offsets), names)
+    stacks = pa.ListArray.from_arrays(array_of(offsets), names)
     has = counts > 0
     first = np.where(has, offsets[:-1], 0)
     last = np.where(has, offsets[1:] - 1, 0)
     top = pc.if_else(
-        pa.array(has),
-        names.take(pa.array(first)) if len(names) else pa.nulls(n, pa.string()),
+        array_of(has),
+        names.take(array_of(first)) if len(names) else pa.nulls(n, pa.string()),
         pa.scalar(None, pa.string()),
     )
     bottom = pc.if_else(
-        pa.array(has),
-        names.take(pa.array(last)) if len(names) else pa.nulls(n, pa.string()),
+        array_of(has),
+        names.take(array_of(last)) if len(names) else pa.nulls(n, pa.string()),
         pa.scalar(None, pa.string()),
     )
     return stacks, top, bottom
@@ -188,15 +189,15 @@ def cupti_counters(
         rows = r_order[sel_pos]
         launch = paired[sel_pos]
         stacks, top, bottom = _stacks(trace, launch)
-        names = strings.take(pa.array(name[rows]))
+        names = strings.take(array_of(name[rows]))
         pos_in_all = np.searchsorted(all_ranges, rows)
         cols = {
-            "rank": pa.array(np.full(len(rows), rank, np.int64)),
-            "ts": pa.array(ts[rows]),
-            "dur": pa.array(trace.column("events", "dur")[rows]),
+            "rank": array_of(np.full(len(rows), rank, np.int64)),
+            "ts": array_of(ts[rows]),
+            "dur": array_of(trace.column("events", "dur")[rows]),
             "name": names.cast(pa.string()),
-            "pid": pa.array(trace.column("events", "pid")[rows]),
-            "tid": pa.array(trace.column("events", "tid")[rows]),
+            "pid": array_of(trace.column("events", "pid")[rows]),
+            "tid": array_of(trace.column("events", "tid")[rows]),
             "launch_ts": _arrow.masked(
                 np.where(launch >= 0, ts[np.maximum(launch, 0)], 0), launch < 0, pa.int64()
             ),
@@ -210,16 +211,16 @@ def cupti_counters(
     if not parts:
         table = pa.table(
             {
-                "rank": pa.array([], pa.int64()),
-                "ts": pa.array([], pa.int64()),
-                "dur": pa.array([], pa.int64()),
-                "name": pa.array([], pa.string()),
-                "pid": pa.array([], pa.int64()),
-                "tid": pa.array([], pa.int64()),
-                "launch_ts": pa.array([], pa.int64()),
-                "op_stack": pa.array([], pa.list_(pa.string())),
-                "top_level_op": pa.array([], pa.string()),
-                "bottom_level_op": pa.array([], pa.string()),
+                "rank": array_of([], pa.int64()),
+                "ts": array_of([], pa.int64()),
+                "dur": array_of([], pa.int64()),
+                "name": array_of([], pa.string()),
+                "pid": array_of([], pa.int64()),
+                "tid": array_of([], pa.int64()),
+                "launch_ts": array_of([], pa.int64()),
+                "op_stack": array_of([], pa.list_(pa.string())),
+                "top_level_op": array_of([], pa.string()),
+                "bottom_level_op": array_of([], pa.string()),
             }
         )
         notes.append(

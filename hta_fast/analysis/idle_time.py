@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from .._arrow import array_of
 from ..frame import derived, select
 from ..frame.fields import NS
 from ..frame.gpu_work import GpuWork, gpu_work
@@ -137,11 +138,11 @@ def idle_time_breakdown(
                 out["intervals"].append(int(counts[k + c]))
                 if interval_stats:
                     _add_stats(stats, rank, s, name, glen[(gstream == s) & (cat == c)])
-    table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    table = pa.table({f.name: array_of(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     tables = {}
     if interval_stats:
         tables["interval_stats"] = pa.table(
-            {f.name: pa.array(stats[f.name], f.type) for f in STATS_SCHEMA}, schema=STATS_SCHEMA
+            {f.name: array_of(stats[f.name], f.type) for f in STATS_SCHEMA}, schema=STATS_SCHEMA
         )
     return Result(
         "idle_time_breakdown",

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from .._arrow import array_of
 from ..frame import select
 from ..frame.fields import NS, PCT, duration_stats
 from ..frame.gpu_work import gpu_work
@@ -156,7 +157,7 @@ def kernel_breakdown(
             if not sel_i.any():
                 continue
             ids, count, total, vmax, vmin, mean, std = group_stats(names[sel_i], dur[sel_i])
-            label = np.array(strings.take(pa.array(ids)).to_pylist(), dtype=object)
+            label = np.array(strings.take(array_of(ids)).to_pylist(), dtype=object)
             # Largest sum first; equal sums by name, so the order is reproducible.
             order = np.lexsort((label.astype(str), -total))
             full.extend((TYPE_NAMES[i], label[j], rank, int(total[j])) for j in order)
@@ -182,9 +183,9 @@ def kernel_breakdown(
                 _add_kernel(
                     kern, rank, TYPE_NAMES[i], OTHERS, c[0], t[0], mx[0], mn[0], me[0], sd[0]
                 )
-    table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    table = pa.table({f.name: array_of(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     kernels = pa.table(
-        {f.name: pa.array(kern[f.name], f.type) for f in KERNELS_SCHEMA}, schema=KERNELS_SCHEMA
+        {f.name: array_of(kern[f.name], f.type) for f in KERNELS_SCHEMA}, schema=KERNELS_SCHEMA
     )
     return Result(
         "kernel_breakdown",
@@ -231,7 +232,7 @@ def _distribution(full: list) -> pa.Table:
         {
             "kernel_type": [r[0] for r in full],
             "name": [r[1] for r in full],
-            "sum": pa.array([r[3] for r in full], pa.int64()),
+            "sum": array_of([r[3] for r in full], pa.int64()),
         }
     )
     g = t.group_by(["kernel_type", "name"], use_threads=False).aggregate(

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.launches import enclosing, launch_pairs
@@ -58,9 +59,9 @@ OCCURRENCE_SCHEMA = pa.schema(
 def _candidates(trace: Trace, operator_name: str, exact: bool) -> np.ndarray:
     strings = trace.strings
     if exact:
-        by_id = pc.equal(strings, operator_name).to_numpy(zero_copy_only=False)
+        by_id = as_numpy(pc.equal(strings, operator_name))
     else:
-        by_id = pc.match_substring(strings, operator_name).to_numpy(zero_copy_only=False)
+        by_id = as_numpy(pc.match_substring(strings, operator_name))
     names = trace.column("events", "name")
     kind = trace.column("events", "kind")
     ok = (names >= 0) & ~np.isin(kind, GPU_KINDS)
@@ -99,7 +100,7 @@ def _occurrences(
     first = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)[: len(counts)]
     offsets = np.r_[first, len(gpu)]
     kernels = joined_names(trace, offsets, gpu, SEPARATOR)
-    root_names = trace.strings.take(pa.array(col("events", "name")[roots], pa.int32()))
+    root_names = trace.strings.take(array_of(col("events", "name")[roots], pa.int32()))
     pattern = pc.binary_join_element_wise(root_names.cast(pa.string()), kernels, SEPARATOR)
     kdur = np.add.reduceat(dur[gpu], first) if len(first) else np.zeros(0, np.int64)
     table = pa.table(

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.graph_attribution import graph_replay_notes
@@ -127,14 +128,14 @@ def launch_stats(
     if table.num_rows == 0:
         notes.append("no launch is linked to GPU work on the selected ranks")
     notes += graph_replay_notes(traces, sel)
-    cpu = table.column("cpu_duration").to_numpy()
-    delay = table.column("launch_delay").to_numpy()
+    cpu = as_numpy(table.column("cpu_duration"))
+    delay = as_numpy(table.column("launch_delay"))
     return Result(
         "launch_stats",
         table,
         tables={
-            "long_runtime": table.filter(pa.array(cpu > runtime_cutoff)),
-            "long_delay": table.filter(pa.array(delay > launch_delay_cutoff)),
+            "long_runtime": table.filter(array_of(cpu > runtime_cutoff)),
+            "long_delay": table.filter(array_of(delay > launch_delay_cutoff)),
         },
         notes=notes,
         params=dict(

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -54,7 +55,7 @@ def memory_rows(
         m &= mask
     rows = np.flatnonzero(m)
     names = col("events", "name")[rows]
-    strings = trace.strings.to_numpy(zero_copy_only=False)
+    strings = as_numpy(trace.strings)
     uniq, inv = np.unique(
         np.stack([names, kind[rows].astype(np.int64)]), axis=1, return_inverse=True
     )
@@ -132,11 +133,11 @@ def memory_bandwidth(
         series.append(
             pa.table(
                 {
-                    "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
-                    "name": pa.array(names[s.group].tolist(), pa.string()),
-                    "pid": pa.array(pid[s.group]),
-                    "ts": pa.array(s.ts),
-                    "memory_bw_gbps": pa.array(value),
+                    "rank": array_of(np.full(len(s.ts), rank, np.int64)),
+                    "name": array_of(names[s.group].tolist(), pa.string()),
+                    "pid": array_of(pid[s.group]),
+                    "ts": array_of(s.ts),
+                    "memory_bw_gbps": array_of(value),
                 },
                 schema=SERIES_SCHEMA,
             )
@@ -145,17 +146,17 @@ def memory_bandwidth(
         summaries.append(
             pa.table(
                 {
-                    "rank": pa.array(np.full(len(names), rank, np.int64)),
-                    "name": pa.array(names.tolist(), pa.string()),
-                    "active_time": pa.array(st.duration),
-                    "mean": pa.array(st.mean),
-                    "min": pa.array(st.min),
-                    "p25": pa.array(st.quantiles[:, 0]),
-                    "p50": pa.array(st.quantiles[:, 1]),
-                    "p75": pa.array(st.quantiles[:, 2]),
-                    "max": pa.array(st.max),
-                    "copies": pa.array(np.bincount(code, minlength=len(names)).astype(np.int64)),
-                    "change_points": pa.array(
+                    "rank": array_of(np.full(len(names), rank, np.int64)),
+                    "name": array_of(names.tolist(), pa.string()),
+                    "active_time": array_of(st.duration),
+                    "mean": array_of(st.mean),
+                    "min": array_of(st.min),
+                    "p25": array_of(st.quantiles[:, 0]),
+                    "p50": array_of(st.quantiles[:, 1]),
+                    "p75": array_of(st.quantiles[:, 2]),
+                    "max": array_of(st.max),
+                    "copies": array_of(np.bincount(code, minlength=len(names)).astype(np.int64)),
+                    "change_points": array_of(
                         np.bincount(s.group, minlength=len(names)).astype(np.int64)
                     ),
                 },

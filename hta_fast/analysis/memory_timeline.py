@@ -18,6 +18,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of
 from ..frame.fields import NS
 from ..frame.result import Result
 
@@ -112,7 +113,7 @@ def memory_timeline(source: Union[str, os.PathLike, bytes, Sequence]) -> Result:
     fields += [pa.field(c, pa.int64(), metadata=BYTES) for c in COLUMNS]
     fields.append(pa.field("total", pa.int64(), metadata=BYTES))
     table = pa.Table.from_arrays(
-        [pa.array(times)] + [pa.array(held[:, i]) for i in range(len(COLUMNS))] + [pa.array(total)],
+        [array_of(times)] + [array_of(held[:, i]) for i in range(len(COLUMNS))] + [array_of(total)],
         schema=pa.schema(fields),
     )
     if len(times):
@@ -124,9 +125,9 @@ def memory_timeline(source: Union[str, os.PathLike, bytes, Sequence]) -> Result:
         peak_time = None
     summary = pa.Table.from_arrays(
         [
-            pa.array(list(COLUMNS) + ["total"]),
-            pa.array(np.append(peak, total.max() if len(total) else 0)),
-            pa.array(np.append(final, total[-1] if len(total) else 0)),
+            array_of(list(COLUMNS) + ["total"]),
+            array_of(np.append(peak, total.max() if len(total) else 0)),
+            array_of(np.append(final, total[-1] if len(total) else 0)),
         ],
         schema=pa.schema(
             [

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from ..frame import derived, select
 from ..frame.fields import NS
@@ -109,7 +110,7 @@ CONFIG_SCHEMA = pa.schema(
 
 def name_matches(trace: Trace, prefix: str) -> np.ndarray:
     """Per event row: its name starts with prefix and it is a CPU event."""
-    by_id = pc.starts_with(trace.strings, prefix).to_numpy(zero_copy_only=False)
+    by_id = as_numpy(pc.starts_with(trace.strings, prefix))
     names = trace.column("events", "name")
     kind = trace.column("events", "kind")
     ok = (names >= 0) & ~np.isin(kind, GPU_KINDS)
@@ -119,8 +120,8 @@ def name_matches(trace: Trace, prefix: str) -> np.ndarray:
 
 def joined_names(trace: Trace, offsets: np.ndarray, rows: np.ndarray, sep: str) -> pa.Array:
     """Names of rows[offsets[i]:offsets[i+1]] joined with sep, per group i."""
-    names = trace.strings.take(pa.array(trace.column("events", "name")[rows], pa.int32()))
-    lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), names.cast(pa.string()))
+    names = trace.strings.take(array_of(trace.column("events", "name")[rows], pa.int32()))
+    lists = pa.ListArray.from_arrays(array_of(offsets, pa.int32()), names.cast(pa.string()))
     return pc.binary_join(lists, sep)
 
 
@@ -144,7 +145,7 @@ def _instances(rank: int, trace: Trace, mask: Optional[np.ndarray], op_prefix: s
     ts = col("events", "ts")
     ops, l0, g0, b0 = op[first], launch[first], gpu[first], by[first]
     seq = joined_names(trace, offsets, gpu, SEPARATOR)
-    op_names = trace.strings.take(pa.array(col("events", "name")[ops], pa.int32()))
+    op_names = trace.strings.take(array_of(col("events", "name")[ops], pa.int32()))
     table = pa.table(
         [
             np.full(len(ops), rank, np.int64),
@@ -257,14 +258,14 @@ def _launch_configs(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.T
         for i, s in zip(uniq[:, 1], trace.strings_at(np.maximum(uniq[:, 1], 0)).to_pylist())
     ]
     configs = [
-        pa.array(uniq[:, 2 + j], pa.int64(), mask=uniq[:, 2 + j] < 0)
+        array_of(uniq[:, 2 + j], pa.int64(), mask=uniq[:, 2 + j] < 0)
         for j in range(len(LAUNCH_CONFIG))
     ]
     return pa.table(
         [
             np.full(k, rank, np.int64),
-            pa.array(kernel_names, pa.string()),
-            pa.array(ops, pa.string()),
+            array_of(kernel_names, pa.string()),
+            array_of(ops, pa.string()),
             *configs,
             calls.astype(np.int64),
             np.rint(total).astype(np.int64),

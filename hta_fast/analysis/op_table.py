@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..costs.cat_sizes import cat_extras
 from ..costs.flops import no_model_summary, with_costs
 from ..costs.op_args import op_arg_positions
@@ -398,12 +399,12 @@ def _by_name(table: pa.Table) -> pa.Table:
     )
     ratio = {
         "tc_self_ratio": _ratio(
-            out["tc_self_time_sum"].to_numpy(), out["self_gpu_time_sum"].to_numpy()
+            as_numpy(out["tc_self_time_sum"]), as_numpy(out["self_gpu_time_sum"])
         ),
-        "tc_total_ratio": _ratio(out["tc_time_sum"].to_numpy(), out["gpu_time_sum"].to_numpy()),
+        "tc_total_ratio": _ratio(as_numpy(out["tc_time_sum"]), as_numpy(out["gpu_time_sum"])),
     }
     for name, values in ratio.items():
-        out = out.append_column(name, pa.array(values, pa.float64()))
+        out = out.append_column(name, array_of(values, pa.float64()))
     fields = [table.schema.field(f.name) for f in out.schema]
     return out.cast(pa.schema(fields)).sort_by(
         [

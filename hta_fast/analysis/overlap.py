@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from .._arrow import array_of
 from ..frame import select
 from ..frame.fields import NS, PCT
 from ..frame.gpu_work import gpu_work
@@ -85,9 +86,9 @@ def comm_comp_overlap(
         out["comp_comm_overlap_pctg"].append(100.0 * both / comm if comm else None)
         if not comm:
             notes.append(f"rank {rank}: no communication kernels, so no overlap percentage")
-    table = pa.table({f.name: pa.array(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    table = pa.table({f.name: array_of(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
     steps_table = pa.table(
-        {f.name: pa.array(per_step[f.name], f.type) for f in STEPS}, schema=STEPS
+        {f.name: array_of(per_step[f.name], f.type) for f in STEPS}, schema=STEPS
     )
     return Result(
         "comm_comp_overlap",

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from .._arrow import array_of
 from ..frame import derived, select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -145,12 +146,12 @@ def queue_length(
         series.append(
             pa.table(
                 {
-                    "rank": pa.array(np.full(len(s.ts), rank, np.int64)),
-                    "stream": pa.array(s.group),
-                    "pid": pa.array(pid[where]),
-                    "tid": pa.array(tid[where]),
-                    "ts": pa.array(s.ts),
-                    "queue_length": pa.array(s.value),
+                    "rank": array_of(np.full(len(s.ts), rank, np.int64)),
+                    "stream": array_of(s.group),
+                    "pid": array_of(pid[where]),
+                    "tid": array_of(tid[where]),
+                    "ts": array_of(s.ts),
+                    "queue_length": array_of(s.value),
                 },
                 schema=SERIES_SCHEMA,
             )
@@ -162,17 +163,17 @@ def queue_length(
         summaries.append(
             pa.table(
                 {
-                    "rank": pa.array(np.full(len(groups), rank, np.int64)),
-                    "stream": pa.array(st.groups),
-                    "duration": pa.array(st.duration),
-                    "mean": pa.array(st.mean),
-                    "min": pa.array(st.min),
-                    "p25": pa.array(st.quantiles[:, 0]),
-                    "p50": pa.array(st.quantiles[:, 1]),
-                    "p75": pa.array(st.quantiles[:, 2]),
-                    "max": pa.array(st.max),
-                    "change_points": pa.array(counts.astype(np.int64)),
-                    "change_point_mean": pa.array(st.change_point_mean),
+                    "rank": array_of(np.full(len(groups), rank, np.int64)),
+                    "stream": array_of(st.groups),
+                    "duration": array_of(st.duration),
+                    "mean": array_of(st.mean),
+                    "min": array_of(st.min),
+                    "p25": array_of(st.quantiles[:, 0]),
+                    "p50": array_of(st.quantiles[:, 1]),
+                    "p75": array_of(st.quantiles[:, 2]),
+                    "max": array_of(st.max),
+                    "change_points": array_of(counts.astype(np.int64)),
+                    "change_point_mean": array_of(st.change_point_mean),
                 },
                 schema=SUMMARY_SCHEMA,
             )
@@ -183,10 +184,10 @@ def queue_length(
         blocked.append(
             pa.table(
                 {
-                    "rank": pa.array(np.full(len(groups), rank, np.int64)),
-                    "stream": pa.array(st.groups),
-                    "blocked_time": pa.array(at_max),
-                    "blocked_pct": pa.array(pct.astype(np.float64)),
+                    "rank": array_of(np.full(len(groups), rank, np.int64)),
+                    "stream": array_of(st.groups),
+                    "blocked_time": array_of(at_max),
+                    "blocked_pct": array_of(pct.astype(np.float64)),
                 },
                 schema=BLOCKED_SCHEMA,
             )

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..costs.above_peak import uncertain_rows
 from ..costs.cat_sizes import cat_extras
 from ..costs.devices import Device, DeviceTable, trace_device, trace_device_note
@@ -126,13 +127,11 @@ class ChargedGroups:
         )
         self.head = head
         self.costs = op_costs(head, cat_extras(trace, g.rows))
-        flops = self.costs["flops"].to_numpy(zero_copy_only=False)
-        nbytes = self.costs["bytes"].to_numpy(zero_copy_only=False)
+        flops = as_numpy(self.costs["flops"])
+        nbytes = as_numpy(self.costs["bytes"])
         self.flops = np.nan_to_num(flops.astype(np.float64))
         self.bytes = np.nan_to_num(nbytes.astype(np.float64))
-        self.uncertain = np.asarray(
-            self.costs["uncertain"].fill_null(False).to_numpy(zero_copy_only=False), bool
-        )
+        self.uncertain = np.asarray(as_numpy(self.costs["uncertain"].fill_null(False)), bool)
         has_work = (self.flops > 0) | (self.bytes > 0)
         n_events = len(trace.column("events", "ts"))
         # charge each GPU event to the innermost enclosing operator that has work
@@ -184,17 +183,13 @@ TF32_KERNEL = r"tf32|s1688"
 
 def tf32_kernel_names(trace: Trace) -> np.ndarray:
     """Per string id: the name of a TF32 tensor-core kernel."""
-    return pc.match_substring_regex(trace.strings, TF32_KERNEL, ignore_case=True).to_numpy(
-        zero_copy_only=False
-    )
+    return as_numpy(pc.match_substring_regex(trace.strings, TF32_KERNEL, ignore_case=True))
 
 
 def host_transfer_names(trace: Trace) -> np.ndarray:
     """Per string id: a copy to or from host memory ("Memcpy HtoD (Pinned -> Device)"),
     bound by the host link, which the device table does not hold."""
-    return pc.match_substring_regex(trace.strings, r"^Memcpy (HtoD|DtoH|HtoH)").to_numpy(
-        zero_copy_only=False
-    )
+    return as_numpy(pc.match_substring_regex(trace.strings, r"^Memcpy (HtoD|DtoH|HtoH)"))
 
 
 def _peaks(device: Optional[Device], costs: pa.Table, tf32: np.ndarray) -> tuple[np.ndarray, float]:
@@ -256,7 +251,7 @@ def _rank_tables(
             *[cg.head[c] for c in SHAPE_COLUMNS],
             family,
             cg.costs["precision"],
-            pa.array([dev_name] * len(time), pa.string()),
+            array_of([dev_name] * len(time), pa.string()),
             calls,
             time,
             cg.costs["flops"],
@@ -266,18 +261,18 @@ def _rank_tables(
             pa.array(_ratio(cg.flops, cg.bytes), from_pandas=True),
             pa.array(peak, from_pandas=True),
             pa.array(np.full(len(time), bw), from_pandas=True),
-            pa.array(bound, pa.string()),
+            array_of(bound, pa.string()),
             pa.array(roof, from_pandas=True),
             pa.array(pct, from_pandas=True),
             pa.array(time - roof, from_pandas=True),
             uncertain,
-            pa.array(why, pa.string()),
+            array_of(why, pa.string()),
             s["example"].astype(np.int64),
         ],
         schema=SCHEMA,
     )
     keep = (calls > 0) & np.asarray(family.is_valid())
-    table = table.filter(pa.array(keep))
+    table = table.filter(array_of(keep))
 
     # per kernel name: charged events with their share of their operator's flops and bytes
     charged = cg.event_group >= 0
@@ -331,12 +326,12 @@ def _rank_tables(
             pa.array(kr, from_pandas=True),
             pa.array(k_pct, from_pandas=True),
             k_uncertain,
-            pa.array(k_why, pa.string()),
+            array_of(k_why, pa.string()),
         ],
         schema=KERNEL_SCHEMA,
     )
     total = int(cg.dur.sum()) + cg.host_time
-    modelled = int(table["gpu_time"].to_numpy().sum()) if table.num_rows else 0
+    modelled = int(as_numpy(table["gpu_time"]).sum()) if table.num_rows else 0
     coverage = pa.table(
         [
             [rank],

@@ -15,6 +15,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -68,12 +69,12 @@ def profiler_steps(
     sel = select.selection_of(selection, ranks, steps, window, streams)
     parts = [_rank_table(rank, trace, mask) for rank, trace, mask in select.each_rank(traces, sel)]
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
-    distinct = np.unique(table.column("step").to_numpy())
+    distinct = np.unique(as_numpy(table.column("step")))
     notes = [] if table.num_rows else ["no ProfilerStep#N event on the selected ranks"]
     return Result(
         "profiler_steps",
         table,
-        tables={"steps": pa.table({"step": pa.array(distinct, pa.int64())})},
+        tables={"steps": pa.table({"step": array_of(distinct, pa.int64())})},
         notes=notes,
         params=dict(selection=sel),
     )

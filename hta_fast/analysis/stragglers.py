@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -99,12 +100,12 @@ def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _empty(notes: list[str], params: dict) -> Result:
     table = pa.table(
         {
-            "rank": pa.array([], pa.int64()),
-            "is_straggler": pa.array([], pa.bool_()),
-            "straggler_steps": pa.array([], pa.int64()),
-            "normalized_start_time": pa.array([], pa.float64()),
-            "start_delay": pa.array([], pa.int64()),
-            "kernel_duration": pa.array([], pa.int64()),
+            "rank": array_of([], pa.int64()),
+            "is_straggler": array_of([], pa.bool_()),
+            "straggler_steps": array_of([], pa.int64()),
+            "normalized_start_time": array_of([], pa.float64()),
+            "start_delay": array_of([], pa.int64()),
+            "kernel_duration": array_of([], pa.int64()),
         }
     )
     return Result(
@@ -188,9 +189,7 @@ def stragglers(
             & (col("events", "kernel_class")[rows] == KernelClass.COMM)
         ]
         if len(comm):
-            names = trace.strings.take(pa.array(col("events", "name")[comm])).to_numpy(
-                zero_copy_only=False
-            )
+            names = as_numpy(trace.strings.take(array_of(col("events", "name")[comm])))
             parts.append(
                 (
                     np.full(len(comm), rank, np.int64),
@@ -254,8 +253,8 @@ def stragglers(
     )
     kernels = pa.table(
         {
-            "stream": pa.array(sn_keys[:, 0], pa.int64()),
-            "name": pa.array(name_list[sn_keys[:, 1]].tolist(), pa.string()),
+            "stream": array_of(sn_keys[:, 0], pa.int64()),
+            "name": array_of(name_list[sn_keys[:, 1]].tolist(), pa.string()),
             "duration_std": pa.array(score, pa.float64(), from_pandas=True),
         }
     )
@@ -263,7 +262,7 @@ def stragglers(
         return _empty(["no long communication kernel ran on two ranks in the same step"], params)
     best = int(np.nanargmax(score))
     probe_stream, probe_name = int(sn_keys[best, 0]), int(sn_keys[best, 1])
-    kernels = kernels.append_column("chosen", pa.array(np.arange(len(sn_keys)) == best))
+    kernels = kernels.append_column("chosen", array_of(np.arange(len(sn_keys)) == best))
     params.update(stream=probe_stream, kernel=str(name_list[probe_name]))
 
     m = (s == probe_stream) & (n == probe_name)
@@ -290,16 +289,16 @@ def stragglers(
     per_step = _with_units(
         pa.table(
             {
-                "rank": pa.array(r, pa.int64()),
-                "step": pa.array(p, pa.int64()),
-                "stream": pa.array(np.full(len(r), probe_stream), pa.int64()),
-                "name": pa.array([str(name_list[probe_name])] * len(r), pa.string()),
-                "ts": pa.array(t, pa.int64()),
-                "dur": pa.array(d, pa.int64()),
-                "start_delay": pa.array(delay, pa.int64()),
-                "normalized_start_time": pa.array(metric, pa.float64()),
-                "normalized_duration": pa.array(d / mean_step, pa.float64()),
-                "is_straggler": pa.array(flagged),
+                "rank": array_of(r, pa.int64()),
+                "step": array_of(p, pa.int64()),
+                "stream": array_of(np.full(len(r), probe_stream), pa.int64()),
+                "name": array_of([str(name_list[probe_name])] * len(r), pa.string()),
+                "ts": array_of(t, pa.int64()),
+                "dur": array_of(d, pa.int64()),
+                "start_delay": array_of(delay, pa.int64()),
+                "normalized_start_time": array_of(metric, pa.float64()),
+                "normalized_duration": array_of(d / mean_step, pa.float64()),
+                "is_straggler": array_of(flagged),
             }
         ),
         ("ts", "dur", "start_delay"),
@@ -325,12 +324,12 @@ def stragglers(
     table = _with_units(
         pa.table(
             {
-                "rank": pa.array(rank_keys[order], pa.int64()),
-                "is_straggler": pa.array(is_str[order]),
-                "straggler_steps": pa.array(count[order], pa.int64()),
-                "normalized_start_time": pa.array(mean_metric[order], pa.float64()),
-                "start_delay": pa.array(mean_delay[order], pa.int64()),
-                "kernel_duration": pa.array(mean_dur[order], pa.int64()),
+                "rank": array_of(rank_keys[order], pa.int64()),
+                "is_straggler": array_of(is_str[order]),
+                "straggler_steps": array_of(count[order], pa.int64()),
+                "normalized_start_time": array_of(mean_metric[order], pa.float64()),
+                "start_delay": array_of(mean_delay[order], pa.int64()),
+                "kernel_duration": array_of(mean_dur[order], pa.int64()),
             }
         ),
         ("start_delay", "kernel_duration"),

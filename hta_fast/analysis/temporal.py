@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
+from .._arrow import array_of
 from ..frame import select
 from ..frame.fields import NS, PCT
 from ..frame.gpu_work import gpu_work
@@ -84,7 +85,7 @@ def temporal_breakdown(
             cols[name].append(v)
             if name != "kernel_time":
                 cols[name + "_pctg"].append(100.0 * v / kernel_time if kernel_time else None)
-    table = pa.table({f.name: pa.array(cols[f.name], f.type) for f in _FIELDS}, schema=SCHEMA)
+    table = pa.table({f.name: array_of(cols[f.name], f.type) for f in _FIELDS}, schema=SCHEMA)
     return Result("temporal_breakdown", table, notes=notes, params={"selection": sel})
 
 

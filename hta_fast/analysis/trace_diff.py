@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.derived import DATALOADER_NEXT
 from ..frame.fields import NS
@@ -192,7 +193,7 @@ def _rank_names(t: Trace, step_arr: np.ndarray, device: str, use_short: bool) ->
     counts = np.bincount(inv, minlength=n).astype(np.int64)
     durs = _sum_by(inv, col("events", "dur")[rows], n)
     ann = _sum_by(inv, kind[rows] == EventKind.gpu_user_annotation, n)
-    strs = t.strings.to_numpy(zero_copy_only=False)
+    strs = as_numpy(t.strings)
     names = np.array([strs[i] if i >= 0 else "" for i in ids], dtype=object)
     if use_short:
         names = np.array([short_name(x) for x in names], dtype=object)
@@ -228,7 +229,7 @@ def _sum_by(code: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _string_ids(trace: Trace, value: str) -> np.ndarray:
-    return np.flatnonzero(pc.equal(trace.strings, value).to_numpy(zero_copy_only=False))
+    return np.flatnonzero(as_numpy(pc.equal(trace.strings, value)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,14 +312,14 @@ def trace_diff(
     ]
     table = pa.Table.from_arrays(
         [
-            pa.array(p.names.tolist(), pa.string()),
-            pa.array(p.c_counts),
-            pa.array(p.c_dur),
-            pa.array(p.t_counts),
-            pa.array(p.t_dur),
-            pa.array(p.t_counts - p.c_counts),
-            pa.array(p.t_dur - p.c_dur),
-            pa.array(_categories(p.c_counts, p.t_counts).tolist(), pa.string()),
+            array_of(p.names.tolist(), pa.string()),
+            array_of(p.c_counts),
+            array_of(p.c_dur),
+            array_of(p.t_counts),
+            array_of(p.t_dur),
+            array_of(p.t_counts - p.c_counts),
+            array_of(p.t_dur - p.c_dur),
+            array_of(_categories(p.c_counts, p.t_counts).tolist(), pa.string()),
         ],
         schema=pa.schema(fields),
     )
@@ -569,7 +570,7 @@ def _per_step_table(p: _Pair, n_control: int, n_test: int, use_short: bool) -> p
     ]
     columns = [p.names, c_counts, c_dur, t_counts, t_dur, t_counts - c_counts, t_dur - c_dur, cat]
     return pa.Table.from_arrays(
-        [pa.array(col[order].tolist(), f.type) for col, f in zip(columns, fields)],
+        [array_of(col[order].tolist(), f.type) for col, f in zip(columns, fields)],
         schema=pa.schema(fields),
     )
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import click
-import pyarrow as pa
 
+from .._arrow import table_from_rows
 from ..loading.rank_info import rank_info
 from .app import Options, cli
 from .loading import load_traces, path_arguments, recover_option
@@ -41,7 +41,7 @@ def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool, li
             dumps({"ranks": rows, "load_seconds": round(seconds, 3), "json_mb": round(json_mb, 3)})
         )
         return
-    table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "file"} for r in rows])
+    table = table_from_rows([{k: v for k, v in r.items() if k != "file"} for r in rows])
     echo_table(
         f"{len(rows)} rank(s), {json_mb:,.1f} MB of JSON loaded in {seconds:.2f} s",
         table,

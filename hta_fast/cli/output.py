@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 import click
 import pyarrow as pa
 
+from .._arrow import array_of
 from ..frame.fields import KEY_COLUMNS, table_unit
 from ..frame.result import fold_rank_notes
 from .terminal import echo, safe_cell
@@ -142,7 +143,7 @@ def _plain(table: pa.Table) -> pa.Table:
         if pa.types.is_dictionary(t):
             col = col.cast(t.value_type)
         elif pa.types.is_list(t) or pa.types.is_struct(t) or pa.types.is_large_list(t):
-            col = pa.array(
+            col = array_of(
                 [None if v is None else json.dumps(v) for v in col.to_pylist()], pa.string()
             )
         cols.append(_no_formulas(col))

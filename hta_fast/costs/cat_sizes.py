@@ -20,9 +20,9 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..trace import Trace
 from . import dtypes
 from .op_args import op_arg_positions
@@ -32,8 +32,8 @@ NODE = "CatBackward0"
 
 
 def _ids(trace: Trace, names: tuple[str, ...]) -> np.ndarray:
-    hit = pc.is_in(trace.strings, value_set=pa.array(list(names), trace.strings.type))
-    return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+    hit = pc.is_in(trace.strings, value_set=array_of(list(names), trace.strings.type))
+    return np.flatnonzero(as_numpy(hit))
 
 
 def _string(trace: Trace, i: int) -> Any:

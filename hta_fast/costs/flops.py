@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of, as_numpy
 from . import models  # noqa: F401  (importing the families registers their models)
 from .cost import RANK_EXTRAS, Cost, lookup
 from .op_call import NoModel, OpCall
@@ -123,7 +124,7 @@ def op_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
         for f, v in zip(COST_SCHEMA.names, values):
             out[f].append(v)
     return pa.table(
-        {f.name: pa.array(out[f.name], f.type) for f in COST_SCHEMA}, schema=COST_SCHEMA
+        {f.name: array_of(out[f.name], f.type) for f in COST_SCHEMA}, schema=COST_SCHEMA
     )
 
 
@@ -145,12 +146,12 @@ def with_costs(table: pa.Table, extras: Optional[dict] = None) -> pa.Table:
     """An op table with the cost columns appended, and the totals over all calls:
     total_flops = flops * count, total_bytes = bytes * count. `extras` as in op_costs."""
     costs = op_costs(table, extras)
-    count = table["count"].to_numpy().astype(np.float64)
+    count = as_numpy(table["count"]).astype(np.float64)
     out = table
     for f in COST_SCHEMA:
         out = out.append_column(f, costs[f.name])
-    flops = costs["flops"].to_numpy(zero_copy_only=False)
-    nbytes = costs["bytes"].to_numpy(zero_copy_only=False)
+    flops = as_numpy(costs["flops"])
+    nbytes = as_numpy(costs["bytes"])
     out = out.append_column(
         pa.field("total_flops", pa.float64(), metadata={"unit": "FLOP"}),
         pa.array(flops * count, pa.float64(), from_pandas=True),

@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._arrow import as_numpy
 from ..model.path.owners import OWNERS, wait_owners
 from ..model.whatif.steps import what_if
 from .causes.record import Cause, Examination
@@ -57,8 +58,8 @@ def predicted_saving(cause: Cause, ex: Examination, notes: list[str]) -> Saving:
         return Saving(None, f"not modelled here: {e}")
     # The steps' time together, not the sum of their spans: an edit that lets the host
     # run ahead makes the spans overlap (what_if's "totals").
-    steps_of = np.maximum(totals["steps"].to_numpy(), 1)
-    saved = (totals["replayed"].to_numpy() - totals["predicted"].to_numpy()) / steps_of
+    steps_of = np.maximum(as_numpy(totals["steps"]), 1)
+    saved = (as_numpy(totals["replayed"]) - as_numpy(totals["predicted"])) / steps_of
     ns = int(round(float(saved.mean()))) if len(saved) else None
     return Saving(ns, cause.edit_text)
 
@@ -90,10 +91,10 @@ def owned_per_step(ex: Examination, notes: list[str]) -> Optional[dict[str, floa
         return None
     if not t.num_rows:
         return None
-    rank = t["rank"].to_numpy()
+    rank = as_numpy(t["rank"])
     out = {}
     for o in OWNERS:
-        per = t[o].to_numpy().astype(np.float64)
+        per = as_numpy(t[o]).astype(np.float64)
         means = [per[rank == r].mean() for r in np.unique(rank)]
         out[o] = float(np.mean(means))
     return out

@@ -21,9 +21,9 @@ import os
 from typing import Mapping, Union, overload
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -93,8 +93,8 @@ class _Strings:
         wanted = np.unique(ids[ids >= 0])
         new = np.array([i for i in wanted.tolist() if i not in self.ids], np.int64)
         if len(new):
-            texts = self.capture.strings.take(pa.array(new))
-            at = pc.index_in(texts, value_set=self.trace.strings).to_numpy(zero_copy_only=False)
+            texts = self.capture.strings.take(array_of(new))
+            at = as_numpy(pc.index_in(texts, value_set=self.trace.strings))
             base = len(self.trace.strings) + len(self.added)
             for i, text, j in zip(new.tolist(), texts.to_pylist(), at.tolist()):
                 if j is None or j != j:  # not in the trace's pool: add it

@@ -15,6 +15,7 @@ from typing import Callable, Hashable, Iterable, Optional, Sequence, TypeVar
 import numpy as np
 import pyarrow.compute as pc
 
+from .._arrow import as_numpy
 from ..schema import EventKind
 from ..trace import Trace
 
@@ -62,7 +63,7 @@ def name_flags(trace: Trace, pattern: str) -> np.ndarray:
     many traces' pools at once may fill for each (the doctor does)."""
 
     def compute() -> np.ndarray:
-        flags = pc.match_substring_regex(trace.strings, pattern).to_numpy(zero_copy_only=False)
+        flags = as_numpy(pc.match_substring_regex(trace.strings, pattern))
         return np.asarray(flags, bool) if len(flags) else np.zeros(0, bool)
 
     return remember(trace, ("name_flags", pattern), compute)

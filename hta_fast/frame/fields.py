@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import as_numpy
+
 NS = {"unit": "ns"}
 PCT = {"unit": "%"}
 
@@ -25,7 +27,7 @@ def floats(values: Any) -> np.ndarray:
     """Values (a list with None for nulls, an Arrow or NumPy array) as float64, nulls NaN."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = pc.fill_null(pc.cast(values, pa.float64(), safe=False), np.nan)
-        return np.asarray(values.to_numpy(zero_copy_only=False), float)
+        return np.asarray(as_numpy(values), float)
     if isinstance(values, np.ndarray):
         return values.astype(float)
     return np.asarray([np.nan if x is None else x for x in values], float)

@@ -23,6 +23,7 @@ from typing import Union, overload
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of, as_numpy
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -124,7 +125,7 @@ def _table(rank: int, trace: Trace, passes: Passes, source: str) -> pa.Table:
             np.arange(n, dtype=np.int64)
             if source != "profiler"
             else trace.column("events", "step")[passes.row].astype(np.int64),
-            pa.array(passes.phase.tolist(), pa.string()),
+            array_of(passes.phase.tolist(), pa.string()),
             name,
             passes.row,
             passes.ts,
@@ -165,12 +166,12 @@ def with_steps(
     """The traces with each rank's steps set to its rows of `windows` (steps_from's table:
     rank, step, row, ts, dur); a rank without rows gets no steps, so that it is analysed
     whole. `source` is what the windows came from (Trace.steps_source)."""
-    ranks = np.asarray(windows.column("rank").to_numpy(), np.int64)
+    ranks = np.asarray(as_numpy(windows.column("rank")), np.int64)
 
     def one(rank: int, trace: Trace) -> Trace:
-        pick = windows.take(pa.array(np.flatnonzero(ranks == rank), pa.int64()))
+        pick = windows.take(array_of(np.flatnonzero(ranks == rank), pa.int64()))
         row, step, ts, dur = (
-            np.asarray(pick.column(c).to_numpy(), np.int64) for c in ("row", "step", "ts", "dur")
+            np.asarray(as_numpy(pick.column(c)), np.int64) for c in ("row", "step", "ts", "dur")
         )
         return trace.with_steps(row, step, ts, dur, source)
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow
+from .._arrow import as_numpy
 from ..schema import COLUMNS, GPU_KINDS, STRING_ID_BASE
 from ..trace import Trace
 
@@ -226,7 +227,7 @@ def _by_distinct(
     """texts_of(the distinct values present) spread back over `values`, null where missing:
     each distinct value is turned into text once (found by hashing, not sorting)."""
     encoded = pc.dictionary_encode(_arrow.masked(np.ascontiguousarray(values), missing))
-    return texts_of(encoded.dictionary.to_numpy()).take(encoded.indices)
+    return texts_of(as_numpy(encoded.dictionary)).take(encoded.indices)
 
 
 def _pool(trace: Trace, ids: np.ndarray) -> pa.Array:

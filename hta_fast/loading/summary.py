@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..costs.collectives import collective_dtype, collective_of, input_dims_size, message_bytes
 from ..costs.op_args import op_arg_positions
 from ..schema import GPU_KINDS, GPU_WORK_KINDS, EventKind, KernelClass
@@ -137,9 +138,9 @@ def split_by_rank(
         for field in schemas[name]:
             if field.name not in table.column_names:
                 table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-        ranks = np.asarray(table["rank"].to_numpy(zero_copy_only=False), np.int64)
+        ranks = np.asarray(as_numpy(table["rank"]), np.int64)
         order = np.argsort(ranks, kind="stable")  # keeps each rank's rows in file order
-        body = table.take(pa.array(order)).select(schemas[name].names).cast(schemas[name])
+        body = table.take(array_of(order)).select(schemas[name].names).cast(schemas[name])
         ranks = ranks[order]
         bounds = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="left")
         ends = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="right")
@@ -259,7 +260,7 @@ def _comm_arg_columns(trace: Trace, arg: np.ndarray) -> dict[str, list[Any]]:
     Column by column, not trace.comm_args: that table would stay on every rank."""
     n = len(arg)
     has = arg >= 0
-    pick = pa.array(np.where(has, arg, 0)) if trace.num_rows("comm_args") else None
+    pick = array_of(np.where(has, arg, 0)) if trace.num_rows("comm_args") else None
     out = {}
     for col in (
         "collective_name",
@@ -325,17 +326,17 @@ def _collective_table(
             group,
             index,
             collective,
-            pa.array(names, pa.string()).dictionary_encode(),
+            array_of(names, pa.string()).dictionary_encode(),
             stream,
             trace.column("events", "step")[rows].astype(np.int64),
             trace.column("events", "ts")[rows],
             trace.column("events", "dur")[rows],
             pa.array(nbytes, pa.int64(), from_pandas=True),
-            pa.array(dtype, pa.string()),
-            pa.array([g if g is not None and g > 0 else None for g in gsize], pa.int64()),
-            pa.array(size_from, pa.string()),
-            pa.array(args["comms_id"], pa.string()),
-            pa.array([q if q is not None and q >= 0 else None for q in args["seq"]], pa.int64()),
+            array_of(dtype, pa.string()),
+            array_of([g if g is not None and g > 0 else None for g in gsize], pa.int64()),
+            array_of(size_from, pa.string()),
+            array_of(args["comms_id"], pa.string()),
+            array_of([q if q is not None and q >= 0 else None for q in args["seq"]], pa.int64()),
         ],
         schema=COLLECTIVES_SCHEMA,
     )
@@ -356,7 +357,7 @@ def _collectives(trace: Trace) -> pa.Table:
 
 def _named(trace: Trace, prefix: str) -> np.ndarray:
     """Per event row: a CPU event whose name starts with prefix."""
-    by_id = pc.starts_with(trace.strings, prefix).to_numpy(zero_copy_only=False)
+    by_id = as_numpy(pc.starts_with(trace.strings, prefix))
     names = trace.column("events", "name")
     ok = (names >= 0) & ~np.isin(trace.column("events", "kind"), GPU_KINDS)
     ok[ok] = by_id[names[ok]]

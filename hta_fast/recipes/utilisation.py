@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Union
 
 import numpy as np
-import pyarrow as pa
 
 from .. import udf
+from .._arrow import array_of, as_numpy
 from ..frame.result import Result
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -42,9 +42,9 @@ def utilisation_curve(
         raise ValueError(f"span must be >= 1, got {span}")
     res = udf.apply(busy_time, traces, by="window", every=every, kinds="gpu", **selection)
     t = res.table
-    rank = t["rank"].to_numpy()
-    window = t["window"].to_numpy()
-    busy = t["busy"].to_numpy().astype(np.float64)
+    rank = as_numpy(t["rank"])
+    window = as_numpy(t["window"])
+    busy = as_numpy(t["busy"]).astype(np.float64)
     util = busy / every
     rolling = np.empty(len(t))
     for r in np.unique(rank):
@@ -56,7 +56,7 @@ def utilisation_curve(
         csum = np.r_[0.0, np.cumsum(dense)]
         lo = np.maximum(idx + 1 - span, 0)
         rolling[at] = (csum[idx + 1] - csum[lo]) / (idx + 1 - lo)
-    table = t.append_column("utilisation", pa.array(util)).append_column(
-        "rolling_utilisation", pa.array(rolling)
+    table = t.append_column("utilisation", array_of(util)).append_column(
+        "rolling_utilisation", array_of(rolling)
     )
     return Result("utilisation_curve", table, notes=res.notes, params={**res.params, "span": span})

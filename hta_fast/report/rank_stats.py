@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import as_numpy
 from ..analysis.stragglers import high_outliers
 from ..frame.fields import display_unit
 from .tables import cell, header, unit_of
@@ -20,7 +21,7 @@ HEADERS = ["metric", "min", "p10", "median", "p90", "max", "lowest", "highest"]
 
 def _floats(table: pa.Table, name: str) -> np.ndarray:
     col = pc.cast(table.column(name), pa.float64())
-    return np.asarray(col.fill_null(np.nan).to_numpy(zero_copy_only=False), float)
+    return np.asarray(as_numpy(col.fill_null(np.nan)), float)
 
 
 def distribution(

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import as_numpy
 from ..frame.result import fold_rank_notes
 from . import sections_memory, sections_time
 from .context import Context, Section, section
@@ -43,11 +44,11 @@ def rows_distribution(caption: str, table: pa.Table) -> dict[str, Any]:
 
 def _pivot(t: pa.Table, key: str, value: str) -> tuple[pa.Table, list[str]]:
     """One row per rank, one column per distinct key (0 where a rank has none), in ns."""
-    ranks, ri = np.unique(t.column("rank").to_numpy(), return_inverse=True)
+    ranks, ri = np.unique(as_numpy(t.column("rank")), return_inverse=True)
     names = list(dict.fromkeys(t.column(key).to_pylist()))
     ki = np.array([names.index(k) for k in t.column(key).to_pylist()], np.int64)
     z = np.zeros((len(ranks), len(names)))
-    np.add.at(z, (ri.reshape(-1), ki), t.column(value).to_numpy().astype(float))
+    np.add.at(z, (ri.reshape(-1), ki), as_numpy(t.column(value)).astype(float))
     ns = {"unit": "ns"}
     schema = pa.schema([pa.field(str(n), pa.float64(), metadata=ns) for n in names])
     return pa.table([z[:, i] for i in range(len(names))], schema=schema), [
@@ -58,7 +59,7 @@ def _pivot(t: pa.Table, key: str, value: str) -> tuple[pa.Table, list[str]]:
 def _median_bars(table: pa.Table, title: str) -> dict[str, Any]:
     """Horizontal bars: each column's median over ranks, whiskers to the min and max."""
     names = table.column_names
-    v = np.stack([table.column(n).to_numpy() for n in names], axis=1) / MS
+    v = np.stack([as_numpy(table.column(n)) for n in names], axis=1) / MS
     med, lo, hi = np.median(v, 0), v.min(0), v.max(0)
     trace = bar(
         names[::-1],
@@ -118,7 +119,7 @@ def gpu_efficiency(ctx: Context) -> Section:
     table, read = efficiency_table(ctx)
     data = [
         _rank_histogram(
-            np.asarray(pc.cast(table[col], pa.float64()).fill_null(np.nan).to_numpy(), float),
+            np.asarray(as_numpy(pc.cast(table[col], pa.float64()).fill_null(np.nan)), float),
             label,
             i,
         )
@@ -165,7 +166,7 @@ def memory(ctx: Context) -> Section:
 def overlap(ctx: Context) -> Section:
     t = ctx.result("overlap").table
     pct = np.asarray(
-        pc.cast(t["comp_comm_overlap_pctg"], pa.float64()).fill_null(np.nan).to_numpy(), float
+        as_numpy(pc.cast(t["comp_comm_overlap_pctg"], pa.float64()).fill_null(np.nan)), float
     )
     edges = np.linspace(0, 100, 21)
     counts, _ = np.histogram(pct[np.isfinite(pct)], edges)

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..analysis.tensorboard.step_breakdown import CATEGORIES
 from ..frame.result import Result
 from .context import Context, Section, section
@@ -29,7 +30,7 @@ def temporal(ctx: Context) -> Section:
     data = [
         bar(
             ranks,
-            np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS,
+            np.asarray(as_numpy(t.column(c))) / MS,
             label,
             i,
             color=IDLE if c == "idle_time" else None,
@@ -75,12 +76,12 @@ def efficiency_table(ctx: Context) -> tuple[pa.Table, list[str]]:
     tables = {name: ctx.result(name).table for name in dict.fromkeys(e[0] for e in EFFICIENCY)}
     ranks = tables["gpu_utilization"].column("rank").to_pylist()
     columns = [(n, c) for n, c, _ in EFFICIENCY] + [("sm_efficiency", "sm_count")]
-    fields, arrays = [tables["gpu_utilization"].schema.field("rank")], [pa.array(ranks)]
+    fields, arrays = [tables["gpu_utilization"].schema.field("rank")], [array_of(ranks)]
     for name, col in columns:
         t = tables[name]
         by_rank = dict(zip(t.column("rank").to_pylist(), t.column(col).to_pylist()))
         fields.append(t.schema.field(col))
-        arrays.append(pa.array([by_rank.get(r) for r in ranks], t.schema.field(col).type))
+        arrays.append(array_of([by_rank.get(r) for r in ranks], t.schema.field(col).type))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), list(tables)
 
 
@@ -128,7 +129,7 @@ def step_breakdown(ctx: Context) -> Section:
     data = [
         bar(
             x,
-            np.asarray(t.column(c).to_numpy(zero_copy_only=False)) / MS,
+            np.asarray(as_numpy(t.column(c))) / MS,
             label,
             i,
             color=IDLE if c == "other" else None,
@@ -189,9 +190,9 @@ def top_kernels(ctx: Context, n: int = 20) -> Section:
     top = dist.sort_by([("mean", "descending")]).slice(0, n)
     names = top.column("name").to_pylist()
     short = [s if len(s) <= 60 else s[:57] + "..." for s in names]
-    mean = top.column("mean").to_numpy() / MS
-    lo = mean - top.column("min").to_numpy() / MS
-    hi = top.column("max").to_numpy() / MS - mean
+    mean = as_numpy(top.column("mean")) / MS
+    lo = mean - as_numpy(top.column("min")) / MS
+    hi = as_numpy(top.column("max")) / MS - mean
     data = [
         bar(
             short[::-1],
@@ -249,10 +250,10 @@ def idle(ctx: Context) -> Section:
     keys = list(dict.fromkeys(zip(t.column("rank").to_pylist(), t.column("stream").to_pylist())))
     cats = ("host_wait", "kernel_wait", "other")
     x = [f"rank {r} / stream {s}" for r, s in keys]
-    rank, stream = t.column("rank").to_numpy(), t.column("stream").to_numpy()
+    rank, stream = as_numpy(t.column("rank")), as_numpy(t.column("stream"))
     cat, time = (
         np.array(t.column("idle_category").to_pylist(), object),
-        t.column("idle_time").to_numpy(),
+        as_numpy(t.column("idle_time")),
     )
     data = []
     for i, c in enumerate(cats):

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import as_numpy
 from .context import Context, Section, section
 from .figures import bar, figure
 from .tables import html_table
@@ -40,7 +41,7 @@ def graph_replays(ctx: Context) -> Section:
     per_rank = _per_rank(t)
     ranks = [f"rank {v}" for v in per_rank.column("rank").to_pylist()]
     data = [
-        bar(ranks, per_rank.column(c).to_numpy(), label, i)
+        bar(ranks, as_numpy(per_rank.column(c)), label, i)
         for i, (c, label) in enumerate(
             (
                 ("matched_pct", "replays with their capture"),
@@ -61,10 +62,10 @@ def graph_replays(ctx: Context) -> Section:
 
 def _per_rank(t: pa.Table) -> pa.Table:
     """Per rank: replays, GPU events, GPU time and its share, split by whether matched."""
-    rank = t.column("rank").to_numpy()
+    rank = as_numpy(t.column("rank"))
     ranks, code = np.unique(rank, return_inverse=True)
-    matched = t.column("capture_matched").to_numpy(zero_copy_only=False).astype(bool)
-    pct = t.column("gpu_time_pct").to_numpy()
+    matched = as_numpy(t.column("capture_matched")).astype(bool)
+    pct = as_numpy(t.column("gpu_time_pct"))
 
     def summed(values: np.ndarray) -> np.ndarray:
         return np.bincount(code, weights=values, minlength=len(ranks))
@@ -75,8 +76,8 @@ def _per_rank(t: pa.Table) -> pa.Table:
             "rank": ranks.astype(np.int64),
             "replays": np.bincount(code, minlength=len(ranks)).astype(np.int64),
             "matched": summed(matched.astype(float)).astype(np.int64),
-            "gpu_events": summed(t.column("gpu_events").to_numpy()).astype(np.int64),
-            "gpu_time": summed(t.column("gpu_time").to_numpy()).astype(np.int64),
+            "gpu_events": summed(as_numpy(t.column("gpu_events"))).astype(np.int64),
+            "gpu_time": summed(as_numpy(t.column("gpu_time"))).astype(np.int64),
             "matched_pct": summed(np.where(matched, pct, 0.0)),
             "unmatched_pct": summed(np.where(matched, 0.0, pct)),
         },

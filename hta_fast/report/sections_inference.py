@@ -8,6 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..frame.fields import NS, PCT
 from .context import Context, Section, section
 from .figures import bar, figure
@@ -49,7 +50,7 @@ def inference(ctx: Context) -> Section:
     per_phase = per_phase.filter(pc.not_equal(per_phase["phase"], "iteration"))
     phases = per_phase.column("phase").to_pylist()
     data = [
-        bar(phases, per_phase.column(c).to_numpy() / 1e6, label, i)
+        bar(phases, as_numpy(per_phase.column(c)) / 1e6, label, i)
         for i, (c, label) in enumerate((("mean_dur", "mean"), ("p90_dur", "p90")))
     ]
     tables = [
@@ -76,7 +77,7 @@ def replayed_operators(events: pa.Table) -> pa.Table:
     """Per operator the replayed GPU events count for (the capture's, or the graph
     launch's where no capture matched): events, GPU time and its share, longest first."""
     if events.num_rows == 0:
-        return pa.table({"op_name": pa.array([], pa.string())})
+        return pa.table({"op_name": array_of([], pa.string())})
     g = events.group_by("op_name").aggregate([("dur", "sum"), ("dur", "count")])
     total = max(int(pc.sum(g["dur_sum"]).as_py() or 0), 1)
     g = g.sort_by([("dur_sum", "descending")])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import as_numpy
 from .context import Context, Section, section
 from .figures import bar, figure
 from .tables import html_table
@@ -30,7 +31,7 @@ def modules(ctx: Context) -> Section:
     leaves = _top(t)
     names = leaves.column("path").to_pylist()
     data = [
-        bar(names, leaves.column(c).to_numpy() / 1e6, label, i)
+        bar(names, as_numpy(leaves.column(c)) / 1e6, label, i)
         for i, (c, label) in enumerate(
             (("forward_gpu", "forward GPU"), ("backward_gpu", "backward GPU"))
         )

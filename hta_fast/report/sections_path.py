@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..frame.fields import NS, PCT
 from ..frame.result import fold_rank_notes
 from ..frame.select import Selection
@@ -60,9 +61,9 @@ def _path_section(ctx: Context, sel: Selection, notes: list[str]) -> Section:
         f"rank {k} {step_label(s)}"
         for k, s in zip(summary.column("rank").to_pylist(), summary.column("step").to_pylist())
     ]
-    length = summary.column("critical_path_length").to_numpy() / MS
+    length = as_numpy(summary.column("critical_path_length")) / MS
     data = [
-        bar(label, length * summary.column(b).to_numpy() / 100, b, i)
+        bar(label, length * as_numpy(summary.column(b)) / 100, b, i)
         for i, b in enumerate(BOUND_BY)
         if b in shares
     ]
@@ -102,13 +103,13 @@ def top_events(on_path: pa.Table, summary: pa.Table, n: int = TOP_EVENTS) -> pa.
         .sort_by([("duration_sum", "descending")])
         .slice(0, n)
     )
-    on = grouped.column("duration_sum").to_numpy()
+    on = as_numpy(grouped.column("duration_sum"))
     return pa.table(
         {
             "name": grouped["name"],
             "bound_by": grouped["bound_by"],
-            "time_on_path": pa.array(on, pa.int64()),
-            "share_of_path": pa.array(100.0 * on / total, pa.float64()),
+            "time_on_path": array_of(on, pa.int64()),
+            "share_of_path": array_of(100.0 * on / total, pa.float64()),
             "edges": grouped["edges_sum"],
         },
         schema=pa.schema(
@@ -125,7 +126,7 @@ def top_events(on_path: pa.Table, summary: pa.Table, n: int = TOP_EVENTS) -> pa.
 
 def overlay_command(ctx: Context, summary: pa.Table) -> str:
     """The command that writes the longest step's path as a timeline overlay (Perfetto)."""
-    i = int(np.argmax(summary.column("critical_path_length").to_numpy()))
+    i = int(np.argmax(as_numpy(summary.column("critical_path_length"))))
     rank, step = summary["rank"][i].as_py(), summary["step"][i].as_py()
     steps = "" if step is None else f" --steps {step}"
     name = "whole" if step is None else f"step{step}"

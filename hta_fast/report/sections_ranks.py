@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from ..analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
 from ..analysis.temporal import busy_bins
 from ..frame.select import Selection
@@ -37,7 +38,7 @@ def step_outliers(ctx: Context) -> tuple[list[Outlier], float, np.ndarray, np.nd
     def compute() -> tuple[list[Outlier], float, np.ndarray, np.ndarray]:
         t = ctx.result("steps").table
         ranks, med = per_rank_median(
-            t.column("rank").to_numpy(), t.column("span").to_numpy().astype(float)
+            as_numpy(t.column("rank")), as_numpy(t.column("span")).astype(float)
         )
         found, overall = slow_outliers(ranks, med)
         return found, overall, ranks, med
@@ -55,8 +56,8 @@ def work_outliers(ctx: Context) -> tuple[list[Outlier], float]:
         s = ctx.result("steps").table
         if t.num_rows == 0:
             return [], float("nan")
-        ranks = t.column("rank").to_numpy().astype(np.int64)
-        work = t.column("compute_time").to_numpy(zero_copy_only=False).astype(float)
+        ranks = as_numpy(t.column("rank")).astype(np.int64)
+        work = as_numpy(t.column("compute_time")).astype(float)
         counted = s.group_by("rank").aggregate([("step", "count")])
         steps = dict(
             zip(counted.column("rank").to_pylist(), counted.column("step_count").to_pylist())
@@ -116,11 +117,11 @@ def outliers(ctx: Context) -> Section:
     ns, pct = {"unit": "ns"}, {"unit": "%"}
     table = pa.table(
         {
-            "rank": pa.array([o.rank for o, _ in rows], pa.int64()),
-            "stands_out_by": pa.array([by for _, by in rows], pa.string()),
-            "value": pa.array([o.value for o, _ in rows], pa.float64()),
-            "above_median_pct": pa.array([o.above_median_pct for o, _ in rows], pa.float64()),
-            "command": pa.array(
+            "rank": array_of([o.rank for o, _ in rows], pa.int64()),
+            "stands_out_by": array_of([by for _, by in rows], pa.string()),
+            "value": array_of([o.value for o, _ in rows], pa.float64()),
+            "above_median_pct": array_of([o.above_median_pct for o, _ in rows], pa.float64()),
+            "command": array_of(
                 [f"hta-fast report {ctx.source} --ranks {o.rank}" for o, _ in rows], pa.string()
             ),
         },
@@ -153,7 +154,7 @@ def steps(ctx: Context) -> Section:
     if t.num_rows == 0:
         return Section(notes=ctx.notes("steps"))
     ranks, cols, z = grid(
-        t.column("rank").to_numpy(), t.column("step").to_numpy(), t.column("span").to_numpy() / MS
+        as_numpy(t.column("rank")), as_numpy(t.column("step")), as_numpy(t.column("span")) / MS
     )
     cb = bin_axis(z, 1, MAX_COLS, "max")
     zr, labels = rank_rows(cb.z, ranks, "max")
@@ -253,13 +254,13 @@ def _comm_per_rank(ctx: Context) -> tuple[pa.Table, list[str]]:
 
 
 def _arrival_heatmap(per_rank: pa.Table) -> dict:
-    first = per_rank["ts"].to_numpy() - per_rank["arrival_delay"].to_numpy()
+    first = as_numpy(per_rank["ts"]) - as_numpy(per_rank["arrival_delay"])
     # A matched collective's column, in time order: its first arrival, then its index.
     _, code = np.unique(
-        np.stack([first, per_rank["index"].to_numpy()], axis=1), axis=0, return_inverse=True
+        np.stack([first, as_numpy(per_rank["index"])], axis=1), axis=0, return_inverse=True
     )
     ranks, cols, z = grid(
-        per_rank["rank"].to_numpy(), code.reshape(-1), per_rank["arrival_delay"].to_numpy() / US
+        as_numpy(per_rank["rank"]), code.reshape(-1), as_numpy(per_rank["arrival_delay"]) / US
     )
     cb = bin_axis(z, 1, MAX_COLS, "max")
     zr, labels = rank_rows(cb.z, ranks, "max")

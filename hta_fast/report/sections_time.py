@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of, as_numpy
 from .context import Context, Section, SectionFailed, section
 from .downsample import min_max, per_series_budget
 from .figures import bar, figure, step_line
@@ -24,7 +25,7 @@ Tabler = Callable[[str, pa.Table], dict[str, Any]]
 def only_ranks(table: pa.Table, ranks: Optional[Sequence[int]]) -> pa.Table:
     if ranks is None:
         return table
-    return table.filter(pc.is_in(table["rank"], pa.array(list(ranks), pa.int64())))
+    return table.filter(pc.is_in(table["rank"], array_of(list(ranks), pa.int64())))
 
 
 def drawn_note(ranks: Optional[Sequence[int]]) -> list[str]:
@@ -39,17 +40,17 @@ def series(
     """One downsampled step line per (rank, key); x in ms from the first change point."""
     if table.num_rows == 0:
         return [], 0
-    rank = table.column("rank").to_numpy()
+    rank = as_numpy(table.column("rank"))
     keys = table.column(key)
     if pa.types.is_string(keys.type):
         keys = pc.dictionary_encode(keys.combine_chunks())
-        names, codes = keys.dictionary.to_pylist(), keys.indices.to_numpy()
+        names, codes = keys.dictionary.to_pylist(), as_numpy(keys.indices)
     else:
-        codes = keys.to_numpy()
+        codes = as_numpy(keys)
         names = None
     group = (rank.astype(np.int64) << 32) + codes.astype(np.int64)
-    ts = table.column("ts").to_numpy()
-    y = table.column(value).to_numpy()
+    ts = as_numpy(table.column("ts"))
+    y = as_numpy(table.column(value))
     # The analyses give each series as one run of rows in time order; sort only if not.
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     if len(starts) != len(np.unique(group[starts])):
@@ -124,8 +125,8 @@ def bandwidth(
 @section("launch-delay", "launch_stats")
 def launch_delay(ctx: Context, tabler: Tabler = html_table) -> Section:
     t = ctx.result("launch_stats").table
-    delay = t.column("launch_delay").to_numpy()
-    rank = t.column("rank").to_numpy()
+    delay = as_numpy(t.column("launch_delay"))
+    rank = as_numpy(t.column("rank"))
     data = []
     positive = delay[delay > 0] / 1e3
     if len(positive):
@@ -195,7 +196,7 @@ def steps(ctx: Context) -> Section:
         data.append(
             bar(
                 [f"step {s}" for s in sub.column("step").to_pylist()],
-                sub.column("span").to_numpy() / MS,
+                as_numpy(sub.column("span")) / MS,
                 f"rank {r}",
                 i,
             )

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow import array_of
 from ..loading.rank_info import rank_info
 from ..traceset import TraceSet
 from .context import Context, Section
@@ -40,7 +41,7 @@ def rank_overview(ctx: Context, load_seconds: float) -> tuple[pa.Table, pa.Table
         headline["utilization"] = float(np.nanmean(util))
     shown = info.drop_columns(["file"]).append_column(
         "gpu_busy_pct",
-        pa.array([None if not np.isfinite(u) else 100 * u for u in util], pa.float64()),
+        array_of([None if not np.isfinite(u) else 100 * u for u in util], pa.float64()),
     )
     return info, shown, headline
 
@@ -62,5 +63,5 @@ def loader_counts(traces: TraceSet) -> pa.Table:
     for rank, trace in traces.items():
         st = trace.stats.select(["name", "severity", "count", "description"])
         st = st.filter(pc.greater(st["count"], 0))
-        parts.append(st.add_column(0, "rank", pa.array([rank] * st.num_rows, pa.int64())))
+        parts.append(st.add_column(0, "rank", array_of([rank] * st.num_rows, pa.int64())))
     return pa.concat_tables(parts) if parts else pa.table({})

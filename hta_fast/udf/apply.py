@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from .._arrow import array_of
 from ..frame import select
 from ..frame.result import Result
 from ..schema import CPU_KINDS, GPU_WORK_KINDS, EventKind, KernelClass
@@ -64,16 +65,16 @@ def _key_column(
         return (
             pa.concat_arrays([s(v) for s, v in zip(strings, values)])
             if values
-            else pa.array([], pa.string())
+            else array_of([], pa.string())
         )
     joined = np.concatenate(values) if values else np.empty(0, np.int64)
     if key == "kind":
-        return pa.array([EventKind(int(v)).name for v in joined], pa.string())
+        return array_of([EventKind(int(v)).name for v in joined], pa.string())
     if key == "kernel_class":
-        return pa.array([KernelClass(int(v)).name for v in joined], pa.string())
+        return array_of([KernelClass(int(v)).name for v in joined], pa.string())
     t = _KEY_TYPES[key]
     mask = (joined == -1) if key in _NULL_AT_MINUS_ONE else None
-    return pa.array(joined.astype(t.to_pandas_dtype()), t, mask=mask)
+    return array_of(joined.astype(t.to_pandas_dtype()), t, mask=mask)
 
 
 def apply(
@@ -177,16 +178,16 @@ def apply(
             ) from None
 
     table = {
-        "rank": pa.array(
+        "rank": array_of(
             np.concatenate(rank_col) if rank_col else np.empty(0, np.int64), pa.int64()
         )
     }
     for k in by_keys:
         table[k] = _key_column(k, key_vals[k], namers)
-    table["events"] = pa.array(
+    table["events"] = array_of(
         np.concatenate(counts) if counts else np.empty(0, np.int64), pa.int64()
     )
-    table[m.name] = pa.array(out)
+    table[m.name] = array_of(out)
     return Result(
         m.name,
         pa.table(table),
@@ -222,5 +223,5 @@ def _times(
 
 def _names(strings: pa.Array, ids: np.ndarray) -> pa.Array:
     valid = ids >= 0
-    taken = strings.take(pa.array(np.where(valid, ids, 0))).cast(pa.string())
-    return pa.array(taken.to_pylist(), pa.string(), mask=~valid) if not valid.all() else taken
+    taken = strings.take(array_of(np.where(valid, ids, 0))).cast(pa.string())
+    return array_of(taken.to_pylist(), pa.string(), mask=~valid) if not valid.all() else taken

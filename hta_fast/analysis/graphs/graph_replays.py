@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ... import _arrow
+from ..._arrow import array_of
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.gpu_work import gpu_work
@@ -163,7 +164,7 @@ def _rank_tables(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> tuple[p
             match.agreeing[shown],
             _arrow.masked(match.distance[shown], match.distance[shown] < 0),
             _arrow.masked(capture_ts, capture < 0),
-            pa.array(_op_lists(trace, which, op, shown), pa.string()),
+            array_of(_op_lists(trace, which, op, shown), pa.string()),
         ],
         schema=SCHEMA,
     )

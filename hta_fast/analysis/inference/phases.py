@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from ... import ops
+from ..._arrow import array_of, as_numpy
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.gpu_work import gpu_work, unrecorded_head
@@ -161,7 +162,7 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     return pa.table(
         [
             np.full(n, rank, np.int64),
-            pa.array(found.phase.tolist(), pa.string()),
+            array_of(found.phase.tolist(), pa.string()),
             index,
             np.arange(n, dtype=np.int64),
             name,
@@ -174,7 +175,7 @@ def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
             graph_t,
             kernels[:n].astype(np.int64),
             launches[:n].astype(np.int64),
-            *(pa.array(c, pa.int64()) for c in counts),
+            *(array_of(c, pa.int64()) for c in counts),
         ],
         schema=SCHEMA,
     )
@@ -217,12 +218,12 @@ def request_counts(names: list) -> list[list[Optional[int]]]:
 
 def _summary(table: pa.Table) -> pa.Table:
     phase = np.asarray(table.column("phase").to_pylist(), object)
-    rank = table.column("rank").to_numpy()
-    dur = table.column("dur").to_numpy()
-    busy = table.column("gpu_busy").to_numpy()
-    graph = table.column("graph_busy").to_numpy()
-    kernels = table.column("kernels").to_numpy()
-    launches = table.column("launches").to_numpy()
+    rank = as_numpy(table.column("rank"))
+    dur = as_numpy(table.column("dur"))
+    busy = as_numpy(table.column("gpu_busy"))
+    graph = as_numpy(table.column("graph_busy"))
+    kernels = as_numpy(table.column("kernels"))
+    launches = as_numpy(table.column("launches"))
     order = [p for p in (*SOURCES, "iteration") if p in set(phase)]
     rows = []
     for p in order:

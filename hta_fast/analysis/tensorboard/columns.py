@@ -8,6 +8,8 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
+
 __all__ = ["pct", "pcts", "table_of"]
 
 
@@ -20,7 +22,7 @@ def pcts(part: np.ndarray, whole: np.ndarray) -> pa.Array:
     """pct() of arrays, as an Arrow array with nulls where whole is not positive."""
     whole_f = np.asarray(whole, np.float64)
     out = 100.0 * np.asarray(part, np.float64) / np.where(whole_f > 0, whole_f, 1.0)
-    return pa.array(out, pa.float64(), mask=whole_f <= 0)
+    return array_of(out, pa.float64(), mask=whole_f <= 0)
 
 
 def table_of(cols: dict[str, list], schema: pa.Schema) -> pa.Table:
@@ -34,7 +36,7 @@ def table_of(cols: dict[str, list], schema: pa.Schema) -> pa.Table:
         if isinstance(parts[0], pa.Array):
             arrays.append(pa.concat_arrays([p.cast(f.type) for p in parts]))
         elif isinstance(parts[0], np.ndarray):
-            arrays.append(pa.array(np.concatenate(parts), f.type))
+            arrays.append(array_of(np.concatenate(parts), f.type))
         else:
-            arrays.append(pa.array(parts, f.type))
+            arrays.append(array_of(parts, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)

@@ -19,6 +19,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...costs.op_args import op_arg_positions
 from ...frame import derived, select
 from ...frame.fields import NS
@@ -113,8 +114,8 @@ def _rank_table(rank: int, trace: Trace, mask: Optional[np.ndarray]) -> pa.Table
     return pa.table(
         [
             np.full(m, rank, np.int64),
-            pa.array(keys[order].tolist(), pa.string()),
-            pa.array([names[k][len("nn.Module: ") :] for k in order], pa.string()),
+            array_of(keys[order].tolist(), pa.string()),
+            array_of([names[k][len("nn.Module: ") :] for k in order], pa.string()),
             np.array([keys[k].count("/") for k in order], np.int64),
             np.bincount(inverse, minlength=m)[order].astype(np.int64),
             summed(dur.astype(np.int64))[order],

@@ -44,6 +44,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame import select
 from ...frame.fields import NS
 from ...frame.memory_events import MemoryEvents, device_label, memory_events
@@ -302,13 +303,13 @@ def _operators(
     calls_by_name = np.bincount(names[is_op] + 1, minlength=int(names.max(initial=-1)) + 2)
     order = np.lexsort((-row["alloc_bytes"], g_dev))
     out["rank"].append(np.full(m, rank, np.int64))
-    out["device"].append(pa.array([labels[d] for d in g_dev[order]], pa.string()))
+    out["device"].append(array_of([labels[d] for d in g_dev[order]], pa.string()))
     out["name"].append(trace.strings_at(g_name[order]))
     out["calls"].append(calls_by_name[g_name[order] + 1])
     for k in inst:
         out[k].append(row[k][order])
-    out["peak_increase"].append(pa.array(peak_inc[order], pa.int64(), mask=peak_inc[order] < 0))
-    out["peak_allocated"].append(pa.array(peak_top[order], pa.int64(), mask=peak_top[order] < 0))
+    out["peak_increase"].append(array_of(peak_inc[order], pa.int64(), mask=peak_inc[order] < 0))
+    out["peak_allocated"].append(array_of(peak_top[order], pa.int64(), mask=peak_top[order] < 0))
 
 
 def _inside_same_name(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -362,10 +363,10 @@ def _per_device(
         )
         n = int(on.sum())
         curve["rank"].append(np.full(n, rank, np.int64))
-        curve["device"].append(pa.array([label] * n, pa.string()))
+        curve["device"].append(array_of([label] * n, pa.string()))
         curve["ts"].append(ev.ts[on])
-        curve["allocated"].append(pa.array(total, pa.int64(), mask=~has_total))
-        curve["reserved"].append(pa.array(reserved, pa.int64(), mask=~has_reserved))
+        curve["allocated"].append(array_of(total, pa.int64(), mask=~has_total))
+        curve["reserved"].append(array_of(reserved, pa.int64(), mask=~has_reserved))
 
 
 def _allocations(
@@ -405,12 +406,12 @@ def _allocations(
     a_ts = np.where(has_a, ev.ts[np.maximum(alloc_ev, 0)], 0)
     f_ts = np.where(has_f, ev.ts[np.maximum(free_ev, 0)], 0)
     out["rank"].append(np.full(m, rank, np.int64))
-    out["device"].append(pa.array([labels[d] for d in dev_of[first]], pa.string()))
+    out["device"].append(array_of([labels[d] for d in dev_of[first]], pa.string()))
     out["addr"].append(ev.addr[first])
     out["bytes"].append(np.abs(ev.bytes[first]))
-    out["alloc_ts"].append(pa.array(a_ts, pa.int64(), mask=~has_a))
-    out["free_ts"].append(pa.array(f_ts, pa.int64(), mask=~has_f))
-    out["duration"].append(pa.array(f_ts - a_ts, pa.int64(), mask=~(has_a & has_f)))
+    out["alloc_ts"].append(array_of(a_ts, pa.int64(), mask=~has_a))
+    out["free_ts"].append(array_of(f_ts, pa.int64(), mask=~has_f))
+    out["duration"].append(array_of(f_ts - a_ts, pa.int64(), mask=~(has_a & has_f)))
     out["alloc_op"].append(_op_names(trace, ev, alloc_ev))
     out["free_op"].append(_op_names(trace, ev, free_ev))
 

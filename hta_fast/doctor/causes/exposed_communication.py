@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._arrow import as_numpy
 from ...analysis.overlap import comm_comp_overlap
 from ...costs.collectives import bus_factor
 from ...frame.fields import duration_text
@@ -59,8 +60,8 @@ def bus_bandwidths(
     hit = kernels[order][idx] == rows
     src = order[idx[hit]]
     table = rank_summary(trace).collectives
-    nbytes = table["bytes"].to_numpy(zero_copy_only=False).astype(np.float64)[src]
-    group = table["group_size"].fill_null(1).to_numpy()[src]
+    nbytes = as_numpy(table["bytes"]).astype(np.float64)[src]
+    group = as_numpy(table["group_size"].fill_null(1))[src]
     kinds = np.asarray(table["collective"].to_pylist(), dtype=object)[src]
     factor = np.array([bus_factor(k, int(n)) for k, n in zip(kinds, group)], np.float64)
     d = dur[hit].astype(np.float64)
@@ -80,8 +81,8 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         comm = v.selected & in_window
         exposed_all = exposed_per_kernel(v)
         t = comm_comp_overlap(trace, window=(v.lo, v.hi)).table
-        rank_comm = float(t.column("comm_time").to_numpy().sum())
-        rank_overlap = float(t.column("overlap_time").to_numpy().sum())
+        rank_comm = float(as_numpy(t.column("comm_time")).sum())
+        rank_overlap = float(as_numpy(t.column("overlap_time")).sum())
         comm_time += rank_comm
         overlap_time += rank_overlap
         # Collectives running at once (several streams) are exposed once: scale the

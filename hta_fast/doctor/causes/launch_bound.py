@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._arrow import as_numpy
 from ...analysis.idle_time import idle_time_breakdown
 from ...analysis.queue_length import queue_pairs
 from ...frame import derived
@@ -78,7 +79,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             idle = idle_time_breakdown(trace, consecutive_kernel_delay=delay, window=window)
             t = idle.table
             cat = np.asarray(t.column("idle_category").to_pylist(), object)
-            it = t.column("idle_time").to_numpy()
+            it = as_numpy(t.column("idle_time"))
             host_wait += float(it[cat == "host_wait"].sum())
             idle_all += float(it.sum())
             waited, lasted = _queue_time(trace, window)

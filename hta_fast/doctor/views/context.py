@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import ops
+from ..._arrow import as_numpy
 from ...analysis.tensorboard.step_windows import step_windows
 from ...frame import derived
 from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
@@ -348,10 +349,10 @@ def share_name_flags(traces: Sequence[Trace], patterns: Sequence[str]) -> None:
         return
     pools = [t.strings for t in todo]
     encoded = pa.concat_arrays([p.cast(pa.large_string()) for p in pools]).dictionary_encode()
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    codes = as_numpy(encoded.indices)
     bounds = np.cumsum([0] + [len(p) for p in pools])
     for pattern in patterns:
-        hit = pc.match_substring_regex(encoded.dictionary, pattern).to_numpy(zero_copy_only=False)
+        hit = as_numpy(pc.match_substring_regex(encoded.dictionary, pattern))
         hit = np.asarray(hit, bool)
         for t, lo, hi in zip(todo, bounds[:-1], bounds[1:]):
             derived.remember(
@@ -370,7 +371,7 @@ def is_amd(trace: Trace) -> bool:
 
 
 def names_of(trace: Trace, rows: np.ndarray) -> list[str]:
-    return trace.strings_at(trace.column("events", "name")[rows]).fill_null("").to_pylist()
+    return trace.names_at(trace.column("events", "name")[rows])
 
 
 def escape(literal: str) -> str:

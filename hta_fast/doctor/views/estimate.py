@@ -79,7 +79,7 @@ class Tally:
         }
         # Keep the strings of the costliest names only: a trace may hold many distinct names.
         top = np.argsort(-tot)[:50]
-        names = trace.strings_at(uniq[top]).fill_null("(unnamed)").to_pylist()
+        names = trace.names_at(uniq[top], missing="(unnamed)")
         for j, name in zip(top.tolist(), names):
             self.count[name] += int(cnt[j])
             self.cost[name] += float(tot[j])

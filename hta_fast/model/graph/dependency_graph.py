@@ -203,10 +203,9 @@ def _mark_pageable_copies(
     copies, calls = copies[free], calls[free]
     if not len(copies):
         return
-    strings = trace.strings_at
     blocking = sync_calls.pageable_copies(
-        strings(names[calls]).fill_null("").to_pylist(),
-        strings(names[copies]).fill_null("").to_pylist(),
+        trace.names_at(names[calls]),
+        trace.names_at(names[copies]),
         ts[calls] + dur[calls],
         ts[copies] + dur[copies],
     )
@@ -317,7 +316,7 @@ def build_graph(
     # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
     names = col("events", "name")[rows]
     uniq = np.unique(names)
-    kind_of = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
+    kind_of = sync_calls.sync_kind_of_names(trace.names_at(uniq))
     name_at = np.searchsorted(uniq, names)
     sync_kind = np.where(is_gpu, 0, kind_of[name_at]).astype(np.uint8)
     is_copy = kind[rows] == EventKind.memcpy

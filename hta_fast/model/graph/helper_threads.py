@@ -40,7 +40,7 @@ def _helpers(trace: Trace) -> np.ndarray:
     if not len(calls):
         return out
     uniq, inv = np.unique(col("events", "name")[cpu[calls]], return_inverse=True)
-    waits = sync_calls.sync_kind_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
+    waits = sync_calls.sync_kind_of_names(trace.names_at(uniq))
     work[calls] = waits[inv.reshape(-1)] != sync_calls.NONE
     if work.all():
         return out

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ... import sync_calls
+from ..._arrow import as_numpy
 from ...frame import derived
 from ...schema import EventKind
 from ...trace import Trace
@@ -278,7 +279,7 @@ def records_traced(trace: Trace) -> bool:
 
     def compute() -> bool:
         flags = pc.match_substring_regex(trace.strings, sync_calls.RECORD)
-        flags = np.asarray(flags.to_numpy(zero_copy_only=False), bool)
+        flags = np.asarray(as_numpy(flags), bool)
         if not flags.any():
             return False
         names = trace.column("events", "name")
@@ -311,7 +312,7 @@ def waits_without_rows(
     open_calls = calls[on_event & (trace.column("events", "partner")[rows[calls]] < 0)]
     if not len(open_calls) or np.any(kind == EventKind.sync):
         return None
-    record_of = sync_calls.is_record_of_names(trace.strings_at(uniq).fill_null("").to_pylist())
+    record_of = sync_calls.is_record_of_names(trace.names_at(uniq))
     is_record = ~is_gpu & record_of[name_at]
     records = records_traced(trace)
     kinds = asked[open_calls]

@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame.fields import NS, PCT
 from ...trace import Trace
 from ..replay.cross_rank import LinkedWindow
@@ -46,13 +47,13 @@ def _jump_row(
     event = held.graph.rows[held.comm[[jump.collective]]]
     return pa.table(
         {
-            "rank": pa.array([held.rank], pa.int64()),
-            "step": pa.array([step], pa.int64()),
-            "duration": pa.array([jump.wait], pa.int64()),
-            "type": pa.array([CROSS_RANK]),
+            "rank": array_of([held.rank], pa.int64()),
+            "step": array_of([step], pa.int64()),
+            "duration": array_of([jump.wait], pa.int64()),
+            "type": array_of([CROSS_RANK]),
             **event_columns(trace, event, np.ones(1, bool)),
-            "bound_by": pa.array([CROSS_RANK]),
-            "from_rank": pa.array([from_rank], pa.int64()),
+            "bound_by": array_of([CROSS_RANK]),
+            "from_rank": array_of([from_rank], pa.int64()),
         },
         schema=BREAKDOWN_ACROSS,
     )
@@ -119,7 +120,7 @@ def path_tables(
 
 def summary_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(
-        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SUMMARY}, schema=SUMMARY
+        {f.name: array_of([r[f.name] for r in rows], f.type) for f in SUMMARY}, schema=SUMMARY
     )
 
 

@@ -28,6 +28,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.result import Result
@@ -126,7 +127,7 @@ def critical_path(
     found.sort(key=lambda f: (f[0], f[1] is not None, f[1] or 0))
     summary = [f[2] for f in found]
     table = pa.table(
-        {f.name: pa.array([r[f.name] for r in summary], f.type) for f in SUMMARY}, schema=SUMMARY
+        {f.name: array_of([r[f.name] for r in summary], f.type) for f in SUMMARY}, schema=SUMMARY
     )
     if breakdown:
         side = {

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import sync_calls
+from ..._arrow import as_numpy
 from ...frame import select
 from ...frame.fields import NS
 from ...frame.memory_events import innermost_containing
@@ -96,11 +97,11 @@ def _gpu_intervals(iv: pa.Table, rank: int) -> dict[Optional[int], tuple[np.ndar
     if not t.num_rows:
         return {}
     # a null step (a trace without steps) reads NaN here, and is the key None
-    steps = np.asarray(t["step"].to_numpy(zero_copy_only=False), np.float64)
-    start, end = t["start"].to_numpy(), t["end"].to_numpy()
+    steps = np.asarray(as_numpy(t["step"]), np.float64)
+    start, end = as_numpy(t["start"]), as_numpy(t["end"])
     owners = pc.dictionary_encode(t["owner"]).combine_chunks()
     codes = np.array([_CODE[o] for o in owners.dictionary.to_pylist()], np.int64)
-    owner = codes[owners.indices.to_numpy()]
+    owner = codes[as_numpy(owners.indices)]
     out: dict[Optional[int], tuple[np.ndarray, ...]] = {}
     for k in np.unique(steps).tolist():
         on = np.flatnonzero(np.isnan(steps) if np.isnan(k) else steps == k)

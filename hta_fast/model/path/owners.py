@@ -29,6 +29,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of, as_numpy
 from ...analysis.collectives import KernelWaits, kernel_waits
 from ...frame import select
 from ...frame.fields import NS
@@ -188,17 +189,17 @@ def _chain_owners(
         summary.append(row)
     n = len(allp.start)
     has_event = allp.event >= 0
-    names = names_of(trace, "name", np.maximum(allp.event, 0)).to_numpy(zero_copy_only=False)
+    names = as_numpy(names_of(trace, "name", np.maximum(allp.event, 0)))
     table = pa.table(
         {
-            "rank": pa.array(np.full(n, chain.rank), pa.int64()),
-            "step": pa.array(steps[allp.step], pa.int64(), mask=steps[allp.step] < 0),
-            "stream": pa.array(allp.stream, pa.int64(), mask=allp.stream < 0),
-            "start": pa.array(allp.start + g.window_start, pa.int64()),
-            "end": pa.array(allp.end + g.window_start, pa.int64()),
-            "owner": pa.array(np.asarray(OWNERS, object)[allp.owner], pa.string()),
-            "name": pa.array(names, pa.string(), mask=~has_event),
-            "waited_for": pa.array(allp.waited_for, pa.int64(), mask=allp.waited_for < 0),
+            "rank": array_of(np.full(n, chain.rank), pa.int64()),
+            "step": array_of(steps[allp.step], pa.int64(), mask=steps[allp.step] < 0),
+            "stream": array_of(allp.stream, pa.int64(), mask=allp.stream < 0),
+            "start": array_of(allp.start + g.window_start, pa.int64()),
+            "end": array_of(allp.end + g.window_start, pa.int64()),
+            "owner": array_of(np.asarray(OWNERS, object)[allp.owner], pa.string()),
+            "name": array_of(names, pa.string(), mask=~has_event),
+            "waited_for": array_of(allp.waited_for, pa.int64(), mask=allp.waited_for < 0),
         },
         schema=INTERVALS,
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ... import _arrow
+from ..._arrow import array_of
 from ...frame.fields import NS
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE_TYPES, DependencyGraph
@@ -38,8 +39,8 @@ def event_columns(trace: Trace, events: np.ndarray, gpu: np.ndarray) -> dict[str
     return {
         "name": names_of(trace, "name", events),
         "cat": names_of(trace, "cat", events),
-        "pid": pa.array(trace.column("events", "pid")[events], pa.int64()),
-        "tid": pa.array(trace.column("events", "tid")[events], pa.int64()),
+        "pid": array_of(trace.column("events", "pid")[events], pa.int64()),
+        "tid": array_of(trace.column("events", "tid")[events], pa.int64()),
         "stream": _arrow.masked(np.where(gpu, stream, 0), ~gpu, pa.int64()),
     }
 
@@ -65,11 +66,11 @@ def breakdown_rows(
     # Strings by code: a path has millions of edges and a dozen types and categories.
     table = pa.table(
         {
-            "rank": pa.array(np.full(n, rank), pa.int64()),
+            "rank": array_of(np.full(n, rank), pa.int64()),
             "step": pa.nulls(n, pa.int64())
             if step is None
-            else pa.array(np.full(n, step, np.int64), pa.int64()),
-            "duration": pa.array(w, pa.int64()),
+            else array_of(np.full(n, step, np.int64), pa.int64()),
+            "duration": array_of(w, pa.int64()),
             "type": _strings(types, EDGE_TYPES),
             **event_columns(trace, events, np.isin(types, _GPU_TYPES)),
             "bound_by": _strings(bound, BOUND_BY),
@@ -81,8 +82,8 @@ def breakdown_rows(
 
 def _strings(codes: np.ndarray, labels: list[str]) -> pa.Array:
     """The label of each code, as a plain string array."""
-    indices = pa.array(np.asarray(codes, np.int32), pa.int32())
-    return pa.DictionaryArray.from_arrays(indices, pa.array(labels, pa.string())).cast(pa.string())
+    indices = array_of(np.asarray(codes, np.int32), pa.int32())
+    return pa.DictionaryArray.from_arrays(indices, array_of(labels, pa.string())).cast(pa.string())
 
 
 ON_PATH = pa.schema(
@@ -114,11 +115,11 @@ def on_path_rows(
     names, codes = keys // len(BOUND_BY), keys % len(BOUND_BY)
     return pa.table(
         {
-            "rank": pa.array(np.full(len(keys), rank), pa.int64()),
+            "rank": array_of(np.full(len(keys), rank), pa.int64()),
             "name": trace.strings_at(names),
             "bound_by": _strings(codes, BOUND_BY),
-            "duration": pa.array(total, pa.int64()),
-            "edges": pa.array(count, pa.int64()),
+            "duration": array_of(total, pa.int64()),
+            "edges": array_of(count, pa.int64()),
         },
         schema=ON_PATH,
     )

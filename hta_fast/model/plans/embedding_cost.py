@@ -23,6 +23,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of, as_numpy
 from ...costs.time_fit import TimeFit, fit_time
 from ...frame.fields import NS
 from ...frame.result import Result
@@ -112,14 +113,14 @@ class LookupCostModel:
         err = [self.errors.get(n, (None, None, None, None)) for n in names]
         t = pa.table(
             {
-                "family": pa.array(names, pa.string()),
-                "form": pa.array([self.fits[n].form for n in names], pa.string()),
-                "latency_ns": pa.array([self.fits[n].latency_ns for n in names], pa.float64()),
-                "bandwidth_gbps": pa.array(
+                "family": array_of(names, pa.string()),
+                "form": array_of([self.fits[n].form for n in names], pa.string()),
+                "latency_ns": array_of([self.fits[n].latency_ns for n in names], pa.float64()),
+                "bandwidth_gbps": array_of(
                     [self.fits[n].bandwidth_gbps for n in names], pa.float64()
                 ),
-                "lookups": pa.array([e[0] for e in err], pa.int64()),
-                "sizes": pa.array([e[1] for e in err], pa.int64()),
+                "lookups": array_of([e[0] for e in err], pa.int64()),
+                "sizes": array_of([e[1] for e in err], pa.int64()),
                 "fit_error_pct": pa.array([e[2] for e in err], pa.float64(), from_pandas=True),
                 "holdout_error_pct": pa.array([e[3] for e in err], pa.float64(), from_pandas=True),
             }
@@ -139,8 +140,8 @@ def fit_lookup_costs(lookups: Union[Result, pa.Table]) -> LookupCostModel:
     if missing:
         raise ValueError(f"lookup observations lack column(s) {missing}; need family, bytes, dur")
     family = np.asarray(table["family"].to_pylist(), dtype=object)
-    nbytes = np.asarray(table["bytes"].to_numpy(zero_copy_only=False), np.float64)
-    dur = np.asarray(table["dur"].to_numpy(zero_copy_only=False), np.float64)
+    nbytes = np.asarray(as_numpy(table["bytes"]), np.float64)
+    dur = np.asarray(as_numpy(table["dur"]), np.float64)
     ok = np.isfinite(nbytes) & (dur > 0)
     if not ok.any():
         raise ValueError(
@@ -215,15 +216,15 @@ def evaluate_plan(
             notes.append(f"no all-to-all time: {e.args[0]}")
     table = pa.table(
         {
-            "rank": pa.array(np.arange(ranks), pa.int64()),
-            "tables": pa.array(np.bincount(owner, minlength=ranks), pa.int64()),
-            "rows_touched": pa.array(
+            "rank": array_of(np.arange(ranks), pa.int64()),
+            "tables": array_of(np.bincount(owner, minlength=ranks), pa.int64()),
+            "rows_touched": array_of(
                 np.bincount(owner, [t.rows_touched for t in tables], minlength=ranks), pa.float64()
             ),
-            "lookup_bytes": pa.array(np.bincount(owner, nbytes, minlength=ranks), pa.float64()),
-            "lookup_ns": pa.array(times, pa.float64()),
-            "a2a_send_bytes": pa.array(send, pa.float64()),
-            "a2a_recv_bytes": pa.array(recv, pa.float64()),
+            "lookup_bytes": array_of(np.bincount(owner, nbytes, minlength=ranks), pa.float64()),
+            "lookup_ns": array_of(times, pa.float64()),
+            "a2a_send_bytes": array_of(send, pa.float64()),
+            "a2a_recv_bytes": array_of(recv, pa.float64()),
         }
     )
     table = table.cast(

@@ -32,6 +32,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...costs.models.fbgemm import optimizer_of, parse_lookup, tbe_widths
 from ...costs.op_call import NoModel, OpCall
 from ...frame import select
@@ -132,7 +133,7 @@ def _rank_rows(
     name_id = trace.column("events", "name")
     strings = trace.strings.cast(pa.string())
     ids = np.unique(name_id)
-    names = dict(zip(ids.tolist(), strings.take(pa.array(ids, pa.int32())).to_pylist()))
+    names = dict(zip(ids.tolist(), strings.take(array_of(ids, pa.int32())).to_pylist()))
     dur = trace.column("events", "dur")
     launch, gpu = launch_pairs(trace, mask, include_memory_events=False)
     kname = [names[i] for i in name_id[gpu].tolist()]

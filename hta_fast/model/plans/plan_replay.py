@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of, as_numpy
 from ...frame.fields import NS
 from ...frame.result import Result
 from ...frame.select import Steps, as_traceset
@@ -62,22 +63,22 @@ def plan_step_time(
     ts = as_traceset(traces)
     ranks = ts.ranks
     evaluation = evaluate_plan(tables, plan, len(ranks), cost=cost, family=family, comm=comm)
-    planned = np.asarray(evaluation.table["lookup_ns"].to_numpy(), np.float64)
+    planned = np.asarray(as_numpy(evaluation.table["lookup_ns"]), np.float64)
     name = _family_name(cost, family, kernel_family)
     lookups = lookup_kernels(ts).table
     fam = np.asarray(lookups["family"].to_pylist(), dtype=object)
     if not (fam == name).any():
         found = sorted(set(fam.tolist())) or "none"
         raise ValueError(f"no {name!r} lookup kernels in these traces (found: {found})")
-    lookups = lookups.filter(pa.array(fam == name))
-    lk_rank = lookups["rank"].to_numpy()
+    lookups = lookups.filter(array_of(fam == name))
+    lk_rank = as_numpy(lookups["rank"])
     changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     measured_by: dict[tuple[int, int], float] = {}
     planned_by: dict[tuple[int, int], float] = {}
     for i, rank in enumerate(ranks):
         mine = lk_rank == rank
-        rows = lookups["row"].to_numpy()[mine]
-        dur = lookups["dur"].to_numpy()[mine].astype(np.float64)
+        rows = as_numpy(lookups["row"])[mine]
+        dur = as_numpy(lookups["dur"])[mine].astype(np.float64)
         step = ts[rank].column("events", "step")[rows].astype(np.int64)
         keys, code = np.unique(step, return_inverse=True)
         code = code.reshape(-1)
@@ -93,11 +94,11 @@ def plan_step_time(
     keys_of = list(zip(table["rank"].to_pylist(), table["step"].to_pylist()))
     table = table.append_column(
         pa.field("lookup_measured", pa.float64(), metadata=NS),
-        pa.array([measured_by.get(k) for k in keys_of], pa.float64()),
+        array_of([measured_by.get(k) for k in keys_of], pa.float64()),
     )
     table = table.append_column(
         pa.field("lookup_planned", pa.float64(), metadata=NS),
-        pa.array([planned_by.get(k) for k in keys_of], pa.float64()),
+        array_of([planned_by.get(k) for k in keys_of], pa.float64()),
     )
     step_ns: dict[Optional[int], int] = {}
     for (_, s), p in zip(keys_of, table["predicted"].to_pylist()):

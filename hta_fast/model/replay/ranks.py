@@ -15,6 +15,7 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.result import Result
@@ -93,7 +94,7 @@ def replay_ranks(
     # Steps in order, ranks within a step.
     rows.sort(key=lambda r: (r["step"] is not None, r["step"] or 0, r["rank"]))
     table = pa.table(
-        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+        {f.name: array_of([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
     )
     notes = (
         []

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame.fields import NS
 from ..graph.chain import Chain
 from .ablations import ABLATIONS, ablations
@@ -57,12 +58,12 @@ def chain_step_rows(chain: Chain) -> tuple[list[dict[str, Any]], pa.Table]:
     med, top = _median_max(np.abs(err), chain.own_gpu_step, n_steps)
     events = pa.table(
         {
-            "rank": pa.array(np.full(len(ev), chain.rank), pa.int64()),
-            "step": pa.array(chain.steps, pa.int64()).take(pa.array(chain.own_gpu_step)),
-            "row": pa.array(g.rows[ev], pa.int64()),
-            "measured_start": pa.array(measured_start, pa.int64()),
-            "replayed_start": pa.array(replayed_start, pa.int64()),
-            "start_error": pa.array(err, pa.int64()),
+            "rank": array_of(np.full(len(ev), chain.rank), pa.int64()),
+            "step": array_of(chain.steps, pa.int64()).take(array_of(chain.own_gpu_step)),
+            "row": array_of(g.rows[ev], pa.int64()),
+            "measured_start": array_of(measured_start, pa.int64()),
+            "replayed_start": array_of(replayed_start, pa.int64()),
+            "start_error": array_of(err, pa.int64()),
         },
         schema=GPU_EVENTS,
     )

@@ -21,6 +21,7 @@ from typing import Optional, Union
 
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.result import Result
@@ -90,7 +91,7 @@ def replay_steps(
     rows.sort(key=lambda r: (r["rank"], r["step"] is not None, r["step"] or 0))
     notes.insert(0, BY_CONSTRUCTION)
     table = pa.table(
-        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
+        {f.name: array_of([r[f.name] for r in rows], f.type) for f in SCHEMA}, schema=SCHEMA
     )
     events = pa.concat_tables(per_event) if per_event else GPU_EVENTS.empty_table()
     return Result(

@@ -36,6 +36,7 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import pyarrow as pa
 
+from ..._arrow import array_of
 from ...costs.op_args import op_arg_positions
 from ...frame.fields import NS
 from ...schema import CPU_KINDS, GPU_WORK_KINDS
@@ -96,7 +97,7 @@ def _events(trace: Trace, pattern: str, gpu: bool) -> _Events:
     side = np.isin(kind, GPU_WORK_KINDS if gpu else CPU_KINDS)
     ids = trace.column("events", "name")
     uniq = np.unique(ids[side])
-    names = trace.strings_at(uniq).fill_null("").to_pylist()
+    names = trace.names_at(uniq)
     regex = re.compile(pattern)
     hit_ids = uniq[np.array([bool(regex.search(n)) for n in names], bool)]
     hit = side & np.isin(ids, hit_ids)
@@ -113,7 +114,7 @@ def _events(trace: Trace, pattern: str, gpu: bool) -> _Events:
         else np.zeros(len(rows), bool)
     )
     shapes = _shapes(trace, rows)
-    row_names = trace.strings_at(ids[rows]).fill_null("").to_pylist()
+    row_names = trace.names_at(ids[rows])
     return _Events(
         rows,
         np.maximum(trace.column("events", "dur")[rows], 0).astype(np.float64),
@@ -128,7 +129,7 @@ def _shapes(trace: Trace, rows: np.ndarray) -> list[str]:
     dims = np.full(len(rows), -1, np.int64)
     if found.any():
         dims[found] = trace.column("op_args", "input_dims")[pos[found]]
-    return trace.strings_at(dims).fill_null("").to_pylist()
+    return trace.names_at(dims)
 
 
 def per_occurrence(b: _Events) -> float:
@@ -241,7 +242,7 @@ def pair_durations(
     return Pairing(
         (cat(op_rows, np.int64), cat(op_factor, np.float64)),
         (cat(gpu_rows, np.int64), cat(gpu_delta, np.float64)),
-        pa.table({f.name: pa.array(cols[f.name], f.type) for f in PAIRING_SCHEMA}),
+        pa.table({f.name: array_of(cols[f.name], f.type) for f in PAIRING_SCHEMA}),
     )
 
 

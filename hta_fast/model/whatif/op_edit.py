@@ -34,7 +34,7 @@ def matching_cpu_rows(trace: Trace, table: Mapping[str, float]) -> RowFactors:
         return np.zeros(0, np.int64), np.zeros(0)
     ids = trace.column("events", "name")[rows]
     uniq, inv = np.unique(ids, return_inverse=True)
-    names = trace.strings_at(uniq).fill_null("").to_pylist()
+    names = trace.names_at(uniq)
     per = np.ones(len(uniq))
     for key, f in table.items():
         pattern = re.compile(key)  # checked when the Edits were made

@@ -22,7 +22,7 @@ from .edits import Edits
 
 def _names(trace: Trace, column: str, rows: np.ndarray) -> list[str]:
     ids = np.unique(trace.column("events", column)[rows])
-    return trace.strings_at(ids).fill_null("").to_pylist()
+    return trace.names_at(ids)
 
 
 def _unmatched_on(trace: Trace, mask: Optional[np.ndarray], edits: Edits) -> set[str]:

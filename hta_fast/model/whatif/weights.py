@@ -27,7 +27,7 @@ CPU_EDGES = [
 
 
 def _names(trace: Trace, ids: np.ndarray) -> list[str]:
-    return trace.strings_at(ids).fill_null("").to_pylist()
+    return trace.names_at(ids)
 
 
 def _match_factor(

@@ -31,7 +31,7 @@ so it has no half links.
         [--straggler RANK:FACTOR]... [--slow-link RANK:FACTOR]... [--jitter PCT] [-q]
 
 Without --straggler, --slow-link and --jitter every rank is the same program with its clock
-skewed; with them ranks differ as hta_fast.synth_variation describes.
+skewed; with them ranks differ as hta_fast.synth.variation describes.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from typing import Any
 
 import numpy as np
 
-from . import sync_calls
-from .schema import KernelClass
-from .synth_variation import (
+from .. import sync_calls
+from ..schema import KernelClass
+from .variation import (
     BaseTimes,
     RepSchedule,
     Structure,
@@ -68,8 +68,8 @@ from .synth_variation import (
     schedule,
 )
 
-# hta_fast/synth.py -> the repository root; the real traces sit beside the repository.
-REPO_ROOT = Path(__file__).resolve().parents[1]
+# hta_fast/synth/generator.py -> the repository root; the real traces sit beside it.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TRACES_DIR = REPO_ROOT.parent / "shared" / "traces"
 DEFAULT_BASE = TRACES_DIR / "hta" / "trace_diff" / "control" / "control.json.gz"
 # Fractional (ns-resolution) timestamps with absolute epoch times, and a trace whose float
@@ -979,7 +979,7 @@ def generate(
     (small sizes only).
 
     Without the last three options every rank is the base program, only its clock skewed.
-    With them ranks differ (see hta_fast.synth_variation for the model):
+    With them ranks differ (see hta_fast.synth.variation for the model):
 
     stragglers: {rank: factor}: that rank's GPU compute kernels last `factor` times as long
         (the rank's other work moves with them); the other ranks' collectives wait for it.

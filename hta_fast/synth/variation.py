@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _core
-from .schema import KernelClass
+from .. import _core
+from ..schema import KernelClass
 
 # A repetition is simulated for all ranks at once; these are the kinds of step in it. At one
 # time: a host wait reads the GPU's shift before the GPU catches up or waits there (an end at
