@@ -89,6 +89,25 @@ def as_numpy(values: Any, *, writable: bool = False) -> np.ndarray:
     return out.copy() if writable else out
 
 
+def present_values(values: Union[pa.Array, pa.ChunkedArray]) -> np.ndarray:
+    """The values that are not null, in their own numpy type (exact: an int64 column with
+    nulls is not read through float64)."""
+    if isinstance(values, pa.ChunkedArray):
+        parts = [present_values(c) for c in values.chunks]
+        return np.concatenate(parts) if parts else as_numpy(values)
+    if not values.null_count:
+        return as_numpy(values)
+    if not _plain(values.type):
+        return as_numpy(values.drop_null())
+    n, offset = len(values), values.offset
+    dtype = np.dtype(values.type.to_pandas_dtype())
+    validity, data = values.buffers()[:2]
+    keep = _bits(validity, offset, n)
+    if pa.types.is_boolean(values.type):
+        return _bits(data, offset, n)[keep]
+    return np.frombuffer(data, dtype, count=n, offset=offset * dtype.itemsize)[keep]
+
+
 def _plain(arrow_type: pa.DataType) -> bool:
     """Types whose numpy form is their data buffer (bit-packed for booleans)."""
     return (

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hta_fast._arrow import array_of, as_numpy, table_from_rows
+from hta_fast._arrow import array_of, as_numpy, present_values, table_from_rows
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 SMALL = SHARED / "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
@@ -93,3 +93,14 @@ def test_small_commands_do_not_import_pandas(command):
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "pandas" not in json.loads(out.stdout.splitlines()[-1])
+
+
+@settings(deadline=None)
+@given(st.lists(st.one_of(st.none(), ints), max_size=30), st.integers(0, 5))
+def test_present_values_are_the_non_nulls_exactly(values, offset):
+    arr = pa.array(values, pa.int64()).slice(min(offset, len(values)))
+    np.testing.assert_array_equal(
+        present_values(arr), np.array(arr.drop_null().to_pylist(), np.int64)
+    )
+    chunked = pa.chunked_array([arr, arr], pa.int64())
+    assert len(present_values(chunked)) == 2 * (len(arr) - arr.null_count)

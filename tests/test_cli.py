@@ -434,6 +434,23 @@ def test_progress_only_for_a_terminal(monkeypatch):
     assert not Options().progress
 
 
+def test_a_bar_shows_only_once_work_has_lasted(monkeypatch, capsys):
+    from hta_fast.cli import progress
+
+    with progress.Progress(True, 4, "quick", None) as quick:
+        quick.update(4)  # done within DELAY_S: never shown
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    with progress.Progress(True, 4, "slow", None) as slow:
+        slow.update(1)
+        slow.update(3)
+    with progress.Progress(False, 4, "asked not to", None) as hidden:
+        hidden.update(4)
+    assert list(progress.Progress(True, None, "items", ["a", "b"])) == ["a", "b"]
+    err = capsys.readouterr().err
+    assert "slow" in err and "items" in err  # into a file click writes the label alone
+    assert "quick" not in err and "asked not to" not in err
+
+
 def test_doctor_ranks(dlrm, doctor_says):
     mod = doctor_says()
     assert run("doctor", str(dlrm), "--ranks", "1,3").exit_code == 0

@@ -37,7 +37,7 @@ def test_importing_the_package_loads_only_the_core():
 def test_help_imports_no_command():
     code = "from hta_fast.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
     mods = _imported(code)
-    assert not {"numpy", "pyarrow", "tqdm", *HEAVY} & mods
+    assert not {"numpy", "pyarrow", *HEAVY} & mods
 
 
 @pytest.mark.parametrize("module", sorted({m for m, _ in app.COMMANDS.values()}))
@@ -57,7 +57,9 @@ def test_the_command_table_is_the_commands():
     assert registered == {name: m for name, (m, _) in app.COMMANDS.items()}
 
 
-@pytest.mark.parametrize("package", ["hta_fast", "hta_fast.frame", "hta_fast.loading"])
+@pytest.mark.parametrize(
+    "package", ["hta_fast", "hta_fast.frame", "hta_fast.loading", "hta_fast.costs"]
+)
 def test_public_names_resolve_and_type_checkers_see_them(package):
     import importlib
 

@@ -13,12 +13,12 @@ from .loading import (
     RANKS_HELP,
     STEPS_HELP,
     capture_option,
-    load_traces,
     path_arguments,
     recover_option,
     steps_from_option,
     with_capture_file,
 )
+from .options import load_traces
 from .options import selection as asked_selection
 from .output import FORMATS, check_format, emit, trace_start
 from .progress import bar
@@ -83,7 +83,7 @@ def analyze(
     tables: dict[str, pa.Table] = {}
     notes: dict[str, list[str]] = {}
     chosen = list(dict.fromkeys(names or DEFAULT))
-    for name in bar(opts, iterable=chosen, desc="analysing", unit="analysis"):
+    for name in bar(opts, iterable=chosen, desc="analysing"):
         result = ANALYSES[name](traces, selection)
         tables[name] = result.table
         for side, table in result.tables.items():

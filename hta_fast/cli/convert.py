@@ -14,7 +14,7 @@ import click
 
 from ..loading import dataset
 from .app import cli
-from .loading import load_traces, path_arguments, recover_option, trace_files
+from .loading import load_files, path_arguments, recover_option, trace_files
 from .progress import bar
 
 
@@ -62,9 +62,9 @@ def convert(
     if dask_address:
         _convert_on_dask(paths, out, compression, overwrite, dask_address, recover)
         return
-    traces, load_s = load_traces(paths, opts, recover)
+    traces, load_s = load_files(paths, opts, recover)
     t0 = time.perf_counter()
-    with bar(opts, total=len(traces), desc="writing", unit="rank") as progress:
+    with bar(opts, total=len(traces), desc="writing") as progress:
         dataset.write_dataset(
             traces, out, compression, overwrite, on_written=lambda r: progress.update(1)
         )

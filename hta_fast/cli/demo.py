@@ -21,7 +21,7 @@ import click
 
 from .. import synth
 from .app import Options, cli
-from .loading import load_traces
+from .loading import load_files
 from .progress import bar
 from .report import write
 
@@ -86,7 +86,7 @@ def demo(
     straggler = n_ranks // 2
     stragglers = {straggler: straggler_factor} if n_ranks > 1 and straggler_factor != 1 else {}
     t0 = time.perf_counter()
-    with bar(opts, total=n_ranks, desc="generating", unit="rank") as progress:
+    with bar(opts, total=n_ranks, desc="generating") as progress:
         files = synth.generate(
             out,
             size_mb,
@@ -107,7 +107,7 @@ def demo(
             f"rank {straggler} is a straggler: its GPU compute takes {straggler_factor:g}x as "
             "long, and the other ranks wait for it in their collectives"
         )
-    traces, load_s = load_traces([str(f) for f in files], opts)
+    traces, load_s = load_files([str(f) for f in files], opts)
     report_path = os.path.join(out, "report.html")
     info = write(
         traces,

@@ -19,14 +19,8 @@ from ..frame.result import Result
 from ..frame.steps_from import steps_from as steps_from_source
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
-from .loading import (
-    load_traces,
-    parse_ints,
-    parse_steps,
-    pick_steps,
-    recover_option,
-    steps_from_option,
-)
+from .loading import parse_ints, parse_steps, pick_steps, recover_option, steps_from_option
+from .options import load_traces
 from .output import FORMATS, check_format, dumps, echo_table, jsonable, write_tables
 from .terminal import echo
 

@@ -20,7 +20,6 @@ from .app import BadInput, Options, cli
 from .loading import (
     RANKS_HELP,
     STEPS_HELP,
-    load_traces,
     parse_ints,
     parse_steps,
     path_arguments,
@@ -29,6 +28,7 @@ from .loading import (
     steps_from_option,
     subset,
 )
+from .options import load_traces
 from .output import dumps
 from .terminal import echo
 

@@ -7,7 +7,7 @@ import click
 from .._arrow import table_from_rows
 from ..loading.rank_info import rank_info
 from .app import Options, cli
-from .loading import load_traces, path_arguments, recover_option
+from .loading import load_files, path_arguments, recover_option
 from .output import dumps, echo_table
 from .terminal import echo
 
@@ -33,7 +33,7 @@ def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool, li
     On many ranks the text shows the first --limit rows of the table and the files of the
     first few ranks; --json has them all.
     """
-    traces, seconds = load_traces(paths, opts, recover)
+    traces, seconds = load_files(paths, opts, recover)
     rows = [rank_info(t) for t in traces.values()]
     json_mb = sum(r["json_bytes"] for r in rows) / 1e6
     if as_json:

@@ -1,9 +1,11 @@
-"""Paths on the command line to a TraceSet, with a progress bar and warnings logged, and
-the options that say how: --recover, and --steps-from, the one option that says where the
-steps of analyze, doctor, report, ops, predict, critical-path, replay and whatif come from:
-the profiler's ProfilerStep#N events (the default), the passes of one inference phase, or
-repeated launches (hta_fast.frame.steps_from). The traces are handed over with those steps
-as they load (load_traces), so --steps then numbers them and every command sees them."""
+"""Paths on the command line to a TraceSet, with a progress bar and warnings logged
+(load_files), and the options that say how: --recover, and --steps-from, the one option that
+says where the steps of analyze, doctor, report, ops, predict, critical-path, replay and
+whatif come from: the profiler's ProfilerStep#N events (the default), the passes of one
+inference phase, or repeated launches (hta_fast.frame.steps_from). cli.options.load_traces
+hands the traces over with those steps, so --steps then numbers them and every command sees
+them; this module only names the sources, so that a command without steps (info, convert)
+does not import what finds them."""
 
 from __future__ import annotations
 
@@ -19,11 +21,11 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 import click
 
-from ..frame.steps_from import SOURCES, steps_from, with_steps
+from ..frame.pass_patterns import SOURCES
 from ..loading.files import trace_files as files_of
 from ..loading.sets import load_dir
 from ..traceset import TraceSet
-from .app import BadInput, Options
+from .app import Options
 from .progress import bar
 
 log = logging.getLogger("hta_fast")
@@ -34,20 +36,19 @@ def trace_files(paths: Sequence[str]) -> list[str]:
     return files_of(paths, must_exist=True)
 
 
-def load_traces(
+def load_files(
     paths: Sequence[str],
     opts: Options,
     recover: bool = False,
     what: str = "loading",
-    steps_from: str = "profiler",
 ) -> tuple[TraceSet, float]:
-    """The TraceSet of the paths, its steps from `steps_from` (steps_from_option), and the
-    seconds it took; loader warnings go to the log."""
+    """The TraceSet of the paths, as the profiler recorded its steps, and the seconds it
+    took; loader warnings go to the log."""
     files = trace_files(paths)
     total = sum(os.path.getsize(f) for f in files)
     t0 = time.perf_counter()
     with (
-        bar(opts, total=total, desc=what, unit="B", unit_scale=True) as progress,
+        bar(opts, total=total, desc=what) as progress,
         warnings.catch_warnings(record=True) as caught,
     ):
         warnings.simplefilter("always")
@@ -58,7 +59,7 @@ def load_traces(
         log.warning("%s", w.message)
     if recover:
         log.warning("%s", recover_summary(traces))
-    return applied(traces, steps_from), time.perf_counter() - t0
+    return traces, time.perf_counter() - t0
 
 
 def with_capture_file(
@@ -70,7 +71,7 @@ def with_capture_file(
         return traces
     from ..frame.capture_trace import with_capture
 
-    captured, _ = load_traces([capture], opts, recover, what="loading --capture")
+    captured, _ = load_files([capture], opts, recover, what="loading --capture")
     if len(captured) != 1:
         raise click.BadParameter(
             f"{capture!r} holds {len(captured)} traces; give one", param_hint="--capture"
@@ -243,20 +244,3 @@ def steps_from_option(f: F) -> F:
         show_default=True,
         help=STEPS_FROM_HELP,
     )(f)
-
-
-def applied(traces: TraceSet, source: str) -> TraceSet:
-    """The traces with their steps from the source; what found them, or why a rank has
-    none, is logged; no steps on any rank is bad input."""
-    if source == "profiler":
-        return traces
-    found = steps_from(traces, source)
-    if found.table.num_rows == 0:
-        raise BadInput(f"--steps-from {source}: no steps found; " + "; ".join(found.notes))
-    counted = set(found.table.column("rank").to_pylist())
-    for rank, note in zip(traces.ranks, found.notes):
-        if rank not in counted:
-            log.warning("--steps-from %s: %s; the rank is analysed whole", source, note)
-        else:
-            log.info("--steps-from %s: %s", source, note)
-    return with_steps(traces, found.table, source)

@@ -12,8 +12,8 @@ from typing import Optional
 import click
 
 from .app import BadInput, Options, cli
-from .loading import load_traces, parse_ints, parse_steps, pick_steps
-from .options import result_tables, selection, table_command
+from .loading import parse_ints, parse_steps, pick_steps
+from .options import load_traces, result_tables, selection, table_command
 from .output import check_format, emit, trace_start
 
 

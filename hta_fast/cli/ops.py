@@ -14,8 +14,8 @@ from ..analysis import roofline as roofline_mod
 from ..frame.select import Selection, each_rank
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
-from .loading import capture_option, load_traces, with_capture_file
-from .options import F, result_tables, selection, table_command
+from .loading import capture_option, with_capture_file
+from .options import F, load_traces, result_tables, selection, table_command
 from .output import check_format, emit, one_line, trace_start
 
 DEVICES_FILE_HELP = "A JSON device table tried before the built-in one (see docs/ops.md)."

@@ -1,21 +1,27 @@
 """What the table-printing commands (ops, predict, critical-path, replay, whatif) share: their
-options, the selection they describe, and their results as named tables."""
+options, the selection they describe, and their results as named tables; and, for every
+command with --steps-from, the traces loaded with their steps from there (load_traces)."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional, TypeVar
+import logging
+import time
+from typing import Callable, Optional, Sequence, TypeVar
 
 import click
 import pyarrow as pa
 
 from ..frame.result import Result
 from ..frame.select import Selection
+from ..frame.steps_from import steps_from, with_steps
 from ..traceset import TraceSet
+from .app import BadInput, Options
 from .loading import (
     RANKS_HELP,
     STEPS_HELP,
     IntRanges,
+    load_files,
     parse_ints,
     parse_steps,
     path_arguments,
@@ -26,6 +32,39 @@ from .loading import (
 from .output import FORMATS
 
 F = TypeVar("F", bound=Callable[..., object])
+
+log = logging.getLogger("hta_fast")
+
+
+def load_traces(
+    paths: Sequence[str],
+    opts: Options,
+    recover: bool = False,
+    what: str = "loading",
+    steps_from: str = "profiler",
+) -> tuple[TraceSet, float]:
+    """The TraceSet of the paths (cli.loading.load_files), its steps from `steps_from`
+    (steps_from_option), and the seconds it took."""
+    t0 = time.perf_counter()
+    traces, _ = load_files(paths, opts, recover, what)
+    return applied(traces, steps_from), time.perf_counter() - t0
+
+
+def applied(traces: TraceSet, source: str) -> TraceSet:
+    """The traces with their steps from the source; what found them, or why a rank has
+    none, is logged; no steps on any rank is bad input."""
+    if source == "profiler":
+        return traces
+    found = steps_from(traces, source)
+    if found.table.num_rows == 0:
+        raise BadInput(f"--steps-from {source}: no steps found; " + "; ".join(found.notes))
+    counted = set(found.table.column("rank").to_pylist())
+    for rank, note in zip(traces.ranks, found.notes):
+        if rank not in counted:
+            log.warning("--steps-from %s: %s; the rank is analysed whole", source, note)
+        else:
+            log.info("--steps-from %s: %s", source, note)
+    return with_steps(traces, found.table, source)
 
 
 def table_command(f: F) -> F:

@@ -9,8 +9,7 @@ import click
 from ..sql import query as run_query
 from ..sql import tables
 from .app import Options, cli
-from .loading import load_traces
-from .options import selection, table_options
+from .options import load_traces, selection, table_options
 from .output import check_format, emit, trace_start
 from .terminal import echo
 

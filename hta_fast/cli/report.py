@@ -14,7 +14,6 @@ from .loading import (
     RANKS_HELP,
     STEPS_HELP,
     capture_option,
-    load_traces,
     parse_ints,
     parse_steps,
     path_arguments,
@@ -24,6 +23,7 @@ from .loading import (
     subset,
     with_capture_file,
 )
+from .options import load_traces
 from .progress import bar
 
 
@@ -49,7 +49,7 @@ def write(
     if not os.path.isdir(parent):
         raise click.UsageError(f"{parent}: no such folder for the report")
     parts = len(sections_for(len(ranks) if ranks is not None else len(traces))) + 2
-    with bar(opts, total=parts, desc="report", unit="part") as progress:
+    with bar(opts, total=parts, desc="report") as progress:
         return write_report(
             traces,
             out,

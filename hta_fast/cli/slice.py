@@ -24,13 +24,13 @@ from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import (
     RANKS_HELP,
-    load_traces,
     parse_ints,
     path_arguments,
     recover_option,
     steps_from_option,
     subset,
 )
+from .options import load_traces
 from .progress import bar
 from .terminal import echo
 
@@ -239,7 +239,7 @@ def slice_command(
         os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     totals = np.zeros(3, np.int64)
-    with bar(opts, total=len(found), desc="writing", unit="rank") as progress:
+    with bar(opts, total=len(found), desc="writing") as progress:
         for rank, (window_of_rank, rows) in found.items():
             counts = write_slice(traces[rank], outputs.paths[rank], window_of_rank, rows)
             totals += (counts.events, counts.flows, counts.counters + counts.instants)

@@ -6,9 +6,8 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .._arrow import as_numpy
+from .._arrow import as_numpy, present_values
 
 NS = {"unit": "ns"}
 PCT = {"unit": "%"}
@@ -26,8 +25,9 @@ TIME_POINTS = frozenset({"ts", "start", "end", "first_start", "last_start"})
 def floats(values: Any) -> np.ndarray:
     """Values (a list with None for nulls, an Arrow or NumPy array) as float64, nulls NaN."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = pc.fill_null(pc.cast(values, pa.float64(), safe=False), np.nan)
-        return np.asarray(as_numpy(values), float)
+        if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+            values = values.cast(pa.float64(), safe=False)
+        return np.asarray(as_numpy(values), float)  # nulls are NaN
     if isinstance(values, np.ndarray):
         return values.astype(float)
     return np.asarray([np.nan if x is None else x for x in values], float)
@@ -71,7 +71,8 @@ def table_unit(
 def _first(values: Any) -> int:
     """The smallest of a column's values, exactly (0 without any)."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        first = pc.min(values).as_py()
+        present = present_values(values)
+        first = present.min().item() if len(present) else None
     else:
         present = [x for x in values if x is not None and x == x]
         first = min(present) if present else None

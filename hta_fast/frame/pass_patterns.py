@@ -20,9 +20,13 @@ import dataclasses
 
 from ..schema import EventKind
 
-__all__ = ["PHASES", "PassPattern", "PATTERNS", "patterns_of"]
+__all__ = ["PHASES", "SOURCES", "PassPattern", "PATTERNS", "patterns_of"]
 
 PHASES = ("prefill", "decode", "mixed", "denoise", "forward")
+# Where a rank's steps can come from (frame.steps_from): the profiler's ProfilerStep#N, the
+# host's one span, repeated launch sequences, or the passes of one phase. Here, beside the
+# phases, so that a command line can offer them without importing what finds them.
+SOURCES = ("profiler", "host", "iterations", *PHASES)
 
 _ANNOTATION = (EventKind.user_annotation,)
 _FRAME = (EventKind.python_function,)

@@ -30,13 +30,12 @@ from ..traceset import TraceSet
 from . import derived
 from .fields import NS
 from .iterations import iterations
-from .pass_patterns import PHASES
+from .pass_patterns import SOURCES
 from .passes import Passes, described, find_passes, module_calls_inside_serving
 from .result import Result
 
 __all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from"]
 
-SOURCES = ("profiler", "host", "iterations", *PHASES)
 # The host events that make a rank's one "host" step (as the TensorBoard plugin times a
 # trace without steps: operators, annotations and Python frames).
 _HOST_KINDS = (EventKind.cpu_op, EventKind.user_annotation, EventKind.python_function)
