@@ -178,9 +178,14 @@ def _load_threads(
     threads_each = options.pop("threads", 0) or (1 if len(files) > 1 else 0)
     workers = max_workers or min(len(files), os.cpu_count() or 1)
 
+    # At most as many ranks load at once as their estimated peaks fit in the memory available
+    # (re-read as they finish: the ranks loaded so far hold theirs).
+    budget = executors.MemoryBudget(executors.available_memory)
+
     def load_one(f: str) -> Union[Trace, TraceFormatError, executors.RankFailure]:
         try:
-            return executors.read_trace(f, dict(options, threads=threads_each))
+            with budget.hold(executors.load_estimate(f)):
+                return executors.read_trace(f, dict(options, threads=threads_each))
         except TraceFormatError as e:
             if skip_non_traces and e.code in NOT_A_TRACE:
                 return e
