@@ -53,7 +53,10 @@ def load_files(
     ):
         warnings.simplefilter("always")
         traces = load_dir(
-            files, recover=recover, on_loaded=lambda f: progress.update(os.path.getsize(f))
+            files,
+            recover=recover,
+            cache=cached(),
+            on_loaded=lambda f: progress.update(os.path.getsize(f)),
         )
     for w in caught:
         log.warning("%s", w.message)
@@ -206,11 +209,30 @@ def path_arguments(f: F) -> F:
 
 
 def recover_option(f: F) -> F:
+    """--recover, and --cache beside it (kept in the command's context, read where traces load)."""
+    f = click.option(
+        "--cache",
+        is_flag=True,
+        envvar="HTA_FAST_CACHE",
+        expose_value=False,
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__(CACHE_KEY, value),
+        help="Keep an Arrow copy of each trace file loaded (in HTA_FAST_CACHE_DIR, else "
+        "~/.cache/hta_fast) and read that instead while the file is unchanged.",
+    )(f)
     return click.option(
         "--recover",
         is_flag=True,
         help="Keep the complete events of a truncated trace instead of failing.",
     )(f)
+
+
+CACHE_KEY = "hta_fast.cache"
+
+
+def cached() -> bool:
+    """Whether this command was given --cache (or HTA_FAST_CACHE=1)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(CACHE_KEY))
 
 
 CAPTURE_HELP = (
