@@ -340,6 +340,30 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
     default=None,
     help="With --device: a JSON device table tried before the built-in one.",
 )
+@click.option(
+    "--world-size",
+    "world_size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The job at N ranks of data parallelism (the same batch per rank): each "
+    "collective re-costed by the collective model for N ranks, its slowest-rank wait "
+    "grown; compute unchanged (table world_size).",
+)
+@click.option(
+    "--topology",
+    default=None,
+    metavar="FILE|NAME",
+    help="Run on another machine: a topology JSON file or a shipped name (hgx_h100, "
+    "dgx_a100, ...; see `hta-fast comm-model`); default: the recorded machine.",
+)
+@click.option(
+    "--recorded-topology",
+    "recorded_topology",
+    default=None,
+    metavar="FILE|NAME",
+    help="With --world-size / --topology: the recorded machine's topology, where the "
+    "trace's GPU does not call for the right one.",
+)
 @click.pass_obj
 def whatif_command(
     opts: Options,
@@ -368,6 +392,9 @@ def whatif_command(
     device: Optional[str],
     source_device: Optional[str],
     devices_file: Optional[str],
+    world_size: Optional[int],
+    topology: Optional[str],
+    recorded_topology: Optional[str],
 ) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     an op or a loader as fast as in another run, ...) and replay it: predicted step time per
@@ -384,6 +411,8 @@ def whatif_command(
                                      # the loader as fast as in the run with 4 workers
       hta-fast whatif fmha.json.gz --durations-from sage.json.gz \\
           --match 'fmha_fwd=sage_fwd|sage_quant'   # another attention kernel
+      hta-fast whatif run/ --world-size 16           # the job on twice the ranks
+      hta-fast whatif run/ --world-size 64 --topology hgx_h100   # on 8 H100 nodes
     """
     from ..model.whatif.edits import Edits
     from ..model.whatif.steps import what_if
@@ -408,6 +437,9 @@ def whatif_command(
             device=device,
             source_device=source_device,
             devices_file=devices_file,
+            world_size=world_size,
+            topology=topology,
+            recorded_topology=recorded_topology,
         )
     except ValueError as e:
         raise BadInput(str(e)) from None
@@ -434,7 +466,7 @@ def whatif_command(
     tables = {result.name: result.table}
     # the time per step the doctor and the evaluators read (the model computes it once,
     # hta_fast.model.whatif.per_step), and each rank's steps together where chained
-    for name in ("per_step", "totals", "durations_from"):
+    for name in ("per_step", "totals", "durations_from", "world_size"):
         if name in result.tables:
             tables[name] = result.tables[name]
     emit(tables, {result.name: result.notes}, fmt, out_dir, limit, origin_ns=trace_start(traces))

@@ -1,5 +1,6 @@
 """The edits that change event durations event by event, per rank: GPU events by ns, merged
 into one (event rows, ns) pair per rank (the bandwidth edit, hta_fast.model.whatif.bandwidth_edit;
+the job at another scale, hta_fast.model.whatif.world_size_edit;
 another GPU, hta_fast.model.whatif.device_edit; the GPU side of durations_from; the edits' own
 duration_change), and CPU ops by a factor on them and what they hold (op_scale and the CPU
 side of durations_from, hta_fast.model.whatif.op_edit)."""
@@ -23,6 +24,7 @@ from .device_edit import device_changes_with_band
 from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
 from .edits import Edits, source_name
 from .op_edit import RowFactors, matching_cpu_rows
+from .world_size_edit import world_size_factors
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
@@ -34,7 +36,8 @@ class DurationChanges:
     notes from the edits that made them; ops: per rank, (CPU event rows, factor on each and
     what it holds); pairing: how durations_from paired the events (None without it);
     bands: with a device edit, per_rank with every event at the low and at the high end of
-    its prediction's band ({"low": ..., "high": ...}; empty without one)."""
+    its prediction's band ({"low": ..., "high": ...}; empty without one); tables: the
+    edits' own tables for the result (world_size: each collective before / after)."""
 
     per_rank: Changes
     factor: Optional[np.ndarray]
@@ -42,6 +45,7 @@ class DurationChanges:
     ops: dict[int, RowFactors] = dataclasses.field(default_factory=dict)
     pairing: Optional[pa.Table] = None
     bands: dict[str, Changes] = dataclasses.field(default_factory=dict)
+    tables: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
 
 
 def comm_changes(matched: MatchedCollectives, factor: np.ndarray) -> Changes:
@@ -72,10 +76,12 @@ def duration_changes(
     sel: select.Selection,
 ) -> DurationChanges:
     """Every rank's duration changes under these edits (matched: the traces' collectives,
-    needed by a bandwidth edit). The device edit applies on the edited ranks only."""
+    needed by the bandwidth and world-size edits; their factors on one collective
+    multiply). The device edit applies on the edited ranks only."""
     changes: Changes = {}
     factor = None
     notes: list[str] = []
+    tables: dict[str, pa.Table] = {}
     if edits.changes_bandwidth:
         assert matched is not None
         factor, bw_notes = collective_bandwidth_factors(
@@ -84,8 +90,22 @@ def duration_changes(
             busbw_gbps=edits.collective_busbw_gbps,
             cost=edits.collective_cost,
         )
-        changes = comm_changes(matched, factor)
         notes += bw_notes
+    if edits.changes_world:
+        assert matched is not None
+        world = world_size_factors(
+            traces,
+            matched,
+            world_size=edits.world_size,
+            topology=edits.topology,
+            recorded_topology=edits.recorded_topology,
+        )
+        factor = world.factor if factor is None else factor * world.factor
+        notes += world.notes
+        tables["world_size"] = world.table
+    if factor is not None:
+        assert matched is not None
+        changes = comm_changes(matched, factor)
     add_changes(changes, edits.duration_change or {})
     bands: dict[str, Changes] = {}
     if edits.device is not None:
@@ -102,7 +122,7 @@ def duration_changes(
             add_changes(bands[band], {r: c for r, c in band_changes.items() if edits.applies_to(r)})
         add_changes(changes, {r: c for r, c in on_device.items() if edits.applies_to(r)})
         notes += device_notes
-    out = DurationChanges(changes, factor, notes, bands=bands)
+    out = DurationChanges(changes, factor, notes, bands=bands, tables=tables)
     if edits.op_scale:
         for rank, trace, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks)):
             if edits.applies_to(rank):

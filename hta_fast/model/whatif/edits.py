@@ -37,8 +37,16 @@
                    elsewhere (hta_fast.model.plans.plan_replay)
     op_change      per rank, (CPU event rows, factor): those ops and what they hold take
                    factor times as long (as op_scale; computed elsewhere)
+    world_size / topology / recorded_topology  the job at another scale: world_size ranks
+                   of data parallelism (the same batch per rank) on `topology` (a file or a
+                   shipped name, hta_fast.model.comm.topology; default: the recorded machine,
+                   calibrated on the trace's collectives); each collective is re-costed by
+                   the collective model for its new ranks, anchored on its recorded time,
+                   and its slowest-rank wait grows with the ranks; compute is unchanged
+                   (hta_fast.model.whatif.world_size_edit). recorded_topology: the recorded
+                   machine's links, where its GPU does not call for the right file
     edit_ranks     the ranks the factor and device edits apply to (default: all); the
-                   bandwidth edit and duration_change apply where they say
+                   bandwidth and world-size edits and duration_change apply where they say
 
 Factors on one event multiply.
 """
@@ -59,7 +67,9 @@ from ...schema import KernelClass
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_cost import CostModel
+from ..comm.topology import Topology
 from .bandwidth_edit import check_bandwidth
+from .world_size_edit import as_topology, check_world
 
 Changes = Mapping[int, tuple[np.ndarray, np.ndarray]]
 
@@ -144,6 +154,9 @@ class Edits:
     duration_change: Optional[Changes] = None
     op_change: Optional[Changes] = None
     edit_ranks: Optional[Sequence[int]] = None  # kept as a sorted tuple
+    world_size: Optional[int] = None
+    topology: Union[str, Topology, None] = None  # kept as a Topology
+    recorded_topology: Union[str, Topology, None] = None  # kept as a Topology
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: the checked, normalized values are set once here
@@ -164,6 +177,7 @@ class Edits:
                 raise _fail(field, f"expected True or False, got {getattr(self, field)!r}")
         self._check_bandwidth()
         self._check_device()
+        self._check_world()
         put(self, "duration_change", _changes("duration_change", self.duration_change))
         put(self, "op_change", _changes("op_change", self.op_change))
         if self.edit_ranks is not None:
@@ -225,6 +239,29 @@ class Edits:
         if self.allow_tf32 not in (True, False, "auto"):
             raise _fail("allow_tf32", f"True, False or 'auto', got {self.allow_tf32!r}")
 
+    def _check_world(self) -> None:
+        put = object.__setattr__
+        try:
+            check_world(self.world_size, self.topology)
+        except ValueError as e:
+            raise _fail("world_size" if "world size" in str(e) else "topology", str(e)) from None
+        if self.world_size is not None:
+            put(self, "world_size", int(self.world_size))
+        for field in ("topology", "recorded_topology"):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            try:
+                check_world(None, value)
+                put(self, field, as_topology(value))
+            except ValueError as e:
+                raise _fail(field, str(e)) from None
+
+    @property
+    def changes_world(self) -> bool:
+        """Whether the world-size edit applies (a world size or a topology is given)."""
+        return self.world_size is not None or self.topology is not None
+
     @property
     def changes_bandwidth(self) -> bool:
         return self.collective_bandwidth is not None or self.collective_busbw_gbps is not None
@@ -261,7 +298,14 @@ class Edits:
             "match": self.match,
             "edit_ranks": None if self.edit_ranks is None else list(self.edit_ranks),
             "device": device,
+            "world_size": self.world_size,
+            "topology": _topology_name(self.topology),
+            "recorded_topology": _topology_name(self.recorded_topology),
         }
+
+
+def _topology_name(topology: Union[str, Topology, None]) -> Optional[str]:
+    return topology.name if isinstance(topology, Topology) else topology
 
 
 def source_name(source: Any) -> Optional[str]:

@@ -99,6 +99,22 @@ def _notes(rows: list[dict[str, Any]], edits: Edits) -> list[str]:
     return out
 
 
+def _world_note(per_step: dict[str, Any], rows: list[dict[str, Any]], edits: Edits) -> list[str]:
+    """With the world-size edit, why a step that did not grow did not."""
+    replayed, predicted = per_step["replayed"], per_step["predicted"]
+    if not edits.changes_world or replayed is None or predicted is None:
+        return []
+    if predicted > replayed * 1.001:
+        return []
+    bounds = [r["bound_before"] for r in rows if r["bound_before"]]
+    most = max(set(bounds), key=bounds.count) if bounds else "unknown"
+    return [
+        f"the time per step moved {100 * (predicted / replayed - 1):+.2f} %: the re-costed "
+        f"collectives are mostly off the critical path (the steps were mostly {most}), so "
+        "their new time moving data and waiting hides behind other work"
+    ]
+
+
 def what_if(
     traces: Union[Trace, TraceSet],
     edits: Optional[Edits] = None,
@@ -130,7 +146,10 @@ def what_if(
     prediction's band, the error measured on real pairs; else the spread of the trace's own
     steps after warm-up) and the predicted steps' median and p10-p90 after warm-up
     (hta_fast.model.whatif.per_step); each row carries its step's band the same way. With
-    durations_from, "durations_from" says how each event was paired. A scale edit
+    durations_from, "durations_from" says how each event was paired; with world_size or
+    topology (the job at another scale), "world_size" has each collective's kind, bytes,
+    recorded and predicted time, the algorithm the model chose before and after and the
+    slowest-rank wait added (hta_fast.model.whatif.world_size_edit). A scale edit
     (kernel_class, name, category, op_scale) that matches no selected event raises
     ValueError naming it (a no-op would read as "no saving"); allow_unmatched=True lets it
     pass, for callers that apply a fixed set of edits to any trace (the doctor)."""
@@ -139,7 +158,8 @@ def what_if(
     if not allow_unmatched:
         check_edits_match(traces, edits, sel)
     together = cross_rank and len(select.as_traceset(traces)) > 1
-    matched = match_collectives(traces) if together or edits.changes_bandwidth else None
+    recosts = edits.changes_bandwidth or edits.changes_world
+    matched = match_collectives(traces) if together or recosts else None
     changes = duration_changes(traces, edits, matched, sel)
     rows: list[dict[str, Any]] = []
     path_rows: list[dict[str, Any]] = []
@@ -195,7 +215,9 @@ def what_if(
     paths["per_step"] = per_step_table(rows, totals if chained else None, by_band)
     if changes.pairing is not None:
         paths["durations_from"] = changes.pairing
-    step_note = per_step_note(paths["per_step"].to_pylist()[0], chained)
+    paths.update(changes.tables)
+    per_step = paths["per_step"].to_pylist()[0]
+    step_note = per_step_note(per_step, chained) + _world_note(per_step, rows, edits)
     totals_note = (
         [
             "per rank, the steps together (first start to last end), replayed and predicted: "
