@@ -5,6 +5,7 @@ run the cross-rank analyses; wall time and the coordinating process's peak memor
     python benchmarks/bench_scale.py [--ranks 64] [--size-mb 48 12] [--workers 2]
         [--out /tmp/htafast-bench/scale] [--reference-timeout 900] [--json RESULTS.json]
     python benchmarks/bench_scale.py --people --ranks 1024 --size-mb 1 [--straggler 537:1.3]
+    python benchmarks/bench_scale.py --set DIR --executors dask --memory-limit 4GB --cache
 
 For each --size-mb (JSON MB per rank) the set is generated once under --out (reused when it is
 there) and each configuration runs as a fresh child process (benchmarks/_measure.py):
@@ -14,6 +15,12 @@ there) and each configuration runs as a fresh child process (benchmarks/_measure
            executor=client, dataset=...): workers write Parquet and send back summaries;
 * reference   the reference tool's TraceAnalysis(trace_dir=DIR) in .venv-ref, where it finishes
            within --reference-timeout (skipped with 0).
+
+--set DIR measures a folder made elsewhere (gen_trace.py --gzip, say) instead. --memory-limit
+gives each Dask worker a limit (its memory budget bounds the ranks it loads at once: how many
+did is reported per worker, with each worker's peak RSS and whether the nanny restarted any);
+--cache loads the set twice through the Arrow cache (the first run fills it, the second reads
+it) in the same cluster.
 
 --people times what a person runs on the set instead: `hta-fast report DIR --cdn` and
 `hta-fast doctor DIR` (wall time, peak memory, the report's size, the rank the doctor finds
@@ -31,6 +38,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -74,41 +82,77 @@ def child_local(folder: str) -> dict:
     return out
 
 
-def child_dask(folder: str, workers: int) -> dict:
+def _worker_facts(dask_worker: object) -> dict:
+    """Run on each worker (client.run): its peak RSS, its pid, and how many ranks its memory
+    budget let load at once (hta_fast.loading.executors.rank_budget)."""
+    from hta_fast.loading import executors
+
+    budget = executors._WORKER_BUDGETS.get(getattr(dask_worker, "id", ""))
+    return {
+        "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "pid": os.getpid(),
+        "most_ranks_at_once": budget.most_in_flight if budget else 0,
+    }
+
+
+def child_dask(
+    folder: str,
+    workers: int,
+    memory_limit: str = "0",
+    threads: int = 1,
+    cache_dir: str | None = None,
+    runs: int = 1,
+) -> dict:
+    """A LocalCluster; the set loaded `runs` times (with cache_dir: through the Arrow cache,
+    so that every run after the first reads it), each into a fresh dataset."""
     import distributed
 
     import hta_fast
 
+    options = {"cache": True, "cache_dir": cache_dir} if cache_dir else {}
     t0 = time.perf_counter()
     with (
         distributed.LocalCluster(
             n_workers=workers,
-            threads_per_worker=1,
+            threads_per_worker=threads,
             processes=True,
             dashboard_address=None,
-            memory_limit=0,
+            memory_limit=memory_limit if memory_limit != "0" else 0,
         ) as cluster,
         distributed.Client(cluster) as client,
         tempfile.TemporaryDirectory(dir=os.path.dirname(folder)) as tmp,
     ):
         start_s = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        ds = hta_fast.load_dir(folder, executor=client, dataset=os.path.join(tmp, "ds"))
-        load_s = time.perf_counter() - t1
-        out = {
-            "cluster_start_s": round(start_s, 3),
-            "load_s": round(load_s, 3),
-            "ranks": len(ds),
-            "events": sum(s.info()["rows"]["events"] for s in ds.summaries.values()),
-        }
-        out.update(_analyses(ds))
-        out["worker_peak_mb"] = sorted(
-            round(v / 1024, 1)
-            for v in client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values()
-        )
-        out["dataset_mb"] = round(
-            sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file()) / 1e6, 1
-        )
+        pids = sorted(f["pid"] for f in client.run(_worker_facts).values())
+        out: dict = {"cluster_start_s": round(start_s, 3), "runs": []}
+        for run in range(runs):
+            t1 = time.perf_counter()
+            ds = hta_fast.load_dir(
+                folder, executor=client, dataset=os.path.join(tmp, f"ds{run}"), **options
+            )
+            load_s = time.perf_counter() - t1
+            one = {
+                "load_s": round(load_s, 3),
+                "ranks": len(ds),
+                "events": sum(s.info()["rows"]["events"] for s in ds.summaries.values()),
+            }
+            one.update(_analyses(ds))
+            one["dataset_mb"] = round(
+                sum(f.stat().st_size for f in Path(tmp, f"ds{run}").rglob("*") if f.is_file())
+                / 1e6,
+                1,
+            )
+            facts = list(client.run(_worker_facts).values())
+            one["worker_peak_mb"] = sorted(f["peak_mb"] for f in facts)
+            one["most_ranks_at_once"] = [f["most_ranks_at_once"] for f in facts]
+            # a worker the nanny restarted (killed for memory) has another pid
+            one["workers_restarted"] = len(set(pids) - {f["pid"] for f in facts})
+            out["runs"].append(one)
+        if cache_dir:
+            out["cache_mb"] = round(
+                sum(f.stat().st_size for f in Path(cache_dir).rglob("*") if f.is_file()) / 1e6, 1
+            )
+        out.update(out["runs"][0])  # the first run's figures at the top, as before
     out["coordinator_peak_mb"] = round(_peak_mb(), 1)
     return out
 
@@ -162,15 +206,49 @@ def main() -> int:
         "--people", action="store_true", help="time `hta-fast report` and `doctor` instead"
     )
     ap.add_argument("--straggler", help="RANK:FACTOR, as the generator takes it")
+    ap.add_argument(
+        "--set",
+        help="measure this folder of traces (made with gen_trace.py, say) instead of generating",
+    )
+    ap.add_argument(
+        "--executors",
+        nargs="+",
+        choices=("local", "dask"),
+        default=["local", "dask"],
+        help="which loads to time",
+    )
+    ap.add_argument(
+        "--memory-limit", default="0", help="each Dask worker's memory_limit ('4GB'; 0: none)"
+    )
+    ap.add_argument("--threads-per-worker", type=int, default=1)
+    ap.add_argument(
+        "--cache",
+        action="store_true",
+        help="Dask: load through the Arrow cache (under --out/cache, emptied first), twice: "
+        "the first run parses and fills it, the second reads it",
+    )
     ap.add_argument("--child", choices=("local", "dask"), help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
+    ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.child == "local":
         print(json.dumps(child_local(args.dir)))
         return 0
     if args.child == "dask":
-        print(json.dumps(child_dask(args.dir, args.workers)))
+        runs = 2 if args.cache_dir else 1
+        print(
+            json.dumps(
+                child_dask(
+                    args.dir,
+                    args.workers,
+                    args.memory_limit,
+                    args.threads_per_worker,
+                    args.cache_dir,
+                    runs,
+                )
+            )
+        )
         return 0
 
     from hta_fast import synth
@@ -179,34 +257,36 @@ def main() -> int:
     if args.straggler:
         rank, factor = args.straggler.split(":")
         stragglers = {int(rank): float(factor)}
+    from hta_fast.loading import executors, trace_files
+
     results = []
-    for size in args.size_mb:
+    for size in [0.0] if args.set else args.size_mb:
         slow = "".join(f"-slow{r}x{f:g}" for r, f in stragglers.items())
-        folder = Path(args.out) / f"{args.ranks}x{size:g}mb{slow}"
-        if len(list(folder.glob("rank*.json"))) != args.ranks:
+        folder = Path(args.set or Path(args.out) / f"{args.ranks}x{size:g}mb{slow}")
+        if not args.set and len(list(folder.glob("rank*.json"))) != args.ranks:
             t0 = time.perf_counter()
             synth.generate(folder, size, ranks=args.ranks, base=BASE, stragglers=stragglers)
             print(f"generated {folder} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        total_mb = sum(f.stat().st_size for f in folder.glob("rank*.json")) / 1e6
+        files = trace_files(folder)
+        args.ranks = len(files)
+        # JSON MB (a .json.gz by its trailer's size: hta_fast.loading.executors.json_size)
+        total_mb = sum(executors.json_size(f) for f in files) / 1e6
+        size = size or total_mb / len(files)
         runs = {}
         if args.people:
             runs = people(folder, Path(args.out))
             print(f"{args.ranks} x {size:g} MB: {runs}", file=sys.stderr)
             results.append({"ranks": args.ranks, "size_mb_per_rank": size, "runs": runs})
             continue
-        for name in ("local", "dask"):
-            m = run_measured(
-                [
-                    sys.executable,
-                    __file__,
-                    "--child",
-                    name,
-                    "--dir",
-                    str(folder),
-                    "--workers",
-                    str(args.workers),
-                ]
-            )
+        cache_dir = Path(args.out) / "cache"
+        for name in args.executors:
+            cmd = [sys.executable, __file__, "--child", name, "--dir", str(folder)]
+            cmd += ["--workers", str(args.workers), "--memory-limit", args.memory_limit]
+            cmd += ["--threads-per-worker", str(args.threads_per_worker)]
+            if args.cache and name == "dask":
+                shutil.rmtree(cache_dir, ignore_errors=True)
+                cmd += ["--cache-dir", str(cache_dir)]
+            m = run_measured(cmd)
             runs[name] = dict(
                 m["result"], wall_s=round(m["wall_s"], 2), largest_process_mb=m["peak_rss_mb"]
             )

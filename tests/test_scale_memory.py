@@ -171,6 +171,14 @@ def test_second_dask_load_comes_from_the_workers_cache(ranks, monkeypatch, tmp_p
     budget = _budget_for(ranks, 2.5)
     monkeypatch.setenv(executors.BUDGET_ENV, str(budget))
     counter = InFlight(monkeypatch)
+    writes: list[int] = []
+    real_write = executors.write_rank
+
+    def counted_write(trace, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        writes.append(trace.rank)
+        return real_write(trace, *args, **kwargs)
+
+    monkeypatch.setattr(executors, "write_rank", counted_write)
     with (
         distributed.LocalCluster(
             n_workers=1, threads_per_worker=4, processes=False, dashboard_address=None
@@ -183,7 +191,14 @@ def test_second_dask_load_comes_from_the_workers_cache(ranks, monkeypatch, tmp_p
         assert counter.most == 2  # four threads on the worker, the budget lets two load
         second = hta_fast.load_dir(ranks, executor=client, dataset=str(tmp_path / "b"), **options)
         assert parses.calls == RANKS  # the second run read the cache
+        # and copied the rank's Parquet files kept beside it instead of encoding them again
+        assert sorted(writes) == list(range(RANKS))
     assert second.summaries == first.summaries
+    for r in first.ranks:
+        for name in ("events", "kernel_args", "meta"):
+            assert second[r].to_arrow(name).equals(first[r].to_arrow(name)), (r, name)
+    reopened = hta_fast.open_dataset(str(tmp_path / "b"))
+    assert reopened.summaries == first.summaries
 
 
 def test_cli_cache_flag(ranks, monkeypatch, tmp_path):

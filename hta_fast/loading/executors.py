@@ -17,17 +17,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import posixpath
+import shutil
 import struct
 import sys
 import threading
 from typing import Any, Callable, Iterator, Optional, Union
 
 from ..errors import ErrorCode, TraceFormatError
-from ..trace import Trace
+from ..trace import TABLES, Trace
+from . import cache as cache_mod
 from . import loader
-from .dataset import write_rank
+from .dataset import part_path, write_rank
 from .files import assign_rank, filesystem, is_url, rank_from_name
-from .summary import RankSummary
+from .summary import RankSummary, summarize
 
 DASK_HINT = "pip install hta_fast[dask]"
 
@@ -321,7 +324,46 @@ def load_rank(
             trace.rank = assign_rank(trace.meta.rank, path, lone_file)
         except (TraceFormatError, OSError) as e:
             return failure_of(path, e)
-        return write_rank(trace, dataset, compression)
+        if not options.get("cache") or is_url(path):
+            return write_rank(trace, dataset, compression)
+        return _write_rank_cached(trace, path, dataset, options, compression)
+
+
+def _write_rank_cached(
+    trace: Trace, path: str, dataset: str, options: dict[str, Any], compression: str
+) -> RankSummary:
+    """write_rank, with the rank's files kept in the load cache and copied from there when
+    they are fresh (hta_fast.loading.cache.lookup_parts): the second load of a set neither
+    parses nor encodes Parquet."""
+    key = {
+        "compression": compression,
+        "recover": bool(options.get("recover")),
+        "kernel_classes": [list(r) for r in options.get("kernel_classes") or ()],
+    }
+    cache_dir = options.get("cache_dir")
+    fs, root = filesystem(dataset)
+    summary = summarize(trace)
+    names = [*TABLES, *(f"summary/{n}" for n in summary.tables())]
+    kept = cache_mod.lookup_parts(path, cache_dir, key)
+    if kept is not None and set(kept) == set(names):
+        for name, src in kept.items():
+            dst = part_path(fs, root, name, trace.rank)
+            if fs is None:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copyfile(src, dst)
+            else:
+                fs.makedirs(posixpath.dirname(dst), exist_ok=True)
+                fs.put_file(str(src), dst)
+        return summary
+    write_rank(trace, dataset, compression, summary)
+    cache_mod.store_parts(
+        path,
+        cache_dir,
+        key,
+        {name: part_path(fs, root, name, trace.rank) for name in names},
+        shutil.copyfile if fs is None else fs.get_file,
+    )
+    return summary
 
 
 def is_dask(executor: Any) -> bool:
