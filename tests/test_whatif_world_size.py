@@ -180,6 +180,11 @@ def test_the_recorded_machine(job):
         8,
         1,
     )
+    # one GPU listed: a rank that sees its own, not a node of one; the file's 8 per node
+    one = KinetoBuilder(rank=0, world_size=16)
+    one.step(0, 0.0, 100.0)
+    rec = recorded_machine(one.load())
+    assert (rec.topology.gpus_per_node, rec.topology.nodes, rec.world_size) == (8, 2, 16)
     assert topology_for_device("H100-SXM") == "hgx_h100"
     assert topology_for_device("GH200-144GB") == "hgx_h100"
     assert topology_for_device("H200-SXM") == "hgx_h200"

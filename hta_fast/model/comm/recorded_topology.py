@@ -5,8 +5,9 @@ GPU calls for, how many GPUs a node held and how many ranks the job had.
                 to the device table; its key picks the shipped file (DEVICE_TOPOLOGY, first
                 prefix that fits). A GPU no file describes takes FALLBACK's figures, and
                 the reason says so.
-    GPUs/node   how many devices the trace's deviceProperties list (a Kineto trace lists
-                the node's visible GPUs), else the file's gpus_per_node
+    GPUs/node   how many devices the trace's deviceProperties list where they list two or
+                more (a Kineto trace lists the GPUs its process sees: the node's, unless
+                each rank was given only its own), else the file's gpus_per_node
     world size  the largest of: the ranks' distributedInfo world_size, the collectives'
                 group sizes, the number of ranks loaded
     nodes       the world size over the GPUs per node, rounded up
@@ -90,12 +91,17 @@ def recorded_machine(
             f"{'the device ' + key if key else 'an unnamed device'})"
         )
     listed = len(first.meta.devices or [])
-    gpn = listed if listed >= 1 else topology.gpus_per_node
+    # one GPU listed: a rank that sees only its own (CUDA_VISIBLE_DEVICES), not a node of one
+    gpn = listed if listed > 1 else topology.gpus_per_node
     nodes = math.ceil(world / gpn)
     topology = dataclasses.replace(topology, gpus_per_node=gpn, nodes=nodes)
+    source = (
+        f"deviceProperties lists {listed}"
+        if listed > 1
+        else "the file's; deviceProperties lists " + ("one GPU, a rank's own" if listed else "none")
+    )
     how = (
-        f"recorded machine: {why}; {gpn} GPUs per node "
-        f"({'deviceProperties lists ' + str(listed) if listed else 'the file'}), "
+        f"recorded machine: {why}; {gpn} GPUs per node ({source}), "
         f"world size {world}, {nodes} node(s)"
     )
     return RecordedMachine(topology, world, key, how)

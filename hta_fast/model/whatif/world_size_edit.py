@@ -15,7 +15,10 @@ The recorded machine (hta_fast.model.comm.recorded_topology): the shipped topolo
 trace's GPU calls for, with the trace's GPUs per node and world size. Without a target
 topology its figures are calibrated on the trace's own sized collectives
 (collective_cost.trace_measurements, calibrate), and the same calibrated machine is both
-ends of the ratio: the fit says how this machine's time grows with ranks and nodes. With a
+ends of the ratio: the fit says how this machine's time grows with ranks and nodes. Where
+no recorded collective crossed nodes, the network keeps the file's figure times the share
+of theirs the intra-node links reached (their fitted / file bandwidth): a node measured at
+a tenth of its NVLink figure is not given its network at the vendor's. With a
 target topology both ends are vendor figures (the recorded file uncalibrated, the target
 as given), like against like: a calibration of one machine says nothing of another's
 shortfall.
@@ -201,7 +204,20 @@ def _calibrated(
     except ValueError as e:
         return machine, f"not calibrated ({e})"
     detail = fitted.source.split("; from:")[0]
-    return fitted, f"{detail}"
+    share = fitted.intra_node_gbps / machine.intra_node_gbps
+    if fitted.network_gbps_per_node == machine.network_gbps_per_node and share != 1.0:
+        # No row crossed nodes: the network gets the share of its file figure that the
+        # links the trace did exercise got (else a slow-measured node would find its
+        # network, at the vendor's figure, nearly free)
+        fitted = dataclasses.replace(
+            fitted, network_gbps_per_node=machine.network_gbps_per_node * share
+        )
+        detail += (
+            f"; the network, which no recorded collective crossed, gets the intra-node "
+            f"links' measured share of the file's figure ({share:.3f}): "
+            f"{fitted.network_gbps_per_node:.1f} GB/s per node"
+        )
+    return fitted, detail
 
 
 def _kinds(matched: MatchedCollectives) -> np.ndarray:
