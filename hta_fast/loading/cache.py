@@ -135,9 +135,9 @@ def _parts_facts(path: str, key: dict) -> dict[str, Any]:
 
 def lookup_parts(
     path: str, cache_dir: Optional[Union[str, os.PathLike]], key: dict
-) -> Optional[dict[str, Path]]:
-    """The kept dataset files of `path` (a table's name, as write_rank names it, to its file),
-    or None when there are none or they are stale."""
+) -> Optional[tuple[dict[str, Path], dict[str, Any]]]:
+    """The kept dataset files of `path` (a table's name, as write_rank names it, to its file)
+    and the facts kept with them, or None when there are none or they are stale."""
     entry = _parts_dir(path, cache_dir, key)
     try:
         manifest = json.loads((entry / PARTS_MANIFEST).read_text())
@@ -148,7 +148,9 @@ def lookup_parts(
     ):
         return None
     files = {name: entry / f"{i}.parquet" for i, name in enumerate(manifest["tables"])}
-    return files if all(f.is_file() for f in files.values()) else None
+    if not all(f.is_file() for f in files.values()):
+        return None
+    return files, manifest.get("facts", {})
 
 
 def store_parts(
@@ -157,9 +159,11 @@ def store_parts(
     key: dict,
     files: dict[str, Any],
     fetch: Any,
+    facts: dict[str, Any],
 ) -> None:
     """Keeps a rank's dataset files (table name -> where it was written; fetch(src, dst)
-    copies one here); a cache that cannot be written only warns."""
+    copies one here) and JSON-able facts about them; a cache that cannot be written only
+    warns."""
     entry = _parts_dir(path, cache_dir, key)
     tmp: Optional[Path] = None
     try:
@@ -167,7 +171,7 @@ def store_parts(
         names = list(files)
         for i, name in enumerate(names):
             fetch(files[name], str(tmp / f"{i}.parquet"))
-        manifest = {**_parts_facts(path, key), "tables": names}
+        manifest = {**_parts_facts(path, key), "tables": names, "facts": facts}
         (tmp / PARTS_MANIFEST).write_text(json.dumps(manifest))
         _atomic_folder.install(str(tmp), str(entry.absolute()))
     except OSError as e:

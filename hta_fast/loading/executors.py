@@ -30,7 +30,14 @@ from . import cache as cache_mod
 from . import loader
 from .dataset import part_path, write_rank
 from .files import assign_rank, filesystem, is_url, rank_from_name
-from .summary import RankSummary, summarize
+from .summary import COLLECTIVES_SCHEMA, KERNELS_SCHEMA, STEPS_SCHEMA, RankSummary
+
+SUMMARY_SCHEMAS = {
+    "steps": STEPS_SCHEMA,
+    "kernels": KERNELS_SCHEMA,
+    "collectives": COLLECTIVES_SCHEMA,
+    "cpu_collectives": COLLECTIVES_SCHEMA,
+}
 
 DASK_HINT = "pip install hta_fast[dask]"
 
@@ -318,52 +325,90 @@ def load_rank(
 ) -> Union[RankSummary, RankFailure]:
     """The per-rank task: load, write the rank's tables to `dataset`, return its summary;
     it waits first until its estimated peak fits in its process's budget (rank_budget)."""
+    cached = bool(options.get("cache")) and not is_url(path)
     with rank_budget().hold(load_estimate(path)):
+        if cached:
+            kept = _copy_kept(path, dataset, options, compression)
+            if kept is not None:
+                return kept
         try:
             trace = read_trace(path, options)
             trace.rank = assign_rank(trace.meta.rank, path, lone_file)
         except (TraceFormatError, OSError) as e:
             return failure_of(path, e)
-        if not options.get("cache") or is_url(path):
-            return write_rank(trace, dataset, compression)
-        return _write_rank_cached(trace, path, dataset, options, compression)
+        summary = write_rank(trace, dataset, compression)
+        if cached:
+            _keep(trace, summary, path, dataset, options, compression)
+        return summary
 
 
-def _write_rank_cached(
-    trace: Trace, path: str, dataset: str, options: dict[str, Any], compression: str
-) -> RankSummary:
-    """write_rank, with the rank's files kept in the load cache and copied from there when
-    they are fresh (hta_fast.loading.cache.lookup_parts): the second load of a set neither
-    parses nor encodes Parquet."""
-    key = {
+# With cache=True a rank's dataset files are kept beside its cached trace and copied from
+# there while they are fresh (hta_fast.loading.cache.lookup_parts), with its summary read back
+# from its summary files: the second load of a set neither parses, summarizes nor encodes.
+def _parts_key(options: dict[str, Any], compression: str) -> dict[str, Any]:
+    return {
         "compression": compression,
         "recover": bool(options.get("recover")),
         "kernel_classes": [list(r) for r in options.get("kernel_classes") or ()],
     }
-    cache_dir = options.get("cache_dir")
+
+
+def _keep(
+    trace: Trace,
+    summary: RankSummary,
+    path: str,
+    dataset: str,
+    options: dict[str, Any],
+    compression: str,
+) -> None:
     fs, root = filesystem(dataset)
-    summary = summarize(trace)
     names = [*TABLES, *(f"summary/{n}" for n in summary.tables())]
-    kept = cache_mod.lookup_parts(path, cache_dir, key)
-    if kept is not None and set(kept) == set(names):
-        for name, src in kept.items():
-            dst = part_path(fs, root, name, trace.rank)
-            if fs is None:
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                shutil.copyfile(src, dst)
-            else:
-                fs.makedirs(posixpath.dirname(dst), exist_ok=True)
-                fs.put_file(str(src), dst)
-        return summary
-    write_rank(trace, dataset, compression, summary)
     cache_mod.store_parts(
         path,
-        cache_dir,
-        key,
+        options.get("cache_dir"),
+        _parts_key(options, compression),
         {name: part_path(fs, root, name, trace.rank) for name in names},
         shutil.copyfile if fs is None else fs.get_file,
+        {"rank": trace.rank, "info": summary.info()},
     )
-    return summary
+
+
+def _copy_kept(
+    path: str, dataset: str, options: dict[str, Any], compression: str
+) -> Optional[RankSummary]:
+    import pyarrow.parquet as pq  # here, not at import: `import hta_fast` stays light
+
+    found = cache_mod.lookup_parts(path, options.get("cache_dir"), _parts_key(options, compression))
+    if found is None:
+        return None
+    kept, facts = found
+    summaries = {f"summary/{n}": n for n in SUMMARY_SCHEMAS}
+    if set(kept) != {*TABLES, *summaries} or "rank" not in facts:
+        return None
+    fs, root = filesystem(dataset)
+    rank = int(facts["rank"])
+    for name, src in kept.items():
+        dst = part_path(fs, root, name, rank)
+        if fs is None:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(src, dst)
+        else:
+            fs.makedirs(posixpath.dirname(dst), exist_ok=True)
+            fs.put_file(str(src), dst)
+    tables = {
+        short: pq.read_table(kept[name])
+        .select(SUMMARY_SCHEMAS[short].names)
+        .cast(SUMMARY_SCHEMAS[short])
+        for name, short in summaries.items()
+    }
+    return RankSummary(
+        rank,
+        facts["info"],
+        tables["steps"],
+        tables["kernels"],
+        tables["collectives"],
+        tables["cpu_collectives"],
+    )
 
 
 def is_dask(executor: Any) -> bool:
