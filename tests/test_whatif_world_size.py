@@ -38,7 +38,7 @@ def model_us(kind: str, size: float, ranks: int, topology=MACHINE) -> float:
     return predict_collective(kind, size, topo, ranks=ranks).time_us
 
 
-def synthetic_job(arrival_us=(0.0, 0.0, 0.0, 0.0)) -> hta_fast.TraceSet:
+def synthetic_job(arrival_us=(0.0, 0.0, 0.0, 0.0), keep=None) -> hta_fast.TraceSet:
     """4 ranks on one 8-GPU A100 node: per step, 1 ms of compute, then the collectives one
     after another, each taking the model's time on dgx_a100 over 4 ranks; rank r reaches
     each collective arrival_us[r] late (its kernel starts then and ends with the others'),
@@ -73,6 +73,8 @@ def synthetic_job(arrival_us=(0.0, 0.0, 0.0, 0.0)) -> hta_fast.TraceSet:
             step_ev["dur"] = round(end - t0, 3)
             t0 = end
         builders.append(b)
+        if keep is not None:  # the JSON, for a test to edit
+            keep[rank] = b.to_bytes()
     return hta_fast.TraceSet({b.rank: b.load() for b in builders})
 
 
@@ -161,6 +163,28 @@ def test_the_slowest_rank_wait_grows_with_the_expected_maximum():
     same = what_if(job, world_size=RANKS)
     assert all(row["slowest_wait"] == 0 for row in _rows(same))
     assert _per_step(same)["predicted"] == _per_step(same)["replayed"]
+
+
+def test_a_collective_without_a_size_takes_the_size_its_time_calls_for():
+    # The job with its element counts removed: each collective's size is the one at which
+    # the recorded machine's model (uncalibrated: nothing to fit) takes its recorded time,
+    # which is its true size here, so the answer is the model's time at N as before.
+    raw: dict[int, bytes] = {}
+    synthetic_job(keep=raw)
+    ranks = {}
+    for rank, data in raw.items():
+        doc = json.loads(data)
+        for e in doc["traceEvents"]:
+            for k in ("In msg nelems", "Out msg nelems"):
+                e.get("args", {}).pop(k, None)
+        ranks[rank] = hta_fast.load(json.dumps(doc).encode())
+    r = what_if(hta_fast.TraceSet(ranks), world_size=16)
+    assert any("record no size" in n for n in r.notes)
+    for row, (_, kind, n_in, n_out) in zip(_rows(r), COLLECTIVES * STEPS):
+        size = 4 * max(n_in, n_out)
+        assert row["size_inferred"] and row["bytes"] == pytest.approx(size, rel=1e-3)
+        expected = model_us(kind, size, 16) * 1e3
+        assert row["predicted"] == pytest.approx(expected, rel=1e-3)
 
 
 def test_expected_maximum_of_normal_draws():

@@ -176,9 +176,9 @@ def _predict(
     out: list[Optional[Prediction]] = [None] * len(kinds)
     keys = {(kinds[i], int(ranks[i])) for i in rows}
     for kind, n in sorted(keys):
-        mine = [i for i in rows if kinds[i] == kind and int(ranks[i]) == n]
+        mine = rows[(kinds[rows] == kind) & (ranks[rows] == n)]
         at = sizes[mine].tolist()
-        for i, p in zip(mine, predict_collectives(kind, at, topology, ranks=n)):
+        for i, p in zip(mine.tolist(), predict_collectives(kind, at, topology, ranks=n)):
             out[i] = p
     return out
 
