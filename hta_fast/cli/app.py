@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ops": ("ops", "Operators by shape: GPU time, FLOPs, bytes, the roofline."),
     "predict": ("ops", "Each operator family's GPU time on another GPU."),
     "comm-model": ("ops", "A collective's time on a machine: algorithm, protocol, bandwidth."),
+    "shard": ("ops", "Embedding sharding plans ranked by predicted step time."),
     "critical-path": ("model", "What bounds each step: the critical path of its graph."),
     "owners": ("model", "Who owns each nanosecond of each step on the GPU."),
     "replay": ("model", "Replay each step's dependency graph with the measured durations."),

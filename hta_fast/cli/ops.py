@@ -1,6 +1,8 @@
 """`hta-fast ops` (operator table and roofline), `hta-fast predict` (kernel time on another
-GPU) and `hta-fast comm-model` (a collective's time on a machine): hta_fast.analysis.op_table
-/ roofline, hta_fast.model.predict and hta_fast.model.comm.collective_model."""
+GPU), `hta-fast comm-model` (a collective's time on a machine) and `hta-fast shard`
+(embedding sharding plans' step time): hta_fast.analysis.op_table / roofline,
+hta_fast.model.predict, hta_fast.model.comm.collective_model and
+hta_fast.model.plans.shard."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from ..analysis import roofline as roofline_mod
 from ..frame.select import Selection, each_rank
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
-from .loading import capture_option, with_capture_file
+from .loading import capture_option, path_arguments, recover_option, with_capture_file
 from .options import F, load_traces, result_tables, selection, table_command
 from .output import check_format, emit, one_line, trace_start
 
@@ -303,6 +305,103 @@ def comm_model_command(
         return
     notes = {f"comm_model.{kind}": [f"topology: {topo.name} ({topo.nodes} node(s)); {topo.source}"]}
     emit({f"comm_model.{kind}": table}, notes, fmt, None, 0)
+
+
+@cli.command("shard")
+@path_arguments
+@click.option(
+    "--tables",
+    "tables_path",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="TABLES.json: the embedding tables (name, rows, dim, pooling, batch; see "
+    "docs/model_costs.md and docs/examples/param_dlrm_8rank_tables.json).",
+)
+@click.option(
+    "--plans",
+    "plans_path",
+    type=click.Path(dir_okay=False, exists=True),
+    help="PLANS.json: a list of plans, each a name and {table: rank} (plan) or a per-rank "
+    "list of tables (ranks). Default: the recorded plan and three alternatives.",
+)
+@click.option(
+    "--topology",
+    "topology_name",
+    help="The machine the all-to-all runs on: a topology JSON file or a shipped name "
+    "(default: the recorded machine's; see docs/comm_model.md).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Folder for the tables (csv: shard.csv and shard.ranks.csv; default: stdout).",
+)
+@recover_option
+@click.pass_obj
+def shard_command(
+    opts: Options,
+    paths: tuple[str, ...],
+    tables_path: str,
+    plans_path: Optional[str],
+    topology_name: Optional[str],
+    fmt: str,
+    out_dir: Optional[str],
+    recover: bool,
+) -> None:
+    """Embedding sharding plans ranked by predicted step time: per plan and rank the lookup
+    time (the lookup cost model fitted on the trace's own lookup kernels) and the
+    all-to-all at the plan's sizes (the collective model on the topology), and the step
+    replayed with them. Without --plans: the recorded plan (the tables' rank keys, checked
+    against the trace) beside round robin, greedy and size-balanced plans. Columns say what
+    is measured (from the trace) and what is predicted (docs/model_costs.md)."""
+    import sys
+
+    import pyarrow.csv as pacsv
+
+    from ..model.plans.shard import read_plans, read_tables, shard
+
+    traces, _ = load_traces(paths, opts, recover)
+    n = len(traces.ranks)
+    try:
+        spec = read_tables(tables_path, ranks=n)
+        plans = read_plans(plans_path, spec.tables, n) if plans_path else None
+        result = shard(traces, spec, plans, topology=topology_name)
+    except (FileNotFoundError, ValueError) as e:
+        raise BadInput(str(e)) from None
+    tables, notes = result_tables([result])
+    if fmt == "csv" and not out_dir:
+        for i, (name, table) in enumerate(tables.items()):
+            sink = pa.BufferOutputStream()
+            pacsv.write_csv(table, sink)
+            sys.stdout.write(("\n" if i else "") + f"# {name}\n")
+            sys.stdout.write(sink.getvalue().to_pybytes().decode())
+        return
+    if fmt == "table":
+        tables = {name: in_us(t) for name, t in tables.items()}
+    emit(tables, notes, fmt, out_dir, 0, origin_ns=trace_start(traces))
+
+
+def in_us(table: pa.Table) -> pa.Table:
+    """The lookup and all-to-all columns (ns) in µs for the text table: a table shows all its
+    ns columns in one unit, and the steps' ms would round the lookups (tens of µs) away."""
+    import pyarrow.compute as pc
+
+    fields, arrays = [], []
+    for f, col in zip(table.schema, table.columns):
+        if f.name.startswith(("lookup_", "max_lookup_", "a2a_")) and not f.name.endswith("bytes"):
+            col = pc.divide(col.cast(pa.float64()), 1000.0)
+            f = f.with_type(pa.float64()).with_metadata({"unit": "us"})
+        fields.append(f)
+        arrays.append(col)
+    return pa.table(arrays, schema=pa.schema(fields))
 
 
 # What the table format shows of each table without --wide, under shorter names: what a

@@ -20,12 +20,18 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrow import array_of, as_numpy
+from ...frame import select
 from ...frame.fields import NS
 from ...frame.result import Result
 from ...frame.select import Steps, as_traceset
 from ...trace import Trace
 from ...traceset import TraceSet
+from ..comm.collective_links import MatchedCollectives
+from ..graph.walk import walk_groups
+from ..whatif.changes import DurationChanges
 from ..whatif.edits import Edits
+from ..whatif.group import replay_group
+from ..whatif.rows import group_rows
 from ..whatif.steps import what_if
 from .embedding_cost import LookupCostModel, TableSpec, evaluate_plan
 from .embedding_lookups import lookup_kernels
@@ -39,6 +45,63 @@ def _family_name(cost: LookupCostModel, family: Optional[str], kernel_family: Op
     if len(cost.fits) == 1:
         return next(iter(cost.fits))
     raise ValueError(f"name the lookup kernel family to replace, one of {sorted(cost.fits)}")
+
+
+def family_lookups(lookups: pa.Table, name: str) -> pa.Table:
+    """The rows of lookup_kernels' table of kernel family `name`; ValueError naming the
+    families found where none is."""
+    fam = np.asarray(lookups["family"].to_pylist(), dtype=object)
+    if not (fam == name).any():
+        found = sorted(set(fam.tolist())) or "none"
+        raise ValueError(f"no {name!r} lookup kernels in these traces (found: {found})")
+    return lookups.filter(array_of(fam == name))
+
+
+def lookup_changes(
+    ts: TraceSet, lookups: pa.Table, planned: np.ndarray
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict, dict]:
+    """The duration changes that give plan rank i (the traces' i-th rank) planned[i] ns of
+    lookup per step, shared among its kernels in `lookups` (one family) in proportion to
+    their measured durations (evenly where they measured 0); and per (rank, step) the
+    lookup time measured and planned."""
+    lk_rank = as_numpy(lookups["rank"])
+    changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    measured_by: dict[tuple[int, int], float] = {}
+    planned_by: dict[tuple[int, int], float] = {}
+    for i, rank in enumerate(ts.ranks):
+        mine = lk_rank == rank
+        rows = as_numpy(lookups["row"])[mine]
+        dur = as_numpy(lookups["dur"])[mine].astype(np.float64)
+        step = ts[rank].column("events", "step")[rows].astype(np.int64)
+        keys, code = np.unique(step, return_inverse=True)
+        code = code.reshape(-1)
+        total = np.bincount(code, dur, minlength=len(keys))
+        count = np.bincount(code, minlength=len(keys))
+        share = np.where(total[code] > 0, dur / np.maximum(total[code], 1), 1.0 / count[code])
+        changes[rank] = (rows, planned[i] * share - dur)
+        for k, t in zip(keys.tolist(), total.tolist()):
+            measured_by[(rank, k)], planned_by[(rank, k)] = t, float(planned[i])
+    return changes, measured_by, planned_by
+
+
+def replay_plan(
+    ts: TraceSet,
+    changes: dict[int, tuple[np.ndarray, np.ndarray]],
+    factor: Optional[np.ndarray],
+    matched: Optional[MatchedCollectives],
+    steps: Steps = None,
+) -> list[dict[str, Any]]:
+    """The what-if rows (rank, step, measured, replayed, predicted, ...) of the steps
+    replayed with `changes` (per rank, event rows and ns added) and each matched
+    collective's time moving data multiplied by factor[c] (the all-to-all at a plan's
+    sizes; None: as measured); the ranks of a step together where `matched` is given."""
+    sel = select.selection_of(None, None, steps)
+    rows: list[dict[str, Any]] = []
+    edits = Edits()
+    delta = DurationChanges(changes, factor, [])
+    for chains in walk_groups(ts, sel, True):
+        rows += group_rows(replay_group(chains, edits, delta, matched))
+    return rows
 
 
 def plan_step_time(
@@ -65,30 +128,8 @@ def plan_step_time(
     evaluation = evaluate_plan(tables, plan, len(ranks), cost=cost, family=family, comm=comm)
     planned = np.asarray(as_numpy(evaluation.table["lookup_ns"]), np.float64)
     name = _family_name(cost, family, kernel_family)
-    lookups = lookup_kernels(ts).table
-    fam = np.asarray(lookups["family"].to_pylist(), dtype=object)
-    if not (fam == name).any():
-        found = sorted(set(fam.tolist())) or "none"
-        raise ValueError(f"no {name!r} lookup kernels in these traces (found: {found})")
-    lookups = lookups.filter(array_of(fam == name))
-    lk_rank = as_numpy(lookups["rank"])
-    changes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    measured_by: dict[tuple[int, int], float] = {}
-    planned_by: dict[tuple[int, int], float] = {}
-    for i, rank in enumerate(ranks):
-        mine = lk_rank == rank
-        rows = as_numpy(lookups["row"])[mine]
-        dur = as_numpy(lookups["dur"])[mine].astype(np.float64)
-        step = ts[rank].column("events", "step")[rows].astype(np.int64)
-        keys, code = np.unique(step, return_inverse=True)
-        code = code.reshape(-1)
-        total = np.bincount(code, dur, minlength=len(keys))
-        count = np.bincount(code, minlength=len(keys))
-        # Each kernel's share of the step's planned time: by measured duration, or evenly.
-        share = np.where(total[code] > 0, dur / np.maximum(total[code], 1), 1.0 / count[code])
-        changes[rank] = (rows, planned[i] * share - dur)
-        for k, t in zip(keys.tolist(), total.tolist()):
-            measured_by[(rank, k)], planned_by[(rank, k)] = t, float(planned[i])
+    lookups = family_lookups(lookup_kernels(ts).table, name)
+    changes, measured_by, planned_by = lookup_changes(ts, lookups, planned)
     result = what_if(ts, Edits(duration_change=changes), cross_rank=cross_rank, steps=steps)
     table = result.table
     keys_of = list(zip(table["rank"].to_pylist(), table["step"].to_pylist()))
@@ -103,6 +144,7 @@ def plan_step_time(
     step_ns: dict[Optional[int], int] = {}
     for (_, s), p in zip(keys_of, table["predicted"].to_pylist()):
         step_ns[s] = max(step_ns.get(s, 0), p)
+    lk_rank = as_numpy(lookups["rank"])
     missing = sorted(r for r in ranks if not (lk_rank == r).any())
     notes = list(evaluation.notes) + list(result.notes)
     if missing:
