@@ -7,9 +7,10 @@ together when there are several, so a rank that looks up longer holds the others
 next collective). Per (rank, step), the kernels of the replaced family share the planned
 time in proportion to their measured durations.
 
-Plan rank i is the traces' i-th rank in sorted order. The all-to-all kernels keep their
-measured times: most traces record no size for them (PyTorch's all-to-all runs as
-send/recv), so a changed all-to-all size cannot be turned into a time here.
+Plan rank i is the traces' i-th rank in sorted order. In plan_step_time the all-to-all
+kernels keep their measured times; replay_plan also takes a factor per matched collective on
+its time moving data, with which hta_fast.model.plans.shard sets the pooled all-to-all to the
+collective model's time at a plan's sizes.
 """
 
 from __future__ import annotations
