@@ -16,33 +16,23 @@ The package names its modules, not their functions: several functions are named 
 module (collectives.collectives, stragglers.stragglers), and a function bound here would hide
 the module of the same name."""
 
-from ..frame.result import Result  # noqa: F401  (its home is hta_fast.frame; kept for old imports)
-from ..frame.select import Selection  # noqa: F401
-from . import (
-    annotations,
-    collectives,
-    cupti_counters,
-    graphs,
-    idle_time,
-    inference,
-    kernel_breakdown,
-    kernel_sequences,
-    launch_stats,
-    memory_bw,
-    memory_timeline,
-    op_kernels,
-    op_table,
-    overlap,
-    queue_length,
-    registry,
-    roofline,
-    steps,
-    stragglers,
-    temporal,
-    tensorboard,
-    trace_diff,
-)
-from .registry import ANALYSES
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from ..frame.result import Result  # noqa: F401 (for old imports)
+    from ..frame.select import Selection  # noqa: F401
+    from .registry import ANALYSES
+
+# The names and the module each comes from; the analyses' modules resolve on first use too
+# (hta_fast._lazy), so that importing one analysis does not import them all. Result and
+# Selection live in hta_fast.frame: named here for old imports.
+PUBLIC = {
+    "ANALYSES": "hta_fast.analysis.registry",
+    "Result": "hta_fast.frame.result",
+    "Selection": "hta_fast.frame.select",
+}
 
 __all__ = [
     "ANALYSES",
@@ -69,3 +59,5 @@ __all__ = [
     "tensorboard",
     "trace_diff",
 ]
+
+lazy_package(__name__, PUBLIC, subpackages=True)

@@ -12,43 +12,62 @@ plans.embedding_cost.fit_lookup_costs) and sharding plans (plans.embedding_cost.
 improve_plan; their step time by replay: plans.plan_replay.plan_step_time, compare_plans).
 
 Per-event knowledge (FLOPs and bytes per operator, devices) lives in hta_fast.costs; the per-
-operator analyses that use it in hta_fast.analysis.op_table and hta_fast.analysis.roofline."""
+operator analyses that use it in hta_fast.analysis.op_table and hta_fast.analysis.roofline.
 
-# Moved to hta_fast.costs: re-exported here for one release, so that imports from
-# hta_fast.model keep working; import them from hta_fast.costs.cost, .devices and .flops.
-from ..costs.cost import Cost
-from ..costs.devices import Device, DeviceTable, trace_device
-from ..costs.flops import cost_of, no_model_summary, op_costs, with_costs
-from . import predict
-from .comm.collective_cost import CostModel, collective_time_factors, fit_collectives
-from .graph.dependency_graph import DependencyGraph, build_graph
-from .path.critical_path import critical_path
-from .path.overlay import critical_path_trace, write_critical_path_trace
-from .plans.embedding_cost import (
-    LookupCostModel,
-    TableSpec,
-    evaluate_plan,
-    fit_lookup_costs,
-    improve_plan,
-)
-from .plans.embedding_lookups import lookup_kernels
-from .plans.plan_replay import compare_plans, plan_step_time
-from .replay.ranks import replay_ranks
-from .replay.steps import replay_steps
-from .whatif.edits import Edits
-from .whatif.steps import what_if
+The names below resolve on first use (hta_fast._lazy), as do the subpackages (comm, graph,
+path, plans, replay, whatif) and predict."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .comm.collective_cost import CostModel, collective_time_factors, fit_collectives
+    from .graph.dependency_graph import DependencyGraph, build_graph
+    from .path.critical_path import critical_path
+    from .path.overlay import critical_path_trace, write_critical_path_trace
+    from .plans.embedding_cost import (
+        LookupCostModel,
+        TableSpec,
+        evaluate_plan,
+        fit_lookup_costs,
+        improve_plan,
+    )
+    from .plans.embedding_lookups import lookup_kernels
+    from .plans.plan_replay import compare_plans, plan_step_time
+    from .replay.ranks import replay_ranks
+    from .replay.steps import replay_steps
+    from .whatif.edits import Edits
+    from .whatif.steps import what_if
+
+# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# TYPE_CHECKING imports and __all__ equal).
+PUBLIC = {
+    "DependencyGraph": "hta_fast.model.graph.dependency_graph",
+    "build_graph": "hta_fast.model.graph.dependency_graph",
+    "replay_steps": "hta_fast.model.replay.steps",
+    "replay_ranks": "hta_fast.model.replay.ranks",
+    "what_if": "hta_fast.model.whatif.steps",
+    "Edits": "hta_fast.model.whatif.edits",
+    "critical_path": "hta_fast.model.path.critical_path",
+    "critical_path_trace": "hta_fast.model.path.overlay",
+    "write_critical_path_trace": "hta_fast.model.path.overlay",
+    "CostModel": "hta_fast.model.comm.collective_cost",
+    "fit_collectives": "hta_fast.model.comm.collective_cost",
+    "collective_time_factors": "hta_fast.model.comm.collective_cost",
+    "LookupCostModel": "hta_fast.model.plans.embedding_cost",
+    "TableSpec": "hta_fast.model.plans.embedding_cost",
+    "evaluate_plan": "hta_fast.model.plans.embedding_cost",
+    "fit_lookup_costs": "hta_fast.model.plans.embedding_cost",
+    "improve_plan": "hta_fast.model.plans.embedding_cost",
+    "lookup_kernels": "hta_fast.model.plans.embedding_lookups",
+    "plan_step_time": "hta_fast.model.plans.plan_replay",
+    "compare_plans": "hta_fast.model.plans.plan_replay",
+}
 
 __all__ = [
-    # moved to hta_fast.costs, re-exported for one release
-    "Cost",
-    "Device",
-    "DeviceTable",
-    "trace_device",
-    "cost_of",
-    "no_model_summary",
-    "op_costs",
-    "with_costs",
-    # the model
     "DependencyGraph",
     "build_graph",
     "replay_steps",
@@ -56,7 +75,6 @@ __all__ = [
     "what_if",
     "Edits",
     "critical_path",
-    "predict",
     "critical_path_trace",
     "write_critical_path_trace",
     "CostModel",
@@ -71,3 +89,5 @@ __all__ = [
     "plan_step_time",
     "compare_plans",
 ]
+
+lazy_package(__name__, PUBLIC, subpackages=True)
