@@ -83,6 +83,8 @@ def test_cli_recorded_plan_reproduces_the_measured_step(traces_dir):
     notes = " ".join(out["notes"]["shard"])
     assert "device-aware" in notes and "predicted" in notes and "measured" in notes
     assert "tables and rows touched match" in notes
+    # the sharded tables' family: its kernels looked up the file's 24 tables (not the dense 16)
+    assert "lookup curve: split_embedding_codegen_forward_unweighted_kernel" in notes
 
 
 def test_cli_table_and_csv_say_measured_and_predicted(traces_dir):

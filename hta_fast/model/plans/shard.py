@@ -245,23 +245,28 @@ def alternatives(
     return {"round_robin": round_robin, "greedy": greedy, "size_balanced": sized}
 
 
-def _choose_family(lookups: pa.Table, cost: LookupCostModel, n_tables: int) -> str:
+def _choose_family(ts: TraceSet, lookups: pa.Table, cost: LookupCostModel, n_tables: int) -> str:
     """The lookup family of the sharded tables: the one whose kernels looked up as many
-    tables per step as the file lists (summed over ranks), else the one with the most
+    tables a step (summed over the ranks) as the file lists, else the one with the most
     lookup time."""
-    fam = lookups["family"].to_pylist()
-    tables = lookups["tables"].to_pylist()
-    dur = lookups["dur"].to_pylist()
-    steps = max(1, len(set(zip(lookups["rank"].to_pylist(), fam))))
-    fitted = [f for f in sorted(set(fam)) if f in cost.fits]
+    fam = np.asarray(lookups["family"].to_pylist(), dtype=object)
+    tables = np.asarray([t or 0 for t in lookups["tables"].to_pylist()], np.int64)
+    rank = as_numpy(lookups["rank"])
+    row = as_numpy(lookups["row"])
+    step = np.zeros(len(row), np.int64)
+    for r in ts.ranks:
+        mine = rank == r
+        step[mine] = ts[r].column("events", "step")[row[mine]]
+    dur = as_numpy(lookups["dur"]).astype(np.float64)
+    fitted = [f for f in sorted(set(fam.tolist())) if f in cost.fits]
     if not fitted:
         raise ValueError(f"no lookup curve for the trace's lookup kernels {sorted(set(fam))}")
-    count = {f: sum(t or 0 for g, t in zip(fam, tables) if g == f) for f in fitted}
-    per_rank_kernels = {f: sum(1 for g in fam if g == f) for f in fitted}
-    exact = [f for f in fitted if count[f] * steps == n_tables * per_rank_kernels[f]]
+    exact = [
+        f for f in fitted if tables[fam == f].sum() == n_tables * len(np.unique(step[fam == f]))
+    ]
     if len(exact) == 1:
         return exact[0]
-    return max(fitted, key=lambda f: sum(d for g, d in zip(fam, dur) if g == f))
+    return max(fitted, key=lambda f: float(dur[fam == f].sum()))
 
 
 def _pooled_all_to_alls(
@@ -297,12 +302,11 @@ def _pooled_all_to_alls(
     )
 
 
-def _a2a_ns(topology: Topology, ranks: int) -> Any:
-    class _Model:
-        def predict(self, kind: str, nbytes: float, n: int) -> float:
-            return 1000.0 * predict_collective(kind, nbytes, topology, ranks=n).time_us
-
-    return _Model()
+def _a2a_ns(topology: Topology, nbytes: float, ranks: int) -> float:
+    """The all-to-all of nbytes (nccl-tests' size) over `ranks` ranks on `topology`, ns."""
+    if ranks < 2:
+        return 0.0
+    return 1000.0 * predict_collective("all_to_all", nbytes, topology, ranks=ranks).time_us
 
 
 def shard(
@@ -340,7 +344,7 @@ def shard(
         family = (
             next(iter(cost.fits))
             if len(cost.fits) == 1
-            else _choose_family(lookups_all, cost, len(spec.tables))
+            else _choose_family(ts, lookups_all, cost, len(spec.tables))
         )
     lookups = family_lookups(lookups_all, family)
     notes = [f"lookup curve: {family} fitted on the trace's own lookup kernels (predicted)"]
@@ -376,7 +380,6 @@ def shard(
     offset, measured_step, measured_rank, measured_lookup = _measured(ts, lookups)
     # per pooled all-to-all, as a2a_predicted is (a step has the forward and the backward)
     a2a_measured = float(data_time[pooled].mean()) if len(pooled) else None
-    comm = _a2a_ns(topology, n)
     rows_plans, rows_ranks = [], []
     for label, plan in plans.items():
         ev = evaluate_plan(spec.tables, plan, n, cost=cost, family=family)
@@ -385,10 +388,8 @@ def shard(
         send = np.asarray(as_numpy(et["a2a_send_bytes"]), np.float64)
         recv = np.asarray(as_numpy(et["a2a_recv_bytes"]), np.float64)
         buffers = np.maximum(send, recv) * n / max(n - 1, 1)
-        per_rank_a2a = np.array(
-            [comm.predict("all_to_all", b, n) if n > 1 else 0.0 for b in buffers]
-        )
-        a2a_ns = float(per_rank_a2a.max()) if n > 1 else 0.0
+        per_rank_a2a = np.array([_a2a_ns(topology, b, n) for b in buffers])
+        a2a_ns = float(per_rank_a2a.max())
         changes, _, _ = lookup_changes(ts, lookups, planned)
         factor = None
         if factor_base is not None and len(pooled):
