@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hta_fast._arrow import array_of, as_numpy, present_values, table_from_rows
+from hta_fast._arrow import array_of, as_numpy, present_values, starts_with, table_from_rows
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 SMALL = SHARED / "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz"
@@ -104,3 +104,19 @@ def test_present_values_are_the_non_nulls_exactly(values, offset):
     )
     chunked = pa.chunked_array([arr, arr], pa.int64())
     assert len(present_values(chunked)) == 2 * (len(arr) - arr.null_count)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.text(alphabet="abé", max_size=4)), max_size=12),
+    st.integers(0, 12),
+    st.sampled_from(["", "a", "ab", "é", "bé", "abab"]),
+    st.sampled_from([pa.string(), pa.large_string()]),
+)
+def test_starts_with_is_compute_s(values, offset, prefix, string_type):
+    import pyarrow.compute as pc
+
+    arr = pa.array(values, string_type).slice(min(offset, len(values)))
+    expected = pc.fill_null(pc.starts_with(arr, prefix), False).to_pylist()
+    assert starts_with(arr, prefix).tolist() == expected
+    assert starts_with(pa.chunked_array([arr, arr], string_type), prefix).tolist() == expected * 2

@@ -29,9 +29,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
+from .._arrow import array_of, as_numpy, starts_with
 from ..costs.collectives import collective_dtype, collective_of, input_dims_size, message_bytes
 from ..costs.op_args import op_arg_positions
 from ..schema import GPU_KINDS, GPU_WORK_KINDS, EventKind, KernelClass
@@ -357,7 +356,7 @@ def _collectives(trace: Trace) -> pa.Table:
 
 def _named(trace: Trace, prefix: str) -> np.ndarray:
     """Per event row: a CPU event whose name starts with prefix."""
-    by_id = as_numpy(pc.starts_with(trace.strings, prefix))
+    by_id = starts_with(trace.strings, prefix)
     names = trace.column("events", "name")
     ok = (names >= 0) & ~np.isin(trace.column("events", "kind"), GPU_KINDS)
     ok[ok] = by_id[names[ok]]
