@@ -63,7 +63,7 @@ def direction(src, dst, dev_src, dev_dst, tf32, curves: bool, chained: bool) -> 
         duration_change=spec_ratio_changes(src, dev_src, dev_dst, allow_tf32=tf32),
     ).predicted
     # what_if(src, device=...) with the curves switchable (what_if keeps predict's default)
-    change, _ = device_changes(src, dev_dst, allow_tf32=tf32, efficiency_curves=curves)
+    change, _, _ = device_changes(src, dev_dst, allow_tf32=tf32, efficiency_curves=curves)
     dev_only = step_time(src, chained=chained, duration_change=change).predicted
     dev_cpu = (
         None

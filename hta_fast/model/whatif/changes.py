@@ -20,7 +20,7 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import MatchedCollectives
 from .bandwidth_edit import collective_bandwidth_factors
-from .device_edit import device_changes_with_band
+from .device_edit import device_changes
 from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
 from .edits import Edits, source_name
 from .op_edit import RowFactors, matching_cpu_rows
@@ -109,7 +109,7 @@ def duration_changes(
     add_changes(changes, edits.duration_change or {})
     bands: dict[str, Changes] = {}
     if edits.device is not None:
-        on_device, device_notes, on_band = device_changes_with_band(
+        on_device, device_notes, on_band = device_changes(
             traces,
             edits.device,
             source_device=edits.source_device,

@@ -34,34 +34,11 @@ def device_changes(
     allow_tf32: Union[bool, str] = False,
     efficiency_curves: bool = True,
     selection: Optional[select.Selection] = None,
-) -> tuple[Changes, list[str]]:
-    """Per rank, (GPU event rows, ns added to each one's duration) for the kernels predicted
-    on `device`, and predict's notes."""
-    changes, notes, _ = device_changes_with_band(
-        traces,
-        device,
-        source_device=source_device,
-        devices_file=devices_file,
-        allow_tf32=allow_tf32,
-        efficiency_curves=efficiency_curves,
-        selection=selection,
-    )
-    return changes, notes
-
-
-def device_changes_with_band(
-    traces: Union[Trace, TraceSet],
-    device: Union[str, Device],
-    *,
-    source_device: Union[str, Device, None] = None,
-    devices_file: Optional[str] = None,
-    allow_tf32: Union[bool, str] = False,
-    efficiency_curves: bool = True,
-    selection: Optional[select.Selection] = None,
 ) -> tuple[Changes, list[str], dict[str, Changes]]:
-    """device_changes, and the same changes with every event at the low and at the high end
-    of its prediction's band (predict's predicted_low / predicted_high: the error measured
-    on real pairs, hta_fast.model.predict_errors): {"low": ..., "high": ...}."""
+    """Per rank, (GPU event rows, ns added to each one's duration) for the kernels predicted
+    on `device`; predict's notes; and the same changes with every event at the low and at
+    the high end of its prediction's band (predict's predicted_low / predicted_high: the
+    error measured on real pairs, hta_fast.model.predict_errors): {"low": ..., "high": ...}."""
     r = predict(
         traces,
         device,
