@@ -30,14 +30,7 @@ from . import cache as cache_mod
 from . import loader
 from .dataset import part_path, write_rank
 from .files import assign_rank, filesystem, is_url, rank_from_name
-from .summary import COLLECTIVES_SCHEMA, KERNELS_SCHEMA, STEPS_SCHEMA, RankSummary
-
-SUMMARY_SCHEMAS = {
-    "steps": STEPS_SCHEMA,
-    "kernels": KERNELS_SCHEMA,
-    "collectives": COLLECTIVES_SCHEMA,
-    "cpu_collectives": COLLECTIVES_SCHEMA,
-}
+from .summary import SUMMARY_SCHEMAS, RankSummary
 
 DASK_HINT = "pip install hta_fast[dask]"
 

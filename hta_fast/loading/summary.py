@@ -36,8 +36,6 @@ from ..costs.op_args import op_arg_positions
 from ..schema import GPU_KINDS, GPU_WORK_KINDS, EventKind, KernelClass
 from ..trace import TABLES, Trace
 
-SUMMARY_TABLES = ("steps", "kernels", "collectives", "cpu_collectives")
-
 STEPS_SCHEMA = pa.schema([("step", pa.int64()), ("ts", pa.int64()), ("dur", pa.int64())])
 KERNELS_SCHEMA = pa.schema(
     [("kernel_class", pa.string()), ("count", pa.int64()), ("total_ns", pa.int64())]
@@ -61,6 +59,14 @@ COLLECTIVES_SCHEMA = pa.schema(
         ("seq", pa.int64()),
     ]
 )
+# Each summary table's schema (a dataset's summary/NAME files hold these columns and `rank`).
+SUMMARY_SCHEMAS = {
+    "steps": STEPS_SCHEMA,
+    "kernels": KERNELS_SCHEMA,
+    "collectives": COLLECTIVES_SCHEMA,
+    "cpu_collectives": COLLECTIVES_SCHEMA,
+}
+SUMMARY_TABLES = tuple(SUMMARY_SCHEMAS)
 
 
 class RankSummary:
@@ -124,22 +130,17 @@ def split_by_rank(
     """Every rank's summary out of the summary tables of all ranks (a `rank` column each, as
     a hive-partitioned dataset reads them): one sort per table, then slices. A table or a
     column that an older dataset did not write is empty, or null."""
-    schemas = {
-        "steps": STEPS_SCHEMA,
-        "kernels": KERNELS_SCHEMA,
-        "collectives": COLLECTIVES_SCHEMA,
-        "cpu_collectives": COLLECTIVES_SCHEMA,
-    }
     empty = pa.schema([*COLLECTIVES_SCHEMA, pa.field("rank", pa.int64())]).empty_table()
     tables = {**{"cpu_collectives": empty}, **tables}
     sliced: dict[str, dict[int, pa.Table]] = {}
     for name, table in tables.items():
-        for field in schemas[name]:
+        for field in SUMMARY_SCHEMAS[name]:
             if field.name not in table.column_names:
                 table = table.append_column(field, pa.nulls(table.num_rows, field.type))
         ranks = np.asarray(as_numpy(table["rank"]), np.int64)
         order = np.argsort(ranks, kind="stable")  # keeps each rank's rows in file order
-        body = table.take(array_of(order)).select(schemas[name].names).cast(schemas[name])
+        schema = SUMMARY_SCHEMAS[name]
+        body = table.take(array_of(order)).select(schema.names).cast(schema)
         ranks = ranks[order]
         bounds = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="left")
         ends = np.searchsorted(ranks, np.asarray(sorted(info), np.int64), side="right")

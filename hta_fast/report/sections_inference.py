@@ -9,11 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._arrow import array_of, as_numpy
-from ..analysis.inference.phases import TIERS
-from ..frame import select
+from ..analysis.inference.phases import marks_passes
 from ..frame.fields import NS, PCT
-from ..frame.passes import find_passes
-from ..frame.steps_from import rank_windows
 from .context import Context, Section, section
 from .figures import bar, figure
 from .tables import html_table
@@ -46,27 +43,9 @@ ABOUT = (
 NONE_MARKED = "No inference passes marked on the selected ranks."
 
 
-def _marked(ctx: Context) -> bool:
-    """Whether a selected rank marks passes of a tier that phases tries before repeated
-    launch sequences, which this section leaves out: looked for tier by tier as phases looks,
-    stopping at the first rank that has one. Where no rank does, phases would find the
-    sequences rank by rank (find_repeat: 18 of a 1,024-rank report's seconds) for nothing."""
-    chosen = [
-        t for _, t, _ in select.each_rank(ctx.traces, select.Selection(ranks=ctx.selection.ranks))
-    ]
-    for tier in TIERS:
-        if tier == ("iterations",):
-            continue
-        for t in chosen:
-            found = rank_windows(t, tier[0])[0] if len(tier) == 1 else find_passes(t, tier)
-            if len(found.row):
-                return True
-    return False
-
-
 @section("inference", "phases", "graph_replays")
 def inference(ctx: Context) -> Section:
-    if not _marked(ctx):
+    if not marks_passes(ctx.traces, ctx.selection.ranks):
         return Section(NONE_MARKED)
     res = ctx.result("phases")
     t = res.table

@@ -41,7 +41,7 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from ..tensorboard.step_windows import step_windows, window_totals
 
-__all__ = ["phases", "TIERS"]
+__all__ = ["phases", "marks_passes", "TIERS"]
 
 # What a source-less call tries, in order: the first that finds passes on any rank wins.
 TIERS: tuple[tuple[str, ...], ...] = (
@@ -307,6 +307,16 @@ def phases(
         notes=notes,
         params=dict(selection=sel, source=source),
     )
+
+
+def marks_passes(traces: Union[Trace, TraceSet], ranks: Optional[Sequence[int]] = None) -> bool:
+    """Whether a selected rank marks passes by name (a tier of TIERS before repeated launch
+    sequences), looked for tier by tier as phases looks, stopping at the first rank that has
+    one: what phases finds without finding the sequences rank by rank (find_repeat: 18 of a
+    1,024-rank report's seconds), for a caller that leaves those out."""
+    chosen = [t for _, t, _ in select.each_rank(traces, select.Selection(ranks=ranks))]
+    named = [tier for tier in TIERS if tier != ("iterations",)]
+    return any(len(_passes(t, tier)[0].row) for tier in named for t in chosen)
 
 
 def _opens_busy(trace: Trace) -> bool:
