@@ -49,7 +49,7 @@ def numeric(values: np.ndarray) -> pa.Array:
 
 def labels(names: list[str]) -> pa.Array:
     """A string array built from buffers: pa.array() on a list would import pandas."""
-    return _strings([n.encode() for n in names], np.zeros(len(names), bool))
+    return _strings([n.encode() for n in names], None)
 
 
 def as_numpy(values: Any, *, writable: bool = False) -> np.ndarray:
@@ -186,45 +186,49 @@ def _from_numpy(values: np.ndarray) -> pa.Array | None:
 
 
 def _from_list(values: Sequence[Value]) -> pa.Array | None:
-    null = np.fromiter((v is None for v in values), bool, len(values))
-    kinds = {_kind(v) for v in values if v is not None}
+    types = set(map(type, values))  # a handful of types, looked at once each
+    has_null = type(None) in types
+    kinds = {_kind(t) for t in types if t is not type(None)}
     if not kinds:
         return pa.nulls(len(values))
+    null = np.fromiter((v is None for v in values), bool, len(values)) if has_null else None
     if kinds == {"bool"}:
         bits = np.packbits(np.array([bool(v) for v in values], bool), bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), len(values), [_validity(null), pa.py_buffer(bits)])
-    if kinds == {"int"}:
-        return masked(np.array([0 if v is None else v for v in values], np.int64), null)
     if kinds <= {"int", "float"}:
-        return masked(np.array([0.0 if v is None else v for v in values], np.float64), null)
+        dtype, zero = (np.int64, 0) if kinds == {"int"} else (np.float64, 0.0)
+        data = np.array([zero if v is None else v for v in values] if has_null else values, dtype)
+        return masked(data, null) if null is not None else numeric(data)
     if kinds == {"str"}:
         return _strings([b"" if v is None else v.encode() for v in values], null)  # type: ignore[union-attr]
     return None  # mixed or other types: pyarrow's own inference
 
 
-def _kind(value: object) -> str:
-    if isinstance(value, (bool, np.bool_)):
+def _kind(value_type: type) -> str:
+    if issubclass(value_type, (bool, np.bool_)):
         return "bool"
-    if isinstance(value, (int, np.integer)):
+    if issubclass(value_type, (int, np.integer)):
         return "int"
-    if isinstance(value, (float, np.floating)):
+    if issubclass(value_type, (float, np.floating)):
         return "float"
-    return "str" if isinstance(value, str) else "other"
+    return "str" if issubclass(value_type, str) else "other"
 
 
-def _strings(encoded: list[bytes], null: np.ndarray) -> pa.Array:
-    size = sum(len(b) for b in encoded)
+def _strings(encoded: list[bytes], null: np.ndarray | None) -> pa.Array:
+    lengths = list(map(len, encoded))
     arrow_type, offset_type = (
-        (pa.string(), np.int32) if size < 2**31 else (pa.large_string(), np.int64)
+        (pa.string(), np.int32) if sum(lengths) < 2**31 else (pa.large_string(), np.int64)
     )
     offsets = np.zeros(len(encoded) + 1, offset_type)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    np.cumsum(lengths, out=offsets[1:])
     data = [_validity(null), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     return pa.Array.from_buffers(arrow_type, len(encoded), data)
 
 
-def _validity(null: np.ndarray) -> pa.Buffer | None:
-    return pa.py_buffer(np.packbits(~null, bitorder="little")) if null.any() else None
+def _validity(null: np.ndarray | None) -> pa.Buffer | None:
+    if null is None or not null.any():
+        return None
+    return pa.py_buffer(np.packbits(~null, bitorder="little"))
 
 
 def table_from_rows(rows: Sequence[Mapping[str, Value]]) -> pa.Table:
