@@ -36,9 +36,16 @@ def rank_info(trace: Trace) -> dict[str, Any]:
         "events": int(len(kind)),
         "kernels": int(np.count_nonzero(kind == EventKind.kernel)),
         "gpu_events": int(np.count_nonzero(gpu)),
-        "streams": int(len(np.unique(trace.column("events", "stream")[gpu]))),
+        "streams": _distinct(trace.column("events", "stream")[gpu]),
         "steps": int(len(steps)),
         "first_step": int(steps.min()) if len(steps) else None,
         "last_step": int(steps.max()) if len(steps) else None,
         "span_ms": float((ts + dur).max() - ts.min()) / 1e6 if len(ts) else 0.0,
     }
+
+
+def _distinct(values: np.ndarray) -> int:
+    """How many distinct values, by a sort: np.unique imports numpy.ma the first time (its
+    masked-array check), ~30 ms of `hta-fast info` on a small trace."""
+    ordered = np.sort(values)
+    return int(len(ordered) > 0) + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
