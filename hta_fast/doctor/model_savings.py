@@ -28,9 +28,9 @@ SAVINGS_DIFFER = 1.1
 
 @dataclasses.dataclass
 class Saving:
-    """ns_per_step: what the model predicts removing the cause saves per step (mean over the
-    replayed ranks and steps), None where it cannot say; edit: what was replayed, or why
-    nothing was."""
+    """ns_per_step: what the model predicts removing the cause saves per step (what_if's time
+    per step, replayed minus predicted), None where it cannot say; edit: what was replayed,
+    or why nothing was."""
 
     ns_per_step: Optional[int]
     edit: str
@@ -46,21 +46,21 @@ def predicted_saving(cause: Cause, ex: Examination, notes: list[str]) -> Saving:
     try:
         # A cause's edit may match nothing in these traces (no loader, no pageable copy):
         # that removes nothing, and saves 0.
-        totals = what_if(
+        per_step = what_if(
             ex.traces,
             edits,
             ranks=[v.rank for v in ex.views],
             steps=ex.steps,
             allow_unmatched=True,
-        )["totals"]
+        )["per_step"]
     except ValueError as e:  # steps or ranks the model cannot replay
         notes.append(f"{cause.key}: no model saving ({e})")
         return Saving(None, f"not modelled here: {e}")
-    # The steps' time together, not the sum of their spans: an edit that lets the host
-    # run ahead makes the spans overlap (what_if's "totals").
-    steps_of = np.maximum(as_numpy(totals["steps"]), 1)
-    saved = (as_numpy(totals["replayed"]) - as_numpy(totals["predicted"])) / steps_of
-    ns = int(round(float(saved.mean()))) if len(saved) else None
+    # what_if's one figure per step (hta_fast.model.whatif.per_step: the steps' time
+    # together over their count, not the sum of their spans, which overlap where an edit
+    # lets the host run ahead): the one the CLI prints and the evaluators read.
+    replayed, predicted = (per_step[c][0].as_py() for c in ("replayed", "predicted"))
+    ns = None if replayed is None or predicted is None else int(round(replayed - predicted))
     return Saving(ns, cause.edit_text)
 
 
