@@ -152,7 +152,7 @@ Value = Union[None, bool, int, float, str]
 
 
 def array_of(
-    values: Union[Sequence[Value], np.ndarray],
+    values: Union[Sequence[Any], np.ndarray],
     type: pa.DataType | None = None,
     mask: np.ndarray | None = None,
 ) -> pa.Array:

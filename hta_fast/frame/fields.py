@@ -74,8 +74,8 @@ def _first(values: Any) -> int:
         present = present_values(values)
         first = present.min().item() if len(present) else None
     else:
-        present = [x for x in values if x is not None and x == x]
-        first = min(present) if present else None
+        seen = [x for x in values if x is not None and x == x]
+        first = min(seen) if seen else None
     return 0 if first is None else first
 
 

@@ -120,6 +120,12 @@ def available_memory() -> Optional[int]:
     return _meminfo_available()
 
 
+def _releasing(budget: MemoryBudget, need: int) -> Callable[[Any], None]:
+    """A done-callback that gives `need` back to the budget (a lambda's default argument
+    would do it, but its type cannot be inferred)."""
+    return lambda _: budget.release(need)
+
+
 class MemoryBudget:
     """Admits loads while their estimated peaks fit in the memory available.
 
@@ -483,7 +489,7 @@ def run_processes(
             need = load_estimate(f)
             budget.acquire(need)
             fut = pool.submit(load_rank, f, dataset, options, lone, compression)
-            fut.add_done_callback(lambda _, need=need: budget.release(need))
+            fut.add_done_callback(_releasing(budget, need))
             futures[fut] = i
         for fut in as_completed(futures):
             out[futures[fut]] = fut.result()

@@ -380,7 +380,8 @@ def shard(
     offset, measured_step, measured_rank, measured_lookup = _measured(ts, lookups)
     # per pooled all-to-all, as a2a_predicted is (a step has the forward and the backward)
     a2a_measured = float(data_time[pooled].mean()) if len(pooled) else None
-    rows_plans, rows_ranks = [], []
+    rows_plans: list[dict[str, Any]] = []
+    rows_ranks: list[dict[str, Any]] = []
     for label, plan in plans.items():
         ev = evaluate_plan(spec.tables, plan, n, cost=cost, family=family)
         et = ev.table
