@@ -1,5 +1,7 @@
-"""The collective cost model recovers known latency and bandwidth from synthetic
-collectives (noise, late ranks), finds a known knee, and runs on every real trace."""
+"""The collective cost model (the machine-aware model calibrated on the trace's collectives)
+gives synthetic collectives' times through noise and late ranks, answers a bandwidth
+what-if, and runs on every real trace; the time curve (costs.time_fit, which the embedding
+lookup model fits) finds a known knee."""
 
 from __future__ import annotations
 
@@ -70,16 +72,30 @@ def summaries(
     return out
 
 
+def truth_ns(sizes, bandwidth=BANDWIDTH_GBPS):
+    return LATENCY_NS + np.asarray(sizes, np.float64) / bandwidth
+
+
 @pytest.mark.parametrize("noise,late_ns", [(0.0, 0.0), (0.2, 0.0), (0.0, 5e6), (0.3, 2e7)])
-def test_known_latency_and_bandwidth_are_recovered(noise, late_ns):
+def test_the_calibrated_machine_gives_the_collectives_times(noise, late_ns):
+    """Collectives of latency + bytes / bandwidth on an unnamed machine: the machine-aware
+    model, calibrated on the fastest time at each size, gives each size's time within a
+    few percent (NCCL's protocols bend the line: LL below ~256 KiB, Simple above), and the
+    bandwidth at large sizes within 2 %, whatever the noise and the late ranks."""
     model = fit_collectives(summaries("all_reduce", SIZES, 8, seed=1, noise=noise, late_ns=late_ns))
     row = model.table().table.to_pylist()[0]
-    assert (row["collective"], row["group_size"], row["transport"]) == ("all_reduce", 8, "unknown")
-    assert row["latency_ns"] == pytest.approx(LATENCY_NS, rel=0.01)
-    assert row["bandwidth_gbps"] == pytest.approx(BANDWIDTH_GBPS, rel=0.005)
-    assert row["busbw_gbps"] == pytest.approx(BANDWIDTH_GBPS * 2 * 7 / 8, rel=0.005)
-    assert row["fit_error_pct"] < 0.5 and row["holdout_error_pct"] < 1.0
-    assert model.predict("all_reduce", 1e9, 8) == pytest.approx(LATENCY_NS + 1e9 / 80, rel=0.005)
+    assert (row["collective"], row["group_size"], row["nodes"]) == ("all_reduce", 8, 1)
+    assert (row["collectives"], row["sizes"]) == (len(SIZES) * 12, len(SIZES))
+    assert row["bandwidth_gbps"] == pytest.approx(BANDWIDTH_GBPS, rel=0.02)
+    assert row["busbw_gbps"] == pytest.approx(row["bandwidth_gbps"] * 2 * 7 / 8)
+    assert row["latency_ns"] == pytest.approx(LATENCY_NS, rel=0.15)
+    error = np.asarray(model.predict("all_reduce", SIZES, 8)) / truth_ns(SIZES) - 1
+    assert np.abs(error).max() < 0.08 and np.median(np.abs(error)) < 0.03
+    assert row["fit_error_pct"] == pytest.approx(100 * np.median(np.abs(error)), rel=1e-3)
+    assert any("dgx_a100's figures standing in" in n for n in model.notes)
+    assert any(
+        n.startswith("the machine's figures calibrated on 7 measurements") for n in model.notes
+    )
 
 
 def test_waiting_for_late_ranks_is_not_counted():
@@ -88,39 +104,44 @@ def test_waiting_for_late_ranks_is_not_counted():
     mean_dur = np.mean([s[r].collectives["dur"].to_numpy() for r in s])
     assert mean_dur > 5 * np.mean(LATENCY_NS + SIZES / BANDWIDTH_GBPS)
     row = fit_collectives(s).table().table.to_pylist()[0]
-    assert row["bandwidth_gbps"] == pytest.approx(BANDWIDTH_GBPS, rel=0.005)
+    assert row["bandwidth_gbps"] == pytest.approx(BANDWIDTH_GBPS, rel=0.02)
 
 
 def test_what_if_bandwidth():
     model = fit_collectives(summaries("all_reduce", SIZES, 8, seed=3))
     base = model.predict("all_reduce", 1e8, 8)
     twice = model.with_bandwidth(2.0).predict("all_reduce", 1e8, 8)
-    assert twice == pytest.approx(LATENCY_NS + 1e8 / 160, rel=0.005)
+    assert twice == pytest.approx(LATENCY_NS + 1e8 / 160, rel=0.03)
     assert twice < base
-    # Set by bus bandwidth: algbw = busbw / (2 (n-1) / n)
-    set_bw = model.with_bandwidth(busbw_gbps=175.0).predict("all_reduce", 1e8, 8)
-    assert set_bw == pytest.approx(LATENCY_NS + 1e8 / 100, rel=0.005)
+    # Set by bus bandwidth: algbw = busbw / (2 (n-1) / n) at large sizes
+    set_bw = model.with_bandwidth(busbw_gbps=175.0)
+    assert set_bw.predict("all_reduce", 1e8, 8) == pytest.approx(LATENCY_NS + 1e8 / 100, rel=0.03)
+    assert set_bw.table().table["busbw_gbps"][0].as_py() == pytest.approx(175.0, rel=1e-3)
     assert model.with_bandwidth(3.0, kinds=["all_gather"]).predict(
         "all_reduce", 1e8, 8
     ) == pytest.approx(base)
+    # the same machine answers for group sizes the trace does not show
+    assert model.predict("all_reduce", 1e8, 4) < base < model.predict("all_reduce", 1e8, 16)
     with pytest.raises(ValueError, match="one of"):
         model.with_bandwidth()
     with pytest.raises(ValueError, match="positive"):
         model.with_bandwidth(-1.0)
 
 
-def test_unknown_curve_names_what_was_fitted():
+def test_a_collective_the_model_does_not_know_is_a_clear_error():
     model = fit_collectives(summaries("all_reduce", SIZES, 8, seed=4))
-    with pytest.raises(KeyError, match="all_reduce/8/unknown"):
-        model.predict("all_to_all", 1e6, 8)
+    with pytest.raises(KeyError, match="no 'barrier'.*all_reduce"):
+        model.predict("barrier", 1e6, 8)
+    assert model.predict("all_to_all", 1e6, 8) > 0  # not seen, but modelled
 
 
-def test_one_size_gives_bandwidth_only_with_a_note():
-    model = fit_collectives(summaries("broadcast", SIZES[-1:], 2, seed=5))
+def test_a_given_topology_is_the_machine():
+    model = fit_collectives(summaries("broadcast", SIZES[-1:], 2, seed=5), topology="hgx_h100")
+    assert model.notes[0].startswith("machine: given, DGX/HGX H100")
     row = model.table().table.to_pylist()[0]
-    assert row["form"] == "bandwidth" and row["latency_ns"] == 0.0
-    assert row["holdout_error_pct"] is None  # under three sizes: nothing to hold out
-    assert any("one size" in n for n in model.notes)
+    # one size: the fit moves the bandwidth only; latency stays the file's
+    assert row["fit_error_pct"] < 1.0
+    assert math.isfinite(row["latency_ns"]) and row["latency_ns"] > 0
 
 
 def test_piecewise_knee_is_found():
@@ -156,15 +177,16 @@ def test_observation_table_needs_its_columns():
 
 
 def test_wrong_input_is_one_clear_error():
-    with pytest.raises(TypeError, match="takes a Trace.*not str"):
+    with pytest.raises(TypeError, match="come from a Trace.*not str"):
         fit_collectives("rank0.json")
 
 
 def test_trace_without_sizes_says_so(traces_dir):
     # neither collective arguments nor Input Dims on the nccl:* ops
     model = fit_collectives(hta_fast.load_dir(traces_dir / "hta/df_index_resolver"))
-    assert not model.fits
+    assert model.observed.num_rows == 0
     assert any("records its size" in n for n in model.notes)
+    assert any("not calibrated" in n for n in model.notes)
     assert model.table().table.num_rows == 0
 
 
@@ -179,18 +201,15 @@ def test_real_trace_with_sizes(traces_dir):
         assert math.isfinite(r["bandwidth_gbps"]) and r["bandwidth_gbps"] > 0
         assert math.isfinite(r["fit_error_pct"])
     assert rows["all_reduce"]["sizes"] == 5
-    assert math.isfinite(rows["all_reduce"]["holdout_error_pct"])
     assert any("one rank only" in n for n in model.notes)
+    assert any(n.startswith("recorded machine:") for n in model.notes)
 
 
 def test_every_real_trace_fits_without_error(traces_dir, chrome_trace):
     model = fit_collectives(hta_fast.load(traces_dir / chrome_trace))
     table = model.table().table
     for col in ("latency_ns", "bandwidth_gbps", "fit_error_pct"):
-        for form, v in zip(table["form"].to_pylist(), table[col].to_pylist()):
-            # a curve that does not grow with size has no bandwidth: inf by definition
-            ok = v == math.inf if (form, col) == ("latency", "bandwidth_gbps") else math.isfinite(v)
-            assert ok, (form, col, v)
+        assert all(math.isfinite(v) and v >= 0 for v in table[col].to_pylist()), col
 
 
 def test_time_factors_for_a_what_if():
@@ -203,8 +222,9 @@ def test_time_factors_for_a_what_if():
     for row in f:
         true = LATENCY_NS + row["bytes"] / BANDWIDTH_GBPS
         want = (LATENCY_NS + row["bytes"] / (2 * BANDWIDTH_GBPS)) / true
-        assert row["factor"] == pytest.approx(want, rel=0.005)
-    assert min(r["factor"] for r in f) < 0.51 and max(r["factor"] for r in f) > 0.95
-    other = fit_collectives(summaries("all_gather", SIZES, 8, seed=8))
-    kept = collective_time_factors(s, other, other.with_bandwidth(2.0)).to_pylist()
+        assert row["factor"] == pytest.approx(want, rel=0.06)
+        assert row["factor"] == row["changed_ns"] / row["base_ns"]
+    assert min(r["factor"] for r in f) < 0.52 and max(r["factor"] for r in f) > 0.9
+    barrier = summaries("barrier", SIZES, 8, seed=8)
+    kept = collective_time_factors(barrier, base, base.with_bandwidth(2.0)).to_pylist()
     assert all(r["factor"] == 1.0 and r["base_ns"] is None for r in kept)

@@ -266,7 +266,7 @@ def test_cli_comm_model_bad_input(tmp_path):
 def test_a_traces_collectives_calibrate_the_model():
     import pyarrow as pa
 
-    from hta_fast.model.comm.collective_cost import trace_measurements
+    from hta_fast.model.comm.trace_machine import trace_measurements
 
     truth = dataclasses.replace(ROUND, intra_node_gbps=70.0, call_overhead_us=15.0)
     sizes = [2.0**k for k in range(12, 31)]

@@ -1,7 +1,9 @@
 """The bandwidth what-if: each collective's time moving data changes by what the collective
-cost model fitted to the trace predicts for its size. Synthetic jobs whose collectives take
-exactly latency + bytes / bandwidth, so the answer is known by construction, and the real
-trace that records collective sizes."""
+cost model (the recorded machine calibrated on the trace's collectives) predicts for its
+size. Synthetic jobs whose collectives take exactly latency + bytes / bandwidth, so the
+answer is known by construction up to what NCCL's protocols add (a faster link makes the
+low-latency protocol the faster one at the smallest size), and the real trace that records
+collective sizes."""
 
 from __future__ import annotations
 
@@ -64,15 +66,22 @@ def steps_of(trace: hta_fast.Trace) -> np.ndarray:
 def test_a_faster_link_predicts_the_job_on_that_link(scale):
     predicted = what_if(comm_bound_job(), collective_bandwidth=scale).to_pandas().predicted
     actual = steps_of(comm_bound_job(GBPS * scale))
-    # The fit recovers latency and bandwidth up to float rounding: within a few ns a step.
-    assert np.abs(predicted.to_numpy() - actual).max() <= 4
+    assert_the_job_on_that_link(predicted.to_numpy(), actual)
     assert not np.allclose(steps_of(comm_bound_job()), actual, rtol=0.01)  # the knob matters
+
+
+def assert_the_job_on_that_link(predicted: np.ndarray, actual: np.ndarray) -> None:
+    """Bandwidth-bound sizes (4 MB up) within 0.5 % of the step; the 1 MB one, half latency,
+    never slower and within 5 % (LL's lower latency may win there on the faster link)."""
+    np.testing.assert_allclose(predicted[1:], actual[1:], rtol=5e-3)
+    assert predicted[0] <= actual[0] * 1.001
+    assert predicted[0] == pytest.approx(actual[0], rel=0.05)
 
 
 def test_a_bus_bandwidth_sets_the_link():
     # all-reduce over 2 ranks: bus bandwidth = algorithm bandwidth × 2(n-1)/n = × 1.
     predicted = what_if(comm_bound_job(), collective_busbw_gbps=200.0).to_pandas().predicted
-    assert np.abs(predicted.to_numpy() - steps_of(comm_bound_job(200.0))).max() <= 4
+    assert_the_job_on_that_link(predicted.to_numpy(), steps_of(comm_bound_job(200.0)))
 
 
 def test_small_collectives_barely_change():
@@ -80,7 +89,7 @@ def test_small_collectives_barely_change():
     r = what_if(comm_bound_job(), collective_bandwidth=2.0).to_pandas()
     saved = (r.measured - r.predicted).to_numpy()
     assert np.all(np.diff(saved) > 0)
-    assert saved[0] == pytest.approx(4 * NELEMS[0] / (GBPS * 1e3) / 2 * 1e3, abs=4)
+    assert saved[0] == pytest.approx(4 * NELEMS[0] / (GBPS * 1e3) / 2 * 1e3, rel=0.05)
 
 
 def test_without_sizes_a_scale_is_a_plain_duration_scale_with_a_note():
@@ -113,7 +122,7 @@ def test_real_trace_each_collective_changes_by_the_model(traces_dir):
     factors = collective_time_factors(trace, base, base.with_bandwidth(2.0)).to_pandas()
     assert len(factors) == 21 and (factors.factor < 1).all()
     matched = match_collectives(trace)
-    factor, notes = collective_bandwidth_factors(matched, scale=2.0)
+    factor, notes = collective_bandwidth_factors(trace, matched, scale=2.0)
     changes = comm_changes(matched, factor)
     rows, delta = changes[trace.rank]
     # One rank: the time moving data is the kernel's whole duration, so each kernel's new
@@ -123,7 +132,8 @@ def test_real_trace_each_collective_changes_by_the_model(traces_dir):
     factor = factors.sort_values("index").factor.to_numpy()
     np.testing.assert_allclose(dur + delta, dur * factor, rtol=1e-12)
     assert len(set(factors.bytes)) < len(factors)  # sizes repeat: the same size, the same factor
-    assert notes == ["21 of 21 collectives changed through the fitted cost model"]
+    assert notes[0] == "21 of 21 collectives changed through the collective model"
+    assert notes[1:] == list(base.notes)  # the machine and its calibration, as fit_collectives
     # The graph's comm kernels get those durations.
     for win in walk(trace, Selection(steps=[4]), chained=False):
         g = win.graph

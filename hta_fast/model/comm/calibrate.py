@@ -4,7 +4,8 @@ Each figure the measurements exercise is multiplied by exp(theta); theta is foun
 Levenberg-Marquardt on the log of predicted / measured time (relative error, symmetric in
 over and under), with Huber weights so that one stray row (a warm-up, a straggler) does not
 move the fit, and a weak pull of each theta toward 0 (the file's figure) so that a figure
-the rows barely touch stays where the vendor put it.
+the rows barely touch stays where the vendor put it (not the call overhead, which no vendor
+states).
 
 Which figures a set of measurements exercises, judged under the file's figures: a link's
 bandwidth (intra-node, NVLS efficiency, network) where some row spends at least half its
@@ -34,13 +35,17 @@ class _Param:
     name: str
     get: Callable[[Topology], float]
     put: Callable[[Topology, float], Topology]
+    prior: float  # the pull toward the file's figure
 
 
-def _field(name: str, floor: float = 0.0, cap: float = float("inf")) -> _Param:
+def _field(
+    name: str, floor: float = 0.0, cap: float = float("inf"), prior: float = PRIOR
+) -> _Param:
     return _Param(
         name,
         lambda t: max(float(getattr(t, name)), floor),
         lambda t, v: dataclasses.replace(t, **{name: min(v, cap)}),  # type: ignore[arg-type]
+        prior,
     )
 
 
@@ -86,20 +91,33 @@ def _shaped(topology: Topology, ranks: int, nodes: int) -> Topology:
     return dataclasses.replace(topology, gpus_per_node=math.ceil(ranks / nodes), nodes=nodes)
 
 
+def _tells_latency(sizes: np.ndarray, times: np.ndarray) -> bool:
+    """Whether rows of one shape tell latency from bandwidth: two sizes a factor of 4 or
+    more apart whose times grow by less than their sizes (the smaller one's time is not
+    all bytes moving)."""
+    small, large = np.argmin(sizes), np.argmax(sizes)
+    if not sizes[small] > 0 or sizes[large] < 4 * sizes[small]:
+        return False
+    return bool(times[large] / times[small] < 0.8 * sizes[large] / sizes[small])
+
+
 def _exercised(topology: Topology, groups: Mapping) -> list[_Param]:
     """The figures some row spends at least half its predicted time on (under the file's
     figures): a link's bandwidth where it is the bottleneck, a latency where it dominates.
     A figure no row leans on is left as the file has it."""
     bw: set[str] = set()
     lat: set[str] = set()
-    for (kind, ranks, nodes), (sizes, _) in groups.items():
-        for p in predict_collectives(kind, sizes, _shaped(topology, ranks, nodes), ranks=ranks):
+    for (kind, ranks, nodes), (sizes, times) in groups.items():
+        preds = predict_collectives(kind, sizes, _shaped(topology, ranks, nodes), ranks=ranks)
+        for p in preds:
             if p.time_us <= 0:
                 continue
             if p.latency_us >= 0.5 * p.time_us:
                 lat.add("network" if nodes > 1 else "intra_node")
             elif p.bottleneck != "none":
                 bw.add("nvls" if p.algorithm.startswith("nvls") else p.bottleneck)
+        if _tells_latency(sizes, times):
+            lat.add("network" if nodes > 1 else "intra_node")
     params = []
     if "intra_node" in bw:
         params.append(_field("intra_node_gbps"))
@@ -108,7 +126,8 @@ def _exercised(topology: Topology, groups: Mapping) -> list[_Param]:
     if "intra_node" in lat:
         params += [
             _field("intra_node_latency_us", floor=0.1),
-            _field("call_overhead_us", floor=1.0),
+            # no vendor states a framework's call overhead: nothing to pull it toward
+            _field("call_overhead_us", floor=1.0, prior=0.0),
         ]
     if "network" in bw:
         params.append(_field("network_gbps_per_node"))
@@ -148,12 +167,13 @@ def calibrate(
     if not params:
         raise ValueError("the measurements exercise no link (one rank each)")
     start = np.array([p.get(topology) for p in params])
+    priors = np.array([p.prior for p in params])
     theta = np.zeros(len(params))
 
     def cost(th: np.ndarray) -> np.ndarray:
         r = _residuals(_apply(topology, params, start, th), groups)
         w = np.where(np.abs(r) <= HUBER, 1.0, np.sqrt(HUBER / np.maximum(np.abs(r), 1e-12)))
-        return np.concatenate([r * w, PRIOR * th])
+        return np.concatenate([r * w, priors * th])
 
     damping = 1e-2
     current = cost(theta)

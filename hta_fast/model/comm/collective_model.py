@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -204,7 +204,11 @@ def candidates(kind: str, topology: Topology, ranks: Optional[int] = None) -> li
 
 
 def predict_collectives(
-    kind: str, sizes: Sequence[float], topology: Topology, *, ranks: Optional[int] = None
+    kind: str,
+    sizes: Union[Sequence[float], np.ndarray],
+    topology: Topology,
+    *,
+    ranks: Optional[int] = None,
 ) -> list[Prediction]:
     """predict_collective for each size (one pass over the candidates)."""
     sizes_a = np.asarray(sizes, np.float64)

@@ -1,26 +1,32 @@
 """The what-if edit "the interconnect is faster (or slower)": by how much each collective's
-time moving data changes, from the collective cost model fitted to the trace's own
-collectives (hta_fast.model.comm.collective_cost).
+time moving data changes, from the collective cost model of the trace
+(hta_fast.model.comm.collective_cost: the recorded machine calibrated on the trace's own
+collectives).
 
-A collective of b bytes whose curve is latency + b / bandwidth changes by
-(latency + b / (s × bandwidth)) / (latency + b / bandwidth) when the bandwidth is scaled by s:
-small collectives, latency bound, barely change, large ones approach 1 / s. A bus bandwidth
-in GB/s sets each curve's bandwidth instead (nccl-tests' bus factor converts it).
+A scale s multiplies every link's bandwidth; latencies stay and NCCL's algorithm and
+protocol are chosen again at each size, so a collective's time changes by
+model(links x s) / model(links): small collectives, latency bound, barely change, large ones
+approach 1 / s. A bus bandwidth in GB/s sets the links so that each collective reaches it
+at large sizes (nccl-tests' bus factor converts it).
 
-Without recorded sizes there is no curve: a scale then changes every collective's data time
-by 1 / s (bandwidth bound, the upper limit of the change), and the notes say so; a bus
+Without recorded sizes nothing is calibrated: a scale then changes every collective's data
+time by 1 / s (bandwidth bound, the upper limit of the change), and the notes say so; a bus
 bandwidth cannot be turned into a time without sizes and is refused.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
-from ..comm.collective_cost import CostModel, collective_time_factors, fit_collectives
+from ..._arrow import as_numpy
+from ...trace import Trace
+from ...traceset import TraceSet
+from ..comm.collective_cost import CostModel, collective_time_factors, cost_model
 from ..comm.collective_links import MatchedCollectives
+from ..comm.recorded_topology import recorded_machine
 
 
 def check_bandwidth(scale: Optional[float], busbw_gbps: Optional[float]) -> None:
@@ -35,6 +41,7 @@ def check_bandwidth(scale: Optional[float], busbw_gbps: Optional[float]) -> None
 
 
 def collective_bandwidth_factors(
+    traces: Union[Trace, TraceSet],
     matched: MatchedCollectives,
     *,
     scale: Optional[float] = None,
@@ -42,15 +49,18 @@ def collective_bandwidth_factors(
     cost: Optional[CostModel] = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Per matched collective (the rows of matched.result), the factor its time moving data
-    is multiplied by; and notes on how it was found. `cost`: a fitted model to use instead
-    of fitting one to these collectives."""
+    is multiplied by; and notes on how it was found. `cost`: a model to use instead of the
+    one calibrated on these collectives (fit_collectives)."""
     check_bandwidth(scale, busbw_gbps)
     table = matched.result.table
     n = table.num_rows
     if n == 0:
         return np.ones(0), ["no communication kernels: the bandwidth edit changes nothing"]
-    cost = cost if cost is not None else fit_collectives(matched.result)
-    if not cost.fits:
+    if cost is None:
+        groups = [int(g) for g in as_numpy(table["group_size"]) if g == g]
+        recorded = recorded_machine(traces, groups)
+        cost = cost_model(table, recorded.topology, recorded.how, matched.result.notes)
+    if not cost.observed.num_rows:
         if busbw_gbps is not None:
             raise ValueError(
                 "the trace records no collective sizes, so a bus bandwidth cannot "
@@ -58,24 +68,28 @@ def collective_bandwidth_factors(
             )
         assert scale is not None
         return np.full(n, 1.0 / scale), [
-            f"no collective records its size, so there is no cost curve: every collective's "
+            f"no collective records its size, so the model has nothing to tell latency from "
+            f"bandwidth by: every collective's "
             f"time moving data is scaled by 1/{scale:g} (as if all were bandwidth bound)"
         ]
     changed = cost.with_bandwidth(scale, busbw_gbps=busbw_gbps)
     factors = collective_time_factors(matched.result, cost, changed)
-    factor = np.asarray(factors["factor"].to_numpy(), np.float64).copy()
-    modelled = np.isfinite(
-        np.asarray(factors["changed_ns"].to_numpy(zero_copy_only=False), np.float64)
-    )
-    notes = [f"{int(modelled.sum())} of {n} collectives changed through the fitted cost model"]
+    factor = as_numpy(factors["factor"]).astype(np.float64)
+    modelled = np.isfinite(as_numpy(factors["changed_ns"]).astype(np.float64))
+    notes = [
+        f"{int(modelled.sum())} of {n} collectives changed through the collective model",
+        *cost.notes,
+    ]
     if not modelled.all():
         missing = int((~modelled).sum())
         if scale is not None:
             factor[~modelled] = 1.0 / scale
             notes.append(
-                f"{missing} collective(s) without a size or curve: their time moving "
+                f"{missing} collective(s) without a size, or that the model does not know,: their time moving "
                 f"data is scaled by 1/{scale:g}"
             )
         else:
-            notes.append(f"{missing} collective(s) without a size or curve keep their time")
+            notes.append(
+                f"{missing} collective(s) without a size, or that the model does not know, keep their time"
+            )
     return factor, notes

@@ -85,6 +85,7 @@ def duration_changes(
     if edits.changes_bandwidth:
         assert matched is not None
         factor, bw_notes = collective_bandwidth_factors(
+            traces,
             matched,
             scale=edits.collective_bandwidth,
             busbw_gbps=edits.collective_busbw_gbps,

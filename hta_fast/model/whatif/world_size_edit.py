@@ -14,7 +14,7 @@ The ratio keeps the recorded time as the anchor: at the recorded scale and machi
 The recorded machine (hta_fast.model.comm.recorded_topology): the shipped topology the
 trace's GPU calls for, with the trace's GPUs per node and world size. Without a target
 topology its figures are calibrated on the trace's own sized collectives
-(collective_cost.trace_measurements, calibrate), and the same calibrated machine is both
+(hta_fast.model.comm.trace_machine), and the same calibrated machine is both
 ends of the ratio: the fit says how this machine's time grows with ranks and nodes. Where
 no recorded collective crossed nodes, the network keeps the file's figure times the share
 of theirs the intra-node links reached (their fitted / file bandwidth): a node measured at
@@ -54,15 +54,12 @@ from ..._arrow import array_of, as_numpy
 from ...frame.fields import NS
 from ...trace import Trace
 from ...traceset import TraceSet
-from ..comm.calibrate import calibrate
-from ..comm.collective_cost import trace_measurements
 from ..comm.collective_links import MatchedCollectives
-from ..comm.collective_model import KINDS, Prediction, predict_collectives
+from ..comm.collective_model import Prediction, predict_collectives
 from ..comm.recorded_topology import recorded_machine
 from ..comm.topology import Topology, load_topology
+from ..comm.trace_machine import MODEL_KIND, calibrated_machine
 
-# collectives as hta_fast.analysis.collectives names them -> the model's kinds
-MODEL_KIND = {**{k: k for k in KINDS}, "send": "send_recv", "recv": "send_recv"}
 SHARDED = ("all_gather", "reduce_scatter")  # each rank holds 1/n of the size
 
 SCHEMA = pa.schema(
@@ -186,12 +183,11 @@ def _predict(
 def _calibrated(
     machine: Topology, matched: MatchedCollectives, group: np.ndarray, known: np.ndarray
 ) -> tuple[Topology, str]:
-    """The recorded machine fitted to the trace's sized collectives, and a note."""
+    """The recorded machine fitted to the trace's sized collectives (group: each one's
+    group, the job's size where none was recorded), and a note."""
     table = matched.result.table
     sized = known & ~np.isnan(as_numpy(table["bytes"]).astype(np.float64)) & (group > 1)
-    if not sized.any():
-        return machine, "not calibrated: no collective over two or more ranks records its size"
-    obs = pa.table(
+    observed = pa.table(
         {
             "collective": array_of([MODEL_KIND[k] for k in _kinds(matched)[sized]], pa.string()),
             "group_size": array_of(group[sized], pa.int64()),
@@ -199,25 +195,7 @@ def _calibrated(
             "data_time": table["data_time"].filter(array_of(sized)),
         }
     )
-    try:
-        fitted = calibrate(machine, trace_measurements(obs, machine.gpus_per_node))
-    except ValueError as e:
-        return machine, f"not calibrated ({e})"
-    detail = fitted.source.split("; from:")[0]
-    share = fitted.intra_node_gbps / machine.intra_node_gbps
-    if fitted.network_gbps_per_node == machine.network_gbps_per_node and share != 1.0:
-        # No row crossed nodes: the network gets the share of its file figure that the
-        # links the trace did exercise got (else a slow-measured node would find its
-        # network, at the vendor's figure, nearly free)
-        fitted = dataclasses.replace(
-            fitted, network_gbps_per_node=machine.network_gbps_per_node * share
-        )
-        detail += (
-            f"; the network, which no recorded collective crossed, gets the intra-node "
-            f"links' measured share of the file's figure ({share:.3f}): "
-            f"{fitted.network_gbps_per_node:.1f} GB/s per node"
-        )
-    return fitted, detail
+    return calibrated_machine(machine, observed)
 
 
 def _kinds(matched: MatchedCollectives) -> np.ndarray:
