@@ -92,7 +92,12 @@ def gpu_steps(with_cuda_events: bool = True) -> KinetoBuilder:
         t0 = s * STEP_US
         b.step(s, t0, STEP_US)
         for j in range(KERNELS):
-            b.kernel("ampere_sgemm_128x64_nn", t0 + 10 + 20 * j, t0 + 100 + j * 1000, KERNEL_US)
+            b.kernel(
+                "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn",
+                t0 + 10 + 20 * j,
+                t0 + 100 + j * 1000,
+                KERNEL_US,
+            )
         if with_cuda_events:
             cuda_event(b, t0 + 300, t0 + 9600, s + 1)
     return b
