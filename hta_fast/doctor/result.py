@@ -268,6 +268,11 @@ class Diagnosis:
             )
         return lines
 
+    def measured_lines(self) -> list[str]:
+        """The measured SM-active share beside the utilization, and a warning where they
+        differ (doctor.measured); none where the traces have no hardware counters."""
+        return measured_text(self.measured_sm_active)
+
     def no_gpu_reasons(self) -> list[str]:
         """One gate reason per rank without GPU activity."""
         return [f"rank {r}: {why}" for r, why in sorted(self.no_gpu_activity.items())]
@@ -300,7 +305,7 @@ class Diagnosis:
     def to_text(self) -> str:
         with_gpu = self.gpu_activity
         lines = self.headline_text()
-        lines.extend(measured_text(self.measured_sm_active))
+        lines.extend(self.measured_lines())
         lines.extend(self.no_gpu_reasons())
         above = [f for f in self.findings if f.above_threshold]
         if self.too_little_work and with_gpu:
