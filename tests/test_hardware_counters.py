@@ -162,7 +162,7 @@ def test_a_trace_without_counters_shows_nothing_new(tmp_path):
     t = hc.gpu_steps().load()
     assert sm_active_vs_busy(0, t, 0, 50_000 * US, 0.4) == []
     d = diag(hc.gpu_steps())
-    assert d.measured_sm_active == [] and d.measured_lines() == []
+    assert d.measured_sm_active == () and d.measured_lines() == []
     assert "measured_sm_active" not in d.to_dict()
     assert "SM active" not in d.to_text()
     out = tmp_path / "r.html"

@@ -207,7 +207,7 @@ def diagnose(
         steps=sorted(seen_steps),
         no_gpu_activity=no_gpu,
         too_little_work=too_little,
-        measured_sm_active=measured_sm_active(views),
+        measured_sm_active=tuple(measured_sm_active(views)),
     )
 
 

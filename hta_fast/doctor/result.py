@@ -122,7 +122,7 @@ class Diagnosis:
     cpu_step_time_ns: Optional[int] = 0
     too_little_work: str = ""
     compute_utilization: Optional[float] = None
-    measured_sm_active: list[SmActiveVsBusy] = dataclasses.field(default_factory=list)
+    measured_sm_active: tuple[SmActiveVsBusy, ...] = ()
 
     @property
     def gpu_activity(self) -> bool:
