@@ -24,6 +24,8 @@ from hta_fast.analysis.hardware_counters import (
 from hta_fast.cli import cli
 from hta_fast.doctor import diagnose
 from hta_fast.frame.gpu_work import gpu_work
+from hta_fast.frame.launches import launch_pairs
+from hta_fast.loading.rank_info import rank_info
 from hta_fast.report.build import write_report
 from hta_fast.schema import EventKind
 
@@ -58,6 +60,9 @@ def test_the_counter_track_is_no_stream_and_no_thread():
     track = next(iter(counter_track_devices(counted)))
     assert track not in set(counted.column("events", "pid").tolist())
     assert set(gpu_work(counted, None).stream.tolist()) == {7}
+    info = rank_info(counted)  # what `hta-fast info` counts
+    assert (info["streams"], info["kernels"]) == (1, hc.STEPS * hc.KERNELS)
+    assert info["gpu_events"] == rank_info(plain)["gpu_events"] == hc.STEPS * hc.KERNELS
     d_plain, d_counted = diag(hc.gpu_steps()), diag(hc.with_counters())
     assert d_counted.utilization == d_plain.utilization == pytest.approx(hc.BUSY_PCT / 100)
     assert [f.to_dict() for f in d_counted.findings] == [f.to_dict() for f in d_plain.findings]
@@ -78,6 +83,8 @@ def test_cuda_event_rows_load_classified_and_are_not_gpu_work():
     kernels = sum(1 for k in ev["kind"] if k == EventKind.kernel.name)
     assert kernels == hc.STEPS * hc.KERNELS
     assert not set(rows) & set(gpu_work(t, None).rows.tolist())
+    launch, work = launch_pairs(t, None)  # cudaEventRecord queues no GPU work
+    assert len(work) == hc.STEPS * hc.KERNELS and not set(rows) & set(work.tolist())
     assert (
         diag(hc.gpu_steps(with_cuda_events=True)).utilization
         == diag(hc.gpu_steps(with_cuda_events=False)).utilization
