@@ -26,27 +26,31 @@ COUNTER_TRACK = re.compile(r"GPU (\d+) Counters")
 
 
 class CounterSamples(NamedTuple):
-    """Hardware counter samples of one trace, sorted by device, name, then time.
+    """Hardware counter samples of one trace, sorted by device, metric, then time.
 
     device   the CUDA device of the track ("GPU N Counters")
-    name     the metric (a CUPTI metric name, as written in the trace)
+    metric   index into metrics of the sample's metric
     ts       the sample's start (ns)
     value    the metric's value over the sample (its unit is the metric's own)
+    metrics  the metric names (CUPTI's, as written in the trace), sorted
     """
 
     device: np.ndarray
-    name: list[str]
+    metric: np.ndarray
     ts: np.ndarray
     value: np.ndarray
+    metrics: tuple[str, ...]
 
     def of(self, device: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(ts, value) of one metric on one device, in time order."""
-        keep = (self.device == device) & np.array([n == name for n in self.name], bool)
+        if name not in self.metrics:
+            return self.ts[:0], self.value[:0]
+        keep = (self.device == device) & (self.metric == self.metrics.index(name))
         return self.ts[keep], self.value[keep]
 
     def names(self, device: int) -> list[str]:
         """The metrics sampled on a device, in name order."""
-        return sorted({n for d, n in zip(self.device.tolist(), self.name) if d == device})
+        return [self.metrics[i] for i in np.unique(self.metric[self.device == device]).tolist()]
 
 
 def counter_track_devices(trace: Trace) -> dict[int, int]:
@@ -67,14 +71,23 @@ def counter_samples(trace: Trace) -> CounterSamples:
     pid = trace.column("counters", "pid")
     rows = np.flatnonzero(np.isin(pid, np.fromiter(tracks, np.int64, len(tracks))))
     if not len(rows):
-        return CounterSamples(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0))
-    device = np.array([tracks[p] for p in pid[rows].tolist()], np.int64)
-    names = trace.names_at(trace.column("counters", "name")[rows])
+        empty = np.zeros(0, np.int64)
+        return CounterSamples(empty, empty, empty, np.zeros(0), ())
+    track_pids = np.fromiter(tracks, np.int64, len(tracks))
+    track_devices = np.fromiter(tracks.values(), np.int64, len(tracks))
+    by_pid = np.argsort(track_pids)
+    device = track_devices[by_pid][np.searchsorted(track_pids[by_pid], pid[rows])]
+    # Metric names by their string id: a few distinct ones over many samples.
+    ids, code = np.unique(trace.column("counters", "name")[rows], return_inverse=True)
+    names = trace.names_at(ids)
+    rank = np.argsort(np.array(names, dtype=object), kind="stable")
+    code = np.argsort(rank)[code]  # codes in name order
     ts = trace.column("counters", "ts")[rows]
-    order = np.lexsort((ts, np.array(names, object), device))
+    order = np.lexsort((ts, code, device))
     return CounterSamples(
         device[order],
-        [names[i] for i in order.tolist()],
+        code[order].astype(np.int64),
         ts[order],
         trace.column("counters", "value")[rows][order].astype(np.float64),
+        tuple(names[i] for i in rank.tolist()),
     )
