@@ -22,6 +22,7 @@ from ..trace import Trace
 from ..traceset import TraceSet
 from .causes import BY_KEY, CAUSES, examination_order, memory_sync
 from .causes.record import Examination
+from .measured import measured_sm_active
 from .model_savings import differ_text, owned_per_step, predicted_saving
 from .no_gpu import no_gpu_reason
 from .result import STEP_SPANS_DIFFER, Diagnosis, Finding
@@ -206,6 +207,7 @@ def diagnose(
         steps=sorted(seen_steps),
         no_gpu_activity=no_gpu,
         too_little_work=too_little,
+        measured_sm_active=tuple(measured_sm_active(views)),
     )
 
 

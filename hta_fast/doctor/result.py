@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Optional
 
+from ..analysis.hardware_counters import SmActiveVsBusy
 from ..frame.fields import duration_text
 from .causes import CAUSES
+from .measured import measured_text
 from .views.text import Number, short_list
 from .views.thresholds import Thresholds
 
@@ -104,6 +106,9 @@ class Diagnosis:
                      are over the other ranks; such a rank is never healthy: there is
                      nothing to judge on it. Where no rank has any, utilization and the
                      step times are None and no finding is above threshold
+    measured_sm_active  per rank and device with Kineto's hardware counters: the measured
+                     SM-active share beside the utilization (doctor.measured); empty, and
+                     absent from to_dict and to_text, where the traces have no counters
     """
 
     utilization: Optional[float]
@@ -117,6 +122,7 @@ class Diagnosis:
     cpu_step_time_ns: Optional[int] = 0
     too_little_work: str = ""
     compute_utilization: Optional[float] = None
+    measured_sm_active: tuple[SmActiveVsBusy, ...] = ()
 
     @property
     def gpu_activity(self) -> bool:
@@ -262,11 +268,21 @@ class Diagnosis:
             )
         return lines
 
+    def measured_lines(self) -> list[str]:
+        """The measured SM-active share beside the utilization, and a warning where they
+        differ (doctor.measured); none where the traces have no hardware counters."""
+        return measured_text(self.measured_sm_active)
+
     def no_gpu_reasons(self) -> list[str]:
         """One gate reason per rank without GPU activity."""
         return [f"rank {r}: {why}" for r, why in sorted(self.no_gpu_activity.items())]
 
     def to_dict(self) -> dict[str, Any]:
+        measured = (
+            {"measured_sm_active": [r.to_dict() for r in self.measured_sm_active]}
+            if self.measured_sm_active
+            else {}
+        )
         return _plain(
             {
                 "utilization": self.utilization,
@@ -282,12 +298,14 @@ class Diagnosis:
                 "findings": [f.to_dict() for f in self.findings],
                 "thresholds": self.thresholds.to_dict(),
                 "notes": self.notes,
+                **measured,
             }
         )
 
     def to_text(self) -> str:
         with_gpu = self.gpu_activity
         lines = self.headline_text()
+        lines.extend(self.measured_lines())
         lines.extend(self.no_gpu_reasons())
         above = [f for f in self.findings if f.above_threshold]
         if self.too_little_work and with_gpu:

@@ -118,4 +118,8 @@ def diagnosis(
         "too_little_work": getattr(diag, "too_little_work", ""),
         "findings": findings,
         "message": "",
+        # Where the traces carry hardware counters: the measured SM-active share per rank
+        # and device beside the utilization (doctor.measured), and the doctor's lines on it
+        "measured_sm_active": [r.to_dict() for r in getattr(diag, "measured_sm_active", [])],
+        "measured_lines": diag.measured_lines() if hasattr(diag, "measured_lines") else [],
     }
