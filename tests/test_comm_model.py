@@ -184,11 +184,21 @@ def test_shipped_topologies_load_cite_sources_and_are_in_gigabytes(name):
     # A network quoted in Gb/s is in the file divided by 8: the name's Gb/s figure.
     if name in ("hgx_h100", "hgx_h200", "hgx_b200", "aws_p6_b200", "mi300x"):
         assert topo.network_gbps_per_node == 8 * 400 / 8
-    assert {"aws_p4de": 4 * 100 / 8, "aws_p5": 32 * 100 / 8, "gcp_a3mega": 8 * 200 / 8}.get(
-        name, topo.network_gbps_per_node
-    ) == topo.network_gbps_per_node
+    assert {
+        "aws_p4de": 4 * 100 / 8,
+        "aws_p5": 32 * 100 / 8,
+        "gcp_a3mega": 8 * 200 / 8,
+        "dgx1_v100": 4 * 100 / 8,
+    }.get(name, topo.network_gbps_per_node) == topo.network_gbps_per_node
     # Vendor per-direction NVLink / Infinity Fabric figures.
-    per_gpu = {"dgx_a100": 300, "aws_p4de": 300, "hgx_b200": 900, "aws_p6_b200": 900, "mi300x": 448}
+    per_gpu = {
+        "dgx1_v100": 150,
+        "dgx_a100": 300,
+        "aws_p4de": 300,
+        "hgx_b200": 900,
+        "aws_p6_b200": 900,
+        "mi300x": 448,
+    }
     assert topo.intra_node_gbps == per_gpu.get(name, 450)
 
 

@@ -85,6 +85,11 @@ def test_cli_recorded_plan_reproduces_the_measured_step(traces_dir):
     assert "tables and rows touched match" in notes
     # the sharded tables' family: its kernels looked up the file's 24 tables (not the dense 16)
     assert "lookup curve: split_embedding_codegen_forward_unweighted_kernel" in notes
+    # every plan's step is the recorded one: the notes say why rather than rank silently
+    assert len(set(steps)) == 1
+    assert "the plans tie on the step (within 0.1 %)" in notes
+    assert "off its critical path, so the sharding does not set this step" in notes
+    assert "recorded machine: dgx1_v100 (the device V100-SXM2)" in notes
 
 
 def test_cli_table_and_csv_say_measured_and_predicted(traces_dir):
@@ -126,6 +131,8 @@ def test_a_plan_on_the_late_rank_is_slower(traces_dir, tmp_path):
         got[tables] = {p["plan"]: p for p in out["tables"]["shard"]}
         assert [p["plan"] for p in out["tables"]["shard"]] == ["recorded_again", "all_on_7"]
         assert got[tables]["recorded_again"]["step_measured"] is None  # only for "recorded"
+        tie = "the plans tie on the step" in " ".join(out["notes"]["shard"])
+        assert tie == (tables == EXAMPLE)  # the heavy lookups set the step: no tie
     light = got[EXAMPLE]
     assert light["recorded_again"]["step_predicted"] == 18_711_000
     assert light["all_on_7"]["step_predicted"] == 18_711_000  # in the slack

@@ -212,7 +212,8 @@ def test_the_recorded_machine(job):
     assert topology_for_device("H100-SXM") == "hgx_h100"
     assert topology_for_device("GH200-144GB") == "hgx_h100"
     assert topology_for_device("H200-SXM") == "hgx_h200"
-    assert topology_for_device("V100-SXM2") is None
+    assert topology_for_device("V100-SXM2") == "dgx1_v100"
+    assert topology_for_device("T4") is None
     given = recorded_machine(job, given=load_topology("hgx_h100"))
     assert given.topology.intra_node_gbps == load_topology("hgx_h100").intra_node_gbps
 
@@ -312,10 +313,10 @@ def test_twice_and_four_times_the_ranks(real, baselines, name, times):
         assert after > before
 
 
-def test_the_v100_set_names_its_stand_in(real):
+def test_the_v100_set_names_its_machine(real):
     r = what_if(real("param_dlrm_8rank"), world_size=16)
     note = next(n for n in r.notes if n.startswith("recorded machine:"))
-    assert "dgx_a100's figures standing in" in note and "V100-SXM2" in note
+    assert note.startswith("recorded machine: dgx1_v100 (the device V100-SXM2)")
     assert any("calibrated on 7 measurements" in n for n in r.notes)  # the fastest of each size
 
 

@@ -27,6 +27,7 @@ from .topology import Topology, load_topology
 # device table key prefix -> shipped topology (first match wins: GH200 before H200).
 DEVICE_TOPOLOGY = (
     ("A100", "dgx_a100"),
+    ("V100", "dgx1_v100"),
     ("GH200", "hgx_h100"),
     ("H100", "hgx_h100"),
     ("H800", "hgx_h100"),

@@ -457,6 +457,16 @@ def shard(
         [{"order": k + 1, **rows_plans[i]} for k, i in enumerate(order)], PLANS_SCHEMA
     )
     rank_table = _table(rows_ranks, RANKS_SCHEMA)
+    steps = [r["step_predicted"] for r in rows_plans]
+    if len(steps) > 1 and max(steps) - min(steps) < 0.001 * max(steps):
+        lookup_a2a = max(r["max_lookup_predicted"] + r["a2a_predicted"] for r in rows_plans)
+        notes.append(
+            f"the plans tie on the step (within 0.1 %): the slowest rank's lookups and "
+            f"all-to-all, at most {lookup_a2a / 1e3:.1f} us, are "
+            f"{100 * lookup_a2a / max(steps):.2f} % of a {max(steps) / 1e6:.2f} ms step and "
+            f"off its critical path, so the sharding does not set this step; the order "
+            f"is by lookup plus all-to-all"
+        )
     notes.append(
         "measured: the trace (step_measured: its slowest rank's device-aware step; "
         "lookup_measured: the lookup kernels; a2a_measured: a pooled all-to-all's time "
