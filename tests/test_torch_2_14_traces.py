@@ -66,6 +66,19 @@ def test_every_event_is_kept_in_the_table_of_its_phase(name):
     )
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_header_is_kept(name):
+    """Every top-level field (trace_id, host_name and the profiler's options among them)."""
+    with gzip.open(DATA / name, "rt") as f:
+        doc = json.load(f)
+    header = {k: v for k, v in doc.items() if k != "traceEvents"}
+    assert "record_shapes" in header and "baseTimeNanoseconds" in header
+    meta = hta_fast.load(DATA / name).meta
+    assert meta.header == header
+    assert meta.base_time_ns == header["baseTimeNanoseconds"]
+    assert meta.devices == [] and meta.distributed == {}
+
+
 @pytest.mark.parametrize("name", TRAIN)
 def test_profiler_steps_are_the_active_steps(name):
     doc = read(name)
