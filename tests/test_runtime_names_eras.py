@@ -109,8 +109,10 @@ def names_of(trace: hta_fast.Trace, rows: np.ndarray) -> list[str]:
     return trace.strings_at(trace.column("events", "name")[rows]).to_pylist()
 
 
-@pytest.fixture(scope="module")
-def eras() -> dict[str, hta_fast.Trace]:
+@pytest.fixture(params=["walker", "on_demand"])
+def eras(request, monkeypatch) -> dict[str, hta_fast.Trace]:
+    """Both layouts, read by either of the loader's event readers."""
+    monkeypatch.setenv("HTA_FAST_WALKER", "1" if request.param == "walker" else "0")
     return {"new": hta_fast.load(trace_bytes(False)), "old": hta_fast.load(trace_bytes(True))}
 
 
