@@ -24,12 +24,14 @@ NONE, STREAM, EVENT, DEVICE, OWN_COPY, STREAM_WAIT = (
 )
 
 # CUDA runtime/driver and HIP spellings. cudaEventQuery and friends do not block, so they are
-# absent; cudaMemcpy without Async blocks the host until its copy is done, and so does HIP's
-# hipMemcpyWithStream (a copy on a given stream that returns when it is done: FLUX under
-# xDiT waits 600 ms of its 742 ms step in one). Names from both eras of kineto: its own list
-# (earlier traces), and since 2026 CUPTI's callback names with the `_vNNNN` version suffix
-# cut (kineto cupti_strings.cpp lookupCbidName), which keeps `_v2` and the per-thread
-# default-stream variants `_ptds` / `_ptsz` (cudaMemcpy_ptds, cuMemcpyDtoH_v2_ptds).
+# absent; cudaMemcpy without Async blocks the host until its copy is done, and so do the
+# driver's cuMemcpy and HIP's hipMemcpyWithStream (a copy on a given stream that returns when
+# it is done: FLUX under xDiT waits 600 ms of its 742 ms step in one). Names from both eras of
+# kineto: its own list (earlier traces), and since 2026 CUPTI's callback names with the
+# `_vNNNN` version suffix cut (kineto cupti_strings.cpp lookupCbidName), which keeps `_v2` and
+# the per-thread default-stream variants `_ptds` / `_ptsz` (cudaMemcpy_ptds,
+# cuMemcpyDtoH_v2_ptds). A call that an earlier kineto wrote as INVALID or unknown has the
+# later name from its cbid: the loader gives it (csrc/parse/cbid_names.h).
 _PATTERNS = [
     (STREAM, re.compile(r"^(cuda|hip|cu)StreamSynchronize")),
     (EVENT, re.compile(r"^(cuda|hip|cu)EventSynchronize")),
@@ -45,7 +47,7 @@ _PATTERNS = [
         re.compile(
             r"^(cuda|hip)Memcpy(2D|3D|ToSymbol|FromSymbol|WithStream|[DH]to[DH])?"
             r"(_ptds)?$"
-            r"|^cuMemcpy[DH]to[DH](_v2)?(_ptds)?$"
+            r"|^cuMemcpy([DH]to[DH](_v2)?)?(_ptds)?$"
         ),
     ),
     (STREAM_WAIT, re.compile(r"^(cuda|hip|cu)StreamWaitEvent")),
@@ -87,7 +89,7 @@ def sync_kind_of_names(names: list[str]) -> np.ndarray:
 # host returns only once its data is there, a copy from it often only once staged, after
 # the stream's earlier work. Either way the call holds the host until its copy is done.
 _PAGEABLE = re.compile(r"Pageable")
-_ASYNC_COPY = re.compile(r"^(cuda|hip)MemcpyAsync|^cuMemcpy[DH]to[DH]Async")
+_ASYNC_COPY = re.compile(r"^(cuda|hip)MemcpyAsync|^cuMemcpy([DH]to[DH])?Async")
 
 
 def pageable_copies(

@@ -165,6 +165,10 @@ void read_arg(ArgKey key, Value& v, ArgValues& a) {
       a.touch(G::kComm);
       a.comms_id = v.raw_json();
       return;
+    case ArgKey::kCbid:
+      a.touch(G::kCall);
+      a.cbid = v.int64();
+      return;
     case ArgKey::kWaitOnStream:
       a.touch(G::kSync);
       a.wait_on_stream = v.int32();

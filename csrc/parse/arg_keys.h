@@ -93,6 +93,9 @@ enum class ArgKey : uint8_t {
   kRank,
   kSeq,
   kCommsId,  // a hash of the collective's group, sequence number and ranks (kineto, 2026)
+  // CUDA runtime and driver calls: the CUPTI callback id, the call's one name where Kineto
+  // wrote INVALID / unknown for it (cbid_names.h)
+  kCbid,
   // cuda_sync
   kWaitOnStream,
   kWaitOnEventCorrelation,
@@ -118,6 +121,7 @@ inline ArgKey arg_key(std::string_view k) {
       if (k == "grid") return ArgKey::kGrid;
       if (k == "Rank") return ArgKey::kRank;
       if (k == "name") return ArgKey::kMetaName;
+      if (k == "cbid") return ArgKey::kCbid;
       if (k == "Addr") return ArgKey::kMemAddr;
       break;
     case 5:

@@ -3,12 +3,23 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "parse/cbid_names.h"
 #include "trace/row_limit.h"
 
 namespace hta {
 
 void EventStore::note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text) {
   if (ev.bad_arg) out_.stats.add(Stat::bad_arg, offset, text);
+}
+
+int32_t EventStore::call_name(const RawEvent& ev) {
+  auto& pool = out_.strings;
+  if (ev.name < 0 || ev.cat < 0 || ev.args.cbid < 0 || !is_unnamed_call(pool.at(ev.name))) {
+    return ev.name;
+  }
+  const auto domain = call_domain(pool.at(ev.cat));
+  const std::string_view name = domain ? cuda_call_name(*domain, ev.args.cbid) : "";
+  return name.empty() ? ev.name : pool.intern(name);
 }
 
 EventStore::~EventStore() {
@@ -57,6 +68,10 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
       e.ts[i] = ev.ts;
       e.dur[i] = ev.dur;
       e.name[i] = ev.name;
+      if (a.groups & ArgValues::kCall) {
+        e.name[i] = call_name(ev);
+        if (e.name[i] != ev.name) out_.stats.add(Stat::name_from_cbid, offset, example());
+      }
       e.cat[i] = ev.cat;
       e.pid[i] = ev.pid;
       e.tid[i] = ev.tid;

@@ -78,6 +78,9 @@ class EventStore {
 
  private:
   void note_lenient_reads(const RawEvent& ev, uint64_t offset, std::string_view text);
+  // The name of a call that carries a cbid: the one Kineto writes since 2026 where the
+  // event says INVALID or unknown and the cbid names one (cbid_names.h), else its own.
+  int32_t call_name(const RawEvent& ev);
 
   TraceColumns& out_;
   RowsAhead<EventTable> events_;

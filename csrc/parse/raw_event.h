@@ -19,7 +19,15 @@ class StringPool;
 // defaults when the event first touches the group (resetting all ~300 bytes per event
 // showed in profiles).
 struct ArgValues {
-  enum Group : uint8_t { kKernel = 1, kOp = 2, kComm = 4, kSync = 8, kMemory = 16, kMeta = 32 };
+  enum Group : uint8_t {
+    kKernel = 1,
+    kOp = 2,
+    kComm = 4,
+    kSync = 8,
+    kMemory = 16,
+    kMeta = 32,
+    kCall = 64
+  };
   uint8_t groups = 0;
   int64_t correlation = -1, external_id = -1;
   int32_t device = -1, stream = -1;
@@ -39,6 +47,8 @@ struct ArgValues {
   // kSync
   int32_t wait_on_stream;
   int64_t wait_on_event_correlation;
+  // kCall
+  int64_t cbid;
   // kMeta
   int32_t meta_value;
   int64_t sort_index;
@@ -76,6 +86,9 @@ struct ArgValues {
       case kSync:
         wait_on_stream = -1;
         wait_on_event_correlation = -1;
+        return;
+      case kCall:
+        cbid = -1;
         return;
       case kMeta:
         meta_value = -1;

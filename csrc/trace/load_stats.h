@@ -39,7 +39,10 @@ namespace hta {
   X(duplicate_correlation, "warning",                                                      \
     "launches sharing a correlation id with an earlier launch; the first wins")            \
   X(speculative_split_retry, "info",                                                       \
-    "files re-read with the exact event splitter after a fast split failed")
+    "files re-read with the exact event splitter after a fast split failed")               \
+  X(name_from_cbid, "info",                                                                \
+    "CUDA runtime/driver calls written as INVALID or unknown (Kineto before 2026 had no "  \
+    "name for their cbid) named from their cbid argument, as newer Kineto names them")
 
 enum class Stat : uint8_t {
 #define HTA_STAT_ENUM(name, sev, desc) name,

@@ -22,6 +22,7 @@ from .. import _arrow
 from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
+from ..frame.graph_captures import KERNEL_API
 from ..frame.result import Result
 from ..frame.select import Ranks, Selection, Steps, Streams, Window
 from ..schema import EventKind
@@ -31,8 +32,6 @@ from ..traceset import TraceSet
 __all__ = ["cupti_counters"]
 
 RANGE_CATEGORY = "cuda_profiler_range"
-# Runtime calls that launch exactly one kernel.
-LAUNCH_PATTERN = r"^(cudaLaunchKernel|cudaLaunchCooperativeKernel|cuLaunchKernel|hipLaunchKernel|hipExtLaunchKernel)"
 
 
 def _ids(trace: Trace, mask: pa.Array) -> np.ndarray:
@@ -170,7 +169,8 @@ def cupti_counters(
         if problem:
             notes.append(f"rank {rank}: {problem}")
         keep = np.ones(len(ts), bool) if mask is None else mask
-        launch_ids = _ids(trace, pc.match_substring_regex(strings, LAUNCH_PATTERN))
+        # the calls that launch one kernel each (a graph launch is not one of them)
+        launch_ids = _ids(trace, pc.match_substring_regex(strings, KERNEL_API))
         launches = np.flatnonzero(
             (trace.column("events", "kind") == EventKind.runtime) & np.isin(name, launch_ids)
         )

@@ -28,8 +28,12 @@ from .launches import LAUNCH_KINDS, enclosing
 
 __all__ = ["GraphCaptures", "graph_captures", "api_kinds"]
 
-# cudaLaunchKernel(ExC), cuLaunchKernel(Ex), cudaLaunchCooperativeKernel, hipLaunchKernel,
-# hipExtModuleLaunchKernel, hipModuleLaunchKernel, ...
+# The launch APIs by name, the one place they are spelled (analysis.cupti_counters pairs
+# kernels with KERNEL_API's calls): cudaLaunchKernel(ExC), cuLaunchKernel(Ex),
+# cudaLaunchCooperativeKernel, hipLaunchKernel, hipExtModuleLaunchKernel,
+# hipModuleLaunchKernel, ..., with the per-thread stream forms of both eras of kineto
+# (cudaLaunchKernel_ptsz, cuLaunchKernelEx_ptsz). A call an earlier kineto wrote as INVALID or
+# unknown has its name from its cbid (the loader: csrc/parse/cbid_names.h).
 KERNEL_API = r"^(cu|cuda|hip)\w*Launch\w*Kernel"
 MEMCPY_API = r"^(cu|cuda|hip)Memcpy"
 MEMSET_API = r"^(cu|cuda|hip)Memset"
