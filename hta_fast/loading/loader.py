@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Optional, Sequence, Union
 
 from .. import _core, saved_trace
-from ..errors import TraceFormatError
+from ..errors import ErrorCode, TraceFormatError
 from ..raw_columns import RawColumns
 from ..schema import KernelClass
 from ..trace import Trace, TraceMeta, open_saved
 from . import cache as cache_mod
+from . import quote_repair
 from .files import PathLike
 
 KernelClassRules = Optional[Sequence[tuple[str, Union[str, int, KernelClass]]]]
@@ -44,12 +46,60 @@ def _read(
             assert source is not None
             loaded = _core.load_bytes(source, threads, recover, chunk_size, rules)
     except _core.FormatError as e:
-        raise TraceFormatError(
+        error = TraceFormatError(
             path, e.offset, e.reason, code=e.code, key=e.key, recoverable=e.recoverable
-        ) from None
+        )
+        if e.code != ErrorCode.bad_json:
+            raise error from None
+        return _read_quotes_repaired(source, path, error, threads, recover, chunk_size, rules)
     # The core parsed the header (see TraceMeta); nothing here parses it again.
     meta = TraceMeta.from_header(loaded.header, path, loaded.json_bytes, loaded.base_time_ns)
     return RawColumns.of(loaded), meta
+
+
+def _read_quotes_repaired(
+    source: Optional[Union[bytes, bytearray, memoryview]],
+    path: Optional[str],
+    error: TraceFormatError,
+    threads: int,
+    recover: bool,
+    chunk_size: int,
+    rules: list[tuple[str, int]],
+) -> tuple[RawColumns, TraceMeta]:
+    """A file that is not JSON because of unescaped quotes inside strings
+    (hta_fast.loading.quote_repair): with recover, read with them escaped and counted;
+    without, the error says where the first one is and that recover reads it."""
+    if path is not None:
+        if os.path.getsize(path) > quote_repair.LARGEST_FILE:
+            raise error from None
+        with open(path, "rb") as f:
+            data = f.read()
+    else:
+        assert source is not None
+        data = bytes(source)
+    text = quote_repair.json_text(data)
+    if text is None:
+        raise error from None
+    repaired, offsets = quote_repair.repair_quotes(text)
+    if not offsets:
+        raise error from None
+    if not recover:
+        raise TraceFormatError(
+            path,
+            offsets[0],
+            f"an unescaped quote inside a string ({len(offsets):,} in the file; traces "
+            f"before 2026 did not escape names); recover=True escapes them",
+            code=ErrorCode.bad_json,
+            recoverable=True,
+        ) from None
+    try:
+        loaded = _core.load_bytes(repaired, threads, recover, chunk_size, rules)
+    except _core.FormatError:
+        raise error from None  # the quotes were not all that is wrong
+    meta = TraceMeta.from_header(loaded.header, path, loaded.json_bytes, loaded.base_time_ns)
+    raw = RawColumns.of(loaded)
+    stats = [*raw.stats, quote_repair.repaired_stat(text, offsets)]
+    return dataclasses.replace(raw, stats=stats), meta
 
 
 def load(
