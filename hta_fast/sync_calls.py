@@ -71,6 +71,8 @@ BLOCKING = (STREAM, EVENT, DEVICE, OWN_COPY)
 # doctor's name flags, matched for all ranks at once by Arrow's RE2: no lookaround in
 # _PATTERNS).
 BLOCKING_NAMES = "|".join(f"(?:{p.pattern})" for kind, p in _PATTERNS if kind in BLOCKING)
+# The blocking calls that are copies (the host waits for its own copy), as one pattern.
+COPY_NAMES = next(p.pattern for kind, p in _PATTERNS if kind == OWN_COPY)
 
 
 def sync_kind_of_names(names: list[str]) -> np.ndarray:

@@ -42,7 +42,7 @@ NAME_PATTERNS = (
     memory_sync.PAGEABLE,
     memory_sync.FP32_GEMM,
     memory_sync.TENSOR_CORE,
-    memory_sync.BLOCKING_COPY,
+    memory_sync.COPY_NAMES,
     ONE_TIME,
 )
 

@@ -25,6 +25,7 @@ from ...frame.fields import duration_text
 from ...frame.kernel_args import compute_capability, kernel_arg
 from ...model.whatif.edits import Edits
 from ...schema import EventKind, KernelClass
+from ...sync_calls import COPY_NAMES
 from ...trace import Trace
 from ..views.context import RankView, is_amd, names_of
 from ..views.estimate import Estimate, Tally, per_step
@@ -66,8 +67,6 @@ GEMM_ADVICE = {
     "capability 8, torch.set_float32_matmul_precision('high') (TF32) or bf16 autocast; on "
     "compute 7 (V100, T4), fp16 autocast only (the trace does not say which GPU this is).",
 }
-# Blocking calls that are copies: the host waits for the copy, not only for a sync.
-BLOCKING_COPY = r"^(cudaMemcpy|hipMemcpy|hipMemcpyWithStream|cuMemcpy\w*)$"
 
 
 def _gemm_kind(trace: Trace, cc: Optional[int]) -> str:
@@ -105,7 +104,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
             v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0)
         )
         syncs += len(sync_rows)
-        is_copy = name_flags(trace, BLOCKING_COPY)[
+        is_copy = name_flags(trace, COPY_NAMES)[
             np.maximum(trace.column("events", "name")[sync_rows], 0)
         ]
         blocking_copies += int(np.count_nonzero(is_copy))
