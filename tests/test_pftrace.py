@@ -545,7 +545,7 @@ def test_cut_short(written: dict[str, Path], tmp_path: Path) -> None:
         # a packet whose first field is a varint that never ends
         (b"\x0a\x04\x40\xff\xff\xff", "bad_json"),
         # a packet of 2^62 bytes
-        (b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x3f", "bad_json"),
+        (b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x3f\x01", "bad_json"),
         # a top-level field of wire type 7
         (b"\x0a\x00\x0f", "bad_json"),
         # not a trace at all

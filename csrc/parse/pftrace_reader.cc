@@ -657,15 +657,25 @@ bool is_pftrace(ByteSource& source) {
     // A broken stream: the JSON reader reports it as it always has.
   }
   source.rewind();
-  // A Trace begins with field 1 (TracePacket), length-delimited: the byte 0x0a, also JSON's
-  // newline. Text whose first other byte opens an object or array is JSON, unless the
-  // protobuf reading holds: "\n{" is also a packet of 123 bytes ('{'), which must then
-  // decode whole and be followed by another packet or the end.
+  // A Trace begins with field 1 (TracePacket), length-delimited: the byte 0x0a, which is
+  // also JSON's newline. After leading whitespace, text (printable bytes) is JSON, or
+  // what the JSON reader reports as not JSON; a packet's bytes are rarely all printable,
+  // since nested lengths and varints are small numbers or have their high bit set. Text
+  // that opens an object or array is JSON unless the protobuf reading holds: "\n{" is
+  // also a packet of 123 bytes ('{'), which must then decode whole and be followed by
+  // another packet or the end.
   if (n == 0 || head[0] != 0x0a) return false;
+  auto is_ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
   size_t i = 0;
-  while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+  while (i < n && is_ws(head[i])) ++i;
   if (i == n) return false;
-  if (head[i] != '{' && head[i] != '[') return true;
+  if (head[i] != '{' && head[i] != '[') {
+    for (size_t k = i; k < n && k < i + 64; ++k) {
+      const auto c = static_cast<unsigned char>(head[k]);
+      if ((c < 0x20 && !is_ws(head[k])) || c == 0x7f) return true;
+    }
+    return false;
+  }
   try {
     const char* p = head + 1;
     const uint64_t len = protozero::decode_varint(&p, head + n);
