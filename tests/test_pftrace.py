@@ -140,7 +140,7 @@ def to_pftrace(
     for (what, pid, tid), _ in meta.items():
         if what.startswith("thread_"):
             threads.add((pid, tid))
-    pids = sorted({pid for pid, _ in threads} | {pid for (_, pid, _) in meta})
+    pids = sorted({pid for pid, _ in threads} | {pid for (_, pid, _) in meta}, key=str)
 
     def valid_id(x: Any) -> bool:
         return type(x) is int and -(2**31) <= x < 2**31
@@ -221,20 +221,25 @@ def to_pftrace(
         if ph == "i":
             scope = ev.get("s", "t")
             if scope == "t":
-                track = thread_track[(ev["pid"], ev["tid"])]
+                track = thread_track.get((ev.get("pid"), ev.get("tid")), 0)
             elif scope == "p":
-                track = process_track[ev["pid"]]
+                track = process_track.get(ev.get("pid"), 0)
             else:
                 if global_track is None:
                     global_track = next(uuid)
                     w.packet().track_descriptor.uuid = global_track
                 track = global_track
+            if not track:
+                continue  # on an id Perfetto cannot hold
             w.event(
                 _ns(ev["ts"]), TE.TYPE_INSTANT, track, ev.get("name"), ev.get("cat"), ev.get("args")
             )
         elif ph == "C":
-            parent = thread_track[(ev["pid"], ev["tid"])]
-            for series, value in ev["args"].items():
+            parent = thread_track.get((ev.get("pid"), ev.get("tid")), 0)
+            numbers = {k: v for k, v in ev.get("args", {}).items() if type(v) in (int, float)}
+            if not parent:
+                continue
+            for series, value in numbers.items():
                 key4 = (ev["pid"], ev["tid"], ev["name"], series)
                 if key4 not in counter_tracks:
                     group = (ev["pid"], ev["tid"], ev["name"], "")
@@ -345,6 +350,10 @@ def run_events() -> list[dict[str, Any]]:
                 "memory bandwidth (GB/s)": 1.5,
             },
         ),
+        # one interval, two slices: the first written encloses the second
+        _x(CPU, "aten::to", "cpu_op", 90, 5),
+        _x(CPU, "aten::_to_copy", "cpu_op", 90, 5),
+        _x(CPU, "aten::copy_", "cpu_op", 91, 2),
         # overlapping, not nested: the second goes to a track of its own
         _x(CPU, "aten::a", "cpu_op", 200, 50),
         _x(CPU, "aten::b", "cpu_op", 220, 100),
@@ -489,6 +498,8 @@ def test_what_the_rows_hold(written: dict[str, Path]) -> None:
     assert ev[by_name["aten::addmm"]["parent"]]["name"] == "aten::linear"
     assert ev[by_name["cudaLaunchKernel"]["parent"]]["name"] == "aten::addmm"
     assert ev[by_name["gemm_kernel"]["partner"]]["name"] == "cudaLaunchKernel"
+    assert ev[by_name["aten::copy_"]["parent"]]["name"] == "aten::_to_copy"
+    assert ev[by_name["aten::_to_copy"]["parent"]]["name"] == "aten::to"
     assert by_name["gemm_kernel"]["stream"] == 7 and by_name["gemm_kernel"]["correlation"] == 5
     assert t.process_names == {100: "python", 0: "GPU 0"}
     assert t.thread_names == {(100, 101): "main", (0, 7): "stream 7"}
@@ -592,4 +603,4 @@ def test_folders_list_perfetto_files(written: dict[str, Path]) -> None:
 def test_json_starting_with_a_newline_is_json(tmp_path: Path) -> None:
     path = tmp_path / "nl.json"
     path.write_text("\n" + json.dumps({"traceEvents": run_events()}))
-    assert hta_fast.load(path).num_rows("events") == 10
+    assert hta_fast.load(path).num_rows("events") == 13

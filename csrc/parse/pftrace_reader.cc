@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <protozero/pbf_reader.hpp>
 #include <protozero/varint.hpp>
 #include <string>
@@ -87,10 +88,20 @@ class PacketReader {
   void finish();
 
  private:
-  struct OpenSlice {
+  struct Slice {
     RawEvent ev;
     uint64_t offset;
   };
+  // A slice begun and not yet ended, with the ended slices inside it that began at the same
+  // instant (in the order they began). The JSON reader stores events in the file's order,
+  // where an enclosing event comes first, and the link pass takes the later of two events
+  // with one interval for the inner one; slices end inner first, so these are held back
+  // and stored after the slice that encloses them.
+  struct OpenSlice {
+    Slice slice;
+    std::vector<Slice> held;
+  };
+  void close(OpenSlice&& s, std::vector<OpenSlice>& stack);
   // The parts of one TrackEvent the reader keeps, gathered before any is used, since
   // protobuf fields come in any order.
   struct EventFields {
@@ -400,7 +411,7 @@ void PacketReader::track_event(protozero::data_view data, bool has_ts, uint64_t 
       read_args(f, seq, ev, offset);
       store_flows(f, ev, offset);
       if (!ev.has_ts) return store(ev, offset, "TrackEvent TYPE_SLICE_BEGIN");
-      open_[track].push_back({ev, offset});
+      open_[track].push_back({{ev, offset}, {}});
       return;
     }
     case kSliceEnd: {
@@ -411,14 +422,15 @@ void PacketReader::track_event(protozero::data_view data, bool has_ts, uint64_t 
       }
       OpenSlice slice = std::move(it->second.back());
       it->second.pop_back();
+      RawEvent& begun = slice.slice.ev;
       // Annotations given at the end belong to the slice too.
-      read_args(f, seq, slice.ev, offset);
+      read_args(f, seq, begun, offset);
       store_flows(f, ev, offset);
       if (ev.has_ts) {
-        slice.ev.dur = ev.ts - slice.ev.ts;
-        slice.ev.has_dur = true;
+        begun.dur = ev.ts - begun.ts;
+        begun.has_dur = true;
       }
-      return store(slice.ev, slice.offset, "TrackEvent TYPE_SLICE_BEGIN");
+      return close(std::move(slice), it->second);
     }
     case kInstant:
       ev.ph = 'i';
@@ -500,10 +512,26 @@ void PacketReader::packet(protozero::data_view data, uint64_t offset) {
   if (has_event) track_event(event, has_ts, ts, seq, offset);
 }
 
+// Stores an ended slice and those it held, or hands them all to the slice around it when
+// that began at the same instant.
+void PacketReader::close(OpenSlice&& s, std::vector<OpenSlice>& stack) {
+  if (!stack.empty() && stack.back().slice.ev.ts == s.slice.ev.ts) {
+    auto& held = stack.back().held;
+    held.push_back(std::move(s.slice));
+    held.insert(held.end(), std::make_move_iterator(s.held.begin()),
+                std::make_move_iterator(s.held.end()));
+    return;
+  }
+  store(s.slice.ev, s.slice.offset, "TrackEvent TYPE_SLICE_BEGIN");
+  for (Slice& h : s.held) store(h.ev, h.offset, "TrackEvent TYPE_SLICE_BEGIN");
+}
+
 void PacketReader::finish() {
-  for (auto& [track, slices] : open_) {
-    for (OpenSlice& s : slices) store(s.ev, s.offset, "TrackEvent TYPE_SLICE_BEGIN never ended");
-    slices.clear();
+  for (auto& [track, stack] : open_) {
+    // Never ended: stored without a duration, outermost first.
+    std::vector<OpenSlice> none;
+    for (OpenSlice& s : stack) close(std::move(s), none);
+    stack.clear();
   }
 }
 
