@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import pytest
+from click.testing import CliRunner
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 import hta_fast
 from hta_fast._named_tables import TABLES
+from hta_fast.cli import cli
 from hta_fast.errors import ErrorCode, TraceFormatError
 from hta_fast.loading.files import trace_files
 
@@ -604,3 +606,16 @@ def test_json_starting_with_a_newline_is_json(tmp_path: Path) -> None:
     path = tmp_path / "nl.json"
     path.write_text("\n" + json.dumps({"traceEvents": run_events()}))
     assert hta_fast.load(path).num_rows("events") == 13
+
+
+def test_commands_read_perfetto_files(written: dict[str, Path]) -> None:
+    """hta-fast info on a .pftrace.gz says what the JSON of the same run says."""
+
+    def info(path: Path) -> list[str]:
+        res = CliRunner().invoke(cli, ["info", str(path)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        # the table row of the rank, without the sizes of the file and of its content
+        row = next(line for line in res.output.splitlines() if line.strip().startswith("0 "))
+        return row.split()[3:]
+
+    assert info(written["gz"]) == info(written["json"])
