@@ -619,3 +619,60 @@ def test_commands_read_perfetto_files(written: dict[str, Path]) -> None:
         return row.split()[3:]
 
     assert info(written["gz"]) == info(written["json"])
+
+
+def test_sequence_clocks_and_legacy_times(tmp_path: Path) -> None:
+    """The SDK's incremental timestamps (a sequence-scoped clock of µs deltas, tied to
+    BOOTTIME by a ClockSnapshot), and the older thread descriptor's µs deltas."""
+    trace = pb.Trace()
+    p = trace.packet.add()
+    p.trusted_packet_sequence_id = 1
+    p.sequence_flags = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    p.timestamp = 1_000_000_000
+    for clock_id, ts, incremental, unit in ((6, 1_000_000_000, False, 0), (64, 7, True, 1000)):
+        c = p.clock_snapshot.clocks.add()
+        c.clock_id, c.timestamp = clock_id, ts
+        if incremental:
+            c.is_incremental, c.unit_multiplier_ns = True, unit
+    p.trace_packet_defaults.timestamp_clock_id = 64
+    p.trace_packet_defaults.track_event_defaults.track_uuid = 1
+    p = trace.packet.add()
+    p.trusted_packet_sequence_id = 1
+    p.track_descriptor.uuid = 1
+    p.track_descriptor.thread.pid, p.track_descriptor.thread.tid = 1, 2
+    for delta, kind in ((5, TE.TYPE_SLICE_BEGIN), (10, TE.TYPE_SLICE_END)):
+        p = trace.packet.add()
+        p.trusted_packet_sequence_id = 1
+        p.timestamp = delta
+        p.track_event.type = kind
+        if kind == TE.TYPE_SLICE_BEGIN:
+            p.track_event.name = "a"
+    p = trace.packet.add()  # a packet on the global clock
+    p.trusted_packet_sequence_id = 1
+    p.timestamp_clock_id = 6
+    p.timestamp = 2_000_000_000
+    p.track_event.type = TE.TYPE_INSTANT
+    p.track_event.name = "global clock"
+    # sequence 2: a ThreadDescriptor packet and µs times
+    p = trace.packet.add()
+    p.trusted_packet_sequence_id = 2
+    p.thread_descriptor.pid, p.thread_descriptor.tid = 3, 4
+    p.thread_descriptor.reference_timestamp_us = 100
+    for name, field, value in (
+        ("delta", "timestamp_delta_us", 5),
+        ("absolute", "timestamp_absolute_us", 200),
+    ):
+        p = trace.packet.add()
+        p.trusted_packet_sequence_id = 2
+        p.track_event.type = TE.TYPE_INSTANT
+        p.track_event.name = name
+        setattr(p.track_event, field, value)
+    path = tmp_path / "clocks.pftrace"
+    path.write_bytes(trace.SerializeToString())
+    t = hta_fast.load(path)
+    (a,) = t.to_arrow("events").to_pylist()
+    assert (a["name"], a["ts"], a["dur"], a["pid"], a["tid"]) == ("a", 1_000_005_000, 10_000, 1, 2)
+    instants = {i["name"]: i for i in t.to_arrow("instants").to_pylist()}
+    assert instants["global clock"]["ts"] == 2_000_000_000
+    assert instants["delta"]["ts"] == 105_000 and instants["absolute"]["ts"] == 200_000
+    assert (instants["delta"]["pid"], instants["delta"]["tid"]) == (3, 4)

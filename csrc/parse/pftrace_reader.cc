@@ -14,6 +14,7 @@
 #include "parse/arg_fields.h"
 #include "parse/event_store.h"
 #include "parse/pftrace_annotation.h"
+#include "parse/pftrace_clocks.h"
 #include "parse/pftrace_tracks.h"
 
 namespace hta {
@@ -47,6 +48,8 @@ struct Sequence {
   int64_t reference_us = 0;
   int64_t pid = -1, tid = -1;
   bool has_thread = false;
+  uint32_t clock = 0;  // TracePacketDefaults.timestamp_clock_id: the packets' clock
+  SequenceClocks clocks;
 };
 
 // A stat's example for an event of a protobuf trace: its kind, since its bytes are not text.
@@ -122,7 +125,7 @@ class PacketReader {
   void interned(protozero::data_view data, Sequence& seq);
   void defaults(protozero::data_view data, Sequence& seq);
   void legacy_thread(protozero::data_view data, Sequence& seq);
-  void track_event(protozero::data_view data, bool has_ts, uint64_t ts, Sequence& seq,
+  void track_event(protozero::data_view data, bool has_ts, int64_t ts, Sequence& seq,
                    uint64_t offset);
   void read_fields(protozero::data_view data, Sequence& seq, EventFields& f);
   void read_args(const EventFields& f, Sequence& seq, RawEvent& ev, uint64_t offset);
@@ -186,11 +189,16 @@ void PacketReader::interned(protozero::data_view data, Sequence& seq) {
   }
 }
 
-// TracePacketDefaults (trace_packet_defaults.proto): track_event_defaults 11, whose
-// track_uuid 11 is the track of events that name none.
+// TracePacketDefaults (trace_packet_defaults.proto): timestamp_clock_id 58, the clock of the
+// sequence's packets; track_event_defaults 11, whose track_uuid 11 is the track of events
+// that name none.
 void PacketReader::defaults(protozero::data_view data, Sequence& seq) {
   protozero::pbf_reader m(data);
   while (m.next()) {
+    if (m.tag_and_type() == tag_and_type(58, pbf_wire_type::varint)) {
+      seq.clock = m.get_uint32();
+      continue;
+    }
     if (m.tag_and_type() != tag_and_type(11, pbf_wire_type::length_delimited)) {
       m.skip();
       continue;
@@ -365,7 +373,7 @@ void PacketReader::store_flows(const EventFields& f, const RawEvent& ev, uint64_
   for (const uint64_t id : f.terminating) flow(id, true);
 }
 
-void PacketReader::track_event(protozero::data_view data, bool has_ts, uint64_t ts, Sequence& seq,
+void PacketReader::track_event(protozero::data_view data, bool has_ts, int64_t ts, Sequence& seq,
                                uint64_t offset) {
   EventFields& f = fields_;
   f.type = kUnspecified;
@@ -382,7 +390,7 @@ void PacketReader::track_event(protozero::data_view data, bool has_ts, uint64_t 
   ev.name = f.name;
   if (f.has_cats) ev.cat = out_.strings.intern(f.cats);
   ev.has_ts = f.has_ts || has_ts;
-  ev.ts = f.has_ts ? f.ts : static_cast<int64_t>(ts);
+  ev.ts = f.has_ts ? f.ts : ts;
   // The event's track: its own, the sequence's default, else a legacy thread's.
   uint64_t track = f.track;
   bool on_track = f.has_track;
@@ -452,15 +460,19 @@ void PacketReader::track_event(protozero::data_view data, bool has_ts, uint64_t 
   }
 }
 
-// TracePacket (trace_packet.proto): timestamp 8, trusted_packet_sequence_id 10,
-// track_event 11, interned_data 12, sequence_flags 13, incremental_state_cleared 41,
-// thread_descriptor 44, trace_packet_defaults 59, track_descriptor 60. Other packets (clock
-// snapshots, trace config, system data) are skipped.
+// TracePacket (trace_packet.proto): clock_snapshot 6, timestamp 8,
+// trusted_packet_sequence_id 10, track_event 11, interned_data 12, sequence_flags 13,
+// incremental_state_cleared 41, thread_descriptor 44, timestamp_clock_id 58,
+// trace_packet_defaults 59, track_descriptor 60. Other packets (trace config, system
+// data, ...) are skipped.
 void PacketReader::packet(protozero::data_view data, uint64_t offset) {
   uint64_t ts = 0;
   bool has_ts = false, cleared = false;
   uint32_t sequence = 0;
   protozero::data_view event, interned_data, packet_defaults, descriptor, thread;
+  protozero::data_view snapshot;
+  uint32_t clock = 0;
+  bool has_snapshot = false, has_clock = false;
   bool has_event = false, has_interned = false, has_defaults = false, has_descriptor = false,
        has_thread = false;
   protozero::pbf_reader m(data);
@@ -495,6 +507,14 @@ void PacketReader::packet(protozero::data_view data, uint64_t offset) {
         packet_defaults = m.get_view();
         has_defaults = true;
         break;
+      case tag_and_type(6, pbf_wire_type::length_delimited):
+        snapshot = m.get_view();
+        has_snapshot = true;
+        break;
+      case tag_and_type(58, pbf_wire_type::varint):
+        clock = m.get_uint32();
+        has_clock = true;
+        break;
       case tag_and_type(60, pbf_wire_type::length_delimited):
         descriptor = m.get_view();
         has_descriptor = true;
@@ -509,7 +529,13 @@ void PacketReader::packet(protozero::data_view data, uint64_t offset) {
   if (has_defaults) defaults(packet_defaults, seq);
   if (has_interned) interned(interned_data, seq);
   if (has_descriptor) tracks_.describe(descriptor, out_);
-  if (has_event) track_event(event, has_ts, ts, seq, offset);
+  if (has_snapshot) {
+    seq.clocks.snapshot(snapshot);
+    return;  // its timestamp is on the global clock, and it carries no event
+  }
+  // On the sequence's own clock, an incremental one advances with every timestamp.
+  const int64_t time = has_ts ? seq.clocks.to_trace_time(has_clock ? clock : seq.clock, ts) : 0;
+  if (has_event) track_event(event, has_ts, time, seq, offset);
 }
 
 // Stores an ended slice and those it held, or hands them all to the slice around it when
