@@ -676,3 +676,19 @@ def test_sequence_clocks_and_legacy_times(tmp_path: Path) -> None:
     assert instants["global clock"]["ts"] == 2_000_000_000
     assert instants["delta"]["ts"] == 105_000 and instants["absolute"]["ts"] == 200_000
     assert (instants["delta"]["pid"], instants["delta"]["tid"]) == (3, 4)
+
+
+def test_flow_ids_over_the_whole_uint64_range() -> None:
+    """Perfetto flow ids are uint64 (often hashes): each reads as its int64 bits, never as
+    the id of a name (ids at or below STRING_ID_BASE are held as text until the trace is one)."""
+    w = _Writer(intern=False, reset_every=0)
+    d = w.packet().track_descriptor
+    d.uuid = 1
+    d.thread.pid, d.thread.tid = 1, 2
+    for ts, fid in ((1000, 2**64 - 5), (3000, 2**63 + 7), (5000, 12)):
+        e = w.event(ts, TE.TYPE_SLICE_BEGIN, 1, "x")
+        e.flow_ids.append(fid)
+        w.event(ts + 500, TE.TYPE_SLICE_END, 1)
+    t = hta_fast.load(w.trace.SerializeToString())
+    assert t.to_arrow("flows").to_pydict()["id"] == [-5, -(2**63) + 7, 12]
+    assert t.id_name(-5) is None

@@ -362,7 +362,12 @@ void PacketReader::store_flows(const EventFields& f, const RawEvent& ev, uint64_
     if (terminating) flows_begun_.erase(id);
     fl.ph = first ? 's' : 'f';
     fl.binds_enclosing = !first;
-    fl.id = static_cast<int64_t>(id);
+    // A uint64 id read as int64; one at or below kStringIdBase is held as its text until
+    // the trace is one, as the JSON reader holds it (trace/string_ids.h).
+    const auto signed_id = static_cast<int64_t>(id);
+    fl.id = signed_id > kStringIdBase
+                ? signed_id
+                : kStringIdBase - out_.strings.intern(std::to_string(signed_id));
     fl.ts = ev.ts;
     fl.has_ts = ev.has_ts;
     fl.pid = ev.pid;
