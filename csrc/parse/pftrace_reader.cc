@@ -141,6 +141,19 @@ class PacketReader {
   TrackTable tracks_;
   std::unordered_map<uint32_t, Sequence> sequences_;
   std::unordered_map<uint64_t, std::vector<OpenSlice>> open_;  // by track
+  // The last sequence and track asked for: packets come in runs of one sequence and of
+  // one track, and a map's values stay where they are as it grows.
+  uint32_t last_sequence_id_ = 0;
+  Sequence* last_sequence_ = nullptr;
+  uint64_t last_track_ = 0;
+  std::vector<OpenSlice>* last_stack_ = nullptr;
+  std::vector<OpenSlice>& stack_of(uint64_t track) {
+    if (last_stack_ == nullptr || track != last_track_) {
+      last_stack_ = &open_[track];
+      last_track_ = track;
+    }
+    return *last_stack_;
+  }
   std::unordered_set<uint64_t> flows_begun_;
   EventFields fields_;
   Annotation annotation_;
@@ -424,17 +437,17 @@ void PacketReader::track_event(protozero::data_view data, bool has_ts, int64_t t
       read_args(f, seq, ev, offset);
       store_flows(f, ev, offset);
       if (!ev.has_ts) return store(ev, offset, "TrackEvent TYPE_SLICE_BEGIN");
-      open_[track].push_back({{ev, offset}, {}});
+      stack_of(track).push_back({{ev, offset}, {}});
       return;
     }
     case kSliceEnd: {
-      auto it = open_.find(track);
-      if (it == open_.end() || it->second.empty()) {
+      std::vector<OpenSlice>& stack = stack_of(track);
+      if (stack.empty()) {
         out_.stats.add(Stat::bad_field, offset, "TrackEvent TYPE_SLICE_END with no slice open");
         return;
       }
-      OpenSlice slice = std::move(it->second.back());
-      it->second.pop_back();
+      OpenSlice slice = std::move(stack.back());
+      stack.pop_back();
       RawEvent& begun = slice.slice.ev;
       // Annotations given at the end belong to the slice too.
       read_args(f, seq, begun, offset);
@@ -443,7 +456,7 @@ void PacketReader::track_event(protozero::data_view data, bool has_ts, int64_t t
         begun.dur = ev.ts - begun.ts;
         begun.has_dur = true;
       }
-      return close(std::move(slice), it->second);
+      return close(std::move(slice), stack);
     }
     case kInstant:
       ev.ph = 'i';
@@ -528,7 +541,11 @@ void PacketReader::packet(protozero::data_view data, uint64_t offset) {
         m.skip();
     }
   }
-  Sequence& seq = sequences_[sequence];
+  if (last_sequence_ == nullptr || sequence != last_sequence_id_) {
+    last_sequence_ = &sequences_[sequence];
+    last_sequence_id_ = sequence;
+  }
+  Sequence& seq = *last_sequence_;
   if (cleared) seq = Sequence{};
   if (has_thread) legacy_thread(thread, seq);
   if (has_defaults) defaults(packet_defaults, seq);

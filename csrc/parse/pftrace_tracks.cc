@@ -115,6 +115,7 @@ void TrackTable::describe(protozero::data_view message, TraceColumns& out) {
   const bool seen = tracks_.count(uuid) != 0;
   tracks_[uuid] = t;
   places_.clear();
+  has_last_ = false;
   // The SDK writes a track's descriptor again after each incremental-state reset: its
   // metadata is written once.
   if (seen) return;
@@ -150,8 +151,13 @@ void TrackTable::write_meta(const Track& t, int32_t process_name, int32_t thread
 }
 
 TrackTable::Place TrackTable::place(uint64_t uuid) {
+  if (has_last_ && uuid == last_uuid_) return last_place_;
   const auto known = places_.find(uuid);
-  if (known != places_.end()) return known->second;
+  if (known != places_.end()) {
+    has_last_ = true;
+    last_uuid_ = uuid;
+    return last_place_ = known->second;
+  }
   Place p;
   uint64_t at = uuid;
   for (int depth = 0; depth < kMaxDepth; ++depth) {

@@ -44,6 +44,10 @@ class TrackTable {
 
   std::unordered_map<uint64_t, Track> tracks_;
   std::unordered_map<uint64_t, Place> places_;  // place() of each uuid asked, until a new track
+  // The last place() asked: events come in runs on one track.
+  uint64_t last_uuid_ = 0;
+  Place last_place_;
+  bool has_last_ = false;
 };
 
 }  // namespace hta
