@@ -8,7 +8,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev pkg-config cmake g++
+APT_PACKAGES := libsimdjson-dev libisal-dev libzstd-dev zlib1g-dev libprotozero-dev pkg-config cmake g++
 # headless browser for the HTML report tests
 APT_PACKAGES += chromium
 

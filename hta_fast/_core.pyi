@@ -98,6 +98,7 @@ class LoadedTrace:
     def header(self) -> dict[str, Any]: ...
     @property
     def base_time_ns(self) -> int: ...
+    # decompressed size (JSON text, or a Perfetto trace's protobuf)
     @property
     def json_bytes(self) -> int: ...
     @property
@@ -111,6 +112,7 @@ class LoadedTrace:
     @property
     def timings(self) -> dict[str, float]: ...
 
+# JSON or a Perfetto protobuf trace, told by content; gzip/zstd unwrapped first
 def load_file(
     path: str,
     threads: int = 0,

@@ -16,6 +16,7 @@
 #include "bind/py_text.h"
 #include "io/byte_source.h"
 #include "parse/header_fields.h"
+#include "parse/pftrace_reader.h"
 #include "parse/trace_reader.h"
 #include "trace/link_pass.h"
 
@@ -112,7 +113,12 @@ LoadedTrace load(hta::ByteSource& source, const LoadArgs& args) {
   {
     py::gil_scoped_release release;
     const auto t0 = std::chrono::steady_clock::now();
-    hta::read_trace(source, options, result);
+    // By content, not by name: a Perfetto protobuf trace, else JSON.
+    if (hta::is_pftrace(source)) {
+      hta::read_pftrace(source, options, result);
+    } else {
+      hta::read_trace(source, options, result);
+    }
     const auto t1 = std::chrono::steady_clock::now();
     header.emplace(result.header_json, args.recover);
     result.columns.stats.add(hta::Stat::invalid_utf8, header->repaired_utf8());

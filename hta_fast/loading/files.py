@@ -11,7 +11,18 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 PathLike = Union[str, os.PathLike]
-TRACE_SUFFIXES = (".json", ".json.gz", ".json.zst", ".json.zstd")
+# JSON (Kineto's Chrome trace format) and Perfetto's protobuf traces; the core tells them
+# apart by content, so a name only decides which files of a folder are traces.
+TRACE_SUFFIXES = (
+    ".json",
+    ".json.gz",
+    ".json.zst",
+    ".json.zstd",
+    ".pftrace",
+    ".pftrace.gz",
+    ".perfetto-trace",
+    ".perfetto-trace.gz",
+)
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker|gpu|proc)[-_.]?(\d+)", re.IGNORECASE)
 

@@ -113,8 +113,9 @@ def load(
     chunk_size: int = 0,
     rank: Optional[int] = None,
 ) -> Trace:
-    """Loads one trace file (.json, .json.gz, .json.zst), the bytes of one, or a directory
-    written by Trace.save.
+    """Loads one trace file (.json, .json.gz, .json.zst, or a Perfetto protobuf trace:
+    .pftrace, .pftrace.gz, .perfetto-trace), the bytes of one, or a directory written by
+    Trace.save. The format is told by content, not by name (docs/format.md).
 
     threads         parser threads (0 = one per core); with more than one, a compressed
                     file is also decompressed on a thread of its own, ahead of the parser;
