@@ -44,8 +44,9 @@ def step(n: int, ts: int, dur: int, ext: int = 0) -> Event:
 
 
 def runtime(name: str, ts: int, dur: int, corr: int, ext: int, tid: int = MAIN) -> Event:
-    """A CUDA runtime call that launched the GPU event with correlation corr."""
-    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": tid, "ts": ts,
+    """A CUDA runtime call that launched the GPU event with correlation corr (category
+    "Runtime": the plugin reads no other, not Kineto's "cuda_runtime")."""
+    return {"ph": "X", "cat": "Runtime", "name": name, "pid": PID, "tid": tid, "ts": ts,
             "dur": dur, "args": {"correlation": corr, "external id": ext}}  # fmt: skip
 
 
@@ -86,6 +87,13 @@ def write_case(name: str, folder: Path) -> list[Path]:
 
 
 # --- The distributed view: a pair of ranks each --------------------------------------------
+
+_TC_KERNEL = "volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_s"
+
+
+def _sm(blocks_per_sm: float, occupancy: float) -> dict:
+    return {"blocks per SM": blocks_per_sm, "est. achieved occupancy %": occupancy}
+
 
 _BCAST = dict(dims=[[53120]], types=["float"])
 _ALLRED = dict(dims=[[2049000]], types=["float"])
@@ -133,7 +141,164 @@ def _gloo_rank(bcasts: list, add: tuple, compute: tuple, allreds: list, on_gpu: 
 _GLOO_0 = dict(bcasts=[(16, 38), (25, 36), (66, 18)], add=(0, 20), allreds=[(110, 18), (120, 36)])
 _GLOO_1 = dict(bcasts=[(20, 28), (28, 30), (77, 6)], add=(0, 30), allreds=[(88, 38), (130, 16)])
 
+# --- The overview, operators and kernels: one rank each ----------------------------------
+
+_NLL = "void cunn_ClassNLLCriterion_updateGradInput_kernel<float>"
+_GEMM = "void gemmSN_TN_kernel_64addr"
+_TO_DIMS = [[2, 8, 5], [], [], [], [], [], [], []]
+_NLL_DIMS = [[], [32, 1000], [32], [], [], [], []]
+_LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+_HTOD = "Memcpy HtoD (Pageable -> Device)"
+
+
+def _launch(
+    name: str, rt: tuple, work: tuple, corr: int, ext: int, tid: int = MAIN, **kw: Any
+) -> list[Event]:
+    """A runtime call (rt: ts, dur) and the GPU event it queued (work: ts, dur): a copy, a
+    fill or a kernel by its name."""
+    cat, api = (
+        ("Memcpy", "cudaMemcpyAsync") if name.startswith("Memcpy")
+        else ("Memset", "cudaMemsetAsync") if name.startswith("Memset")
+        else ("Kernel", "cudaLaunchKernel")
+    )  # fmt: skip
+    return [runtime(api, *rt, corr, ext, tid), gpu(name, *work, corr, ext, cat=cat, **kw)]
+
+
+def _steps_case(with_early_kernel: bool) -> list[Event]:
+    """Two steps; the first one's copy runs past its host end; optionally a kernel queued
+    before the steps runs into the first one."""
+    events = [
+        step(1, 100, 200, 1),
+        op("aten::to", 200, 60, 2, dims=_TO_DIMS),
+        step(2, 350, 150, 3),
+        op("aten::mm", 360, 50, 4),
+        *_launch(_HTOD, (250, 5), (280, 100 if with_early_kernel else 40), 334, 2),
+        *_launch(_NLL, (400, 5), (410, 200), 40348, 4),
+    ]
+    if with_early_kernel:
+        events.append(gpu(_NLL, 150, 90, 123, 123))
+    return events
+
+
 CASES: dict[str, list[list[Event]]] = {
+    # One step holding each category once.
+    "all_categories": [
+        [
+            op(_LOADER, 100, 180, 2),
+            op("aten::to", 200, 60, 3, dims=_TO_DIMS),
+            op("aten::nll_loss_backward", 340, 70, 4, 456, dims=_NLL_DIMS),
+            step(1, 50, 400, 1),
+            *_launch(_HTOD, (360, 20), (405, 10), 334, 4, 456),
+            *_launch("Memset (Device)", (390, 10), (420, 5), 40344, 4, 456),
+            *_launch(_NLL, (405, 5), (430, 15), 40348, 4, 456),
+        ]
+    ],
+    # Launches whose runtime calls start where their operator starts, or end where it ends.
+    "external_id": [
+        [
+            op("aten::mat_mul", 100, 100, 2, 456),
+            op("aten::mm", 120, 70, 4, 456),
+            *_launch(_NLL, (120, 0), (130, 5), 334, 4, 456),
+            *_launch(_NLL, (120, 0), (130, 6), 335, 2, 456),
+            *_launch(_NLL, (190, 0), (130, 7), 336, 4, 456),
+            *_launch(_NLL, (190, 0), (130, 8), 337, 2, 456),
+        ]
+    ],
+    # aten::mm nested three deep in itself, the innermost launching a kernel.
+    "self_nested": [
+        [
+            op("aten::mm", 100, 100, 2, 456),
+            op("aten::mm", 110, 80, 3, 456),
+            op("aten::mm", 120, 60, 4, 456),
+            *_launch(_GEMM, (130, 20), (220, 8), 335, 4, 456),
+        ]
+    ],
+    # A launch outside every operator (its own External id).
+    "top_level_runtime": [
+        [op("aten::mm", 100, 100, 2, 123), *_launch(_GEMM, (130, 20), (220, 8), 335, 335, 456)]
+    ],
+    # A launch directly inside the profiler step.
+    "runtime_in_step": [[step(1, 100, 300, 2), *_launch(_GEMM, (130, 20), (220, 8), 335, 2, 456)]],
+    # No ProfilerStep#N: one step over the host events.
+    "no_profilerstep": [
+        [
+            op("aten::to", 100, 60, 3, 123, dims=_TO_DIMS),
+            op("aten::nll_loss_backward", 300, 70, 4, 456, dims=_NLL_DIMS),
+            *_launch(_NLL, (310, 20), (320, 100), 40348, 4, 456),
+        ]
+    ],
+    "steps_no_overlap": [_steps_case(False)],
+    "steps_with_overlap": [_steps_case(True)],
+    # An operator's self time: its child and its own launch taken out.
+    "self_time": [
+        [
+            op("aten::mat_mul", 100, 100, 2, 456),
+            op("aten::mm", 120, 40, 4, 456),
+            *_launch(_NLL, (150, 10), (155, 20), 334, 4, 456),
+            *_launch(_NLL, (170, 25), (210, 16), 335, 2, 456),
+        ]
+    ],
+    # The last two steps launch nothing.
+    "last_steps_no_kernel": [
+        [
+            step(1, 100, 200, 1),
+            op("aten::to", 120, 10, 2, dims=_TO_DIMS),
+            step(2, 300, 100, 3),
+            step(3, 400, 50, 4),
+            gpu(_NLL, 90, 20, 123, 123),
+            runtime("cudaMemcpyAsync", 125, 5, 334, 2),
+            gpu(_NLL, 150, 180, 334, 2),
+        ]
+    ],
+    # Steps without GPU work.
+    "pure_cpu": [
+        [
+            step(1, 100, 200, 1),
+            op("aten::to", 120, 10, 2, dims=_TO_DIMS),
+            step(2, 300, 100, 3),
+            op("aten::mm", 350, 40, 4),
+        ]
+    ],
+    # Kernels with blocks per SM and occupancy on two streams; one of zero length.
+    "gpu_utilization": [
+        [
+            op("aten::mat_mul", 100, 100, 2, 456),
+            op("aten::mm", 120, 70, 4, 456),
+            *_launch(_NLL, (120, 0), (130, 10), 334, 4, 456, extra=_sm(0.5, 0.6)),
+            runtime("cudaLaunchKernel", 120, 0, 335, 2, 456),
+            gpu(_GEMM, 135, 15, 335, 2, stream=8, extra=_sm(0.6, 0.1)),
+            gpu(_GEMM, 150, 0, 335, 2, stream=8, extra=_sm(0.3, 0.2)),
+            *_launch(_NLL, (125, 3), (145, 25), 336, 4, 456, extra=_sm(0.3, 1.0)),
+            *_launch(_NLL, (195, 1), (200, 20), 337, 2, 456, extra=_sm(10.5, 0.3)),
+        ]
+    ],
+    # A kernel launched before the one step, and one after it.
+    "kernel_out_of_step": [
+        [
+            op("aten::mat_mul", 10, 10, 1, 456),
+            op("aten::mm", 120, 70, 3, 456),
+            op("aten::mm", 220, 20, 4, 456),
+            step(
+                2,
+                100,
+                100,
+                2,
+            ),
+            *_launch(_NLL, (15, 5), (60, 20), 334, 1, 456, extra=_sm(0.5, 0.6)),
+            *_launch(_NLL, (230, 10), (240, 25), 337, 4, 456, extra=_sm(10.5, 0.3)),
+        ]
+    ],
+    # A tensor-core eligible operator (conv2d) around an ineligible one and an eligible one
+    # that launches a tensor-core kernel.
+    "tensor_core": [
+        [
+            op("aten::conv2d", 200, 100, 3, dims=[[]]),
+            op("op_no_tc", 205, 10, 4, dims=[[]]),
+            op("aten::cudnn_convolution", 215, 10, 5, dims=[[]]),
+            *_launch("kernel_no_tc", (205, 5), (210, 10), 1000, 4),
+            *_launch(_TC_KERNEL, (215, 5), (220, 15), 1001, 5),
+        ]
+    ],
     "distributed_nccl": [
         _nccl_rank((0, 75, 16, 16), (100, 20), (130, 161), (160, 75, 162, 1556)),
         _nccl_rank((0, 20, 8, 31), (25, 20), (30, 161), (160, 75, 562, 1058)),
