@@ -15,6 +15,7 @@ import pytest
 import tb_plugin_cases as cases
 
 import hta_fast
+from hta_fast.analysis.collectives import collectives
 from hta_fast.analysis.kernel_breakdown import kernel_breakdown
 from hta_fast.analysis.op_table import op_table
 from hta_fast.analysis.overlap import comm_comp_overlap
@@ -149,6 +150,60 @@ def test_nccl_breakdown_equals_the_plugins_but_where_a_kernel_covers_the_step(ru
     cpu, rest = CATEGORIES.index("cpu_exec"), CATEGORIES.index("other")
     assert mine[:cpu] == other[:cpu] and sum(mine[:-1]) == mine[-1] == other[-1]
     assert (mine[cpu], mine[rest]) == (0, 0) and other[cpu] + other[rest] == other[-1]
+
+
+def _merged(intervals: list[tuple[int, int]]) -> int:
+    """The length of the union of the intervals (µs)."""
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total, end = total + e - s, e
+        elif e > end:
+            total, end = total + e - end, e
+    return total
+
+
+@pytest.mark.parametrize(
+    "case", ["distributed_nccl", "distributed_gloo_gpu", "distributed_gloo_cpu"]
+)
+def test_collective_table_merges_what_ours_counts_per_collective(
+    run: Any, case: str, tmp_path: Path
+) -> None:
+    """The plugin's collective table per worker and name: calls, bytes, latency and data
+    transfer time. Ours (`collectives`) has each collective's own time (its per-rank span)
+    and data time (the shortest of its ranks' spans, as the plugin's), summed per type; the
+    plugin merges a worker's overlapping collectives first, and adds each nccl:* call's
+    host span (its shortest over the workers as transfer). Its numbers are those unions of
+    our intervals (docs/differences.md, "Per-worker collective time")."""
+    plugin, _ = run(case)
+    res = collectives(hta_fast.load_dir([str(p) for p in cases.write_case(case, tmp_path)]))
+    data = {(r["group"], r["index"]): r["data_time"] // US for r in res.table.to_pylist()}
+    by_type = {r["collective"]: r for r in res["by_type"].to_pylist()}
+    events = cases.CASES[case]
+    calls = [[e for e in rank if e["name"].startswith("nccl:")] for rank in events]
+    for k in range(len(events)):
+        rows = [r for r in res["per_rank"].to_pylist() if r["rank"] == k]
+        for name, count, size, _, latency, _, transfer, _ in plugin["distributed"]["comm_ops"][
+            f"worker{k}"
+        ]:
+            kind = name.split(":")[1]
+            mine = [r for r in rows if r["collective"] == kind]
+            spans = [(r["ts"] // US, (r["ts"] + r["dur"]) // US) for r in mine]
+            moved = [(e - data[(r["group"], r["index"])], e) for r, (_, e) in zip(mine, spans)]
+            for j, call in enumerate(calls[k]):
+                if call["name"] == name:
+                    shortest = min(rank[j]["dur"] for rank in calls)
+                    end = call["ts"] + call["dur"]
+                    spans.append((call["ts"], end))
+                    moved.append((end - shortest, end))
+            assert count == len(mine) == by_type[kind]["count"], (k, name)
+            assert (latency, transfer) == (_merged(spans), _merged(moved)), (k, name)
+            if case != "distributed_nccl":  # sized from the calls' Input Dims, as the plugin
+                assert size == by_type[kind]["bytes"]
+            else:  # kernels tied to their calls by External id only, no launch: no size
+                assert size > 0 and by_type[kind]["bytes"] is None
+    if case == "distributed_gloo_gpu":  # worker1's broadcasts overlap: summed 64 µs, merged 44
+        assert by_type["broadcast"]["data_time"] == 64 * US
 
 
 # --- The overview, operators, kernels and tensor cores: one rank each -------------------
