@@ -95,6 +95,16 @@ def _sm(blocks_per_sm: float, occupancy: float) -> dict:
     return {"blocks per SM": blocks_per_sm, "est. achieved occupancy %": occupancy}
 
 
+_NCCL_COPY = "ncclBroadcastRingLLKernel_copy_i8(ncclColl)"
+
+
+def _cfg(block_z: int) -> dict:
+    """A launch configuration: grid 16x1x1, block 16x16xblock_z, 18 registers, no shared
+    memory."""
+    return {"grid": [16, 1, 1], "block": [16, 16, block_z], "registers per thread": 18,
+            "shared memory": 0}  # fmt: skip
+
+
 _BCAST = dict(dims=[[53120]], types=["float"])
 _ALLRED = dict(dims=[[2049000]], types=["float"])
 _ADD = dict(dims=[[1000], [1000], []], types=["float", "float", "Int"])
@@ -286,6 +296,29 @@ CASES: dict[str, list[list[Event]]] = {
             ),
             *_launch(_NLL, (15, 5), (60, 20), 334, 1, 456, extra=_sm(0.5, 0.6)),
             *_launch(_NLL, (230, 10), (240, 25), 337, 4, 456, extra=_sm(10.5, 0.3)),
+        ]
+    ],
+    # Two operators that start at one instant, and two that end at one.
+    "same_start": [[op("aten::mat_mul", 100, 100, 2, 456), op("aten::mm", 100, 70, 4, 456)]],
+    "same_end": [[op("aten::mat_mul", 100, 100, 2, 456), op("aten::mm", 130, 70, 4, 456)]],
+    # One runtime call that queued a kernel on each of two streams (one correlation).
+    "launch_two_kernels": [
+        [
+            op("Broadcast", 100, 300, 2, 456),
+            runtime("cudaLaunchCooperativeKernelMultiDevice", 130, 20, 335, 2, 456),
+            gpu(_NCCL_COPY, 160, 120318, 335, 2, stream=13),
+            gpu(_NCCL_COPY, 170, 132800, 335, 2, stream=22),
+        ]
+    ],
+    # One kernel name from two operators with two block shapes.
+    "kernel_launch_configs": [
+        [
+            op("op1", 200, 60, 3, 123, dims=_TO_DIMS),
+            op("op2", 340, 70, 4, 456, dims=_NLL_DIMS),
+            *_launch("kernel1", (210, 5), (230, 15), 1000, 3, 456, extra=_cfg(16)),
+            *_launch("kernel1", (215, 5), (250, 10), 1001, 3, 456, extra=_cfg(16)),
+            *_launch("kernel1", (220, 5), (250, 13), 1002, 3, 456, extra=_cfg(64)),
+            *_launch("kernel1", (350, 5), (250, 17), 1003, 4, 456, extra=_cfg(64)),
         ]
     ],
     # A tensor-core eligible operator (conv2d) around an ineligible one and an eligible one

@@ -17,6 +17,7 @@ import tb_plugin_cases as cases
 import hta_fast
 from hta_fast.analysis.collectives import collectives
 from hta_fast.analysis.kernel_breakdown import kernel_breakdown
+from hta_fast.analysis.op_kernels import kernel_launch_configs
 from hta_fast.analysis.op_table import op_table
 from hta_fast.analysis.overlap import comm_comp_overlap
 from hta_fast.analysis.tensorboard.achieved_occupancy import achieved_occupancy
@@ -223,6 +224,10 @@ OVERVIEW = [
     "gpu_utilization",
     "kernel_out_of_step",
     "tensor_core",
+    "same_start",
+    "same_end",
+    "launch_two_kernels",
+    "kernel_launch_configs",
 ]
 # The zero-length launch (ts 190 µs) at the instant its aten::mm (120-190 µs) ends: the
 # plugin follows its External id into aten::mm; hta_fast's nesting puts it in the enclosing
@@ -244,6 +249,13 @@ def _figures(trace: Trace) -> dict:
         r["name"]: [r["count"], *_us([r[k] for k in ("sum", "mean", "min", "max")])]
         for r in kernel_breakdown(trace, include_memory_kernels=False)["kernels"].to_pylist()
     }
+    by_launch = sorted(
+        [r["kernel"], r["op_name"], _dims(r, "grid"), _dims(r, "block"),
+         r["registers_per_thread"], r["shared_memory"], r["calls"],
+         *_us([r[k] for k in ("total_time", "mean_time", "min_time", "max_time")])]
+        for r in kernel_launch_configs(trace).table.to_pylist()
+        if r["op_name"] is not None  # the plugin's view: kernels launched by operators
+    )  # fmt: skip
     (util,) = gpu_utilization(trace).table.to_pylist()
     (sm,) = sm_efficiency(trace).table.to_pylist()
     (occ,) = achieved_occupancy(trace).table.to_pylist()
@@ -252,6 +264,7 @@ def _figures(trace: Trace) -> dict:
     return {
         "ops": ops,
         "kernels": kernels,
+        "kernels_by_launch": by_launch,
         "gpu_utilization": frac(util["kernel_busy_of_steps_pct"]),
         "sm_efficiency": frac(sm["sm_efficiency_pct"]),
         "occupancy": occ["achieved_occupancy_pct"],
@@ -260,11 +273,25 @@ def _figures(trace: Trace) -> dict:
     }
 
 
+def _dims(row: dict, what: str) -> list:
+    """A launch configuration's grid or block as the plugin lists it ([] where none)."""
+    dims = [row[f"{what}_{a}"] for a in "xyz"]
+    return [] if dims[0] is None else dims
+
+
 def _theirs(worker: dict) -> dict:
+    """The plugin's, in the form of _figures; its kernel view without the kernels it files
+    under a profiler step or its call tree's root (no operator launched them: ours leaves
+    their operator null)."""
     one = lambda d: d.get("0")  # noqa: E731  (the one device of these cases)
     return {
         "ops": worker["ops"],
         "kernels": worker["kernels"],
+        "kernels_by_launch": sorted(
+            r
+            for r in worker["kernels_by_launch"]
+            if r[1] != "CallTreeRoot" and not r[1].startswith("ProfilerStep#")
+        ),
         "gpu_utilization": one(worker["gpu_utilization"]),
         "sm_efficiency": one(worker["sm_efficiency"]),
         "occupancy": one(worker["occupancy"]),
@@ -290,7 +317,14 @@ def test_overview_operators_kernels_and_tensor_cores_equal_the_plugins(run: Any,
     assert [[int(a) // US, int(b) // US] for a, b in zip(win.ts, win.end)][:kept] == worker[
         "step_windows"
     ]
-    assert _breakdown(trace)[:kept] == [costs for _, costs in worker["steps"]]
+    breakdown = _breakdown(trace)
+    if case == "launch_two_kernels":  # NCCL kernels under an operator not named nccl:*
+        kernel, comm = CATEGORIES.index("kernel"), CATEGORIES.index("communication")
+        ((mine, theirs_costs),) = zip(breakdown, [c for _, c in worker["steps"]])
+        assert (mine[kernel], mine[comm]) == (0, theirs_costs[kernel] > 0 and theirs_costs[kernel])
+        assert theirs_costs[comm] == 0
+        mine[kernel], mine[comm] = mine[comm], 0
+    assert breakdown[:kept] == [costs for _, costs in worker["steps"]]
     names = [str(max(int(n), 0)) for n in win.step[:kept]]
     assert names == [name for name, _ in worker["steps"]]
     if case == "last_steps_no_kernel":  # steps 2 and 3 queued nothing: the plugin drops them
@@ -302,14 +336,14 @@ def test_overview_operators_kernels_and_tensor_cores_equal_the_plugins(run: Any,
         theirs["gpu_utilization"] = ours["gpu_utilization"]
     else:
         assert kept == len(win.step)
-    if case == "pure_cpu":  # no GPU work at all: the plugin sees no device
+    if not worker["kernels"]:  # no GPU work at all: the plugin sees no device
         assert (theirs["gpu_utilization"], ours["gpu_utilization"]) == (None, 0)
         theirs["gpu_utilization"] = 0
     if case == "kernel_out_of_step":  # no kernel runs in the step
         assert (theirs["sm_efficiency"], ours["sm_efficiency"]) == (None, 0)
         assert theirs["gpu_utilization"] == ours["gpu_utilization"] == 0
         theirs["sm_efficiency"] = 0
-    if case in ("top_level_runtime", "runtime_in_step", "pure_cpu"):  # no kernel inside an op
+    if ours["tc_ratio"] is None:  # no kernel launched inside an operator
         assert theirs["tc_eligible_ops_kernel_ratio"] == 0 and theirs["tc_ratio"] is None
         assert ours["tc_eligible_ops_kernel_ratio"] is None
         theirs["tc_eligible_ops_kernel_ratio"] = None
@@ -324,7 +358,30 @@ def test_overview_operators_kernels_and_tensor_cores_equal_the_plugins(run: Any,
             pytest.approx(5 / 26),
         )
         theirs["ops"], theirs["tc_eligible_ops_kernel_ratio"] = ours["ops"], 5 / 26
+        calls = {r[1]: r[6:8] for r in ours["kernels_by_launch"]}
+        assert calls == {"aten::mm": [1, 5], "aten::mat_mul": [3, 21]}
+        assert {r[1]: r[6:8] for r in theirs["kernels_by_launch"]} == {
+            "aten::mm": [2, 12],
+            "aten::mat_mul": [2, 14],
+        }
+        theirs["kernels_by_launch"] = ours["kernels_by_launch"]
+    if case == "kernel_launch_configs":
+        # op1 (thread 123) and the calls that launched its kernels (thread 456) share
+        # External ids only: the plugin follows the ids, ours finds no operator around the
+        # calls; op2's launch lies inside it on its thread, and is equal.
+        assert {r[1] for r in theirs["kernels_by_launch"]} == {"op1", "op2"}
+        assert {r[1] for r in ours["kernels_by_launch"]} == {"op2"}
+        assert theirs["ops"]["op1"] == [1, 60, 38, 45, 38] and ours["ops"]["op1"] == [
+            1,
+            60,
+            0,
+            60,
+            0,
+        ]
+        theirs["kernels_by_launch"] = [r for r in theirs["kernels_by_launch"] if r[1] == "op2"]
+        theirs["ops"]["op1"] = ours["ops"]["op1"]
     assert ours.pop("ops") == theirs.pop("ops")
     assert ours.pop("kernels") == theirs.pop("kernels")
+    assert ours.pop("kernels_by_launch") == theirs.pop("kernels_by_launch")
     for key, value in theirs.items():
         assert ours[key] == (None if value is None else pytest.approx(value, rel=1e-6)), key

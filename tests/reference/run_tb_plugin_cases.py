@@ -17,6 +17,9 @@ given (worker name ``workerN``):
 - ``ops``: the operator view grouped by name, ``{name: [calls, host, device, self_host,
   self_device]}`` (µs);
 - ``kernels``: the kernel view grouped by name, ``{name: [count, sum, mean, min, max]}``;
+- ``kernels_by_launch``: the kernel view grouped by name, operator and launch
+  configuration, ``[name, op, grid, block, registers per thread, shared memory, calls,
+  total, mean, min, max]``;
 - ``tc_eligible_ops_kernel_ratio``, ``tc_ratio`` (per device), ``gpu_utilization``,
   ``sm_efficiency``, ``occupancy`` (per device id; null when the plugin has none).
 
@@ -54,6 +57,12 @@ def _worker(profile: Any) -> dict:
                 float(row["min"]),
                 float(row["max"]),
             ]
+    by_launch = [
+        [k.name, k.op_name, list(k.grid or []), list(k.block or []), k.regs_per_thread,
+         k.shared_memory, k.calls, k.total_duration, k.avg_duration, k.min_duration,
+         k.max_duration]
+        for k in profile.kernel_list_groupby_name_op or []
+    ]  # fmt: skip
     metrics = profile.gpu_metrics_parser
     return {
         "steps": [
@@ -64,6 +73,7 @@ def _worker(profile: Any) -> dict:
         "comm_nodes": len(profile.comm_node_list or []),
         "ops": ops,
         "kernels": kernels,
+        "kernels_by_launch": by_launch,
         "tc_eligible_ops_kernel_ratio": profile.tc_eligible_ops_kernel_ratio,
         "tc_ratio": {str(k): v for k, v in enumerate(profile.tc_ratio or []) if v is not None},
         "gpu_utilization": {str(k): v for k, v in enumerate(metrics.gpu_utilization) if v is not None},
