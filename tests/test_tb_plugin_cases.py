@@ -32,6 +32,7 @@ from hta_fast.trace import Trace
 pytestmark = pytest.mark.reference  # runs the TensorBoard plugin
 
 REPO = Path(__file__).resolve().parents[1]
+DLRM = REPO.parent / "shared" / "traces" / "param_dlrm_8rank"
 US = 1000  # ns
 
 
@@ -385,3 +386,58 @@ def test_overview_operators_kernels_and_tensor_cores_equal_the_plugins(run: Any,
     assert ours.pop("kernels_by_launch") == theirs.pop("kernels_by_launch")
     for key, value in theirs.items():
         assert ours[key] == (None if value is None else pytest.approx(value, rel=1e-6)), key
+
+
+# --- A real trace: two ranks of param_dlrm_8rank ------------------------------------------
+
+
+PLUGIN_NCCL = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
+
+
+def _union_in(trace: Trace, names: Any, lo: int, hi: int) -> int:
+    """µs of [lo, hi) (ns) covered by the host events whose name starts with `names` (a
+    string or a tuple of them)."""
+    name = trace.events.column("name").to_pylist()
+    ts, dur = trace.column("events", "ts"), trace.column("events", "dur")
+    kind = trace.column("events", "kind")
+    host = {int(hta_fast.EventKind.cpu_op), int(hta_fast.EventKind.user_annotation)}
+    spans = [
+        (int(ts[i]) // US, int(ts[i] + dur[i]) // US)
+        for i, n in enumerate(name)
+        if n and n.startswith(names) and int(kind[i]) in host
+    ]
+    return _length(spans, lo // US, hi // US)
+
+
+def test_a_current_trace_the_plugin_reads_without_runtime_dataloader_or_nccl_kernels() -> None:
+    """On a current Kineto trace the plugin (0.4.3) reads no `cuda_runtime` call (it knows
+    the category "Runtime" only), drops user annotations but its step and collective names
+    (the DataLoader's included), and ties no NCCL kernel to its nccl:* call (their External
+    ids differ): its runtime and DataLoader shares are 0, and its distributed view's
+    communication is the nccl:* calls' host spans alone, the NCCL kernels computation.
+    Both steps end where the host step ends (their GPU work ends inside it)."""
+    paths = [DLRM / f"worker{k}.pt.trace.json.gz" for k in (0, 1)]
+    assert all(p.exists() for p in paths), f"missing shared traces in {DLRM}"
+    plugin = _plugin(paths)
+    runtime, loader = CATEGORIES.index("runtime"), CATEGORIES.index("dataloader")
+    for k, (worker, path) in enumerate(zip(plugin["workers"], paths)):
+        trace = hta_fast.load(str(path))
+        win = step_windows(trace, None)
+        # The plugin's step is the host step: seeing no launch, it cannot start the step
+        # after GPU work queued before it (rank 1: 1.3 ms of it), as its code means to.
+        ((lo_us, hi_us),) = worker["step_windows"]
+        assert (lo_us, hi_us) == (win.host_ts[0] // US, win.end[0] // US)
+        assert win.ts[0] // US >= lo_us
+        ((mine,), (theirs,)) = _breakdown(trace), [c for _, c in worker["steps"]]
+        assert theirs[runtime] == theirs[loader] == 0 and mine[runtime] > 0
+        lo, hi = int(win.ts[0]), int(win.end[0])
+        # The DataLoader's time in the step but where a category before it runs (kernels,
+        # runtime, ...); rank 1's step starts after it.
+        data = _union_in(trace, "enumerate(DataLoader)#", lo, hi)
+        assert 0.9 * data <= mine[loader] <= data and (data > 0) == (k == 0)
+        comp, both, comm, _ = plugin["distributed"]["overlap"]["10"][f"worker{k}"]
+        # The plugin's collectives by name: all-to-all is none of them.
+        assert both + comm == _union_in(trace, tuple(f"nccl:{c}" for c in PLUGIN_NCCL), lo, hi)
+        ((o_comp, o_both, o_comm, _),) = _distributed(trace)
+        assert o_both + o_comm > 10 * (both + comm)  # the NCCL kernels: communication here
+        assert o_comp + o_both < comp + both

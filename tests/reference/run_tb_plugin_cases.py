@@ -5,7 +5,7 @@ Runs under the reference environment's interpreter (``.venv-ref/bin/python``, wh
 ``benchmarks/requirements-ref.txt`` installs ``torch-tb-profiler``); it never imports
 ``hta_fast``.
 
-    .venv-ref/bin/python tests/reference/run_tb_plugin_cases.py RANK0.json [RANK1.json ...]
+    .venv-ref/bin/python tests/reference/run_tb_plugin_cases.py RANK0.json[.gz] [RANK1.json ...]
 
 Output: ``{"workers": [WORKER, ...], "distributed": DIST}``, one WORKER per file in the order
 given (worker name ``workerN``):
@@ -30,6 +30,7 @@ view's ``[computation, overlap, communication, other]`` (µs), ``wait``: per ste
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from typing import Any
@@ -99,7 +100,7 @@ def main(paths: list[str]) -> None:
 
     profiles = []
     for k, path in enumerate(paths):
-        with open(path) as f:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
             doc = json.load(f)
         profile = RunProfileData.from_json(f"worker{k}", 0, doc)  # runs process()
         profiles.append(profile)
