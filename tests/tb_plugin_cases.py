@@ -148,6 +148,23 @@ def _gloo_rank(bcasts: list, add: tuple, compute: tuple, allreds: list, on_gpu: 
     return events
 
 
+def _nccl_steps_rank(late: int) -> list[Event]:
+    """Two profiler steps, each an add and an all-reduce launched by recorded runtime calls;
+    step 1's all-reduce kernel (late µs later on rank 1) runs past its host step's end."""
+    return [
+        step(1, 0, 300, 1),
+        op("aten::add_", 10, 20, 10, **_ADD),
+        *_launch(_ELEMENTWISE, (15, 5), (40, 200), 100, 10),
+        op("nccl:all_reduce", 100, 60, 20, **_ALLRED),
+        *_launch(_NCCL_ALLRED, (120, 5), (130 + late, 270 - late), 101, 20, stream=16),
+        step(2, 300, 200, 2),
+        op("aten::add_", 310, 20, 30, **_ADD),
+        *_launch(_ELEMENTWISE, (315, 5), (410, 90), 102, 30),
+        op("nccl:all_reduce", 350, 30, 40, **_ALLRED),
+        *_launch(_NCCL_ALLRED, (360, 5), (500 - late // 5, 60 + late // 5), 103, 40, stream=16),
+    ]
+
+
 _GLOO_0 = dict(bcasts=[(16, 38), (25, 36), (66, 18)], add=(0, 20), allreds=[(110, 18), (120, 36)])
 _GLOO_1 = dict(bcasts=[(20, 28), (28, 30), (77, 6)], add=(0, 30), allreds=[(88, 38), (130, 16)])
 
@@ -336,6 +353,7 @@ CASES: dict[str, list[list[Event]]] = {
         _nccl_rank((0, 75, 16, 16), (100, 20), (130, 161), (160, 75, 162, 1556)),
         _nccl_rank((0, 20, 8, 31), (25, 20), (30, 161), (160, 75, 562, 1058)),
     ],
+    "distributed_nccl_steps": [_nccl_steps_rank(0), _nccl_steps_rank(50)],
     "distributed_gloo_gpu": [
         _gloo_rank(**_GLOO_0, compute=(30, 101), on_gpu=True),  # type: ignore[arg-type]
         _gloo_rank(**_GLOO_1, compute=(70, 70), on_gpu=True),  # type: ignore[arg-type]

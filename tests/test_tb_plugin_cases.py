@@ -114,30 +114,38 @@ def test_gloo_distributed_view_and_breakdown_equal_the_plugins(run: Any, case: s
         assert worker["has_communication"] and worker["comm_nodes"] == 5
 
 
-def test_nccl_distributed_view_counts_kernels_not_the_host_calls(run: Any) -> None:
-    """The plugin's one step of a trace without ProfilerStep#N is its host events' span
-    (0-235 µs): ours with the host step source. Computation and communication are then
-    kernels for both, but the plugin adds each nccl:* host call's span to communication
-    (the call only queues its kernel); ours leaves it out (docs/differences.md)."""
-    plugin, traces = run("distributed_nccl")
-    for k, (worker, trace, events) in enumerate(
-        zip(plugin["workers"], traces, cases.CASES["distributed_nccl"])
-    ):
-        host = with_steps_from(trace, "host")
-        win = comm_comp_overlap(host)["steps"].to_pylist()
-        assert [[r["dur"] // US] for r in win] == [[hi - lo] for lo, hi in worker["step_windows"]]
-        (lo, hi), = worker["step_windows"]  # fmt: skip
-        kernels = [e for e in events if e["cat"] == "kernel"]
+@pytest.mark.parametrize("case", ["distributed_nccl", "distributed_nccl_steps"])
+def test_nccl_distributed_view_counts_kernels_not_the_host_calls(run: Any, case: str) -> None:
+    """Steps timed alike: distributed_nccl has no ProfilerStep#N, and the plugin's one step
+    is its host events' span (0-235 µs), ours with the host step source; the steps of
+    distributed_nccl_steps run to the end of the GPU work they launched in both tools.
+    Computation and communication are kernels for both, but the plugin adds each nccl:*
+    host call's span to communication (the call only queues its kernel); ours leaves it out
+    (docs/differences.md)."""
+    plugin, traces = run(case)
+    for k, (worker, trace, events) in enumerate(zip(plugin["workers"], traces, cases.CASES[case])):
+        ours = with_steps_from(trace, "host") if case == "distributed_nccl" else trace
+        win = step_windows(ours, None)
+        windows = [[int(a) // US, int(b) // US] for a, b in zip(win.ts, win.end)]
+        assert windows == worker["step_windows"], k
+        kernels = [e for e in events if e["cat"].lower() == "kernel"]
         comm = [(e["ts"], e["ts"] + e["dur"]) for e in kernels if e["name"].startswith("nccl")]
         comp = [(e["ts"], e["ts"] + e["dur"]) for e in kernels if not e["name"].startswith("nccl")]
         calls = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("nccl:")]
-        ours, theirs = _split(comp, comm, lo, hi), _split(comp, comm + calls, lo, hi)
-        assert _distributed(host) == [ours], k
-        assert plugin["distributed"]["overlap"]["0"][f"worker{k}"] == theirs, k
-        assert ours != theirs
+        mine = [_split(comp, comm, lo, hi) for lo, hi in windows]
+        theirs = [_split(comp, comm + calls, lo, hi) for lo, hi in windows]
+        view = plugin["distributed"]["overlap"]
+        assert _distributed(ours) == mine, k
+        assert [view[name][f"worker{k}"] for name, _ in worker["steps"]] == theirs, k
+        assert mine != theirs
+        if case == "distributed_nccl_steps":  # the overview: every category equal
+            assert _breakdown(trace) == [c for _, c in worker["steps"]], k
+    if case == "distributed_nccl":
         # Without steps our default window runs to the last GPU work's end (the all-reduce).
-        (default,) = comm_comp_overlap(trace)["steps"].to_pylist()
-        assert default["dur"] == (max(e["ts"] + e["dur"] for e in kernels) - lo) * US
+        (default,) = comm_comp_overlap(traces[0])["steps"].to_pylist()
+        assert default["dur"] == 1718 * US
+    else:
+        assert windows == [[0, 400], [400, 560]]  # rank 1: the kernels ran past the steps
 
 
 def test_nccl_breakdown_equals_the_plugins_but_where_a_kernel_covers_the_step(run: Any) -> None:
