@@ -315,6 +315,8 @@ CASES: dict[str, list[list[Event]]] = {
             *_launch(_NLL, (230, 10), (240, 25), 337, 4, 456, extra=_sm(10.5, 0.3)),
         ]
     ],
+    # A DataPipe graph's iteration: data loading, no operator of the operator view.
+    "datapipe": [[op("enumerate(DataPipe)#ShufflerIterDataPipe", 100, 23, 34)]],
     # Two operators that start at one instant, and two that end at one.
     "same_start": [[op("aten::mat_mul", 100, 100, 2, 456), op("aten::mm", 100, 70, 4, 456)]],
     "same_end": [[op("aten::mat_mul", 100, 100, 2, 456), op("aten::mm", 130, 70, 4, 456)]],
