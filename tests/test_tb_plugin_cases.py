@@ -174,7 +174,8 @@ def _merged(intervals: list[tuple[int, int]]) -> int:
 
 
 @pytest.mark.parametrize(
-    "case", ["distributed_nccl", "distributed_gloo_gpu", "distributed_gloo_cpu"]
+    "case",
+    ["distributed_nccl", "distributed_nccl_steps", "distributed_gloo_gpu", "distributed_gloo_cpu"],
 )
 def test_collective_table_merges_what_ours_counts_per_collective(
     run: Any, case: str, tmp_path: Path
@@ -184,7 +185,8 @@ def test_collective_table_merges_what_ours_counts_per_collective(
     and data time (the shortest of its ranks' spans, as the plugin's), summed per type; the
     plugin merges a worker's overlapping collectives first, and adds each nccl:* call's
     host span (its shortest over the workers as transfer). Its numbers are those unions of
-    our intervals (docs/differences.md, "Per-worker collective time")."""
+    our intervals (docs/differences.md, "Per-worker collective time"), and so is a step's
+    split into data transfer and synchronizing (all its collectives together)."""
     plugin, _ = run(case)
     res = collectives(hta_fast.load_dir([str(p) for p in cases.write_case(case, tmp_path)]))
     data = {(r["group"], r["index"]): r["data_time"] // US for r in res.table.to_pylist()}
@@ -193,6 +195,7 @@ def test_collective_table_merges_what_ours_counts_per_collective(
     calls = [[e for e in rank if e["name"].startswith("nccl:")] for rank in events]
     for k in range(len(events)):
         rows = [r for r in res["per_rank"].to_pylist() if r["rank"] == k]
+        every: list[list] = [[], []]  # the worker's spans and transfers, all names
         for name, count, size, _, latency, _, transfer, _ in plugin["distributed"]["comm_ops"][
             f"worker{k}"
         ]:
@@ -206,12 +209,20 @@ def test_collective_table_merges_what_ours_counts_per_collective(
                     end = call["ts"] + call["dur"]
                     spans.append((call["ts"], end))
                     moved.append((end - shortest, end))
+            every[0] += spans
+            every[1] += moved
             assert count == len(mine) == by_type[kind]["count"], (k, name)
             assert (latency, transfer) == (_merged(spans), _merged(moved)), (k, name)
             if case != "distributed_nccl":  # sized from the calls' Input Dims, as the plugin
                 assert size == by_type[kind]["bytes"]
             else:  # kernels tied to their calls by External id only, no launch: no size
                 assert size > 0 and by_type[kind]["bytes"] is None
+        if len(plugin["workers"][k]["steps"]) == 1:
+            transfer, latency = _merged(every[1]), _merged(every[0])
+            assert plugin["distributed"]["wait"]["0"][f"worker{k}"] == [
+                transfer,
+                latency - transfer,
+            ]
     if case == "distributed_gloo_gpu":  # worker1's broadcasts overlap: summed 64 µs, merged 44
         assert by_type["broadcast"]["data_time"] == 64 * US
 
