@@ -130,7 +130,8 @@ def _step_intervals(
     if window is not None:
         h_ts, h_end = np.clip(h_ts, *window), np.clip(h_end, *window)
     parts = [(starts, ends, cls), (h_ts, h_end, np.ones(len(host), np.uint8))]
-    if not (cls == 0).any():
+    # As the plugin, a rank that ran no computation kernel at all (not only in the selection).
+    if not (gpu_work(trace, None).kclass == KernelClass.COMP).any():
         c_ts, c_end = category_intervals(trace, mask, window)[_CPU_EXEC]
         if window is not None:
             c_ts, c_end = np.clip(c_ts, *window), np.clip(c_end, *window)
