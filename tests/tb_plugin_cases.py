@@ -39,6 +39,19 @@ def op(
             "args": args}  # fmt: skip
 
 
+def _py(
+    name: str, ts: int, dur: int, pid: int, parent: int = 0, module: Optional[int] = None
+) -> Event:
+    """A Python function event (with_stack), a module's forward when module is given."""
+    args: dict[str, Any] = {"Python id": pid}
+    if parent:
+        args["Python parent id"] = parent
+    if module is not None:
+        args["Python module id"] = module
+    return {"ph": "X", "cat": "python_function", "name": name, "pid": 1908, "tid": 1908,
+            "ts": ts, "dur": dur, "args": args}  # fmt: skip
+
+
 def step(n: int, ts: int, dur: int, ext: int = 0) -> Event:
     return op(f"ProfilerStep#{n}", ts, dur, ext, cat="cpu_op")
 
@@ -313,6 +326,24 @@ CASES: dict[str, list[list[Event]]] = {
             ),
             *_launch(_NLL, (15, 5), (60, 20), 334, 1, 456, extra=_sm(0.5, 0.6)),
             *_launch(_NLL, (230, 10), (240, 25), 337, 4, 456, extra=_sm(10.5, 0.3)),
+        ]
+    ],
+    # Three forward calls of a module holding a Linear, and one call of another module.
+    "module_hierarchy": [
+        [
+            _py("test_root", 1, 19367, 1),
+            *[
+                e
+                for k, (outer, inner, mm) in enumerate(
+                    [(2, 5, 10), (1000, 1001, 1002), (2000, 2001, 2002)]
+                )
+                for e in (
+                    _py("nn.Module: MyModule", outer, 211, 2 + 2 * k, 1, module=0),
+                    _py("nn.Module: Linear", inner, 62, 3 + 2 * k, 2 + 2 * k, module=1),
+                    op("aten::addmm", mm, 31 + k, tid=1908),
+                )
+            ],  # fmt: skip
+            _py("nn.Module: Conv2", 3000, 211, 8, 1, module=100),
         ]
     ],
     # A DataPipe graph's iteration: data loading, no operator of the operator view.

@@ -22,6 +22,7 @@ from hta_fast.analysis.op_table import op_table
 from hta_fast.analysis.overlap import comm_comp_overlap
 from hta_fast.analysis.tensorboard.achieved_occupancy import achieved_occupancy
 from hta_fast.analysis.tensorboard.gpu_utilization import gpu_utilization
+from hta_fast.analysis.tensorboard.modules import modules
 from hta_fast.analysis.tensorboard.sm_efficiency import sm_efficiency
 from hta_fast.analysis.tensorboard.step_breakdown import CATEGORIES, step_breakdown
 from hta_fast.analysis.tensorboard.step_windows import plugin_kept_steps, step_windows
@@ -249,6 +250,7 @@ OVERVIEW = [
     "launch_two_kernels",
     "kernel_launch_configs",
     "datapipe",
+    "module_hierarchy",
 ]
 # The zero-length launch (ts 190 µs) at the instant its aten::mm (120-190 µs) ends: the
 # plugin follows its External id into aten::mm; hta_fast's nesting puts it in the enclosing
@@ -277,6 +279,10 @@ def _figures(trace: Trace) -> dict:
         for r in kernel_launch_configs(trace).table.to_pylist()
         if r["op_name"] is not None  # the plugin's view: kernels launched by operators
     )  # fmt: skip
+    mods = {
+        r["path"]: [r["calls"], *_us([r["forward_host"], r["forward_gpu"]])]
+        for r in modules(trace).table.to_pylist()
+    }
     (util,) = gpu_utilization(trace).table.to_pylist()
     (sm,) = sm_efficiency(trace).table.to_pylist()
     (occ,) = achieved_occupancy(trace).table.to_pylist()
@@ -286,6 +292,7 @@ def _figures(trace: Trace) -> dict:
         "ops": ops,
         "kernels": kernels,
         "kernels_by_launch": by_launch,
+        "modules": mods,
         "gpu_utilization": frac(util["kernel_busy_of_steps_pct"]),
         "sm_efficiency": frac(sm["sm_efficiency_pct"]),
         "occupancy": occ["achieved_occupancy_pct"],
@@ -313,6 +320,7 @@ def _theirs(worker: dict) -> dict:
             for r in worker["kernels_by_launch"]
             if r[1] != "CallTreeRoot" and not r[1].startswith("ProfilerStep#")
         ),
+        "modules": {p: [m[0], m[2], m[4]] for p, m in worker["modules"].items()},
         "gpu_utilization": one(worker["gpu_utilization"]),
         "sm_efficiency": one(worker["sm_efficiency"]),
         "occupancy": one(worker["occupancy"]),
@@ -335,10 +343,19 @@ def test_overview_operators_kernels_and_tensor_cores_equal_the_plugins(run: Any,
     # The steps: windows and breakdown (a trace without steps: ours is step -1, theirs "0").
     win = step_windows(trace, None)
     kept = plugin_kept_steps(win.gpu_events)
-    assert [[int(a) // US, int(b) // US] for a, b in zip(win.ts, win.end)][:kept] == worker[
-        "step_windows"
-    ]
+    windows = [[int(a) // US, int(b) // US] for a, b in zip(win.ts, win.end)][:kept]
     breakdown = _breakdown(trace)
+    if case == "module_hierarchy":  # no steps: the plugin's window leaves Python frames out
+        (events,) = cases.CASES[case]
+        ops = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["cat"] == "cpu_op"]
+        every = [(e["ts"], e["ts"] + e["dur"]) for e in events]
+        spans = [[min(a for a, _ in x), max(b for _, b in x)] for x in (ops, every)]
+        assert (worker["step_windows"], windows) == ([spans[0]], [spans[1]])
+        ((mine,), ((_, theirs_costs),)) = breakdown, worker["steps"]
+        cpu, other = CATEGORIES.index("cpu_exec"), CATEGORIES.index("other")
+        assert mine[cpu] == theirs_costs[cpu] and mine[other] == mine[-1] - mine[cpu]
+        windows, breakdown = worker["step_windows"], [theirs_costs]
+    assert windows == worker["step_windows"]
     if case == "launch_two_kernels":  # NCCL kernels under an operator not named nccl:*
         kernel, comm = CATEGORIES.index("kernel"), CATEGORIES.index("communication")
         ((mine, theirs_costs),) = zip(breakdown, [c for _, c in worker["steps"]])
@@ -410,6 +427,7 @@ def test_overview_operators_kernels_and_tensor_cores_equal_the_plugins(run: Any,
     assert ours.pop("ops") == theirs.pop("ops")
     assert ours.pop("kernels") == theirs.pop("kernels")
     assert ours.pop("kernels_by_launch") == theirs.pop("kernels_by_launch")
+    assert ours.pop("modules") == theirs.pop("modules")
     for key, value in theirs.items():
         assert ours[key] == (None if value is None else pytest.approx(value, rel=1e-6)), key
 

@@ -20,6 +20,8 @@ given (worker name ``workerN``):
 - ``kernels_by_launch``: the kernel view grouped by name, operator and launch
   configuration, ``[name, op, grid, block, registers per thread, shared memory, calls,
   total, mean, min, max]``;
+- ``modules``: the module view, ``{"Outer/Inner": [occurrences, operators, host,
+  self_host, device, self_device]}`` (µs);
 - ``tc_eligible_ops_kernel_ratio``, ``tc_ratio`` (per device), ``gpu_utilization``,
   ``sm_efficiency``, ``occupancy`` (per device id; null when the plugin has none).
 
@@ -37,6 +39,8 @@ from typing import Any
 
 
 def _worker(profile: Any) -> dict:
+    from torch_tb_profiler.profiler.module_op import aggegate_module_view
+
     ops = {
         agg.name: [
             agg.calls,
@@ -64,6 +68,14 @@ def _worker(profile: Any) -> dict:
          k.max_duration]
         for k in profile.kernel_list_groupby_name_op or []
     ]  # fmt: skip
+    modules: dict = {}
+    stack = [("", m) for m in aggegate_module_view(profile.tid2tree, profile.events) or []]
+    while stack:
+        above, m = stack.pop()
+        path = f"{above}/{m.name}" if above else m.name
+        modules[path] = [m.occurences, m.operators, m.host_duration, m.self_host_duration,
+                         m.device_duration, m.self_device_duration]  # fmt: skip
+        stack += [(path, c) for c in m.children]
     metrics = profile.gpu_metrics_parser
     return {
         "steps": [
@@ -75,6 +87,7 @@ def _worker(profile: Any) -> dict:
         "ops": ops,
         "kernels": kernels,
         "kernels_by_launch": by_launch,
+        "modules": modules,
         "tc_eligible_ops_kernel_ratio": profile.tc_eligible_ops_kernel_ratio,
         "tc_ratio": {str(k): v for k, v in enumerate(profile.tc_ratio or []) if v is not None},
         "gpu_utilization": {str(k): v for k, v in enumerate(metrics.gpu_utilization) if v is not None},
