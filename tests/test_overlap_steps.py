@@ -45,3 +45,29 @@ def test_collective_time_is_summed_per_collective_and_merged_per_type():
     assert per_kernel["sum"] == 600_000 and per_kernel["count"] == 2
     (per_type,) = res.table.to_pylist()
     assert per_type["kernel_type"] == "COMMUNICATION" and per_type["time"] == 400_000
+
+
+def test_cpu_operators_are_the_computation_only_of_a_rank_without_computation_kernels():
+    """A gloo job: the gloo call's host span is communication. With a kernel anywhere on the
+    rank, computation is kernels, in every selection (step 1 alone has none); without one,
+    its CPU operators compute."""
+    b = KinetoBuilder()
+    b.step(0, 0, 1000)
+    b.kernel("gemm", 10, 100, 300)
+    b.step(1, 1000, 1000)
+    b.cpu_op("aten::mul", 1100, 400)
+    b.cpu_op("gloo:all_reduce", 1300, 400)
+    us = 1000
+    (row,) = comm_comp_overlap(b.load(), steps=[1])["steps"].to_pylist()
+    assert (row["computation"], row["overlap"], row["communication"]) == (0, 0, 400 * us)
+    cpu = KinetoBuilder()
+    cpu.step(1, 1000, 1000)
+    cpu.cpu_op("aten::mul", 1100, 400)
+    cpu.cpu_op("gloo:all_reduce", 1300, 400)
+    (row,) = comm_comp_overlap(cpu.load())["steps"].to_pylist()
+    assert (row["computation"], row["overlap"], row["communication"], row["other"]) == (
+        200 * us,
+        200 * us,
+        200 * us,
+        400 * us,
+    )

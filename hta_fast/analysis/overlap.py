@@ -9,6 +9,11 @@ no such share: its percentage is null and a note says so.
 Side table "steps", the TensorBoard plugin's distributed view: per rank and step (each step
 timed as the plugin times it, analysis.tensorboard.step_windows), the time only computation
 ran, computation and communication together, only communication, and neither ("other").
+There, as in the plugin, communication is the collective kernels and the host calls of a
+CPU-side collective library (gloo:*, which moves its data on host threads), and computation
+is the other kernels, or, on a rank that ran no other kernel, its CPU operators (the step
+breakdown's cpu_exec). NCCL's host calls (nccl:*) are not communication there: they only
+queue the kernels, which are (the plugin counts their host span too).
 """
 
 from __future__ import annotations
@@ -20,17 +25,23 @@ import pyarrow as pa
 
 from .. import ops
 from .._arrow import array_of
-from ..frame import select
+from ..frame import derived, select
 from ..frame.fields import NS, PCT
 from ..frame.gpu_work import gpu_work
 from ..frame.result import Result
 from ..frame.select import Ranks, Steps, Streams, Window
-from ..schema import KernelClass
+from ..schema import EventKind, KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
+from .tensorboard.step_breakdown import CATEGORIES, category_intervals
 from .tensorboard.step_windows import StepWindows, step_windows
 
 __all__ = ["comm_comp_overlap"]
+
+# Host calls of a collective library that runs on host threads: their span is the transfer.
+CPU_SIDE_COLLECTIVE = r"^gloo:"
+_HOST_OPS = (EventKind.cpu_op, EventKind.user_annotation)
+_CPU_EXEC = CATEGORIES.index("cpu_exec")
 
 SCHEMA = pa.schema(
     [
@@ -76,9 +87,9 @@ def comm_comp_overlap(
         cls[w.kclass == KernelClass.COMM] = 1
         on = cls != 255
         times = ops.class_sweep(w.starts[on], w.ends[on], cls[on], 2)
-        _steps(
-            per_step, rank, step_windows(trace, mask, sel.window), w.starts[on], w.ends[on], cls[on]
-        )
+        _steps(per_step, rank, step_windows(trace, mask, sel.window), *_step_intervals(
+            trace, mask, sel.window, w.starts[on], w.ends[on], cls[on]
+        ))  # fmt: skip
         comm, both = int(times[2] + times[3]), int(times[3])
         out["rank"].append(rank)
         out["comm_time"].append(comm)
@@ -96,6 +107,39 @@ def comm_comp_overlap(
         tables={"steps": steps_table},
         notes=notes,
         params={"selection": sel},
+    )
+
+
+def _step_intervals(
+    trace: Trace,
+    mask: Optional[np.ndarray],
+    window: Optional[tuple[int, int]],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    cls: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distributed view's intervals (starts, ends, class 0 computation / 1
+    communication): the kernels, with the CPU-side collectives' host calls as communication
+    and, where no kernel computes, the CPU operators as computation."""
+    col = trace.column
+    host = derived.rows_named(trace, CPU_SIDE_COLLECTIVE, _HOST_OPS)
+    if mask is not None:
+        host = host[mask[host]]
+    h_ts = col("events", "ts")[host]
+    h_end = h_ts + np.maximum(col("events", "dur")[host], 0)
+    if window is not None:
+        h_ts, h_end = np.clip(h_ts, *window), np.clip(h_end, *window)
+    parts = [(starts, ends, cls), (h_ts, h_end, np.ones(len(host), np.uint8))]
+    # As the plugin, a rank that ran no computation kernel at all (not only in the selection).
+    if not (gpu_work(trace, None).kclass == KernelClass.COMP).any():
+        c_ts, c_end = category_intervals(trace, mask, window)[_CPU_EXEC]
+        if window is not None:
+            c_ts, c_end = np.clip(c_ts, *window), np.clip(c_end, *window)
+        parts.append((c_ts, c_end, np.zeros(len(c_ts), np.uint8)))
+    return (
+        np.concatenate([p[0] for p in parts]).astype(np.int64),
+        np.concatenate([p[1] for p in parts]).astype(np.int64),
+        np.concatenate([p[2] for p in parts]).astype(np.uint8),
     )
 
 

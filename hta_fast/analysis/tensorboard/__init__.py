@@ -14,6 +14,8 @@ each; each returns a Result per rank with per-step side tables.
                         the memory curve and each block's allocation and free
     step_windows        the steps as the plugin times them: each extended to the end of
                         its GPU work
+    tensor_cores        the kernel time on tensor cores, and the kernel time launched by
+                        the operators that could use them
 
     from hta_fast.analysis.tensorboard import step_breakdown
     step_breakdown.step_breakdown(traces).to_pandas()
@@ -28,6 +30,7 @@ from . import (
     sm_efficiency,
     step_breakdown,
     step_windows,
+    tensor_cores,
 )
 
 __all__ = [
@@ -37,4 +40,5 @@ __all__ = [
     "sm_efficiency",
     "step_breakdown",
     "step_windows",
+    "tensor_cores",
 ]

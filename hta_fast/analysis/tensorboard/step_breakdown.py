@@ -102,8 +102,7 @@ def category_intervals(
     host_ops = np.flatnonzero(derived.kind_mask(trace, _HOST_OPS))
     loader = derived.rows_named(trace, derived.DATALOADER, _HOST_OPS)
     collective = derived.rows_named(trace, HOST_COLLECTIVE, _HOST_OPS)
-    steps = trace.column("steps", "row")
-    cpu_exec = np.setdiff1d(host_ops, np.concatenate([loader, collective, steps]))
+    cpu_exec = np.setdiff1d(host_ops, np.concatenate([loader, collective, _step_markers(trace)]))
     comm_starts, comm_ends = host(collective)
     return [
         (w.starts[kernel & ~comm], w.ends[kernel & ~comm]),
@@ -114,6 +113,17 @@ def category_intervals(
         host(loader),
         host(cpu_exec),
     ]
+
+
+def _step_markers(trace: Trace) -> np.ndarray:
+    """The rows of the events that are their step (a ProfilerStep#N, a pass's annotation):
+    they span the whole step, so they are no category. A step marked by an event shorter
+    than itself (the one "host" step marks its first host event) leaves that event in."""
+    rows = trace.column("steps", "row")
+    same = (trace.column("events", "ts")[rows] == trace.column("steps", "ts")) & (
+        trace.column("events", "dur")[rows] == trace.column("steps", "dur")
+    )
+    return rows[same]
 
 
 def split_windows(

@@ -33,6 +33,7 @@ __all__ = [
     "window_totals",
     "window_counts",
     "window_notes",
+    "plugin_kept_steps",
 ]
 
 # The host events that time a rank without steps (the plugin: operators and Python events).
@@ -204,21 +205,39 @@ def window_notes(
 ) -> list[str]:
     """What a rank's windows leave to say: no steps at all, how the one window of a rank
     without ProfilerStep#N was chosen (with the trace: how much GPU work without a recorded
-    launch it takes in, which the TensorBoard plugin leaves out), and a last step the plugin
-    would leave out of its overview (its launches queued under SHORT_LAST_STEP of the GPU
-    events of the step before it, or none)."""
+    launch it takes in, which the TensorBoard plugin leaves out), and the last steps the
+    plugin would leave out of its overview (plugin_kept_steps)."""
     if len(windows.step) == 0:
         return [f"rank {rank}: no steps, host events or GPU work"]
     if windows.step[0] < 0:
         return [f"rank {rank}: {_one_window_note(windows, trace, mask)}"]
+    kept = plugin_kept_steps(windows.gpu_events)
+    if kept == len(windows.step):
+        return []
+    left = [int(s) for s in windows.step[kept:]]
     g = windows.gpu_events
-    if len(g) >= 2 and (g[-1] == 0 or g[-1] < SHORT_LAST_STEP * g[-2]):
-        return [
-            f"rank {rank}: the last step ({int(windows.step[-1])}) queued {int(g[-1])} GPU "
-            f"events against {int(g[-2])} in the step before; the TensorBoard plugin leaves "
-            "such a step out (its kernels may be missing); it is counted here"
-        ]
-    return []
+    return [
+        f"rank {rank}: the TensorBoard plugin leaves the last step{'s' if len(left) > 1 else ''} "
+        f"{', '.join(map(str, left))} out of its overview (GPU events queued: "
+        f"{', '.join(str(int(n)) for n in g[kept:])}; by the step before them: "
+        f"{int(g[kept - 1]) if kept else 0}; their kernels may be missing); "
+        f"{'they are' if len(left) > 1 else 'it is'} counted here"
+    ]
+
+
+def plugin_kept_steps(gpu_events: np.ndarray) -> int:
+    """How many of a rank's steps, from the first, the TensorBoard plugin keeps in its
+    overview: where any step queued GPU work (and there are two steps or more), it drops
+    the steps after the last one that queued some, and that one too when it queued under
+    SHORT_LAST_STEP of the GPU events of the step before it."""
+    n = len(gpu_events)
+    busy = np.flatnonzero(gpu_events > 0)
+    if n < 2 or not len(busy):
+        return n
+    last = int(busy[-1])
+    if last > 0 and gpu_events[last - 1] * SHORT_LAST_STEP > gpu_events[last]:
+        return last
+    return last + 1
 
 
 def _one_window_note(
