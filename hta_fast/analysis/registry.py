@@ -37,6 +37,7 @@ from .tensorboard import (
     operator_memory,
     sm_efficiency,
     step_breakdown,
+    tensor_cores,
 )
 
 __all__ = ["ANALYSES", "DEFAULT"]
@@ -70,6 +71,7 @@ ANALYSES: dict[str, Runner] = {
     "step_breakdown": lambda t, s: step_breakdown.step_breakdown(t, selection=s),
     "operator_memory": lambda t, s: operator_memory.operator_memory(t, selection=s),
     "modules": lambda t, s: modules.modules(t, selection=s),
+    "tensor_cores": lambda t, s: tensor_cores.tensor_cores(t, selection=s),
     # Inference: prefill, decode and denoising passes, or repeated iterations.
     "phases": lambda t, s: phases.phases(t, selection=s),
     "graph_replays": lambda t, s: graph_replays.graph_replays(t, selection=s),
