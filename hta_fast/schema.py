@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 # 5: comm_args.comms_id (the collective's Comms Id, kineto 2026)
-SCHEMA_VERSION = 5
+# 6: kernel_args.hsa_queue (ROCm's HSA queue, kineto June 2026)
+SCHEMA_VERSION = 6
 
 # EventKind and KernelClass are IntEnums made by the core from its own enums
 # (csrc/trace/event_kind.h), so their names and values exist once.

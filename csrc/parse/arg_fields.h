@@ -77,6 +77,10 @@ void read_arg(ArgKey key, Value& v, ArgValues& a) {
       a.touch(G::kKernel);
       a.bandwidth = v.float64();
       return;
+    case ArgKey::kHsaQueue:
+      a.touch(G::kKernel);
+      a.hsa_queue = v.int64();
+      return;
     case ArgKey::kLaunchedKernel:
       a.touch(G::kKernel);
       a.launched_kernel = v.string();

@@ -70,6 +70,7 @@ enum class ArgKey : uint8_t {
   kBytes,
   kBandwidth,
   kLaunchedKernel,
+  kHsaQueue,  // ROCm: the HSA queue of a kernel or copy (kineto #1425, June 2026)
   // CPU ops
   kRecordFunctionId,
   kSequenceNumber,
@@ -146,6 +147,7 @@ inline ArgKey arg_key(std::string_view k) {
       break;
     case 9:
       if (k == "Device Id") return ArgKey::kMemDeviceId;
+      if (k == "hsa_queue") return ArgKey::kHsaQueue;
       break;
     case 10:
       if (k == "Input Dims") return ArgKey::kInputDims;

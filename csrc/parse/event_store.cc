@@ -99,6 +99,7 @@ void EventStore::store(RawEvent& ev, uint64_t offset, const char* where, EventEn
         k.bytes[j] = a.bytes;
         k.memory_bandwidth_gbps[j] = a.bandwidth;
         k.launched_kernel[j] = a.launched_kernel;
+        k.hsa_queue[j] = a.hsa_queue;
       }
       if (a.groups & ArgValues::kOp) {
         auto& o = out_.op_args;

@@ -37,6 +37,7 @@ struct ArgValues {
   int64_t bytes;
   double bandwidth;
   int32_t launched_kernel;  // ROCm launch calls name their kernel (args.kernel)
+  int64_t hsa_queue;        // ROCm: the HSA queue the work ran on (args.hsa_queue)
   // kOp
   int64_t record_function_id, sequence_number, fwd_thread_id, ev_idx;
   int32_t input_dims, input_type, input_strides, concrete_inputs;
@@ -73,6 +74,7 @@ struct ArgValues {
         bytes = -1;
         bandwidth = NAN;
         launched_kernel = -1;
+        hsa_queue = -1;
         return;
       case kOp:
         record_function_id = sequence_number = fwd_thread_id = ev_idx = -1;

@@ -67,25 +67,28 @@ using Column = std::vector<T, DefaultInitAllocator<T>>;
   X(int32_t, step, plain().about("profiler step; GPU events take their launch's step"))
 
 // Arguments of GPU events (kernels, memcpy, memset); one row per GPU event that has any.
-#define HTA_KERNEL_ARG_COLUMNS(X)                      \
-  X(EventRow, row, HTA_ROW_IN_EVENTS)                  \
-  X(int32_t, queued, plain())                          \
-  X(int32_t, context, plain())                         \
-  X(int32_t, grid_x, plain())                          \
-  X(int32_t, grid_y, plain())                          \
-  X(int32_t, grid_z, plain())                          \
-  X(int32_t, block_x, plain())                         \
-  X(int32_t, block_y, plain())                         \
-  X(int32_t, block_z, plain())                         \
-  X(int32_t, registers_per_thread, plain())            \
-  X(int32_t, shared_memory, plain().in("B"))           \
-  X(float, blocks_per_sm, plain())                     \
-  X(float, warps_per_sm, plain())                      \
-  X(float, est_achieved_occupancy, plain())            \
-  X(int64_t, bytes, plain().in("B"))                   \
-  X(double, memory_bandwidth_gbps, plain().in("GB/s")) \
-  X(int32_t, launched_kernel,                          \
-    string_id().about("kernel a launch call names (ROCm records it; CUDA does not)"))
+#define HTA_KERNEL_ARG_COLUMNS(X)                                                                \
+  X(EventRow, row, HTA_ROW_IN_EVENTS)                                                            \
+  X(int32_t, queued, plain())                                                                    \
+  X(int32_t, context, plain())                                                                   \
+  X(int32_t, grid_x, plain())                                                                    \
+  X(int32_t, grid_y, plain())                                                                    \
+  X(int32_t, grid_z, plain())                                                                    \
+  X(int32_t, block_x, plain())                                                                   \
+  X(int32_t, block_y, plain())                                                                   \
+  X(int32_t, block_z, plain())                                                                   \
+  X(int32_t, registers_per_thread, plain())                                                      \
+  X(int32_t, shared_memory, plain().in("B"))                                                     \
+  X(float, blocks_per_sm, plain())                                                               \
+  X(float, warps_per_sm, plain())                                                                \
+  X(float, est_achieved_occupancy, plain())                                                      \
+  X(int64_t, bytes, plain().in("B"))                                                             \
+  X(double, memory_bandwidth_gbps, plain().in("GB/s"))                                           \
+  X(int32_t, launched_kernel,                                                                    \
+    string_id().about("kernel a launch call names (ROCm records it; CUDA does not)"))            \
+  X(int64_t, hsa_queue,                                                                          \
+    plain().about("ROCm: the HSA queue the work ran on (Kineto from June 2026, whose stream is " \
+                  "then the HIP stream)"))
 
 // Arguments of CPU operators (record_shapes and friends); the string ones hold raw JSON text.
 #define HTA_OP_ARG_COLUMNS(X)             \

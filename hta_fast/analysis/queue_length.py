@@ -19,6 +19,7 @@ from ..frame import derived, select
 from ..frame.fields import NS
 from ..frame.result import Result
 from ..frame.select import Ranks, Selection, Steps, Streams, Window
+from ..loading.rank_info import stream_source
 from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -131,6 +132,9 @@ def queue_length(
             )
         if len(rows) == 0:
             continue
+        source = stream_source(trace)
+        if source is not None:
+            notes.append(f"rank {rank}: {source}")
         early = int(np.count_nonzero(gpu_ts < launch_ts))
         if early:
             notes.append(

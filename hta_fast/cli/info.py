@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .._arrow import table_from_rows
-from ..loading.rank_info import rank_info
+from ..loading.rank_info import rank_info, stream_source
 from .app import Options, cli
 from .loading import load_files, path_arguments, recover_option
 from .output import dumps, echo_table
@@ -36,10 +36,12 @@ def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool, li
     traces, seconds = load_files(paths, opts, recover)
     rows = [rank_info(t) for t in traces.values()]
     json_mb = sum(r["json_bytes"] for r in rows) / 1e6
+    sources = {r: s for r, t in traces.items() if (s := stream_source(t)) is not None}
     if as_json:
-        click.echo(
-            dumps({"ranks": rows, "load_seconds": round(seconds, 3), "json_mb": round(json_mb, 3)})
-        )
+        out = {"ranks": rows, "load_seconds": round(seconds, 3), "json_mb": round(json_mb, 3)}
+        if sources:
+            out["stream_source"] = {str(r): s for r, s in sources.items()}
+        click.echo(dumps(out))
         return
     table = table_from_rows([{k: v for k, v in r.items() if k != "file"} for r in rows])
     echo_table(
@@ -53,3 +55,6 @@ def info(opts: Options, paths: tuple[str, ...], recover: bool, as_json: bool, li
         echo(f"rank {r['rank']}: {r['file']}")
     if len(shown) < len(rows):
         echo(f"... and {len(rows) - len(shown):,} more rank(s) (--limit 0 or --json: every file)")
+    for text in sorted(set(sources.values())):
+        ranks = [r for r, s in sources.items() if s == text]
+        echo(f"streams of {len(ranks)} rank(s): {text}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -49,3 +49,29 @@ def _distinct(values: np.ndarray) -> int:
     masked-array check), ~30 ms of `hta-fast info` on a small trace."""
     ordered = np.sort(values)
     return int(len(ordered) > 0) + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
+
+
+# Header keys only ROCm builds of the profiler write.
+ROCM_HEADER = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
+
+
+def stream_source(trace: Trace) -> Optional[str]:
+    """What a ROCm trace's GPU streams are, which depends on when Kineto wrote it; None for
+    other traces. Before June 2026 (kineto #1424) kernels and copies sat on their HSA
+    queue's id: a device has GPU_MAX_HW_QUEUES of them (4 by default), so HIP streams beyond
+    that share one and their work interleaves on it. Since then they sit on their HIP
+    stream, and args.hsa_queue (kineto #1425) keeps the queue."""
+    queues = trace.column("kernel_args", "hsa_queue")
+    if np.any(queues >= 0):
+        return (
+            "ROCm: GPU work on its HIP streams; kernel_args.hsa_queue holds the HSA queue "
+            "(Kineto from June 2026)"
+        )
+    header = trace.meta.header or {}
+    if not any(key in header for key in ROCM_HEADER):
+        return None
+    return (
+        "ROCm: GPU work on its HSA queues, as Kineto before June 2026 wrote it: a device has "
+        "GPU_MAX_HW_QUEUES (4 by default), so HIP streams beyond that share a queue and show "
+        "as one stream, their work interleaved"
+    )

@@ -335,6 +335,7 @@ _SIDE_ARGS: dict[str, tuple[_Arg, ...]] = {
         _Arg("bytes", ("bytes",)),
         _Arg("memory bandwidth (GB/s)", ("memory_bandwidth_gbps",)),
         _Arg("kernel", ("launched_kernel",), "string"),
+        _Arg("hsa_queue", ("hsa_queue",)),
     ),
     "op_args": (
         _Arg("Record function id", ("record_function_id",)),
