@@ -110,6 +110,10 @@ def _inside_serving(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return inside
 
 
+# Each pattern's index in PATTERNS (the first, as PATTERNS.index gives it), looked up once.
+_INDEX = {p: i for i, p in reversed(list(enumerate(PATTERNS)))}
+
+
 def _matching(trace: Trace, phase: str) -> tuple[np.ndarray, np.ndarray]:
     """The rows a phase's patterns match, sorted, and the index in PATTERNS of the first
     pattern that matches each."""
@@ -119,7 +123,7 @@ def _matching(trace: Trace, phase: str) -> tuple[np.ndarray, np.ndarray]:
         if p.exclude and len(rows):
             rows = np.setdiff1d(rows, derived.rows_named(trace, p.exclude, p.kinds))
         rows_of.append(rows)
-        index_of.append(np.full(len(rows), PATTERNS.index(p), np.int64))
+        index_of.append(np.full(len(rows), _INDEX[p], np.int64))
     rows, index = np.concatenate(rows_of), np.concatenate(index_of)
     if not len(rows):
         return rows, index

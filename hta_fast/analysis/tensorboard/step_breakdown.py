@@ -165,10 +165,13 @@ def step_breakdown(
         means["dur"].append(mean_dur)
         for k, c in enumerate(CATEGORIES):
             cols[c].append(split[:, k])
-            cols[f"{c}_pct"].append(pcts(split[:, k], dur))
             mean = float(split[:, k].mean())
             means[c].append(mean)
             means[f"{c}_pct"].append(100.0 * mean / mean_dur if mean_dur > 0 else None)
+    if cols["dur"]:  # the shares of all ranks' steps at once, not an array per rank
+        every_dur = np.concatenate(cols["dur"])
+        for c in CATEGORIES:
+            cols[f"{c}_pct"] = [pcts(np.concatenate(cols[c]), every_dur)]
     return Result(
         "step_breakdown",
         table_of(cols, SCHEMA),
