@@ -405,21 +405,24 @@ def kernel_waits(
     per_rank = collectives(traces, ranks=ranks, steps=steps)["per_rank"].to_pydict()
     rank = np.asarray(per_rank["rank"], np.int64)
     gpu = np.asarray(per_rank["side"], object) == "gpu"
+    every_ts, wait, waited_for, delay = (
+        np.asarray(per_rank[k], np.int64) for k in ("ts", "wait", "waited_for", "arrival_delay")
+    )
+    # each rank's GPU rows, ascending, by one stable sort (not a mask over every row a rank)
+    gpu_rows = np.flatnonzero(gpu)
+    by_rank = gpu_rows[np.argsort(rank[gpu_rows], kind="stable")]
+    ranks, first = np.unique(rank[by_rank], return_index=True)
+    bounds = np.r_[first, len(by_rank)]
     out = {}
-    for r in sorted(set(rank[gpu].tolist())):
-        mine = np.flatnonzero(gpu & (rank == r))
+    for i, r in enumerate(ranks.tolist()):
+        mine = by_rank[bounds[i] : bounds[i + 1]]
         kernels = collective_rows(traces[r])
         starts = traces[r].column("events", "ts")[kernels]
-        ts = np.asarray(per_rank["ts"], np.int64)[mine]
+        ts = every_ts[mine]
         pos = np.minimum(np.searchsorted(starts, ts), max(len(starts) - 1, 0))
         hit = (starts[pos] == ts) if len(starts) else np.zeros(len(ts), bool)
         at = mine[hit]
-        out[r] = KernelWaits(
-            kernels[pos[hit]],
-            np.asarray(per_rank["wait"], np.int64)[at],
-            np.asarray(per_rank["waited_for"], np.int64)[at],
-            np.asarray(per_rank["arrival_delay"], np.int64)[at],
-        )
+        out[r] = KernelWaits(kernels[pos[hit]], wait[at], waited_for[at], delay[at])
     return out
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
-from .._arrow import array_of, as_numpy
+from .._arrow import as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -25,6 +25,7 @@ from ..frame.select import Ranks, Selection, Steps, Streams, Window
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
+from .tensorboard.columns import table_of
 
 __all__ = ["memory_bandwidth"]
 
@@ -169,16 +170,15 @@ def memory_bandwidth(
 def _joined(parts: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """One table of the ranks' columns (numpy arrays, or lists of names), each column built
     once: a table a rank costs more than its few rows on thousands of ranks."""
-    if not parts:
-        return schema.empty_table()
-    columns = {}
-    for name in schema.names:
-        values = [p[name] for p in parts]
-        if isinstance(values[0], list):
-            columns[name] = array_of([v for part in values for v in part], pa.string())
-        else:
-            columns[name] = array_of(np.concatenate(values))
-    return pa.table(columns, schema=schema)
+    return table_of(
+        {
+            f.name: [v for p in parts for v in p[f.name]]
+            if parts and isinstance(parts[0][f.name], list)
+            else [p[f.name] for p in parts]
+            for f in schema
+        },
+        schema,
+    )
 
 
 def bandwidth_steps(

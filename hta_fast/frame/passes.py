@@ -15,7 +15,14 @@ from . import derived
 from .capture_trace import added_rows
 from .pass_patterns import PATTERNS, PHASES, patterns_of
 
-__all__ = ["Passes", "find_passes", "outermost", "described", "module_calls_inside_serving"]
+__all__ = [
+    "Passes",
+    "find_passes",
+    "may_mark",
+    "outermost",
+    "described",
+    "module_calls_inside_serving",
+]
 
 
 class Passes(NamedTuple):
@@ -74,6 +81,13 @@ def find_passes(trace: Trace, phases: Sequence[str] = PHASES) -> Passes:
     if not rows:
         return Passes.empty()
     return Passes.of(trace, np.concatenate(rows), np.concatenate(phase), np.concatenate(pattern))
+
+
+def may_mark(trace: Trace, phases: Sequence[str]) -> bool:
+    """Whether some pattern of these phases matches a string of the trace's pool: a rank
+    where none does marks no pass of them (find_passes finds none), told from the name
+    flags alone (shared by ranks of one pool: derived.name_flags)."""
+    return any(derived.name_flags(trace, p.match).any() for ph in phases for p in patterns_of(ph))
 
 
 def module_calls_inside_serving(trace: Trace) -> int:
