@@ -107,6 +107,5 @@ def rows_named(trace: Trace, pattern: str, kinds: Sequence[EventKind]) -> np.nda
     if not flags.any():
         return np.zeros(0, np.int64)
     name = trace.column("events", "name")
-    kind = trace.column("events", "kind")
-    hit = flags[np.maximum(name, 0)] & (name >= 0) & np.isin(kind, np.asarray(kinds, np.uint8))
+    hit = flags[np.maximum(name, 0)] & (name >= 0) & kind_mask(trace, kinds)
     return np.flatnonzero(hit)

@@ -99,11 +99,14 @@ def category_intervals(
         ts = col("events", "ts")[rows]
         return ts, ts + np.maximum(col("events", "dur")[rows], 0)
 
-    host_ops = np.flatnonzero(derived.kind_mask(trace, _HOST_OPS))
     loader = derived.rows_named(trace, derived.DATALOADER, _HOST_OPS)
     collective = derived.rows_named(trace, HOST_COLLECTIVE, _HOST_OPS)
     steps = trace.column("steps", "row")
-    cpu_exec = np.setdiff1d(host_ops, np.concatenate([loader, collective, steps]))
+    # The host ops but those (what setdiff1d gives, by a mask: no sorts)
+    exec_mask = derived.kind_mask(trace, _HOST_OPS).copy()
+    for taken in (loader, collective, steps[(steps >= 0) & (steps < len(exec_mask))]):
+        exec_mask[taken] = False
+    cpu_exec = np.flatnonzero(exec_mask)
     comm_starts, comm_ends = host(collective)
     return [
         (w.starts[kernel & ~comm], w.ends[kernel & ~comm]),
