@@ -142,7 +142,7 @@ def texts_at(pool: pa.Array, ids: np.ndarray, missing: str = "") -> list[str]: .
 def texts_at(pool: pa.Array, ids: np.ndarray, missing: None) -> list[Optional[str]]: ...
 
 
-def texts_at(pool: pa.Array, ids: np.ndarray, missing: Optional[str] = "") -> list[Optional[str]]:
+def texts_at(pool: pa.Array, ids: np.ndarray, missing: Optional[str] = "") -> list[Any]:
     """The strings of a string array at these positions as Python strings, `missing` where
     a position is negative: what take(ids).to_pylist() gives (None there), read from the
     buffers. A take and a to_pylist cost ~0.3 ms a call whatever the size, and the doctor

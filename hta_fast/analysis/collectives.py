@@ -411,10 +411,10 @@ def kernel_waits(
     # each rank's GPU rows, ascending, by one stable sort (not a mask over every row a rank)
     gpu_rows = np.flatnonzero(gpu)
     by_rank = gpu_rows[np.argsort(rank[gpu_rows], kind="stable")]
-    ranks, first = np.unique(rank[by_rank], return_index=True)
+    rank_ids, first = np.unique(rank[by_rank], return_index=True)
     bounds = np.r_[first, len(by_rank)]
     out = {}
-    for i, r in enumerate(ranks.tolist()):
+    for i, r in enumerate(rank_ids.tolist()):
         mine = by_rank[bounds[i] : bounds[i + 1]]
         kernels = collective_rows(traces[r])
         starts = traces[r].column("events", "ts")[kernels]
