@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
+from .._arrow import array_of, as_numpy, nan_as_null
 from ..costs.collectives import bus_factor
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -59,12 +59,13 @@ def _pick(
 
 def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence[int]]) -> pa.Table:
     """Every rank's collectives, GPU kernels' then CPU ones' (gloo), with rank and side."""
+    # One concatenation, then the rank and side of every row at once: a column appended
+    # to each of thousands of small tables costs more than the tables hold.
     parts = [
-        t.append_column("rank", array_of(np.full(t.num_rows, r, np.int64))).append_column(
-            "side", array_of([side] * t.num_rows, pa.string())
-        )
+        (t, r, side)
         for r, s in summaries.items()
         for t, side in ((s.collectives, "gpu"), (s.cpu_collectives, "cpu"))
+        if t.num_rows
     ]
     if not parts:
         return (
@@ -72,7 +73,14 @@ def _all_collectives(summaries: dict[int, RankSummary], steps: Optional[Sequence
             .append_column("rank", array_of([], pa.int64()))
             .append_column("side", array_of([], pa.string()))
         )
-    table = pa.concat_tables(parts)
+    counts = np.array([t.num_rows for t, _, _ in parts], np.int64)
+    ranks = np.repeat(np.array([r for _, r, _ in parts], np.int64), counts)
+    sides = [side for (_, _, side), k in zip(parts, counts.tolist()) for _ in range(k)]
+    table = (
+        pa.concat_tables([t for t, _, _ in parts])
+        .append_column("rank", array_of(ranks))
+        .append_column("side", array_of(sides, pa.string()))
+    )
     if steps is not None:
         keep = np.isin(as_numpy(table["step"]), np.asarray(list(steps), np.int64))
         table = table.filter(array_of(keep))
@@ -299,7 +307,7 @@ def collectives(
             "collective": array_of(list(coll), pa.string()),
             "ranks": array_of(red["n_ranks"], pa.int64()),
             "group_size": array_of(n, pa.int64()),
-            "bytes": pa.array(nbytes, pa.int64(), from_pandas=True),
+            "bytes": nan_as_null(nbytes, pa.int64()),
             "dtype": table["dtype"].take(array_of(first, pa.int64()))
             if m
             else array_of([], pa.string()),
@@ -311,8 +319,8 @@ def collectives(
             "data_time": array_of(red["min_dur"], pa.int64()),
             "max_dur": array_of(red["max_dur"], pa.int64()),
             "mean_wait": array_of(mean_wait, pa.float64()),
-            "algbw_gbps": pa.array(algbw, pa.float64(), from_pandas=True),
-            "busbw_gbps": pa.array(busbw, pa.float64(), from_pandas=True),
+            "algbw_gbps": nan_as_null(algbw, pa.float64()),
+            "busbw_gbps": nan_as_null(busbw, pa.float64()),
             "side": array_of(side.tolist() if m else [], pa.string()),
             "matched_by": array_of(red["matched_by"].tolist(), pa.string()),
         }
@@ -397,21 +405,24 @@ def kernel_waits(
     per_rank = collectives(traces, ranks=ranks, steps=steps)["per_rank"].to_pydict()
     rank = np.asarray(per_rank["rank"], np.int64)
     gpu = np.asarray(per_rank["side"], object) == "gpu"
+    every_ts, wait, waited_for, delay = (
+        np.asarray(per_rank[k], np.int64) for k in ("ts", "wait", "waited_for", "arrival_delay")
+    )
+    # each rank's GPU rows, ascending, by one stable sort (not a mask over every row a rank)
+    gpu_rows = np.flatnonzero(gpu)
+    by_rank = gpu_rows[np.argsort(rank[gpu_rows], kind="stable")]
+    rank_ids, first = np.unique(rank[by_rank], return_index=True)
+    bounds = np.r_[first, len(by_rank)]
     out = {}
-    for r in sorted(set(rank[gpu].tolist())):
-        mine = np.flatnonzero(gpu & (rank == r))
+    for i, r in enumerate(rank_ids.tolist()):
+        mine = by_rank[bounds[i] : bounds[i + 1]]
         kernels = collective_rows(traces[r])
         starts = traces[r].column("events", "ts")[kernels]
-        ts = np.asarray(per_rank["ts"], np.int64)[mine]
+        ts = every_ts[mine]
         pos = np.minimum(np.searchsorted(starts, ts), max(len(starts) - 1, 0))
         hit = (starts[pos] == ts) if len(starts) else np.zeros(len(ts), bool)
         at = mine[hit]
-        out[r] = KernelWaits(
-            kernels[pos[hit]],
-            np.asarray(per_rank["wait"], np.int64)[at],
-            np.asarray(per_rank["waited_for"], np.int64)[at],
-            np.asarray(per_rank["arrival_delay"], np.int64)[at],
-        )
+        out[r] = KernelWaits(kernels[pos[hit]], wait[at], waited_for[at], delay[at])
     return out
 
 
@@ -449,14 +460,13 @@ def _by_type(main: pa.Table) -> pa.Table:
             {
                 "collective": array_of(names.tolist(), pa.string()),
                 "count": array_of(np.bincount(code, minlength=k), pa.int64()),
-                "bytes": pa.array(
+                "bytes": nan_as_null(
                     np.where(
                         np.bincount(code, has, minlength=k) > 0,
                         np.bincount(code, np.where(has, nbytes, 0.0), minlength=k),
                         np.nan,
                     ),
                     pa.int64(),
-                    from_pandas=True,
                 ),
                 "data_time": array_of(
                     np.bincount(code, data, minlength=k).astype(np.int64), pa.int64()
@@ -464,7 +474,7 @@ def _by_type(main: pa.Table) -> pa.Table:
                 "wait_time": array_of(
                     np.bincount(code, as_numpy(main["mean_wait"]), minlength=k), pa.float64()
                 ),
-                "busbw_gbps": pa.array(bw, pa.float64(), from_pandas=True),
+                "busbw_gbps": nan_as_null(bw, pa.float64()),
             }
         ),
         ("data_time", "wait_time"),
@@ -581,7 +591,7 @@ def step_spread(
                 "max_dur": array_of(hi, pa.int64()),
                 "mean_dur": array_of(mean, pa.float64()),
                 "spread": array_of(hi - lo, pa.int64()),
-                "spread_pct": pa.array(pct, pa.float64(), from_pandas=True),
+                "spread_pct": nan_as_null(pct, pa.float64()),
                 "slowest_rank": array_of(rank[slow[heads]] if k else [], pa.int64()),
                 "fastest_rank": array_of(rank[fast[heads]] if k else [], pa.int64()),
             }

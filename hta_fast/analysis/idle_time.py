@@ -16,7 +16,7 @@ The first event of a stream ends no interval.
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +31,7 @@ from ..frame.select import Ranks, Steps, Streams, Window
 from ..trace import Trace
 from ..traceset import TraceSet
 
-__all__ = ["idle_time_breakdown"]
+__all__ = ["idle_time_breakdown", "idle_time_totals"]
 
 CATEGORIES = ("host_wait", "kernel_wait", "other")
 HOST_WAIT, KERNEL_WAIT, OTHER = range(3)
@@ -99,6 +99,7 @@ def idle_time_breakdown(
         raise ValueError(f"consecutive_kernel_delay must be >= 0 ns, got {delay}")
     sel = select.selection_of(selection, ranks, steps, window, streams)
     out: dict[str, list] = {f.name: [] for f in SCHEMA}
+    out["whole"] = []  # per row: its stream's idle time (no ratio where 0)
     stats: dict[str, list] = {f.name: [] for f in STATS_SCHEMA}
     notes = []
     for rank, trace, mask in select.each_rank(traces, sel):
@@ -106,39 +107,42 @@ def idle_time_breakdown(
         if len(w.rows) == 0:
             notes.append(f"rank {rank}: no GPU work (kernels, memcpy, memset)")
             continue
-        gstream, gstart, glen, nxt = stream_idle_intervals(w.starts, w.ends, w.stream)
-        # The launch of the event that ends each interval.
-        partner = trace.column("events", "partner")[w.rows[nxt]]
-        launch_ts = np.where(
-            partner >= 0,
-            trace.column("events", "ts")[np.maximum(partner, 0)],
-            np.iinfo(np.int64).min,
-        )
-        cat = np.where(launch_ts > gstart, HOST_WAIT, np.where(glen < delay, KERNEL_WAIT, OTHER))
-
-        uniq, order = _streams(trace, w, mask)
+        uniq, order, totals, counts, gstream, glen, cat = _rank_idle(trace, w, mask, delay)
         if sel.streams is not None:  # the order asked for
             order = np.array(
                 [s for s in dict.fromkeys(sel.streams) if s in set(uniq.tolist())], uniq.dtype
             )
-        # Per (stream, category): total length and count of intervals, in one pass.
-        slot = np.searchsorted(uniq, gstream) * 3 + cat
-        size = 3 * len(uniq)
-        totals = np.bincount(slot, weights=glen, minlength=size).astype(np.int64)
-        counts = np.bincount(slot, minlength=size)
-        for s in order.tolist():
-            k = int(np.searchsorted(uniq, s)) * 3
-            whole = int(totals[k : k + 3].sum())
-            for c, name in enumerate(CATEGORIES):
-                out["rank"].append(rank)
-                out["stream"].append(s)
-                out["idle_category"].append(name)
-                out["idle_time"].append(int(totals[k + c]))
-                out["idle_time_ratio"].append(int(totals[k + c]) / whole if whole else None)
-                out["intervals"].append(int(counts[k + c]))
-                if interval_stats:
+        # A row per (stream, category), the streams in `order`: all of them at once.
+        slot = (np.searchsorted(uniq, order).astype(np.int64)[:, None] * 3 + np.arange(3)).ravel()
+        whole = np.repeat(totals[slot].reshape(-1, 3).sum(axis=1), 3)
+        out["rank"].append(np.full(len(slot), rank, np.int64))
+        out["stream"].append(np.repeat(order.astype(np.int64), 3))
+        out["idle_category"].extend(CATEGORIES * len(order))
+        out["idle_time"].append(totals[slot])
+        out["idle_time_ratio"].append(totals[slot] / np.where(whole > 0, whole, 1))
+        out["whole"].append(whole)
+        out["intervals"].append(counts[slot].astype(np.int64))
+        if interval_stats:
+            for s in order.tolist():
+                for c, name in enumerate(CATEGORIES):
                     _add_stats(stats, rank, s, name, glen[(gstream == s) & (cat == c)])
-    table = pa.table({f.name: array_of(out[f.name], f.type) for f in SCHEMA}, schema=SCHEMA)
+    joined: dict[str, Any] = {
+        k: np.concatenate(v) if v else np.zeros(0, np.int64)
+        for k, v in out.items()
+        if k != "idle_category"
+    }
+    joined["idle_category"] = out["idle_category"]
+    table = pa.table(
+        {
+            f.name: array_of(
+                joined[f.name],
+                f.type,
+                mask=joined["whole"] == 0 if f.name.endswith("ratio") else None,
+            )
+            for f in SCHEMA
+        },
+        schema=SCHEMA,
+    )
     tables = {}
     if interval_stats:
         tables["interval_stats"] = pa.table(
@@ -155,6 +159,49 @@ def idle_time_breakdown(
             "selection": sel,
         },
     )
+
+
+def idle_time_totals(
+    trace: Trace, *, consecutive_kernel_delay: int = 30_000, window: Window = None
+) -> tuple[int, int]:
+    """(host_wait, all) idle time of one rank's streams in ns: the sums of
+    idle_time_breakdown's idle_time over its host_wait rows and over all its rows, without
+    the table (the doctor asks this of every rank)."""
+    delay = int(consecutive_kernel_delay)
+    if delay < 0:
+        raise ValueError(f"consecutive_kernel_delay must be >= 0 ns, got {delay}")
+    host_wait = idle = 0
+    for _, t, mask in select.each_rank(trace, select.Selection(window=window)):
+        w = gpu_work(t, mask, window)
+        if len(w.rows):
+            totals = _rank_idle(t, w, mask, delay)[2]
+            host_wait += int(totals[HOST_WAIT::3].sum())
+            idle += int(totals.sum())
+    return host_wait, idle
+
+
+def _rank_idle(
+    trace: Trace, w: GpuWork, mask: Optional[np.ndarray], delay: int
+) -> tuple[np.ndarray, ...]:
+    """One rank's idle intervals, classed: (streams ascending, in order of first event,
+    total length and count per (stream, category) (index stream * 3 + category), and per
+    interval its stream, length and category)."""
+    gstream, gstart, glen, nxt = stream_idle_intervals(w.starts, w.ends, w.stream)
+    # The launch of the event that ends each interval.
+    partner = trace.column("events", "partner")[w.rows[nxt]]
+    launch_ts = np.where(
+        partner >= 0,
+        trace.column("events", "ts")[np.maximum(partner, 0)],
+        np.iinfo(np.int64).min,
+    )
+    cat = np.where(launch_ts > gstart, HOST_WAIT, np.where(glen < delay, KERNEL_WAIT, OTHER))
+    uniq, order = _streams(trace, w, mask)
+    # Per (stream, category): total length and count of intervals, in one pass.
+    slot = np.searchsorted(uniq, gstream) * 3 + cat
+    size = 3 * len(uniq)
+    totals = np.bincount(slot, weights=glen, minlength=size).astype(np.int64)
+    counts = np.bincount(slot, minlength=size)
+    return uniq, order, totals, counts, gstream, glen, cat
 
 
 def _streams(trace: Trace, w: GpuWork, mask: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

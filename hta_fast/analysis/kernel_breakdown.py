@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
-from .._arrow import array_of
+from .._arrow import array_of, texts_at
 from ..frame import select
 from ..frame.fields import NS, PCT, duration_stats
 from ..frame.gpu_work import gpu_work
@@ -157,7 +157,7 @@ def kernel_breakdown(
             if not sel_i.any():
                 continue
             ids, count, total, vmax, vmin, mean, std = group_stats(names[sel_i], dur[sel_i])
-            label = np.array(strings.take(array_of(ids)).to_pylist(), dtype=object)
+            label = np.array(texts_at(strings, ids), dtype=object)
             # Largest sum first; equal sums by name, so the order is reproducible.
             order = np.lexsort((label.astype(str), -total))
             full.extend((TYPE_NAMES[i], label[j], rank, int(total[j])) for j in order)

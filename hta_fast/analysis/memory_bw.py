@@ -11,13 +11,13 @@ by a fixed-point sum at 1e-9 GB/s, which cancels exactly), so no 1e-16 residues 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import pyarrow as pa
 
 from .. import ops
-from .._arrow import array_of, as_numpy
+from .._arrow import as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -25,6 +25,7 @@ from ..frame.select import Ranks, Selection, Steps, Streams, Window
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
+from .tensorboard.columns import table_of
 
 __all__ = ["memory_bandwidth"]
 
@@ -131,49 +132,52 @@ def memory_bandwidth(
         groups = np.arange(len(names))
         pid = _first_per_group(code, trace.column("events", "pid")[rows], groups)
         series.append(
-            pa.table(
-                {
-                    "rank": array_of(np.full(len(s.ts), rank, np.int64)),
-                    "name": array_of(names[s.group].tolist(), pa.string()),
-                    "pid": array_of(pid[s.group]),
-                    "ts": array_of(s.ts),
-                    "memory_bw_gbps": array_of(value),
-                },
-                schema=SERIES_SCHEMA,
-            )
+            {
+                "rank": np.full(len(s.ts), rank, np.int64),
+                "name": names[s.group].tolist(),
+                "pid": pid[s.group],
+                "ts": s.ts,
+                "memory_bw_gbps": value,
+            }
         )
         st = active_stats(s.group, s.ts, value)
         summaries.append(
-            pa.table(
-                {
-                    "rank": array_of(np.full(len(names), rank, np.int64)),
-                    "name": array_of(names.tolist(), pa.string()),
-                    "active_time": array_of(st.duration),
-                    "mean": array_of(st.mean),
-                    "min": array_of(st.min),
-                    "p25": array_of(st.quantiles[:, 0]),
-                    "p50": array_of(st.quantiles[:, 1]),
-                    "p75": array_of(st.quantiles[:, 2]),
-                    "max": array_of(st.max),
-                    "copies": array_of(np.bincount(code, minlength=len(names)).astype(np.int64)),
-                    "change_points": array_of(
-                        np.bincount(s.group, minlength=len(names)).astype(np.int64)
-                    ),
-                },
-                schema=SUMMARY_SCHEMA,
-            )
+            {
+                "rank": np.full(len(names), rank, np.int64),
+                "name": names.tolist(),
+                "active_time": st.duration,
+                "mean": st.mean,
+                "min": st.min,
+                "p25": st.quantiles[:, 0],
+                "p50": st.quantiles[:, 1],
+                "p75": st.quantiles[:, 2],
+                "max": st.max,
+                "copies": np.bincount(code, minlength=len(names)).astype(np.int64),
+                "change_points": np.bincount(s.group, minlength=len(names)).astype(np.int64),
+            }
         )
     if not series:
         notes.append("no memcpy or memset events")
-    table = pa.concat_tables(series) if series else SERIES_SCHEMA.empty_table()
     return Result(
         "memory_bandwidth",
-        table,
-        tables={
-            "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
-        },
+        _joined(series, SERIES_SCHEMA),
+        tables={"summary": _joined(summaries, SUMMARY_SCHEMA)},
         notes=notes,
         params={"selection": sel},
+    )
+
+
+def _joined(parts: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """One table of the ranks' columns (numpy arrays, or lists of names), each column built
+    once: a table a rank costs more than its few rows on thousands of ranks."""
+    return table_of(
+        {
+            f.name: [v for p in parts for v in p[f.name]]
+            if parts and isinstance(parts[0][f.name], list)
+            else [p[f.name] for p in parts]
+            for f in schema
+        },
+        schema,
     )
 
 

@@ -27,7 +27,7 @@ from .. import ops
 from .._arrow import array_of
 from ..frame import derived, select
 from ..frame.fields import NS, PCT
-from ..frame.gpu_work import gpu_work
+from ..frame.gpu_work import GpuWork, gpu_work
 from ..frame.result import Result
 from ..frame.select import Ranks, Steps, Streams, Window
 from ..schema import EventKind, KernelClass
@@ -36,7 +36,7 @@ from ..traceset import TraceSet
 from .tensorboard.step_breakdown import CATEGORIES, category_intervals
 from .tensorboard.step_windows import StepWindows, step_windows
 
-__all__ = ["comm_comp_overlap"]
+__all__ = ["comm_comp_overlap", "overlap_times"]
 
 # Host calls of a collective library that runs on host threads: their span is the transfer.
 CPU_SIDE_COLLECTIVE = r"^gloo:"
@@ -81,12 +81,7 @@ def comm_comp_overlap(
     per_step: dict[str, list] = {f.name: [] for f in STEPS}
     notes = []
     for rank, trace, mask in select.each_rank(traces, sel):
-        w = gpu_work(trace, mask, sel.window)
-        cls = np.full(len(w.rows), 255, np.uint8)
-        cls[w.kclass == KernelClass.COMP] = 0
-        cls[w.kclass == KernelClass.COMM] = 1
-        on = cls != 255
-        times = ops.class_sweep(w.starts[on], w.ends[on], cls[on], 2)
+        w, cls, on, times = _sweep(trace, mask, sel.window)
         _steps(per_step, rank, step_windows(trace, mask, sel.window), *_step_intervals(
             trace, mask, sel.window, w.starts[on], w.ends[on], cls[on]
         ))  # fmt: skip
@@ -141,6 +136,30 @@ def _step_intervals(
         np.concatenate([p[1] for p in parts]).astype(np.int64),
         np.concatenate([p[2] for p in parts]).astype(np.uint8),
     )
+
+
+def overlap_times(trace: Trace, window: Window = None) -> tuple[int, int]:
+    """(comm_time, overlap_time) of one rank, as comm_comp_overlap gives them, without its
+    per-step table (the doctor asks this of every rank)."""
+    sel = select.Selection(window=window)
+    comm = both = 0
+    for _, t, mask in select.each_rank(trace, sel):
+        times = _sweep(t, mask, sel.window)[3]
+        comm, both = comm + int(times[2] + times[3]), both + int(times[3])
+    return comm, both
+
+
+def _sweep(
+    trace: Trace, mask: Optional[np.ndarray], window: Window
+) -> tuple[GpuWork, np.ndarray, np.ndarray, np.ndarray]:
+    """The GPU work, its class (0 computation, 1 communication, 255 neither), which rows are
+    either, and their class sweep (ops.class_sweep)."""
+    w = gpu_work(trace, mask, window)
+    cls = np.full(len(w.rows), 255, np.uint8)
+    cls[w.kclass == KernelClass.COMP] = 0
+    cls[w.kclass == KernelClass.COMM] = 1
+    on = cls != 255
+    return w, cls, on, ops.class_sweep(w.starts[on], w.ends[on], cls[on], 2)
 
 
 def _steps(

@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
-from .._arrow import array_of
 from ..frame import derived, select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -23,6 +22,7 @@ from ..loading.rank_info import stream_source
 from ..schema import GPU_WORK_KINDS, EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
+from .tensorboard.columns import table_of
 
 __all__ = ["queue_length"]
 
@@ -121,8 +121,10 @@ def queue_length(
     """
     sel = select.selection_of(selection, ranks, steps, window, streams)
     mask_sel = sel if sel.window is None else _without_window(sel)
-    series, summaries, blocked = [], [], []
     notes = []
+    series: list[dict[str, np.ndarray]] = []
+    summaries: list[dict[str, np.ndarray]] = []
+    blocked: list[dict[str, np.ndarray]] = []
     for rank, trace, mask in select.each_rank(traces, mask_sel):
         rows, launch_ts, gpu_ts, unlinked = queue_pairs(trace, mask, sel.window)
         if unlinked:
@@ -147,68 +149,66 @@ def queue_length(
         pid = _first_per_group(stream, trace.column("events", "pid")[rows], groups)
         tid = _first_per_group(stream, trace.column("events", "tid")[rows], groups)
         where = np.searchsorted(groups, s.group)
-        series.append(
-            pa.table(
-                {
-                    "rank": array_of(np.full(len(s.ts), rank, np.int64)),
-                    "stream": array_of(s.group),
-                    "pid": array_of(pid[where]),
-                    "tid": array_of(tid[where]),
-                    "ts": array_of(s.ts),
-                    "queue_length": array_of(s.value),
-                },
-                schema=SERIES_SCHEMA,
-            )
+        _add(
+            series,
+            rank=np.full(len(s.ts), rank, np.int64),
+            stream=s.group,
+            pid=pid[where],
+            tid=tid[where],
+            ts=s.ts,
+            queue_length=s.value,
         )
         st = ops.weighted_stats(
             s.group, s.ts, s.value, quantiles=QUANTILES, thresholds=[max_queue_length]
         )
         counts = np.diff(np.searchsorted(s.group, groups, side="left"), append=len(s.group))
-        summaries.append(
-            pa.table(
-                {
-                    "rank": array_of(np.full(len(groups), rank, np.int64)),
-                    "stream": array_of(st.groups),
-                    "duration": array_of(st.duration),
-                    "mean": array_of(st.mean),
-                    "min": array_of(st.min),
-                    "p25": array_of(st.quantiles[:, 0]),
-                    "p50": array_of(st.quantiles[:, 1]),
-                    "p75": array_of(st.quantiles[:, 2]),
-                    "max": array_of(st.max),
-                    "change_points": array_of(counts.astype(np.int64)),
-                    "change_point_mean": array_of(st.change_point_mean),
-                },
-                schema=SUMMARY_SCHEMA,
-            )
+        _add(
+            summaries,
+            rank=np.full(len(groups), rank, np.int64),
+            stream=st.groups,
+            duration=st.duration,
+            mean=st.mean,
+            min=st.min,
+            p25=st.quantiles[:, 0],
+            p50=st.quantiles[:, 1],
+            p75=st.quantiles[:, 2],
+            max=st.max,
+            change_points=counts.astype(np.int64),
+            change_point_mean=st.change_point_mean,
         )
         span = _trace_span(trace, mask, sel.window)
         at_max = st.time_at_or_above[:, 0].astype(np.int64)
         pct = at_max / span * 100.0 if span > 0 else np.zeros(len(at_max))
-        blocked.append(
-            pa.table(
-                {
-                    "rank": array_of(np.full(len(groups), rank, np.int64)),
-                    "stream": array_of(st.groups),
-                    "blocked_time": array_of(at_max),
-                    "blocked_pct": array_of(pct.astype(np.float64)),
-                },
-                schema=BLOCKED_SCHEMA,
-            )
+        _add(
+            blocked,
+            rank=np.full(len(groups), rank, np.int64),
+            stream=st.groups,
+            blocked_time=at_max,
+            blocked_pct=pct.astype(np.float64),
         )
-    table = pa.concat_tables(series) if series else SERIES_SCHEMA.empty_table()
+    table = _joined(series, SERIES_SCHEMA)
     if not series:
         notes.append("no GPU work linked to a launch: no queue to measure")
     return Result(
         "queue_length",
         table,
         tables={
-            "summary": pa.concat_tables(summaries) if summaries else SUMMARY_SCHEMA.empty_table(),
-            "blocked": pa.concat_tables(blocked) if blocked else BLOCKED_SCHEMA.empty_table(),
+            "summary": _joined(summaries, SUMMARY_SCHEMA),
+            "blocked": _joined(blocked, BLOCKED_SCHEMA),
         },
         notes=notes,
         params={"max_queue_length": max_queue_length, "selection": sel},
     )
+
+
+def _add(parts: list[dict[str, np.ndarray]], **columns: np.ndarray) -> None:
+    parts.append(columns)
+
+
+def _joined(parts: list[dict[str, np.ndarray]], schema: pa.Schema) -> pa.Table:
+    """One table of the ranks' columns, each built once (a table a rank costs more than
+    its few rows on thousands of ranks)."""
+    return table_of({f.name: [p[f.name] for p in parts] for f in schema}, schema)
 
 
 def _without_window(sel: Selection) -> Selection:

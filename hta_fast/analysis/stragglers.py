@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import array_of, as_numpy
+from .._arrow import array_of, nan_as_null, texts_at
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -189,7 +189,7 @@ def stragglers(
             & (col("events", "kernel_class")[rows] == KernelClass.COMM)
         ]
         if len(comm):
-            names = as_numpy(trace.strings.take(array_of(col("events", "name")[comm])))
+            names = np.array(texts_at(trace.strings, col("events", "name")[comm]), object)
             parts.append(
                 (
                     np.full(len(comm), rank, np.int64),
@@ -255,7 +255,7 @@ def stragglers(
         {
             "stream": array_of(sn_keys[:, 0], pa.int64()),
             "name": array_of(name_list[sn_keys[:, 1]].tolist(), pa.string()),
-            "duration_std": pa.array(score, pa.float64(), from_pandas=True),
+            "duration_std": nan_as_null(score, pa.float64()),
         }
     )
     if not valid.any():

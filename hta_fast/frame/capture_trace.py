@@ -23,7 +23,7 @@ from typing import Mapping, Union, overload
 import numpy as np
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
+from .._arrow import array_of, as_numpy, starts_with
 from ..schema import KernelClass
 from ..trace import Trace
 from ..traceset import TraceSet
@@ -179,6 +179,10 @@ def added_rows(trace: Trace) -> np.ndarray:
     """Per events row: whether with_capture added it from a capture trace (its thread is one
     named ADDED_THREAD...). The capture's annotations are not the trace's own passes or
     steps, though they sit on its timeline."""
+    # A thread name is a string of the pool: a pool without the prefix names no such
+    # thread, and its thread names (a table built a rank) need not be read.
+    if not starts_with(trace.strings, ADDED_THREAD).any():
+        return np.zeros(trace.num_rows("events"), bool)
     tids = [tid for (_, tid), name in trace.thread_names.items() if name.startswith(ADDED_THREAD)]
     if not tids:
         return np.zeros(trace.num_rows("events"), bool)

@@ -15,7 +15,14 @@ from . import derived
 from .capture_trace import added_rows
 from .pass_patterns import PATTERNS, PHASES, patterns_of
 
-__all__ = ["Passes", "find_passes", "outermost", "described", "module_calls_inside_serving"]
+__all__ = [
+    "Passes",
+    "find_passes",
+    "may_mark",
+    "outermost",
+    "described",
+    "module_calls_inside_serving",
+]
 
 
 class Passes(NamedTuple):
@@ -76,6 +83,13 @@ def find_passes(trace: Trace, phases: Sequence[str] = PHASES) -> Passes:
     return Passes.of(trace, np.concatenate(rows), np.concatenate(phase), np.concatenate(pattern))
 
 
+def may_mark(trace: Trace, phases: Sequence[str]) -> bool:
+    """Whether some pattern of these phases matches a string of the trace's pool: a rank
+    where none does marks no pass of them (find_passes finds none), told from the name
+    flags alone (shared by ranks of one pool: derived.name_flags)."""
+    return any(derived.name_flags(trace, p.match).any() for ph in phases for p in patterns_of(ph))
+
+
 def module_calls_inside_serving(trace: Trace) -> int:
     """How many outermost module calls (forward-pattern matches) lie inside serving passes."""
     found = outermost(trace, _matching(trace, "forward")[0])
@@ -110,6 +124,10 @@ def _inside_serving(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return inside
 
 
+# Each pattern's index in PATTERNS (the first, as PATTERNS.index gives it), looked up once.
+_INDEX = {p: i for i, p in reversed(list(enumerate(PATTERNS)))}
+
+
 def _matching(trace: Trace, phase: str) -> tuple[np.ndarray, np.ndarray]:
     """The rows a phase's patterns match, sorted, and the index in PATTERNS of the first
     pattern that matches each."""
@@ -119,7 +137,7 @@ def _matching(trace: Trace, phase: str) -> tuple[np.ndarray, np.ndarray]:
         if p.exclude and len(rows):
             rows = np.setdiff1d(rows, derived.rows_named(trace, p.exclude, p.kinds))
         rows_of.append(rows)
-        index_of.append(np.full(len(rows), PATTERNS.index(p), np.int64))
+        index_of.append(np.full(len(rows), _INDEX[p], np.int64))
     rows, index = np.concatenate(rows_of), np.concatenate(index_of)
     if not len(rows):
         return rows, index

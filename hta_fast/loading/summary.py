@@ -25,12 +25,13 @@ tables, so the coordinating process holds summaries whatever the size of each tr
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import array_of, as_numpy, starts_with
+from .._arrow import array_of, as_numpy, nan_as_null, starts_with, texts_at
 from ..costs.collectives import collective_dtype, collective_of, input_dims_size, message_bytes
 from ..costs.op_args import op_arg_positions
 from ..schema import GPU_KINDS, GPU_WORK_KINDS, EventKind, KernelClass
@@ -59,6 +60,23 @@ COLLECTIVES_SCHEMA = pa.schema(
         ("seq", pa.int64()),
     ]
 )
+
+
+@functools.cache
+def _no_collectives() -> pa.Table:
+    """No collective (tables are immutable: one serves every rank), built with array_of:
+    Schema.empty_table imports pandas."""
+    return pa.Table.from_arrays(
+        [
+            pa.DictionaryArray.from_arrays(array_of([], pa.int32()), array_of([], pa.string()))
+            if pa.types.is_dictionary(f.type)
+            else array_of([], f.type)
+            for f in COLLECTIVES_SCHEMA
+        ],
+        schema=COLLECTIVES_SCHEMA,
+    )
+
+
 # Each summary table's schema (a dataset's summary/NAME files hold these columns and `rank`).
 SUMMARY_SCHEMAS = {
     "steps": STEPS_SCHEMA,
@@ -164,7 +182,10 @@ def _steps(trace: Trace) -> pa.Table:
     step = trace.column("steps", "step").astype(np.int64)
     ts, dur = trace.column("steps", "ts"), trace.column("steps", "dur")
     order = np.lexsort((ts, step))
-    return pa.table([step[order], ts[order], dur[order]], schema=STEPS_SCHEMA)
+    # From buffers (array_of): pa.table on numpy arrays imports pandas, a second or so.
+    return pa.table(
+        [array_of(step[order]), array_of(ts[order]), array_of(dur[order])], schema=STEPS_SCHEMA
+    )
 
 
 def _kernels(trace: Trace) -> pa.Table:
@@ -178,9 +199,9 @@ def _kernels(trace: Trace) -> pa.Table:
     present = np.flatnonzero(count)
     return pa.table(
         [
-            [KernelClass(int(c)).name for c in present],
-            count[present],
-            np.rint(total[present]).astype(np.int64),
+            array_of([KernelClass(int(c)).name for c in present], pa.string()),
+            array_of(count[present].astype(np.int64)),
+            array_of(np.rint(total[present]).astype(np.int64)),
         ],
         schema=KERNELS_SCHEMA,
     )
@@ -241,7 +262,7 @@ def _input_dims_sizes(
         for i, p in zip(todo[found].tolist(), pos[found].tolist()):
             key = (int(dims_ids[p]), int(type_ids[p]))
             if key not in sizes:
-                texts = trace.strings_at(np.array([max(k, 0) for k in key])).to_pylist()
+                texts = texts_at(trace.strings, np.array([max(k, 0) for k in key]))
                 sizes[key] = (
                     input_dims_size(texts[0], texts[1] if key[1] >= 0 else None)
                     if key[0] >= 0
@@ -292,7 +313,7 @@ def _collective_table(
     from the Input Dims of size_start's rows or their CPU ancestors."""
     n = len(rows)
     # From the pool: building the events table to read a few names costs ~1 ms a rank.
-    names = trace.strings_at(trace.column("events", "name")[rows]).to_pylist() if n else []
+    names = texts_at(trace.strings, trace.column("events", "name")[rows], None) if n else []
     in_n, out_n = args["in_msg_nelems"], args["out_msg_nelems"]
     dtype = [(d or "").lower() or None for d in map(collective_dtype, args["dtype"], names)]
     nbytes = message_bytes(
@@ -305,7 +326,7 @@ def _collective_table(
     need = np.flatnonzero(np.isnan(nbytes))
     if len(need):
         elems, dims_dtype, op = _input_dims_sizes(trace, size_start[need])
-        op_names = trace.strings_at(trace.column("events", "name")[np.maximum(op, 0)]).to_pylist()
+        op_names = texts_at(trace.strings, trace.column("events", "name")[np.maximum(op, 0)])
         sized = message_bytes(elems, elems, dims_dtype)
         for j, i in enumerate(need.tolist()):
             if np.isnan(sized[j]):
@@ -323,15 +344,15 @@ def _collective_table(
     gsize = args["group_size"]
     return pa.table(
         [
-            group,
-            index,
-            collective,
+            array_of(group, pa.string()),
+            array_of(index),
+            array_of(collective, pa.string()),
             array_of(names, pa.string()).dictionary_encode(),
-            stream,
-            trace.column("events", "step")[rows].astype(np.int64),
-            trace.column("events", "ts")[rows],
-            trace.column("events", "dur")[rows],
-            pa.array(nbytes, pa.int64(), from_pandas=True),
+            array_of(np.asarray(stream, np.int64)),
+            array_of(trace.column("events", "step")[rows].astype(np.int64)),
+            array_of(trace.column("events", "ts")[rows].astype(np.int64)),
+            array_of(trace.column("events", "dur")[rows].astype(np.int64)),
+            nan_as_null(nbytes, pa.int64()),
             array_of(dtype, pa.string()),
             array_of([g if g is not None and g > 0 else None for g in gsize], pa.int64()),
             array_of(size_from, pa.string()),
@@ -381,6 +402,8 @@ def cpu_collective_rows(trace: Trace) -> np.ndarray:
 
 def _cpu_collectives(trace: Trace) -> pa.Table:
     rows = cpu_collective_rows(trace)
+    if not len(rows):  # most traces: NCCL's kernels, no CPU collective
+        return _no_collectives()
     n_events = len(trace.column("events", "ts"))
     by_event = np.full(n_events, -1, np.int64)
     arg_rows = trace.column("comm_args", "row")

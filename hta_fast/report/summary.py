@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of
+from .._arrow import array_of, table_from_rows
 from ..loading.rank_info import rank_info
 from ..traceset import TraceSet
 from .context import Context, Section
@@ -16,7 +16,7 @@ from .tables import html_table
 
 
 def ranks_table(traces: TraceSet) -> pa.Table:
-    return pa.Table.from_pylist([rank_info(t) for t in traces.values()])
+    return table_from_rows([rank_info(t) for t in traces.values()])
 
 
 def rank_overview(ctx: Context, load_seconds: float) -> tuple[pa.Table, pa.Table, dict[str, Any]]:

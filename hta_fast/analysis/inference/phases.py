@@ -33,7 +33,7 @@ from ...frame.fields import NS, PCT
 from ...frame.gpu_work import gpu_work, unrecorded_head
 from ...frame.graph_replays import graph_replays, has_graph_launches
 from ...frame.iterations import iterations
-from ...frame.passes import Passes, described, find_passes
+from ...frame.passes import Passes, described, find_passes, may_mark
 from ...frame.result import Result
 from ...frame.steps_from import SOURCES, rank_windows
 from ...schema import EventKind
@@ -316,7 +316,7 @@ def marks_passes(traces: Union[Trace, TraceSet], ranks: Optional[Sequence[int]] 
     1,024-rank report's seconds), for a caller that leaves those out."""
     chosen = [t for _, t, _ in select.each_rank(traces, select.Selection(ranks=ranks))]
     named = [tier for tier in TIERS if tier != ("iterations",)]
-    return any(len(_passes(t, tier)[0].row) for tier in named for t in chosen)
+    return any(len(_passes(t, tier)[0].row) for tier in named for t in chosen if may_mark(t, tier))
 
 
 def _opens_busy(trace: Trace) -> bool:

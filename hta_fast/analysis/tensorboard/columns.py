@@ -34,7 +34,9 @@ def table_of(cols: dict[str, list], schema: pa.Schema) -> pa.Table:
     for f in schema:
         parts = cols[f.name]
         if isinstance(parts[0], pa.Array):
-            arrays.append(pa.concat_arrays([p.cast(f.type) for p in parts]))
+            arrays.append(
+                pa.concat_arrays([p if p.type == f.type else p.cast(f.type) for p in parts])
+            )
         elif isinstance(parts[0], np.ndarray):
             arrays.append(array_of(np.concatenate(parts), f.type))
         else:

@@ -99,10 +99,14 @@ def category_intervals(
         ts = col("events", "ts")[rows]
         return ts, ts + np.maximum(col("events", "dur")[rows], 0)
 
-    host_ops = np.flatnonzero(derived.kind_mask(trace, _HOST_OPS))
     loader = derived.rows_named(trace, derived.DATALOADER, _HOST_OPS)
     collective = derived.rows_named(trace, HOST_COLLECTIVE, _HOST_OPS)
-    cpu_exec = np.setdiff1d(host_ops, np.concatenate([loader, collective, _step_markers(trace)]))
+    markers = _step_markers(trace)
+    # The host ops but those (what setdiff1d gives, by a mask: no sorts)
+    exec_mask = derived.kind_mask(trace, _HOST_OPS).copy()
+    for taken in (loader, collective, markers[(markers >= 0) & (markers < len(exec_mask))]):
+        exec_mask[taken] = False
+    cpu_exec = np.flatnonzero(exec_mask)
     comm_starts, comm_ends = host(collective)
     return [
         (w.starts[kernel & ~comm], w.ends[kernel & ~comm]),
@@ -175,10 +179,13 @@ def step_breakdown(
         means["dur"].append(mean_dur)
         for k, c in enumerate(CATEGORIES):
             cols[c].append(split[:, k])
-            cols[f"{c}_pct"].append(pcts(split[:, k], dur))
             mean = float(split[:, k].mean())
             means[c].append(mean)
             means[f"{c}_pct"].append(100.0 * mean / mean_dur if mean_dur > 0 else None)
+    if cols["dur"]:  # the shares of all ranks' steps at once, not an array per rank
+        every_dur = np.concatenate(cols["dur"])
+        for c in CATEGORIES:
+            cols[f"{c}_pct"] = [pcts(np.concatenate(cols[c]), every_dur)]
     return Result(
         "step_breakdown",
         table_of(cols, SCHEMA),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._arrow import as_numpy
-from ...analysis.overlap import comm_comp_overlap
+from ...analysis.overlap import overlap_times
 from ...costs.collectives import bus_factor
 from ...frame.fields import duration_text
 from ...loading.summary import collective_rows, rank_summary
@@ -61,7 +61,9 @@ def bus_bandwidths(
     src = order[idx[hit]]
     table = rank_summary(trace).collectives
     nbytes = as_numpy(table["bytes"]).astype(np.float64)[src]
-    group = as_numpy(table["group_size"].fill_null(1))[src]
+    # a missing group size counts as 1 (read as NaN: fill_null's scalar imports pandas)
+    sizes = as_numpy(table["group_size"])
+    group = (np.where(np.isnan(sizes), 1, sizes) if sizes.dtype.kind == "f" else sizes)[src]
     kinds = np.asarray(table["collective"].to_pylist(), dtype=object)[src]
     factor = np.array([bus_factor(k, int(n)) for k, n in zip(kinds, group)], np.float64)
     d = dur[hit].astype(np.float64)
@@ -80,9 +82,8 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
         in_window = w.kclass == KernelClass.COMM
         comm = v.selected & in_window
         exposed_all = exposed_per_kernel(v)
-        t = comm_comp_overlap(trace, window=(v.lo, v.hi)).table
-        rank_comm = float(as_numpy(t.column("comm_time")).sum())
-        rank_overlap = float(as_numpy(t.column("overlap_time")).sum())
+        comm_ns, overlap_ns = overlap_times(trace, window=(v.lo, v.hi))
+        rank_comm, rank_overlap = float(comm_ns), float(overlap_ns)
         comm_time += rank_comm
         overlap_time += rank_overlap
         # Collectives running at once (several streams) are exposed once: scale the

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._arrow import as_numpy
-from ...analysis.idle_time import idle_time_breakdown
+from ...analysis.idle_time import idle_time_totals
 from ...analysis.queue_length import queue_pairs
 from ...frame import derived
 from ...frame.fields import duration_text
@@ -76,12 +75,11 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
         tally.add(v, op[has], split.launch_bound[late][has])
         if v.span > 0 and len(v.work.rows):
             window = (v.lo, v.hi)
-            idle = idle_time_breakdown(trace, consecutive_kernel_delay=delay, window=window)
-            t = idle.table
-            cat = np.asarray(t.column("idle_category").to_pylist(), object)
-            it = as_numpy(t.column("idle_time"))
-            host_wait += float(it[cat == "host_wait"].sum())
-            idle_all += float(it.sum())
+            waited_idle, all_idle = idle_time_totals(
+                trace, consecutive_kernel_delay=delay, window=window
+            )
+            host_wait += float(waited_idle)
+            idle_all += float(all_idle)
             waited, lasted = _queue_time(trace, window)
             q_weighted += waited
             q_time += lasted

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import ops
-from ..._arrow import as_numpy
+from ..._arrow import as_numpy, texts_at
 from ...analysis.tensorboard.step_windows import step_windows
 from ...frame import derived
 from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
@@ -371,7 +371,7 @@ def is_amd(trace: Trace) -> bool:
 
 
 def names_of(trace: Trace, rows: np.ndarray) -> list[str]:
-    return trace.names_at(trace.column("events", "name")[rows])
+    return texts_at(trace.strings, trace.column("events", "name")[rows])
 
 
 def escape(literal: str) -> str:

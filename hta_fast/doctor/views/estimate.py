@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..._arrow import texts_at
 from .context import RankView
 
 
@@ -79,7 +80,7 @@ class Tally:
         }
         # Keep the strings of the costliest names only: a trace may hold many distinct names.
         top = np.argsort(-tot)[:50]
-        names = trace.names_at(uniq[top], missing="(unnamed)")
+        names = texts_at(trace.strings, uniq[top], missing="(unnamed)")
         for j, name in zip(top.tolist(), names):
             self.count[name] += int(cnt[j])
             self.cost[name] += float(tot[j])

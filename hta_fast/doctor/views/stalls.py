@@ -26,6 +26,7 @@ import dataclasses
 
 import numpy as np
 
+from ...frame import derived
 from ...frame.launches import launch_pairs
 from ...model.graph.one_off_calls import HOST_KINDS, ONE_OFF, UNKNOWN, verdicts
 from .context import RankView
@@ -68,11 +69,10 @@ def _launching_rows(view: RankView) -> np.ndarray:
     trace = view.trace
     launches, _ = launch_pairs(trace, None)
     tid = trace.column("events", "tid")
-    kind = trace.column("events", "kind")
     ts = trace.column("events", "ts")
     dur = np.maximum(trace.column("events", "dur"), 0)
     rows = np.flatnonzero(
-        np.isin(kind, HOST_KINDS)
+        derived.kind_mask(trace, HOST_KINDS)
         & np.isin(tid, np.unique(tid[launches]))
         & (ts <= view.hi)
         & (ts + dur >= view.lo)
