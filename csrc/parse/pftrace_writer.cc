@@ -82,6 +82,7 @@ class JsonEvents {
   std::map<int64_t, ProcessMeta> processes;
   std::map<ThreadKey, ThreadMeta> threads;
   std::map<std::string, int64_t> left_out;
+  bool in_event = false;  // reading an event's members, not the document's structure
 
   void read(std::string_view json);
 
@@ -90,6 +91,12 @@ class JsonEvents {
   bool id_of(od::value v, int64_t& out);  // pid/tid: an integer of int32 range
   static void arg_of(od::value v, Arg& a);
   void meta(const Event& e);
+  // A process or thread has one descriptor: a metadata event that names it again is left
+  // out (true: it was handled).
+  bool repeated() {
+    ++left_out["a repeated process or thread metadata event"];
+    return true;
+  }
 };
 
 bool JsonEvents::id_of(od::value v, int64_t& out) {
@@ -236,6 +243,7 @@ void JsonEvents::meta(const Event& e) {
   auto text = [&](const char* key, std::string& out) {
     for (const Arg& a : e.args) {
       if (a.key == key && a.kind == Arg::Kind::kString) {
+        if (!out.empty()) return repeated();
         out = a.s;
         return true;
       }
@@ -244,14 +252,15 @@ void JsonEvents::meta(const Event& e) {
   };
   auto number = [&](int64_t& out) {
     for (const Arg& a : e.args) {
-      if (a.key == "sort_index" && a.kind == Arg::Kind::kInt) {
+      if (a.key == "sort_index" && a.kind == Arg::Kind::kInt && a.i >= 0) {
+        if (out >= 0) return repeated();
         out = a.i;
         return true;
       }
     }
     return false;
   };
-  bool kept = false;
+  bool kept = true;
   if (e.name == "process_name") {
     kept = text("name", processes[e.pid].name);
   } else if (e.name == "process_labels") {
@@ -262,6 +271,8 @@ void JsonEvents::meta(const Event& e) {
     kept = text("name", threads[{e.pid, e.tid}].name);
   } else if (e.name == "thread_sort_index") {
     kept = number(threads[{e.pid, e.tid}].sort_index);
+  } else {
+    kept = false;
   }
   if (!kept) ++left_out["metadata event " + e.name];
 }
@@ -270,8 +281,14 @@ void JsonEvents::read(std::string_view json) {
   const simdjson::padded_string padded(json);
   od::parser parser;
   od::document doc = parser.iterate(padded);
+  od::json_type top = od::json_type::null;
+  if (doc.type().get(top) || (top != od::json_type::array && top != od::json_type::object)) {
+    throw FormatError(ErrorCode::kNotJson, 0,
+                      "not a Chrome-trace JSON to write as Perfetto protobuf: the input does "
+                      "not start a JSON object or array");
+  }
   od::array list;
-  if (doc.type() == od::json_type::array) {
+  if (top == od::json_type::array) {
     list = doc.get_array();
   } else {
     list = doc["traceEvents"].get_array();
@@ -281,7 +298,9 @@ void JsonEvents::read(std::string_view json) {
       ++left_out["an item of traceEvents that is not an object"];
       continue;
     }
+    in_event = true;
     event(item.get_object());
+    in_event = false;
   }
 }
 
@@ -634,9 +653,14 @@ PftraceWritten json_to_pftrace(std::string_view json) {
   try {
     in.read(json);
   } catch (const simdjson::simdjson_error& e) {
-    const auto code = e.error() == simdjson::NO_SUCH_FIELD || e.error() == simdjson::INCORRECT_TYPE
-                          ? ErrorCode::kNotATrace
-                          : ErrorCode::kBadJson;
+    ErrorCode code = ErrorCode::kBadJson;
+    if (e.error() == simdjson::EMPTY) {
+      code = ErrorCode::kEmpty;
+    } else if (e.error() == simdjson::INCORRECT_TYPE) {
+      code = in.in_event ? ErrorCode::kBadField : ErrorCode::kNotATrace;
+    } else if (e.error() == simdjson::NO_SUCH_FIELD) {
+      code = ErrorCode::kNotATrace;
+    }
     throw FormatError(
         code, std::nullopt,
         std::string("not a Chrome-trace JSON to write as Perfetto protobuf: ") + e.what());
