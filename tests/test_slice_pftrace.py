@@ -22,6 +22,8 @@ from typing import Any, Optional
 
 import pytest
 from click.testing import CliRunner
+from google.protobuf import unknown_fields
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 import hta_fast
 from hta_fast import _core
@@ -380,3 +382,36 @@ def test_cli_writes_pftrace_for_a_rank_and_a_folder(traces_dir: Path, tmp_path: 
     res = run("slice", traces_dir / DLRM, "--steps", "10", "-o", folder, "--overwrite")
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"rank-{r}.json.gz" for r in range(8))
+
+
+def _unknown_fields(message: Any, path: str = "Trace") -> list[str]:
+    """Paths of the messages holding fields their Perfetto proto does not declare (or
+    declares with another wire type): what Perfetto's own parser would not read."""
+    found = [path] if len(unknown_fields.UnknownFieldSet(message)) else []
+    for field, value in message.ListFields():
+        if field.type != field.TYPE_MESSAGE:
+            continue
+        for item in value if not hasattr(value, "ListFields") else [value]:
+            found += _unknown_fields(item, f"{path}.{field.name}")
+    return found
+
+
+def test_perfettos_own_protos_read_every_field() -> None:
+    data, _ = _core.json_to_pftrace(json.dumps({"traceEvents": _synthetic()}).encode())
+    trace = pb.Trace.FromString(data)
+    assert _unknown_fields(trace) == []
+    events = [p.track_event for p in trace.packet if p.HasField("track_event")]
+    kinds = {pb.TrackEvent.Type.Name(e.type) for e in events}
+    assert kinds == {"TYPE_SLICE_BEGIN", "TYPE_SLICE_END", "TYPE_INSTANT", "TYPE_COUNTER"}
+    assert sum(len(e.flow_ids) for e in events) == 2
+    assert sum(len(e.terminating_flow_ids) for e in events) == 2
+    threads = {
+        (p.track_descriptor.thread.pid, p.track_descriptor.thread.tid): p.track_descriptor
+        for p in trace.packet
+        if p.track_descriptor.HasField("thread")
+    }
+    assert threads[(1, 7)].thread.thread_name == 'main "t"'
+    assert threads[(1, 7)].parent_uuid != 0
+    # Packets with a timestamp come in time order, as Perfetto's sorter wants them.
+    stamps = [p.timestamp for p in trace.packet if p.HasField("timestamp")]
+    assert stamps == sorted(stamps)
