@@ -8,7 +8,8 @@ cannot carry, listed here with the reason:
   json_to_pftrace counts them, by reason;
 - the cat and name of flows: a Perfetto flow is an id on the slices it joins, nothing more;
 - binds_enclosing of a flow start: the reader takes the first slice naming an id for the
-  start, which binds as a start does (bp "e" on ph s is not kept);
+  start, which binds as a start does (bp "e" on ph s is not kept); a later end always binds
+  its enclosing slice (an f without bp "e" is counted);
 - a process or thread named twice (Kineto repeats thread_name): one descriptor each;
 - the header (distributedInfo, deviceProperties, ...): no Perfetto packet holds it.
 """
@@ -415,3 +416,16 @@ def test_perfettos_own_protos_read_every_field() -> None:
     # Packets with a timestamp come in time order, as Perfetto's sorter wants them.
     stamps = [p.timestamp for p in trace.packet if p.HasField("timestamp")]
     assert stamps == sorted(stamps)
+
+
+def test_a_flow_end_without_bp_e_is_counted() -> None:
+    """The reader binds a flow's later ends to their enclosing slice: an end that binds to
+    the next slice (no bp "e") cannot be written as such, and says so."""
+    slice_ = {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
+    for bp, counted in (
+        ({"bp": "e"}, {}),
+        ({}, {'a flow end without bp "e" (written as binding its slice)': 1}),
+    ):
+        flow = {"ph": "f", "id": 1, "pid": 1, "tid": 1, "ts": 1, **bp}
+        _, left_out = _core.json_to_pftrace(json.dumps({"traceEvents": [slice_, flow]}).encode())
+        assert left_out == counted

@@ -512,6 +512,10 @@ void Writer::bind_flows() {
     }
     Event& e = in_.events[slice->second];
     (f.ph == 'f' ? e.terminating : e.flows).push_back(known->second);
+    // The reader binds every end after the first to its enclosing slice (bp "e").
+    if (f.ph != 's' && !f.bind_enclosing) {
+      ++in_.left_out["a flow end without bp \"e\" (written as binding its slice)"];
+    }
   }
 }
 
