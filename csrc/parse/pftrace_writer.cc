@@ -349,6 +349,9 @@ class Writer {
   std::map<ThreadKey, uint64_t> thread_uuid_;
   std::map<ThreadKey, std::deque<Lane>> lanes_;  // lane 0 is the thread's own track
   std::vector<Timed> timed_;
+  // Names, categories and argument names, each written once (InternedData) and then
+  // named by iid: a slice's text is mostly these.
+  std::unordered_map<std::string, uint64_t> names_, cats_, arg_names_;
 };
 
 uint64_t Writer::process_track(int64_t pid) {
@@ -579,28 +582,58 @@ void Writer::lay_others() {
 }
 
 // TracePacket: timestamp 8 (ns, on the trace's one clock), trusted_packet_sequence_id 10,
-// track_event 11. TrackEvent: debug_annotations 4, type 9, track_uuid 11, categories 22,
-// name 23, double_counter_value 44, flow_ids 47, terminating_flow_ids 48 (fixed64, one
-// field each, as Perfetto's proto declares them). DebugAnnotation: name 10, bool_value 2,
+// track_event 11, interned_data 12 (event_categories 1, event_names 2,
+// debug_annotation_names 3: iid 1, name 2), sequence_flags 13 (SEQ_NEEDS_INCREMENTAL_STATE
+// 2). TrackEvent: category_iids 3, debug_annotations 4, type 9, name_iid 10, track_uuid 11,
+// double_counter_value 44, flow_ids 47, terminating_flow_ids 48 (fixed64, one field each,
+// as Perfetto's proto declares them). DebugAnnotation: name_iid 1, bool_value 2,
 // uint_value 3, int_value 4, double_value 5, string_value 6, legacy_json_value 9.
 void Writer::write_event(const Timed& t) {
   protozero::pbf_writer packet(trace_, 1);
   packet.add_uint64(8, static_cast<uint64_t>(t.ts));
   packet.add_uint32(10, kSequence);
-  protozero::pbf_writer te(packet, 11);
-  te.add_enum(9, t.type);
-  te.add_uint64(11, t.track);
-  if (t.type == kSliceEnd) return;
-  if (t.type == kCounter) {
-    te.add_double(44, t.value);
+  if (t.type == kSliceEnd || t.type == kCounter) {
+    protozero::pbf_writer te(packet, 11);
+    te.add_enum(9, t.type);
+    te.add_uint64(11, t.track);
+    if (t.type == kCounter) te.add_double(44, t.value);
     return;
   }
   const Event& e = in_.events[t.event];
-  if (e.has_cat) te.add_string(22, e.cat);
-  if (e.has_name) te.add_string(23, e.name);
+  struct Fresh {
+    uint32_t list;
+    uint64_t iid;
+    const std::string* text;
+  };
+  std::vector<Fresh> fresh;
+  auto iid = [&](std::unordered_map<std::string, uint64_t>& table, uint32_t list,
+                 const std::string& text) {
+    const auto [it, added] = table.emplace(text, table.size() + 1);
+    if (added) fresh.push_back({list, it->second, &it->first});
+    return it->second;
+  };
+  const uint64_t cat = e.has_cat ? iid(cats_, 1, e.cat) : 0;
+  const uint64_t name = e.has_name ? iid(names_, 2, e.name) : 0;
+  std::vector<uint64_t> arg_names;
+  for (const Arg& a : e.args) arg_names.push_back(iid(arg_names_, 3, a.key));
+  packet.add_uint32(13, 2);
+  if (!fresh.empty()) {
+    protozero::pbf_writer interned(packet, 12);
+    for (const Fresh& f : fresh) {
+      protozero::pbf_writer entry(interned, f.list);
+      entry.add_uint64(1, f.iid);
+      entry.add_string(2, *f.text);
+    }
+  }
+  protozero::pbf_writer te(packet, 11);
+  te.add_enum(9, t.type);
+  te.add_uint64(11, t.track);
+  if (e.has_cat) te.add_uint64(3, cat);
+  if (e.has_name) te.add_uint64(10, name);
+  size_t k = 0;
   for (const Arg& a : e.args) {
     protozero::pbf_writer d(te, 4);
-    d.add_string(10, a.key);
+    d.add_uint64(1, arg_names[k++]);
     switch (a.kind) {
       case Arg::Kind::kNone:
         break;
