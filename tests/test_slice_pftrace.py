@@ -10,6 +10,9 @@ cannot carry, listed here with the reason:
 - binds_enclosing of a flow start: the reader takes the first slice naming an id for the
   start, which binds as a start does (bp "e" on ph s is not kept); a later end always binds
   its enclosing slice (an f without bp "e" is counted);
+- the tid of an instant of process scope, the pid and tid of one of global scope: they sit on
+  a process track or on none; an instant without "s" reads back with scope "t" (Chrome's
+  default, which it is drawn with either way);
 - a process or thread named twice (Kineto repeats thread_name): one descriptor each;
 - the header (distributedInfo, deviceProperties, ...): no Perfetto packet holds it.
 """
@@ -429,3 +432,20 @@ def test_a_flow_end_without_bp_e_is_counted() -> None:
         flow = {"ph": "f", "id": 1, "pid": 1, "tid": 1, "ts": 1, **bp}
         _, left_out = _core.json_to_pftrace(json.dumps({"traceEvents": [slice_, flow]}).encode())
         assert left_out == counted
+
+
+def test_instant_scopes(tmp_path: Path) -> None:
+    """An instant's scope is its track's: thread, process (no tid), global (neither)."""
+    events = [
+        {"ph": "i", "s": s, "name": s or "none", "pid": 1, "tid": 2, "ts": 5}
+        for s in ("t", "p", "g", None)
+    ]
+    for e in events:
+        if e["s"] is None:
+            del e["s"]
+    data, left_out = _core.json_to_pftrace(json.dumps({"traceEvents": events}).encode())
+    assert left_out == {}
+    (tmp_path / "i.pftrace").write_bytes(data)
+    rows = hta_fast.load(tmp_path / "i.pftrace").to_arrow("instants").to_pylist()
+    got = sorted((r["name"], chr(r["scope"]), r["pid"], r["tid"]) for r in rows)
+    assert got == [("g", "g", -1, -1), ("none", "t", 1, 2), ("p", "p", 1, -1), ("t", "t", 1, 2)]

@@ -74,7 +74,8 @@ FORMAT_HELP = (
     "process and thread names. Not kept in it: the header (distributedInfo, "
     "deviceProperties: a folder's ranks come from the file names), events and names of "
     "string pids or tids (trace spans), the cat and name of flows, bp of a flow start, the "
-    "tid of instants of process or global scope."
+    "tid of process-scoped instants and the pid and tid of global ones. What is left out "
+    "is counted in a warning."
 )
 
 
