@@ -254,3 +254,7 @@ graph: _Graph
 
 # register_build_info.cc: keys version, gzip, zstd, simdjson_version, simdjson_implementation
 def build_info() -> dict[str, Any]: ...
+
+# register_writer.cc: a Chrome-trace JSON as a Perfetto protobuf trace, with the events
+# left out by reason (csrc/parse/pftrace_writer.h)
+def json_to_pftrace(json: bytes) -> tuple[bytes, dict[str, int]]: ...

@@ -10,6 +10,7 @@ void register_arrays(py::module_& m);
 void register_ops(py::module_& m);
 void register_graph(py::module_& m);
 void register_build_info(py::module_& m);
+void register_writer(py::module_& m);
 void tune_malloc();
 
 PYBIND11_MODULE(_core, m) {
@@ -24,4 +25,5 @@ PYBIND11_MODULE(_core, m) {
   register_ops(m);
   register_graph(m);
   register_build_info(m);
+  register_writer(m);
 }

@@ -18,7 +18,14 @@ import click
 import numpy as np
 
 from ..loading.files import TRACE_SUFFIXES
-from ..loading.slice_writer import Window, steps_window, trace_start, window_rows, write_slice
+from ..loading.slice_writer import (
+    Window,
+    steps_window,
+    trace_start,
+    window_rows,
+    write_slice,
+    write_slice_pftrace,
+)
 from ..trace import Trace
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
@@ -36,9 +43,9 @@ from .terminal import echo
 
 log = logging.getLogger("hta_fast")
 
-# The name of each rank's file when OUT is a folder.
-RANK_FILE = "rank-{rank}.json.gz"
-RANK_FILE_NAME = re.compile(r"rank-[0-9]+\.json\.gz")
+# The name of each rank's file when OUT is a folder, by --format.
+RANK_FILE = {"json": "rank-{rank}.json.gz", "pftrace": "rank-{rank}.pftrace.gz"}
+RANK_FILE_NAME = re.compile(r"rank-[0-9]+\.(json|pftrace)\.gz")
 
 STEPS_HELP = (
     "Profiler steps: 3, 3,5 or 2:5. The window runs from the start of the first step "
@@ -57,8 +64,18 @@ NO_STEPS_HINT = (
 )
 OUTPUT_HELP = (
     "The file to write (gzip when it ends in .gz) for one rank; a folder for several, "
-    "which gets one rank-N.json.gz per rank (a name not ending in .json or .gz is a "
-    "folder too)."
+    "which gets one rank-N.json.gz (rank-N.pftrace.gz with --format pftrace) per rank (a "
+    "name not ending in .json, .pftrace or .gz is a folder too)."
+)
+FORMAT_HELP = (
+    "json (the default): Chrome-trace JSON, every phase the loader keeps and the header. "
+    "pftrace: a Perfetto protobuf trace, which Perfetto UI opens past its JSON size limit "
+    "and hta-fast loads back to the same events, arguments, flows, counters, instants and "
+    "process and thread names. Not kept in it: the header (distributedInfo, "
+    "deviceProperties: a folder's ranks come from the file names), events and names of "
+    "string pids or tids (trace spans), the cat and name of flows, bp of a flow start, the "
+    "tid of process-scoped instants and the pid and tid of global ones. What is left out "
+    "is counted in a warning."
 )
 
 
@@ -113,7 +130,7 @@ def parse_bounds(text: str) -> tuple[int, int]:
 
 
 def names_a_file(out: str) -> bool:
-    return not os.path.isdir(out) and out.endswith((".json", ".gz"))
+    return not os.path.isdir(out) and out.endswith((".json", ".pftrace", ".gz"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,21 +142,23 @@ class Outputs:
     stale: list[Path]
 
 
-def output_paths(out: str, ranks: list[int], overwrite: bool) -> Outputs:
+def output_paths(out: str, ranks: list[int], overwrite: bool, form: str = "json") -> Outputs:
     """Where each rank goes; what is in the way is bad usage."""
     if names_a_file(out):
         if len(ranks) > 1:
             raise click.UsageError(
                 f"{len(ranks)} ranks are sliced and -o {out} names one file: give a folder "
-                "(one rank-N.json.gz per rank), or pick one rank with --ranks"
+                f"(one {RANK_FILE[form].format(rank='N')} per rank), or pick one rank with --ranks"
             )
         if os.path.exists(out) and not overwrite:
             raise click.UsageError(f"{out} exists; --overwrite replaces it")
         return Outputs({ranks[0]: Path(out)}, [])
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
-        raise click.UsageError(f"{out} is a file; -o names a folder when it has no .json/.gz")
-    paths = {r: folder / RANK_FILE.format(rank=r) for r in ranks}
+        raise click.UsageError(
+            f"{out} is a file; -o names a folder when it has no .json/.pftrace/.gz"
+        )
+    paths = {r: folder / RANK_FILE[form].format(rank=r) for r in ranks}
     # Trace files other than a slice's would mix with this one when the folder is loaded.
     present = sorted(p for p in folder.glob("*") if p.name.endswith(TRACE_SUFFIXES))
     foreign = [p.name for p in present if not RANK_FILE_NAME.fullmatch(p.name)]
@@ -206,6 +225,9 @@ def span(traces: TraceSet, asked: AskedWindow) -> str:
 @click.option("--ranks", help=RANKS_HELP)
 @click.option("-o", "--output", "out", required=True, type=click.Path(), help=OUTPUT_HELP)
 @click.option("--overwrite", is_flag=True, help="Replace the file, or the slice in the folder.")
+@click.option(
+    "--format", "form", type=click.Choice(["json", "pftrace"]), default="json", help=FORMAT_HELP
+)
 @steps_from_option
 @recover_option
 @click.pass_obj
@@ -218,6 +240,7 @@ def slice_command(
     ranks: Optional[str],
     out: str,
     overwrite: bool,
+    form: str,
     steps_from: str,
     recover: bool,
 ) -> None:
@@ -227,13 +250,14 @@ def slice_command(
     Every phase the loader keeps is written: complete events with their arguments, the
     flows whose both ends are in the window, counters and instants in it, all metadata
     events and the header (timestamps absolute, in µs). hta-fast and the reference tool
-    load the file back.
+    load the file back. With --format pftrace the slice is a Perfetto protobuf trace
+    (what it keeps: see --format).
     """
     asked = asked_window(steps, window, absolute)
     rank_list = parse_ints(ranks, "rank")
     traces, load_s = load_traces(paths, opts, recover, steps_from=steps_from)
     traces = subset(traces, rank_list)
-    outputs = output_paths(out, traces.ranks, overwrite)
+    outputs = output_paths(out, traces.ranks, overwrite, form)
     found = windows_and_rows(traces, asked)
     if not names_a_file(out):
         os.makedirs(out, exist_ok=True)
@@ -241,7 +265,16 @@ def slice_command(
     totals = np.zeros(3, np.int64)
     with bar(opts, total=len(found), desc="writing") as progress:
         for rank, (window_of_rank, rows) in found.items():
-            counts = write_slice(traces[rank], outputs.paths[rank], window_of_rank, rows)
+            if form == "pftrace":
+                counts, left_out = write_slice_pftrace(
+                    traces[rank], outputs.paths[rank], window_of_rank, rows
+                )
+                for reason, n in left_out.items():
+                    log.warning(
+                        "rank %d: %d event(s) left out of the Perfetto trace: %s", rank, n, reason
+                    )
+            else:
+                counts = write_slice(traces[rank], outputs.paths[rank], window_of_rank, rows)
             totals += (counts.events, counts.flows, counts.counters + counts.instants)
             progress.update(1)
     # A rank left out (no event in the window) keeps no file of an earlier slice either.

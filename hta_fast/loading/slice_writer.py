@@ -34,12 +34,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _arrow
+from .. import _arrow, _core
 from .._arrow import as_numpy
 from ..schema import COLUMNS, GPU_KINDS, STRING_ID_BASE
 from ..trace import Trace
 
-__all__ = ["Window", "SliceCounts", "trace_start", "steps_window", "window_rows", "write_slice"]
+__all__ = [
+    "Window",
+    "SliceCounts",
+    "trace_start",
+    "steps_window",
+    "window_rows",
+    "write_slice",
+    "write_slice_pftrace",
+]
 
 Window = tuple[int, int]  # [lo, hi) in ns, the clock of the events' ts column
 
@@ -659,3 +667,38 @@ def write_slice(
         temporary.unlink(missing_ok=True)
         raise
     return SliceCounts(len(rows), len(flows), len(counters), len(instants), len(meta))
+
+
+def write_slice_pftrace(
+    trace: Trace,
+    path: str | os.PathLike,
+    window: Window,
+    rows: Optional[np.ndarray] = None,
+) -> tuple[SliceCounts, dict[str, int]]:
+    """The slice write_slice writes, as a Perfetto protobuf trace (gzip when `path` ends in
+    .gz), which Perfetto UI opens past the size where it gives up on JSON: the JSON is
+    written beside `path`, then rewritten by _core.json_to_pftrace. Returns the counts and
+    what the protobuf trace could not carry ({reason: events left out}): events and metadata
+    of string pids or tids, flow ends where no slice of their thread begins."""
+    target = Path(path)
+    text = target.with_name(target.name + ".json.partial")
+    temporary = target.with_name(target.name + ".partial")
+    try:
+        counts = write_slice(trace, text, window, rows)
+        data, left_out = _core.json_to_pftrace(text.read_bytes())
+        text.unlink()
+        with open(temporary, "wb") as raw:
+            if target.name.endswith(".gz"):
+                name = target.name[: -len(".gz")]
+                with gzip.GzipFile(
+                    filename=name, mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0
+                ) as stream:
+                    stream.write(data)
+            else:
+                raw.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        text.unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
+        raise
+    return counts, left_out
