@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import hta_fast
 from hta_fast.errors import ErrorCode, TraceFormatError
-from hta_fast.loading.quote_repair import INNER, repair_quotes
+from hta_fast.loading.quote_repair import INNER, json_text, repair_quotes
 
 NAMES = ['call f("a", "b") now', 'say "hi" ok', '"quoted" first', 'ends "here"', "plain"]
 
@@ -116,3 +116,18 @@ def test_valid_json_is_never_touched(value, indent):
     text = json.dumps({"traceEvents": [value]}, indent=indent).encode()
     assert INNER.search(text) is None
     assert repair_quotes(text) == (text, [])
+
+
+def test_a_damaged_stream_has_no_text_to_repair():
+    """A compressed stream that does not decompress whole gives no text (the parser's error
+    then stands: tests/test_fuzz.py's mutants), never the decompressor's exception."""
+    import bz2
+    import lzma
+
+    text = unescaped(trace_text(NAMES), NAMES)
+    for compress in (gzip.compress, bz2.compress, lzma.compress):
+        packed = compress(text)
+        assert json_text(packed) == text
+        damaged = packed[: len(packed) // 2] + bytes(64) + packed[len(packed) // 2 + 64 :]
+        assert json_text(damaged) is None
+        assert json_text(packed[:-9]) is None  # cut short

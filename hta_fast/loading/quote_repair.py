@@ -21,6 +21,7 @@ import bz2
 import gzip
 import lzma
 import re
+import zlib
 from typing import Optional
 
 # a quote with neither an opener's left (after whitespace) nor a closer's right
@@ -37,10 +38,14 @@ _OPENERS = {b"\x1f\x8b": gzip.decompress, b"BZh": bz2.decompress, b"\xfd7zXZ": l
 
 def json_text(data: bytes) -> Optional[bytes]:
     """The JSON text of a file's bytes: as they are, or decompressed (gzip, bzip2, xz);
-    None for another compression (zstd: its text is not reachable without the core)."""
+    None for another compression (zstd: its text is not reachable without the core) or a
+    stream that does not decompress whole (the parser's error stands for it)."""
     for magic, decompress in _OPENERS.items():
         if data.startswith(magic):
-            return decompress(data)
+            try:
+                return decompress(data)
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError):
+                return None
     if data.startswith(b"\x28\xb5\x2f\xfd"):  # zstd
         return None
     return data
