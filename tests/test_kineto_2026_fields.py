@@ -84,3 +84,20 @@ def test_escaped_quotes_in_names_load(indent):
     assert names == [QUOTED, 'aten::add "x"']
     assert trace.column("events", "parent").tolist() == [-1, 0]
     assert json.loads(trace.to_arrow("op_args").to_pydict()["input_dims"][0]) == [[2]]
+
+
+def test_log_arrays_of_earlier_traces_stay_in_the_header():
+    """Kineto before #1460 (July 2026, output_json.cpp finalizeTrace) wrote the LOG(WARNING)
+    and LOG(ERROR) messages of non-glog builds as top-level "WARNING" / "ERROR" arrays after
+    traceEvents; since then it writes none. Both layouts load the same events, and the
+    earlier one keeps its messages in the header."""
+    events = json.loads(channel_trace())["traceEvents"]
+    later = {"schemaVersion": 1, "traceEvents": events, "traceName": "t"}
+    earlier = {**later, "WARNING": ["CUPTI: x 'y' /z"], "ERROR": ["Error 1", "Error 2"]}
+    old = hta_fast.load(json.dumps(earlier).encode())
+    new = hta_fast.load(json.dumps(later).encode())
+    for col in ("ts", "dur", "name", "kind", "stream"):
+        assert old.column("events", col).tolist() == new.column("events", col).tolist()
+    assert old.meta.header["WARNING"] == ["CUPTI: x 'y' /z"]
+    assert old.meta.header["ERROR"] == ["Error 1", "Error 2"]
+    assert "WARNING" not in new.meta.header
