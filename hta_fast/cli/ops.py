@@ -303,7 +303,13 @@ def comm_model_command(
         pacsv.write_csv(table, sink)
         sys.stdout.write(sink.getvalue().to_pybytes().decode())
         return
-    notes = {f"comm_model.{kind}": [f"topology: {topo.name} ({topo.nodes} node(s)); {topo.source}"]}
+    lines = [f"topology: {topo.name} ({topo.nodes} node(s)); {topo.source}"]
+    if topo.nccl_algo or topo.nccl_proto:
+        lines.append(
+            f"NCCL chooses only among NCCL_ALGO={topo.nccl_algo or 'any'} and "
+            f"NCCL_PROTO={topo.nccl_proto or 'any'}, as the topology file says the system sets them"
+        )
+    notes = {f"comm_model.{kind}": lines}
     emit({f"comm_model.{kind}": table}, notes, fmt, None, 0)
 
 

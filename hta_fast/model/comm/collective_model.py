@@ -135,7 +135,25 @@ def _shape(topology: Topology, ranks: Optional[int]) -> tuple[int, int, int]:
 
 
 def candidates(kind: str, topology: Topology, ranks: Optional[int] = None) -> list[_Candidate]:
-    """Every (algorithm, protocol) NCCL would consider for `kind` on this machine."""
+    """Every (algorithm, protocol) NCCL would consider for `kind` on this machine, less
+    those the system's NCCL_ALGO / NCCL_PROTO settings rule out (Topology.allows)."""
+    every = _every_candidate(kind, topology, ranks)
+    # Point-to-point paths ("direct") and a lone rank ("none") are not NCCL_ALGO choices.
+    allowed = [
+        c for c in every
+        if c.algorithm in ("direct", "none") or topology.allows(c.algorithm, c.protocol)
+    ]  # fmt: skip
+    if not allowed:
+        raise ValueError(
+            f"topology {topology.name!r}: nccl_algo {topology.nccl_algo!r} and nccl_proto "
+            f"{topology.nccl_proto!r} leave no way to run {kind}"
+        )
+    return allowed
+
+
+def _every_candidate(
+    kind: str, topology: Topology, ranks: Optional[int] = None
+) -> list[_Candidate]:
     if kind not in KINDS:
         raise ValueError(f"unknown collective kind {kind!r}; known: {', '.join(KINDS)}")
     n, g, nodes = _shape(topology, ranks)

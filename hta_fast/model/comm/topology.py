@@ -24,6 +24,11 @@ Keys (all required unless a default is given):
                                  nvlsEfficiency: Hopper 0.85, Blackwell 0.74; default 0.85)
   call_overhead_us               time every call pays outside NCCL's own latency model (a
                                  framework's launch path; default 0)
+  nccl_algo, nccl_proto          the algorithms and protocols the system lets NCCL choose
+                                 from, as its NCCL_ALGO / NCCL_PROTO settings list them
+                                 ("Ring,Tree", "Simple"; case-insensitive; default "": all).
+                                 Some clouds enforce these in their NCCL profile, and the
+                                 choice moves small and mid-size collectives by 2-5x.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ class Topology:
     nics_per_node: int = 0  # 0: one per GPU
     nvls_efficiency: float = 0.85
     call_overhead_us: float = 0.0
+    nccl_algo: str = ""
+    nccl_proto: str = ""
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -68,6 +75,13 @@ class Topology:
         for key in ("intra_node_latency_us", "network_latency_us", "call_overhead_us"):
             if float(getattr(self, key)) < 0:
                 raise ValueError(f"topology {self.name!r}: {key} must be >= 0 (us)")
+        for key, known in (("nccl_algo", ALGORITHMS), ("nccl_proto", PROTOCOLS)):
+            unknown = set(_names(getattr(self, key))) - set(known)
+            if unknown:
+                raise ValueError(
+                    f"topology {self.name!r}: {key} names {', '.join(sorted(unknown))}; "
+                    f"known: {', '.join(known)}"
+                )
 
     @property
     def ranks(self) -> int:
@@ -80,6 +94,23 @@ class Topology:
 
     def with_nodes(self, nodes: int) -> "Topology":
         return dataclasses.replace(self, nodes=int(nodes))
+
+    def allows(self, algorithm: str, protocol: str) -> bool:
+        """Whether the system's NCCL settings let NCCL pick this algorithm and protocol."""
+        algos, protos = _names(self.nccl_algo), _names(self.nccl_proto)
+        return (not algos or algorithm.lower() in algos) and (
+            not protos or protocol.lower() in protos
+        )
+
+
+# NCCL_ALGO / NCCL_PROTO values, lower-cased ("direct" is this model's name for the
+# point-to-point paths of all-to-all and send/recv, which NCCL_ALGO does not restrict).
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
+PROTOCOLS = ("ll", "ll128", "simple")
+
+
+def _names(setting: str) -> list[str]:
+    return [x.strip().lower() for x in setting.split(",") if x.strip()]
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Topology)}
