@@ -1,6 +1,6 @@
 """What removing each cause would save, by the performance model: each cause's edit (its
-Cause record) replayed on the dependency graph (hta_fast.model.whatif.what_if) against the
-unedited replay, per step.
+Cause record) replayed on the dependency graph (hta_fast.model.whatif.replay_edits, what_if's
+replay) against the unedited replay, per step.
 
 The heuristic costs (each cause module) read the idle gaps a cause sits in; the model follows
 what the removal does downstream: a faster loader only helps until the GPU becomes the bound,
@@ -17,8 +17,9 @@ from typing import Optional
 import numpy as np
 
 from .._arrow import as_numpy
+from ..frame import select
 from ..model.path.owners import OWNERS, wait_owners
-from ..model.whatif.steps import what_if
+from ..model.whatif.replay_edits import replay_edits
 from .causes.record import Cause, Examination
 
 # Where the heuristic cost and the model's saving differ by more than this factor (10 %),
@@ -46,11 +47,11 @@ def predicted_saving(cause: Cause, ex: Examination, notes: list[str]) -> Saving:
     try:
         # A cause's edit may match nothing in these traces (no loader, no pageable copy):
         # that removes nothing, and saves 0.
-        per_step = what_if(
+        # replay_edits: what_if without its device edit (no cause edits the device)
+        per_step = replay_edits(
             ex.traces,
             edits,
-            ranks=[v.rank for v in ex.views],
-            steps=ex.steps,
+            select.selection_of(None, [v.rank for v in ex.views], ex.steps),
             allow_unmatched=True,
         )["per_step"]
     except ValueError as e:  # steps or ranks the model cannot replay

@@ -21,17 +21,12 @@ each; each returns a Result per rank with per-step side tables.
     step_breakdown.step_breakdown(traces).to_pandas()
 
 Where these differ from the plugin, docs/differences.md says so.
+
+The modules resolve on first use (hta_fast._lazy): an analysis that reads one of them (the
+step windows, the step-time breakdown) does not import the others.
 """
 
-from . import (
-    achieved_occupancy,
-    gpu_utilization,
-    operator_memory,
-    sm_efficiency,
-    step_breakdown,
-    step_windows,
-    tensor_cores,
-)
+from ..._lazy import lazy_package
 
 __all__ = [
     "achieved_occupancy",
@@ -42,3 +37,5 @@ __all__ = [
     "step_windows",
     "tensor_cores",
 ]
+
+lazy_package(__name__, {}, subpackages=True)

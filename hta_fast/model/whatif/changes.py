@@ -1,15 +1,16 @@
 """The edits that change event durations event by event, per rank: GPU events by ns, merged
 into one (event rows, ns) pair per rank (the bandwidth edit, hta_fast.model.whatif.bandwidth_edit;
 the job at another scale, hta_fast.model.whatif.world_size_edit;
-another GPU, hta_fast.model.whatif.device_edit; the GPU side of durations_from; the edits' own
-duration_change), and CPU ops by a factor on them and what they hold (op_scale and the CPU
-side of durations_from, hta_fast.model.whatif.op_edit)."""
+another GPU, hta_fast.model.whatif.device_edit, given as a function: the kernel models it
+runs are imported only where a replay can take a device edit; the GPU side of
+durations_from; the edits' own duration_change), and CPU ops by a factor on them and what
+they hold (op_scale and the CPU side of durations_from, hta_fast.model.whatif.op_edit)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Mapping, Optional, Union
+from typing import Callable, Mapping, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -20,13 +21,18 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import MatchedCollectives
 from .bandwidth_edit import collective_bandwidth_factors
-from .device_edit import device_changes
 from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
 from .edits import Edits, source_name
 from .op_edit import RowFactors, matching_cpu_rows
 from .world_size_edit import world_size_factors
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
+# The device edit (hta_fast.model.whatif.device_edit.edit_changes): for the edits' device,
+# per rank the changes, the notes and the changes at each end of the prediction's band.
+DeviceEdit = Callable[
+    [Union[Trace, TraceSet], Edits, select.Selection],
+    tuple[Changes, list[str], dict[str, Changes]],
+]
 
 
 @dataclasses.dataclass
@@ -74,10 +80,12 @@ def duration_changes(
     edits: Edits,
     matched: Optional[MatchedCollectives],
     sel: select.Selection,
+    device: Optional[DeviceEdit] = None,
 ) -> DurationChanges:
     """Every rank's duration changes under these edits (matched: the traces' collectives,
     needed by the bandwidth and world-size edits; their factors on one collective
-    multiply). The device edit applies on the edited ranks only."""
+    multiply). The device edit (by `device`; edits with a device and no `device` are a
+    ValueError) applies on the edited ranks only."""
     changes: Changes = {}
     factor = None
     notes: list[str] = []
@@ -110,14 +118,9 @@ def duration_changes(
     add_changes(changes, edits.duration_change or {})
     bands: dict[str, Changes] = {}
     if edits.device is not None:
-        on_device, device_notes, on_band = device_changes(
-            traces,
-            edits.device,
-            source_device=edits.source_device,
-            devices_file=edits.devices_file,
-            allow_tf32=edits.allow_tf32,
-            selection=select.Selection(ranks=sel.ranks),
-        )
+        if device is None:
+            raise ValueError("a device edit needs what_if (hta_fast.model.whatif.steps)")
+        on_device, device_notes, on_band = device(traces, edits, sel)
         for band, band_changes in on_band.items():
             bands[band] = dict(changes)  # add_changes replaces a rank's entry, never edits it
             add_changes(bands[band], {r: c for r, c in band_changes.items() if edits.applies_to(r)})

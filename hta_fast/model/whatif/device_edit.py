@@ -21,6 +21,7 @@ from ...frame import select
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..predict import predict
+from .edits import Edits
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
@@ -51,6 +52,23 @@ def device_changes(
     ev = r["events"]
     bands = {b: _changes(ev, f"predicted_{b}") for b in ("low", "high")}
     return _changes(ev, "predicted"), list(r.notes), bands
+
+
+def edit_changes(
+    traces: Union[Trace, TraceSet], edits: Edits, sel: select.Selection
+) -> tuple[Changes, list[str], dict[str, Changes]]:
+    """device_changes for the edits' device, source device, devices file and TF32 choice,
+    on the selection's ranks: the device edit as the what-if replay applies it
+    (hta_fast.model.whatif.changes.DeviceEdit)."""
+    assert edits.device is not None
+    return device_changes(
+        traces,
+        edits.device,
+        source_device=edits.source_device,
+        devices_file=edits.devices_file,
+        allow_tf32=edits.allow_tf32,
+        selection=select.Selection(ranks=sel.ranks),
+    )
 
 
 def _changes(ev: pa.Table, column: str) -> Changes:
