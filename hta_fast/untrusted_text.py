@@ -12,7 +12,6 @@ or as \\n, \\t, \\r.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -34,5 +33,9 @@ def safe_lines(text: str) -> str:
 
 def plotly_text(text: Any) -> Any:
     """A string as plotly.js shows it literally (its tags and entities escaped: plotly
-    decodes &lt; &gt; &amp; back to the characters); anything else unchanged."""
-    return html.escape(text, quote=False) if isinstance(text, str) else text
+    decodes &lt; &gt; &amp; back to the characters); anything else unchanged. As
+    html.escape(text, quote=False), spelled out: the html module brings its entity table,
+    and every command that prints imports this module."""
+    if not isinstance(text, str):
+        return text
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
