@@ -22,9 +22,11 @@ HEAVY = ("pandas", "numba", "plotly", "jinja2", "dask", "duckdb", "mcp", "polars
 ALLOWED = {"mcp": {"duckdb"}, "query": {"duckdb"}}
 
 
-def _imported(code: str) -> set[str]:
-    """The top-level modules a fresh interpreter holds after running `code`."""
-    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+def _imported(code: str, whole: bool = False) -> set[str]:
+    """The top-level modules a fresh interpreter holds after running `code` (whole: every
+    module, by its full name)."""
+    name = "m" if whole else "m.split('.')[0]"
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted({{{name} for m in sys.modules}})))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return set(json.loads(out.stdout.splitlines()[-1]))
 
@@ -37,7 +39,24 @@ def test_importing_the_package_loads_only_the_core():
 def test_help_imports_no_command():
     code = "from hta_fast.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
     mods = _imported(code)
-    assert not {"numpy", "pyarrow", *HEAVY} & mods
+    assert not {"numpy", "pyarrow", "html", *HEAVY} & mods
+
+
+def test_the_doctor_imports_what_it_runs():
+    """The doctor's what-if replay (model.whatif.replay_edits) takes no device edit: the
+    doctor imports none of the kernel models behind predict, nor the trace diff, nor the
+    TensorBoard metrics it does not read."""
+    mods = _imported("import hta_fast.cli.doctor, hta_fast.doctor", whole=True)
+    unused = {
+        "hta_fast.model.predict",
+        "hta_fast.model.whatif.device_edit",
+        "hta_fast.costs.flops",
+        "hta_fast.analysis.roofline",
+        "hta_fast.analysis.trace_diff",
+        "hta_fast.analysis.tensorboard.sm_efficiency",
+    }
+    assert "hta_fast.model.whatif.replay_edits" in mods
+    assert not unused & mods
 
 
 @pytest.mark.parametrize("module", sorted({m for m, _ in app.COMMANDS.values()}))
