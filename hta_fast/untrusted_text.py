@@ -31,11 +31,15 @@ def safe_lines(text: str) -> str:
     return text.translate(_LINES)
 
 
+def html_escaped(text: str, quote: bool = True) -> str:
+    """Text for HTML: & < > (with quote, " and ' too) as entities, as html.escape does;
+    spelled out here because the html module brings its entity table (~1 ms), and every
+    command that prints a Result imports this module."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace('"', "&quot;").replace("'", "&#x27;") if quote else text
+
+
 def plotly_text(text: Any) -> Any:
     """A string as plotly.js shows it literally (its tags and entities escaped: plotly
-    decodes &lt; &gt; &amp; back to the characters); anything else unchanged. As
-    html.escape(text, quote=False), spelled out: the html module brings its entity table,
-    and every command that prints imports this module."""
-    if not isinstance(text, str):
-        return text
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    decodes &lt; &gt; &amp; back to the characters); anything else unchanged."""
+    return html_escaped(text, quote=False) if isinstance(text, str) else text

@@ -65,6 +65,12 @@ def test_each_commands_module_imports_only_what_it_uses(module):
     assert set(HEAVY) & mods <= ALLOWED.get(module, set())
 
 
+def test_info_and_doctor_escape_without_the_html_module():
+    """A Result escapes its HTML itself (untrusted_text.html_escaped): html and its entity
+    table stay out of the commands that print one."""
+    assert "html" not in _imported("import hta_fast.cli.info, hta_fast.cli.doctor")
+
+
 def test_the_command_table_is_the_commands():
     import importlib
 

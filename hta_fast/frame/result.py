@@ -5,14 +5,13 @@ fold_rank_notes says the notes of many ranks once, for the report and the comman
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any, Iterable, Mapping, Optional
 
 import pyarrow as pa
 
 from .. import interop
-from ..untrusted_text import safe_cell, safe_lines
+from ..untrusted_text import html_escaped, safe_cell, safe_lines
 
 
 class Result:
@@ -81,12 +80,12 @@ class Result:
     def _repr_html_(self) -> str:
         """The same in a notebook: the main table's first rows as HTML (escaped)."""
         side = "".join(
-            f"<li><code>[{html.escape(repr(k))}]</code>: {_size(t)}</li>"
+            f"<li><code>[{html_escaped(repr(k))}]</code>: {_size(t)}</li>"
             for k, t in self.tables.items()
         )
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        notes = "".join(f"<li>{html_escaped(n)}</li>" for n in self.notes)
         return (
-            f"<p><b>Result {html.escape(self.name)}</b>: {_size(self.table)}</p>"
+            f"<p><b>Result {html_escaped(self.name)}</b>: {_size(self.table)}</p>"
             + (f"<ul>{side}</ul>" if side else "")
             + preview_html(self.table, PREVIEW_ROWS)
             + (f"<p>notes:</p><ul>{notes}</ul>" if notes else "")
@@ -139,8 +138,10 @@ def preview_text(table: pa.Table, rows: int) -> str:
 
 def preview_html(table: pa.Table, rows: int) -> str:
     heads, body = _cells(table, rows)
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+    head = "".join(f"<th>{html_escaped(h)}</th>" for h in heads)
+    trs = "".join(
+        "<tr>" + "".join(f"<td>{html_escaped(c)}</td>" for c in r) + "</tr>" for r in body
+    )
     more = f"<p>... {table.num_rows - rows:,} more rows</p>" if table.num_rows > rows else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>{more}"
 
