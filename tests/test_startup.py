@@ -43,7 +43,7 @@ def test_help_imports_no_command():
 
 
 def test_the_doctor_imports_what_it_runs():
-    """The doctor's what-if replay (model.whatif.replay_edits) takes no device edit: the
+    """The doctor's what-if replay (model.whatif.replay_run) takes no device edit: the
     doctor imports none of the kernel models behind predict, nor the trace diff, nor the
     TensorBoard metrics it does not read."""
     mods = _imported("import hta_fast.cli.doctor, hta_fast.doctor", whole=True)
@@ -55,7 +55,7 @@ def test_the_doctor_imports_what_it_runs():
         "hta_fast.analysis.trace_diff",
         "hta_fast.analysis.tensorboard.sm_efficiency",
     }
-    assert "hta_fast.model.whatif.replay_edits" in mods
+    assert "hta_fast.model.whatif.replay_run" in mods
     assert not unused & mods
 
 

@@ -1,5 +1,5 @@
 """What removing each cause would save, by the performance model: each cause's edit (its
-Cause record) replayed on the dependency graph (hta_fast.model.whatif.replay_edits, what_if's
+Cause record) replayed on the dependency graph (hta_fast.model.whatif.replay_run, what_if's
 replay) against the unedited replay, per step.
 
 The heuristic costs (each cause module) read the idle gaps a cause sits in; the model follows
@@ -19,7 +19,7 @@ import numpy as np
 from .._arrow import as_numpy
 from ..frame import select
 from ..model.path.owners import OWNERS, wait_owners
-from ..model.whatif.replay_edits import replay_edits
+from ..model.whatif.replay_run import replay_run
 from .causes.record import Cause, Examination
 
 # Where the heuristic cost and the model's saving differ by more than this factor (10 %),
@@ -47,8 +47,8 @@ def predicted_saving(cause: Cause, ex: Examination, notes: list[str]) -> Saving:
     try:
         # A cause's edit may match nothing in these traces (no loader, no pageable copy):
         # that removes nothing, and saves 0.
-        # replay_edits: what_if without its device edit (no cause edits the device)
-        per_step = replay_edits(
+        # replay_run: what_if without its device edit (no cause edits the device)
+        per_step = replay_run(
             ex.traces,
             edits,
             select.selection_of(None, [v.rank for v in ex.views], ex.steps),

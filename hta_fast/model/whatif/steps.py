@@ -21,7 +21,7 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from .device_edit import edit_changes
 from .edits import Edits
-from .replay_edits import replay_edits
+from .replay_run import replay_run
 
 EDIT_FIELDS = [f.name for f in dataclasses.fields(Edits)]
 
@@ -80,7 +80,7 @@ def what_if(
     pass, for callers that apply a fixed set of edits to any trace (the doctor)."""
     edits = _edits_of(edits, edit_keywords)
     sel = select.selection_of(selection, ranks, steps)
-    return replay_edits(
+    return replay_run(
         traces,
         edits,
         sel,

@@ -94,7 +94,7 @@ def _world_note(per_step: dict[str, Any], rows: list[dict[str, Any]], edits: Edi
     ]
 
 
-def replay_edits(
+def replay_run(
     traces: Union[Trace, TraceSet],
     edits: Edits,
     sel: select.Selection,
