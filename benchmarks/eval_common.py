@@ -42,7 +42,7 @@ Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
 def add_steps_from(ap: argparse.ArgumentParser) -> None:
     """The --steps-from option, the same on every evaluator."""
-    from hta_fast.frame.steps_from import SOURCES
+    from hta_fast.steps.steps_from import SOURCES
 
     ap.add_argument(
         "--steps-from",
@@ -57,9 +57,9 @@ def add_steps_from(ap: argparse.ArgumentParser) -> None:
 
 def load(path: str, steps_from: str = "profiler", first_rank: bool = False):
     """A trace file, or a folder of ranks (its first rank alone with first_rank), with its
-    steps from `steps_from` (hta_fast.frame.steps_from.SOURCES)."""
+    steps from `steps_from` (hta_fast.steps.steps_from.SOURCES)."""
     import hta_fast
-    from hta_fast.frame.steps_from import with_steps_from
+    from hta_fast.steps.steps_from import with_steps_from
 
     if os.path.isdir(path):
         traces = hta_fast.load_dir(path)

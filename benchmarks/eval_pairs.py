@@ -30,7 +30,7 @@ hta_fast.analysis.trace_diff.warmup_steps flags: the first, and any over twice t
 left out; hta_fast.model.whatif.per_step), the predicted steps' median and p10-p90 beside
 B's measured median: what warm-up and outlier steps do not move. Evidence beside it: GPU kernel time and
 CPU-operator time per step in A and B, and the bound of A's critical path. --steps-from
-takes both traces' steps from another source (hta_fast.frame.steps_from: iterations,
+takes both traces' steps from another source (hta_fast.steps.steps_from: iterations,
 inference passes) for traces without ProfilerStep events. A figure with nothing to divide
 by prints "n/a".
 """

@@ -25,7 +25,7 @@ steps is one step):
 Error: (predicted - target) / target, in percent. --windows replays each step's window alone
 (default: the steps as one chain, hta_fast.model.graph.walk), the three measured alike then
 too (each window's time, over their count). --steps-from takes both traces' steps from
-another source (hta_fast.frame.steps_from: iterations, inference passes).
+another source (hta_fast.steps.steps_from: iterations, inference passes).
 """
 
 from __future__ import annotations

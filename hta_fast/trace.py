@@ -158,7 +158,7 @@ class Trace(NamedTables):
         self.meta = meta
         self.rank = rank if rank is not None else (meta.rank if meta.rank is not None else 0)
         # What the steps are: "profiler" (the ProfilerStep#N events) or what with_steps was
-        # told they came from (hta_fast.frame.steps_from's sources).
+        # told they came from (hta_fast.steps.steps_from's sources).
         self.steps_source = steps_source
 
     def with_steps(

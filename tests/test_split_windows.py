@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hta_fast import ops
 from hta_fast.analysis.tensorboard.step_breakdown import split_windows
-from hta_fast.analysis.tensorboard.step_windows import StepWindows, window_totals
+from hta_fast.steps.step_windows import StepWindows, window_totals
 
 
 def by_definition(windows: StepWindows, intervals) -> np.ndarray:

@@ -4,7 +4,7 @@ A step is a CPU event named ``ProfilerStep#N`` (the profiler's own step marker);
 copies of the marker (gpu_user_annotation rows) are not steps. Beside each step's host span
 (ts, dur) stands its device-aware span: from the later of its host start and the end of the
 previous step's GPU work to the later of its host end and the end of the GPU work it
-launched, as the TensorBoard profiler times steps (hta_fast.analysis.tensorboard.step_windows):
+launched, as the TensorBoard profiler times steps (hta_fast.steps.step_windows):
 where the host runs ahead of the GPU, the GPU iteration.
 """
 
@@ -19,9 +19,9 @@ from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
+from ..steps.step_windows import step_windows
 from ..trace import Trace
 from ..traceset import TraceSet
-from .tensorboard.step_windows import step_windows
 
 __all__ = ["profiler_steps"]
 

@@ -160,7 +160,7 @@ def _side(
         if not found:
             raise ValueError(
                 f"the trace has no profiler steps on rank(s) {ranks}: give it steps from "
-                "elsewhere (hta_fast.frame.steps_from.with_steps_from) to compare it"
+                "elsewhere (hta_fast.steps.steps_from.with_steps_from) to compare it"
             )
         steps = [min(found)]
     step_arr = np.asarray(list(steps), np.int32)
@@ -389,7 +389,7 @@ class EmptySelection(ValueError):
             )
         return (
             f"{self.side} has no {step_kind(self.source)} on rank(s) {self.ranks}: give it "
-            "steps from elsewhere (hta_fast.frame.steps_from.with_steps_from)"
+            "steps from elsewhere (hta_fast.steps.steps_from.with_steps_from)"
         )
 
 

@@ -14,9 +14,9 @@ import click
 
 from ..analysis import trace_diff
 from ..analysis.trace_diff import EmptySelection, SideSteps, step_kind, steps_text
-from ..frame.pass_patterns import PHASES
 from ..frame.result import Result
-from ..frame.steps_from import steps_from as steps_from_source
+from ..steps.pass_patterns import PHASES
+from ..steps.steps_from import steps_from as steps_from_source
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import parse_ints, parse_steps, pick_steps, recover_option, steps_from_option

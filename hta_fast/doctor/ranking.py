@@ -15,9 +15,9 @@ import numpy as np
 
 from ..frame import derived, select
 from ..frame.fields import duration_text
-from ..frame.profiler_flush import PROFILER_SHARE
 from ..model.graph.one_off_calls import ONE_TIME
 from ..model.graph.walk import chains_kept
+from ..steps.profiler_flush import PROFILER_SHARE
 from ..trace import Trace
 from ..traceset import TraceSet
 from .causes import BY_KEY, CAUSES, examination_order, memory_sync

@@ -12,13 +12,14 @@ each; each returns a Result per rank with per-step side tables.
     operator_memory     the memory view's operator table: allocations, frees, increase and
                         peak per operator, self and inclusive, from the [memory] events;
                         the memory curve and each block's allocation and free
-    step_windows        the steps as the plugin times them: each extended to the end of
-                        its GPU work
     tensor_cores        the kernel time on tensor cores, and the kernel time launched by
                         the operators that could use them
 
     from hta_fast.analysis.tensorboard import step_breakdown
     step_breakdown.step_breakdown(traces).to_pandas()
+
+The steps as the plugin times them (each extended to the end of its GPU work) are
+hta_fast.steps.step_windows, which the doctor and the model read too.
 
 Where these differ from the plugin, docs/differences.md says so.
 """
@@ -29,7 +30,6 @@ from . import (
     operator_memory,
     sm_efficiency,
     step_breakdown,
-    step_windows,
     tensor_cores,
 )
 
@@ -39,6 +39,5 @@ __all__ = [
     "operator_memory",
     "sm_efficiency",
     "step_breakdown",
-    "step_windows",
     "tensor_cores",
 ]

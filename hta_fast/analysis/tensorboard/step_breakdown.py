@@ -35,10 +35,10 @@ from ...frame.gpu_work import gpu_work
 from ...frame.result import Result
 from ...frame.select import Ranks, Steps, Streams, Window
 from ...schema import EventKind, KernelClass
+from ...steps.step_windows import StepWindows, step_windows, window_notes
 from ...trace import Trace
 from ...traceset import TraceSet
 from .columns import pcts, table_of
-from .step_windows import StepWindows, step_windows, window_notes, window_totals
 
 __all__ = ["step_breakdown", "CATEGORIES"]
 

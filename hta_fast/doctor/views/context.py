@@ -15,12 +15,12 @@ import pyarrow.compute as pc
 
 from ... import ops
 from ..._arrow import as_numpy, texts_at
-from ...analysis.tensorboard.step_windows import step_windows
 from ...frame import derived
 from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
-from ...frame.profiler_flush import flush_steps
 from ...model.graph.unrecorded_wait import unrecorded_holds
 from ...schema import KernelClass
+from ...steps.profiler_flush import flush_steps
+from ...steps.step_windows import step_windows
 from ...trace import Trace
 from .intervals import covered_length
 
@@ -81,7 +81,7 @@ class RankView:
                 compute kernels ran (utilization scaled by compute's part of the busy time
                 inside the window); None without communication
     left_out    profiler steps left out of the analysed ones because their host time is
-                mostly the profiler's own work (hta_fast.frame.profiler_flush), when no
+                mostly the profiler's own work (hta_fast.steps.profiler_flush), when no
                 steps were asked for
     head_cut    ns left out at the window's start: the trace opens with the GPU busy on
                 work it does not hold (unrecorded_head)
@@ -249,7 +249,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
 
 def _pass_time(trace: Trace, steps: np.ndarray, head: Optional[int] = None) -> tuple[float, float]:
     """(Mean length of these steps' windows as the TensorBoard plugin times steps
-    (hta_fast.analysis.tensorboard.step_windows: the device-aware step), the share of
+    (hta_fast.steps.step_windows: the device-aware step), the share of
     those windows' time the GPU is busy); windows start no earlier than `head`
     (unrecorded_head)."""
     win = step_windows(trace, None)

@@ -22,10 +22,10 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ...frame import derived
-from ...frame.gpu_work import gpu_work
-from ...schema import EventKind
-from ...trace import Trace
+from ..frame import derived
+from ..frame.gpu_work import gpu_work
+from ..schema import EventKind
+from ..trace import Trace
 
 __all__ = [
     "StepWindows",
@@ -76,7 +76,7 @@ def step_windows(
     """The step windows of one rank, from its steps and GPU work kept by mask (None: all),
     clipped to window when given. Worked out once per selection mask."""
     w = derived.remember_under(
-        trace, ("tensorboard.step_windows",), mask, lambda: _step_windows(trace, mask)
+        trace, ("steps.step_windows",), mask, lambda: _step_windows(trace, mask)
     )
     if window is None:
         return w

@@ -1,0 +1,31 @@
+"""Layer 4b, steps: which window of a trace is a step. Where the steps come from
+(steps_from: the profiler's ProfilerStep events, inference passes by name, repeated launch
+sequences, iterations), the profiler's own flush steps, and each step's device-aware window
+(step_windows: from the host's start to the end of the GPU work it launched, as the
+TensorBoard profiler times steps). It sits on frame/ and below analysis/; the loader's
+ProfilerStep table stays in the data layer (hta_fast.step_columns).
+
+The names below resolve on first use (hta_fast._lazy): reading one of them imports only
+the module that defines it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .steps_from import SOURCES, steps_from, with_steps, with_steps_from
+
+# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# TYPE_CHECKING imports and __all__ equal).
+PUBLIC = {
+    "SOURCES": "hta_fast.steps.steps_from",
+    "steps_from": "hta_fast.steps.steps_from",
+    "with_steps": "hta_fast.steps.steps_from",
+    "with_steps_from": "hta_fast.steps.steps_from",
+}
+
+__all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from"]
+
+lazy_package(__name__, PUBLIC)
