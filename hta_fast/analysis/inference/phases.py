@@ -36,7 +36,7 @@ from ...frame.result import Result
 from ...schema import EventKind
 from ...steps.iterations import iterations
 from ...steps.passes import Passes, described, find_passes, may_mark
-from ...steps.step_windows import step_windows, window_totals
+from ...steps.step_windows import analysed_windows, window_totals
 from ...steps.steps_from import SOURCES, rank_windows
 from ...trace import Trace
 from ...traceset import TraceSet
@@ -132,11 +132,9 @@ def _passes(trace: Trace, tier: tuple[str, ...]) -> tuple[Passes, str]:
 def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     n = len(found.row)
     made = trace.with_steps(found.row, np.arange(n), found.ts, found.end - found.ts, "phases")
-    win = step_windows(made, None)  # one row per pass, in time order: pass k is step k
+    # one row per pass, in time order: pass k is step k; none before the unrecorded head
+    win = analysed_windows(made)
     work = gpu_work(made, None)
-    head = unrecorded_head(made, work)
-    if head is not None:  # the GPU's time before its first recorded work is not the pass's
-        win = win._replace(ts=np.minimum(np.maximum(win.ts, head), win.end))
     busy = ops.union(work.starts, work.ends)
     busy_t = window_totals(win.ts, win.end, busy.starts, busy.ends)
     graph_t = _graph_busy(made, win.ts, win.end)

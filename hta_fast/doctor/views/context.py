@@ -20,7 +20,7 @@ from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
 from ...model.graph.unrecorded_wait import unrecorded_holds
 from ...schema import KernelClass
 from ...steps.profiler_flush import flush_steps
-from ...steps.step_windows import step_windows
+from ...steps.step_windows import analysed_windows
 from ...trace import Trace
 from .intervals import covered_length
 
@@ -190,7 +190,7 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         head = unrecorded_head(trace, all_work)
         if head is not None and head > lo:
             head_cut, lo = head - lo, head
-        step_time, utilization = _pass_time(trace, uniq, head)
+        step_time, utilization = _pass_time(trace, uniq)
     else:
         step_values = np.array([-1], np.int64)
         utilization = 0.0
@@ -247,18 +247,14 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     return view
 
 
-def _pass_time(trace: Trace, steps: np.ndarray, head: Optional[int] = None) -> tuple[float, float]:
-    """(Mean length of these steps' windows as the TensorBoard plugin times steps
-    (hta_fast.steps.step_windows: the device-aware step), the share of
-    those windows' time the GPU is busy); windows start no earlier than `head`
-    (unrecorded_head)."""
-    win = step_windows(trace, None)
+def _pass_time(trace: Trace, steps: np.ndarray) -> tuple[float, float]:
+    """(Mean length of these steps' windows as the TensorBoard plugin times steps, none
+    before the unrecorded head (hta_fast.steps.step_windows.analysed_windows), the share
+    of those windows' time the GPU is busy)."""
+    win = analysed_windows(trace)
     keep = np.isin(win.step, steps)
     if not keep.any():
         return 0.0, 0.0
-    if head is not None:
-        ts = np.minimum(np.maximum(win.ts, head), win.end)
-        win = win._replace(ts=ts)
     windows = ops.union(win.ts[keep], win.end[keep])
     work = gpu_work(trace, None)
     busy = ops.union(work.starts, work.ends)
