@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +24,7 @@ from ..frame.derived import DATALOADER_NEXT
 from ..frame.fields import NS
 from ..frame.result import Result
 from ..schema import GPU_KINDS, EventKind
+from ..steps.warmup import warmup_steps
 from ..trace import Trace
 from ..traceset import TraceSet
 
@@ -33,7 +34,6 @@ __all__ = [
     "step_diff",
     "side_steps",
     "step_times",
-    "warmup_steps",
     "EmptySelection",
     "SideSteps",
 ]
@@ -41,11 +41,6 @@ __all__ = [
 DEVICES = ("all", "cpu", "gpu")
 CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")
 
-# A step over twice the median of the others does work they do not (compiling, autotuning,
-# allocating, filling caches, the profiler's own flush); ordinary jitter (a slow batch, a
-# collective waiting on a late rank) stays well under it. Twice is far enough above that
-# jitter to leave real steps alone.
-WARMUP_FACTOR = 2.0
 # Names the headline lists as the largest changes per step: enough to tell the story, few
 # enough to read at a glance.
 TOP_CONTRIBUTORS = 5
@@ -426,22 +421,6 @@ def step_times(traces: Union[Trace, TraceSet], ranks: Sequence[int]) -> dict[int
             span = int(end[mine].max() - start[mine].min())
             times[s] = max(times.get(s, 0), span)
     return dict(sorted(times.items()))
-
-
-def warmup_steps(times: Mapping[int, int]) -> dict[int, str]:
-    """The steps that look like warm-up -> why: the first step (where a run compiles,
-    allocates and fills its caches, and where the profiler starts), and any step over
-    WARMUP_FACTOR times the median of the steps after the first. A lone step is flagged
-    by nothing: it is all the run there is to compare."""
-    if len(times) < 2:
-        return {}
-    first, *rest = sorted(times)
-    flagged = {first: "the first step"}
-    median = float(np.median([times[s] for s in rest]))
-    for s in rest:
-        if median > 0 and times[s] > WARMUP_FACTOR * median:
-            flagged[s] = f"{times[s] / median:.1f}x the median step"
-    return flagged
 
 
 @dataclasses.dataclass(frozen=True)

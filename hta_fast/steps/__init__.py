@@ -1,6 +1,7 @@
 """Layer 4b, steps: which window of a trace is a step. Where the steps come from
 (steps_from: the profiler's ProfilerStep events, inference passes by name, repeated launch
-sequences, iterations), the profiler's own flush steps, and each step's device-aware window
+sequences, iterations), the profiler's own flush steps, the steps that look like warm-up
+(warmup_steps), and each step's device-aware window
 (step_windows: from the host's start to the end of the GPU work it launched, as the
 TensorBoard profiler times steps). It sits on frame/ and below analysis/; the loader's
 ProfilerStep table stays in the data layer (hta_fast.step_columns).
@@ -16,6 +17,7 @@ from .._lazy import lazy_package
 
 if TYPE_CHECKING:
     from .steps_from import SOURCES, steps_from, with_steps, with_steps_from
+    from .warmup import warmup_steps
 
 # Each public name and the module that defines it (tests/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
@@ -24,8 +26,9 @@ PUBLIC = {
     "steps_from": "hta_fast.steps.steps_from",
     "with_steps": "hta_fast.steps.steps_from",
     "with_steps_from": "hta_fast.steps.steps_from",
+    "warmup_steps": "hta_fast.steps.warmup",
 }
 
-__all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from"]
+__all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from", "warmup_steps"]
 
 lazy_package(__name__, PUBLIC)
