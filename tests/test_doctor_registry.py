@@ -96,6 +96,7 @@ def _run(copy: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(copy), str(ROOT / "docs")])
     env["SKBUILD_EDITABLE_SKIP"] = _editable_skip()
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the copy stays as written
     env["NUMBA_CACHE_DIR"] = str(copy / "numba")
     env["HTA_FAST_CACHE_DIR"] = str(copy / "cache")
     return subprocess.run(
