@@ -58,7 +58,16 @@ class AnalysedSteps:
 
 def analysed_steps(trace: Trace, steps: Optional[Sequence[int]]) -> Optional[AnalysedSteps]:
     """The analysed steps of one rank over the requested steps (None: every step but the
-    profiler's flush steps); None when the rank has none of the requested steps."""
+    profiler's flush steps); None when the rank has none of the requested steps. Decided
+    once per trace and set of steps; the arrays come back read-only."""
+    asked = None if steps is None else tuple(sorted({int(s) for s in steps}))
+    found: Optional[AnalysedSteps] = trace.memo.get(
+        ("steps.analysed", asked), lambda: _analysed(trace, steps), freeze=True
+    )
+    return found
+
+
+def _analysed(trace: Trace, steps: Optional[Sequence[int]]) -> Optional[AnalysedSteps]:
     st_step = trace.column("steps", "step").astype(np.int64)
     st_ts = trace.column("steps", "ts")
     st_dur = np.maximum(trace.column("steps", "dur"), 0)
