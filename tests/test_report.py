@@ -17,8 +17,10 @@ import hta_fast
 from hta_fast.analysis import queue_length, temporal
 from hta_fast.cli import cli
 from hta_fast.frame.fields import display_unit
-from hta_fast.report import findings, plotlyjs, write_report
-from hta_fast.report.downsample import min_max
+from hta_fast.report import write_report
+from hta_fast.report.page import plotlyjs
+from hta_fast.report.page.downsample import min_max
+from hta_fast.report.sections import findings
 
 DLRM = "param_dlrm_8rank"
 

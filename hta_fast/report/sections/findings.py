@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional, Sequence
 
-from ..doctor import Thresholds, diagnose
-from ..frame.fields import display_unit, duration_text
-from ..traceset import TraceSet
-from .tables import cell
+from ...doctor import Thresholds, diagnose
+from ...frame.fields import display_unit, duration_text
+from ...traceset import TraceSet
+from ..page.tables import cell
 
 log = logging.getLogger("hta_fast")
 
