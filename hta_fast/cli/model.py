@@ -6,19 +6,21 @@ hta_fast.model.whatif.edits.Edits; the edit options come from hta_fast.model.wha
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypeVar
 
 import click
 import pyarrow as pa
 
 from ..frame.result import Result
 from ..model.whatif.declaration import Option, OptionError
-from ..model.whatif.edits import Edits, edit_keywords
 from ..model.whatif.registry import EDITS
 from .app import BadInput, Options, cli
 from .loading import parse_ints, parse_steps, pick_steps
 from .options import load_traces, result_tables, selection, table_command
 from .output import check_format, emit, trace_start
+
+if TYPE_CHECKING:
+    from ..model.whatif.edits import Edits
 
 
 @cli.command("critical-path")
@@ -238,6 +240,8 @@ def _value(option: Option, value: Any) -> Any:
 def edits_from_options(values: Mapping[str, Any]) -> Edits:
     """The Edits the edit options' values (by their dest) make; a bad value is bad input,
     named as click names a bad parameter."""
+    from ..model.whatif.edits import Edits, edit_keywords
+
     keywords: dict[str, Any] = {}
     try:
         for edit in EDITS:
