@@ -21,6 +21,7 @@ from ...frame import select
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..predict import predict
+from .declaration import EditDeclaration, Option
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
@@ -63,3 +64,32 @@ def _changes(ev: pa.Table, column: str) -> Changes:
         sel = (rank == k) & (delta != 0)
         out[int(k)] = (rows[sel].astype(np.int64), delta[sel])
     return out
+
+
+EDIT = EditDeclaration(
+    key="device",
+    options=(
+        Option(
+            "--device",
+            "device",
+            "This step on another GPU (device table key or name): kernels take the "
+            "times `hta-fast predict` gives there.",
+        ),
+        Option(
+            "--source-device",
+            "source_device",
+            "With --device: the trace's own GPU, when its header does not name it.",
+        ),
+        Option(
+            "--devices-file",
+            "devices_file",
+            "With --device: a JSON device table tried before the built-in one.",
+            type="file",
+        ),
+    ),
+    keywords=("device", "source_device", "devices_file", "allow_tf32"),
+    build=lambda v: {k: v[k] for k in ("device", "source_device", "devices_file")},
+    doc="This step on another GPU: each launched GPU event takes the duration "
+    "`hta_fast.model.predict` gives on that device, with its band; the host, the waits "
+    "and the launch order stay as recorded.",
+)

@@ -30,7 +30,7 @@ from ..path.across_ranks_rows import breakdown_table, summary_table
 from ..path.bounds import BOUND_BY
 from ..path.ranks import step_paths_across
 from .changes import duration_changes
-from .edits import Edits
+from .edits import KEYWORDS, Edits, edit_keywords
 from .group import replay_group
 from .per_step import per_step_note, per_step_table, step_bands
 from .rows import WAITING, chain_totals, group_rows, predicted_spans
@@ -63,21 +63,20 @@ TOTALS_SCHEMA = pa.schema(
     ]
 )
 
-EDIT_FIELDS = [f.name for f in dataclasses.fields(Edits)]
-
 
 def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
-    """The edits given, with the keyword edits (what_if's spelling of Edits' fields)."""
-    unknown = sorted(set(keywords) - set(EDIT_FIELDS))
+    """The edits given, with the keyword edits (what_if's spelling of Edits' fields and of
+    the declared edits, hta_fast.model.whatif.registry)."""
+    unknown = sorted(set(keywords) - set(KEYWORDS))
     if unknown:
         raise TypeError(
-            f"what_if() got unexpected keyword argument(s) {unknown}; the edits are {EDIT_FIELDS}"
+            f"what_if() got unexpected keyword argument(s) {unknown}; the edits are {KEYWORDS}"
         )
     if edits is None:
-        return Edits(**keywords)
+        return Edits(**edit_keywords(None, keywords))
     if not isinstance(edits, Edits):
         raise TypeError(f"what_if(): edits must be an Edits, got {type(edits).__name__}")
-    return dataclasses.replace(edits, **keywords) if keywords else edits
+    return dataclasses.replace(edits, **edit_keywords(edits, keywords)) if keywords else edits
 
 
 def _notes(rows: list[dict[str, Any]], edits: Edits) -> list[str]:
@@ -132,7 +131,8 @@ def what_if(
     critical path before and after, the new path's shares, and the share spent waiting for
     another rank (held_by) before it. edits: an Edits, or its fields as keywords
     (kernel_class={"COMM": 0.5}, cpu=0.8, device="V100-SXM2", edit_ranks=[1], ...; both:
-    the keywords replace those fields). cross_rank: with several ranks, replay the ranks of
+    the keywords replace those fields; each edit and its keywords are declared in
+    hta_fast.model.whatif.registry). cross_rank: with several ranks, replay the ranks of
     a step together; on a rank, the critical path then stops where another rank held it.
     chained (default): each rank's consecutive selected steps as one graph; False: each
     step's window alone (the module doc). With several ranks replayed together, the side
