@@ -176,7 +176,7 @@ TEST_CASE("a flow endpoint binds to the innermost event holding its time") {
   const EventRow outer = add_event(t, "cpu_op", "outer", kCpu, kThread, 0, 100);
   const EventRow inner = add_event(t, "cpu_op", "inner", kCpu, kThread, 10, 10);
   const EventRow zero = add_event(t, "cpu_op", "zero", kCpu, kThread, 20, 0);
-  const EventRow twin = add_event(t, "cpu_op", "zero", kCpu, kThread, 20, 0);
+  add_event(t, "cpu_op", "zero", kCpu, kThread, 20, 0);  // its twin: alike, later in the file
   const std::vector<std::pair<int64_t, EventRow>> expected = {
       {15, inner},  {50, outer}, {10, inner},  // a slice starting at the flow's time
       {20, zero},                              // the first of two alike, not the twin
@@ -191,7 +191,6 @@ TEST_CASE("a flow endpoint binds to the innermost event holding its time") {
   }
   CHECK(t.flows.event[expected.size()] == -1);
   CHECK(t.stats.count(Stat::flow_unbound) == 3);
-  CHECK(twin != zero);
 }
 
 TEST_CASE("flow endpoints out of time order bind as in order") {

@@ -131,7 +131,7 @@ TEST_CASE("generations: a copy is a pool of its own, a move takes the contents' 
 
   StringPool moved(std::move(a));
   CHECK(moved.generation() == ga);
-  CHECK(a.generation() != ga);  // NOLINT(bugprone-use-after-move): the move's promise
+  CHECK(a.generation() != ga);  // the move's promise
   CHECK(moved.intern("x") == 0);
   CHECK(moved.at(0) == "x");
 
@@ -139,7 +139,7 @@ TEST_CASE("generations: a copy is a pool of its own, a move takes the contents' 
   const uint64_t gm = moved.generation();
   assigned = std::move(moved);
   CHECK(assigned.generation() == gm);
-  CHECK(moved.generation() != gm);  // NOLINT(bugprone-use-after-move)
+  CHECK(moved.generation() != gm);
   CHECK(assigned.intern("x") == 0);
 }
 
@@ -147,7 +147,7 @@ TEST_CASE("a moved-from pool, once cleared, is an empty pool again") {
   StringPool a;
   a.intern("x");
   StringPool b(std::move(a));
-  a.clear();  // NOLINT(bugprone-use-after-move)
+  a.clear();
   CHECK(a.size() == 0);
   CHECK(a.intern("y") == 0);
   CHECK(a.intern("x") == 1);
