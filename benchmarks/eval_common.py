@@ -42,7 +42,7 @@ Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 
 def add_steps_from(ap: argparse.ArgumentParser) -> None:
     """The --steps-from option, the same on every evaluator."""
-    from hta_fast.frame.steps_from import SOURCES
+    from hta_fast.steps.steps_from import SOURCES
 
     ap.add_argument(
         "--steps-from",
@@ -57,9 +57,9 @@ def add_steps_from(ap: argparse.ArgumentParser) -> None:
 
 def load(path: str, steps_from: str = "profiler", first_rank: bool = False):
     """A trace file, or a folder of ranks (its first rank alone with first_rank), with its
-    steps from `steps_from` (hta_fast.frame.steps_from.SOURCES)."""
+    steps from `steps_from` (hta_fast.steps.steps_from.SOURCES)."""
     import hta_fast
-    from hta_fast.frame.steps_from import with_steps_from
+    from hta_fast.steps.steps_from import with_steps_from
 
     if os.path.isdir(path):
         traces = hta_fast.load_dir(path)
@@ -199,7 +199,7 @@ def spec_ratio_changes(traces, src, dst, allow_tf32: Union[bool, str] = False) -
     """Per rank, (GPU event rows, ns added to each one's duration) that scale every GPU
     kernel by its family's spec ratio (family_spec_ratios; the bandwidth ratio for a family
     without a roofline; communication kernels unchanged): what_if's duration_change, built
-    as hta_fast.model.whatif.device_edit builds the model's."""
+    as hta_fast.model.whatif.device_changes builds the model's."""
     from hta_fast.model.predict import predict
 
     r = predict(traces, dst, source_device=src, allow_tf32=allow_tf32)

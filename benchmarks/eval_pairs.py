@@ -26,11 +26,11 @@ roofline ratio of the two devices, memory bandwidth where a family has none: a s
 without the model; it reads nothing of B but its device); and "kernel sum" (A's step plus
 the change in summed GPU kernel time per step, B's minus A's: what a reading of kernel
 totals alone would say; it looks at B). Then, after warm-up (the steps
-hta_fast.analysis.trace_diff.warmup_steps flags: the first, and any over twice the median,
+hta_fast.steps.warmup.warmup_steps flags: the first, and any over twice the median,
 left out; hta_fast.model.whatif.per_step), the predicted steps' median and p10-p90 beside
 B's measured median: what warm-up and outlier steps do not move. Evidence beside it: GPU kernel time and
 CPU-operator time per step in A and B, and the bound of A's critical path. --steps-from
-takes both traces' steps from another source (hta_fast.frame.steps_from: iterations,
+takes both traces' steps from another source (hta_fast.steps.steps_from: iterations,
 inference passes) for traces without ProfilerStep events. A figure with nothing to divide
 by prints "n/a".
 """

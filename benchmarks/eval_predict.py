@@ -26,7 +26,7 @@ Groups whose shapes hold a list of tensors recorded as [] (older profilers' cat)
 compared: such a key stands for every call site of the operator, not for one workload.
 --device-floor-from TRACE gives predict B's GPU's launch floor, measured on TRACE: another
 workload recorded on that GPU (B itself would be fitted on the answer, and is refused).
---steps-from sets both traces' steps from another source (hta_fast.frame.steps_from), as on
+--steps-from sets both traces' steps from another source (hta_fast.steps.steps_from), as on
 the other evaluators; the groups compared are the whole traces' either way.
 
 Then, kernel time per step (hta_fast.model.predict_check.kernel_time_errors): per family and

@@ -25,7 +25,7 @@ steps is one step):
 Error: (predicted - target) / target, in percent. --windows replays each step's window alone
 (default: the steps as one chain, hta_fast.model.graph.walk), the three measured alike then
 too (each window's time, over their count). --steps-from takes both traces' steps from
-another source (hta_fast.frame.steps_from: iterations, inference passes).
+another source (hta_fast.steps.steps_from: iterations, inference passes).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from eval_common import (
 
 def direction(src, dst, dev_src, dev_dst, tf32, curves: bool, chained: bool) -> dict[str, Any]:
     """One direction's figures: src's steps predicted on dst's device, against dst."""
-    from hta_fast.model.whatif.device_edit import device_changes
+    from hta_fast.model.whatif.device_changes import device_changes
 
     at_dst, at_src = step_time(dst, chained=chained), step_time(src, chained=chained)
     target, own = at_dst.replayed, at_src.replayed

@@ -25,6 +25,7 @@ OUT = Path(__file__).parent / "api.md"
 PUBLIC = [
     "hta_fast",
     "hta_fast.frame",
+    "hta_fast.steps",
     "hta_fast.analysis",
     "hta_fast.recipes",
     "hta_fast.udf",

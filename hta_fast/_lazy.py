@@ -16,7 +16,7 @@ def lazy_package(package: str, public: Mapping[str, str], *, subpackages: bool =
     first use. With `subpackages`, any other public-looking name is tried as a submodule
     (`hta_fast.frame`) before the AttributeError.
 
-    A public name that is also a submodule's (`hta_fast.frame.steps_from`, the function, in
+    A public name that is also a submodule's (`hta_fast.steps.steps_from`, the function, in
     the module of that name) stays the function when the submodule is imported: the import
     system would otherwise bind the module over it."""
 

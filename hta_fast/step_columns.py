@@ -1,6 +1,6 @@
 """A trace's step columns (the `steps` table and events.step) from windows chosen after the
 load: what Trace.with_steps builds its copy over, so that steps found another way
-(hta_fast.frame.steps_from: annotated inference passes, repeated launches) stand where the
+(hta_fast.steps.steps_from: annotated inference passes, repeated launches) stand where the
 ProfilerStep#N steps stood, for every analysis, the doctor and the model alike (they all
 read steps from these two columns and nowhere else).
 

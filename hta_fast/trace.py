@@ -158,7 +158,7 @@ class Trace(NamedTables):
         self.meta = meta
         self.rank = rank if rank is not None else (meta.rank if meta.rank is not None else 0)
         # What the steps are: "profiler" (the ProfilerStep#N events) or what with_steps was
-        # told they came from (hta_fast.frame.steps_from's sources).
+        # told they came from (hta_fast.steps.steps_from's sources).
         self.steps_source = steps_source
 
     def with_steps(
@@ -260,17 +260,24 @@ class Trace(NamedTables):
         """What the loader counted and skipped: an Arrow table (name, severity, description,
         count, examples) that prints as the counts that are not zero."""
         rows = self._raw.stats
+        # The examples column from its flat parts: pa.array on nested values imports pandas.
+        flat = [e for r in rows for e in r[4]]
+        example = pa.StructArray.from_arrays(
+            [
+                array_of([o for o, _ in flat], pa.int64()),
+                array_of([t for _, t in flat], pa.string()),
+            ],
+            names=["offset", "text"],
+        )
+        ends = np.cumsum([0] + [len(r[4]) for r in rows], dtype=np.int32)
         return LoadStats(
             pa.table(
                 {
-                    "name": [r[0] for r in rows],
-                    "severity": [r[1] for r in rows],
-                    "description": [r[2] for r in rows],
+                    "name": array_of([r[0] for r in rows], pa.string()),
+                    "severity": array_of([r[1] for r in rows], pa.string()),
+                    "description": array_of([r[2] for r in rows], pa.string()),
                     "count": array_of([r[3] for r in rows], pa.int64()),
-                    "examples": array_of(
-                        [[{"offset": o, "text": t} for o, t in r[4]] for r in rows],
-                        pa.list_(pa.struct([("offset", pa.int64()), ("text", pa.string())])),
-                    ),
+                    "examples": pa.ListArray.from_arrays(array_of(ends), example),
                 }
             )
         )

@@ -494,7 +494,7 @@ def test_columns_that_name_a_row_print_as_written():
     import pyarrow as pa
 
     from hta_fast.cli.output import text_table
-    from hta_fast.report.tables import html_table
+    from hta_fast.report.page.tables import html_table
 
     t = pa.table({"step": [1009], "pid": [123456], "count": [1009], "device": ["a\x1b[31mb"]})
     head, _, row = text_table(t).splitlines()

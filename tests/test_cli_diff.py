@@ -14,6 +14,7 @@ from synthetic_traces import KinetoBuilder
 import hta_fast
 from hta_fast.analysis import trace_diff
 from hta_fast.cli import cli
+from hta_fast.steps import warmup
 
 PAIR = "pairs/dataloader_workers/resnet50_num_workers_{}.pt.trace.json.gz"
 # The pair's README: mean ProfilerStep over all 6 steps, DataLoader workers 0 -> 4.
@@ -133,10 +134,10 @@ def run_file(tmp_path, name: str, steps_us: dict[int, int], kernel_us: float = 2
 
 
 def test_warmup_rule_on_known_step_times():
-    flagged = trace_diff.warmup_steps(STEPS_US)
+    flagged = warmup.warmup_steps(STEPS_US)
     assert flagged == {1: "the first step", 4: "2.5x the median step"}
-    assert trace_diff.WARMUP_FACTOR == 2.0
-    assert trace_diff.warmup_steps({3: 1000}) == {}  # a lone step is the whole run
+    assert warmup.WARMUP_FACTOR == 2.0
+    assert warmup.warmup_steps({3: 1000}) == {}  # a lone step is the whole run
 
 
 def test_warmup_steps_are_left_out_and_said(tmp_path):

@@ -3,8 +3,10 @@
 The blocks of one page run in order in one namespace (a page may build on its earlier
 examples), in a scratch folder laid out as the examples assume: `rank0.pt.trace.json.gz`
 is one rank's trace, `traces/` the trace files of a two-rank job, and `../shared/traces`
-the real traces folder. docs/api.md (from the docstrings) and docs/query.md (from hta_fast.sql's
-declarations) must be current."""
+the real traces folder. docs/api.md (from the docstrings), docs/query.md (from hta_fast.sql's
+declarations), docs/doctor.md's tables of causes (from the causes' records) and
+docs/model.md's table of what-if edits (from hta_fast.model.whatif.registry) must be
+current."""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def test_examples_run(page, traces_dir, tmp_path, monkeypatch):
             )
 
 
-@pytest.mark.parametrize("script", ["gen_api.py", "gen_query.py"])
+@pytest.mark.parametrize("script", ["gen_api.py", "gen_query.py", "gen_doctor.py", "gen_whatif.py"])
 def test_generated_pages_are_current(script):
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs" / script), "--check"],

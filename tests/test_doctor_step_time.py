@@ -13,9 +13,9 @@ from conftest import TRACES_DIR
 from synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
 
 import hta_fast
-from hta_fast.analysis.tensorboard.step_windows import step_windows
 from hta_fast.doctor import diagnose
-from hta_fast.frame.profiler_flush import flush_steps
+from hta_fast.steps.profiler_flush import flush_steps
+from hta_fast.steps.step_windows import step_windows
 
 
 def device_aware_steps(trace: hta_fast.Trace) -> list[int]:
@@ -102,7 +102,7 @@ def test_a_short_profiler_call_flags_nothing():
 def test_steps_table_after_with_steps(traces_dir):
     """Trace.steps after with_steps/with_steps_from builds (it raised TypeError: the core's
     int32 row column was handed int64)."""
-    from hta_fast.frame.steps_from import with_steps_from
+    from hta_fast.steps.steps_from import with_steps_from
 
     trace = _load("modern/flux1_iteration/iteration_0.json.gz")
     steps = with_steps_from(trace, "denoise").steps

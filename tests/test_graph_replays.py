@@ -27,8 +27,8 @@ from hta_fast.frame.graph_attribution import operator_launch_pairs, with_capturi
 from hta_fast.frame.graph_captures import graph_captures
 from hta_fast.frame.graph_replays import graph_replays as replays_of
 from hta_fast.frame.select import Selection
-from hta_fast.report import sections_graphs
-from hta_fast.report.context import Context
+from hta_fast.report.page.context import Context
+from hta_fast.report.sections import graphs as sections_graphs
 
 US = 1_000  # ns
 OPS = ("aten::mm", "aten::add", "aten::relu")

@@ -22,6 +22,7 @@ LAYERS = [
     ("costs", {"costs"}),
     ("load", {"loading"}),
     ("frame", {"frame"}),
+    ("steps", {"steps"}),
     ("analysis", {"analysis", "udf", "recipes"}),
     ("model", {"model"}),
     ("doctor", {"doctor"}),

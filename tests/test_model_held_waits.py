@@ -296,7 +296,7 @@ def test_a_thread_whose_only_event_spans_the_trace_is_no_step():
     b._x("cuda_runtime", "cudaDeviceSynchronize", 4200, 800, CPU_PID, CPU_TID, {"cbid": 165})
     b._x("python_function", "threading.py(324): wait", 0, 9000, CPU_PID, CPU_TID + 1, {})
     trace = b.load()
-    from hta_fast.frame.background_threads import background_mask
+    from hta_fast.frame.idle_threads import background_mask
 
     assert background_mask(trace).sum() == 1
     r = what_if(trace, kernel_class={"COMP": 0.5}).to_pandas()
@@ -330,7 +330,7 @@ def test_the_doctors_exposed_communication_saving_agrees(rel, traces_dir):
 def test_a_thread_that_only_polls_is_left_out():
     """A watchdog thread that only calls cudaEventQuery (no launch, no wait) is no work of
     the step and wakes no thread; a thread with one launch among its calls is kept."""
-    from hta_fast.model.graph.helper_threads import helper_mask
+    from hta_fast.frame.idle_threads import helper_mask
 
     b = KinetoBuilder()
     b.step(0, 0, 2000)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.analysis.tensorboard.gpu_utilization import gpu_utilization
 from hta_fast.cli import cli
-from hta_fast.frame import with_steps_from
+from hta_fast.steps import with_steps_from
 
 # aten::mm on the host [100, 150) µs launches k [120, 140); an orphan kernel with no launch
 # in the trace runs [300, 700).

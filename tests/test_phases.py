@@ -20,11 +20,11 @@ import hta_fast
 from hta_fast.analysis.inference.phases import phases
 from hta_fast.analysis.registry import ANALYSES
 from hta_fast.cli import cli
-from hta_fast.frame import SOURCES, steps_from, with_steps, with_steps_from
 from hta_fast.frame.graph_replays import GRAPH_LAUNCH
 from hta_fast.frame.launch_pattern import find_repeat
-from hta_fast.frame.pass_patterns import PATTERNS, PHASES
-from hta_fast.frame.passes import find_passes
+from hta_fast.steps import SOURCES, steps_from, with_steps, with_steps_from
+from hta_fast.steps.pass_patterns import PATTERNS, PHASES
+from hta_fast.steps.passes import find_passes
 
 US = 1000  # ns
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import fake_doctor
@@ -18,8 +17,10 @@ import hta_fast
 from hta_fast.analysis import queue_length, temporal
 from hta_fast.cli import cli
 from hta_fast.frame.fields import display_unit
-from hta_fast.report import plotlyjs, write_report
-from hta_fast.report.downsample import min_max
+from hta_fast.report import write_report
+from hta_fast.report.page import plotlyjs
+from hta_fast.report.page.downsample import min_max
+from hta_fast.report.sections import findings
 
 DLRM = "param_dlrm_8rank"
 
@@ -137,7 +138,7 @@ def test_cdn_report_is_small(dlrm_traces, tmp_path):
 
 def test_doctor_findings_come_first(dlrm_traces, tmp_path, monkeypatch):
     mod = fake_doctor.module(utilization=0.455, findings=[fake_doctor.launch_bound_finding()])
-    monkeypatch.setitem(sys.modules, "hta_fast.doctor", mod)
+    monkeypatch.setattr(findings, "diagnose", mod.diagnose)
     path = tmp_path / "r.html"
     write_report(dlrm_traces, str(path), steps=[10], cdn=True)
     text = path.read_text()
@@ -155,11 +156,14 @@ def test_doctor_findings_come_first(dlrm_traces, tmp_path, monkeypatch):
     assert mod.calls[0]["steps"] == [10]
 
 
-def test_report_without_the_doctor(dlrm_traces, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "hta_fast.doctor", None)
+def test_report_when_the_doctor_cannot_run(dlrm_traces, tmp_path, monkeypatch):
+    def fails(traces, steps=None, thresholds=None):
+        raise ValueError("no steps to judge")
+
+    monkeypatch.setattr(findings, "diagnose", fails)
     path = tmp_path / "r.html"
     write_report(dlrm_traces, str(path), cdn=True)
-    assert "the doctor is not installed" in path.read_text()
+    assert "the doctor could not run on these traces (no steps to judge)" in path.read_text()
 
 
 @pytest.mark.parametrize(

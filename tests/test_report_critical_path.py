@@ -16,9 +16,9 @@ from hta_fast.cli import cli
 from hta_fast.frame.select import Selection
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.report import build, write_report
-from hta_fast.report.context import Context
-from hta_fast.report.sections_path import top_events
-from hta_fast.report.sections_ranks import drawn_ranks
+from hta_fast.report.page.context import Context
+from hta_fast.report.sections.critical_path import top_events
+from hta_fast.report.sections.ranks import drawn_ranks
 
 DLRM = "param_dlrm_8rank"
 

@@ -17,8 +17,8 @@ from test_report import check_in_chromium
 from hta_fast.frame.result import fold_rank_notes
 from hta_fast.report import write_report
 from hta_fast.report.build import MANY_RANKS
-from hta_fast.report.heatmap import MAX_ROWS, bin_axis, rank_rows
-from hta_fast.report.rank_stats import slow_outliers
+from hta_fast.report.page.heatmap import MAX_ROWS, bin_axis, rank_rows
+from hta_fast.report.page.rank_stats import slow_outliers
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 SLOW = 537

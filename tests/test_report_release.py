@@ -10,7 +10,7 @@ import hta_fast
 from hta_fast import synth
 from hta_fast.frame.select import Selection
 from hta_fast.report import build
-from hta_fast.report.context import TITLES, Context, SectionFailed, section
+from hta_fast.report.page.context import TITLES, Context, SectionFailed, section
 
 
 class Watched(Context):

@@ -49,7 +49,7 @@ def test_the_doctor_imports_what_it_runs():
     mods = _imported("import hta_fast.cli.doctor, hta_fast.doctor", whole=True)
     unused = {
         "hta_fast.model.predict",
-        "hta_fast.model.whatif.device_edit",
+        "hta_fast.model.whatif.device_changes",
         "hta_fast.costs.flops",
         "hta_fast.analysis.roofline",
         "hta_fast.analysis.trace_diff",
@@ -87,6 +87,7 @@ def test_the_command_table_is_the_commands():
     [
         "hta_fast",
         "hta_fast.frame",
+        "hta_fast.steps",
         "hta_fast.loading",
         "hta_fast.costs",
         "hta_fast.analysis",
@@ -128,6 +129,6 @@ def test_subpackages_resolve_and_names_outlive_their_modules():
     assert hta_fast.frame.Selection is not None  # a subpackage, imported when named
     import importlib
 
-    importlib.import_module("hta_fast.frame.steps_from")  # binds the submodule, or would
+    importlib.import_module("hta_fast.steps.steps_from")  # binds the submodule, or would
 
-    assert callable(hta_fast.frame.steps_from)  # the function, not the module of its name
+    assert callable(hta_fast.steps.steps_from)  # the function, not the module of its name

@@ -25,9 +25,9 @@ from hta_fast.analysis.tensorboard.gpu_utilization import gpu_utilization
 from hta_fast.analysis.tensorboard.modules import modules
 from hta_fast.analysis.tensorboard.sm_efficiency import sm_efficiency
 from hta_fast.analysis.tensorboard.step_breakdown import CATEGORIES, step_breakdown
-from hta_fast.analysis.tensorboard.step_windows import plugin_kept_steps, step_windows
 from hta_fast.analysis.tensorboard.tensor_cores import tensor_cores
-from hta_fast.frame.steps_from import with_steps_from
+from hta_fast.steps.step_windows import plugin_kept_steps, step_windows
+from hta_fast.steps.steps_from import with_steps_from
 from hta_fast.trace import Trace
 
 pytestmark = pytest.mark.reference  # runs the TensorBoard plugin

@@ -17,13 +17,13 @@ from hta_fast.analysis.tensorboard import (
     gpu_utilization,
     sm_efficiency,
     step_breakdown,
-    step_windows,
 )
 from hta_fast.cli import cli
 from hta_fast.doctor import diagnose
 from hta_fast.frame import Selection, kernel_args
 from hta_fast.frame.gpu_work import gpu_work
 from hta_fast.recipes import sm_occupancy
+from hta_fast.steps import step_windows
 from tests.conftest import TRACES_DIR
 
 US = 1000  # ns

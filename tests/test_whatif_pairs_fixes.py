@@ -168,7 +168,7 @@ def test_whatif_prints_the_time_per_step_the_evaluators_read(traces_dir, tmp_pat
 
 
 def test_the_loader_edit_after_warm_up_median_and_spread(traces_dir):
-    """Steps 6-10 after the first (warm-up, trace_diff.warmup_steps): the predicted steps'
+    """Steps 6-10 after the first (warm-up, steps.warmup.warmup_steps): the predicted steps'
     median 128.43 ms, p10-p90 126.76-131.99 ms, against B's measured median 127.75 ms
     (+0.5 %), where the time per step over the chain says 123.77 ms (-3.5 %)."""
     a, b = _pair(traces_dir, "dataloader_workers", *WORKERS)

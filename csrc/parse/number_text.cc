@@ -227,8 +227,9 @@ NumberStatus parse_int64(std::string_view text, int64_t& out) {
   }
   Decimal d;
   if (!parse_decimal(text, d)) return NumberStatus::kNotANumber;
-  if (d.exponent < 0) {
+  if (d.exponent < 0 && d.digits != 0) {
     // Accept "12.0" but not "12.5": an integer field with a fraction is not an integer.
+    // Zero is one at any exponent ("0e-40").
     unsigned __int128 div = 1;
     for (int k = 0; k < -d.exponent && k < 38; ++k) div *= 10;
     if (d.exponent < -38 || d.digits % div != 0) return NumberStatus::kNotANumber;

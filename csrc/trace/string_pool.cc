@@ -9,7 +9,11 @@
 
 namespace hta {
 
-StringPool::StringPool() : offsets_{0}, slots_(1024, 0), slot_hash_(1024, 0) {}
+namespace {
+constexpr size_t kFirstSlots = 1024;  // a power of two: slots are found by masking a hash
+}  // namespace
+
+StringPool::StringPool() : offsets_{0}, slots_(kFirstSlots, 0), slot_hash_(kFirstSlots, 0) {}
 
 StringPool::StringPool(const StringPool& other)
     : data_(other.data_),
@@ -57,7 +61,12 @@ uint64_t StringPool::next_generation() {
 void StringPool::clear() {
   data_.clear();
   offsets_.assign(1, 0);
-  std::fill(slots_.begin(), slots_.end(), 0);
+  if (slots_.empty()) {  // moved from: a table of its own again
+    slots_.assign(kFirstSlots, 0);
+    slot_hash_.assign(kFirstSlots, 0);
+  } else {
+    std::fill(slots_.begin(), slots_.end(), 0);
+  }
   generation_ = next_generation();
 }
 

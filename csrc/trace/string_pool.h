@@ -25,7 +25,7 @@ class StringPool {
   std::string_view at(int32_t id) const {
     return {data_.data() + offsets_[id], static_cast<size_t>(offsets_[id + 1] - offsets_[id])};
   }
-  // Forgets every string, keeping the memory for reuse.
+  // Forgets every string, keeping the memory for reuse; a moved-from pool is usable again.
   void clear();
   int32_t size() const { return static_cast<int32_t>(offsets_.size() - 1); }
 

@@ -7,7 +7,7 @@ over the rank's GPU kernels (kernel_class COMP and COMM). A rank without communi
 no such share: its percentage is null and a note says so.
 
 Side table "steps", the TensorBoard plugin's distributed view: per rank and step (each step
-timed as the plugin times it, analysis.tensorboard.step_windows), the time only computation
+timed as the plugin times it, steps.step_windows), the time only computation
 ran, computation and communication together, only communication, and neither ("other").
 There, as in the plugin, communication is the collective kernels and the host calls of a
 CPU-side collective library (gloo:*, which moves its data on host threads), and computation
@@ -31,10 +31,10 @@ from ..frame.gpu_work import GpuWork, gpu_work
 from ..frame.result import Result
 from ..frame.select import Ranks, Steps, Streams, Window
 from ..schema import EventKind, KernelClass
+from ..steps.step_windows import StepWindows, step_windows
 from ..trace import Trace
 from ..traceset import TraceSet
 from .tensorboard.step_breakdown import CATEGORIES, category_intervals
-from .tensorboard.step_windows import StepWindows, step_windows
 
 __all__ = ["comm_comp_overlap", "overlap_times"]
 

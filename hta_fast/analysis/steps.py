@@ -1,17 +1,16 @@
-"""Which profiler steps each rank recorded, and which steps of a run look like warm-up
-(warmup_steps: the rule `diff` and the what-if's time per step leave them out by).
+"""Which profiler steps each rank recorded.
 
 A step is a CPU event named ``ProfilerStep#N`` (the profiler's own step marker); GPU-side
 copies of the marker (gpu_user_annotation rows) are not steps. Beside each step's host span
 (ts, dur) stands its device-aware span: from the later of its host start and the end of the
 previous step's GPU work to the later of its host end and the end of the GPU work it
-launched, as the TensorBoard profiler times steps (hta_fast.analysis.tensorboard.step_windows):
+launched, as the TensorBoard profiler times steps (hta_fast.steps.step_windows):
 where the host runs ahead of the GPU, the GPU iteration.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -20,17 +19,11 @@ from .._arrow import array_of, as_numpy
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
+from ..steps.step_windows import step_windows
 from ..trace import Trace
 from ..traceset import TraceSet
-from .tensorboard.step_windows import step_windows
 
 __all__ = ["profiler_steps"]
-
-# A step over twice the median of the others does work they do not (compiling, autotuning,
-# allocating, filling caches, the profiler's own flush); ordinary jitter (a slow batch, a
-# collective waiting on a late rank) stays well under it. Twice is far enough above that
-# jitter to leave real steps alone.
-WARMUP_FACTOR = 2.0
 
 SCHEMA = pa.schema(
     [
@@ -85,19 +78,3 @@ def profiler_steps(
         notes=notes,
         params=dict(selection=sel),
     )
-
-
-def warmup_steps(times: Mapping[int, int]) -> dict[int, str]:
-    """The steps that look like warm-up -> why: the first step (where a run compiles,
-    allocates and fills its caches, and where the profiler starts), and any step over
-    WARMUP_FACTOR times the median of the steps after the first. A lone step is flagged
-    by nothing: it is all the run there is to compare."""
-    if len(times) < 2:
-        return {}
-    first, *rest = sorted(times)
-    flagged = {first: "the first step"}
-    median = float(np.median([times[s] for s in rest]))
-    for s in rest:
-        if median > 0 and times[s] > WARMUP_FACTOR * median:
-            flagged[s] = f"{times[s] / median:.1f}x the median step"
-    return flagged

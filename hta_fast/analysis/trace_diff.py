@@ -24,9 +24,9 @@ from ..frame.derived import DATALOADER_NEXT
 from ..frame.fields import NS
 from ..frame.result import Result
 from ..schema import GPU_KINDS, EventKind
+from ..steps.warmup import warmup_steps
 from ..trace import Trace
 from ..traceset import TraceSet
-from .steps import WARMUP_FACTOR, warmup_steps  # noqa: F401 (the rule diff names)
 
 __all__ = [
     "trace_diff",
@@ -34,7 +34,6 @@ __all__ = [
     "step_diff",
     "side_steps",
     "step_times",
-    "warmup_steps",
     "EmptySelection",
     "SideSteps",
 ]
@@ -156,7 +155,7 @@ def _side(
         if not found:
             raise ValueError(
                 f"the trace has no profiler steps on rank(s) {ranks}: give it steps from "
-                "elsewhere (hta_fast.frame.steps_from.with_steps_from) to compare it"
+                "elsewhere (hta_fast.steps.steps_from.with_steps_from) to compare it"
             )
         steps = [min(found)]
     step_arr = np.asarray(list(steps), np.int32)
@@ -385,7 +384,7 @@ class EmptySelection(ValueError):
             )
         return (
             f"{self.side} has no {step_kind(self.source)} on rank(s) {self.ranks}: give it "
-            "steps from elsewhere (hta_fast.frame.steps_from.with_steps_from)"
+            "steps from elsewhere (hta_fast.steps.steps_from.with_steps_from)"
         )
 
 

@@ -14,9 +14,10 @@ import click
 
 from ..analysis import trace_diff
 from ..analysis.trace_diff import EmptySelection, SideSteps, step_kind, steps_text
-from ..frame.pass_patterns import PHASES
 from ..frame.result import Result
-from ..frame.steps_from import steps_from as steps_from_source
+from ..steps.pass_patterns import PHASES
+from ..steps.steps_from import steps_from as steps_from_source
+from ..steps.warmup import WARMUP_FACTOR
 from ..traceset import TraceSet
 from .app import BadInput, Options, cli
 from .loading import parse_ints, parse_steps, pick_steps, recover_option, steps_from_option
@@ -54,7 +55,7 @@ NAME_WIDTH = 80
     "--keep-warmup",
     is_flag=True,
     help="Compare the steps that look like warm-up too (the first step, and any over "
-    f"{trace_diff.WARMUP_FACTOR:g}x the median step).",
+    f"{WARMUP_FACTOR:g}x the median step).",
 )
 @click.option("--short-names", is_flag=True, help="Group by names without template arguments.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

@@ -2,7 +2,7 @@
 (load_files), and the options that say how: --recover, and --steps-from, the one option that
 says where the steps of analyze, doctor, report, ops, predict, critical-path, replay and
 whatif come from: the profiler's ProfilerStep#N events (the default), the passes of one
-inference phase, or repeated launches (hta_fast.frame.steps_from). cli.options.load_traces
+inference phase, or repeated launches (hta_fast.steps.steps_from). cli.options.load_traces
 hands the traces over with those steps, so --steps then numbers them and every command sees
 them; this module only names the sources, so that a command without steps (info, convert)
 does not import what finds them."""
@@ -21,9 +21,9 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 import click
 
-from ..frame.pass_patterns import SOURCES
 from ..loading.files import trace_files as files_of
 from ..loading.sets import load_dir
+from ..steps.pass_patterns import SOURCES
 from ..traceset import TraceSet
 from .app import Options
 from .progress import bar

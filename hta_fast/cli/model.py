@@ -1,20 +1,26 @@
 """`hta-fast critical-path`, `hta-fast owners`, `hta-fast replay` and `hta-fast whatif`: the
 dependency-graph model (hta_fast.model.path.critical_path, hta_fast.model.path.owners,
 hta_fast.model.replay.steps, hta_fast.model.whatif.steps.what_if with
-hta_fast.model.whatif.edits.Edits)."""
+hta_fast.model.whatif.edits.Edits; the edit options come from hta_fast.model.whatif.registry)."""
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypeVar
 
 import click
+import pyarrow as pa
 
+from ..frame.result import Result
+from ..model.whatif.declaration import Option, OptionError
+from ..model.whatif.registry import EDITS
 from .app import BadInput, Options, cli
 from .loading import parse_ints, parse_steps, pick_steps
 from .options import load_traces, result_tables, selection, table_command
 from .output import check_format, emit, trace_start
+
+if TYPE_CHECKING:
+    from ..model.whatif.edits import Edits
 
 
 @cli.command("critical-path")
@@ -189,122 +195,94 @@ def replay_command(
     )
 
 
-def _factors(pairs: tuple[str, ...], what: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for pair in pairs:
-        key, sep, value = pair.rpartition("=")
-        try:
-            out[key] = float(value)
-        except ValueError:
-            key = ""
-        if not sep or not key:
-            raise click.BadParameter(
-                f"{pair!r}: expected KEY=FACTOR, e.g. COMM=0.5", param_hint=what
-            )
-    return out
+F = TypeVar("F", bound=Callable[..., Any])
+
+# whatif's edit options come from the edits' declarations (hta_fast.model.whatif.registry).
+# The click type of each kind of option (hta_fast.model.whatif.declaration.OPTION_TYPES);
+# text and ranks are click's plain text (ranks are parsed with the other values).
+CLICK_TYPES: dict[str, Any] = {
+    "float": float,
+    "count": click.IntRange(min=1),
+    "path": click.Path(exists=True),
+    "file": click.Path(dir_okay=False, exists=True),
+}
 
 
-def _match(pairs: tuple[str, ...]) -> Optional[dict[str, str]]:
-    """--match REGEX[=REGEX_B] as {REGEX: REGEX_B}; an escaped \\= stays in the pattern."""
-    if not pairs:
-        return None
-    out = {}
-    for pair in pairs:
-        parts = re.split(r"(?<!\\)=", pair, maxsplit=1)
-        here = parts[0].replace("\\=", "=")
-        there = parts[1].replace("\\=", "=") if len(parts) > 1 else here
-        if not here or not there:
-            raise click.BadParameter(
-                f"{pair!r}: expected REGEX or REGEX=REGEX_B", param_hint="--match"
-            )
-        out[here] = there
-    return out
+def _click_option(option: Option) -> Callable[[F], F]:
+    settings: dict[str, Any] = {"help": option.help}
+    if option.type == "flag":
+        settings["is_flag"] = True
+    if option.type in CLICK_TYPES:
+        settings["type"] = CLICK_TYPES[option.type]
+    if option.metavar is not None:
+        settings["metavar"] = option.metavar
+    if option.multiple:
+        settings["multiple"] = True
+    elif option.type != "flag":
+        settings["default"] = option.default
+    if option.show_default:
+        settings["show_default"] = True
+    return click.option(option.flag, option.dest, **settings)
 
 
-def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
-    """--comm-bandwidth: "2" or "2x" -> (scale, None); "150GB/s" -> (None, bus GB/s)."""
-    if text is None:
-        return None, None
-    t = text.strip().lower().replace(" ", "")
-    busbw = t.endswith("gb/s") or t.endswith("gbps")
-    number = t.removesuffix("gb/s").removesuffix("gbps").removesuffix("x")
+def edit_options(command: F) -> F:
+    """Adds every declared edit's options to the command, in the registry's order."""
+    for edit in reversed(EDITS):  # click lists the options in the order they wrap
+        for option in reversed(edit.options):
+            command = _click_option(option)(command)
+    return command
+
+
+def _value(option: Option, value: Any) -> Any:
+    return parse_ints(value, "rank") if option.type == "ranks" else value
+
+
+def edits_from_options(values: Mapping[str, Any]) -> Edits:
+    """The Edits the edit options' values (by their dest) make; a bad value is bad input,
+    named as click names a bad parameter."""
+    from ..model.whatif.edits import Edits, edit_keywords
+
+    keywords: dict[str, Any] = {}
     try:
-        value = float(number)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise click.BadParameter(
-            f"{text!r}: expected a positive scale (2, 2x) or a bus bandwidth (150GB/s)",
-            param_hint="--comm-bandwidth",
-        )
-    return (None, value) if busbw else (value, None)
+        for edit in EDITS:
+            keywords.update(edit.build({o.dest: _value(o, values[o.dest]) for o in edit.options}))
+    except OptionError as e:
+        raise click.BadParameter(e.message, param_hint=e.option) from None
+    try:  # the edits are checked before the traces load
+        return Edits(**edit_keywords(None, keywords))
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+
+
+def _load_durations_from(edits: Edits, opts: Options, recover: bool, steps_from: str) -> Edits:
+    """--durations-from's traces loaded as the command loads its own (progress, --recover,
+    --steps-from)."""
+    if edits.durations_from is None:
+        return edits
+    other, _ = load_traces(
+        (edits.durations_from,),
+        opts,
+        recover,
+        what="loading --durations-from",
+        steps_from=steps_from,
+    )
+    return dataclasses.replace(edits, durations_from=other)
+
+
+def _tables(result: Result) -> dict[str, pa.Table]:
+    """The what-if's table, with the time per step the doctor and the evaluators read (the
+    model computes it once, hta_fast.model.whatif.per_step), each rank's steps together where
+    chained, the pairing of --durations-from and the collectives of --world-size."""
+    tables = {result.name: result.table}
+    for name in ("per_step", "totals", "durations_from", "world_size"):
+        if name in result.tables:
+            tables[name] = result.tables[name]
+    return tables
 
 
 @cli.command("whatif")
 @table_command
-@click.option(
-    "--scale",
-    "classes",
-    multiple=True,
-    metavar="CLASS=F",
-    help="Scale GPU time of a kernel class: COMM, COMP or MEM (repeatable).",
-)
-@click.option(
-    "--scale-name",
-    "names",
-    multiple=True,
-    metavar="REGEX=F",
-    help="Scale GPU events whose name matches (repeatable).",
-)
-@click.option(
-    "--scale-category",
-    "categories",
-    multiple=True,
-    metavar="CAT=F",
-    help="Scale events of a trace category, e.g. cpu_op=0.5 (repeatable).",
-)
-@click.option(
-    "--scale-op",
-    "ops",
-    multiple=True,
-    metavar="REGEX=F",
-    help="CPU ops whose name matches take F times as long, with everything nested under "
-    "them on their thread; F=0: they cost nothing (repeatable).",
-)
-@click.option(
-    "--durations-from",
-    "durations_from",
-    type=click.Path(exists=True),
-    default=None,
-    help="With --match: events that match take the durations this other trace (a file or "
-    "a folder of ranks) measured for its matching events.",
-)
-@click.option(
-    "--match",
-    "matches",
-    multiple=True,
-    metavar="REGEX[=REGEX_B]",
-    help="With --durations-from: events here whose name matches REGEX pair with events "
-    "there matching REGEX_B (default: the same REGEX); write a literal = in a pattern "
-    "as \\= (repeatable).",
-)
-@click.option("--cpu", type=float, default=1.0, show_default=True, help="Scale CPU time.")
-@click.option("--zero-launch-overhead", is_flag=True, help="Launches cost nothing (CUDA graphs).")
-@click.option(
-    "--drop-comm-waits",
-    is_flag=True,
-    help="Nothing waits on communication (perfect overlap bound).",
-)
-@click.option(
-    "--drop-sync-waits",
-    is_flag=True,
-    help="Blocking syncs return at once: the host never waits for the GPU.",
-)
-@click.option(
-    "--edit-ranks",
-    help="Apply the edits (not --comm-bandwidth) to these ranks only, "
-    "e.g. 0,3 or 0-3 (default: all).",
-)
+@edit_options
 @click.option(
     "--no-cross-rank",
     is_flag=True,
@@ -315,54 +293,6 @@ def _bandwidth(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
     is_flag=True,
     help="Replay each profiler step's window alone (default: a rank's consecutive "
     "steps as one chain, each starting where the one before it ends).",
-)
-@click.option(
-    "--comm-bandwidth",
-    metavar="S|GBPS",
-    default=None,
-    help="Interconnect bandwidth through the collective cost model fitted to the "
-    "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).",
-)
-@click.option(
-    "--device",
-    default=None,
-    help="This step on another GPU (device table key or name): kernels take the "
-    "times `hta-fast predict` gives there.",
-)
-@click.option(
-    "--source-device",
-    default=None,
-    help="With --device: the trace's own GPU, when its header does not name it.",
-)
-@click.option(
-    "--devices-file",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="With --device: a JSON device table tried before the built-in one.",
-)
-@click.option(
-    "--world-size",
-    "world_size",
-    type=click.IntRange(min=1),
-    default=None,
-    help="The job at N ranks of data parallelism (the same batch per rank): each "
-    "collective re-costed by the collective model for N ranks, its slowest-rank wait "
-    "grown; compute unchanged (table world_size).",
-)
-@click.option(
-    "--topology",
-    default=None,
-    metavar="FILE|NAME",
-    help="Run on another machine: a topology JSON file or a shipped name (hgx_h100, "
-    "dgx_a100, ...; see `hta-fast comm-model`); default: the recorded machine.",
-)
-@click.option(
-    "--recorded-topology",
-    "recorded_topology",
-    default=None,
-    metavar="FILE|NAME",
-    help="With --world-size / --topology: the recorded machine's topology, where the "
-    "trace's GPU does not call for the right one.",
 )
 @click.pass_obj
 def whatif_command(
@@ -375,26 +305,9 @@ def whatif_command(
     limit: int,
     recover: bool,
     steps_from: str,
-    classes: tuple[str, ...],
-    names: tuple[str, ...],
-    categories: tuple[str, ...],
-    ops: tuple[str, ...],
-    durations_from: Optional[str],
-    matches: tuple[str, ...],
-    cpu: float,
-    zero_launch_overhead: bool,
-    drop_comm_waits: bool,
-    drop_sync_waits: bool,
-    edit_ranks: Optional[str],
     no_cross_rank: bool,
     windows: bool,
-    comm_bandwidth: Optional[str],
-    device: Optional[str],
-    source_device: Optional[str],
-    devices_file: Optional[str],
-    world_size: Optional[int],
-    topology: Optional[str],
-    recorded_topology: Optional[str],
+    **edit_values: Any,
 ) -> None:
     """Edit the dependency graph (faster communication, a faster GPU, no launch overhead,
     an op or a loader as fast as in another run, ...) and replay it: predicted step time per
@@ -414,45 +327,12 @@ def whatif_command(
       hta-fast whatif run/ --world-size 16           # the job on twice the ranks
       hta-fast whatif run/ --world-size 64 --topology hgx_h100   # on 8 H100 nodes
     """
-    from ..model.whatif.edits import Edits
     from ..model.whatif.steps import what_if
 
     check_format(fmt, out_dir)
-    scale, busbw = _bandwidth(comm_bandwidth)
-    try:  # the edits are checked before the traces load
-        edits = Edits(
-            kernel_class=_factors(classes, "--scale") or None,
-            name=_factors(names, "--scale-name") or None,
-            category=_factors(categories, "--scale-category") or None,
-            op_scale=_factors(ops, "--scale-op") or None,
-            durations_from=durations_from,
-            match=_match(matches),
-            cpu=cpu,
-            zero_launch_overhead=zero_launch_overhead,
-            drop_comm_waits=drop_comm_waits,
-            drop_sync_waits=drop_sync_waits,
-            collective_bandwidth=scale,
-            collective_busbw_gbps=busbw,
-            edit_ranks=parse_ints(edit_ranks, "rank"),
-            device=device,
-            source_device=source_device,
-            devices_file=devices_file,
-            world_size=world_size,
-            topology=topology,
-            recorded_topology=recorded_topology,
-        )
-    except ValueError as e:
-        raise BadInput(str(e)) from None
+    edits = edits_from_options(edit_values)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
-    if durations_from is not None:
-        other, _ = load_traces(
-            (durations_from,),
-            opts,
-            recover,
-            what="loading --durations-from",
-            steps_from=steps_from,
-        )
-        edits = dataclasses.replace(edits, durations_from=other)
+    edits = _load_durations_from(edits, opts, recover, steps_from)
     try:
         result = what_if(
             traces,
@@ -463,10 +343,5 @@ def whatif_command(
         )
     except ValueError as e:
         raise BadInput(str(e)) from None
-    tables = {result.name: result.table}
-    # the time per step the doctor and the evaluators read (the model computes it once,
-    # hta_fast.model.whatif.per_step), and each rank's steps together where chained
-    for name in ("per_step", "totals", "durations_from", "world_size"):
-        if name in result.tables:
-            tables[name] = result.tables[name]
-    emit(tables, {result.name: result.notes}, fmt, out_dir, limit, origin_ns=trace_start(traces))
+    notes = {result.name: result.notes}
+    emit(_tables(result), notes, fmt, out_dir, limit, origin_ns=trace_start(traces))

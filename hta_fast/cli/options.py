@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..frame.result import Result
 from ..frame.select import Selection
-from ..frame.steps_from import steps_from, with_steps
+from ..steps.steps_from import steps_from, with_steps
 from ..traceset import TraceSet
 from .app import BadInput, Options
 from .loading import (

@@ -13,14 +13,13 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..frame import derived, select
+from ..frame import select
 from ..frame.fields import duration_text
-from ..frame.profiler_flush import PROFILER_SHARE
-from ..model.graph.one_off_calls import ONE_TIME
 from ..model.graph.walk import chains_kept
+from ..steps.profiler_flush import PROFILER_SHARE
 from ..trace import Trace
 from ..traceset import TraceSet
-from .causes import BY_KEY, CAUSES, examination_order, memory_sync
+from .causes import BY_KEY, CAUSES, REGISTRY, examination_order
 from .causes.record import Examination
 from .measured import measured_sm_active
 from .model_savings import differ_text, owned_per_step, predicted_saving
@@ -32,18 +31,10 @@ from .views.estimate import Estimate
 from .views.text import Number, short_list
 from .views.thresholds import Thresholds
 
-# The name patterns the causes look for, matched for all ranks at once.
-NAME_PATTERNS = (
-    derived.DATALOADER,
-    gap_causes.BLOCKING_SYNC,
-    gap_causes.ALLOCATOR,
-    gap_causes.PROFILER_STEP,
-    memory_sync.HOST_DEVICE_COPY,
-    memory_sync.PAGEABLE,
-    memory_sync.FP32_GEMM,
-    memory_sync.TENSOR_CORE,
-    memory_sync.COPY_NAMES,
-    ONE_TIME,
+# The name patterns matched for all ranks at once: the idle-gap split's and each cause's
+# (Cause.name_patterns), each once.
+NAME_PATTERNS = tuple(
+    dict.fromkeys([*gap_causes.NAME_PATTERNS, *(p for c in REGISTRY for p in c.name_patterns)])
 )
 
 # The GPU idle time the host recorded nothing in is noted from this share of the window.

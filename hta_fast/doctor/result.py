@@ -7,15 +7,13 @@ from typing import Any, Iterable, Optional
 
 from ..analysis.hardware_counters import SmActiveVsBusy
 from ..frame.fields import duration_text
-from .causes import CAUSES
+from .causes import BY_KEY, CAUSES
 from .measured import measured_text
 from .views.text import Number, short_list
 from .views.thresholds import Thresholds
 
 __all__ = ["CAUSES", "Diagnosis", "Finding", "Number", "duration_text", "short_list"]
 
-# Evidence whose value lists ranks ("3, 17, 40"): whole in to_dict, shortened in to_text.
-RANK_LIST_EVIDENCE = ("slow_ranks", "stragglers")
 # The host's step is shown beside the device-aware one where they differ by more than this
 # share of the latter.
 STEP_SPANS_DIFFER = 0.05
@@ -74,9 +72,12 @@ class Finding:
 
     def evidence_items(self, micro: str = "us") -> list[tuple[str, str]]:
         """The evidence as people read it (name, text): times in s/ms/µs (`micro` spells
-        µs), shares and spreads in percent, long rank lists shortened."""
+        µs), shares and spreads in percent, long rank lists (the cause record's rank_lists)
+        shortened."""
+        cause = BY_KEY.get(self.cause)
+        lists = cause.rank_lists if cause is not None else ()
         return [
-            (k.replace("_ns", "") if _is_duration(k, v) else k, _fmt(k, v, micro))
+            (k.replace("_ns", "") if _is_duration(k, v) else k, _fmt(k, v, micro, lists))
             for k, v in self.evidence.items()
             if v != ""
         ]
@@ -361,12 +362,14 @@ class Diagnosis:
 
 
 def _below_text(f: Finding) -> str:
-    """A finding under its threshold, in a word; a rank that stands out is still named, so
-    a straggler whose cost is small shows where to look."""
+    """A finding under its threshold, in a word; a rank that stands out (the evidence field
+    its cause record names: stands_out) is still named, so a straggler whose cost is small
+    shows where to look."""
     text = f"{f.cause} {100.0 * f.share:.1f}%"
-    slowest = f.evidence.get("slowest_rank") if f.cause == "rank_imbalance" else None
-    if isinstance(slowest, int):  # else "none stands out"
-        text += f" (rank {slowest} stands out)"
+    cause = BY_KEY.get(f.cause)
+    rank = f.evidence.get(cause.stands_out) if cause is not None and cause.stands_out else None
+    if isinstance(rank, int):  # else text saying none does
+        text += f" (rank {rank} stands out)"
     return text
 
 
@@ -404,9 +407,10 @@ def _is_duration(key: str, v: Number) -> bool:
     return "_ns" in key and isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _fmt(key: str, v: Number, micro: str = "us") -> str:
-    """An evidence value as people read it: times in s/ms/µs, shares and spreads in percent."""
-    if isinstance(v, str) and key in RANK_LIST_EVIDENCE:
+def _fmt(key: str, v: Number, micro: str = "us", rank_lists: tuple[str, ...] = ()) -> str:
+    """An evidence value as people read it: times in s/ms/µs, shares and spreads in percent,
+    a list of ranks (its key in rank_lists) shortened."""
+    if isinstance(v, str) and key in rank_lists:
         return short_list(v.split(", "))
     if v is None or isinstance(v, str) or isinstance(v, bool):
         return str(v)

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from .fields import NS, PCT
     from .result import Result
     from .select import Selection
-    from .steps_from import SOURCES, steps_from, with_steps, with_steps_from
 
 # Each public name and the module that defines it (tests/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
@@ -28,10 +27,6 @@ PUBLIC = {
     "Selection": "hta_fast.frame.select",
     "NS": "hta_fast.frame.fields",
     "PCT": "hta_fast.frame.fields",
-    "SOURCES": "hta_fast.frame.steps_from",
-    "steps_from": "hta_fast.frame.steps_from",
-    "with_steps": "hta_fast.frame.steps_from",
-    "with_steps_from": "hta_fast.frame.steps_from",
     "with_capture": "hta_fast.frame.capture_trace",
 }
 
@@ -40,10 +35,6 @@ __all__ = [
     "Selection",
     "NS",
     "PCT",
-    "SOURCES",
-    "steps_from",
-    "with_steps",
-    "with_steps_from",
     "with_capture",
 ]
 

@@ -12,21 +12,21 @@ import jinja2
 from .._core import __version__
 from ..frame.select import Selection
 from ..traceset import TraceSet
-from . import (
-    plotlyjs,
-    sections_dist,
-    sections_gpu,
-    sections_graphs,
-    sections_inference,
-    sections_memory,
-    sections_modules,
-    sections_path,
-    sections_ranks,
-    sections_time,
+from .page import plotlyjs
+from .page.context import TITLES, Context, Part, Section, SectionFailed
+from .sections import (
+    critical_path,
+    dist,
+    gpu,
+    graphs,
+    inference,
+    memory,
+    modules,
+    ranks,
+    timeline,
 )
-from .context import TITLES, Context, Part, Section, SectionFailed
-from .findings import diagnosis
-from .summary import summary as rank_summary
+from .sections.findings import diagnosis
+from .sections.summary import summary as rank_summary
 
 if TYPE_CHECKING:
     from ..doctor import Thresholds
@@ -36,24 +36,24 @@ if TYPE_CHECKING:
 # later section reads it (build_sections): on thousands of ranks each analysis's result is
 # hundreds of MB.
 SECTIONS: tuple[Part, ...] = (
-    sections_gpu.temporal,
-    sections_gpu.gpu_efficiency,
-    sections_gpu.step_breakdown,
-    sections_path.critical_path_per_step,
-    sections_gpu.kernel_types,
-    sections_gpu.top_kernels,
-    sections_gpu.operators,
-    sections_graphs.graph_replays,
-    sections_inference.inference,
-    sections_gpu.overlap,
-    sections_gpu.idle,
-    sections_time.queue,
-    sections_time.bandwidth,
-    sections_memory.memory,
-    sections_modules.modules,
-    sections_time.launch_delay,
-    sections_time.steps,
-    sections_time.collectives,
+    gpu.temporal,
+    gpu.gpu_efficiency,
+    gpu.step_breakdown,
+    critical_path.critical_path_per_step,
+    gpu.kernel_types,
+    gpu.top_kernels,
+    gpu.operators,
+    graphs.graph_replays,
+    inference.inference,
+    gpu.overlap,
+    gpu.idle,
+    timeline.queue,
+    timeline.bandwidth,
+    memory.memory,
+    modules.modules,
+    timeline.launch_delay,
+    timeline.steps,
+    timeline.collectives,
 )
 
 # From this many ranks on, a row per rank is screens of alike rows and a file that grows
@@ -61,25 +61,25 @@ SECTIONS: tuple[Part, ...] = (
 # that stand out instead, in a report of about the same size for any number of ranks.
 MANY_RANKS = 16
 MANY_SECTIONS: tuple[Part, ...] = (
-    sections_ranks.outliers,
-    sections_ranks.temporal,
-    sections_dist.gpu_efficiency,
-    sections_dist.step_breakdown,
-    sections_path.critical_path_of_drawn_ranks,
-    sections_ranks.steps,
-    sections_ranks.collectives,
-    sections_dist.kernel_types,
-    sections_gpu.top_kernels,
-    sections_dist.operators,
-    sections_graphs.graph_replays,
-    sections_inference.inference,
-    sections_dist.overlap,
-    sections_dist.idle,
-    sections_dist.queue,
-    sections_dist.bandwidth,
-    sections_dist.memory,
-    sections_modules.modules,
-    sections_dist.launch_delay,
+    ranks.outliers,
+    ranks.temporal,
+    dist.gpu_efficiency,
+    dist.step_breakdown,
+    critical_path.critical_path_of_drawn_ranks,
+    ranks.steps,
+    ranks.collectives,
+    dist.kernel_types,
+    gpu.top_kernels,
+    dist.operators,
+    graphs.graph_replays,
+    inference.inference,
+    dist.overlap,
+    dist.idle,
+    dist.queue,
+    dist.bandwidth,
+    dist.memory,
+    modules.modules,
+    dist.launch_delay,
 )
 # The summary (before the sections) reads the temporal breakdown.
 SUMMARY_USES = ("temporal",)
@@ -126,7 +126,7 @@ def build_sections(
 ) -> tuple[list[Section], dict[str, Any]]:
     done = on_section or (lambda _id: None)
     many = len(ctx.traces) >= MANY_RANKS
-    summary = sections_dist.summary if many else rank_summary
+    summary = dist.summary if many else rank_summary
     try:
         first, headline = summary(ctx, load_seconds)
     except SectionFailed as e:  # the summary needs the temporal breakdown

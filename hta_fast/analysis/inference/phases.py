@@ -1,11 +1,11 @@
 """The phases of an inference trace: its passes, each timed and its GPU time measured.
 
-The passes come from the source asked for (hta_fast.frame.steps_from's sources, "profiler"
+The passes come from the source asked for (hta_fast.steps.steps_from's sources, "profiler"
 aside), or, without one, from the first of these that finds any on a selected rank: the
 serving phases (prefill, decode and denoising passes together), model forwards, the
 iterations of repeated launches.
 
-A pass is timed as the TensorBoard plugin times a step (analysis/tensorboard/step_windows,
+A pass is timed as the TensorBoard plugin times a step (steps/step_windows,
 whose rule this reuses over the passes made steps): from its host start, or the end of the
 pass before it when that is later, to the end of the GPU work it launched, or of its host
 span when that is later; where the trace opens with the GPU busy on work it does not hold
@@ -32,14 +32,14 @@ from ...frame import select
 from ...frame.fields import NS, PCT
 from ...frame.gpu_work import gpu_work, unrecorded_head
 from ...frame.graph_replays import graph_replays, has_graph_launches
-from ...frame.iterations import iterations
-from ...frame.passes import Passes, described, find_passes, may_mark
 from ...frame.result import Result
-from ...frame.steps_from import SOURCES, rank_windows
 from ...schema import EventKind
+from ...steps.iterations import iterations
+from ...steps.passes import Passes, described, find_passes, may_mark
+from ...steps.step_windows import analysed_windows, window_totals
+from ...steps.steps_from import SOURCES, rank_windows
 from ...trace import Trace
 from ...traceset import TraceSet
-from ..tensorboard.step_windows import step_windows, window_totals
 
 __all__ = ["phases", "marks_passes", "TIERS"]
 
@@ -132,11 +132,9 @@ def _passes(trace: Trace, tier: tuple[str, ...]) -> tuple[Passes, str]:
 def _rank_table(rank: int, trace: Trace, found: Passes) -> pa.Table:
     n = len(found.row)
     made = trace.with_steps(found.row, np.arange(n), found.ts, found.end - found.ts, "phases")
-    win = step_windows(made, None)  # one row per pass, in time order: pass k is step k
+    # one row per pass, in time order: pass k is step k; none before the unrecorded head
+    win = analysed_windows(made)
     work = gpu_work(made, None)
-    head = unrecorded_head(made, work)
-    if head is not None:  # the GPU's time before its first recorded work is not the pass's
-        win = win._replace(ts=np.minimum(np.maximum(win.ts, head), win.end))
     busy = ops.union(work.starts, work.ends)
     busy_t = window_totals(win.ts, win.end, busy.starts, busy.ends)
     graph_t = _graph_busy(made, win.ts, win.end)

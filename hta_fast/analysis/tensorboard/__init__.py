@@ -12,18 +12,19 @@ each; each returns a Result per rank with per-step side tables.
     operator_memory     the memory view's operator table: allocations, frees, increase and
                         peak per operator, self and inclusive, from the [memory] events;
                         the memory curve and each block's allocation and free
-    step_windows        the steps as the plugin times them: each extended to the end of
-                        its GPU work
     tensor_cores        the kernel time on tensor cores, and the kernel time launched by
                         the operators that could use them
 
     from hta_fast.analysis.tensorboard import step_breakdown
     step_breakdown.step_breakdown(traces).to_pandas()
 
+The steps as the plugin times them (each extended to the end of its GPU work) are
+hta_fast.steps.step_windows, which the doctor and the model read too.
+
 Where these differ from the plugin, docs/differences.md says so.
 
 The modules resolve on first use (hta_fast._lazy): an analysis that reads one of them (the
-step windows, the step-time breakdown) does not import the others.
+step-time breakdown, say) does not import the others.
 """
 
 from ..._lazy import lazy_package
@@ -34,7 +35,6 @@ __all__ = [
     "operator_memory",
     "sm_efficiency",
     "step_breakdown",
-    "step_windows",
     "tensor_cores",
 ]
 

@@ -24,10 +24,10 @@ from ...frame.kernel_args import kernel_arg
 from ...frame.result import Result
 from ...frame.select import Ranks, Steps, Streams, Window
 from ...schema import EventKind
+from ...steps.step_windows import step_windows, window_counts, window_notes, window_totals
 from ...trace import Trace
 from ...traceset import TraceSet
 from .columns import pcts, table_of
-from .step_windows import step_windows, window_counts, window_notes, window_totals
 
 __all__ = ["achieved_occupancy"]
 

@@ -27,10 +27,10 @@ from ...frame.gpu_work import gpu_work
 from ...frame.result import Result
 from ...frame.select import Ranks, Steps, Streams, Window
 from ...schema import EventKind
+from ...steps.step_windows import step_windows, window_notes, window_totals
 from ...trace import Trace
 from ...traceset import TraceSet
 from .columns import pct, pcts, table_of
-from .step_windows import step_windows, window_notes, window_totals
 
 __all__ = ["gpu_utilization"]
 

@@ -35,10 +35,10 @@ from ...frame.gpu_work import gpu_work
 from ...frame.result import Result
 from ...frame.select import Ranks, Steps, Streams, Window
 from ...schema import EventKind, KernelClass
+from ...steps.step_windows import StepWindows, step_windows, window_notes
 from ...trace import Trace
 from ...traceset import TraceSet
 from .columns import pcts, table_of
-from .step_windows import StepWindows, step_windows, window_notes, window_totals
 
 __all__ = ["step_breakdown", "CATEGORIES"]
 
@@ -134,14 +134,36 @@ def split_windows(
     windows: StepWindows, intervals: list[tuple[np.ndarray, np.ndarray]]
 ) -> np.ndarray:
     """int64 ns, (steps, categories): each window's time given to the first category (in
-    the order of `intervals`, then "other") running at each instant."""
-    out = np.zeros((len(windows.ts), len(intervals) + 1), np.int64)
-    free = ops.union(windows.ts, windows.end)
-    for k, (starts, ends) in enumerate(intervals):
-        mine = ops.intersect(*free, *ops.union(starts, ends))
-        out[:, k] = window_totals(windows.ts, windows.end, *mine)
-        free = ops.difference(*free, *mine)
-    out[:, -1] = window_totals(windows.ts, windows.end, *free)
+    the order of `intervals`, then "other") running at each instant.
+
+    One sweep of every category's intervals cut at the windows' bounds, grouped by window,
+    with the window itself as the last class: the time of each set of active classes that
+    holds the window goes to its first category, or to "other" when it holds none."""
+    n_win, n_cat = len(windows.ts), len(intervals)
+    out = np.zeros((n_win, n_cat + 1), np.int64)
+    if n_win == 0:
+        return out
+    win_ts = np.asarray(windows.ts, np.int64)
+    win_end = np.asarray(windows.end, np.int64)
+    starts = np.concatenate([np.asarray(a, np.int64) for a, _ in intervals] + [win_ts])
+    ends = np.concatenate([np.asarray(b, np.int64) for _, b in intervals] + [win_end])
+    cls = np.repeat(np.arange(n_cat + 1), [len(a) for a, _ in intervals] + [n_win])
+    # each interval once per window it meets, cut to that window (windows sorted, disjoint)
+    first = np.searchsorted(win_end, starts, side="right")
+    count = np.maximum(np.searchsorted(win_ts, ends, side="left") - first, 0)
+    item = np.repeat(np.arange(len(starts)), count)
+    win = first[item] + np.arange(len(item)) - np.repeat(np.cumsum(count) - count, count)
+    cut_ts = np.maximum(starts[item], win_ts[win])
+    cut_end = np.minimum(ends[item], win_end[win])
+    swept = ops.grouped_class_sweep(win, cut_ts, cut_end, cls[item], n_cat + 1)
+    # per subset of active classes: its first category, or "other" (n_cat)
+    subsets = np.arange(1 << (n_cat + 1))
+    owner = np.full(len(subsets), n_cat, np.int64)
+    for k in reversed(range(n_cat)):
+        owner[(subsets >> k) & 1 == 1] = k
+    in_window = (subsets >> n_cat) & 1 == 1
+    for k in range(n_cat + 1):
+        out[swept.groups, k] = swept.time[:, in_window & (owner == k)].sum(axis=1)
     return out
 
 

@@ -31,7 +31,7 @@ from ..views.estimate import Estimate, Tally, per_step
 from ..views.text import Number
 from ..views.thresholds import Thresholds
 from .rank_imbalance import exposed_per_kernel
-from .record import Cause
+from .record import Cause, CauseDoc
 
 ADVICE = (
     "Hide communication behind computation: DDP gradient bucketing (bucket_cap_mb, "
@@ -126,6 +126,25 @@ def examine(views: list[RankView], th: Thresholds, waiting: dict[int, np.ndarray
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means="collective time no computation hides",
+    cost=(
+        "per communication kernel, its time not covered by compute kernels "
+        "(analysis.overlap's complement), less the rank's wait for the last rank to "
+        "arrive (charged to rank_imbalance): the data time that no compute hides. "
+        "Evidence: overlap %, and the bus bandwidth of collectives whose size the trace "
+        "records; those of 1 MB or more under `low_bus_bandwidth_fraction` of the "
+        "achievable bus bandwidth are counted"
+    ),
+    helps=(
+        "bucketing and prefetching (DDP, FSDP), earlier collectives on their own stream, "
+        "less data, interconnect / NCCL settings"
+    ),
+    edit="nothing waits for communication: `drop_comm_waits`",
+)
+
+
 CAUSE = Cause(
     key="exposed_communication",
     name="exposed communication",
@@ -146,4 +165,5 @@ CAUSE = Cause(
     "of the GPU, and a wait for a slower rank is rank_imbalance's",
     needs=("rank_imbalance",),
     owners=("gpu_communication_bound",),
+    doc=DOC,
 )

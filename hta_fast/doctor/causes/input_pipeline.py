@@ -16,7 +16,10 @@ from ..views.estimate import Estimate, Tally, per_step
 from ..views.gap_causes import split_gaps
 from ..views.intervals import covered_length
 from ..views.thresholds import Thresholds
-from .record import Cause
+from .record import Cause, CauseDoc
+
+# The part of the idle-gap split charged to it.
+GAP_PARTS = ("input_pipeline",)
 
 ADVICE = (
     "Have the next batch ready before the GPU needs it: DataLoader with num_workers > 0, "
@@ -34,7 +37,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     idle_in_loader = 0.0
     for v in views:
         split = split_gaps(v, th)
-        cost[v.rank] = per_step(v, v.gaps.step_index, split.input_pipeline)
+        cost[v.rank] = per_step(v, v.gaps.step_index, split.charged(GAP_PARTS))
         rows = split.loader_rows
         ts = v.trace.column("events", "ts")[rows]
         end = np.minimum(ts + np.maximum(v.trace.column("events", "dur")[rows], 0), v.hi)
@@ -59,6 +62,24 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     return Estimate(cost, evidence, tally.top(), title, ADVICE)
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means="the GPU idles while the host waits on the data loader",
+    cost=(
+        "GPU idle time during data-loader calls (`enumerate(DataLoader)#...__next__`, "
+        "and a DataPipe graph's `enumerate(DataPipe)#...`)"
+    ),
+    helps=(
+        "DataLoader workers, prefetching, pinned memory, preprocessing off the training process"
+    ),
+    edit=(
+        "the data-loader calls (the gap rule's `DataLoader...__next__` and "
+        "`enumerate(DataPipe)#` names) cost nothing: `op_scale={loader: 0}`, the call "
+        "and everything under it"
+    ),
+)
+
+
 CAUSE = Cause(
     key="input_pipeline",
     name="input pipeline stalls",
@@ -75,4 +96,7 @@ CAUSE = Cause(
     edit_limits="the host's other work stays, and once the loader is gone the GPU or that "
     "work becomes the bound",
     owners=("data_loading",),
+    name_patterns=(DATALOADER,),
+    gap_parts=GAP_PARTS,
+    doc=DOC,
 )

@@ -34,7 +34,10 @@ from ..views.context import RankView, is_amd
 from ..views.estimate import Estimate, Tally, per_step
 from ..views.gap_causes import split_gaps
 from ..views.thresholds import Thresholds
-from .record import Cause
+from .record import Cause, CauseDoc
+
+# The part of the idle-gap split charged to it.
+GAP_PARTS = ("launch_bound",)
 
 ADVICE = (
     "Cut the CPU time per step: capture the step in CUDA graphs (torch.compile "
@@ -64,15 +67,15 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     delay = int(th.kernel_wait_us * 1000)
     for v in views:
         trace = v.trace
-        split = split_gaps(v, th)
-        cost[v.rank] = per_step(v, v.gaps.step_index, split.launch_bound)
-        late = (split.launch_bound > 0) & (v.gaps.next_row >= 0)
+        gaps = split_gaps(v, th).charged(GAP_PARTS)
+        cost[v.rank] = per_step(v, v.gaps.step_index, gaps)
+        late = (gaps > 0) & (v.gaps.next_row >= 0)
         op = _charged_ops(v, late)
         # A one-off op (the convolution whose first launch loaded the module) is
         # one_off_stall's, whatever of its gap is left here: not a top event of this cause.
         has = op >= 0
         has[has] = ~one_off_rows(trace, op[has])
-        tally.add(v, op[has], split.launch_bound[late][has])
+        tally.add(v, op[has], gaps[late][has])
         if v.span > 0 and len(v.work.rows):
             window = (v.lo, v.hi)
             waited_idle, all_idle = idle_time_totals(
@@ -173,6 +176,31 @@ def _queue_time(trace: Trace, window: tuple[int, int]) -> tuple[float, float]:
     return float((gpu_ts - launch_ts).sum()), float((hi - lo).sum())
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means="the GPU waits while the host, busy in recorded work, queues it",
+    cost=(
+        "idle gaps ended by work whose launch call returned after the gap began (host "
+        "wait), less what one-off stalls, the data loader, blocking calls, allocator "
+        "calls and untraced host time explain: never where the host is blocked in a copy "
+        "or sync, or absent. Evidence: host-wait share of idle (analysis.idle_time), CPU "
+        "time vs GPU busy per step, mean queue length (analysis.queue_length; ~0-1: "
+        "kernels queued one at a time), kernel launch calls per step (a graph launch "
+        "counts once), graph launches per step, `gpu_time_share_in_graphs`, mean CPU "
+        "time of a launch call"
+    ),
+    helps=(
+        "CUDA graphs, torch.compile, larger batches, less Python per step; where half "
+        "the GPU time or more already runs in graph replays, the advice is about the "
+        "work outside them"
+    ),
+    edit=(
+        "launches cost nothing: `zero_launch_overhead` (launch latency and the launch "
+        "calls' own CPU time; the framework ops around them stay)"
+    ),
+)
+
+
 CAUSE = Cause(
     key="launch_bound",
     name="launch-bound execution",
@@ -192,4 +220,6 @@ CAUSE = Cause(
     edit_text="launches cost nothing (what CUDA graphs approach)",
     edit_limits="it keeps the host's own work between launches (Python, the operators' "
     "CPU time), which the heuristic counts too",
+    gap_parts=GAP_PARTS,
+    doc=DOC,
 )

@@ -32,8 +32,10 @@ from ..views.estimate import Estimate, Tally, per_step
 from ..views.gap_causes import ALLOCATOR, split_gaps
 from ..views.intervals import covered_length
 from ..views.thresholds import Thresholds
-from .record import Cause, Examination
+from .record import Cause, CauseDoc, Examination
 
+# The parts of the idle-gap split charged to it: blocking syncs and calls, allocator calls.
+GAP_PARTS = ("memory_sync", "allocator")
 HOST_DEVICE_COPY = r"HtoD|DtoH|Host to Device|Device to Host"
 PAGEABLE = r"Pageable"
 # A copy from pageable memory goes through a pinned staging buffer: on PCIe it reaches about
@@ -89,7 +91,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     for v in views:
         trace, w = v.trace, v.work
         split = split_gaps(v, th)
-        gap_cost = split.memory_sync + split.allocator
+        gap_cost = split.charged(GAP_PARTS)
         step_cost = per_step(v, v.gaps.step_index, gap_cost)
         # The sync call holding each sync gap's start: the last one to start before it.
         sync_rows = split.sync_rows
@@ -233,6 +235,41 @@ def _edit(ex: Examination) -> Edits:
     )
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means="host-device copies, blocking syncs and copies, allocator churn, FP32 GEMMs",
+    cost=(
+        "idle gaps ended by work whose launch returned after the gap began, that began "
+        "while the host was blocked in cudaStreamSynchronize / cudaDeviceSynchronize / "
+        "cudaEventSynchronize / synchronous cudaMemcpy / hipMemcpyWithStream / "
+        "aten::item / aten::_local_scalar_dense (their HIP forms too), or (their part) "
+        "covered by such a call or by cudaMalloc / cudaFree / hipMalloc / hipFree calls; "
+        "the title names each part found, costliest first (host syncs, blocking copies "
+        "per step, allocator calls per step and their host time, copies, FP32 GEMMs), "
+        "and the advice says what helps each, in the runtime's names (HIP on AMD) and "
+        "for the device (TF32 or bf16 from compute 8, fp16 on compute 7, matrix cores on "
+        "AMD); each sync counts once in `blocking_syncs_per_step` and `top_events`: the "
+        "outermost of nested sync calls (aten::item > aten::_local_scalar_dense > "
+        "cudaStreamSynchronize is one); plus HtoD / DtoH copies not hidden behind "
+        "compute (pageable ones counted apart); plus FP32 GEMMs (`sgemm` without a "
+        "tensor-core variant in the name) on devices with tensor cores: duration x (1 - "
+        "1 / `fp32_gemm_speedup`)"
+    ),
+    helps=(
+        "no `.item()` / synchronize in the loop, pinned memory + non_blocking copies, "
+        "stable shapes for the caching allocator, TF32 / bf16 autocast"
+    ),
+    edit=(
+        "blocking syncs return at once (`drop_sync_waits`: the host's waits for the GPU "
+        "dropped, a sync taking what the trace's syncs that did not wait took), "
+        "allocator calls take no time (`op_scale`), host-device copies from pageable "
+        "memory at pinned speed (2x: a pageable copy goes through a pinned staging "
+        "buffer, about half the PCIe bandwidth), FP32 GEMMs on CUDA cores at "
+        "`fp32_gemm_speedup`"
+    ),
+)
+
+
 CAUSE = Cause(
     key="memory_sync",
     name="memory traffic and synchronisation",
@@ -257,4 +294,7 @@ CAUSE = Cause(
     "pinned speed, FP32 GEMMs on tensor cores",
     edit_limits="after a sync the host still does its own work before it queues more, so "
     "the GPU idles until then; the heuristic counts the whole idle gap",
+    name_patterns=(HOST_DEVICE_COPY, PAGEABLE, FP32_GEMM, TENSOR_CORE, COPY_NAMES, ALLOCATOR),
+    gap_parts=GAP_PARTS,
+    doc=DOC,
 )

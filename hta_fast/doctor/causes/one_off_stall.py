@@ -22,7 +22,10 @@ from ..views.intervals import covered_length
 from ..views.stalls import find_stalls
 from ..views.text import Number
 from ..views.thresholds import Thresholds
-from .record import Cause, Examination
+from .record import Cause, CauseDoc, Examination
+
+# The part of the idle-gap split charged to it.
+GAP_PARTS = ("one_off",)
 
 ADVICE = (
     "This happens once, not every step: a first call that loads GPU modules or compiles "
@@ -42,7 +45,7 @@ def examine(views: list[RankView], th: Thresholds) -> Estimate:
     stalls_seen = 0
     for v in views:
         split = split_gaps(v, th)
-        cost[v.rank] = per_step(v, v.gaps.step_index, split.one_off)
+        cost[v.rank] = per_step(v, v.gaps.step_index, split.charged(GAP_PARTS))
         st = find_stalls(v, th)
         if len(st.rows) == 0:
             continue
@@ -99,6 +102,40 @@ def _edit(ex: Examination) -> Edits | None:
     return Edits(op_change=change) if change else None
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means=(
+        "a host event held the GPU idle far longer than its kind usually takes, once: a "
+        "first launch that loads the CUDA module, a compile or autotune, first-call "
+        "allocations, one blocking copy"
+    ),
+    cost=(
+        "per host-wait gap of `one_off_min_us` or more, the innermost event on a "
+        "launching thread covering half of it is judged, then its enclosing events while "
+        "no verdict is reached (`hta_fast.model.graph.one_off_calls` judges every host "
+        "event, the one rule the critical path's `one_off_stall` and the launch edit "
+        "read too): *one-off* when it lasts `one_off_ratio` times the median of the "
+        "other events of its name (and `one_off_min_us`) and at most "
+        "`one_off_max_repeats` events of that name (nested ones counted once) are such "
+        "outliers, or when it is the only event of its name and the name says one-time "
+        "work (compile, autotune, module/cubin load, lazy init); *recurring* (the gap "
+        "stays with the causes below) when its name has other events and it is not one; "
+        "its cost is the GPU idle time it covers, in the step where it happened. "
+        "Evidence: `stall_event` (the call that waited), `inside` (the event judged, if "
+        "it encloses that call), `stall_ns`, `gpu_idle_ns`, `started_at_ns` (from the "
+        "window's start), `usual_ns`, `same_name_events`, `stalls`"
+    ),
+    helps=(
+        "warm up before profiling and judge steady-state steps; cache compiled kernels; "
+        "move a lazy module load out of the first step"
+    ),
+    edit=(
+        "the stall events take no time (`op_change`, factor 0, with what runs under "
+        "them; a launch's wait inside the call goes with it)"
+    ),
+)
+
+
 CAUSE = Cause(
     key="one_off_stall",
     name="one-off stall",
@@ -120,4 +157,6 @@ CAUSE = Cause(
     edit_limits="it keeps what the host did around them, and the model replays the "
     "analysed steps only",
     owners=("one_off_stall",),
+    gap_parts=GAP_PARTS,
+    doc=DOC,
 )

@@ -22,7 +22,10 @@ from ..views.gap_causes import split_gaps
 from ..views.text import Number
 from ..views.thresholds import Thresholds
 from .launch_bound import GRAPHS_MOSTLY
-from .record import Cause
+from .record import Cause, CauseDoc
+
+# The part of the idle-gap split charged to it.
+GAP_PARTS = ("parallelism",)
 
 ADVICE = (
     "Give the GPU bigger pieces of work: larger batches or micro-batches, fused kernels "
@@ -72,9 +75,9 @@ def examine(views: list[RankView], th: Thresholds, in_graphs: bool = False) -> E
         cap = v.busy_time
         if loss.sum() > cap > 0:
             loss = loss * (cap / loss.sum())
-        split = split_gaps(v, th)
+        gaps = split_gaps(v, th).charged(GAP_PARTS)
         step_cost = per_step(v, v.work_step_index[comp], loss) + per_step(
-            v, v.gaps.step_index, split.parallelism
+            v, v.gaps.step_index, gaps
         )
         cost[v.rank] = step_cost
         tally.add(v, rows, loss, {"blocks": np.maximum(blocks, 0)})
@@ -84,7 +87,7 @@ def examine(views: list[RankView], th: Thresholds, in_graphs: bool = False) -> E
         small_time += float(dur[small].sum())
         occ_weighted += float((occ[occ_known] * dur[occ_known]).sum())
         occ_time += float(dur[occ_known].sum())
-        gap_ns += float(split.parallelism.sum())
+        gap_ns += float(gaps.sum())
         durations.append(dur)
     total_steps = sum(v.n_steps for v in views) or 1
     all_dur = np.concatenate(durations) if durations else np.zeros(0)
@@ -120,6 +123,32 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means=(
+        "too little parallel work: many tiny kernels, grids smaller than the device, low occupancy"
+    ),
+    cost=(
+        "for each compute kernel with fewer thread blocks than the device has SMs "
+        "(`deviceProperties` numSms / multiProcessorCount), duration x (1 - blocks / "
+        "SMs); without an SM count, kernels under `low_occupancy_pct` estimated achieved "
+        "occupancy cost duration x (1 - occupancy / low_occupancy_pct); capped at the "
+        "busy time; plus the idle gaps shorter than `kernel_wait_us` between kernels "
+        "that were already queued"
+    ),
+    helps=(
+        "larger batches, fused kernels (torch.compile, fused optimizers, fused "
+        "attention), CUDA graphs"
+    ),
+    edit=(
+        'not modelled (`saving_ns_per_step` None, null in JSON, "not modelled" in the '
+        "text: never 0, which would read \"don't bother\"): the graph keeps each stream's "
+        "order and each kernel's duration, and more parallel work is a change of the "
+        "program, not of its timing"
+    ),
+)
+
+
 CAUSE = Cause(
     key="parallelism",
     name="too little parallel work",
@@ -142,4 +171,6 @@ CAUSE = Cause(
     edit_text="not modelled: the graph keeps each stream's order and each kernel's duration, "
     "and more parallel work is a change of the program",
     needs=("launch_bound",),
+    gap_parts=GAP_PARTS,
+    doc=DOC,
 )

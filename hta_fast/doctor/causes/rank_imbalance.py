@@ -44,7 +44,7 @@ from ..views.gap_causes import PROFILER_STEP
 from ..views.intervals import covered_length
 from ..views.text import Number
 from ..views.thresholds import Thresholds
-from .record import Cause, Examination
+from .record import Cause, CauseDoc, Examination
 
 # The rank the others wait for is named when it holds this share of all the waits (or twice
 # a fair share, 2 / ranks, when that is less).
@@ -371,6 +371,45 @@ def _compute_to_median(views: list[RankView]) -> dict[int, tuple[np.ndarray, np.
     return change
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means="ranks wait in collectives for the rank that arrives last",
+    cost=(
+        "per communication kernel: its duration less the collective's data time (its "
+        "shortest duration over the ranks, the last arriver's: analysis.collectives' "
+        "per_rank `wait`, which no clock skew moves), counted as the kernel's first "
+        "`wait` ns where no compute kernel covers them (a collective waits for the last "
+        "rank first, then moves data: model.path.owners counts `cross_rank` the same "
+        "way); charged to the rank waited for (per_rank `waited_for`). Evidence: "
+        "`waited_for_rank` (the rank charged most, when it holds half the waits or more, "
+        'or twice a fair share on more than 4 ranks; else "none stands out"), '
+        "`waited_for_share`, `times_last`, `others_wait_for_it_ns_per_step` (the other "
+        "ranks' mean wait for it a step), `its_host_meanwhile` (the innermost recorded "
+        "host event covering half its lateness or more, the name holding most of it; "
+        '"waiting for its own GPU in NAME" where a call inside it that held the host '
+        "until GPU work was done covered half the lateness: the rank was late for its "
+        "GPU, and the edit leaves that event to the compute part); by GPU work apart: "
+        "`slowest_rank` and `slow_ranks` (the ranks whose work time stands out, below), "
+        "`slowest_extra_work_ns_per_step`; `stragglers` (analysis.stragglers, rule "
+        '"robust"), spread of step and work time across ranks'
+    ),
+    helps=(
+        "even data shards and sequence lengths, even sharding, then the late rank's own "
+        "causes (its host event says where to look)"
+    ),
+    edit=(
+        "every rank's compute as fast as the median rank's: the non-communication GPU "
+        "work of each rank above the median scaled to it (`duration_change`); and the "
+        "rank the others wait for (`waited_for_rank`) on time: each host event it was "
+        "late in (the innermost covering half its lateness or more) shorter by the "
+        "lateness it covers (`op_change`); the ranks replayed together. On a 4-rank job "
+        "whose rank 3 spends 4 ms in `host_preprocess` before its all-reduce "
+        "(tests/wait_kinds.py) the others wait 955 µs a step and the edit saves 940 µs a "
+        "step; scaling compute alone saved nothing"
+    ),
+)
+
+
 CAUSE = Cause(
     key="rank_imbalance",
     name="imbalance between ranks",
@@ -397,4 +436,8 @@ CAUSE = Cause(
     "events over its lateness; their input and communication stay, and a lateness no "
     "recorded host event covers stays",
     owners=("cross_rank",),
+    name_patterns=(PROFILER_STEP,),
+    rank_lists=("slow_ranks", "stragglers"),
+    stands_out="slowest_rank",
+    doc=DOC,
 )

@@ -1,5 +1,6 @@
 """A cause of lost GPU time, declared once: the record every part of the doctor reads (the
-ranking, the model's savings, the gate, the text and JSON output, docs/doctor.md)."""
+ranking, the model's savings, the gate, the text and JSON output, docs/doctor.md's tables of
+causes, which docs/gen_doctor.py writes from the records)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,22 @@ class Examination:
 
 
 @dataclasses.dataclass(frozen=True)
+class CauseDoc:
+    """A cause's rows in docs/doctor.md (Markdown, each one line of a table cell):
+
+    means   what it means (the table of causes)
+    cost    how its cost per step is estimated, and its evidence
+    helps   what usually helps
+    edit    the edit the model replays for it, or why there is none (the table of edits)
+    """
+
+    means: str
+    cost: str
+    helps: str
+    edit: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Cause:
     """key         the name users write (--fail-on, JSON `cause`)
     name        what it is, in a few words
@@ -37,11 +54,21 @@ class Cause:
                 remove in these traces); None here: the model cannot edit this cause, and
                 its saving is "not modelled"
     edit_text   what the edit removes, or why the model cannot edit it
+    doc         its rows in docs/doctor.md (CauseDoc)
     edit_limits what the edit leaves, said where the heuristic cost and the model's saving
                 differ by more than SAVINGS_DIFFER
     needs       causes whose estimates the heuristic reads (examined first)
     owners      the owners of the step's GPU time (model.path.owners.OWNERS) that are this
                 cause, where one set of them is: the finding's owned_ns_per_step reads them
+    name_patterns  event-name patterns its heuristic and edit match, to match for all ranks
+                at once before the causes run (derived.name_flags remembers them), beside
+                the idle-gap split's own (views.gap_causes.NAME_PATTERNS)
+    gap_parts   the parts of the idle-gap split (views.gap_causes.GapSplit) charged to it:
+                the split is one ordered rule, and each part is charged to one cause at most
+    rank_lists  evidence fields whose value lists ranks ("3, 17, 40"): whole in JSON,
+                shortened in the text
+    stands_out  the evidence field naming the rank that stands out (an int; text where none
+                does): a finding under its threshold still names that rank in the text
     """
 
     key: str
@@ -51,6 +78,11 @@ class Cause:
     heuristic: Callable[[Examination], Estimate]
     edit: Optional[Callable[[Examination], Optional[Edits]]]
     edit_text: str
+    doc: CauseDoc
     edit_limits: str = ""
     needs: tuple[str, ...] = ()
     owners: tuple[str, ...] = ()
+    name_patterns: tuple[str, ...] = ()
+    gap_parts: tuple[str, ...] = ()
+    rank_lists: tuple[str, ...] = ()
+    stands_out: str = ""

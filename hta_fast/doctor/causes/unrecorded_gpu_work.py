@@ -24,7 +24,7 @@ from ...schema import GPU_WORK_KINDS
 from ..views.context import RankView, names_of
 from ..views.estimate import Estimate, Tally, per_step
 from ..views.text import Number
-from .record import Cause, Examination
+from .record import Cause, CauseDoc, Examination
 
 ADVICE = (
     "Nothing in this trace removes it: the GPU was busy with work the profiler did not record "
@@ -104,6 +104,33 @@ def _longest(v: RankView, k: int) -> dict[str, Number]:
     }
 
 
+# Its rows in docs/doctor.md (docs/gen_doctor.py writes them).
+DOC = CauseDoc(
+    means=(
+        "the GPU ran work the trace does not hold, and recorded work sat ready behind "
+        "it: a stream held while the host sat in a blocking call, the GPU idle as "
+        "recorded, or a blocking call kept waiting 1 ms or more after the recorded work "
+        "it waited for was done (`hta_fast.model.graph.unrecorded_wait`; on "
+        "modern/sglang_decode stream 3 is held 463 ms behind work queued before "
+        "recording began, and the `hipMemcpyWithStream` queued behind it waits for it)"
+    ),
+    cost=(
+        "the held time inside the window, in the step of the held event or call; the "
+        "idle gaps the other causes read end where the hold began (or start where a kept "
+        "call returned), so no host call is charged with it. Not removable: its saving "
+        'is null ("not removable"), never the blocking call\'s. A trace that opens so has '
+        "that head cut from its window instead (no finding). Evidence: `holds`, "
+        "`held_ns`, `held_event`, `held_stream`, `held_from_window_start_ns`, "
+        "`longest_hold_ns`, `waiting_call`"
+    ),
+    helps=(
+        "record what the GPU ran: start the profiler before that work is queued or after "
+        "a warm-up, and judge the recorded work after the hold"
+    ),
+    edit='none: not removable (`saving_ns_per_step` null, "not removable" in the text)',
+)
+
+
 CAUSE = Cause(
     key="unrecorded_gpu_work",
     name="GPU work the trace did not record",
@@ -122,4 +149,5 @@ CAUSE = Cause(
     edit_text="not removable: the GPU ran work this trace does not hold, and no edit of the "
     "recorded work shortens it",
     owners=("gpu_unrecorded_work",),
+    doc=DOC,
 )

@@ -15,14 +15,12 @@ import pyarrow.compute as pc
 
 from ... import ops
 from ..._arrow import as_numpy, texts_at
-from ...analysis.tensorboard.step_windows import step_windows
 from ...frame import derived
-from ...frame.gpu_work import GpuWork, Holds, gpu_work, unrecorded_head
-from ...frame.profiler_flush import flush_steps
+from ...frame.gpu_work import GpuWork, Holds, gpu_work
 from ...model.graph.unrecorded_wait import unrecorded_holds
 from ...schema import KernelClass
+from ...steps.analysed import analysed_steps
 from ...trace import Trace
-from .intervals import covered_length
 
 
 @dataclasses.dataclass
@@ -81,7 +79,7 @@ class RankView:
                 compute kernels ran (utilization scaled by compute's part of the busy time
                 inside the window); None without communication
     left_out    profiler steps left out of the analysed ones because their host time is
-                mostly the profiler's own work (hta_fast.frame.profiler_flush), when no
+                mostly the profiler's own work (hta_fast.steps.profiler_flush), when no
                 steps were asked for
     head_cut    ns left out at the window's start: the trace opens with the GPU busy on
                 work it does not hold (unrecorded_head)
@@ -153,56 +151,15 @@ class RankView:
 
 
 def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Optional[RankView]:
-    """The view of one rank over the requested steps (None: every step the trace has);
-    None when the rank has none of the requested steps."""
-    st_step = trace.column("steps", "step").astype(np.int64)
-    st_ts = trace.column("steps", "ts")
-    st_dur = np.maximum(trace.column("steps", "dur"), 0)
-    keep = (
-        np.ones(len(st_step), bool)
-        if steps is None
-        else np.isin(st_step, np.asarray(list(steps), np.int64))
-    )
-    if steps is not None and not keep.any():
+    """The view of one rank over the requested steps (None: every step the trace has but
+    the profiler's flush steps: hta_fast.steps.analysed); None when the rank has none of
+    the requested steps."""
+    chosen = analysed_steps(trace, steps)
+    if chosen is None:
         return None
-    left_out: tuple[int, ...] = ()
-    head_cut = 0
-    if steps is None:
-        flushed = np.isin(st_step, flush_steps(trace))
-        if flushed.any() and not flushed.all():
-            left_out = tuple(int(s) for s in np.unique(st_step[flushed]))
-            keep &= ~flushed
-    st_step, st_ts, st_dur = st_step[keep], st_ts[keep], st_dur[keep]
-    has_steps = len(st_step) > 0
     all_work = gpu_work(trace, None)
     ev_step = trace.column("events", "step")
-    if has_steps:
-        # A step recorded twice (two ProfilerStep#N events) counts once, from its first start.
-        uniq, first = np.unique(st_step, return_index=True)
-        order = np.argsort(st_ts[first], kind="stable")
-        step_values, step_starts = uniq[order], st_ts[first][order]
-        by_value = np.argsort(step_values)
-        step_values, step_starts = step_values[by_value], step_starts[by_value]
-        selected_all = np.isin(ev_step[all_work.rows], step_values)
-        lo = int(st_ts.min())
-        hi = int((st_ts + st_dur).max())
-        host_time = float(st_dur.mean())
-        head = unrecorded_head(trace, all_work)
-        if head is not None and head > lo:
-            head_cut, lo = head - lo, head
-        step_time, utilization = _pass_time(trace, uniq, head)
-    else:
-        step_values = np.array([-1], np.int64)
-        utilization = 0.0
-        step_starts = np.array([0], np.int64)
-        selected_all = np.ones(len(all_work.rows), bool)
-        lo = int(all_work.starts.min()) if len(all_work.rows) else 0
-        hi = int(all_work.ends.max()) if len(all_work.rows) else 0
-    if selected_all.any():
-        lo = min(lo, int(all_work.starts[selected_all].min()))
-        hi = max(hi, int(all_work.ends[selected_all].max()))
-    if not has_steps:
-        step_time = host_time = float(hi - lo)
+    lo, hi = chosen.lo, chosen.hi
     # Everything the GPU ran inside the window counts as busy, whichever step launched it.
     inside = (all_work.starts < hi) & (all_work.ends > lo) | (
         (all_work.starts == all_work.ends) & (all_work.starts >= lo) & (all_work.starts < hi)
@@ -217,26 +174,26 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
     view = RankView(
         rank=rank,
         trace=trace,
-        steps=step_values,
-        has_steps=has_steps,
-        step_time=step_time,
-        host_time=host_time,
+        steps=chosen.steps,
+        has_steps=chosen.has_steps,
+        step_time=chosen.step_time,
+        host_time=chosen.host_time,
         lo=lo,
         hi=hi,
         work=work,
-        selected=selected_all[inside],
+        selected=chosen.selected[inside],
         work_step_index=np.zeros(0, np.int64),
         busy=ops.union(work.starts, work.ends),
         gaps=Gaps.empty(),
-        utilization=utilization,
-        left_out=left_out,
-        head_cut=head_cut,
-        _step_starts=step_starts,
+        utilization=chosen.utilization or 0.0,
+        left_out=chosen.left_out,
+        head_cut=chosen.head_cut,
+        _step_starts=chosen.starts,
     )
     view.work_step_index = view.step_index_of(ev_step[work.rows].astype(np.int64), work.starts)
     view.held = _held_inside(trace, lo, hi)
     view.gaps = _idle_gaps(view)
-    if not has_steps:
+    if chosen.utilization is None:
         view.utilization = view.busy_time / view.span if view.span > 0 else 0.0
     comm = work.kclass == KernelClass.COMM
     if comm.any() and view.busy_time > 0:
@@ -245,26 +202,6 @@ def rank_view(rank: int, trace: Trace, steps: Optional[Sequence[int]]) -> Option
         compute_time = float((compute.ends - compute.starts).sum())
         view.compute_utilization = view.utilization * compute_time / view.busy_time
     return view
-
-
-def _pass_time(trace: Trace, steps: np.ndarray, head: Optional[int] = None) -> tuple[float, float]:
-    """(Mean length of these steps' windows as the TensorBoard plugin times steps
-    (hta_fast.analysis.tensorboard.step_windows: the device-aware step), the share of
-    those windows' time the GPU is busy); windows start no earlier than `head`
-    (unrecorded_head)."""
-    win = step_windows(trace, None)
-    keep = np.isin(win.step, steps)
-    if not keep.any():
-        return 0.0, 0.0
-    if head is not None:
-        ts = np.minimum(np.maximum(win.ts, head), win.end)
-        win = win._replace(ts=ts)
-    windows = ops.union(win.ts[keep], win.end[keep])
-    work = gpu_work(trace, None)
-    busy = ops.union(work.starts, work.ends)
-    length = float((windows.ends - windows.starts).sum())
-    inside = float(covered_length(busy.starts, busy.ends, windows.starts, windows.ends).sum())
-    return float(win.dur[keep].mean()), (inside / length if length > 0 else 0.0)
 
 
 def _held_inside(trace: Trace, lo: int, hi: int) -> Holds:

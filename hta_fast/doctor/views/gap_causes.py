@@ -33,6 +33,11 @@ Every GPU-wide idle gap of a rank (context.Gaps) is split between causes, in thi
                     Thresholds.kernel_wait_us: the launch machinery's gap between back-to-back
                     kernels, which many tiny kernels multiply
     other           anything else (work queued behind a cross-stream dependency, ...)
+
+The order is the rule: each part takes what the parts before it left, so a part is not a
+cause's own measure that another cause could be added beside. A cause names the parts
+charged to it in its record (Cause.gap_parts: memory_sync's are memory_sync and allocator);
+untraced and other are charged to no cause.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from ...schema import EventKind
 from ...trace import Trace
 from .context import Gaps, RankView
 from .intervals import covered_length, touches
+from .stalls import NAME_PATTERNS as STALL_PATTERNS
 from .stalls import find_stalls, launching_rows
 from .thresholds import Thresholds
 
@@ -63,6 +69,8 @@ ALLOCATOR = (
     r"^(cudaMalloc|cudaFree|cudaMallocHost|cudaFreeHost|cudaHostAlloc|cuMemAlloc(_v2)?"
     r"|cuMemFree(_v2)?|hipMalloc|hipFree|hipHostMalloc|hipHostFree)$"
 )
+# The name patterns the split matches (with the one-off stalls'), matched for all ranks at once.
+NAME_PATTERNS = (DATALOADER, BLOCKING_SYNC, ALLOCATOR, PROFILER_STEP, *STALL_PATTERNS)
 
 
 @dataclasses.dataclass
@@ -83,6 +91,22 @@ class GapSplit:
     loader_rows: np.ndarray
     sync_rows: np.ndarray
     alloc_rows: np.ndarray
+
+    def charged(self, parts: Sequence[str]) -> np.ndarray:
+        """ns per gap of these parts together (a cause's Cause.gap_parts)."""
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown:
+            raise ValueError(f"no such part of the gap split: {unknown}; parts: {PARTS}")
+        out = np.zeros_like(self.other)
+        for p in parts:
+            out = out + getattr(self, p)
+        return out
+
+
+# The parts of GapSplit, in the order they are taken (its fields but the rows behind them).
+PARTS = tuple(f.name for f in dataclasses.fields(GapSplit) if not f.name.endswith("_rows"))
+# The parts charged to no cause.
+UNCHARGED = ("untraced", "other")
 
 
 def host_rows(view: RankView, pattern: str, kinds: Sequence[EventKind]) -> np.ndarray:

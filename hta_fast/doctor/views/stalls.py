@@ -28,9 +28,12 @@ import numpy as np
 
 from ...frame import derived
 from ...frame.launches import launch_pairs
-from ...model.graph.one_off_calls import HOST_KINDS, ONE_OFF, UNKNOWN, verdicts
+from ...model.graph.one_off_calls import HOST_KINDS, ONE_OFF, ONE_TIME, UNKNOWN, verdicts
 from .context import RankView
 from .thresholds import Thresholds
+
+# The name patterns the verdicts match (one-time work by name), matched for all ranks at once.
+NAME_PATTERNS = (ONE_TIME,)
 
 
 @dataclasses.dataclass

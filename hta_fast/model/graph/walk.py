@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional, Union
 import numpy as np
 
 from ...frame import select
-from ...frame.background_threads import background_mask
+from ...frame.idle_threads import idle_thread_mask
 from ...memo import freeze_arrays
 from ...trace import Trace
 from ...traceset import TraceSet
@@ -31,7 +31,6 @@ from .carried import carry_candidates
 from .chain import Chain
 from .chain_build import build_chain, whole_trace
 from .dependency_graph import graph_rows
-from .helper_threads import helper_mask
 
 
 def _runs(chosen: np.ndarray, chained: bool) -> list[np.ndarray]:
@@ -100,7 +99,7 @@ def _rank_chains(
     """One rank's chains of the selection (walk)."""
     # A background thread's one spanning event and a helper thread's polling calls are
     # no work of any step.
-    busy = ~(background_mask(trace) | helper_mask(trace))
+    busy = ~idle_thread_mask(trace)
     mask = busy if mask is None else mask & busy
     all_rows = graph_rows(trace, mask)
     steps = trace.column("steps", "step")

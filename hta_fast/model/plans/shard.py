@@ -15,7 +15,7 @@ Per plan and rank:
              all-to-all time, all ranks together (plan_replay.replay_plan): the rest of the
              step (the dense compute, the other collectives, the host) as measured. The
              step is device-aware, as the project measures steps
-             (hta_fast.analysis.tensorboard.step_windows): from the later of the host's
+             (hta_fast.steps.step_windows): from the later of the host's
              start and the end of the GPU work carried in from the step before (as
              measured: the replay keeps it) to the end of the step's last work; per step
              the slowest rank, then the mean over the steps.
@@ -38,11 +38,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrow import array_of, as_numpy
-from ...analysis.tensorboard.step_windows import step_windows
 from ...costs.dtypes import itemsize as dtype_itemsize
 from ...frame.fields import NS, PCT
 from ...frame.result import Result
 from ...frame.select import as_traceset
+from ...steps.step_windows import step_windows
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import MatchedCollectives, match_collectives

@@ -17,7 +17,7 @@ bandwidth cannot be turned into a time without sizes and is refused.
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from ...traceset import TraceSet
 from ..comm.collective_cost import CostModel, collective_time_factors, cost_model
 from ..comm.collective_links import MatchedCollectives
 from ..comm.recorded_topology import recorded_machine
+from .declaration import EditDeclaration, Option, OptionError
 
 
 def check_bandwidth(scale: Optional[float], busbw_gbps: Optional[float]) -> None:
@@ -38,6 +39,49 @@ def check_bandwidth(scale: Optional[float], busbw_gbps: Optional[float]) -> None
         isinstance(value, (int, float)) and value > 0 and math.isfinite(value)
     ):
         raise ValueError(f"collective bandwidth must be a positive number, got {value!r}")
+
+
+def bandwidth_text(text: Optional[str]) -> tuple[Optional[float], Optional[float]]:
+    """--comm-bandwidth: "2" or "2x" -> (scale, None); "150GB/s" -> (None, bus GB/s)."""
+    if text is None:
+        return None, None
+    t = text.strip().lower().replace(" ", "")
+    busbw = t.endswith("gb/s") or t.endswith("gbps")
+    number = t.removesuffix("gb/s").removesuffix("gbps").removesuffix("x")
+    try:
+        value = float(number)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise OptionError(
+            f"{text!r}: expected a positive scale (2, 2x) or a bus bandwidth (150GB/s)",
+            "--comm-bandwidth",
+        )
+    return (None, value) if busbw else (value, None)
+
+
+def _build(values: Mapping[str, Any]) -> dict[str, Any]:
+    scale, busbw = bandwidth_text(values["comm_bandwidth"])
+    return {"collective_bandwidth": scale, "collective_busbw_gbps": busbw}
+
+
+EDIT = EditDeclaration(
+    key="bandwidth",
+    options=(
+        Option(
+            "--comm-bandwidth",
+            "comm_bandwidth",
+            "Interconnect bandwidth through the collective cost model fitted to the "
+            "trace: a scale (2 or 2x: twice as fast) or a bus bandwidth (150GB/s).",
+            metavar="S|GBPS",
+        ),
+    ),
+    keywords=("collective_bandwidth", "collective_busbw_gbps", "collective_cost"),
+    build=_build,
+    doc="A faster or slower interconnect: each collective's time moving data changes by the "
+    "factor the collective cost model (`collective_cost`, default: fitted to the traces) "
+    "gives at its size; its wait for the other ranks is kept.",
+)
 
 
 def collective_bandwidth_factors(

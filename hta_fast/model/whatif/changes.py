@@ -3,8 +3,9 @@ into one (event rows, ns) pair per rank (the bandwidth edit, hta_fast.model.what
 the job at another scale, hta_fast.model.whatif.world_size_edit;
 another GPU, hta_fast.model.whatif.device_edit, given as a function: the kernel models it
 runs are imported only where a replay can take a device edit; the GPU side of
-durations_from; the edits' own duration_change), and CPU ops by a factor on them and what
-they hold (op_scale and the CPU side of durations_from, hta_fast.model.whatif.op_edit)."""
+durations_from; the edits' own duration_change; the declared edits without an Edits field,
+hta_fast.model.whatif.registry), and CPU ops by a factor on them and what they hold
+(op_scale and the CPU side of durations_from, hta_fast.model.whatif.op_edit)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ from .bandwidth_edit import collective_bandwidth_factors
 from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
 from .edits import Edits, source_name
 from .op_edit import RowFactors, matching_cpu_rows
+from .registry import EDITS
 from .world_size_edit import world_size_factors
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
-# The device edit (hta_fast.model.whatif.device_edit.edit_changes): for the edits' device,
+# The device edit (hta_fast.model.whatif.device_changes.edit_changes): for the edits' device,
 # per rank the changes, the notes and the changes at each end of the prediction's band.
 DeviceEdit = Callable[
     [Union[Trace, TraceSet], Edits, select.Selection],
@@ -135,7 +137,24 @@ def duration_changes(
         out.ops[rank] = _merge_ops(out.ops.get(rank), ops)
     if edits.durations_from is not None:
         _add_durations_from(out, traces, edits, sel)
+    _add_declared(out, traces, edits, sel)
     return out
+
+
+def _add_declared(
+    out: DurationChanges, traces: Union[Trace, TraceSet], edits: Edits, sel: select.Selection
+) -> None:
+    """The declared edits that have no Edits field (their values in edits.added), in the
+    registry's order, on the edited ranks; with a device edit, on both ends of its band."""
+    for edit in EDITS:
+        values = {k: v for k, v in (edits.added or {}).items() if k in edit.keywords}
+        if not values or edit.gpu_changes is None:
+            continue
+        for rank, trace, _ in select.each_rank(traces, select.Selection(ranks=sel.ranks)):
+            if edits.applies_to(rank):
+                change = {rank: edit.gpu_changes(trace, values)}
+                for per_rank in (out.per_rank, *out.bands.values()):
+                    add_changes(per_rank, change)
 
 
 def _merge_ops(a: Optional[RowFactors], b: RowFactors) -> RowFactors:

@@ -41,6 +41,7 @@ from ...costs.op_args import op_arg_positions
 from ...frame.fields import NS
 from ...schema import CPU_KINDS, GPU_WORK_KINDS
 from ...trace import Trace
+from .declaration import EditDeclaration, Option, regex_pairs
 from .op_edit import RowFactors
 
 Match = Union[str, Mapping[str, str]]
@@ -256,3 +257,34 @@ def pairing_notes(table: pa.Table, source: Optional[str]) -> list[str]:
         f"durations_from {source or 'the other trace'}: {table.num_rows} events paired "
         f"({counts}); see the 'durations_from' table"
     ]
+
+
+EDIT = EditDeclaration(
+    key="durations_from",
+    options=(
+        Option(
+            "--durations-from",
+            "durations_from",
+            "With --match: events that match take the durations this other trace (a file or "
+            "a folder of ranks) measured for its matching events.",
+            type="path",
+        ),
+        Option(
+            "--match",
+            "matches",
+            "With --durations-from: events here whose name matches REGEX pair with events "
+            "there matching REGEX_B (default: the same REGEX); write a literal = in a pattern "
+            "as \\= (repeatable).",
+            metavar="REGEX[=REGEX_B]",
+            multiple=True,
+        ),
+    ),
+    keywords=("durations_from", "match"),
+    build=lambda v: {
+        "durations_from": v["durations_from"],
+        "match": regex_pairs(v["matches"], "--match"),
+    },
+    doc="Events that match take the durations another trace measured for its matching "
+    "events (`match`: a regex, or `{regex here: regex there}`): CPU events with what runs "
+    "under them, GPU events their GPU time (table `durations_from`).",
+)

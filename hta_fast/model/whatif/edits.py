@@ -45,8 +45,11 @@
                    and its slowest-rank wait grows with the ranks; compute is unchanged
                    (hta_fast.model.whatif.world_size_edit). recorded_topology: the recorded
                    machine's links, where its GPU does not call for the right file
-    edit_ranks     the ranks the factor and device edits apply to (default: all); the
-                   bandwidth and world-size edits and duration_change apply where they say
+    edit_ranks     the ranks the factor, device and declared edits apply to (default: all);
+                   the bandwidth and world-size edits and duration_change apply where they say
+    added          {keyword: value} of the edits declared in hta_fast.model.whatif.registry
+                   that have no field here (what_if takes them as keywords); each changes
+                   GPU durations through its declaration's gpu_changes
 
 Factors on one event multiply.
 """
@@ -69,6 +72,7 @@ from ...traceset import TraceSet
 from ..comm.collective_cost import CostModel
 from ..comm.topology import Topology
 from .bandwidth_edit import check_bandwidth
+from .registry import BY_KEYWORD
 from .world_size_edit import as_topology, check_world
 
 Changes = Mapping[int, tuple[np.ndarray, np.ndarray]]
@@ -157,6 +161,7 @@ class Edits:
     world_size: Optional[int] = None
     topology: Union[str, Topology, None] = None  # kept as a Topology
     recorded_topology: Union[str, Topology, None] = None  # kept as a Topology
+    added: Optional[Mapping[str, Any]] = None  # kept as a dict, None when empty
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: the checked, normalized values are set once here
@@ -182,6 +187,7 @@ class Edits:
         put(self, "op_change", _changes("op_change", self.op_change))
         if self.edit_ranks is not None:
             put(self, "edit_ranks", tuple(sorted({int(r) for r in self.edit_ranks})))
+        put(self, "added", _added(self.added))
 
     def _check_durations_from(self) -> None:
         if (self.durations_from is None) != (self.match is None):
@@ -283,7 +289,7 @@ class Edits:
         def copy(table: Optional[Mapping[str, float]]) -> Optional[dict[str, float]]:
             return None if table is None else dict(table)
 
-        return {
+        params = {
             "kernel_class": copy(self.kernel_class),
             "name": copy(self.name),
             "category": copy(self.category),
@@ -302,6 +308,45 @@ class Edits:
             "topology": _topology_name(self.topology),
             "recorded_topology": _topology_name(self.recorded_topology),
         }
+        params.update(self.added or {})
+        return params
+
+
+FIELDS = [f.name for f in dataclasses.fields(Edits) if f.name != "added"]
+# what_if's keywords: the fields, then the declared edits' keywords that have no field.
+KEYWORDS = FIELDS + [k for k in BY_KEYWORD if k not in FIELDS]
+
+
+def _added(values: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    """The declared edits' values, each edit's checked by its declaration."""
+    if not values:
+        return None
+    if not isinstance(values, Mapping):
+        raise _fail("added", f"expected a mapping of edit keywords to values, got {values!r}")
+    unknown = sorted(k for k in values if k not in BY_KEYWORD or k in FIELDS)
+    if unknown:
+        extra = [k for k in KEYWORDS if k not in FIELDS]
+        raise _fail("added", f"unknown keyword(s) {unknown}: the declared edits' are {extra}")
+    out: dict[str, Any] = {}
+    for edit in {BY_KEYWORD[k].key: BY_KEYWORD[k] for k in values}.values():
+        if edit.gpu_changes is None:
+            raise _fail("added", f"the edit {edit.key!r} declares no gpu_changes to apply")
+        mine = {k: values[k] for k in edit.keywords if k in values}
+        try:
+            out.update(edit.check(mine) if edit.check is not None else mine)
+        except ValueError as e:
+            raise _fail(edit.key, str(e)) from None
+    return out
+
+
+def edit_keywords(edits: Optional[Edits], keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """what_if's keywords as Edits' fields: the declared edits' values (not None) in
+    `added`, with those `edits` already holds."""
+    fields = {k: v for k, v in keywords.items() if k in FIELDS}
+    added = {k: v for k, v in keywords.items() if k not in FIELDS and v is not None}
+    if added:
+        fields["added"] = {**((edits.added if edits is not None else None) or {}), **added}
+    return fields
 
 
 def _topology_name(topology: Union[str, Topology, None]) -> Optional[str]:

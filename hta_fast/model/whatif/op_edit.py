@@ -21,6 +21,7 @@ import numpy as np
 from ...schema import CPU_KINDS
 from ...trace import Trace
 from ..graph.dependency_graph import EDGE, DependencyGraph
+from .declaration import EditDeclaration, Option, factor_pairs
 
 RowFactors = tuple[np.ndarray, np.ndarray]  # trace rows of CPU events, the factor of each
 
@@ -108,3 +109,22 @@ def cpu_edge_factors(graph: DependencyGraph, trace: Trace, ops: RowFactors) -> n
         cut = (1.0 - held[event]) * np.clip(np.minimum(latency, call), 0, None)
         factor[launch] = np.where(latency > 0, 1.0 - cut / np.maximum(latency, 1.0), 1.0)
     return factor
+
+
+EDIT = EditDeclaration(
+    key="op_scale",
+    options=(
+        Option(
+            "--scale-op",
+            "ops",
+            "CPU ops whose name matches take F times as long, with everything nested under "
+            "them on their thread; F=0: they cost nothing (repeatable).",
+            metavar="REGEX=F",
+            multiple=True,
+        ),
+    ),
+    keywords=("op_scale",),
+    build=lambda v: {"op_scale": factor_pairs(v["ops"], "--scale-op")},
+    doc="`{REGEX: F}`: CPU events whose name matches take F times as long, with everything "
+    "nested under them on their thread (F=0: they cost nothing).",
+)

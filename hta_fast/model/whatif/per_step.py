@@ -14,7 +14,7 @@
         trace's own steps: predicted x p10 / median and x p90 / median of the measured
         steps after warm-up (None with fewer than two of them).
     warmup_steps, predicted_median, predicted_p10, predicted_p90
-        the steps left out as warm-up (hta_fast.analysis.steps.warmup_steps on the
+        the steps left out as warm-up (hta_fast.steps.warmup.warmup_steps on the
         measured step times, each step's longest rank: the first step, and any over twice
         the median), and the median and p10-p90 (linear percentiles) of the predicted steps
         left, each rank's step counted once: what warm-up and outlier steps do not move.
@@ -30,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..._arrow import array_of
-from ...analysis.steps import warmup_steps
 from ...frame.fields import NS, PCT
+from ...steps.warmup import warmup_steps
 
 # what the band is (the module doc)
 BAND_DEVICE = "kernels' errors on real pairs"

@@ -1,7 +1,7 @@
 """The what-if replay (hta_fast.model.whatif.steps.what_if) of checked edits on selected steps:
 the duration changes (hta_fast.model.whatif.changes), each step's graph replayed with and
 without them, and the result's tables. The device edit's changes come from the function
-given (hta_fast.model.whatif.device_edit.edit_changes, which what_if gives): a caller whose
+given (hta_fast.model.whatif.device_changes.edit_changes, which what_if gives): a caller whose
 edits never name a device (the doctor) imports none of the kernel models behind it.
 """
 

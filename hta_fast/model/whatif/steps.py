@@ -19,25 +19,24 @@ from ...frame.result import Result
 from ...frame.select import Ranks, Steps
 from ...trace import Trace
 from ...traceset import TraceSet
-from .device_edit import edit_changes
-from .edits import Edits
+from .device_changes import edit_changes
+from .edits import KEYWORDS, Edits, edit_keywords
 from .replay_run import replay_run
-
-EDIT_FIELDS = [f.name for f in dataclasses.fields(Edits)]
 
 
 def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
-    """The edits given, with the keyword edits (what_if's spelling of Edits' fields)."""
-    unknown = sorted(set(keywords) - set(EDIT_FIELDS))
+    """The edits given, with the keyword edits (what_if's spelling of Edits' fields and of
+    the declared edits, hta_fast.model.whatif.registry)."""
+    unknown = sorted(set(keywords) - set(KEYWORDS))
     if unknown:
         raise TypeError(
-            f"what_if() got unexpected keyword argument(s) {unknown}; the edits are {EDIT_FIELDS}"
+            f"what_if() got unexpected keyword argument(s) {unknown}; the edits are {KEYWORDS}"
         )
     if edits is None:
-        return Edits(**keywords)
+        return Edits(**edit_keywords(None, keywords))
     if not isinstance(edits, Edits):
         raise TypeError(f"what_if(): edits must be an Edits, got {type(edits).__name__}")
-    return dataclasses.replace(edits, **keywords) if keywords else edits
+    return dataclasses.replace(edits, **edit_keywords(edits, keywords)) if keywords else edits
 
 
 def what_if(
@@ -57,7 +56,8 @@ def what_if(
     critical path before and after, the new path's shares, and the share spent waiting for
     another rank (held_by) before it. edits: an Edits, or its fields as keywords
     (kernel_class={"COMM": 0.5}, cpu=0.8, device="V100-SXM2", edit_ranks=[1], ...; both:
-    the keywords replace those fields). cross_rank: with several ranks, replay the ranks of
+    the keywords replace those fields; each edit and its keywords are declared in
+    hta_fast.model.whatif.registry). cross_rank: with several ranks, replay the ranks of
     a step together; on a rank, the critical path then stops where another rank held it.
     chained (default): each rank's consecutive selected steps as one graph; False: each
     step's window alone (the module doc). With several ranks replayed together, the side

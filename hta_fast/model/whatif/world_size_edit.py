@@ -59,6 +59,7 @@ from ..comm.collective_model import Prediction, predict_collectives
 from ..comm.recorded_topology import recorded_machine
 from ..comm.topology import Topology, load_topology
 from ..comm.trace_machine import MODEL_KIND, calibrated_machine
+from .declaration import EditDeclaration, Option
 
 SHARDED = ("all_gather", "reduce_scatter")  # each rank holds 1/n of the size
 
@@ -380,3 +381,38 @@ def _notes(
                 f"{float(wait.sum()) / 1e6:+.3f} ms over all collectives (column slowest_wait)"
             )
     return notes
+
+
+EDIT = EditDeclaration(
+    key="world_size",
+    options=(
+        Option(
+            "--world-size",
+            "world_size",
+            "The job at N ranks of data parallelism (the same batch per rank): each "
+            "collective re-costed by the collective model for N ranks, its slowest-rank wait "
+            "grown; compute unchanged (table world_size).",
+            type="count",
+        ),
+        Option(
+            "--topology",
+            "topology",
+            "Run on another machine: a topology JSON file or a shipped name (hgx_h100, "
+            "dgx_a100, ...; see `hta-fast comm-model`); default: the recorded machine.",
+            metavar="FILE|NAME",
+        ),
+        Option(
+            "--recorded-topology",
+            "recorded_topology",
+            "With --world-size / --topology: the recorded machine's topology, where the "
+            "trace's GPU does not call for the right one.",
+            metavar="FILE|NAME",
+        ),
+    ),
+    keywords=("world_size", "topology", "recorded_topology"),
+    build=lambda v: {k: v[k] for k in ("world_size", "topology", "recorded_topology")},
+    doc="The job at another scale: N ranks of data parallelism on the recorded machine or "
+    "another `topology`; each collective re-costed by the collective model for its new "
+    "ranks, anchored on its recorded time, its slowest-rank wait grown; compute unchanged "
+    "(table `world_size`).",
+)

@@ -5,10 +5,10 @@ one phase, or of its repeated launches, and traces whose steps are those windows
     profiler     its ProfilerStep#N events (what a load gives)
     host         one step over its host events, with the GPU work launched in them (the
                  TensorBoard plugin's window for a trace without steps)
-    iterations   the copies of its repeated launch sequence (hta_fast.frame.iterations)
+    iterations   the copies of its repeated launch sequence (hta_fast.steps.iterations)
     prefill, decode, mixed, denoise, forward
-                 its passes of that phase (hta_fast.frame.passes, whose names
-                 hta_fast.frame.pass_patterns lists)
+                 its passes of that phase (hta_fast.steps.passes, whose names
+                 hta_fast.steps.pass_patterns lists)
 
 Step numbers count a rank's windows from 0 in time order, so the n-th decode step of every
 rank has the same number and cross-rank analyses line them up. with_steps hands each rank
@@ -24,15 +24,15 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import array_of, as_numpy
+from ..frame import derived
+from ..frame.fields import NS
+from ..frame.result import Result
 from ..schema import EventKind
 from ..trace import Trace
 from ..traceset import TraceSet
-from . import derived
-from .fields import NS
 from .iterations import iterations
 from .pass_patterns import SOURCES
 from .passes import Passes, described, find_passes, module_calls_inside_serving
-from .result import Result
 
 __all__ = ["SOURCES", "steps_from", "with_steps", "with_steps_from"]
 

@@ -9,11 +9,11 @@ import dataclasses
 import logging
 from typing import Any, Callable, TypeVar
 
-from ..analysis.registry import ANALYSES
-from ..frame.result import Result, fold_rank_notes
-from ..frame.select import Selection
-from ..model.graph.walk import chains_kept
-from ..traceset import TraceSet
+from ...analysis.registry import ANALYSES
+from ...frame.result import Result, fold_rank_notes
+from ...frame.select import Selection
+from ...model.graph.walk import chains_kept
+from ...traceset import TraceSet
 
 log = logging.getLogger("hta_fast")
 T = TypeVar("T")

@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame.fields import KEY_COLUMNS, table_unit
+from ...frame.fields import KEY_COLUMNS, table_unit
 
 
 def cell(v: Any, unit: Optional[str], scale: float = 1e3) -> str:

@@ -8,11 +8,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, table_from_rows
-from ..loading.rank_info import rank_info
-from ..traceset import TraceSet
-from .context import Context, Section
-from .tables import html_table
+from ..._arrow import array_of, table_from_rows
+from ...loading.rank_info import rank_info
+from ...traceset import TraceSet
+from ..page.context import Context, Section
+from ..page.tables import html_table
 
 
 def ranks_table(traces: TraceSet) -> pa.Table:

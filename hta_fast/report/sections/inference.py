@@ -8,12 +8,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..analysis.inference.phases import marks_passes
-from ..frame.fields import NS, PCT
-from .context import Context, Section, section
-from .figures import bar, figure
-from .tables import html_table
+from ..._arrow import array_of, as_numpy
+from ...analysis.inference.phases import marks_passes
+from ...frame.fields import NS, PCT
+from ..page.context import Context, Section, section
+from ..page.figures import bar, figure
+from ..page.tables import html_table
 
 PASS_COLUMNS = (
     "rank",

@@ -14,17 +14,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..frame.fields import NS, PCT
-from ..frame.result import fold_rank_notes
-from ..frame.select import Selection
-from ..model.graph.chain import step_label
-from ..model.path.bounds import BOUND_BY
-from ..model.path.critical_path import critical_path
-from .context import Context, Section, section
-from .figures import bar, figure
-from .sections_ranks import drawn_selection
-from .tables import html_table
+from ..._arrow import array_of, as_numpy
+from ...frame.fields import NS, PCT
+from ...frame.result import fold_rank_notes
+from ...frame.select import Selection
+from ...model.graph.chain import step_label
+from ...model.path.bounds import BOUND_BY
+from ...model.path.critical_path import critical_path
+from ..page.context import Context, Section, section
+from ..page.figures import bar, figure
+from ..page.tables import html_table
+from .ranks import drawn_selection
 
 MS = 1e6
 TOP_EVENTS = 20

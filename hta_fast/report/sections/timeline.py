@@ -9,16 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from .context import Context, Section, SectionFailed, section
-from .downsample import min_max, per_series_budget
-from .figures import bar, figure, step_line
-from .tables import html_table
+from ..._arrow import array_of, as_numpy
+from ..page.context import Context, Section, SectionFailed, section
+from ..page.downsample import min_max, per_series_budget
+from ..page.figures import bar, figure, step_line
+from ..page.tables import html_table
 
 MS = 1e6
 
 # Turns a table of one row per rank (or rank and stream) into the template's table: every
-# row (html_table), or their distribution when there are many ranks (sections_dist).
+# row (html_table), or their distribution when there are many ranks (sections.dist).
 Tabler = Callable[[str, pa.Table], dict[str, Any]]
 
 

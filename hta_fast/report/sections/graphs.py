@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import as_numpy
-from .context import Context, Section, section
-from .figures import bar, figure
-from .tables import html_table
+from ..._arrow import as_numpy
+from ..page.context import Context, Section, section
+from ..page.figures import bar, figure
+from ..page.tables import html_table
 
 REPLAY_COLUMNS = (
     "rank",

@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..analysis.tensorboard.step_breakdown import CATEGORIES
-from ..frame.result import Result
-from .context import Context, Section, section
-from .figures import IDLE, bar, figure
-from .tables import html_table
+from ..._arrow import array_of, as_numpy
+from ...analysis.tensorboard.step_breakdown import CATEGORIES
+from ...frame.result import Result
+from ..page.context import Context, Section, section
+from ..page.figures import IDLE, bar, figure
+from ..page.tables import html_table
 
 MS = 1e6
 
@@ -305,7 +305,7 @@ def operators(ctx: Context) -> Section:
 
 
 def operators_section(res: Result, notes: list[str]) -> Section:
-    """The operators section of a roofline result (operators; on many ranks, sections_dist's
+    """The operators section of a roofline result (operators; on many ranks, sections.dist's
     of the drawn ranks)."""
     t = res.table
     if t.num_rows == 0:

@@ -7,7 +7,7 @@ A pattern is searched in the event's name (RE2 syntax, as pyarrow.compute matche
 look-around); `exclude` drops names that match but are no pass. `verified` names the real
 trace a pattern was checked on; an empty one was written from the stack's source code and
 is tested only on synthetic traces (docs/inference.md lists both). To teach the package a
-new stack, add a row here: hta_fast.frame.passes reads nothing else.
+new stack, add a row here: hta_fast.steps.passes reads nothing else.
 
 GPU-side copies of annotations (gpu_user_annotation) mark no pass: each mirrors a CPU
 annotation of the same name, and a step is a host window whose GPU work follows its
@@ -23,7 +23,7 @@ from ..schema import EventKind
 __all__ = ["PHASES", "SOURCES", "PassPattern", "PATTERNS", "patterns_of"]
 
 PHASES = ("prefill", "decode", "mixed", "denoise", "forward")
-# Where a rank's steps can come from (frame.steps_from): the profiler's ProfilerStep#N, the
+# Where a rank's steps can come from (steps.steps_from): the profiler's ProfilerStep#N, the
 # host's one span, repeated launch sequences, or the passes of one phase. Here, beside the
 # phases, so that a command line can offer them without importing what finds them.
 SOURCES = ("profiler", "host", "iterations", *PHASES)

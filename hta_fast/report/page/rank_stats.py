@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import as_numpy
-from ..analysis.stragglers import high_outliers
-from ..frame.fields import display_unit
+from ..._arrow import as_numpy
+from ...analysis.stragglers import high_outliers
+from ...frame.fields import display_unit
 from .tables import cell, header, unit_of
 
 QUANTILES = (0, 10, 50, 90, 100)

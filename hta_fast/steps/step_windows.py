@@ -11,6 +11,10 @@ runs on after the host moved on. The first step starts after any GPU work launch
 it (in no step) that ends before the step's own first GPU work. A rank without
 ProfilerStep#N events gets one window, step -1, over its host events (or its GPU work).
 
+analysed_windows() are those windows as every figure of a step reads them: none starts
+before the unrecorded head (frame.gpu_work.unrecorded_head), the GPU's time on work the
+trace does not hold, which is no step's.
+
 window_totals() sums, per window, how much of a set of intervals (each weighted, or not)
 lies inside it: the per-step numbers of every metric of this package come from it;
 window_counts() counts the points (kernel starts) in each.
@@ -22,14 +26,15 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ...frame import derived
-from ...frame.gpu_work import gpu_work
-from ...schema import EventKind
-from ...trace import Trace
+from ..frame import derived
+from ..frame.gpu_work import gpu_work, unrecorded_head
+from ..schema import EventKind
+from ..trace import Trace
 
 __all__ = [
     "StepWindows",
     "step_windows",
+    "analysed_windows",
     "window_totals",
     "window_counts",
     "window_notes",
@@ -76,13 +81,24 @@ def step_windows(
     """The step windows of one rank, from its steps and GPU work kept by mask (None: all),
     clipped to window when given. Worked out once per selection mask."""
     w = derived.remember_under(
-        trace, ("tensorboard.step_windows",), mask, lambda: _step_windows(trace, mask)
+        trace, ("steps.step_windows",), mask, lambda: _step_windows(trace, mask)
     )
     if window is None:
         return w
     lo, hi = window
     ts = np.clip(w.ts, lo, hi)
     return w._replace(ts=ts, end=np.maximum(np.clip(w.end, lo, hi), ts))
+
+
+def analysed_windows(trace: Trace) -> StepWindows:
+    """The step windows of one rank (all its GPU work) with each start moved no earlier
+    than the unrecorded head, when the trace opens on one (a window that ends before it is
+    left empty): the windows the doctor's step time and the inference phases read."""
+    win = step_windows(trace, None)
+    head = unrecorded_head(trace, gpu_work(trace, None))
+    if head is None:
+        return win
+    return win._replace(ts=np.minimum(np.maximum(win.ts, head), win.end))
 
 
 def _step_windows(trace: Trace, mask: Optional[np.ndarray]) -> StepWindows:

@@ -10,9 +10,9 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..frame import derived
+from ..frame.capture_trace import added_rows
 from ..trace import Trace
-from . import derived
-from .capture_trace import added_rows
 from .pass_patterns import PATTERNS, PHASES, patterns_of
 
 __all__ = [
@@ -31,7 +31,7 @@ class Passes(NamedTuple):
     row     int64, the row in trace.events of the event that marks each pass
     ts      int64 ns, its start
     end     int64 ns, its end (>= ts)
-    phase   str, one of pass_patterns.PHASES, or "iteration" (hta_fast.frame.iterations)
+    phase   str, one of pass_patterns.PHASES, or "iteration" (hta_fast.steps.iterations)
     pattern int64, index in pass_patterns.PATTERNS of the pattern that found it (-1: none)
     """
 

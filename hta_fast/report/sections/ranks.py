@@ -10,21 +10,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
-from ..analysis.temporal import busy_bins
-from ..frame.select import Selection
-from .context import Context, Section, SectionFailed, section
-from .figures import heatmap
-from .heatmap import bin_axis, grid, rank_rows
-from .rank_stats import (
+from ..._arrow import array_of, as_numpy
+from ...analysis.stragglers import MAD_TO_SIGMA, OUTLIER_MIN_MARGIN, OUTLIER_SIGMAS
+from ...analysis.temporal import busy_bins
+from ...frame.select import Selection
+from ..page.context import Context, Section, SectionFailed, section
+from ..page.figures import heatmap
+from ..page.heatmap import bin_axis, grid, rank_rows
+from ..page.rank_stats import (
     Outlier,
     distribution,
     per_rank_median,
     rank_labels,
     slow_outliers,
 )
-from .tables import html_table
+from ..page.tables import html_table
 
 MS = 1e6
 US = 1e3

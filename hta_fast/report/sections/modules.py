@@ -7,10 +7,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import as_numpy
-from .context import Context, Section, section
-from .figures import bar, figure
-from .tables import html_table
+from ..._arrow import as_numpy
+from ..page.context import Context, Section, section
+from ..page.figures import bar, figure
+from ..page.tables import html_table
 
 TOP = 25
 ABOUT = (

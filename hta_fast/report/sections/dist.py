@@ -10,22 +10,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import as_numpy
-from ..frame.result import fold_rank_notes
-from . import sections_memory, sections_time
-from .context import Context, Section, section
-from .figures import bar, figure
-from .rank_stats import distribution, rank_labels
-from .sections_gpu import (
+from ..._arrow import as_numpy
+from ...frame.result import fold_rank_notes
+from ..page.context import Context, Section, section
+from ..page.figures import bar, figure
+from ..page.rank_stats import distribution, rank_labels
+from ..page.tables import html_table
+from . import memory as memory_section
+from . import timeline
+from .gpu import (
     EFFICIENCY,
     EFFICIENCY_ABOUT,
     STEP_CATEGORIES,
     efficiency_table,
     operators_section,
 )
-from .sections_ranks import drawn_ranks, drawn_selection
+from .ranks import drawn_ranks, drawn_selection
 from .summary import loader_counts, rank_overview
-from .tables import html_table
 
 MS = 1e6
 KEYS = ("rank", "stream", "name", "idle_category", "kernel_type")
@@ -159,7 +160,7 @@ def operators(ctx: Context) -> Section:
 
 @section("memory", "operator_memory")
 def memory(ctx: Context) -> Section:
-    return sections_memory.memory.build(ctx, drawn_ranks(ctx), rows_distribution)
+    return memory_section.memory.build(ctx, drawn_ranks(ctx), rows_distribution)
 
 
 @section("overlap", "overlap")
@@ -196,14 +197,14 @@ def idle(ctx: Context) -> Section:
 
 @section("queue", "queue_length")
 def queue(ctx: Context) -> Section:
-    return sections_time.queue.build(ctx, drawn_ranks(ctx), rows_distribution)
+    return timeline.queue.build(ctx, drawn_ranks(ctx), rows_distribution)
 
 
 @section("bandwidth", "memory_bw")
 def bandwidth(ctx: Context) -> Section:
-    return sections_time.bandwidth.build(ctx, drawn_ranks(ctx), rows_distribution)
+    return timeline.bandwidth.build(ctx, drawn_ranks(ctx), rows_distribution)
 
 
 @section("launch-delay", "launch_stats")
 def launch_delay(ctx: Context) -> Section:
-    return sections_time.launch_delay.build(ctx, rows_distribution)
+    return timeline.launch_delay.build(ctx, rows_distribution)

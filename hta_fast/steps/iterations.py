@@ -14,8 +14,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..frame.launch_pattern import Repeat, find_repeat, launches
 from ..trace import Trace
-from .launch_pattern import Repeat, find_repeat, launches
 from .passes import Passes
 
 __all__ = ["iterations", "MIN_ITERATIONS"]

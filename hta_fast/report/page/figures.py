@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from ..untrusted_text import plotly_text
+from ...untrusted_text import plotly_text
 
 # Category colours, fixed so a cause or a kernel type looks the same in every figure.
 COLORS = (

@@ -9,10 +9,10 @@ from typing import Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .context import Context, Section, section
-from .figures import figure
-from .sections_time import Tabler, drawn_note, only_ranks, series
-from .tables import html_table
+from ..page.context import Context, Section, section
+from ..page.figures import figure
+from ..page.tables import html_table
+from .timeline import Tabler, drawn_note, only_ranks, series
 
 # The operator columns a reader compares first, in the plugin's order.
 OPERATOR_COLUMNS = (

@@ -1,17 +1,14 @@
-"""The doctor's findings for the top of the report (hta_fast.doctor, when installed)."""
+"""The doctor's findings for the top of the report (hta_fast.doctor)."""
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from ..frame.fields import display_unit, duration_text
-from ..traceset import TraceSet
-from .tables import cell
-
-if TYPE_CHECKING:
-    from ..doctor import Thresholds
+from ...doctor import Thresholds, diagnose
+from ...frame.fields import display_unit, duration_text
+from ...traceset import TraceSet
+from ..page.tables import cell
 
 log = logging.getLogger("hta_fast")
 
@@ -55,11 +52,7 @@ def diagnosis(
 ) -> dict[str, Any]:
     """{available, utilization, healthy, findings: [...], message} for the template."""
     try:
-        doctor = importlib.import_module("hta_fast.doctor")
-    except ImportError:
-        return {"available": False, "message": "the doctor is not installed with this version"}
-    try:
-        diag = doctor.diagnose(traces, steps=steps, thresholds=thresholds)
+        diag = diagnose(traces, steps=steps, thresholds=thresholds)
     except Exception as e:  # noqa: BLE001 - the rest of the report stands without it
         log.warning("report: the doctor could not run: %s", e)
         return {"available": False, "message": f"the doctor could not run on these traces ({e})"}
