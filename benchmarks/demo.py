@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from gen_trace import generate
 
 import hta_fast
-from hta_fast.cli.demo import STRAGGLER_FACTOR
+from hta_fast.cli.commands.demo import STRAGGLER_FACTOR
 
 
 def main() -> None:

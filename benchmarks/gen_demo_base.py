@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Write the small base trace that `hta-fast demo` builds from where the project's sample
 trace (../shared/traces) is not there, as in an installed wheel:
-hta_fast/cli/demo_base.json.gz. The program is made up here, not recorded: a training step on
+hta_fast/cli/commands/demo_base.json.gz. The program is made up here, not recorded: a training step on
 one GPU of a 4-rank data-parallel job, in Kineto's Chrome-trace form (the form
 hta_fast.synth repeats, with each rank's clock and, for the demo, one straggler).
 
-    python benchmarks/gen_demo_base.py [--out hta_fast/cli/demo_base.json.gz]
+    python benchmarks/gen_demo_base.py [--out hta_fast/cli/commands/demo_base.json.gz]
 
 One step: the host reads a batch, then runs forward operators (one kernel each), backward
 operators (a larger kernel each, an NCCL all-reduce of the gradients after every tenth,
@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "hta_fast" / "cli" / "demo_base.json.gz"
+OUT = Path(__file__).resolve().parents[1] / "hta_fast" / "cli" / "commands" / "demo_base.json.gz"
 EPOCH_US = 1_700_000_000_000_000  # absolute microseconds, as older Kineto traces write them
 HOST_PID, HOST_TID = 1234, 1234
 GPU_PID, COMPUTE_STREAM, COMM_STREAM = 0, 7, 20

@@ -96,7 +96,7 @@ def launch_bound_finding(above: bool = True) -> Finding:
 
 def module(utilization: float = 0.8, findings: Optional[list] = None) -> types.ModuleType:
     """A module object to put in sys.modules["hta_fast.doctor"] (where the command line loads
-    it), whose diagnose also stands in for the report's (report.findings.diagnose); it records
+    it), whose diagnose also stands in for the report's (report.sections.findings.diagnose); it records
     its calls."""
     mod = types.ModuleType("hta_fast.doctor")
     mod.CAUSES, mod.Thresholds, mod.Finding, mod.Diagnosis = CAUSES, Thresholds, Finding, Diagnosis

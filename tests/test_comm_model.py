@@ -226,7 +226,7 @@ def test_shipped_topologies_load_cite_sources_and_are_in_gigabytes(name):
 
 def test_shipped_topologies_ship_in_the_package():
     # scikit-build-core's wheel.packages copies every file under hta_fast/ (as it does
-    # cli/demo_base.json.gz): the JSON files sit in the package folder.
+    # cli/commands/demo_base.json.gz): the JSON files sit in the package folder.
     folder = ROOT / "hta_fast" / "model" / "comm" / "topologies"
     assert len(list(folder.glob("*.json"))) == len(shipped_topologies()) >= 9
 

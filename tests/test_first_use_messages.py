@@ -17,9 +17,10 @@ from synthetic_traces import STEP_US, STEPS, KinetoBuilder, cpu_only, healthy, t
 
 from hta_fast import TraceSet, synth
 from hta_fast.cli import cli
-from hta_fast.cli.demo import DEMO_BASE
+from hta_fast.cli.commands.demo import DEMO_BASE
 from hta_fast.doctor import diagnose
-from hta_fast.report import plotlyjs, write_report
+from hta_fast.report import write_report
+from hta_fast.report.page import plotlyjs
 
 ROOT = Path(__file__).resolve().parents[1]
 

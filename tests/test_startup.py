@@ -46,7 +46,7 @@ def test_the_doctor_imports_what_it_runs():
     """The doctor's what-if replay (model.whatif.replay_run) takes no device edit: the
     doctor imports none of the kernel models behind predict, nor the trace diff, nor the
     TensorBoard metrics it does not read."""
-    mods = _imported("import hta_fast.cli.doctor, hta_fast.doctor", whole=True)
+    mods = _imported("import hta_fast.cli.commands.doctor, hta_fast.doctor", whole=True)
     unused = {
         "hta_fast.model.predict",
         "hta_fast.model.whatif.device_changes",
@@ -61,21 +61,23 @@ def test_the_doctor_imports_what_it_runs():
 
 @pytest.mark.parametrize("module", sorted({m for m, _ in app.COMMANDS.values()}))
 def test_each_commands_module_imports_only_what_it_uses(module):
-    mods = _imported(f"import hta_fast.cli.{module}")
+    mods = _imported(f"import hta_fast.cli.commands.{module}")
     assert set(HEAVY) & mods <= ALLOWED.get(module, set())
 
 
 def test_info_and_doctor_escape_without_the_html_module():
     """A Result escapes its HTML itself (untrusted_text.html_escaped): html and its entity
     table stay out of the commands that print one."""
-    assert "html" not in _imported("import hta_fast.cli.info, hta_fast.cli.doctor")
+    assert "html" not in _imported(
+        "import hta_fast.cli.commands.info, hta_fast.cli.commands.doctor"
+    )
 
 
 def test_the_command_table_is_the_commands():
     import importlib
 
     for module in {m for m, _ in app.COMMANDS.values()}:
-        importlib.import_module(f"hta_fast.cli.{module}")
+        importlib.import_module(f"hta_fast.cli.commands.{module}")
     registered = {
         name: c.callback.__module__.rsplit(".", 1)[1] for name, c in app.cli.commands.items()
     }

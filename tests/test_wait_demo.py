@@ -10,7 +10,7 @@ import pytest
 
 import hta_fast
 from hta_fast import synth
-from hta_fast.cli.demo import STRAGGLER_FACTOR
+from hta_fast.cli.commands.demo import STRAGGLER_FACTOR
 from hta_fast.doctor import diagnose
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.path.owners import wait_owners

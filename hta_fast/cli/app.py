@@ -72,7 +72,7 @@ class Group(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
         if name not in self.commands and name in COMMANDS:
-            importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")  # registers it
+            importlib.import_module(f"{__package__}.commands.{COMMANDS[name][0]}")  # registers it
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

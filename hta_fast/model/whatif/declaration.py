@@ -3,7 +3,7 @@ on the command line, the keywords of what_if it sets, how the option values beco
 keywords, a row of the docs' table of edits and, for an edit that carries no field of its
 own in Edits, how it changes a rank's GPU durations.
 
-An option is described here, not as a click object: the command line (hta_fast.cli.model)
+An option is described here, not as a click object: the command line (hta_fast.cli.commands.model)
 turns each Option into a click option, so the model does not depend on the command line.
 An option's value that is bad input raises OptionError naming the option, which the
 command line shows as click shows a bad parameter.

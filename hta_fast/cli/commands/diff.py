@@ -12,18 +12,18 @@ from typing import Any, Optional, Sequence
 
 import click
 
-from ..analysis import trace_diff
-from ..analysis.trace_diff import EmptySelection, SideSteps, step_kind, steps_text
-from ..frame.result import Result
-from ..steps.pass_patterns import PHASES
-from ..steps.steps_from import steps_from as steps_from_source
-from ..steps.warmup import WARMUP_FACTOR
-from ..traceset import TraceSet
-from .app import BadInput, Options, cli
-from .loading import parse_ints, parse_steps, pick_steps, recover_option, steps_from_option
-from .options import load_traces
-from .output import FORMATS, check_format, dumps, echo_table, jsonable, write_tables
-from .terminal import echo
+from ...analysis import trace_diff
+from ...analysis.trace_diff import EmptySelection, SideSteps, step_kind, steps_text
+from ...frame.result import Result
+from ...steps.pass_patterns import PHASES
+from ...steps.steps_from import steps_from as steps_from_source
+from ...steps.warmup import WARMUP_FACTOR
+from ...traceset import TraceSet
+from ..app import BadInput, Options, cli
+from ..loading import parse_ints, parse_steps, pick_steps, recover_option, steps_from_option
+from ..options import load_traces
+from ..output import FORMATS, check_format, dumps, echo_table, jsonable, write_tables
+from ..terminal import echo
 
 # The sides as the command line names them, and how the options that select each begin.
 LABELS = {"control": "A", "test": "B"}

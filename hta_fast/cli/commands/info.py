@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .._arrow import table_from_rows
-from ..loading.rank_info import rank_info, stream_source
-from .app import Options, cli
-from .loading import load_files, path_arguments, recover_option
-from .output import dumps, echo_table
-from .terminal import echo
+from ..._arrow import table_from_rows
+from ...loading.rank_info import rank_info, stream_source
+from ..app import Options, cli
+from ..loading import load_files, path_arguments, recover_option
+from ..output import dumps, echo_table
+from ..terminal import echo
 
 # Files listed under the table: a few say where the traces are; --limit 0 lists them all.
 FILES_SHOWN = 8

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypeVar
 import click
 import pyarrow as pa
 
-from ..frame.result import Result
-from ..model.whatif.declaration import Option, OptionError
-from ..model.whatif.registry import EDITS
-from .app import BadInput, Options, cli
-from .loading import parse_ints, parse_steps, pick_steps
-from .options import load_traces, result_tables, selection, table_command
-from .output import check_format, emit, trace_start
+from ...frame.result import Result
+from ...model.whatif.declaration import Option, OptionError
+from ...model.whatif.registry import EDITS
+from ..app import BadInput, Options, cli
+from ..loading import parse_ints, parse_steps, pick_steps
+from ..options import load_traces, result_tables, selection, table_command
+from ..output import check_format, emit, trace_start
 
 if TYPE_CHECKING:
-    from ..model.whatif.edits import Edits
+    from ...model.whatif.edits import Edits
 
 
 @cli.command("critical-path")
@@ -67,8 +67,8 @@ def critical_path_command(
     """The longest path through each step's dependency graph and what bounds it: CPU, GPU
     compute, communication, kernel-to-kernel and launch overhead, data loading, host time
     the trace does not explain (untraced_host)."""
-    from ..model.path.critical_path import critical_path
-    from ..model.path.overlay import write_critical_path_trace
+    from ...model.path.critical_path import critical_path
+    from ...model.path.overlay import write_critical_path_trace
 
     check_format(fmt, out_dir)
     if together and trace_out:
@@ -131,14 +131,14 @@ def owners_command(
     waited for, in the critical path's categories (the host's op, a blocking call, untraced
     host time, GPU work the trace did not record, a one-off stall, a launch's latency). The
     owners add up to the step; table intervals has one row per owned interval."""
-    from ..model.path.owners import wait_owners
+    from ...model.path.owners import wait_owners
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
     chosen = selection(ranks, steps).of(traces)
     results = [wait_owners(traces, selection=chosen, by_stream=by_stream)]
     if by_thread:
-        from ..model.path.host_owners import host_owners
+        from ...model.path.host_owners import host_owners
 
         results.append(host_owners(traces, selection=chosen, gpu=results[0]))
     emit(*result_tables(results), fmt, out_dir, limit, origin_ns=trace_start(traces))
@@ -176,8 +176,8 @@ def replay_command(
     time against the measured one (equal by construction: the graph holds the trace), and
     the ablations (kernel sum, busiest stream, no cross-stream edges, GPU only) beside it.
     The replay predicts nothing; `whatif` does (checked against real pairs of runs)."""
-    from ..model.replay.ranks import replay_ranks
-    from ..model.replay.steps import replay_steps
+    from ...model.replay.ranks import replay_ranks
+    from ...model.replay.steps import replay_steps
 
     check_format(fmt, out_dir)
     traces, _ = load_traces(paths, opts, recover, steps_from=steps_from)
@@ -240,7 +240,7 @@ def _value(option: Option, value: Any) -> Any:
 def edits_from_options(values: Mapping[str, Any]) -> Edits:
     """The Edits the edit options' values (by their dest) make; a bad value is bad input,
     named as click names a bad parameter."""
-    from ..model.whatif.edits import Edits, edit_keywords
+    from ...model.whatif.edits import Edits, edit_keywords
 
     keywords: dict[str, Any] = {}
     try:
@@ -327,7 +327,7 @@ def whatif_command(
       hta-fast whatif run/ --world-size 16           # the job on twice the ranks
       hta-fast whatif run/ --world-size 64 --topology hgx_h100   # on 8 H100 nodes
     """
-    from ..model.whatif.steps import what_if
+    from ...model.whatif.steps import what_if
 
     check_format(fmt, out_dir)
     edits = edits_from_options(edit_values)

@@ -8,9 +8,9 @@ from typing import Any, Optional, Sequence
 
 import click
 
-from ..traceset import TraceSet
-from .app import Options, cli
-from .loading import (
+from ...traceset import TraceSet
+from ..app import Options, cli
+from ..loading import (
     RANKS_HELP,
     STEPS_HELP,
     capture_option,
@@ -23,8 +23,8 @@ from .loading import (
     subset,
     with_capture_file,
 )
-from .options import load_traces
-from .progress import bar
+from ..options import load_traces
+from ..progress import bar
 
 
 def write(
@@ -40,8 +40,8 @@ def write(
     title: Optional[str] = None,
     source: str = "DIR",
 ) -> dict[str, Any]:
-    from ..report import write_report  # jinja2 and the template only when a report is made
-    from ..report.build import sections_for
+    from ...report import write_report  # jinja2 and the template only when a report is made
+    from ...report.build import sections_for
 
     if os.path.isdir(out):
         raise click.UsageError(f"{out} is a folder; -o takes the report's file name")

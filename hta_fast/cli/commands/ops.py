@@ -11,14 +11,14 @@ from typing import Optional
 import click
 import pyarrow as pa
 
-from ..analysis import op_table as op_table_mod
-from ..analysis import roofline as roofline_mod
-from ..frame.select import Selection, each_rank
-from ..traceset import TraceSet
-from .app import BadInput, Options, cli
-from .loading import capture_option, path_arguments, recover_option, with_capture_file
-from .options import F, load_traces, result_tables, selection, table_command
-from .output import check_format, emit, one_line, trace_start
+from ...analysis import op_table as op_table_mod
+from ...analysis import roofline as roofline_mod
+from ...frame.select import Selection, each_rank
+from ...traceset import TraceSet
+from ..app import BadInput, Options, cli
+from ..loading import capture_option, path_arguments, recover_option, with_capture_file
+from ..options import F, load_traces, result_tables, selection, table_command
+from ..output import check_format, emit, one_line, trace_start
 
 DEVICES_FILE_HELP = "A JSON device table tried before the built-in one (see docs/ops.md)."
 
@@ -102,9 +102,9 @@ def coverage_notes(
     import numpy as np
     import pyarrow.compute as pc
 
-    from ..frame.graph_attribution import operator_launches
-    from ..frame.graph_replays import GRAPH_LAUNCH
-    from ..frame.launches import enclosing, launch_pairs
+    from ...frame.graph_attribution import operator_launches
+    from ...frame.graph_replays import GRAPH_LAUNCH
+    from ...frame.launches import enclosing, launch_pairs
 
     lines = []
     for rank, trace, mask in each_rank(traces, sel):
@@ -186,7 +186,7 @@ def predict_command(
     (roofline with efficiency curves fitted from the trace; the ratio of the devices' peaks
     where that does better; see docs/ops.md for its error). Graph-replayed kernels follow
     their capturing operators given --capture, else the bandwidth ratio."""
-    from ..model.predict import predict
+    from ...model.predict import predict
 
     check_format(fmt, out_dir)
     asked = selection(ranks, steps)
@@ -274,8 +274,8 @@ def comm_model_command(
 
     import pyarrow.csv as pacsv
 
-    from ..model.comm.collective_model import predict_collectives
-    from ..model.comm.topology import load_topology
+    from ...model.comm.collective_model import predict_collectives
+    from ...model.comm.topology import load_topology
 
     wanted = parse_sizes(sizes)
     try:
@@ -372,7 +372,7 @@ def shard_command(
 
     import pyarrow.csv as pacsv
 
-    from ..model.plans.shard import read_plans, read_tables, shard
+    from ...model.plans.shard import read_plans, read_tables, shard
 
     traces, _ = load_traces(paths, opts, recover)
     n = len(traces.ranks)

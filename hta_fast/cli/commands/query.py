@@ -6,12 +6,12 @@ from typing import Optional
 
 import click
 
-from ..sql import query as run_query
-from ..sql import tables
-from .app import Options, cli
-from .options import load_traces, selection, table_options
-from .output import check_format, emit, trace_start
-from .terminal import echo
+from ...sql import query as run_query
+from ...sql import tables
+from ..app import Options, cli
+from ..options import load_traces, selection, table_options
+from ..output import check_format, emit, trace_start
+from ..terminal import echo
 
 
 @cli.command()

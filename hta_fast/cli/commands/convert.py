@@ -12,10 +12,10 @@ from typing import Any, Optional
 
 import click
 
-from ..loading import dataset
-from .app import cli
-from .loading import load_files, path_arguments, recover_option, trace_files
-from .progress import bar
+from ...loading import dataset
+from ..app import cli
+from ..loading import load_files, path_arguments, recover_option, trace_files
+from ..progress import bar
 
 
 @cli.command()
@@ -78,7 +78,7 @@ def convert(
 def _convert_on_dask(
     paths: tuple[str, ...], out: str, compression: str, overwrite: bool, address: str, recover: bool
 ) -> None:
-    from ..loading.sets import load_dir
+    from ...loading.sets import load_dir
 
     urls = [p for p in paths if "://" in p]
     if urls and len(paths) > 1:

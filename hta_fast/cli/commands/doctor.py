@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import click
 
-from .app import BadInput, Options, cli
-from .loading import (
+from ..app import BadInput, Options, cli
+from ..loading import (
     RANKS_HELP,
     STEPS_HELP,
     parse_ints,
@@ -28,12 +28,12 @@ from .loading import (
     steps_from_option,
     subset,
 )
-from .options import load_traces
-from .output import dumps
-from .terminal import echo
+from ..options import load_traces
+from ..output import dumps
+from ..terminal import echo
 
 if TYPE_CHECKING:
-    from ..doctor import Diagnosis, Thresholds
+    from ...doctor import Diagnosis, Thresholds
 
 
 def doctor_module() -> ModuleType:

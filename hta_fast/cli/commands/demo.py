@@ -19,10 +19,10 @@ from typing import Optional
 
 import click
 
-from .. import synth
-from .app import Options, cli
-from .loading import load_files
-from .progress import bar
+from ... import synth
+from ..app import Options, cli
+from ..loading import load_files
+from ..progress import bar
 from .report import write
 
 # The base where the project's sample trace is not there: a data-parallel training step made

@@ -7,9 +7,9 @@ from typing import Optional
 import click
 import pyarrow as pa
 
-from ..analysis.registry import ANALYSES, DEFAULT
-from .app import Options, cli
-from .loading import (
+from ...analysis.registry import ANALYSES, DEFAULT
+from ..app import Options, cli
+from ..loading import (
     RANKS_HELP,
     STEPS_HELP,
     capture_option,
@@ -18,10 +18,10 @@ from .loading import (
     steps_from_option,
     with_capture_file,
 )
-from .options import load_traces
-from .options import selection as asked_selection
-from .output import FORMATS, check_format, emit, trace_start
-from .progress import bar
+from ..options import load_traces
+from ..options import selection as asked_selection
+from ..output import FORMATS, check_format, emit, trace_start
+from ..progress import bar
 
 
 @cli.command()

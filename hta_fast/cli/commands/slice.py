@@ -17,8 +17,8 @@ from typing import Optional
 import click
 import numpy as np
 
-from ..loading.files import TRACE_SUFFIXES
-from ..loading.slice_writer import (
+from ...loading.files import TRACE_SUFFIXES
+from ...loading.slice_writer import (
     Window,
     steps_window,
     trace_start,
@@ -26,10 +26,10 @@ from ..loading.slice_writer import (
     write_slice,
     write_slice_pftrace,
 )
-from ..trace import Trace
-from ..traceset import TraceSet
-from .app import BadInput, Options, cli
-from .loading import (
+from ...trace import Trace
+from ...traceset import TraceSet
+from ..app import BadInput, Options, cli
+from ..loading import (
     RANKS_HELP,
     parse_ints,
     path_arguments,
@@ -37,9 +37,9 @@ from .loading import (
     steps_from_option,
     subset,
 )
-from .options import load_traces
-from .progress import bar
-from .terminal import echo
+from ..options import load_traces
+from ..progress import bar
+from ..terminal import echo
 
 log = logging.getLogger("hta_fast")
 

@@ -6,9 +6,9 @@ from typing import Optional
 
 import click
 
-from ..agent import Workspace, serve
-from ..agent.bounded import MAX_CHARS
-from .app import Options, cli
+from ...agent import Workspace, serve
+from ...agent.bounded import MAX_CHARS
+from ..app import Options, cli
 
 
 @cli.command("mcp")
