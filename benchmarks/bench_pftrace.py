@@ -5,7 +5,7 @@
 
 Converts a recorded trace (by default the largest under ../shared/traces with GPU kernels,
 df_index_resolver) to .pftrace with Perfetto's own Python protos (the converter of
-tests/loading/test_pftrace.py: track descriptors, slice begin/end pairs, debug annotations, flows),
+tests/support/pftrace_writer.py: track descriptors, slice begin/end pairs, debug annotations, flows),
 once, cached under --out, with plain and gzip copies of both. Before timing it checks that
 both load into the same tables (every table, rows compared as tests/loading/test_pftrace.py does).
 Then it times hta_fast.load of each file, the four taken in turn, --runs times, and prints
@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import hta_fast  # noqa: E402
 from hta_fast._named_tables import TABLES  # noqa: E402
-from tests.loading.test_pftrace import _table_rows, to_pftrace  # noqa: E402
+from tests.loading.test_pftrace import _table_rows  # noqa: E402
+from tests.support.pftrace_writer import to_pftrace  # noqa: E402
 
 DEFAULT = (
     ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"

@@ -5,7 +5,7 @@ import numpy as np
 
 from hta_fast.analysis.temporal import busy_bins
 from hta_fast.frame import select
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 

@@ -9,7 +9,7 @@ import hta_fast
 from hta_fast.analysis import collectives as cross
 from hta_fast.costs.collectives import collective_of, dtype_of_kernel
 from hta_fast.loading.summary import summarize
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 NELEMS = 1_000_000  # floats: 4 MB a collective
 # Per collective: its kind, each rank's GPU start (µs) and the common end (µs).

@@ -11,7 +11,7 @@ import pytest
 import hta_fast
 from hta_fast.analysis.collectives import collectives
 from hta_fast.loading.slice_writer import write_slice
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 RANKS = 4
 # Three all-reduces of different sizes; ids above 2**63 (a uint64 hash) on purpose.

@@ -13,8 +13,8 @@ import pytest
 from hta_fast.analysis.registry import ANALYSES
 from hta_fast.analysis.tensorboard.operator_memory import operator_memory
 from hta_fast.frame.select import Selection
+from tests.support.kineto_builder import CPU_PID, KinetoBuilder
 from tests.support.paths import REPO
-from tests.support.synthetic_traces import CPU_PID, KinetoBuilder
 
 TRACES = REPO.parent / "shared" / "traces"
 

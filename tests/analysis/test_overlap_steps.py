@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hta_fast.analysis.kernel_breakdown import kernel_breakdown
 from hta_fast.analysis.overlap import comm_comp_overlap
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def _job() -> KinetoBuilder:

@@ -25,6 +25,7 @@ from hta_fast.frame.gpu_work import gpu_work
 from hta_fast.recipes import sm_occupancy
 from tests.conftest import TRACES_DIR
 from tests.support import synthetic_traces as synth
+from tests.support.kineto_builder import BASE_US, KinetoBuilder, traceset
 
 US = 1000  # ns
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
@@ -42,20 +43,20 @@ def by_step(result, which="steps") -> dict:
     return {r["step"]: r for r in result.to_arrow(which).to_pylist()}
 
 
-def memset(b: synth.KinetoBuilder, cpu_ts: float, gpu_ts: float, dur: float) -> None:
+def memset(b: KinetoBuilder, cpu_ts: float, gpu_ts: float, dur: float) -> None:
     b._launch("cudaMemsetAsync", cpu_ts, 5.0, "gpu_memset", "Memset (Device)", gpu_ts, dur, 7, {})
 
 
-def kernel_event(b: synth.KinetoBuilder, index: int = -1) -> dict:
+def kernel_event(b: KinetoBuilder, index: int = -1) -> dict:
     return [e for e in b.events if e.get("cat") == "kernel"][index]
 
 
 # --- the steps' windows ---------------------------------------------------------------------
-def extended_steps() -> synth.KinetoBuilder:
+def extended_steps() -> KinetoBuilder:
     """Step 1 (host 0-1000 µs) launches a kernel at 900 that runs 950-1400; step 2 (host
     1000-2000) a kernel on 1500-1600 and a copy on 1700-1800. A kernel launched before the
     steps runs -40..20 µs, before step 1's own GPU work."""
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     b.kernel(GEMM, -50, -40, 60)
     b.step(1, 0, 1000)
     b.kernel(GEMM, 900, 950, 450)
@@ -68,7 +69,7 @@ def extended_steps() -> synth.KinetoBuilder:
 def test_a_step_runs_to_the_end_of_its_gpu_work():
     t = extended_steps().load()
     w = step_windows.step_windows(t, None)
-    base = synth.BASE_US * US
+    base = BASE_US * US
     assert (w.ts - base).tolist() == [20 * US, 1400 * US]  # after the earlier kernel; after step 1
     assert (w.end - base).tolist() == [1400 * US, 2000 * US]
     assert w.gpu_events.tolist() == [1, 2]
@@ -106,7 +107,7 @@ def test_gpu_utilization_is_kernel_time_over_the_steps_time():
 
 
 def test_gpu_utilization_of_a_cpu_only_rank_is_null():
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     b.step(1, 0, 1000)
     b.cpu_op("aten::add", 10, 100)
     r = gpu_utilization.gpu_utilization(b.load())
@@ -116,11 +117,11 @@ def test_gpu_utilization_of_a_cpu_only_rank_is_null():
 
 
 # --- SM efficiency ----------------------------------------------------------------------------
-def sm_builder(num_sms=100) -> synth.KinetoBuilder:
+def sm_builder(num_sms=100) -> KinetoBuilder:
     """Step 1 (0-1000 µs): 50 blocks for 200 µs (0.5 of 100 SMs), then 400 blocks for 100 µs
     (4 SMs' worth each: 1). Step 2 (1000-2000): 50 blocks on 1100-1300 and, on another
     stream, 70 blocks on 1200-1400: 0.5, then 1.2 counted as 1, then 0.7."""
-    b = synth.KinetoBuilder(num_sms=num_sms)
+    b = KinetoBuilder(num_sms=num_sms)
     b.step(1, 0, 1000)
     b.kernel(GEMM, 10, 100, 200, grid=(50, 1, 1))
     b.kernel(GEMM, 20, 500, 100, grid=(400, 1, 1))
@@ -139,7 +140,7 @@ def test_sm_efficiency_weighs_each_kernel_by_its_share_of_the_sms():
     assert steps[2]["sm_efficiency_pct"] == pytest.approx(100 * (50 + 100 + 70) / 1000)
     assert row["sm_efficiency_pct"] == pytest.approx(100 * (200 + 220) / 2000)
     timeline = r["timeline"].to_pylist()
-    base = synth.BASE_US * US
+    base = BASE_US * US
     got = [((x["ts"] - base) // US, round(x["sm_efficiency_pct"], 6)) for x in timeline]
     assert got == [
         (100, 50),
@@ -188,7 +189,7 @@ def test_kernel_shares_match_kinetos_blocks_per_sm(traces_dir):
 
 # --- achieved occupancy ------------------------------------------------------------------------
 def test_achieved_occupancy_is_time_weighted_over_the_kernels_with_a_value():
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     b.step(1, 0, 1000)
     b.kernel(GEMM, 10, 100, 200, occupancy=50)
     b.kernel(GEMM, 20, 400, 100, occupancy=10)
@@ -214,7 +215,7 @@ def test_achieved_occupancy_is_time_weighted_over_the_kernels_with_a_value():
 def test_a_kernel_counts_only_its_time_inside_the_steps():
     # Launched before the steps, it runs into step 1's window (it ends after step 1's own
     # first kernel began, so the window does not wait for it): only its part inside counts.
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     b.kernel(GEMM, -150, -100, 200, occupancy=90)
     b.step(1, 0, 1000)
     b.kernel(GEMM, 10, 50, 100, occupancy=30, stream=9)
@@ -224,7 +225,7 @@ def test_a_kernel_counts_only_its_time_inside_the_steps():
 
 
 # --- the step-time breakdown ------------------------------------------------------------------
-def breakdown_builder() -> synth.KinetoBuilder:
+def breakdown_builder() -> KinetoBuilder:
     """Step 1 (0-1000 µs), by construction:
     0-200 dataloader (a CPU op inside it too), 200-300 CPU op with two 5 µs launches,
     300-500 kernel, 450-550 copy (under the kernel till 500), 550-600 the CPU op again,
@@ -232,7 +233,7 @@ def breakdown_builder() -> synth.KinetoBuilder:
     Step 2 (1000-2000): a DataPipe graph's iteration on 1000-1300, a host nccl:all_reduce
     on 1500-1600, a Python function over the whole step and a GPU annotation (neither is a
     category)."""
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     b.step(1, 0, 1000)
     b.dataloader(0, 200)
     b.cpu_op("aten::copy_", 50, 100)
@@ -276,7 +277,7 @@ def test_the_breakdown_gives_each_instant_to_the_first_category_running():
 
 def test_a_datapipe_graph_is_data_loading_for_the_doctor_too():
     # One pattern (frame.derived.DATALOADER) for the breakdown and the doctor.
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     for s in range(synth.STEPS):
         t0 = s * synth.STEP_US
         b.step(s, t0, synth.STEP_US)
@@ -285,7 +286,7 @@ def test_a_datapipe_graph_is_data_loading_for_the_doctor_too():
             b.kernel(GEMM, t0 + 4000 + j * 10, t0 + 4010 + j * 599, 598)
     r = step_breakdown.step_breakdown(b.load())
     assert all(row["dataloader"] == 4000 * US for row in r.table.to_pylist())
-    f = diagnose(synth.traceset([b])).finding("input_pipeline")
+    f = diagnose(traceset([b])).finding("input_pipeline")
     assert f.cost_ns_per_step == 4000 * US
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.analysis import trace_diff
 from hta_fast.cli import cli
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 PAIR = "pairs/dataloader_workers/resnet50_num_workers_{}.pt.trace.json.gz"
 # The pair's README: mean ProfilerStep over all 6 steps, DataLoader workers 0 -> 4.

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from hta_fast.cli import cli
 from hta_fast.cli import loading as cli_loading
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 HUGE = "0:99999999999"
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 from click.testing import CliRunner
 
 from hta_fast.cli import cli
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 TITLE = "\x1b]0;pwned\x07kern"  # OSC 0: sets the terminal window's title
 COLOUR = "\x1b[31mred\x1b[0m"

@@ -18,15 +18,9 @@ from hta_fast.cli import cli
 from hta_fast.cli.demo import DEMO_BASE
 from hta_fast.doctor import diagnose
 from hta_fast.report import plotlyjs, write_report
+from tests.support.kineto_builder import KinetoBuilder, traceset
 from tests.support.paths import REPO
-from tests.support.synthetic_traces import (
-    STEP_US,
-    STEPS,
-    KinetoBuilder,
-    cpu_only,
-    healthy,
-    traceset,
-)
+from tests.support.synthetic_traces import STEP_US, STEPS, cpu_only, healthy
 
 ROOT = REPO
 

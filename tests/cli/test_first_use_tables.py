@@ -20,7 +20,7 @@ from hta_fast.cli import cli
 from hta_fast.cli.output import emit, text_table
 from hta_fast.frame.fields import NS, display_unit
 from hta_fast.report.findings import what_if_table
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 PAIR = "pairs/dataloader_workers/resnet50_num_workers_{}.pt.trace.json.gz"
 SGLANG = "modern/sglang_decode/sglang_Qwen3-8B_decode.json.gz"

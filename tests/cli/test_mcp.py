@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from hta_fast.agent import Workspace, make_server
 from hta_fast.cli.app import cli
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 mcp_client = pytest.importorskip("mcp.client")
 from mcp.client.stdio import StdioServerParameters  # noqa: E402

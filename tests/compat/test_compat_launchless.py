@@ -11,7 +11,7 @@ import pytest
 import hta_fast
 from hta_fast.analysis import temporal
 from hta_fast.compat import TraceAnalysis
-from tests.support.synthetic_traces import BASE_US, KinetoBuilder
+from tests.support.kineto_builder import BASE_US, KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 

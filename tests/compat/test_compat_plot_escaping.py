@@ -8,7 +8,7 @@ import plotly.express as px
 
 from hta_fast.compat import TraceAnalysis
 from hta_fast.compat.plot_frames import plot_frame
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 LINK = '<a href="https://evil.example/">EVIL</a>'
 

@@ -4,7 +4,7 @@ on a trace built with each kind of call."""
 from __future__ import annotations
 
 from hta_fast import sync_calls
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def test_the_calls_that_held_the_host():

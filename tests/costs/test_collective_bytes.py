@@ -16,7 +16,7 @@ from hta_fast.costs.collectives import dtype_of_kernel, message_bytes
 from hta_fast.doctor.causes.exposed_communication import bus_bandwidths
 from hta_fast.loading.summary import collective_rows, rank_summary
 from hta_fast.model.comm.comm_bytes import comm_bytes
-from tests.support.synthetic_traces import BASE_US, CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import BASE_US, CPU_PID, CPU_TID, KinetoBuilder
 
 
 def _kernel_bytes(trace) -> dict[int, float]:

@@ -9,8 +9,8 @@ import hta_fast
 from hta_fast.analysis.collectives import collectives
 from hta_fast.costs.collectives import input_dims_size
 from hta_fast.loading.summary import rank_summary
+from tests.support.kineto_builder import CPU_PID, traceset
 from tests.support.op_traces import OpTraceBuilder
-from tests.support.synthetic_traces import CPU_PID, traceset
 
 KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 GATHER = "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"

@@ -7,7 +7,7 @@ import pytest
 import hta_fast
 from hta_fast.costs.collectives import bus_factor
 from hta_fast.model.comm.comm_bytes import comm_bytes
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def test_allreduce_bytes_and_bus_bandwidth():

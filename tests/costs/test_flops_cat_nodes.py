@@ -8,8 +8,8 @@ import hta_fast
 from hta_fast.analysis.op_table import op_instance_rows, op_table
 from hta_fast.analysis.roofline import roofline
 from hta_fast.costs.cat_sizes import cat_extras
+from tests.support.kineto_builder import CPU_PID, CPU_TID
 from tests.support.op_traces import OpTraceBuilder
-from tests.support.synthetic_traces import CPU_PID, CPU_TID
 
 LIST = [[], []]
 LIST_TYPES = ["TensorList", "Scalar"]

@@ -143,7 +143,7 @@ def test_a_user_entry_may_stand_in_with_a_builtin_one(tmp_path):
 
 def test_roofline_notes_how_the_device_was_chosen():
     from hta_fast.analysis.roofline import roofline
-    from tests.support.synthetic_traces import KinetoBuilder
+    from tests.support.kineto_builder import KinetoBuilder
 
     b = KinetoBuilder()
     b.devices[0]["name"] = "Tesla V100-DGXS-32GB"

@@ -12,6 +12,7 @@ import pytest
 import hta_fast
 from hta_fast.doctor import CAUSES, Diagnosis, Finding, Thresholds, diagnose
 from tests.support import synthetic_traces as synth
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 MS = 1_000_000
 
@@ -165,7 +166,7 @@ def test_bad_arguments():
 
 
 def test_without_sm_count_occupancy_decides():
-    b = synth.KinetoBuilder(num_sms=None)
+    b = KinetoBuilder(num_sms=None)
     for s in range(3):
         b.step(s, s * 10_000, 10_000)
         for j in range(20):
@@ -177,7 +178,7 @@ def test_without_sm_count_occupancy_decides():
                 grid=(4, 1, 1),
                 occupancy=2.0,
             )
-    d = diagnose(synth.traceset([b]))
+    d = diagnose(traceset([b]))
     f = d.finding("parallelism")
     assert d.findings[0].cause == "parallelism"
     # occupancy 2 % against the 10 % threshold: 80 % of each kernel's time is lost.

@@ -21,6 +21,7 @@ from hta_fast.doctor.causes import REGISTRY
 from hta_fast.frame.fields import duration_text
 from hta_fast.schema import KernelClass
 from tests.support import synthetic_traces as synth
+from tests.support.kineto_builder import KinetoBuilder, traceset
 from tests.support.paths import SHARED_TRACES
 
 MS = 1_000_000
@@ -291,7 +292,7 @@ def test_no_graph_advice_for_decode_that_runs_in_graph_replays():
 def test_launch_bound_charges_the_op_the_host_was_in():
     """Each step the host spends 10 ms in aten::randn on the CPU, the GPU idle, then an
     aten::copy_ launches the next kernel: the GPU waited for randn, not for the copy."""
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     for s in range(5):
         t0 = s * 12_000
         b.step(s, t0, 12_000)
@@ -299,6 +300,6 @@ def test_launch_bound_charges_the_op_the_host_was_in():
         b.cpu_op("aten::randn", t0 + 20, 10_000)
         b.cpu_op("aten::copy_", t0 + 10_030, 40)
         b.kernel("void copy_kernel<float>(float*)", t0 + 10_040, t0 + 10_060, 1_500)
-    f = diagnose(synth.traceset([b])).finding("launch_bound")
+    f = diagnose(traceset([b])).finding("launch_bound")
     assert f.top_events[0]["name"] == "aten::randn"
     assert all(e["name"] != "aten::copy_" for e in f.top_events)

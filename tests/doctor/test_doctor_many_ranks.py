@@ -12,6 +12,7 @@ import pytest
 from hta_fast import TraceSet
 from hta_fast.doctor import diagnose
 from tests.support import synthetic_traces as synth
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 COMPUTE_US = 7_000.0
 KERNELS = 4
@@ -19,7 +20,7 @@ STEPS = 3
 
 
 def many_ranks(n: int, **kw) -> TraceSet:
-    return synth.traceset(many_rank_builders(n, **kw))
+    return traceset(many_rank_builders(n, **kw))
 
 
 def many_rank_builders(
@@ -30,7 +31,7 @@ def many_rank_builders(
     noise: float = 0.01,
     skew_us: float = 50.0,
     seed: int = 0,
-) -> list[synth.KinetoBuilder]:
+) -> list[KinetoBuilder]:
     """n ranks that each compute COMPUTE_US (times 1 +- `noise`, uniformly; `factor` times
     more on rank `slow`) per step, then all-reduce until the slowest is done plus 1 ms: every
     collective ends at the same true time. Each rank's clock is off by up to `skew_us`."""
@@ -42,7 +43,7 @@ def many_rank_builders(
     step_us = end + 500
     builders = []
     for rank in range(n):
-        b = synth.KinetoBuilder(rank=rank, world_size=n)
+        b = KinetoBuilder(rank=rank, world_size=n)
         skew = rng.uniform(0, skew_us)
         for s in range(STEPS):
             t0 = s * step_us + skew

@@ -14,6 +14,7 @@ from hta_fast.cli import cli
 from hta_fast.doctor import diagnose, ranking
 from tests.conftest import TRACES_DIR
 from tests.support import synthetic_traces as synth
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 RESNET_0 = os.path.join(
@@ -31,7 +32,7 @@ def test_a_free_loader_saves_the_time_the_gpu_waited_for_it():
 def test_a_datapipe_loader_is_a_data_loader():
     # torch.utils.data.datapipes: each pipe's iteration is enumerate(DataPipe)#<class>,
     # nested as the pipes are; 4 ms of it per step with the GPU idle, then the kernels.
-    b = synth.KinetoBuilder()
+    b = KinetoBuilder()
     for s in range(synth.STEPS):
         t0 = s * synth.STEP_US
         b.step(s, t0, synth.STEP_US)
@@ -39,7 +40,7 @@ def test_a_datapipe_loader_is_a_data_loader():
         b.cpu_op("enumerate(DataPipe)#MapperIterDataPipe", t0 + 100, 3800, cat="user_annotation")
         for j in range(10):
             b.kernel(GEMM, t0 + 4000 + j * 10, t0 + 4010 + j * 599, 598)
-    f = diagnose(synth.traceset([b])).finding("input_pipeline")
+    f = diagnose(traceset([b])).finding("input_pipeline")
     assert f.above_threshold and f.cost_ns_per_step == 4_000_000
     assert f.saving_ns_per_step == 4_000_000
 

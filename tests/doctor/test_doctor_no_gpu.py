@@ -11,15 +11,8 @@ from click.testing import CliRunner
 from hta_fast import TraceSet
 from hta_fast.cli import cli
 from hta_fast.doctor import diagnose
-from tests.support.synthetic_traces import (
-    STEP_US,
-    STEPS,
-    KinetoBuilder,
-    cpu_only,
-    healthy,
-    healthy_builder,
-    traceset,
-)
+from tests.support.kineto_builder import KinetoBuilder, traceset
+from tests.support.synthetic_traces import STEP_US, STEPS, cpu_only, healthy, healthy_builder
 
 
 def launches_without_gpu_events() -> KinetoBuilder:

@@ -15,7 +15,7 @@ from hta_fast.analysis.tensorboard.step_windows import step_windows
 from hta_fast.doctor import diagnose
 from hta_fast.frame.profiler_flush import flush_steps
 from tests.conftest import TRACES_DIR
-from tests.support.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import CPU_PID, CPU_TID, KinetoBuilder
 
 
 def device_aware_steps(trace: hta_fast.Trace) -> list[int]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 
 from hta_fast.doctor import diagnose
-from tests.support.synthetic_traces import STEP_US, STEPS, KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
+from tests.support.synthetic_traces import STEP_US, STEPS
 
 US = 1000
 SMALL = "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>"

@@ -26,9 +26,9 @@ from hta_fast.frame.graph_replays import graph_replays as replays_of
 from hta_fast.frame.select import Selection
 from hta_fast.report import sections_graphs
 from hta_fast.report.context import Context
+from tests.support.kineto_builder import BASE_US, KinetoBuilder
 from tests.support.op_traces import OpTraceBuilder
 from tests.support.paths import SHARED_TRACES
-from tests.support.synthetic_traces import BASE_US, KinetoBuilder
 
 US = 1_000  # ns
 OPS = ("aten::mm", "aten::add", "aten::relu")

@@ -23,8 +23,8 @@ from hta_fast.frame.graph_replays import GRAPH_LAUNCH
 from hta_fast.frame.launch_pattern import find_repeat
 from hta_fast.frame.pass_patterns import PATTERNS, PHASES
 from hta_fast.frame.passes import find_passes
+from tests.support.kineto_builder import KinetoBuilder
 from tests.support.paths import SHARED_TRACES
-from tests.support.synthetic_traces import KinetoBuilder
 
 US = 1000  # ns
 

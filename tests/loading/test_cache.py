@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import hta_fast
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def _trace_bytes(kernel: str, kernels: int = 30) -> bytes:

@@ -19,7 +19,7 @@ from hta_fast import _atomic_folder
 from hta_fast.cli import cli
 from hta_fast.loading import dataset
 from hta_fast.loading.dataset import open_dataset, write_dataset
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def _trace_file(folder: Path, rank: int, kernels: int) -> Path:

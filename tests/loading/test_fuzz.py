@@ -357,7 +357,7 @@ def outcome(data: bytes, **kw):
         return "error", e
     stats = dict(zip(t.stats["name"].to_pylist(), t.stats["count"].to_pylist()))
     stats.pop("speculative_split_retry")
-    # pinned down exactly by test_bad_input.py::test_truncated_trace*; compared only as
+    # pinned down exactly by test_bad_input_truncation.py::test_truncated_trace*; compared only as
     # present / absent here, so that the search goes on to other faults
     stats["truncated_tail_bytes"] = stats["truncated_tail_bytes"] > 0
     return "ok", (
@@ -407,7 +407,7 @@ def check_mutant(data: bytes, chunk_size: int) -> None:
     recover_small = outcome(data, recover=True, chunk_size=chunk_size, threads=1)
     # The chunking never changes the answer: the same tables, or an error at the same place.
     # (Where a mutant holds several faults, the chunking may decide which is met first, so
-    # error offsets are not compared here; test_bad_input.py checks them one fault at a time.)
+    # error offsets are not compared here; test_bad_input*.py check them one fault at a time.)
     assert strict_default[0] == strict_small[0], (strict_default, strict_small)
     assert recover_default[0] == recover_small[0], (recover_default, recover_small)
     if strict_default[0] == "ok":

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import hta_fast
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def _trace(kernel: str) -> hta_fast.Trace:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.cli import cli
 from hta_fast.loading import executors, loader
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 RANKS = 6
 

@@ -21,7 +21,7 @@ from hta_fast.cli import cli
 from hta_fast.loading.slice_writer import steps_window, trace_start, write_slice
 from hta_fast.schema import COLUMNS, GPU_KINDS, ColumnRole
 from hta_fast.trace import Trace
-from tests.support.synthetic_traces import BASE_US, CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import BASE_US, CPU_PID, CPU_TID, KinetoBuilder
 
 CONTROL = "hta/trace_diff/control/control.json.gz"
 VLLM = "modern/vllm_decode_full/graph_execution.json.gz"

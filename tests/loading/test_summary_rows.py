@@ -3,7 +3,7 @@ building the Arrow tables; the counts are the tables' own."""
 
 from hta_fast.loading.summary import summarize
 from hta_fast.trace import TABLES
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 
 def test_summary_row_counts_are_the_tables_row_counts():

@@ -27,7 +27,7 @@ from hta_fast.model.plans.embedding_cost import (
 )
 from hta_fast.model.plans.embedding_lookups import kernel_family, lookup_kernels
 from tests.costs.test_flops_fbgemm import RW_NODE, split_lookup
-from tests.support.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import CPU_PID, CPU_TID, KinetoBuilder
 
 TRUE_LATENCY_NS = 12_000.0
 TRUE_BANDWIDTH_GBPS = 600.0

@@ -25,7 +25,7 @@ from hta_fast.model.whatif.changes import comm_changes
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from hta_fast.model.whatif.weights import edited_weights
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 LATENCY_US, GBPS = 20.0, 50.0  # the interconnect every collective below runs on
 NELEMS = [250_000, 1_000_000, 4_000_000, 16_000_000]  # float32: 1, 4, 16, 64 MB

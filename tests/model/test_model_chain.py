@@ -18,7 +18,7 @@ from hta_fast.model.graph.walk import chains_kept, walk
 from hta_fast.model.path.step_paths import step_paths
 from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.steps import what_if
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 LATENCY, WAKE = 10.0, 3.0  # launch to GPU, kernel end to the sync's return (µs)

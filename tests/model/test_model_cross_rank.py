@@ -23,7 +23,7 @@ from hta_fast.model.replay.cross_rank import link_windows, replay_together
 from hta_fast.model.replay.ranks import replay_ranks
 from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 

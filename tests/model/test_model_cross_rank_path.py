@@ -23,7 +23,7 @@ from hta_fast.model.replay.ranks import replay_ranks
 from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
 from tests.model.test_model_cross_rank import GEMM, collective_job, jobs
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 US = 1000
 

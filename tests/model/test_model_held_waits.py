@@ -19,7 +19,7 @@ from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.whatif.steps import what_if
 from hta_fast.schema import KernelClass
 from tests.model.test_model_runtime_waits import call, edges_of, graph_of
-from tests.support.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import CPU_PID, CPU_TID, KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 ADD = "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>"

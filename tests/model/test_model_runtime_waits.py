@@ -13,7 +13,7 @@ from hta_fast.model.graph.dependency_graph import EDGE
 from hta_fast.model.graph.walk import walk
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.replay.steps import replay_steps
-from tests.support.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import CPU_PID, CPU_TID, KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 ADD = "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>"

@@ -10,7 +10,7 @@ import pytest
 
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.whatif.steps import what_if
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 

@@ -16,7 +16,7 @@ from hta_fast.model.replay.steps import replay_steps
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 

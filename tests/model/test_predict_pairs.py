@@ -233,7 +233,7 @@ def test_replayed_work_without_its_capture_is_scaled_by_the_bandwidth_ratio():
     operators, which say nothing of their shapes, so the prediction scales them by the two
     devices' memory bandwidths, and a note says so."""
     from hta_fast.costs.devices import DeviceTable
-    from tests.support.synthetic_traces import KinetoBuilder
+    from tests.support.kineto_builder import KinetoBuilder
 
     b = KinetoBuilder()  # an A100-SXM4-80GB
     b.step(0, 0, 1000)

@@ -29,8 +29,8 @@ from hta_fast.model.plans.shard import (
     tables_from_dict,
 )
 from tests.conftest import TRACES_DIR
+from tests.support.kineto_builder import KinetoBuilder, traceset
 from tests.support.paths import REPO
-from tests.support.synthetic_traces import KinetoBuilder, traceset
 
 ROOT = REPO
 DLRM = TRACES_DIR / "param_dlrm_8rank"

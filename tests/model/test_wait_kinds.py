@@ -12,7 +12,7 @@ from hta_fast.model.path.bounds import BOUND_BY
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.path.owners import OWNERS, wait_owners
 from hta_fast.model.whatif.steps import what_if
-from tests.support.synthetic_traces import traceset
+from tests.support.kineto_builder import traceset
 from tests.support.wait_kinds import KINDS, LATE, Kind
 
 

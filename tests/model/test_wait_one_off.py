@@ -16,8 +16,8 @@ from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.path.owners import wait_owners
 from hta_fast.model.whatif.steps import what_if
 from tests.support import synthetic_traces as synth
+from tests.support.kineto_builder import traceset
 from tests.support.paths import SHARED_TRACES
-from tests.support.synthetic_traces import traceset
 from tests.support.wait_kinds import ONE_OFF_STEPS as STEPS
 from tests.support.wait_kinds import ONE_OFFS as KINDS
 

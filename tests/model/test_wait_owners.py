@@ -16,14 +16,9 @@ from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.path.owners import OWNERS, wait_owners
 from hta_fast.model.whatif.steps import what_if
 from tests.model.test_wait_ranks import LATE, START, _job
+from tests.support.kineto_builder import KinetoBuilder, traceset
 from tests.support.paths import SHARED_TRACES as SHARED
-from tests.support.synthetic_traces import (
-    HELD_FROM_US,
-    HELD_TO_US,
-    KinetoBuilder,
-    held_by_unrecorded_builder,
-    traceset,
-)
+from tests.support.synthetic_traces import HELD_FROM_US, HELD_TO_US, held_by_unrecorded_builder
 
 REAL = [
     "modern/sglang_decode",

@@ -11,13 +11,11 @@ import pytest
 from hta_fast.model.graph.poll_runs import poll_runs
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.whatif.steps import what_if
+from tests.support.kineto_builder import CPU_PID, CPU_TID, KinetoBuilder
 from tests.support.synthetic_traces import (
-    CPU_PID,
-    CPU_TID,
     POLL_KERNEL_US,
     POLL_KERNELS,
     POLL_STEP_US,
-    KinetoBuilder,
     polling_host_builder,
 )
 

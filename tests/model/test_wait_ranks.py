@@ -12,8 +12,8 @@ import pytest
 import hta_fast
 from hta_fast.analysis.collectives import collectives
 from hta_fast.doctor import diagnose
+from tests.support.kineto_builder import KinetoBuilder, traceset
 from tests.support.paths import SHARED_TRACES
-from tests.support.synthetic_traces import KinetoBuilder, traceset
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 STEPS, STEP_US = 5, 10_000

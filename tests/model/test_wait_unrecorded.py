@@ -14,13 +14,12 @@ from hta_fast.doctor import diagnose
 from hta_fast.model.graph.unrecorded_wait import unrecorded_holds
 from hta_fast.model.path.critical_path import critical_path
 from hta_fast.model.whatif.steps import what_if
+from tests.support.kineto_builder import KinetoBuilder, traceset
 from tests.support.synthetic_traces import (
     HELD_FROM_US,
     HELD_STEP_US,
     HELD_TO_US,
-    KinetoBuilder,
     held_by_unrecorded_builder,
-    traceset,
 )
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"

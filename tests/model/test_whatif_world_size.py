@@ -20,7 +20,7 @@ from hta_fast.model.comm.recorded_topology import recorded_machine, topology_for
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from hta_fast.model.whatif.world_size_edit import SCHEMA, expected_max
-from tests.support.synthetic_traces import KinetoBuilder
+from tests.support.kineto_builder import KinetoBuilder
 
 MACHINE = "dgx_a100"  # what the synthetic ranks' A100 calls for
 RANKS = 4

@@ -19,8 +19,8 @@ import pytest
 import hta_fast
 from hta_fast.costs.devices import Device
 from tests.conftest import TRACES_DIR
+from tests.support.kineto_builder import KinetoBuilder
 from tests.support.paths import REPO
-from tests.support.synthetic_traces import KinetoBuilder
 
 BENCH = REPO / "benchmarks"
 sys.path.append(str(BENCH))

@@ -10,7 +10,7 @@ import re
 
 from hta_fast.report import write_report
 from hta_fast.untrusted_text import plotly_text
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 LINK = '<a href="https://evil.example/">EVIL</a>'
 STYLED = '<span style="font-size:80px;color:red">BIG</span>'

@@ -18,7 +18,7 @@ from hta_fast.report.heatmap import MAX_ROWS, bin_axis, rank_rows
 from hta_fast.report.rank_stats import slow_outliers
 from tests.report.test_report import check_in_chromium
 from tests.support import headless_chromium
-from tests.support.synthetic_traces import KinetoBuilder, traceset
+from tests.support.kineto_builder import KinetoBuilder, traceset
 
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
 SLOW = 537

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from tests.support.synthetic_traces import BASE_US, KinetoBuilder
+from tests.support.kineto_builder import BASE_US, KinetoBuilder
 
 STEPS = 5
 STEP_US = 10_000.0

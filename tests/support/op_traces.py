@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from tests.support.synthetic_traces import CPU_PID, CPU_TID, KinetoBuilder
+from tests.support.kineto_builder import CPU_PID, CPU_TID, KinetoBuilder
 
 
 class OpTraceBuilder(KinetoBuilder):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
+from tests.support.kineto_builder import KinetoBuilder
 from tests.support.synthetic_traces import (
     POLL_KERNEL_US,
-    KinetoBuilder,
     held_by_unrecorded_builder,
     polling_host_builder,
 )
