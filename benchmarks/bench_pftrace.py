@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import hta_fast  # noqa: E402
 from hta_fast._named_tables import TABLES  # noqa: E402
-from tests.loading.test_pftrace import _table_rows  # noqa: E402
-from tests.support.pftrace_writer import to_pftrace  # noqa: E402
+from tests.support.pftrace_rows import table_rows  # noqa: E402
+from tests.support.pftrace_writer import FLOW_DROPS, to_pftrace  # noqa: E402
 
 DEFAULT = (
     ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"
@@ -69,8 +69,8 @@ def check(files: dict[str, Path]) -> int:
     carry (events whose pid or tid is not an integer, flows on no slice) are the JSON's
     alone, so the check compares the tables the pftrace fills against the JSON's rows of
     integer ids."""
-    want = _table_rows(hta_fast.load(files["json"]))
-    got = _table_rows(hta_fast.load(files["pftrace"]))
+    want = table_rows(hta_fast.load(files["json"]), flow_drops=FLOW_DROPS)
+    got = table_rows(hta_fast.load(files["pftrace"]), flow_drops=FLOW_DROPS)
     for name in TABLES:
         missing = set(want[name]) - set(got[name])
         extra = set(got[name]) - set(want[name])

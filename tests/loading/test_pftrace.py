@@ -11,7 +11,7 @@ import gzip
 import json
 import random
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,7 +22,8 @@ from hta_fast._named_tables import TABLES
 from hta_fast.cli import cli
 from hta_fast.errors import ErrorCode, TraceFormatError
 from hta_fast.loading.files import trace_files
-from tests.support.pftrace_writer import TE, Writer, to_pftrace
+from tests.support.pftrace_rows import table_rows
+from tests.support.pftrace_writer import FLOW_DROPS, TE, Writer, to_pftrace
 
 BASE = 1_700_000_000_000.0  # µs, as Kineto writes absolute times
 CPU = (100, 101)
@@ -184,35 +185,6 @@ def run_events() -> list[dict[str, Any]]:
     ]
 
 
-def _table_rows(trace: hta_fast.Trace) -> dict[str, list]:
-    """Every table as sorted rows; a row index (events.partner/parent, each args table's
-    row, steps' row, flows' event) replaced by the event it points to, since the two
-    readers store events in another order."""
-    events = trace.to_arrow("events").to_pylist()
-
-    def event_key(i: Optional[int]) -> Any:
-        if i is None or i < 0:
-            return None
-        e = events[i]
-        return (e["ts"], e["dur"], e["pid"], e["tid"], e["name"])
-
-    out: dict[str, list] = {}
-    for name in TABLES:
-        rows = events if name == "events" else trace.to_arrow(name).to_pylist()
-        fixed = []
-        for r in rows:
-            r = dict(r)
-            for col in ("partner", "parent", "row"):
-                if col in r:
-                    r[col] = event_key(r[col])
-            if name == "flows":
-                # Perfetto flows have no name or category, and so bind by correlation only
-                del r["cat"], r["name"], r["event"]
-            fixed.append(tuple(sorted(r.items())))
-        out[name] = sorted(fixed, key=repr)
-    return out
-
-
 @pytest.fixture
 def written(tmp_path: Path) -> dict[str, Path]:
     events = run_events()
@@ -231,7 +203,7 @@ def written(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_same_tables_as_json(written: dict[str, Path]) -> None:
-    want = _table_rows(hta_fast.load(written["json"]))
+    want = table_rows(hta_fast.load(written["json"]), flow_drops=FLOW_DROPS)
     # The run has rows in every table the mapping fills.
     for name in (
         "events",
@@ -246,7 +218,7 @@ def test_same_tables_as_json(written: dict[str, Path]) -> None:
         assert want[name], name
     for kind in ("pftrace", "gz", "interned"):
         for threads in (1, 0):
-            got = _table_rows(hta_fast.load(written[kind], threads=threads))
+            got = table_rows(hta_fast.load(written[kind], threads=threads), flow_drops=FLOW_DROPS)
             for name in TABLES:
                 assert got[name] == want[name], (kind, name)
 

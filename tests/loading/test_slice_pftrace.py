@@ -22,7 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -41,6 +41,7 @@ from hta_fast.loading.slice_writer import (
 )
 from hta_fast.schema import STRING_ID_BASE
 from tests.support.paths import DATA
+from tests.support.pftrace_rows import table_rows
 
 CONTROL = "hta/trace_diff/control/control.json.gz"
 DLRM = "param_dlrm_8rank"
@@ -49,47 +50,9 @@ STRING_IDS = "a pid or tid that is not an integer of 32 bits"
 REPEATED = "a repeated process or thread metadata event"
 
 
-def _rows(trace: hta_fast.Trace, drop_string_ids: bool) -> dict[str, list]:
-    """Every table as sorted rows: a row index (partner, parent, an args table's row, a
-    flow's event) replaced by the event it points to, since the readers store events in
-    another order; rows of string pids/tids dropped where asked; flows without what
-    Perfetto cannot carry (the module's docstring)."""
-    events = trace.to_arrow("events").to_pylist()
-
-    def event_key(i: Optional[int]) -> Any:
-        if i is None or i < 0:
-            return None
-        e = events[i]
-        return (e["ts"], e["dur"], e["pid"], e["tid"], e["name"])
-
-    out: dict[str, list] = {}
-    for name in TABLES:
-        rows = events if name == "events" else trace.to_arrow(name).to_pylist()
-        fixed = []
-        for r in rows:
-            r = dict(r)
-            if drop_string_ids and any(
-                (r.get(c) is not None and r[c] <= STRING_ID_BASE) for c in ("pid", "tid")
-            ):
-                continue
-            for col in ("partner", "parent", "row", "event"):
-                if col in r:
-                    r[col] = event_key(r[col])
-            if drop_string_ids and name in _SIDE_TABLES and r["row"] is not None:
-                if any(v <= STRING_ID_BASE for v in r["row"][2:4]):
-                    continue
-            if name == "flows":
-                del r["cat"], r["name"]
-                if r["phase"] == "s":
-                    r["binds_enclosing"] = 0
-            fixed.append(tuple(sorted(r.items())))
-        if name == "meta" and drop_string_ids:
-            fixed = list(set(fixed))  # a process or thread named twice has one descriptor
-        out[name] = sorted(fixed, key=repr)
-    return out
-
-
-_SIDE_TABLES = ("kernel_args", "op_args", "comm_args", "sync_args", "steps")
+def _slice_rows(trace: hta_fast.Trace, drop_string_ids: bool) -> dict[str, list]:
+    """The rows of `trace` without what Perfetto cannot carry (the module's docstring)."""
+    return table_rows(trace, unbind_flow_starts=True, drop_string_ids=drop_string_ids)
 
 
 def _string_id_rows(trace: hta_fast.Trace) -> int:
@@ -104,13 +67,13 @@ def _string_id_rows(trace: hta_fast.Trace) -> int:
 
 def _assert_same(json_path: Path, pftrace_path: Path, left_out: dict[str, int]) -> None:
     from_json = hta_fast.load(json_path)
-    want = _rows(from_json, drop_string_ids=True)
-    got = _rows(hta_fast.load(pftrace_path), drop_string_ids=False)
+    want = _slice_rows(from_json, drop_string_ids=True)
+    got = _slice_rows(hta_fast.load(pftrace_path), drop_string_ids=False)
     assert want["events"], "the window holds events"
     for name in TABLES:
         assert got[name] == want[name], name
     string_meta = int((from_json.column("meta", "pid") <= STRING_ID_BASE).sum())
-    all_meta = len(_rows(from_json, drop_string_ids=False)["meta"])
+    all_meta = len(_slice_rows(from_json, drop_string_ids=False)["meta"])
     counted = {
         STRING_IDS: _string_id_rows(from_json),
         REPEATED: all_meta - string_meta - len(want["meta"]),
@@ -279,8 +242,8 @@ def test_synthetic_events_load_back_the_same(tmp_path: Path) -> None:
     (tmp_path / "t.pftrace").write_bytes(data)
     # One flow id of two categories: the second flow gets a new number.
     assert left_out == {"a flow id not a number, or one of two categories (renumbered)": 1}
-    want = _rows(hta_fast.load(json_path), drop_string_ids=False)
-    got = _rows(hta_fast.load(tmp_path / "t.pftrace"), drop_string_ids=False)
+    want = _slice_rows(hta_fast.load(json_path), drop_string_ids=False)
+    got = _slice_rows(hta_fast.load(tmp_path / "t.pftrace"), drop_string_ids=False)
     for name in TABLES:
         if name == "flows":
             continue
@@ -326,8 +289,8 @@ def test_events_without_duration_and_string_ids_are_counted(tmp_path: Path) -> N
     # What is carried loads as the JSON of those events alone does: a slice without a
     # duration stays one, and the slice inside it is still its child.
     (tmp_path / "kept.json").write_text(json.dumps({"traceEvents": events[:2]}))
-    want = _rows(hta_fast.load(tmp_path / "kept.json"), drop_string_ids=False)
-    got = _rows(hta_fast.load(tmp_path / "t.pftrace"), drop_string_ids=False)
+    want = _slice_rows(hta_fast.load(tmp_path / "kept.json"), drop_string_ids=False)
+    got = _slice_rows(hta_fast.load(tmp_path / "t.pftrace"), drop_string_ids=False)
     assert len(got["events"]) == 2
     assert got == want
 
@@ -367,7 +330,9 @@ def test_cli_writes_pftrace_for_a_rank_and_a_folder(traces_dir: Path, tmp_path: 
     assert (
         run("slice", traces_dir / CONTROL, "--window", "0:50000000", "-o", json_out).exit_code == 0
     )
-    assert _rows(hta_fast.load(out), False) == _rows(hta_fast.load(json_out), True)
+    assert _slice_rows(hta_fast.load(out), drop_string_ids=False) == _slice_rows(
+        hta_fast.load(json_out), drop_string_ids=True
+    )
 
     folder = tmp_path / "step10"
     res = run("slice", traces_dir / DLRM, "--steps", "10", "--format", "pftrace", "-o", folder)
@@ -382,7 +347,9 @@ def test_cli_writes_pftrace_for_a_rank_and_a_folder(traces_dir: Path, tmp_path: 
         window = steps_window(original, [10])
         want = tmp_path / f"r{rank}.json"
         write_slice(original, want, window)
-        assert _rows(sliced[rank], False) == _rows(hta_fast.load(want), True), rank
+        assert _slice_rows(sliced[rank], drop_string_ids=False) == _slice_rows(
+            hta_fast.load(want), drop_string_ids=True
+        ), rank
     # A JSON slice over it: --overwrite replaces the slice of the other format.
     res = run("slice", traces_dir / DLRM, "--steps", "10", "-o", folder, "--overwrite")
     assert res.exit_code == 0, res.output
