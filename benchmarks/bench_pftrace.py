@@ -5,9 +5,9 @@
 
 Converts a recorded trace (by default the largest under ../shared/traces with GPU kernels,
 df_index_resolver) to .pftrace with Perfetto's own Python protos (the converter of
-tests/test_pftrace.py: track descriptors, slice begin/end pairs, debug annotations, flows),
+tests/support/pftrace_writer.py: track descriptors, slice begin/end pairs, debug annotations, flows),
 once, cached under --out, with plain and gzip copies of both. Before timing it checks that
-both load into the same tables (every table, rows compared as tests/test_pftrace.py does).
+both load into the same tables (every table, rows compared as tests/loading/test_pftrace.py does).
 Then it times hta_fast.load of each file, the four taken in turn, --runs times, and prints
 the medians: wall seconds, CPU seconds, and rows per CPU-second.
 """
@@ -25,12 +25,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from test_pftrace import _table_rows, to_pftrace  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 import hta_fast  # noqa: E402
 from hta_fast._named_tables import TABLES  # noqa: E402
+from tests.support.pftrace_rows import table_rows  # noqa: E402
+from tests.support.pftrace_writer import FLOW_DROPS, to_pftrace  # noqa: E402
 
 DEFAULT = (
     ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"
@@ -69,8 +69,8 @@ def check(files: dict[str, Path]) -> int:
     carry (events whose pid or tid is not an integer, flows on no slice) are the JSON's
     alone, so the check compares the tables the pftrace fills against the JSON's rows of
     integer ids."""
-    want = _table_rows(hta_fast.load(files["json"]))
-    got = _table_rows(hta_fast.load(files["pftrace"]))
+    want = table_rows(hta_fast.load(files["json"]), flow_drops=FLOW_DROPS)
+    got = table_rows(hta_fast.load(files["pftrace"]), flow_drops=FLOW_DROPS)
     for name in TABLES:
         missing = set(want[name]) - set(got[name])
         extra = set(got[name]) - set(want[name])

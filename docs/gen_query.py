@@ -53,7 +53,7 @@ print(top.to_pandas().head())
 ```
 
 This page is written by `docs/gen_query.py` from the declarations in `hta_fast.sql` and
-`hta_fast.schema`; tests/test_query.py runs every query below on real traces.
+`hta_fast.schema`; tests/analysis/test_query.py runs every query below on real traces.
 """
 
 

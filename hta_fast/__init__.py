@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .traceset import TraceSet
 
 # Each public name and the module that defines it (TYPE_CHECKING above and __all__ below
-# restate it for type checkers and linters; tests/test_startup.py holds the three equal).
+# restate it for type checkers and linters; tests/project/test_startup.py holds the three equal).
 PUBLIC = {
     "load": "hta_fast.loading.loader",
     "load_dir": "hta_fast.loading.sets",

@@ -36,7 +36,7 @@ def _renameat2() -> Optional[Any]:
 
 
 # None where the system has no renameat2: install() then renames aside. Setting it to None
-# takes that path on Linux too (tests/test_portable.py does).
+# takes that path on Linux too (tests/project/test_portable.py does).
 _RENAMEAT2 = _renameat2()
 
 

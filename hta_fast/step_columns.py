@@ -7,7 +7,7 @@ read steps from these two columns and nowhere else).
 The rule is the link pass's (csrc/trace/link_pass.cc, assign_steps), restated over numpy
 because the windows are known only in Python: a CPU event takes the step of the window
 that, of those starting at or before it, starts last, when it starts inside that window
-(or exactly at its start); a GPU event takes its launch's step. tests/test_phases.py holds
+(or exactly at its start); a GPU event takes its launch's step. tests/frame/test_phases.py holds
 the two to each other: these columns, given the ProfilerStep#N windows of real traces, are
 the core's own.
 """

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-TRACES_DIR = Path(__file__).parents[1].parent / "shared" / "traces"
+from tests.support.paths import SHARED_TRACES
+
+TRACES_DIR = SHARED_TRACES
 
 # Files stored under ../shared/traces whose names end like this are traces (the folder
 # also holds a README.md).

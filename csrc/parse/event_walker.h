@@ -6,7 +6,7 @@
 // It stops at the first event it cannot read exactly as the On-Demand reader (event_parser.cc)
 // would: a string it would have to unescape, args before ph, anything malformed. The caller
 // reads from that event on with the On-Demand reader, whose results and errors are the
-// reference the walker is tested against (tests/test_event_walker.py).
+// reference the walker is tested against (tests/loading/test_event_walker.py).
 #pragma once
 #include <cstddef>
 #include <cstdint>

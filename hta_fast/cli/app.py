@@ -39,7 +39,7 @@ class BadInput(click.ClickException):
 
 # Each command: the module that defines it (imported when the command runs, so that
 # `hta-fast --help` and a small command import only what they use) and its line in the
-# command list. tests/test_startup.py holds this table and the modules' commands equal.
+# command list. tests/project/test_startup.py holds this table and the modules' commands equal.
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("info", "What the traces hold: ranks, devices, span, steps, events, kernels."),
     "analyze": ("analyze", "Run analyses; print their tables or write them to a folder."),

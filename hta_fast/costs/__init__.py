@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .dtypes import itemsize, precision
     from .flops import cost_of, no_model_summary, op_costs, with_costs
 
-# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# Each public name and the module that defines it (tests/project/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
 PUBLIC = {
     "itemsize": "hta_fast.costs.dtypes",

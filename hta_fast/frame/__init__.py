@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .result import Result
     from .select import Selection
 
-# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# Each public name and the module that defines it (tests/project/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
 PUBLIC = {
     "Result": "hta_fast.frame.result",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .sets import load_dir
     from .summary import RankSummary, summarize
 
-# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# Each public name and the module that defines it (tests/project/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
 PUBLIC = {
     "load": "hta_fast.loading.loader",

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .whatif.edits import Edits
     from .whatif.steps import what_if
 
-# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# Each public name and the module that defines it (tests/project/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
 PUBLIC = {
     "DependencyGraph": "hta_fast.model.graph.dependency_graph",

@@ -55,7 +55,7 @@ REPLAYED = "(graph replay, no capture)"
 # (pairs/gpu_swap, both directions: the summed |error| of each family's kernel time per step,
 # benchmarks/eval_predict.py --kernel-time; docs/ops.md has the table): they are predicted
 # by the ratio. conv: model 118 % and 52 %, ratio 79 % and 44 % (Falconsai, both ways).
-# tests/test_predict_pairs.py recomputes the errors and checks this set against them.
+# tests/model/test_predict_pairs.py recomputes the errors and checks this set against them.
 RATIO_FAMILIES = frozenset({"conv"})
 
 BAND = {

@@ -1,7 +1,7 @@
 """The kernel model's error measured on real pairs: the one place that holds it, read by
 predict (each prediction's band, and the note where no change did better on the pairs of
 its direction), the what-if on another GPU (its steps' band) and docs/ops.md ("Kernel time
-per step, against one ratio", whose table tests/test_whatif_pairs_fixes.py checks against
+per step, against one ratio", whose table tests/model/test_whatif_pairs_fixes.py checks against
 this one).
 
 Per measured direction (a trace of one workload predicted onto the GPU of a trace of the same
@@ -9,7 +9,7 @@ workload recorded there: pairs/gpu_swap), per family and in all ("(all)"), GPU k
 step in ns: measured on B, predicted by the default model (the kernel model, the one-ratio
 baseline for RATIO_FAMILIES), no change (A's), and the one-ratio baseline. Written by
 `benchmarks/eval_predict.py A B --errors` (hta_fast.model.predict_check.kernel_time_errors);
-tests/test_whatif_pairs_fixes.py recomputes them from the traces.
+tests/model/test_whatif_pairs_fixes.py recomputes them from the traces.
 
 The band of a prediction p of a family is where the measured time fell around the model's
 prediction on the pairs: [p x min(1, m / p), p x max(1, m / p)] over every measured direction

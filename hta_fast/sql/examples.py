@@ -1,5 +1,5 @@
 """Worked queries: the questions people ask of a trace, in SQL. docs/query.md shows them
-(docs/gen_query.py) and tests/test_query.py runs every one on real traces."""
+(docs/gen_query.py) and tests/analysis/test_query.py runs every one on real traces."""
 
 from __future__ import annotations
 

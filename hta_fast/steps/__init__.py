@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .steps_from import SOURCES, steps_from, with_steps, with_steps_from
     from .warmup import warmup_steps
 
-# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# Each public name and the module that defines it (tests/project/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
 PUBLIC = {
     "AnalysedSteps": "hta_fast.steps.analysed",

@@ -404,7 +404,7 @@ DOC = CauseDoc(
         "late in (the innermost covering half its lateness or more) shorter by the "
         "lateness it covers (`op_change`); the ranks replayed together. On a 4-rank job "
         "whose rank 3 spends 4 ms in `host_preprocess` before its all-reduce "
-        "(tests/wait_kinds.py) the others wait 955 µs a step and the edit saves 940 µs a "
+        "(tests/support/wait_kinds.py) the others wait 955 µs a step and the edit saves 940 µs a "
         "step; scaling compute alone saved nothing"
     ),
 )

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .edits import Edits
     from .steps import what_if
 
-# Each public name and the module that defines it (tests/test_startup.py holds it, the
+# Each public name and the module that defines it (tests/project/test_startup.py holds it, the
 # TYPE_CHECKING imports and __all__ equal).
 PUBLIC = {"Edits": "hta_fast.model.whatif.edits", "what_if": "hta_fast.model.whatif.steps"}
 
