@@ -26,8 +26,8 @@ sys.path.insert(0, str(HERE))
 
 
 def one_pass(trace):
-    from hta_fast.analysis.op_table import op_table
-    from hta_fast.analysis.roofline import roofline
+    from hta_fast.analysis.ops.op_table import op_table
+    from hta_fast.analysis.ops.roofline import roofline
     from hta_fast.costs.flops import with_costs
 
     table = with_costs(op_table(trace).table)

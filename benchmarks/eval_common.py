@@ -157,7 +157,7 @@ def rounded(x: Optional[float], digits: int) -> Optional[float]:
 def device_of(traces, table=None):
     """The device table's entry for the GPU the traces' first rank was recorded on (None
     where the table does not know it)."""
-    from hta_fast.analysis.roofline import resolve_device
+    from hta_fast.analysis.ops.roofline import resolve_device
     from hta_fast.costs.devices import DeviceTable
     from hta_fast.frame.select import as_traceset
 

@@ -115,7 +115,7 @@ def main() -> None:
     if args.device_floor_from and os.path.samefile(args.device_floor_from, args.b):
         raise SystemExit("--device-floor-from must be another trace than B: B is the answer")
 
-    from hta_fast.analysis.roofline import ChargedGroups, resolve_device
+    from hta_fast.analysis.ops.roofline import ChargedGroups, resolve_device
     from hta_fast.costs.devices import DeviceTable
     from hta_fast.model.predict import launch_floor_of, predict
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from ..analysis import op_table, trace_diff
+from ..analysis import trace_diff
+from ..analysis.ops import op_table
 from ..doctor import diagnose
 from ..frame.result import Result
 from ..frame.select import Selection

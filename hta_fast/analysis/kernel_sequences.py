@@ -29,7 +29,7 @@ from ..frame.result import Result
 from ..schema import GPU_KINDS
 from ..trace import Trace
 from ..traceset import TraceSet
-from .op_kernels import joined_names
+from .ops.op_kernels import joined_names
 
 __all__ = ["kernel_sequences"]
 

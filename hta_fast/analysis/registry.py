@@ -19,17 +19,15 @@ from . import (
     kernel_breakdown,
     launch_stats,
     memory_bw,
-    op_kernels,
-    op_table,
     overlap,
     queue_length,
-    roofline,
     steps,
     stragglers,
     temporal,
 )
 from .graphs import graph_replays
 from .inference import phases
+from .ops import op_kernels, op_table, roofline
 from .tensorboard import (
     achieved_occupancy,
     gpu_utilization,

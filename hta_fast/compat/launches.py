@@ -15,8 +15,8 @@ import numpy as np
 from ..analysis import annotations as ann_mod
 from ..analysis import kernel_sequences as seq_mod
 from ..analysis import launch_stats as ls_mod
-from ..analysis import op_kernels as ok_mod
 from ..analysis import steps as steps_mod
+from ..analysis.ops import op_kernels as ok_mod
 from ..frame import select
 from ..schema import EventKind
 from .plot_frames import plot_frame

@@ -1,6 +1,6 @@
 """FLOPs and bytes of every operator group in an op table.
 
-Each row of an op table (hta_fast.analysis.op_table) is one operator name with one set of
+Each row of an op table (hta_fast.analysis.ops.op_table) is one operator name with one set of
 recorded shapes, so each is parsed and costed once, however many calls it stands for. The
 family modules register their models (cost.model); an operator without one, or whose
 shapes are missing or do not fit its model, gets family null and `no_model` says why: it

@@ -12,7 +12,7 @@ plans.embedding_cost.fit_lookup_costs) and sharding plans (plans.embedding_cost.
 improve_plan; their step time by replay: plans.plan_replay.plan_step_time, compare_plans).
 
 Per-event knowledge (FLOPs and bytes per operator, devices) lives in hta_fast.costs; the per-
-operator analyses that use it in hta_fast.analysis.op_table and hta_fast.analysis.roofline.
+operator analyses that use it in hta_fast.analysis.ops.op_table and hta_fast.analysis.ops.roofline.
 
 The names below resolve on first use (hta_fast._lazy), as do the subpackages (comm, graph,
 path, plans, replay, whatif) and predict."""

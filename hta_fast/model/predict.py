@@ -1,6 +1,6 @@
 """Predict each kernel's time on another GPU from a trace recorded on this one.
 
-Kernels charged to an operator with a cost model (see analysis.roofline) follow their
+Kernels charged to an operator with a cost model (see analysis.ops.roofline) follow their
 family's kernel model (costs.kernel_model): each call's time less its launch latency (the
 part at the trace's launch floor) is its work, which scales by the ratio of the operator's
 roofline times on the two devices, corrected by the trace's own efficiency curve for the
@@ -27,7 +27,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import pyarrow as pa
 
-from ..analysis.roofline import ChargedGroups, resolve_device
+from ..analysis.ops.roofline import ChargedGroups, resolve_device
 from ..costs.devices import Device, DeviceTable
 from ..costs.kernel_model import (
     KernelModels,

@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 
 import pyarrow as pa
 
-from ..analysis.roofline import resolve_device
+from ..analysis.ops.roofline import resolve_device
 from ..costs.devices import DeviceTable
 from ..frame.fields import NS
 from ..trace import Trace

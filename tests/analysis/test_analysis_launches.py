@@ -14,7 +14,7 @@ import hta_fast
 from hta_fast.analysis.annotations import kernels_with_user_annotations, user_annotation_breakdown
 from hta_fast.analysis.kernel_sequences import kernel_sequences
 from hta_fast.analysis.launch_stats import launch_stats
-from hta_fast.analysis.op_kernels import op_kernels
+from hta_fast.analysis.ops.op_kernels import op_kernels
 from hta_fast.analysis.steps import profiler_steps
 from hta_fast.compat import launches as compat
 from hta_fast.frame.select import Selection

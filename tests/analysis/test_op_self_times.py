@@ -8,8 +8,8 @@ import pytest
 
 import hta_fast
 from hta_fast.analysis.launch_stats import launch_pairs
-from hta_fast.analysis.op_kernels import enclosing, kernel_launch_configs
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_kernels import enclosing, kernel_launch_configs
+from hta_fast.analysis.ops.op_table import op_table
 from hta_fast.analysis.registry import ANALYSES
 from hta_fast.costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
 from hta_fast.frame import derived

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hta_fast
-from hta_fast.analysis.op_table import _same_call, op_instance_rows, op_table
+from hta_fast.analysis.ops.op_table import _same_call, op_instance_rows, op_table
 from tests.support.op_traces import OpTraceBuilder
 
 

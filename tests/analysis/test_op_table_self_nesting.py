@@ -3,7 +3,7 @@ shapes is one call of its group, not two."""
 
 from __future__ import annotations
 
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_table import op_table
 from tests.support.op_traces import OpTraceBuilder
 
 DIMS, TYPES = [[4, 8], [8, 16]], ["float", "float"]

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import hta_fast
-from hta_fast.analysis.roofline import roofline
+from hta_fast.analysis.ops.roofline import roofline
 from tests.conftest import real_trace_files
 
 TRACES = [  # every trace but memory timelines, execution traces and capture files

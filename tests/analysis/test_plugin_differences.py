@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import hta_fast
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_table import op_table
 
 
 def _load(events) -> hta_fast.Trace:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hta_fast.analysis.roofline import roofline
+from hta_fast.analysis.ops.roofline import roofline
 from hta_fast.costs.devices import DeviceTable
 from tests.support.op_traces import OpTraceBuilder
 
@@ -170,7 +170,7 @@ def test_tf32_peak_where_the_kernels_are_tf32_kernels():
 
 def test_many_ranks_and_a_window_selection(traces_dir):
     import hta_fast
-    from hta_fast.analysis.op_table import op_table
+    from hta_fast.analysis.ops.op_table import op_table
 
     traces = hta_fast.load_dir(traces_dir / "param_dlrm_8rank")
     r = roofline(traces)

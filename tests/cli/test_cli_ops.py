@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import hta_fast
-from hta_fast.analysis import roofline
+from hta_fast.analysis.ops import roofline
 from hta_fast.cli import cli
 from hta_fast.model.predict import predict
 from tests.cli.test_cli import one_error_line, run_subprocess

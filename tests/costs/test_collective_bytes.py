@@ -10,7 +10,7 @@ import numpy as np
 import hta_fast
 from hta_fast.analysis.collectives import collectives
 from hta_fast.analysis.launch_stats import launch_pairs
-from hta_fast.analysis.op_table import ancestor_pairs
+from hta_fast.analysis.ops.op_table import ancestor_pairs
 from hta_fast.costs import dtypes
 from hta_fast.costs.collectives import dtype_of_kernel, message_bytes
 from hta_fast.doctor.causes.exposed_communication import bus_bandwidths

@@ -5,8 +5,8 @@ checked on the real ones."""
 from __future__ import annotations
 
 import hta_fast
-from hta_fast.analysis.op_table import op_instance_rows, op_table
-from hta_fast.analysis.roofline import roofline
+from hta_fast.analysis.ops.op_table import op_instance_rows, op_table
+from hta_fast.analysis.ops.roofline import roofline
 from hta_fast.costs.cat_sizes import cat_extras
 from tests.support.kineto_builder import CPU_PID, CPU_TID
 from tests.support.op_traces import OpTraceBuilder

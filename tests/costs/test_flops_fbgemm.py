@@ -9,7 +9,7 @@ import pyarrow as pa
 from pytest import approx
 
 import hta_fast
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_table import op_table
 from hta_fast.costs.cost import Cost
 from hta_fast.costs.flops import cost_of, op_costs, with_costs
 

@@ -5,7 +5,7 @@ DLRM-style traces costed."""
 from __future__ import annotations
 
 import hta_fast
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_table import op_table
 from hta_fast.costs.flops import cost_of, with_costs
 from tests.support._op_cost import cost
 

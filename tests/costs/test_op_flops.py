@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import hta_fast
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_table import op_table
 from hta_fast.costs.flops import cost_of, no_model_summary, with_costs
 from tests.support._op_cost import cost
 
@@ -234,7 +234,7 @@ def test_real_trace_with_concrete_inputs(traces_dir):
 def test_every_real_trace_costs_or_explains_every_group(traces_dir, chrome_trace):
     """On every shared trace: the op table, its costs, the roofline and the collective bytes
     run, and every operator group has a family or a reason (nothing dropped)."""
-    from hta_fast.analysis.roofline import roofline
+    from hta_fast.analysis.ops.roofline import roofline
     from hta_fast.model.comm.comm_bytes import comm_bytes
 
     trace = hta_fast.load(traces_dir / chrome_trace)

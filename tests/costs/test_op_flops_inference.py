@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import hta_fast
-from hta_fast.analysis import roofline
+from hta_fast.analysis.ops import roofline
 from hta_fast.cli import cli
 from hta_fast.costs.flops import cost_of, op_costs
 from tests.support._op_cost import cost

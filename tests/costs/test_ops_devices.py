@@ -142,7 +142,7 @@ def test_a_user_entry_may_stand_in_with_a_builtin_one(tmp_path):
 
 
 def test_roofline_notes_how_the_device_was_chosen():
-    from hta_fast.analysis.roofline import roofline
+    from hta_fast.analysis.ops.roofline import roofline
     from tests.support.kineto_builder import KinetoBuilder
 
     b = KinetoBuilder()

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 import hta_fast
 from hta_fast.analysis.graphs.graph_replays import graph_replays
 from hta_fast.analysis.launch_stats import launch_stats
-from hta_fast.analysis.op_kernels import kernel_launch_configs, op_kernels
-from hta_fast.analysis.op_table import op_table
-from hta_fast.analysis.roofline import roofline
+from hta_fast.analysis.ops.op_kernels import kernel_launch_configs, op_kernels
+from hta_fast.analysis.ops.op_table import op_table
+from hta_fast.analysis.ops.roofline import roofline
 from hta_fast.cli import cli
 from hta_fast.frame.graph_attribution import operator_launch_pairs, with_capturing_ops
 from hta_fast.frame.graph_captures import graph_captures

@@ -110,7 +110,7 @@ def test_a_zero_length_launch_at_its_inner_ops_start_goes_to_the_op_its_id_names
 
 
 def test_the_op_table_charges_the_tied_launchs_kernel_to_the_op_its_id_names():
-    from hta_fast.analysis.op_table import op_table
+    from hta_fast.analysis.ops.op_table import op_table
 
     kernel = {
         "ph": "X",

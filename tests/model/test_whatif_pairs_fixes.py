@@ -76,7 +76,7 @@ def test_predict_gives_each_family_its_band_and_says_when_no_change_did_better(t
 def test_the_stored_errors_are_what_the_pairs_give_now(traces_dir):
     """hta_fast.model.predict_errors holds kernel_time_errors of the four gpu_swap
     directions: recomputed here, so that the bands follow the model when it changes."""
-    from hta_fast.analysis.roofline import resolve_device
+    from hta_fast.analysis.ops.roofline import resolve_device
     from hta_fast.costs.devices import DeviceTable
     from hta_fast.model.predict_check import kernel_time_errors
     from hta_fast.model.predict_errors import MEASURED

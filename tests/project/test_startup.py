@@ -51,7 +51,7 @@ def test_the_doctor_imports_what_it_runs():
         "hta_fast.model.predict",
         "hta_fast.model.whatif.device_changes",
         "hta_fast.costs.flops",
-        "hta_fast.analysis.roofline",
+        "hta_fast.analysis.ops.roofline",
         "hta_fast.analysis.trace_diff",
         "hta_fast.analysis.tensorboard.sm_efficiency",
     }

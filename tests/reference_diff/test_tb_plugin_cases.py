@@ -16,8 +16,8 @@ import pytest
 import hta_fast
 from hta_fast.analysis.collectives import collectives
 from hta_fast.analysis.kernel_breakdown import kernel_breakdown
-from hta_fast.analysis.op_kernels import kernel_launch_configs
-from hta_fast.analysis.op_table import op_table
+from hta_fast.analysis.ops.op_kernels import kernel_launch_configs
+from hta_fast.analysis.ops.op_table import op_table
 from hta_fast.analysis.overlap import comm_comp_overlap
 from hta_fast.analysis.tensorboard.achieved_occupancy import achieved_occupancy
 from hta_fast.analysis.tensorboard.gpu_utilization import gpu_utilization

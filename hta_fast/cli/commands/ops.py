@@ -1,6 +1,6 @@
 """`hta-fast ops` (operator table and roofline), `hta-fast predict` (kernel time on another
 GPU), `hta-fast comm-model` (a collective's time on a machine) and `hta-fast shard`
-(embedding sharding plans' step time): hta_fast.analysis.op_table / roofline,
+(embedding sharding plans' step time): hta_fast.analysis.ops.op_table / roofline,
 hta_fast.model.predict, hta_fast.model.comm.collective_model and
 hta_fast.model.plans.shard."""
 
@@ -11,8 +11,8 @@ from typing import Optional
 import click
 import pyarrow as pa
 
-from ...analysis import op_table as op_table_mod
-from ...analysis import roofline as roofline_mod
+from ...analysis.ops import op_table as op_table_mod
+from ...analysis.ops import roofline as roofline_mod
 from ...frame.select import Selection, each_rank
 from ...traceset import TraceSet
 from ..app import BadInput, Options, cli

@@ -300,7 +300,7 @@ OPERATOR_COLUMNS = (
 def operators(ctx: Context) -> Section:
     """Operators by the GPU time their roofline leaves: FLOPs and bytes from the cost
     models, achieved against the device's peaks; rows the roofline cannot vouch for marked
-    uncertain with the reason (analysis.roofline, hta_fast.costs.above_peak)."""
+    uncertain with the reason (analysis.ops.roofline, hta_fast.costs.above_peak)."""
     return operators_section(ctx.result("roofline"), ctx.notes("roofline"))
 
 

@@ -29,18 +29,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..costs.above_peak import uncertain_rows
-from ..costs.cat_sizes import cat_extras
-from ..costs.devices import Device, DeviceTable, trace_device, trace_device_note
-from ..costs.flops import op_costs
-from ..frame import select
-from ..frame.fields import NS, PCT
-from ..frame.graph_attribution import graph_replay_notes, operator_launch_pairs
-from ..frame.launches import enclosing
-from ..frame.result import Result
-from ..trace import Trace
-from ..traceset import TraceSet
+from ..._arrow import array_of, as_numpy
+from ...costs.above_peak import uncertain_rows
+from ...costs.cat_sizes import cat_extras
+from ...costs.devices import Device, DeviceTable, trace_device, trace_device_note
+from ...costs.flops import op_costs
+from ...frame import select
+from ...frame.fields import NS, PCT
+from ...frame.graph_attribution import graph_replay_notes, operator_launch_pairs
+from ...frame.launches import enclosing
+from ...frame.result import Result
+from ...trace import Trace
+from ...traceset import TraceSet
 from .op_table import SHAPE_COLUMNS, group_stats, op_groups
 
 __all__ = ["roofline"]

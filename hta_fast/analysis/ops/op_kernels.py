@@ -34,21 +34,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
-from ..frame import derived, select
-from ..frame.fields import NS
-from ..frame.graph_attribution import (
+from ..._arrow import array_of, as_numpy
+from ...costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
+from ...frame import derived, select
+from ...frame.fields import NS
+from ...frame.graph_attribution import (
     graph_replay_notes,
     operator_launch_pairs,
     operator_launches,
 )
-from ..frame.kernel_args import kernel_arg, locate
-from ..frame.launches import enclosing
-from ..frame.result import Result
-from ..schema import GPU_KINDS, EventKind
-from ..trace import Trace
-from ..traceset import TraceSet
+from ...frame.kernel_args import kernel_arg, locate
+from ...frame.launches import enclosing
+from ...frame.result import Result
+from ...schema import GPU_KINDS, EventKind
+from ...trace import Trace
+from ...traceset import TraceSet
 
 __all__ = ["op_kernels", "kernel_launch_configs"]
 

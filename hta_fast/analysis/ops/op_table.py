@@ -40,23 +40,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow import array_of, as_numpy
-from ..costs.cat_sizes import cat_extras
-from ..costs.flops import no_model_summary, with_costs
-from ..costs.op_args import op_arg_positions
-from ..costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
-from ..frame import derived, select
-from ..frame.fields import NS
-from ..frame.graph_attribution import (
+from ..._arrow import array_of, as_numpy
+from ...costs.cat_sizes import cat_extras
+from ...costs.flops import no_model_summary, with_costs
+from ...costs.op_args import op_arg_positions
+from ...costs.tensor_cores import tensor_core_eligible, uses_tensor_cores
+from ...frame import derived, select
+from ...frame.fields import NS
+from ...frame.graph_attribution import (
     graph_replay_notes,
     operator_launch_pairs,
     with_capturing_ops,
 )
-from ..frame.launches import LAUNCH_KINDS, ancestor_pairs, enclosing
-from ..frame.result import Result
-from ..schema import EventKind
-from ..trace import Trace
-from ..traceset import TraceSet
+from ...frame.launches import LAUNCH_KINDS, ancestor_pairs, enclosing
+from ...frame.result import Result
+from ...schema import EventKind
+from ...trace import Trace
+from ...traceset import TraceSet
 from .op_kernels import name_matches
 
 __all__ = ["op_table"]
