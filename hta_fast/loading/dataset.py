@@ -79,7 +79,8 @@ def _write_parquet(fs: Any, path: str, table: pa.Table, compression: str) -> Non
     table = _with_schema(table)
     # Parquet's dictionary encoding only for the columns that are dictionaries already (the
     # strings): on timestamps, durations and ids it costs more than it saves. On a 48 MB
-    # rank: 0.118 -> 0.071 s to write, 2.5 -> 1.4 MB written, the same table read back.
+    # rank: 0.071 s to write and 1.4 MB written, against 0.118 s and 2.5 MB with dictionaries
+    # on every column; the same table read back.
     options = {
         "compression": compression,
         "use_dictionary": [f.name for f in table.schema if pa.types.is_dictionary(f.type)],
