@@ -1,5 +1,5 @@
 """Writes the table of what-if edits in docs/model.md (between its whatif-edits markers) from
-the edits' declarations (hta_fast.model.whatif.registry).
+the edits' declarations (hta_fast.model.whatif.declared.registry).
 
     python docs/gen_whatif.py           # rewrite the table in docs/model.md
     python docs/gen_whatif.py --check   # exit 1 when docs/model.md's table is not what this writes
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from gen_api import write_or_check
 
-from hta_fast.model.whatif.declaration import EditDeclaration, Option
-from hta_fast.model.whatif.registry import EDITS, MODULE
+from hta_fast.model.whatif.declared.declaration import EditDeclaration, Option
+from hta_fast.model.whatif.declared.registry import EDITS, MODULE
 
 OUT = Path(__file__).parent / "model.md"
 BEGIN = "<!-- whatif-edits: begin (written by docs/gen_whatif.py) -->"

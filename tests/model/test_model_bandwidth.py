@@ -20,8 +20,8 @@ from hta_fast.model.comm.collective_cost import collective_time_factors, fit_col
 from hta_fast.model.comm.collective_links import match_collectives
 from hta_fast.model.graph.dependency_graph import EDGE
 from hta_fast.model.graph.walk import walk
-from hta_fast.model.whatif.bandwidth_edit import collective_bandwidth_factors
 from hta_fast.model.whatif.changes import comm_changes
+from hta_fast.model.whatif.declared.bandwidth_edit import collective_bandwidth_factors
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from hta_fast.model.whatif.weights import edited_weights

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hta_fast
-from hta_fast.model.whatif.durations_from import match_pairs
+from hta_fast.model.whatif.declared.durations_from import match_pairs
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
 from tests.conftest import TRACES_DIR

@@ -1,4 +1,4 @@
-"""A what-if edit is declared once (hta_fast.model.whatif.registry): a new edit is one module
+"""A what-if edit is declared once (hta_fast.model.whatif.declared.registry): a new edit is one module
 and one registry line, and `hta-fast whatif`, what_if and the docs' table take it from there.
 
 The new edit is added to a copy of the package (with the compiled core), run in a fresh
@@ -19,16 +19,16 @@ import pytest
 import hta_fast
 from hta_fast.frame import select
 from hta_fast.model.whatif import what_if
+from hta_fast.model.whatif.declared.registry import BY_KEYWORD, DECLARED, EDITS, MODULE
 from hta_fast.model.whatif.edits import FIELDS, KEYWORDS, Edits
-from hta_fast.model.whatif.registry import BY_KEYWORD, DECLARED, EDITS, MODULE
 from hta_fast.schema import GPU_WORK_KINDS
 from tests.support.paths import REPO
 
 ROOT = REPO
 # Small, with GPU work and two steps (tests/data's traces are CPU-only).
 TRACE = "hta/trace_filter/sampled_rank-0.json.gz"
-REGISTRY = Path("hta_fast", "model", "whatif", "registry.py")
-DUMMY = Path("hta_fast", "model", "whatif", "scale_all_edit.py")
+REGISTRY = Path("hta_fast", "model", "whatif", "declared", "registry.py")
+DUMMY = Path("hta_fast", "model", "whatif", "declared", "scale_all_edit.py")
 FACTOR = 2.0
 
 # The new edit: every GPU event takes F times as long.
@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ...schema import GPU_WORK_KINDS
+from ....schema import GPU_WORK_KINDS
 from .declaration import EditDeclaration, Option
 
 
@@ -143,7 +143,9 @@ def test_a_new_edit_is_one_module_and_one_registry_line(tmp_path, traces_dir):
     trace = traces_dir / TRACE
     copy = _package_copy(tmp_path)
     assert _changed_files(copy) == [REGISTRY.as_posix(), DUMMY.as_posix()]
-    where = _run(copy, "-c", "import hta_fast.model.whatif.registry as r; print(r.__file__)")
+    where = _run(
+        copy, "-c", "import hta_fast.model.whatif.declared.registry as r; print(r.__file__)"
+    )
     assert where.stdout.strip() == str(copy / REGISTRY), where.stderr
 
     helped = _run(copy, "-m", "hta_fast", "whatif", "--help")
@@ -184,5 +186,5 @@ def test_a_new_edit_is_one_module_and_one_registry_line(tmp_path, traces_dir):
     assert docs.returncode == 0, docs.stderr
     row = docs.stdout.strip().splitlines()[-1]
     assert row.startswith("| scale_all | `--dummy-flag F` | `scale_all` | Every GPU event"), row
-    assert row.endswith("| `hta_fast.model.whatif.scale_all_edit` |"), row
+    assert row.endswith("| `hta_fast.model.whatif.declared.scale_all_edit` |"), row
     assert _changed_files(copy) == [REGISTRY.as_posix(), DUMMY.as_posix()]

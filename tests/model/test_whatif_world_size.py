@@ -17,9 +17,9 @@ import hta_fast
 from hta_fast.cli import cli
 from hta_fast.model.comm import load_topology, predict_collective
 from hta_fast.model.comm.recorded_topology import recorded_machine, topology_for_device
+from hta_fast.model.whatif.declared.world_size_edit import SCHEMA, expected_max
 from hta_fast.model.whatif.edits import Edits
 from hta_fast.model.whatif.steps import what_if
-from hta_fast.model.whatif.world_size_edit import SCHEMA, expected_max
 from tests.support.kineto_builder import KinetoBuilder
 
 MACHINE = "dgx_a100"  # what the synthetic ranks' A100 calls for

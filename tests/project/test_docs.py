@@ -5,7 +5,7 @@ examples), in a scratch folder laid out as the examples assume: `rank0.pt.trace.
 is one rank's trace, `traces/` the trace files of a two-rank job, and `../shared/traces`
 the real traces folder. docs/api.md (from the docstrings), docs/query.md (from hta_fast.sql's
 declarations), docs/doctor.md's tables of causes (from the causes' records) and
-docs/model.md's table of what-if edits (from hta_fast.model.whatif.registry) must be
+docs/model.md's table of what-if edits (from hta_fast.model.whatif.declared.registry) must be
 current."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`hta-fast critical-path`, `hta-fast owners`, `hta-fast replay` and `hta-fast whatif`: the
 dependency-graph model (hta_fast.model.path.critical_path, hta_fast.model.path.owners,
 hta_fast.model.replay.steps, hta_fast.model.whatif.steps.what_if with
-hta_fast.model.whatif.edits.Edits; the edit options come from hta_fast.model.whatif.registry)."""
+hta_fast.model.whatif.edits.Edits; the edit options come from hta_fast.model.whatif.declared.registry)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import click
 import pyarrow as pa
 
 from ...frame.result import Result
-from ...model.whatif.declaration import Option, OptionError
-from ...model.whatif.registry import EDITS
+from ...model.whatif.declared.declaration import Option, OptionError
+from ...model.whatif.declared.registry import EDITS
 from ..app import BadInput, Options, cli
 from ..loading import parse_ints, parse_steps, pick_steps
 from ..options import load_traces, result_tables, selection, table_command
@@ -197,8 +197,8 @@ def replay_command(
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# whatif's edit options come from the edits' declarations (hta_fast.model.whatif.registry).
-# The click type of each kind of option (hta_fast.model.whatif.declaration.OPTION_TYPES);
+# whatif's edit options come from the edits' declarations (hta_fast.model.whatif.declared.registry).
+# The click type of each kind of option (hta_fast.model.whatif.declared.declaration.OPTION_TYPES);
 # text and ranks are click's plain text (ranks are parsed with the other values).
 CLICK_TYPES: dict[str, Any] = {
     "float": float,

@@ -1,11 +1,11 @@
 """The edits that change event durations event by event, per rank: GPU events by ns, merged
-into one (event rows, ns) pair per rank (the bandwidth edit, hta_fast.model.whatif.bandwidth_edit;
-the job at another scale, hta_fast.model.whatif.world_size_edit;
-another GPU, hta_fast.model.whatif.device_edit, given as a function: the kernel models it
+into one (event rows, ns) pair per rank (the bandwidth edit, hta_fast.model.whatif.declared.bandwidth_edit;
+the job at another scale, hta_fast.model.whatif.declared.world_size_edit;
+another GPU, hta_fast.model.whatif.declared.device_edit, given as a function: the kernel models it
 runs are imported only where a replay can take a device edit; the GPU side of
 durations_from; the edits' own duration_change; the declared edits without an Edits field,
-hta_fast.model.whatif.registry), and CPU ops by a factor on them and what they hold
-(op_scale and the CPU side of durations_from, hta_fast.model.whatif.op_edit)."""
+hta_fast.model.whatif.declared.registry), and CPU ops by a factor on them and what they hold
+(op_scale and the CPU side of durations_from, hta_fast.model.whatif.declared.op_edit)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from ...loading import load, load_dir
 from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_links import MatchedCollectives
-from .bandwidth_edit import collective_bandwidth_factors
-from .durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
+from .declared.bandwidth_edit import collective_bandwidth_factors
+from .declared.durations_from import PAIRING_SCHEMA, pair_durations, pairing_notes
+from .declared.op_edit import RowFactors, matching_cpu_rows
+from .declared.registry import EDITS
+from .declared.world_size_edit import world_size_factors
 from .edits import Edits, source_name
-from .op_edit import RowFactors, matching_cpu_rows
-from .registry import EDITS
-from .world_size_edit import world_size_factors
 
 Changes = dict[int, tuple[np.ndarray, np.ndarray]]
 # The device edit (hta_fast.model.whatif.device_changes.edit_changes): for the edits' device,

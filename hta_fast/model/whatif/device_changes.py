@@ -1,4 +1,4 @@
-"""The what-if "this step on another GPU" (declared in hta_fast.model.whatif.device_edit): each GPU event's new duration from the kernel
+"""The what-if "this step on another GPU" (declared in hta_fast.model.whatif.declared.device_edit): each GPU event's new duration from the kernel
 models (hta_fast.model.predict), as per-rank duration changes the replay applies.
 
 predict() gives every launched GPU event of the trace a predicted duration on the target

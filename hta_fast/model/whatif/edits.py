@@ -17,22 +17,22 @@
     collective_bandwidth / collective_busbw_gbps  a faster or slower interconnect: each
                    collective's time moving data changes by the factor the collective cost
                    model (collective_cost, default: fitted to the traces) predicts for its
-                   size (hta_fast.model.whatif.bandwidth_edit); the rest of a kernel's
+                   size (hta_fast.model.whatif.declared.bandwidth_edit); the rest of a kernel's
                    duration, waiting for other ranks, is kept
     device         this step on another GPU: each launched GPU event's duration becomes the
                    one hta_fast.model.predict gives on that device (source_device,
-                   devices_file and allow_tf32 as there; hta_fast.model.whatif.device_edit);
+                   devices_file and allow_tf32 as there; hta_fast.model.whatif.declared.device_edit);
                    the host, the waits and the launch order stay as recorded
     op_scale       {regex: factor}: CPU events (ops, annotations, Python functions, runtime
                    calls) whose name matches take factor times as long, with everything
                    nested under them on their thread (0: the op costs nothing;
-                   hta_fast.model.whatif.op_edit)
+                   hta_fast.model.whatif.declared.op_edit)
     durations_from / match  events that match take the durations another trace (a Trace,
                    a TraceSet, or a path to load) measured for its matching events: match is
                    a regex for both traces or {regex here: regex there}; CPU events with what
                    runs under them, GPU events their GPU time; how each event was paired is
                    in the result's "durations_from" table
-                   (hta_fast.model.whatif.durations_from)
+                   (hta_fast.model.whatif.declared.durations_from)
     duration_change  per rank, (event rows, ns added to each one's duration): edits computed
                    elsewhere (hta_fast.model.plans.plan_replay)
     op_change      per rank, (CPU event rows, factor): those ops and what they hold take
@@ -43,11 +43,11 @@
                    calibrated on the trace's collectives); each collective is re-costed by
                    the collective model for its new ranks, anchored on its recorded time,
                    and its slowest-rank wait grows with the ranks; compute is unchanged
-                   (hta_fast.model.whatif.world_size_edit). recorded_topology: the recorded
+                   (hta_fast.model.whatif.declared.world_size_edit). recorded_topology: the recorded
                    machine's links, where its GPU does not call for the right file
     edit_ranks     the ranks the factor, device and declared edits apply to (default: all);
                    the bandwidth and world-size edits and duration_change apply where they say
-    added          {keyword: value} of the edits declared in hta_fast.model.whatif.registry
+    added          {keyword: value} of the edits declared in hta_fast.model.whatif.declared.registry
                    that have no field here (what_if takes them as keywords); each changes
                    GPU durations through its declaration's gpu_changes
 
@@ -71,9 +71,9 @@ from ...trace import Trace
 from ...traceset import TraceSet
 from ..comm.collective_cost import CostModel
 from ..comm.topology import Topology
-from .bandwidth_edit import check_bandwidth
-from .registry import BY_KEYWORD
-from .world_size_edit import as_topology, check_world
+from .declared.bandwidth_edit import check_bandwidth
+from .declared.registry import BY_KEYWORD
+from .declared.world_size_edit import as_topology, check_world
 
 Changes = Mapping[int, tuple[np.ndarray, np.ndarray]]
 

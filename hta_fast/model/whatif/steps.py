@@ -26,7 +26,7 @@ from .replay_run import replay_run
 
 def _edits_of(edits: Optional[Edits], keywords: dict[str, Any]) -> Edits:
     """The edits given, with the keyword edits (what_if's spelling of Edits' fields and of
-    the declared edits, hta_fast.model.whatif.registry)."""
+    the declared edits, hta_fast.model.whatif.declared.registry)."""
     unknown = sorted(set(keywords) - set(KEYWORDS))
     if unknown:
         raise TypeError(
@@ -57,7 +57,7 @@ def what_if(
     another rank (held_by) before it. edits: an Edits, or its fields as keywords
     (kernel_class={"COMM": 0.5}, cpu=0.8, device="V100-SXM2", edit_ranks=[1], ...; both:
     the keywords replace those fields; each edit and its keywords are declared in
-    hta_fast.model.whatif.registry). cross_rank: with several ranks, replay the ranks of
+    hta_fast.model.whatif.declared.registry). cross_rank: with several ranks, replay the ranks of
     a step together; on a rank, the critical path then stops where another rank held it.
     chained (default): each rank's consecutive selected steps as one graph; False: each
     step's window alone (the module doc). With several ranks replayed together, the side
@@ -74,7 +74,7 @@ def what_if(
     durations_from, "durations_from" says how each event was paired; with world_size or
     topology (the job at another scale), "world_size" has each collective's kind, bytes,
     recorded and predicted time, the algorithm the model chose before and after and the
-    slowest-rank wait added (hta_fast.model.whatif.world_size_edit). A scale edit
+    slowest-rank wait added (hta_fast.model.whatif.declared.world_size_edit). A scale edit
     (kernel_class, name, category, op_scale) that matches no selected event raises
     ValueError naming it (a no-op would read as "no saving"); allow_unmatched=True lets it
     pass, for callers that apply a fixed set of edits to any trace (the doctor)."""

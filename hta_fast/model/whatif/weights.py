@@ -17,8 +17,8 @@ from ..graph.dependency_graph import EDGE, DependencyGraph
 from ..graph.dropped import DROPPED
 from ..graph.one_off_calls import one_off_rows
 from ..graph.unrecorded_wait import waits_on_unrecorded
+from .declared.op_edit import RowFactors, cpu_edge_factors
 from .edits import Edits
-from .op_edit import RowFactors, cpu_edge_factors
 
 CPU_EDGES = [
     EDGE[t]

@@ -50,15 +50,15 @@ from typing import Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..._arrow import array_of, as_numpy
-from ...frame.fields import NS
-from ...trace import Trace
-from ...traceset import TraceSet
-from ..comm.collective_links import MatchedCollectives
-from ..comm.collective_model import Prediction, predict_collectives
-from ..comm.recorded_topology import recorded_machine
-from ..comm.topology import Topology, load_topology
-from ..comm.trace_machine import MODEL_KIND, calibrated_machine
+from ...._arrow import array_of, as_numpy
+from ....frame.fields import NS
+from ....trace import Trace
+from ....traceset import TraceSet
+from ...comm.collective_links import MatchedCollectives
+from ...comm.collective_model import Prediction, predict_collectives
+from ...comm.recorded_topology import recorded_machine
+from ...comm.topology import Topology, load_topology
+from ...comm.trace_machine import MODEL_KIND, calibrated_machine
 from .declaration import EditDeclaration, Option
 
 SHARDED = ("all_gather", "reduce_scatter")  # each rank holds 1/n of the size

@@ -1,4 +1,4 @@
-"""The what-if "this step on another GPU", as declared (hta_fast.model.whatif.registry):
+"""The what-if "this step on another GPU", as declared (hta_fast.model.whatif.declared.registry):
 its options and keywords. What it changes is hta_fast.model.whatif.device_changes, which
 runs the kernel models; this module imports none of them, so that everything that reads
 the registry (the doctor's replay among them) does not either."""

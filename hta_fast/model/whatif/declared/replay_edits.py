@@ -1,4 +1,4 @@
-"""The declarations (hta_fast.model.whatif.declaration) of the edits that the replay's
+"""The declarations (hta_fast.model.whatif.declared.declaration) of the edits that the replay's
 weights apply themselves (hta_fast.model.whatif.weights): GPU time by kernel class, name and
 category, CPU time, launch overhead, the waits for communication and for syncs; the
 duration changes computed elsewhere (plans, the doctor); and the ranks the edits apply to."""

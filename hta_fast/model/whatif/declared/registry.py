@@ -1,4 +1,4 @@
-"""Every what-if edit, declared once (hta_fast.model.whatif.declaration), in the order the
+"""Every what-if edit, declared once (hta_fast.model.whatif.declared.declaration), in the order the
 replay applies them: the duration changes (the interconnect, the job at another scale, the
 changes computed elsewhere, another GPU, the ops, another trace's durations, then the
 declared edits without an Edits field), then the weights' factors and dropped waits, and the

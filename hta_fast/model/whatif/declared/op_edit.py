@@ -18,9 +18,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ...schema import CPU_KINDS
-from ...trace import Trace
-from ..graph.dependency_graph import EDGE, DependencyGraph
+from ....schema import CPU_KINDS
+from ....trace import Trace
+from ...graph.dependency_graph import EDGE, DependencyGraph
 from .declaration import EditDeclaration, Option, factor_pairs
 
 RowFactors = tuple[np.ndarray, np.ndarray]  # trace rows of CPU events, the factor of each

@@ -1,4 +1,4 @@
-"""What a what-if edit declares once (hta_fast.model.whatif.registry lists them): its options
+"""What a what-if edit declares once (hta_fast.model.whatif.declared.registry lists them): its options
 on the command line, the keywords of what_if it sets, how the option values become those
 keywords, a row of the docs' table of edits and, for an edit that carries no field of its
 own in Edits, how it changes a rank's GPU durations.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 if TYPE_CHECKING:
     import numpy as np
 
-    from ...trace import Trace
+    from ....trace import Trace
 
 # What an option's value is, on the command line: text, a number, a whole number >= 1, a
 # path that exists, a file that exists, a list of ranks (3, 1,4 or 0-3), or a flag.

@@ -23,7 +23,7 @@ matches are inside it already). Events are paired, in this order:
     unpaired    B has none: the event keeps its time
 
 A CPU event's new duration becomes a factor on it and everything nested in it
-(hta_fast.model.whatif.op_edit); a GPU event's is the ns added to its duration.
+(hta_fast.model.whatif.declared.op_edit); a GPU event's is the ns added to its duration.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ..._arrow import array_of
-from ...costs.op_args import op_arg_positions
-from ...frame.fields import NS
-from ...schema import CPU_KINDS, GPU_WORK_KINDS
-from ...trace import Trace
+from ...._arrow import array_of
+from ....costs.op_args import op_arg_positions
+from ....frame.fields import NS
+from ....schema import CPU_KINDS, GPU_WORK_KINDS
+from ....trace import Trace
 from .declaration import EditDeclaration, Option, regex_pairs
 from .op_edit import RowFactors
 

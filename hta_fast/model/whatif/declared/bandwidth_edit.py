@@ -21,12 +21,12 @@ from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
-from ..._arrow import as_numpy
-from ...trace import Trace
-from ...traceset import TraceSet
-from ..comm.collective_cost import CostModel, collective_time_factors, cost_model
-from ..comm.collective_links import MatchedCollectives
-from ..comm.recorded_topology import recorded_machine
+from ...._arrow import as_numpy
+from ....trace import Trace
+from ....traceset import TraceSet
+from ...comm.collective_cost import CostModel, collective_time_factors, cost_model
+from ...comm.collective_links import MatchedCollectives
+from ...comm.recorded_topology import recorded_machine
 from .declaration import EditDeclaration, Option, OptionError
 
 
