@@ -2,7 +2,7 @@
 hta_fast.load reads it back with the tables memory-mapped). The cache keeps its entries in
 this form; it adds the source's identity and the load options to the manifest.
 
-A save is written beside its folder and swapped in (hta_fast._atomic_folder): a reader never
+A save is written beside its folder and swapped in (hta_fast.guards.atomic_folder): a reader never
 sees half of one. It replaces only a folder that is a save already (its manifest names
 FORMAT), an empty one, or one the caller owns (the cache's entries)."""
 
@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from . import _atomic_folder
 from ._arrow import array_of, as_numpy
 from ._core import __version__
 from ._named_tables import TABLES
+from .guards import atomic_folder
 from .raw_columns import RawColumns
 from .schema import SCHEMA_VERSION
 
@@ -61,7 +61,7 @@ def write(
             f"{directory} exists and is not a trace saved by hta_fast (no {MANIFEST} naming "
             f"the format {FORMAT!r}, or other files in it); refusing to replace it"
         )
-    tmp = Path(_atomic_folder.staging_beside(str(directory), "saving"))
+    tmp = Path(atomic_folder.staging_beside(str(directory), "saving"))
     try:
         for name in TABLES:
             _write_table(tmp / f"{name}.arrow", raw.tables[name])
@@ -78,7 +78,7 @@ def write(
             "file_bytes": {p.name: p.stat().st_size for p in sorted(tmp.iterdir())},
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest))
-        _atomic_folder.install(str(tmp), str(os.path.abspath(directory)))
+        atomic_folder.install(str(tmp), str(os.path.abspath(directory)))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,4 +1,4 @@
-"""Writing text that may hold trace text to the terminal (hta_fast.untrusted_text says what is
+"""Writing text that may hold trace text to the terminal (hta_fast.guards.untrusted_text says what is
 escaped and why)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from ..untrusted_text import safe_cell, safe_lines
+from ..guards.untrusted_text import safe_cell, safe_lines
 
 __all__ = ["echo", "safe_cell", "safe_lines"]
 

@@ -1,12 +1,12 @@
 """Frames handed to plotly by the compat facade's `visualize=True` drawings: their text
 (kernel, op and annotation names from the trace) escaped first, so that plotly, which reads
-labels as pseudo-HTML, shows a name like `<a href=...>` as typed (hta_fast.untrusted_text)."""
+labels as pseudo-HTML, shows a name like `<a href=...>` as typed (hta_fast.guards.untrusted_text)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..untrusted_text import plotly_text
+from ..guards.untrusted_text import plotly_text
 
 
 def plot_frame(df: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping, Optional
 import pyarrow as pa
 
 from .. import interop
-from ..untrusted_text import html_escaped, safe_cell, safe_lines
+from ..guards.untrusted_text import html_escaped, safe_cell, safe_lines
 
 
 class Result:

@@ -18,8 +18,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .. import _atomic_folder, saved_trace
+from .. import saved_trace
 from .._core import __version__
+from ..guards import atomic_folder
 from ..schema import SCHEMA_VERSION
 from ..trace import Trace, open_saved
 
@@ -167,13 +168,13 @@ def store_parts(
     entry = _parts_dir(path, cache_dir, key)
     tmp: Optional[Path] = None
     try:
-        tmp = Path(_atomic_folder.staging_beside(str(entry), "parts"))
+        tmp = Path(atomic_folder.staging_beside(str(entry), "parts"))
         names = list(files)
         for i, name in enumerate(names):
             fetch(files[name], str(tmp / f"{i}.parquet"))
         manifest = {**_parts_facts(path, key), "tables": names, "facts": facts}
         (tmp / PARTS_MANIFEST).write_text(json.dumps(manifest))
-        _atomic_folder.install(str(tmp), str(entry.absolute()))
+        atomic_folder.install(str(tmp), str(entry.absolute()))
     except OSError as e:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -30,9 +30,9 @@ from typing import Any, Iterator, Mapping, Optional
 
 import pyarrow as pa
 
-from .. import _atomic_folder
 from .._core import __version__
 from .._named_tables import NamedTables
+from ..guards import atomic_folder
 from ..schema import SCHEMA_VERSION
 from ..trace import TABLES, Trace
 from .files import filesystem
@@ -257,7 +257,7 @@ def prepare(path: str, overwrite: bool = False) -> None:
 def staged(path: str, overwrite: bool = False) -> Iterator[str]:
     """Where to write a dataset that is to end up at `path`, put in place when the block
     ends without an error. A local dataset is written in a hidden folder beside `path` and
-    swapped in when complete (hta_fast._atomic_folder), so that whatever happens to the
+    swapped in when complete (hta_fast.guards.atomic_folder), so that whatever happens to the
     writers, `path` holds the old dataset or the new one (the folder is on the same
     filesystem, so Dask workers that reach `path` reach it too). An object store has no
     such swap: there the old dataset is removed first and the ranks written in place."""
@@ -267,13 +267,13 @@ def staged(path: str, overwrite: bool = False) -> Iterator[str]:
         yield path
         return
     check_free(path, overwrite)
-    staging = _atomic_folder.staging_beside(root, "writing")
+    staging = atomic_folder.staging_beside(root, "writing")
     try:
         _write_text(None, os.path.join(staging, WRITING), FORMAT)
         yield staging
         # Asked again: something may have been put at `path` while the ranks were written.
         check_free(path, overwrite)
-        _atomic_folder.install(staging, root)
+        atomic_folder.install(staging, root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 import hta_fast
-from hta_fast import _atomic_folder
 from hta_fast.cli import cli
+from hta_fast.guards import atomic_folder
 from hta_fast.loading import dataset
 from hta_fast.loading.dataset import open_dataset, write_dataset
 from tests.support.kineto_builder import KinetoBuilder
@@ -111,7 +111,7 @@ def test_a_half_written_dataset_of_an_older_version_is_recognised_by_its_layout(
 def test_replacing_leaves_nothing_beside_the_dataset(tmp_path, sources, monkeypatch, exchange):
     """With the atomic exchange, and where the system has none (two renames)."""
     if not exchange:
-        monkeypatch.setattr(_atomic_folder, "exchange", lambda a, b: False)
+        monkeypatch.setattr(atomic_folder, "exchange", lambda a, b: False)
     old, new = sources
     out = tmp_path / "ds"
     write_dataset(hta_fast.load_dir([str(f) for f in old]), str(out))
@@ -125,7 +125,7 @@ def test_replacing_leaves_nothing_beside_the_dataset(tmp_path, sources, monkeypa
 CHILD = """
 import os, shutil, sys
 import hta_fast
-from hta_fast import _atomic_folder
+from hta_fast.guards import atomic_folder
 from hta_fast.loading import dataset
 
 point, out, n_old = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -140,7 +140,7 @@ if point == "while-writing":  # one rank's files written, the others not
     real = dataset.write_rank
     dataset.write_rank = lambda *a, **k: (real(*a, **k), die())
 elif point == "before-swap":  # the new dataset complete beside the old one
-    _atomic_folder.install = die
+    atomic_folder.install = die
 elif point == "after-swap":  # the new one in place, the old one not yet removed
     shutil.rmtree = die
 elif point == "aside":  # where a swap by two renames would have moved the old one aside
@@ -177,7 +177,7 @@ def _child(point: str, out: Path, old: list[Path], new: list[Path]) -> subproces
 def test_a_writer_killed_at_each_step_leaves_the_old_or_the_new_dataset(
     tmp_path, sources, point, expect
 ):
-    if point == "aside" and _atomic_folder._RENAMEAT2 is None:
+    if point == "aside" and atomic_folder._RENAMEAT2 is None:
         pytest.skip("no atomic exchange here: the two renames leave a moment with no folder")
     old, new = sources
     out = tmp_path / "ds"

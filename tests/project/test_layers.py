@@ -20,7 +20,7 @@ PACKAGE = REPO / "hta_fast"
 # Bottom to top; a module's layer is its first folder under hta_fast/ (top-level modules are
 # the data layer). The root __init__ and __main__ are the public facade, above everything.
 LAYERS = [
-    ("data", {"", "synth"}),
+    ("data", {"", "synth", "guards"}),
     ("costs", {"costs"}),
     ("load", {"loading"}),
     ("frame", {"frame"}),
@@ -31,7 +31,8 @@ LAYERS = [
     ("present", {"cli", "report", "compat", "sql", "agent"}),
 ]
 FACADE = {"hta_fast", "hta_fast.__main__"}
-MAX_MODULES_PER_FOLDER = 20
+# Modules per folder besides its __init__: a folder past this holds more than one kind of code.
+MAX_MODULES_PER_FOLDER = 16
 # Function-level imports of this package's modules outside cli/, each with its reason.
 ALLOWED_LATE_IMPORTS: dict[tuple[str, str], str] = {}
 
@@ -232,7 +233,9 @@ def test_no_function_level_import_of_the_package_outside_cli():
 
 
 def test_every_folder_is_in_a_layer_and_small():
-    counts = collections.Counter(folder_of(m) for m, p in MODULES.items() if p.suffix == ".py")
+    counts = collections.Counter(
+        folder_of(m) for m, p in MODULES.items() if p.suffix == ".py" and not is_package(m)
+    )
     for module in MODULES:
         if module not in FACADE:
             layer_of(module)

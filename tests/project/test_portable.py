@@ -4,7 +4,7 @@
   also falls back so when mmap fails);
 - HTA_FAST_MADVISE=0: mapped pages are never dropped or hinted at, as where madvise lacks
   the advice (csrc/io/mapped_file.cc);
-- hta_fast._atomic_folder._RENAMEAT2 = None: a folder replaced by two renames, as off Linux
+- hta_fast.guards.atomic_folder._RENAMEAT2 = None: a folder replaced by two renames, as off Linux
   or on a glibc without renameat2; and renameat2 refused by the filesystem;
 - HTA_FAST_MALLOC_TUNING=0: the allocator left as it is, as off glibc.
 
@@ -22,7 +22,7 @@ import sys
 import pytest
 
 import hta_fast
-from hta_fast import _atomic_folder
+from hta_fast.guards import atomic_folder
 
 TABLES = ("events", "flows", "op_args", "meta_events", "steps")
 
@@ -96,12 +96,12 @@ def assert_replaced(tmp_path, target: str) -> None:
 
 
 def test_install_without_renameat2(tmp_path, monkeypatch):
-    monkeypatch.setattr(_atomic_folder, "_RENAMEAT2", None)
+    monkeypatch.setattr(atomic_folder, "_RENAMEAT2", None)
     target = folder_with(tmp_path / "data", "old.txt", "old")
     new = folder_with(tmp_path / ".data.writing", "new.txt", "new")
-    assert _atomic_folder.exchange(new, target) is False  # nothing moved
+    assert atomic_folder.exchange(new, target) is False  # nothing moved
     assert sorted(os.listdir(target)) == ["old.txt"]
-    _atomic_folder.install(new, target)
+    atomic_folder.install(new, target)
     assert_replaced(tmp_path, target)
 
 
@@ -111,17 +111,17 @@ def test_install_where_the_filesystem_refuses_the_exchange(tmp_path, monkeypatch
         ctypes.set_errno(refusal)
         return -1
 
-    monkeypatch.setattr(_atomic_folder, "_RENAMEAT2", refusing_renameat2)
+    monkeypatch.setattr(atomic_folder, "_RENAMEAT2", refusing_renameat2)
     target = folder_with(tmp_path / "data", "old.txt", "old")
     new = folder_with(tmp_path / ".data.writing", "new.txt", "new")
-    assert _atomic_folder.exchange(new, target) is False
-    _atomic_folder.install(new, target)
+    assert atomic_folder.exchange(new, target) is False
+    atomic_folder.install(new, target)
     assert_replaced(tmp_path, target)
 
 
 def test_no_renameat2_off_linux(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert _atomic_folder._renameat2() is None
+    assert atomic_folder._renameat2() is None
 
 
 def test_load_with_the_allocator_untuned(plain_file):

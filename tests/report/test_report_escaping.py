@@ -1,6 +1,6 @@
 """Names from a trace in the HTML report are text: plotly.js reads labels, legend names, axis
 categories and hover text as pseudo-HTML, so a kernel named `<a href=...>` would be a live
-link in a figure unless every such string is escaped (hta_fast.untrusted_text.plotly_text)."""
+link in a figure unless every such string is escaped (hta_fast.guards.untrusted_text.plotly_text)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import html
 import json
 import re
 
+from hta_fast.guards.untrusted_text import plotly_text
 from hta_fast.report import write_report
-from hta_fast.untrusted_text import plotly_text
 from tests.support.kineto_builder import KinetoBuilder, traceset
 
 LINK = '<a href="https://evil.example/">EVIL</a>'

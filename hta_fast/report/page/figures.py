@@ -2,7 +2,7 @@
 
 plotly.js reads every label, legend name, axis category and hover text as pseudo-HTML (<a
 href>, <span style>, <br>, ...). Text from a trace is not ours to format: every string that
-goes into a figure goes through hta_fast.untrusted_text.plotly_text in the builders below, so a kernel named
+goes into a figure goes through hta_fast.guards.untrusted_text.plotly_text in the builders below, so a kernel named
 `<a href=...>` shows as that name and is not a link.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from ...untrusted_text import plotly_text
+from ...guards.untrusted_text import plotly_text
 
 # Category colours, fixed so a cause or a kernel type looks the same in every figure.
 COLORS = (
