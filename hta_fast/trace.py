@@ -282,6 +282,11 @@ class Trace(NamedTables):
             )
         )
 
+    def counted(self) -> list[tuple[str, str, str, int]]:
+        """(name, severity, description, count) of each loader statistic with a non-zero
+        count, in `stats`' order: the rows `stats` prints."""
+        return [(r[0], r[1], r[2], int(r[3])) for r in self._raw.stats if r[3]]
+
     def stat(self, name: str) -> int:
         """The count of one loader statistic (see `stats`)."""
         for r in self._raw.stats:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import ops
-from .._arrow import as_numpy
+from .._arrow import texts_at
 from ..frame import select
 from ..frame.fields import NS
 from ..frame.result import Result
@@ -56,12 +56,13 @@ def memory_rows(
         m &= mask
     rows = np.flatnonzero(m)
     names = col("events", "name")[rows]
-    strings = as_numpy(trace.strings)
     uniq, inv = np.unique(
         np.stack([names, kind[rows].astype(np.int64)]), axis=1, return_inverse=True
     )
+    # only the distinct names become strings (the whole pool would, as a numpy array)
+    texts = texts_at(trace.strings, uniq[0]) if len(rows) else []
     types = (
-        np.array([copy_type(strings[n] if n >= 0 else "", k) for n, k in uniq.T], dtype=object)[
+        np.array([copy_type(t, k) for t, k in zip(texts, uniq[1].tolist())], dtype=object)[
             inv.reshape(-1)
         ]
         if len(rows)

@@ -83,13 +83,13 @@ def with_capture_file(
 
 
 def recover_summary(traces: TraceSet) -> str:
-    """One line: what --recover dropped or repaired, summed over ranks (Trace.stats rows of
+    """One line: what --recover dropped or repaired, summed over ranks (Trace.counted rows of
     severity warning or error; the info rows are routine)."""
     counts: dict[str, int] = {}
     for t in traces.values():
-        for row in t.stats.select(["name", "severity", "count"]).to_pylist():
-            if row["severity"] != "info" and row["count"]:
-                counts[row["name"]] = counts.get(row["name"], 0) + row["count"]
+        for name, severity, _, count in t.counted():
+            if severity != "info":
+                counts[name] = counts.get(name, 0) + count
     ranks = f"{len(traces)} rank(s)"
     if not counts:
         return f"--recover: {ranks} read whole, nothing dropped or repaired"

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..._arrow import array_of, table_from_rows
 from ...loading.rank_info import rank_info
@@ -58,10 +57,16 @@ def summary(ctx: Context, load_seconds: float) -> tuple[Section, dict[str, Any]]
 
 
 def loader_counts(traces: TraceSet) -> pa.Table:
-    """Per rank, the loader statistics with a non-zero count (Trace.stats)."""
-    parts = []
-    for rank, trace in traces.items():
-        st = trace.stats.select(["name", "severity", "count", "description"])
-        st = st.filter(pc.greater(st["count"], 0))
-        parts.append(st.add_column(0, "rank", array_of([rank] * st.num_rows, pa.int64())))
-    return pa.concat_tables(parts) if parts else pa.table({})
+    """Per rank, the loader statistics with a non-zero count (Trace.counted)."""
+    if not traces:
+        return pa.table({})
+    rows = [(rank, *row) for rank, trace in traces.items() for row in trace.counted()]
+    return pa.table(
+        {
+            "rank": array_of([r[0] for r in rows], pa.int64()),
+            "name": array_of([r[1] for r in rows], pa.string()),
+            "severity": array_of([r[2] for r in rows], pa.string()),
+            "count": array_of([r[4] for r in rows], pa.int64()),
+            "description": array_of([r[3] for r in rows], pa.string()),
+        }
+    )
