@@ -225,10 +225,21 @@ def _predict_rank(
     ev_fam[uncaptured] = REPLAYED
     by_ratio |= uncaptured
     ev_pred = np.where(by_ratio, ev_ratio, ev_pred)
+    events = _events_table(rank, cg, ev_pred, ev_fam, ev_ratio)
+    summary = _summary_table(rank, events, cg.host_time, src, dst)
+    ops = _ops_table(rank, cg, fam, r_src, r_dst, pred_call)
+    return summary, ops, events
+
+
+def _events_table(
+    rank: int, cg: ChargedGroups, ev_pred: np.ndarray, ev_fam: np.ndarray, ev_ratio: np.ndarray
+) -> pa.Table:
+    """The rank's GPU events with their predicted time, its band, family and the one-ratio
+    baseline's time."""
     band = {f: family_band(f) for f in set(ev_fam.tolist())}
     low = ev_pred * np.array([band[f][0] for f in ev_fam], np.float64)
     high = ev_pred * np.array([band[f][1] for f in ev_fam], np.float64)
-    events = pa.table(
+    return pa.table(
         [
             np.full(len(cg.gpu), rank, np.int64),
             cg.gpu,
@@ -241,9 +252,16 @@ def _predict_rank(
         ],
         schema=EVENTS_SCHEMA,
     )
-    if cg.host_time:
-        host = float(cg.host_time)
-        ev_summary_extra = [(HOST, -1, cg.host_time, host, host, host)]
+
+
+def _summary_table(
+    rank: int, events: pa.Table, host_time: int, src: Device, dst: Device
+) -> pa.Table:
+    """The rank's events summed per family, and a "(host transfer)" row for the host
+    transfers' time (ns), which keeps its time on the other device."""
+    if host_time:
+        host = float(host_time)
+        ev_summary_extra = [(HOST, -1, host_time, host, host, host)]
     else:
         ev_summary_extra = []
     g = events.group_by("family", use_threads=False).aggregate(
@@ -261,7 +279,7 @@ def _predict_rank(
         )
     )
     rows += ev_summary_extra
-    summary = pa.table(
+    return pa.table(
         [
             [rank] * len(rows),
             [r[0] for r in rows],
@@ -275,9 +293,22 @@ def _predict_rank(
         ],
         schema=SUMMARY_SCHEMA,
     )
+
+
+def _ops_table(
+    rank: int,
+    cg: ChargedGroups,
+    fam: list,
+    r_src: np.ndarray,
+    r_dst: np.ndarray,
+    pred_call: np.ndarray,
+) -> pa.Table:
+    """The rank's operator groups that ran and belong to a family: their GPU time, roofline
+    times on both devices and predicted time."""
+    calls = np.maximum(cg.calls, 1)
     keep = cg.calls > 0
     keep &= np.array([f is not None for f in fam])
-    ops = pa.table(
+    return pa.table(
         [
             np.full(len(calls), rank, np.int64),
             cg.head["name"],
@@ -292,7 +323,6 @@ def _predict_rank(
         ],
         schema=OPS_SCHEMA,
     ).filter(pa.array(keep))
-    return summary, ops, events
 
 
 def predict(
