@@ -367,14 +367,7 @@ def predict(
     parts: list[tuple] = []
     sources: list[Device] = []
     for rank, trace, mask in select.each_rank(traces, sel):
-        src = resolve_device(trace, source_device, table)
-        if src is None:
-            names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
-            raise ValueError(
-                f"{trace.meta.path or 'trace'}: its device "
-                f"{names[0] if names else '(none recorded)'!r} is not in the "
-                "device table; pass source_device="
-            )
+        src = _source_device(trace, source_device, table)
         sources.append(src)
         parts.append(
             _predict_rank(
@@ -396,6 +389,43 @@ def predict(
     events = pa.concat_tables([p[2] for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
     summary = summary.sort_by([("rank", "ascending"), ("measured", "descending")])
     ops = ops.sort_by([("rank", "ascending"), ("measured", "descending")])
+    notes = _predict_notes(summary, dst, sources, ratio_families)
+    return Result(
+        "predict",
+        summary,
+        tables={"ops": ops, "events": events},
+        notes=notes,
+        params=dict(
+            device=dst.key,
+            allow_tf32=allow_tf32,
+            curve_weights=curve_weights,
+            device_floor_ns=dst.launch_floor_ns if device_floor_ns is None else device_floor_ns,
+            selection=sel,
+        ),
+    )
+
+
+def _source_device(
+    trace: Trace, source_device: Union[str, Device, None], table: DeviceTable
+) -> Device:
+    """The trace's own GPU (source_device where given); ValueError when the device table
+    does not hold it."""
+    src = resolve_device(trace, source_device, table)
+    if src is None:
+        names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
+        raise ValueError(
+            f"{trace.meta.path or 'trace'}: its device "
+            f"{names[0] if names else '(none recorded)'!r} is not in the "
+            "device table; pass source_device="
+        )
+    return src
+
+
+def _predict_notes(
+    summary: pa.Table, dst: Device, sources: list[Device], ratio_families: Optional[Iterable[str]]
+) -> list[str]:
+    """The notes on a prediction: the totals and their band, the directions where no change
+    did better, the families predicted by a ratio of peaks or bandwidths."""
     m = summary["measured"].to_numpy().sum() if summary.num_rows else 0
     p, lo, hi = (
         (summary[c].to_numpy().sum() if summary.num_rows else 0.0)
@@ -423,19 +453,7 @@ def predict(
             "shapes: predicted by the ratio of the two devices' memory bandwidths (give the "
             "capture, --capture, to predict it by its operators)"
         )
-    return Result(
-        "predict",
-        summary,
-        tables={"ops": ops, "events": events},
-        notes=notes,
-        params=dict(
-            device=dst.key,
-            allow_tf32=allow_tf32,
-            curve_weights=curve_weights,
-            device_floor_ns=dst.launch_floor_ns if device_floor_ns is None else device_floor_ns,
-            selection=sel,
-        ),
-    )
+    return notes
 
 
 def _no_change_notes(sources: Sequence[str], target: str) -> list[str]:
