@@ -25,6 +25,8 @@ INSTRUCTIONS = (
 LIMIT_HELP = f"rows per table (default {ROWS})"
 # What a tool may fail with that is the caller's to fix: said in one line.
 _EXPECTED = (ValueError, KeyError, TypeError, FileNotFoundError, TraceFormatError)
+# @tool(description): registers the function it decorates as a tool of the server.
+_Tool = Callable[[str], Callable[[Callable[..., dict]], Callable[..., dict]]]
 
 
 def make_server(ws: Workspace, max_chars: int = MAX_CHARS) -> Any:
@@ -37,6 +39,16 @@ def make_server(ws: Workspace, max_chars: int = MAX_CHARS) -> Any:
             "hta-fast mcp needs the MCP SDK: pip install 'mcp>=2.3,<3' (or hta_fast[mcp])"
         ) from None
     server = MCPServer("hta-fast", instructions=INSTRUCTIONS)
+    tool = _registrar(server, ToolError, max_chars)
+    _add_analysis_tools(tool, ws)
+    _add_query_tools(tool, ws)
+    return server
+
+
+def _registrar(server: Any, tool_error: type[Exception], max_chars: int) -> _Tool:
+    """A decorator maker: @tool(description) registers a function as one of the server's
+    tools, its result cut to max_chars and the failures the caller can fix (_EXPECTED)
+    turned into one-line tool errors."""
 
     def tool(description: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
         def register(fn: Callable[..., dict]) -> Callable[..., dict]:
@@ -46,12 +58,19 @@ def make_server(ws: Workspace, max_chars: int = MAX_CHARS) -> Any:
                     return fit(fn(*args, **kwargs), max_chars)
                 except _EXPECTED as e:
                     text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-                    raise ToolError(text) from None
+                    raise tool_error(text) from None
 
             server.tool(description=description)(bounded)
             return bounded
 
         return register
+
+    return tool
+
+
+def _add_analysis_tools(tool: _Tool, ws: Workspace) -> None:
+    """The tools that answer about the traces: info, doctor, critical_path, whatif, ops,
+    diff."""
 
     @tool("What the traces hold: per rank its file, devices, span, steps, events, kernels.")
     def info(path: str) -> dict[str, Any]:
@@ -145,6 +164,10 @@ def make_server(ws: Workspace, max_chars: int = MAX_CHARS) -> Any:
     def diff(control: str, test: str, limit: int = ROWS, offset: int = 0) -> dict[str, Any]:
         return tools.diff(ws, control, test, limit, offset)
 
+
+def _add_query_tools(tool: _Tool, ws: Workspace) -> None:
+    """The tools that hand out the traces' data: slice, query, query_tables."""
+
     @tool(
         "Write the events of some profiler steps of one rank (default: the first) as a "
         "Chrome trace small enough for Perfetto, under the server's output folder; name: "
@@ -171,8 +194,6 @@ def make_server(ws: Workspace, max_chars: int = MAX_CHARS) -> Any:
     @tool("The tables query can name, each with its kind and what it holds.")
     def query_tables() -> dict[str, Any]:
         return tools.query_tables()
-
-    return server
 
 
 def serve(ws: Workspace, max_chars: int = MAX_CHARS) -> None:

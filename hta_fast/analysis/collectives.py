@@ -228,6 +228,57 @@ def collectives(
     wait = dur - red["min_dur"][code] if m else np.zeros(0, np.int64)
     mean_wait = np.bincount(code, wait, minlength=m) / np.maximum(red["n_ranks"], 1)
     coll = np.asarray(table["collective"].to_pylist(), dtype=object)[first] if m else []
+    n, nbytes, from_dims, gathers = _sizes(table, red, coll)
+    factor = np.array([bus_factor(c, int(k)) for c, k in zip(coll, n)], np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        algbw = np.where(red["min_dur"] > 0, nbytes / red["min_dur"], np.nan)  # B/ns = GB/s
+    busbw = algbw * factor
+    side = np.asarray(table["side"].to_pylist(), dtype=object)[first] if m else np.zeros(0)
+    notes = _notes(table, red, coll, n_sel, nbytes, from_dims, gathers, side)
+    main = pa.table(
+        {
+            "group": array_of(
+                red["group_names"][red["group_code"][first]].tolist() if m else [], pa.string()
+            ),
+            "index": array_of(as_numpy(table["index"])[first] if m else [], pa.int64()),
+            "collective": array_of(list(coll), pa.string()),
+            "ranks": array_of(red["n_ranks"], pa.int64()),
+            "group_size": array_of(n, pa.int64()),
+            "bytes": nan_as_null(nbytes, pa.int64()),
+            "dtype": table["dtype"].take(array_of(first, pa.int64()))
+            if m
+            else array_of([], pa.string()),
+            "first_start": array_of(red["first_start"], pa.int64()),
+            "last_start": array_of(red["last_start"], pa.int64()),
+            "arrival_skew": array_of(red["last_start"] - red["first_start"], pa.int64()),
+            "last_rank": array_of(red["last_rank"], pa.int64()),
+            "late_by": array_of(red["late_by"], pa.int64()),
+            "data_time": array_of(red["min_dur"], pa.int64()),
+            "max_dur": array_of(red["max_dur"], pa.int64()),
+            "mean_wait": array_of(mean_wait, pa.float64()),
+            "algbw_gbps": nan_as_null(algbw, pa.float64()),
+            "busbw_gbps": nan_as_null(busbw, pa.float64()),
+            "side": array_of(side.tolist() if m else [], pa.string()),
+            "matched_by": array_of(red["matched_by"].tolist(), pa.string()),
+        }
+    )
+    main, position = _sorted_with_units(main)
+    return Result(
+        "collectives",
+        main,
+        tables={"per_rank": _per_rank_table(table, red, wait, position), "by_type": _by_type(main)},
+        notes=notes,
+        params=params,
+    )
+
+
+def _sizes(
+    table: pa.Table, red: dict[str, Any], coll: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per matched collective: (n of the bandwidth factor, bytes (NaN: unknown), whether the
+    size was read from the Input Dims, whether it is an all-gather sized so)."""
+    first = red["first"]
+    m = len(first)
     group_size = as_numpy(table["group_size"])[first] if m else []
     nbytes = as_numpy(table["bytes"]).astype(np.float64)[first] if m else np.zeros(0)
     n = (
@@ -248,10 +299,23 @@ def collectives(
     )
     gathers = from_dims & (np.asarray(coll, dtype=object) == "all_gather")
     nbytes = np.where(gathers, nbytes * n, nbytes)
-    factor = np.array([bus_factor(c, int(k)) for c, k in zip(coll, n)], np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        algbw = np.where(red["min_dur"] > 0, nbytes / red["min_dur"], np.nan)  # B/ns = GB/s
-    busbw = algbw * factor
+    return n, nbytes, from_dims, gathers
+
+
+def _notes(
+    table: pa.Table,
+    red: dict[str, Any],
+    coll: Any,
+    n_sel: int,
+    nbytes: np.ndarray,
+    from_dims: np.ndarray,
+    gathers: np.ndarray,
+    side: np.ndarray,
+) -> list[str]:
+    """The notes on the matched collectives: kinds that differ across ranks, collectives on
+    fewer ranks than selected, sizes missing or read from Input Dims, gloo's, how matched."""
+    code = red["code"]
+    m = len(red["first"])
     notes = []
     kinds = np.asarray(table["collective"].to_pylist(), dtype=object)
     if m and (kinds != np.asarray(coll, dtype=object)[code]).any():
@@ -284,7 +348,6 @@ def collectives(
                 else ""
             )
         )
-    side = np.asarray(table["side"].to_pylist(), dtype=object)[first] if m else np.zeros(0)
     if m and (side == "cpu").any():
         notes.append(
             f"{int((side == 'cpu').sum())} collective(s) ran on the CPU (gloo): their time "
@@ -298,33 +361,13 @@ def collectives(
             f"matched across ranks: {counts['comms_id']} by Comms Id, {counts['seq']} by "
             f"(process group, sequence number), {counts['order']} by their order in the group"
         )
-    main = pa.table(
-        {
-            "group": array_of(
-                red["group_names"][red["group_code"][first]].tolist() if m else [], pa.string()
-            ),
-            "index": array_of(as_numpy(table["index"])[first] if m else [], pa.int64()),
-            "collective": array_of(list(coll), pa.string()),
-            "ranks": array_of(red["n_ranks"], pa.int64()),
-            "group_size": array_of(n, pa.int64()),
-            "bytes": nan_as_null(nbytes, pa.int64()),
-            "dtype": table["dtype"].take(array_of(first, pa.int64()))
-            if m
-            else array_of([], pa.string()),
-            "first_start": array_of(red["first_start"], pa.int64()),
-            "last_start": array_of(red["last_start"], pa.int64()),
-            "arrival_skew": array_of(red["last_start"] - red["first_start"], pa.int64()),
-            "last_rank": array_of(red["last_rank"], pa.int64()),
-            "late_by": array_of(red["late_by"], pa.int64()),
-            "data_time": array_of(red["min_dur"], pa.int64()),
-            "max_dur": array_of(red["max_dur"], pa.int64()),
-            "mean_wait": array_of(mean_wait, pa.float64()),
-            "algbw_gbps": nan_as_null(algbw, pa.float64()),
-            "busbw_gbps": nan_as_null(busbw, pa.float64()),
-            "side": array_of(side.tolist() if m else [], pa.string()),
-            "matched_by": array_of(red["matched_by"].tolist(), pa.string()),
-        }
-    )
+    return notes
+
+
+def _sorted_with_units(main: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """The main table by first start (then group, index), with its units; and each match's
+    row in it."""
+    m = main.num_rows
     sort = as_numpy(
         pc.sort_indices(
             main, [("first_start", "ascending"), ("group", "ascending"), ("index", "ascending")]
@@ -346,7 +389,16 @@ def collectives(
         ),
         GBPS_COLUMNS,
     )
-    per_rank = _units(
+    return main, position
+
+
+def _per_rank_table(
+    table: pa.Table, red: dict[str, Any], wait: np.ndarray, position: np.ndarray
+) -> pa.Table:
+    """The "per_rank" table: every rank's row of every matched collective."""
+    code = red["code"]
+    m = len(red["first"])
+    return _units(
         pa.table(
             {
                 "rank": table["rank"],
@@ -370,13 +422,6 @@ def collectives(
         ),
         ("ts", "dur", "arrival_delay", "wait"),
         (),
-    )
-    return Result(
-        "collectives",
-        main,
-        tables={"per_rank": per_rank, "by_type": _by_type(main)},
-        notes=notes,
-        params=params,
     )
 
 

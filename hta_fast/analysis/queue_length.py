@@ -134,58 +134,16 @@ def queue_length(
             )
         if len(rows) == 0:
             continue
-        source = stream_source(trace)
-        if source is not None:
-            notes.append(f"rank {rank}: {source}")
-        early = int(np.count_nonzero(gpu_ts < launch_ts))
-        if early:
-            notes.append(
-                f"rank {rank}: {early} GPU events start before their launch (CPU and "
-                "GPU clocks disagree); their queue goes below zero"
-            )
+        notes += _stream_notes(rank, trace, launch_ts, gpu_ts)
         stream = trace.column("events", "stream")[rows].astype(np.int64)
         s = queue_steps(stream, launch_ts, gpu_ts)
         groups = np.unique(stream)
-        pid = _first_per_group(stream, trace.column("events", "pid")[rows], groups)
-        tid = _first_per_group(stream, trace.column("events", "tid")[rows], groups)
-        where = np.searchsorted(groups, s.group)
-        _add(
-            series,
-            rank=np.full(len(s.ts), rank, np.int64),
-            stream=s.group,
-            pid=pid[where],
-            tid=tid[where],
-            ts=s.ts,
-            queue_length=s.value,
-        )
+        series.append(_series_columns(rank, trace, rows, stream, groups, s))
         st = ops.weighted_stats(
             s.group, s.ts, s.value, quantiles=QUANTILES, thresholds=[max_queue_length]
         )
-        counts = np.diff(np.searchsorted(s.group, groups, side="left"), append=len(s.group))
-        _add(
-            summaries,
-            rank=np.full(len(groups), rank, np.int64),
-            stream=st.groups,
-            duration=st.duration,
-            mean=st.mean,
-            min=st.min,
-            p25=st.quantiles[:, 0],
-            p50=st.quantiles[:, 1],
-            p75=st.quantiles[:, 2],
-            max=st.max,
-            change_points=counts.astype(np.int64),
-            change_point_mean=st.change_point_mean,
-        )
-        span = _trace_span(trace, mask, sel.window)
-        at_max = st.time_at_or_above[:, 0].astype(np.int64)
-        pct = at_max / span * 100.0 if span > 0 else np.zeros(len(at_max))
-        _add(
-            blocked,
-            rank=np.full(len(groups), rank, np.int64),
-            stream=st.groups,
-            blocked_time=at_max,
-            blocked_pct=pct.astype(np.float64),
-        )
+        summaries.append(_summary_columns(rank, groups, s, st))
+        blocked.append(_blocked_columns(rank, groups, st, _trace_span(trace, mask, sel.window)))
     table = _joined(series, SERIES_SCHEMA)
     if not series:
         notes.append("no GPU work linked to a launch: no queue to measure")
@@ -201,8 +159,78 @@ def queue_length(
     )
 
 
-def _add(parts: list[dict[str, np.ndarray]], **columns: np.ndarray) -> None:
-    parts.append(columns)
+def _stream_notes(rank: int, trace: Trace, launch_ts: np.ndarray, gpu_ts: np.ndarray) -> list[str]:
+    """The notes on a rank's queues: where its streams come from, GPU events that start
+    before their launch."""
+    notes = []
+    source = stream_source(trace)
+    if source is not None:
+        notes.append(f"rank {rank}: {source}")
+    early = int(np.count_nonzero(gpu_ts < launch_ts))
+    if early:
+        notes.append(
+            f"rank {rank}: {early} GPU events start before their launch (CPU and "
+            "GPU clocks disagree); their queue goes below zero"
+        )
+    return notes
+
+
+def _series_columns(
+    rank: int,
+    trace: Trace,
+    rows: np.ndarray,
+    stream: np.ndarray,
+    groups: np.ndarray,
+    s: ops.StepSeries,
+) -> dict[str, np.ndarray]:
+    """The rank's rows of the main table: its streams' change points, with each stream's
+    pid and tid."""
+    pid = _first_per_group(stream, trace.column("events", "pid")[rows], groups)
+    tid = _first_per_group(stream, trace.column("events", "tid")[rows], groups)
+    where = np.searchsorted(groups, s.group)
+    return dict(
+        rank=np.full(len(s.ts), rank, np.int64),
+        stream=s.group,
+        pid=pid[where],
+        tid=tid[where],
+        ts=s.ts,
+        queue_length=s.value,
+    )
+
+
+def _summary_columns(
+    rank: int, groups: np.ndarray, s: ops.StepSeries, st: ops.WeightedStats
+) -> dict[str, np.ndarray]:
+    """The rank's rows of the "summary" table: each stream's time-weighted statistics."""
+    counts = np.diff(np.searchsorted(s.group, groups, side="left"), append=len(s.group))
+    return dict(
+        rank=np.full(len(groups), rank, np.int64),
+        stream=st.groups,
+        duration=st.duration,
+        mean=st.mean,
+        min=st.min,
+        p25=st.quantiles[:, 0],
+        p50=st.quantiles[:, 1],
+        p75=st.quantiles[:, 2],
+        max=st.max,
+        change_points=counts.astype(np.int64),
+        change_point_mean=st.change_point_mean,
+    )
+
+
+def _blocked_columns(
+    rank: int, groups: np.ndarray, st: ops.WeightedStats, span: int
+) -> dict[str, np.ndarray]:
+    """The rank's rows of the "blocked" table: each stream's time at or above the maximum
+    queue length, and its share of the rank's span (ns)."""
+    at_max = st.time_at_or_above[:, 0].astype(np.int64)
+    pct = at_max / span * 100.0 if span > 0 else np.zeros(len(at_max))
+    return dict(
+        rank=np.full(len(groups), rank, np.int64),
+        stream=st.groups,
+        blocked_time=at_max,
+        blocked_pct=pct.astype(np.float64),
+    )
 
 
 def _joined(parts: list[dict[str, np.ndarray]], schema: pa.Schema) -> pa.Table:

@@ -162,9 +162,71 @@ def stragglers(
         "steps": None if sel.steps is None else list(sel.steps),
     }
 
+    t_min, t_end, n_steps, parts, n_ranks = _steps_span_and_comm_kernels(traces, sel)
+    if t_min is None or t_end is None:
+        return _empty(["no events inside profiler steps"], params)
+    mean_step = (t_end - t_min) / n_steps
+    params.update(mean_step_time=mean_step, first_start=t_min, n_steps=n_steps)
+    if not parts:
+        return _empty(["no communication kernels inside profiler steps"], params)
+    if n_ranks < 2:
+        return _empty(["stragglers compare ranks: only one rank selected"], params)
+
+    rank_a, stream_a, step_a, ts_a, dur_a, name_a = _long_kernels(
+        parts, min_duration_ratio * mean_step
+    )
+    if len(ts_a) == 0:
+        return _empty(
+            [
+                "no communication kernel is long enough "
+                f"(>= {min_duration_ratio:g} of the mean step time)"
+            ],
+            params,
+        )
+    name_list, name_code = np.unique(name_a.astype(object), return_inverse=True)
+    name_code = name_code.reshape(-1)
+    r, s, p, n, t, d = _last_kernel_per_group(rank_a, stream_a, step_a, name_code, ts_a, dur_a)
+
+    sn_keys, score, any_valid = _duration_spread(s, p, n, d / mean_step)
+    if not any_valid:
+        return _empty(["no long communication kernel ran on two ranks in the same step"], params)
+    best = int(np.nanargmax(score))
+    kernels = _kernels_table(sn_keys, name_list, score, best)
+    probe_stream, probe_name = int(sn_keys[best, 0]), int(sn_keys[best, 1])
+    params.update(stream=probe_stream, kernel=str(name_list[probe_name]))
+
+    m = (s == probe_stream) & (n == probe_name)
+    r, p, t, d = r[m], p[m], t[m], d[m]
+    metric = (t - t_min) / mean_step
+    delay, flagged = _flag_per_step(p, t, metric, rule, num_candidates, mean_step)
+
+    per_step = _per_step_table(
+        r, p, t, d, delay, metric, flagged, probe_stream, str(name_list[probe_name]), mean_step
+    )
+    table, chosen, n_probed = _rank_table(
+        r, d, metric, delay, flagged, rule, num_candidates, mean_step
+    )
+    params["stragglers"] = chosen
+    notes = []
+    missing = n_ranks - n_probed
+    if missing:
+        notes.append(f"{missing} selected rank(s) did not run the probe kernel")
+    return Result(
+        "stragglers",
+        table,
+        tables={"per_step": per_step, "kernels": kernels},
+        notes=notes,
+        params=params,
+    )
+
+
+def _steps_span_and_comm_kernels(
+    traces: Union[Trace, TraceSet], sel: Selection
+) -> tuple[Optional[int], Optional[int], int, list, int]:
+    """Over the selected events inside profiler steps: (first start, last end, number of
+    distinct steps, per rank the columns of its communication kernels, ranks selected)."""
     t_min: Optional[int] = None
     t_end: Optional[int] = None
-    t_end = None
     step_values: set[int] = set()
     parts = []
     n_ranks = 0
@@ -200,44 +262,41 @@ def stragglers(
                     names,
                 )
             )
+    return t_min, t_end, len(step_values), parts, n_ranks
 
-    if t_min is None or t_end is None:
-        return _empty(["no events inside profiler steps"], params)
-    n_steps = len(step_values)
-    mean_step = (t_end - t_min) / n_steps
-    params.update(mean_step_time=mean_step, first_start=t_min, n_steps=n_steps)
-    if not parts:
-        return _empty(["no communication kernels inside profiler steps"], params)
-    if n_ranks < 2:
-        return _empty(["stragglers compare ranks: only one rank selected"], params)
 
+def _long_kernels(parts: list, min_dur: float) -> tuple[np.ndarray, ...]:
+    """The ranks' kernel columns joined, keeping the kernels of at least `min_dur` ns:
+    (rank, stream, step, ts, dur, name)."""
     rank_a, stream_a, step_a, ts_a, dur_a, name_a = (np.concatenate(x) for x in zip(*parts))
-    long_ = dur_a >= min_duration_ratio * mean_step
-    rank_a, stream_a, step_a, ts_a, dur_a, name_a = (
-        x[long_] for x in (rank_a, stream_a, step_a, ts_a, dur_a, name_a)
-    )
-    if len(ts_a) == 0:
-        return _empty(
-            [
-                "no communication kernel is long enough "
-                f"(>= {min_duration_ratio:g} of the mean step time)"
-            ],
-            params,
-        )
-    name_list, name_code = np.unique(name_a.astype(object), return_inverse=True)
-    name_code = name_code.reshape(-1)
+    long_ = dur_a >= min_dur
+    return tuple(x[long_] for x in (rank_a, stream_a, step_a, ts_a, dur_a, name_a))
 
-    # The last (latest-starting) long kernel of each (rank, stream, step, name).
-    order = np.lexsort((ts_a, name_code, step_a, stream_a, rank_a))
-    r, s, p, n, t, d = (x[order] for x in (rank_a, stream_a, step_a, name_code, ts_a, dur_a))
+
+def _last_kernel_per_group(
+    rank: np.ndarray,
+    stream: np.ndarray,
+    step: np.ndarray,
+    name: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """The last (latest-starting) kernel of each (rank, stream, step, name), sorted by
+    those keys: (rank, stream, step, name, ts, dur)."""
+    order = np.lexsort((ts, name, step, stream, rank))
+    r, s, p, n, t, d = (x[order] for x in (rank, stream, step, name, ts, dur))
     last = np.ones(len(r), bool)
     last[:-1] = (r[1:] != r[:-1]) | (s[1:] != s[:-1]) | (p[1:] != p[:-1]) | (n[1:] != n[:-1])
-    r, s, p, n, t, d = (x[last] for x in (r, s, p, n, t, d))
-    norm_dur = d / mean_step
+    return tuple(x[last] for x in (r, s, p, n, t, d))
 
-    # Spread of the normalised duration across ranks per (stream, step, name), ddof=1;
-    # averaged over steps per (stream, name); the largest spread is the probe.
-    ssn_keys, ssn = _group_codes(s, p, n)
+
+def _duration_spread(
+    stream: np.ndarray, step: np.ndarray, name: np.ndarray, norm_dur: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """How much each (stream, name)'s normalised duration varies across ranks: the spread
+    per (stream, step, name), ddof=1, averaged over steps. Returns the (stream, name) keys,
+    their spread (NaN where no step ran on two ranks) and whether any step did."""
+    ssn_keys, ssn = _group_codes(stream, step, name)
     cnt = np.bincount(ssn)
     mean = np.bincount(ssn, norm_dur) / cnt
     sq = np.bincount(ssn, (norm_dur - mean[ssn]) ** 2)
@@ -251,48 +310,74 @@ def stragglers(
         np.bincount(sn, np.where(valid, std, 0.0), minlength=len(sn_keys)) / np.maximum(n_valid, 1),
         np.nan,
     )
-    kernels = pa.table(
+    return sn_keys, score, bool(valid.any())
+
+
+def _kernels_table(
+    sn_keys: np.ndarray, name_list: np.ndarray, score: np.ndarray, best: int
+) -> pa.Table:
+    """The "kernels" table: the candidate (stream, name) pairs, their duration spread
+    across ranks and which one is the probe."""
+    return pa.table(
         {
             "stream": array_of(sn_keys[:, 0], pa.int64()),
             "name": array_of(name_list[sn_keys[:, 1]].tolist(), pa.string()),
             "duration_std": nan_as_null(score, pa.float64()),
+            "chosen": array_of(np.arange(len(sn_keys)) == best),
         }
     )
-    if not valid.any():
-        return _empty(["no long communication kernel ran on two ranks in the same step"], params)
-    best = int(np.nanargmax(score))
-    probe_stream, probe_name = int(sn_keys[best, 0]), int(sn_keys[best, 1])
-    kernels = kernels.append_column("chosen", array_of(np.arange(len(sn_keys)) == best))
-    params.update(stream=probe_stream, kernel=str(name_list[probe_name]))
 
-    m = (s == probe_stream) & (n == probe_name)
-    r, p, t, d = r[m], p[m], t[m], d[m]
-    metric = (t - t_min) / mean_step
-    # Per step: flag ranks at or above the num_candidates-th largest metric.
-    step_keys, step_code = np.unique(p, return_inverse=True)
+
+def _flag_per_step(
+    step: np.ndarray,
+    ts: np.ndarray,
+    metric: np.ndarray,
+    rule: str,
+    num_candidates: int,
+    mean_step: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each probe kernel's start delay after its step's earliest rank, and whether its rank
+    is flagged in that step: at or above the num_candidates-th largest metric ("latest"),
+    or a high outlier among the step's delays ("robust")."""
+    step_keys, step_code = np.unique(step, return_inverse=True)
     step_code = step_code.reshape(-1)
-    order = np.lexsort((-metric, step_code))
-    starts = np.searchsorted(step_code[order], np.arange(len(step_keys)))
-    k = np.minimum(num_candidates, np.bincount(step_code)) - 1
-    threshold = metric[order][starts + k]
     step_first = np.full(len(step_keys), np.iinfo(np.int64).max)
-    np.minimum.at(step_first, step_code, t)
-    delay = t - step_first[step_code]
+    np.minimum.at(step_first, step_code, ts)
+    delay = ts - step_first[step_code]
     if rule == "latest":
+        order = np.lexsort((-metric, step_code))
+        starts = np.searchsorted(step_code[order], np.arange(len(step_keys)))
+        k = np.minimum(num_candidates, np.bincount(step_code)) - 1
+        threshold = metric[order][starts + k]
         flagged = metric >= threshold[step_code]
     else:
-        flagged = np.zeros(len(t), bool)
+        flagged = np.zeros(len(ts), bool)
         for j in range(len(step_keys)):
             rows = np.flatnonzero(step_code == j)
             flagged[rows] = high_outliers(delay[rows] / mean_step, scale=1.0)
+    return delay, flagged
 
-    per_step = _with_units(
+
+def _per_step_table(
+    r: np.ndarray,
+    p: np.ndarray,
+    t: np.ndarray,
+    d: np.ndarray,
+    delay: np.ndarray,
+    metric: np.ndarray,
+    flagged: np.ndarray,
+    probe_stream: int,
+    probe_name: str,
+    mean_step: float,
+) -> pa.Table:
+    """The "per_step" table: the probe kernel of every (rank, step)."""
+    return _with_units(
         pa.table(
             {
                 "rank": array_of(r, pa.int64()),
                 "step": array_of(p, pa.int64()),
                 "stream": array_of(np.full(len(r), probe_stream), pa.int64()),
-                "name": array_of([str(name_list[probe_name])] * len(r), pa.string()),
+                "name": array_of([probe_name] * len(r), pa.string()),
                 "ts": array_of(t, pa.int64()),
                 "dur": array_of(d, pa.int64()),
                 "start_delay": array_of(delay, pa.int64()),
@@ -304,13 +389,26 @@ def stragglers(
         ("ts", "dur", "start_delay"),
     )
 
-    rank_keys, rc = np.unique(r, return_inverse=True)
+
+def _rank_table(
+    rank: np.ndarray,
+    dur: np.ndarray,
+    metric: np.ndarray,
+    delay: np.ndarray,
+    flagged: np.ndarray,
+    rule: str,
+    num_candidates: int,
+    mean_step: float,
+) -> tuple[pa.Table, list[int], int]:
+    """The main table (one row per rank that ran the probe kernel, strongest straggler
+    first), the stragglers' ranks and how many ranks ran the probe kernel."""
+    rank_keys, rc = np.unique(rank, return_inverse=True)
     rc = rc.reshape(-1)
     steps_per_rank = np.bincount(rc)
     count = np.bincount(rc, flagged.astype(np.int64)).astype(np.int64)
     mean_metric = np.bincount(rc, metric) / steps_per_rank
     mean_delay = np.rint(np.bincount(rc, delay) / steps_per_rank).astype(np.int64)
-    mean_dur = np.rint(np.bincount(rc, d) / steps_per_rank).astype(np.int64)
+    mean_dur = np.rint(np.bincount(rc, dur) / steps_per_rank).astype(np.int64)
     if rule == "latest":
         order = np.lexsort((rank_keys, -mean_metric, -count))
         chosen = order[:num_candidates]
@@ -334,15 +432,4 @@ def stragglers(
         ),
         ("start_delay", "kernel_duration"),
     )
-    params["stragglers"] = [int(x) for x in rank_keys[chosen]]
-    notes = []
-    missing = n_ranks - len(rank_keys)
-    if missing:
-        notes.append(f"{missing} selected rank(s) did not run the probe kernel")
-    return Result(
-        "stragglers",
-        table,
-        tables={"per_step": per_step, "kernels": kernels},
-        notes=notes,
-        params=params,
-    )
+    return table, [int(x) for x in rank_keys[chosen]], len(rank_keys)

@@ -65,6 +65,53 @@ def diagnose(
                 (model.path.owners; Finding.owned_ns_per_step), where the model runs: a
                 walk of every idle gap, about a tenth of the diagnosis, so asked for
     """
+    th = _checked_arguments(traces, thresholds, model)
+    wanted = None if steps is None else sorted({int(s) for s in steps})
+    ts = select.as_traceset(traces)
+    notes: list[str] = []
+    views, analysed, no_gpu, seen_steps = _rank_views(ts, wanted, notes)
+
+    share_name_flags([v.trace for v in views], NAME_PATTERNS)
+    ex = Examination(views, th, ts, wanted)
+    for cause in examination_order():
+        ex.found[cause.key] = cause.heuristic(ex)
+    step_time = float(np.mean([v.step_time for v in views])) if views else 0.0
+    cpu_step_time = float(np.mean([v.host_time for v in views])) if views else 0.0
+    if step_time > 0 and abs(cpu_step_time - step_time) > STEP_SPANS_DIFFER * step_time:
+        notes.append(_step_spans_note(step_time, cpu_step_time))
+    findings = [_finding(cause, ex.found[cause], views, step_time, th) for cause in CAUSES]
+    _predict_savings(findings, ex, views, notes, step_time, model, owners)
+    too_little = _too_little_work(views, th)
+    if too_little or not views:  # nothing to judge: no cause is named, whatever its share
+        for f in findings:
+            f.above_threshold = False
+    findings.sort(key=lambda f: (f.rank_key, CAUSES.index(f.cause)))
+    for e in ex.found.values():
+        notes.extend(e.notes)
+    notes.extend(_untraced_note(views))
+    # No rank with GPU activity: no figures (None, null in JSON), not zeros.
+    utilization = float(np.mean([v.utilization for v in views])) if views else None
+    computes = [v.compute_utilization for v in views if v.compute_utilization is not None]
+    return Diagnosis(
+        utilization=utilization,
+        compute_utilization=float(np.mean(computes)) if computes else None,
+        findings=findings,
+        thresholds=th,
+        notes=notes,
+        step_time_ns=int(round(step_time)) if views else None,
+        cpu_step_time_ns=int(round(cpu_step_time)) if views else None,
+        ranks=analysed,
+        steps=sorted(seen_steps),
+        no_gpu_activity=no_gpu,
+        too_little_work=too_little,
+        measured_sm_active=tuple(measured_sm_active(views)),
+    )
+
+
+def _checked_arguments(
+    traces: Union[Trace, TraceSet], thresholds: Optional[Thresholds], model: Union[bool, str]
+) -> Thresholds:
+    """diagnose()'s arguments checked (ValueError, TypeError); the thresholds to use."""
     if model not in (True, False, "auto"):
         raise ValueError(f"model must be True, False or 'auto', got {model!r}")
     if not isinstance(traces, (Trace, TraceSet)):
@@ -72,10 +119,17 @@ def diagnose(
     th = thresholds if thresholds is not None else Thresholds()
     if not isinstance(th, Thresholds):
         raise TypeError(f"thresholds must be a Thresholds, got {type(th).__name__}")
-    wanted = None if steps is None else sorted({int(s) for s in steps})
-    ts = select.as_traceset(traces)
+    return th
+
+
+def _rank_views(
+    ts: TraceSet, wanted: Optional[list[int]], notes: list[str]
+) -> tuple[list[RankView], list[int], dict[int, str], set[int]]:
+    """Each rank's view of the wanted steps, with the notes on what was left out or is
+    missing appended to notes: (the views of the ranks with GPU work, the ranks analysed,
+    why each rank without GPU work has none, the steps seen). ValueError when no rank holds
+    any of the wanted steps."""
     views: list[RankView] = []
-    notes: list[str] = []
     analysed: list[int] = []
     no_gpu: dict[int, str] = {}
     seen_steps: set[int] = set()
@@ -103,56 +157,72 @@ def diagnose(
             no_gpu[rank] = no_gpu_reason(ts[rank])
         else:
             if not v.has_steps:
-                what = (
-                    "ProfilerStep#N events"
-                    if ts[rank].steps_source == "profiler"
-                    else f"{ts[rank].steps_source} steps"
-                )
-                hint = (
-                    " (give steps with --steps-from iterations, or prefill/decode/mixed/denoise/"
-                    "forward for inference passes: docs/inference.md)"
-                    if ts[rank].steps_source == "profiler"
-                    else ""
-                )
-                notes.append(f"rank {rank}: no {what}; the whole trace counts as one step{hint}")
+                notes.append(_no_steps_note(rank, ts[rank].steps_source))
             views.append(v)
     if head_cut:
-        where = short_list(sorted(head_cut))
-        notes.append(
-            f"rank{'s' if len(head_cut) > 1 else ''} {where}: the trace opens with the GPU "
-            "busy on work it does not hold (the first recorded GPU event started "
-            f"{duration_text(float(np.mean(list(head_cut.values()))))} into the first step"
-            + (" on average" if len(head_cut) > 1 else "")
-            + ", long after its launch, with nothing recorded on the GPU before it): that "
-            "time is left out of the step and of the utilization"
-        )
+        notes.append(_head_cut_note(head_cut))
     sources = sorted({ts[r].steps_source for r in analysed} - {"profiler"})
     if sources:
         notes.append(f"steps taken from {', '.join(sources)}, not the profiler's (steps_from)")
     if wanted is not None and missing_steps == len(ts.ranks):
         present = sorted({int(s) for r in ts.ranks for s in ts[r].column("steps", "step")})
         raise ValueError(f"none of the steps {wanted} is in the traces; their steps: {present}")
+    return views, analysed, no_gpu, seen_steps
 
-    share_name_flags([v.trace for v in views], NAME_PATTERNS)
-    ex = Examination(views, th, ts, wanted)
-    for cause in examination_order():
-        ex.found[cause.key] = cause.heuristic(ex)
-    step_time = float(np.mean([v.step_time for v in views])) if views else 0.0
-    cpu_step_time = float(np.mean([v.host_time for v in views])) if views else 0.0
-    if step_time > 0 and abs(cpu_step_time - step_time) > STEP_SPANS_DIFFER * step_time:
-        notes.append(
-            f"mean step {duration_text(step_time)} is the device-aware span (as the "
-            "TensorBoard profiler times steps: from the later of the host's start and the end "
-            "of the previous step's GPU work, to the later of the host's end and the end of "
-            f"the GPU work the step launched); the host's step spans average "
-            f"{duration_text(cpu_step_time)}"
-            + (
-                ": the host runs ahead of the GPU"
-                if cpu_step_time < step_time
-                else ": the GPU waits for the host"
-            )
+
+def _no_steps_note(rank: int, steps_source: str) -> str:
+    """The note on a rank without steps of its source: the whole trace is one step."""
+    what = "ProfilerStep#N events" if steps_source == "profiler" else f"{steps_source} steps"
+    hint = (
+        " (give steps with --steps-from iterations, or prefill/decode/mixed/denoise/"
+        "forward for inference passes: docs/inference.md)"
+        if steps_source == "profiler"
+        else ""
+    )
+    return f"rank {rank}: no {what}; the whole trace counts as one step{hint}"
+
+
+def _head_cut_note(head_cut: dict[int, int]) -> str:
+    """The note on the ranks whose trace opens with the GPU busy on work it does not hold
+    (head_cut: per rank, how far into the first step its first GPU event started, ns)."""
+    where = short_list(sorted(head_cut))
+    return (
+        f"rank{'s' if len(head_cut) > 1 else ''} {where}: the trace opens with the GPU "
+        "busy on work it does not hold (the first recorded GPU event started "
+        f"{duration_text(float(np.mean(list(head_cut.values()))))} into the first step"
+        + (" on average" if len(head_cut) > 1 else "")
+        + ", long after its launch, with nothing recorded on the GPU before it): that "
+        "time is left out of the step and of the utilization"
+    )
+
+
+def _step_spans_note(step_time: float, cpu_step_time: float) -> str:
+    """The note on a mean device-aware step span that differs from the host's."""
+    return (
+        f"mean step {duration_text(step_time)} is the device-aware span (as the "
+        "TensorBoard profiler times steps: from the later of the host's start and the end "
+        "of the previous step's GPU work, to the later of the host's end and the end of "
+        f"the GPU work the step launched); the host's step spans average "
+        f"{duration_text(cpu_step_time)}"
+        + (
+            ": the host runs ahead of the GPU"
+            if cpu_step_time < step_time
+            else ": the GPU waits for the host"
         )
-    findings = [_finding(cause, ex.found[cause], views, step_time, th) for cause in CAUSES]
+    )
+
+
+def _predict_savings(
+    findings: list[Finding],
+    ex: Examination,
+    views: list[RankView],
+    notes: list[str],
+    step_time: float,
+    model: Union[bool, str],
+    owners: bool,
+) -> None:
+    """Each finding's saving predicted by the model (and the time its owners hold, if
+    asked), where the model runs; else what its edit would be. In place."""
     use_model = bool(views) and (
         model is True or (model == "auto" and len(views) <= MODEL_MAX_RANKS)
     )
@@ -175,31 +245,6 @@ def diagnose(
             f"{len(views)} ranks: predicted savings not computed (more than {MODEL_MAX_RANKS}); "
             "ask for them with model=True (hta-fast doctor --model)"
         )
-    too_little = _too_little_work(views, th)
-    if too_little or not views:  # nothing to judge: no cause is named, whatever its share
-        for f in findings:
-            f.above_threshold = False
-    findings.sort(key=lambda f: (f.rank_key, CAUSES.index(f.cause)))
-    for e in ex.found.values():
-        notes.extend(e.notes)
-    notes.extend(_untraced_note(views))
-    # No rank with GPU activity: no figures (None, null in JSON), not zeros.
-    utilization = float(np.mean([v.utilization for v in views])) if views else None
-    computes = [v.compute_utilization for v in views if v.compute_utilization is not None]
-    return Diagnosis(
-        utilization=utilization,
-        compute_utilization=float(np.mean(computes)) if computes else None,
-        findings=findings,
-        thresholds=th,
-        notes=notes,
-        step_time_ns=int(round(step_time)) if views else None,
-        cpu_step_time_ns=int(round(cpu_step_time)) if views else None,
-        ranks=analysed,
-        steps=sorted(seen_steps),
-        no_gpu_activity=no_gpu,
-        too_little_work=too_little,
-        measured_sm_active=tuple(measured_sm_active(views)),
-    )
 
 
 def _too_little_work(views: list[RankView], th: Thresholds) -> str:

@@ -225,10 +225,21 @@ def _predict_rank(
     ev_fam[uncaptured] = REPLAYED
     by_ratio |= uncaptured
     ev_pred = np.where(by_ratio, ev_ratio, ev_pred)
+    events = _events_table(rank, cg, ev_pred, ev_fam, ev_ratio)
+    summary = _summary_table(rank, events, cg.host_time, src, dst)
+    ops = _ops_table(rank, cg, fam, r_src, r_dst, pred_call)
+    return summary, ops, events
+
+
+def _events_table(
+    rank: int, cg: ChargedGroups, ev_pred: np.ndarray, ev_fam: np.ndarray, ev_ratio: np.ndarray
+) -> pa.Table:
+    """The rank's GPU events with their predicted time, its band, family and the one-ratio
+    baseline's time."""
     band = {f: family_band(f) for f in set(ev_fam.tolist())}
     low = ev_pred * np.array([band[f][0] for f in ev_fam], np.float64)
     high = ev_pred * np.array([band[f][1] for f in ev_fam], np.float64)
-    events = pa.table(
+    return pa.table(
         [
             np.full(len(cg.gpu), rank, np.int64),
             cg.gpu,
@@ -241,9 +252,16 @@ def _predict_rank(
         ],
         schema=EVENTS_SCHEMA,
     )
-    if cg.host_time:
-        host = float(cg.host_time)
-        ev_summary_extra = [(HOST, -1, cg.host_time, host, host, host)]
+
+
+def _summary_table(
+    rank: int, events: pa.Table, host_time: int, src: Device, dst: Device
+) -> pa.Table:
+    """The rank's events summed per family, and a "(host transfer)" row for the host
+    transfers' time (ns), which keeps its time on the other device."""
+    if host_time:
+        host = float(host_time)
+        ev_summary_extra = [(HOST, -1, host_time, host, host, host)]
     else:
         ev_summary_extra = []
     g = events.group_by("family", use_threads=False).aggregate(
@@ -261,7 +279,7 @@ def _predict_rank(
         )
     )
     rows += ev_summary_extra
-    summary = pa.table(
+    return pa.table(
         [
             [rank] * len(rows),
             [r[0] for r in rows],
@@ -275,9 +293,22 @@ def _predict_rank(
         ],
         schema=SUMMARY_SCHEMA,
     )
+
+
+def _ops_table(
+    rank: int,
+    cg: ChargedGroups,
+    fam: list,
+    r_src: np.ndarray,
+    r_dst: np.ndarray,
+    pred_call: np.ndarray,
+) -> pa.Table:
+    """The rank's operator groups that ran and belong to a family: their GPU time, roofline
+    times on both devices and predicted time."""
+    calls = np.maximum(cg.calls, 1)
     keep = cg.calls > 0
     keep &= np.array([f is not None for f in fam])
-    ops = pa.table(
+    return pa.table(
         [
             np.full(len(calls), rank, np.int64),
             cg.head["name"],
@@ -292,7 +323,6 @@ def _predict_rank(
         ],
         schema=OPS_SCHEMA,
     ).filter(pa.array(keep))
-    return summary, ops, events
 
 
 def predict(
@@ -337,14 +367,7 @@ def predict(
     parts: list[tuple] = []
     sources: list[Device] = []
     for rank, trace, mask in select.each_rank(traces, sel):
-        src = resolve_device(trace, source_device, table)
-        if src is None:
-            names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
-            raise ValueError(
-                f"{trace.meta.path or 'trace'}: its device "
-                f"{names[0] if names else '(none recorded)'!r} is not in the "
-                "device table; pass source_device="
-            )
+        src = _source_device(trace, source_device, table)
         sources.append(src)
         parts.append(
             _predict_rank(
@@ -366,6 +389,43 @@ def predict(
     events = pa.concat_tables([p[2] for p in parts]) if parts else EVENTS_SCHEMA.empty_table()
     summary = summary.sort_by([("rank", "ascending"), ("measured", "descending")])
     ops = ops.sort_by([("rank", "ascending"), ("measured", "descending")])
+    notes = _predict_notes(summary, dst, sources, ratio_families)
+    return Result(
+        "predict",
+        summary,
+        tables={"ops": ops, "events": events},
+        notes=notes,
+        params=dict(
+            device=dst.key,
+            allow_tf32=allow_tf32,
+            curve_weights=curve_weights,
+            device_floor_ns=dst.launch_floor_ns if device_floor_ns is None else device_floor_ns,
+            selection=sel,
+        ),
+    )
+
+
+def _source_device(
+    trace: Trace, source_device: Union[str, Device, None], table: DeviceTable
+) -> Device:
+    """The trace's own GPU (source_device where given); ValueError when the device table
+    does not hold it."""
+    src = resolve_device(trace, source_device, table)
+    if src is None:
+        names = [d.get("name") for d in trace.meta.devices if isinstance(d, dict)]
+        raise ValueError(
+            f"{trace.meta.path or 'trace'}: its device "
+            f"{names[0] if names else '(none recorded)'!r} is not in the "
+            "device table; pass source_device="
+        )
+    return src
+
+
+def _predict_notes(
+    summary: pa.Table, dst: Device, sources: list[Device], ratio_families: Optional[Iterable[str]]
+) -> list[str]:
+    """The notes on a prediction: the totals and their band, the directions where no change
+    did better, the families predicted by a ratio of peaks or bandwidths."""
     m = summary["measured"].to_numpy().sum() if summary.num_rows else 0
     p, lo, hi = (
         (summary[c].to_numpy().sum() if summary.num_rows else 0.0)
@@ -393,19 +453,7 @@ def predict(
             "shapes: predicted by the ratio of the two devices' memory bandwidths (give the "
             "capture, --capture, to predict it by its operators)"
         )
-    return Result(
-        "predict",
-        summary,
-        tables={"ops": ops, "events": events},
-        notes=notes,
-        params=dict(
-            device=dst.key,
-            allow_tf32=allow_tf32,
-            curve_weights=curve_weights,
-            device_floor_ns=dst.launch_floor_ns if device_floor_ns is None else device_floor_ns,
-            selection=sel,
-        ),
-    )
+    return notes
 
 
 def _no_change_notes(sources: Sequence[str], target: str) -> list[str]:

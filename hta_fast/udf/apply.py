@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -128,18 +128,68 @@ def apply(
     kind_codes = _kinds(kinds)
     sel = select.selection_of(selection, ranks, steps, window, streams)
 
+    picked = _picked_rows(traces, sel, kind_codes)
+    origin = 0
+    if "window" in by_keys:
+        starts = [int(t.column("events", "ts")[r].min()) for _, t, r in picked if len(r)]
+        origin = sel.window[0] if sel.window is not None else (min(starts) if starts else 0)
+    gathered = _gathered_groups(picked, m, by_keys, flags, sel.window, every, origin)
+    out = _run_metric(m, gathered.offsets, gathered.columns)
+
+    table = {
+        "rank": array_of(
+            np.concatenate(gathered.rank) if gathered.rank else np.empty(0, np.int64), pa.int64()
+        )
+    }
+    for k in by_keys:
+        table[k] = _key_column(k, gathered.keys[k], gathered.namers)
+    table["events"] = array_of(
+        np.concatenate(gathered.counts) if gathered.counts else np.empty(0, np.int64), pa.int64()
+    )
+    table[m.name] = array_of(out)
+    return Result(
+        m.name,
+        pa.table(table),
+        params={"by": by_keys, "kinds": kinds, "every": every, "flags": flags, "selection": sel},
+    )
+
+
+def _picked_rows(
+    traces: Union[Trace, TraceSet], sel: select.Selection, kind_codes: np.ndarray
+) -> list[tuple[int, Trace, np.ndarray]]:
+    """Per selected rank: (rank, trace, the rows of its selected events of these kinds)."""
     picked = []
     for rank, trace, mask in select.each_rank(traces, sel):
         keep = np.isin(trace.column("events", "kind"), kind_codes)
         if mask is not None:
             keep &= mask
         picked.append((rank, trace, np.flatnonzero(keep)))
-    origin = 0
-    if "window" in by_keys:
-        starts = [int(t.column("events", "ts")[r].min()) for _, t, r in picked if len(r)]
-        origin = sel.window[0] if sel.window is not None else (min(starts) if starts else 0)
+    return picked
 
-    # Every rank's groups go into one parallel call: columns concatenated in group order.
+
+class _Gathered(NamedTuple):
+    """Every rank's groups for one parallel call: the metric's columns concatenated in
+    group order, the groups' offsets into them, and per group its rank, event count and
+    keys (per key, one array per rank); namers: per rank, its string ids' names."""
+
+    columns: list[np.ndarray]
+    offsets: np.ndarray
+    rank: list[np.ndarray]
+    counts: list[np.ndarray]
+    keys: dict[str, list[np.ndarray]]
+    namers: list[Callable[[np.ndarray], pa.Array]]
+
+
+def _gathered_groups(
+    picked: list[tuple[int, Trace, np.ndarray]],
+    m: Metric,
+    by_keys: tuple[str, ...],
+    flags: dict[str, str],
+    window: Optional[tuple[int, int]],
+    every: Optional[int],
+    origin: int,
+) -> _Gathered:
+    """The picked rows of every rank grouped by by_keys, their columns gathered."""
     parts: list[list[np.ndarray]] = [[] for _ in m.columns]
     offsets = [np.zeros(1, np.int64)]
     rank_col, counts = [], []
@@ -147,7 +197,7 @@ def apply(
     namers: list[Callable[[np.ndarray], pa.Array]] = []
     total = 0
     for rank, trace, rows in picked:
-        rows, ts, end, bucket = _times(trace, rows, sel.window, every, origin)
+        rows, ts, end, bucket = _times(trace, rows, window, every, origin)
         g = groups.group(trace, rows, ts, bucket, by_keys)
         ordered = rows[g.order]
         for i, col in enumerate(
@@ -163,7 +213,12 @@ def apply(
             key_vals[k].append(g.keys[k])
         namers.append(functools.partial(_names, trace.strings))
     columns = [np.concatenate(p) if p else np.empty(0) for p in parts]
-    offs = np.concatenate(offsets)
+    return _Gathered(columns, np.concatenate(offsets), rank_col, counts, key_vals, namers)
+
+
+def _run_metric(m: Metric, offs: np.ndarray, columns: list[np.ndarray]) -> np.ndarray:
+    """The metric's value per group (groups offs[i]:offs[i + 1] of the columns), computed
+    in parallel; MetricRunError when it raises."""
     dtype = m.output_dtype(columns)
     out = np.zeros(len(offs) - 1, dtype)
     if len(out):
@@ -176,23 +231,7 @@ def apply(
                 f"metric {m.name} raised {type(cause).__name__}: {cause} "
                 f"while running over the groups"
             ) from None
-
-    table = {
-        "rank": array_of(
-            np.concatenate(rank_col) if rank_col else np.empty(0, np.int64), pa.int64()
-        )
-    }
-    for k in by_keys:
-        table[k] = _key_column(k, key_vals[k], namers)
-    table["events"] = array_of(
-        np.concatenate(counts) if counts else np.empty(0, np.int64), pa.int64()
-    )
-    table[m.name] = array_of(out)
-    return Result(
-        m.name,
-        pa.table(table),
-        params={"by": by_keys, "kinds": kinds, "every": every, "flags": flags, "selection": sel},
-    )
+    return out
 
 
 def _times(

@@ -223,6 +223,17 @@ def _rank_tables(
 ) -> tuple[pa.Table, pa.Table, pa.Table]:
     cg = ChargedGroups(trace, mask, op_prefix)
     peak, bw = _peaks(device, cg.costs, cg.tf32(allow_tf32))
+    table = _operator_table(rank, cg, peak, bw, device)
+    kernels = _kernel_table(rank, trace, cg, peak, bw, device)
+    coverage = _coverage_table(rank, cg, device.key if device else None, table)
+    return table, kernels, coverage
+
+
+def _operator_table(
+    rank: int, cg: ChargedGroups, peak: np.ndarray, bw: float, device: Optional[Device]
+) -> pa.Table:
+    """The main table: one row per operator group that ran and has a family, with its
+    achieved rates, roofline time and bound."""
     calls, time = cg.calls, cg.gpu_time
     tflops, tbytes = cg.flops * calls, cg.bytes * calls
     secs = time / 1e9
@@ -273,8 +284,19 @@ def _rank_tables(
     )
     keep = (calls > 0) & np.asarray(family.is_valid())
     table = table.filter(array_of(keep))
+    return table
 
-    # per kernel name: charged events with their share of their operator's flops and bytes
+
+def _kernel_table(
+    rank: int,
+    trace: Trace,
+    cg: ChargedGroups,
+    peak: np.ndarray,
+    bw: float,
+    device: Optional[Device],
+) -> pa.Table:
+    """Per kernel name: charged events with their share of their operator's flops and
+    bytes, their roofline time and bound."""
     charged = cg.event_group >= 0
     ev_group = cg.event_group[charged]
     share = cg.share[charged]
@@ -312,7 +334,7 @@ def _rank_tables(
         ],
         device,
     )
-    kernels = pa.table(
+    return pa.table(
         [
             np.full(nk, rank, np.int64),
             trace.strings_at(uniq),
@@ -330,9 +352,15 @@ def _rank_tables(
         ],
         schema=KERNEL_SCHEMA,
     )
+
+
+def _coverage_table(
+    rank: int, cg: ChargedGroups, dev_name: Optional[str], table: pa.Table
+) -> pa.Table:
+    """How much of the rank's GPU time the operator table models."""
     total = int(cg.dur.sum()) + cg.host_time
     modelled = int(as_numpy(table["gpu_time"]).sum()) if table.num_rows else 0
-    coverage = pa.table(
+    return pa.table(
         [
             [rank],
             [dev_name],
@@ -343,7 +371,6 @@ def _rank_tables(
         ],
         schema=COVERAGE_SCHEMA,
     )
-    return table, kernels, coverage
 
 
 def resolve_device(

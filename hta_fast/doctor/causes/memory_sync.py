@@ -15,6 +15,7 @@ Cost per step, the sum of:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -29,7 +30,7 @@ from ...sync_calls import COPY_NAMES
 from ...trace import Trace
 from ..views.context import RankView, is_amd, names_of
 from ..views.estimate import Estimate, Tally, per_step
-from ..views.gap_causes import ALLOCATOR, split_gaps
+from ..views.gap_causes import ALLOCATOR, GapSplit, split_gaps
 from ..views.intervals import covered_length
 from ..views.thresholds import Thresholds
 from .record import Cause, CauseDoc, Examination
@@ -81,146 +82,196 @@ def _gemm_kind(trace: Trace, cc: Optional[int]) -> str:
     return "fp16" if cc < 8 else "tf32"
 
 
+@dataclasses.dataclass
+class _Counts:
+    """What examine() adds up over the ranks; gemm_kind: the last rank's GEMM advice."""
+
+    syncs: int = 0
+    allocs: int = 0
+    allocs_later: int = 0
+    copies: int = 0
+    pageable: int = 0
+    blocking_copies: int = 0
+    sync_idle: float = 0.0
+    alloc_idle: float = 0.0
+    alloc_time: float = 0.0
+    copy_exposed: float = 0.0
+    copy_bytes: float = 0.0
+    fp32_waste: float = 0.0
+    blocking: set[str] = dataclasses.field(default_factory=set)
+    gemm_kind: str = "tf32"
+
+
 def examine(views: list[RankView], th: Thresholds) -> Estimate:
     cost = {}
     tally = Tally()
-    syncs = allocs = allocs_later = copies = pageable = blocking_copies = 0
-    sync_idle = alloc_idle = alloc_time = copy_exposed = copy_bytes = fp32_waste = 0.0
-    blocking: set[str] = set()
-    gemm_kind = "tf32"
+    n = _Counts()
     for v in views:
-        trace, w = v.trace, v.work
         split = split_gaps(v, th)
         gap_cost = split.charged(GAP_PARTS)
         step_cost = per_step(v, v.gaps.step_index, gap_cost)
-        # The sync call holding each sync gap's start: the last one to start before it.
-        sync_rows = split.sync_rows
-        if len(sync_rows):
-            sts = trace.column("events", "ts")[sync_rows]
-            order = np.argsort(sts, kind="stable")
-            hit = split.memory_sync > 0
-            k = np.searchsorted(sts[order], v.gaps.starts[hit], side="right") - 1
-            ok = k >= 0
-            tally.add(v, sync_rows[order][k[ok]], split.memory_sync[hit][ok])
-        tally.add(
-            v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0)
-        )
-        syncs += len(sync_rows)
-        is_copy = name_flags(trace, COPY_NAMES)[
-            np.maximum(trace.column("events", "name")[sync_rows], 0)
-        ]
-        blocking_copies += int(np.count_nonzero(is_copy))
-        blocking.update(names_of(trace, np.unique(sync_rows[is_copy])[:20]))
-        allocs += len(split.alloc_rows)
-        alloc_time += float(np.maximum(trace.column("events", "dur")[split.alloc_rows], 0).sum())
-        # Steady state: after the first analysed step, the caching allocator should be warm.
-        if v.n_steps > 1:
-            alloc_ts = trace.column("events", "ts")[split.alloc_rows]
-            allocs_later += int(np.count_nonzero(alloc_ts >= v.step_start(1)))
-        sync_idle += float(split.memory_sync.sum())
-        alloc_idle += float(split.allocator.sum())
-
-        names = trace.column("events", "name")[w.rows]
-        kind = trace.column("events", "kind")[w.rows]
-        safe = np.maximum(names, 0)
-        comp = w.kclass == KernelClass.COMP
-        comp_u = ops.union(w.starts[comp], w.ends[comp])
-        copy = v.selected & (kind == EventKind.memcpy) & name_flags(trace, HOST_DEVICE_COPY)[safe]
-        dur = w.ends - w.starts
-        exposed = dur[copy] - covered_length(
-            comp_u.starts, comp_u.ends, w.starts[copy], w.ends[copy]
-        )
-        # Copies running at once (both directions, several streams) are exposed once.
-        if exposed.sum() > 0:
-            union_exposed = ops.difference(w.starts[copy], w.ends[copy], comp_u.starts, comp_u.ends)
-            exposed = exposed * min(
-                1.0, float((union_exposed.ends - union_exposed.starts).sum()) / float(exposed.sum())
-            )
-        step_cost += per_step(v, v.work_step_index[copy], exposed)
-        tally.add(v, w.rows[copy], exposed)
-        copies += int(np.count_nonzero(copy))
-        pageable += int(np.count_nonzero(copy & name_flags(trace, PAGEABLE)[safe]))
-        copy_exposed += float(exposed.sum())
-        b = kernel_arg(trace, w.rows[copy], "bytes")
-        copy_bytes += float(b[b > 0].sum())
-
-        cc = compute_capability(trace)
-        gemm_kind = _gemm_kind(trace, cc)
-        if cc is None or cc >= 7:
-            fp32 = (
-                v.selected
-                & comp
-                & (kind == EventKind.kernel)
-                & name_flags(trace, FP32_GEMM)[safe]
-                & ~name_flags(trace, TENSOR_CORE)[safe]
-            )
-            waste = dur[fp32] * (1.0 - 1.0 / th.fp32_gemm_speedup)
-            step_cost += per_step(v, v.work_step_index[fp32], waste)
-            tally.add(v, w.rows[fp32], waste)
-            fp32_waste += float(waste.sum())
+        _count_syncs_and_allocs(v, split, tally, n)
+        step_cost += _count_exposed_copies(v, tally, n)
+        fp32_cost = _count_fp32_gemms(v, th, tally, n)
+        if fp32_cost is not None:
+            step_cost += fp32_cost
         cost[v.rank] = step_cost
     total_steps = sum(v.n_steps for v in views) or 1
     evidence = {
-        "blocking_syncs_per_step": syncs / total_steps,
-        "blocking_copies_per_step": blocking_copies / total_steps,
-        "sync_idle_ns_per_step": sync_idle / total_steps,
-        "allocator_calls_per_step": allocs / total_steps,
-        "allocator_time_ns_per_step": alloc_time / total_steps,
-        "allocator_calls_after_first_step": allocs_later,
-        "allocator_idle_ns_per_step": alloc_idle / total_steps,
-        "host_device_copies_per_step": copies / total_steps,
-        "pageable_copies_per_step": pageable / total_steps,
-        "copy_bytes_per_step": copy_bytes / total_steps,
-        "exposed_copy_ns_per_step": copy_exposed / total_steps,
-        "fp32_gemm_loss_ns_per_step": fp32_waste / total_steps,
+        "blocking_syncs_per_step": n.syncs / total_steps,
+        "blocking_copies_per_step": n.blocking_copies / total_steps,
+        "sync_idle_ns_per_step": n.sync_idle / total_steps,
+        "allocator_calls_per_step": n.allocs / total_steps,
+        "allocator_time_ns_per_step": n.alloc_time / total_steps,
+        "allocator_calls_after_first_step": n.allocs_later,
+        "allocator_idle_ns_per_step": n.alloc_idle / total_steps,
+        "host_device_copies_per_step": n.copies / total_steps,
+        "pageable_copies_per_step": n.pageable / total_steps,
+        "copy_bytes_per_step": n.copy_bytes / total_steps,
+        "exposed_copy_ns_per_step": n.copy_exposed / total_steps,
+        "fp32_gemm_loss_ns_per_step": n.fp32_waste / total_steps,
     }
-    # The parts, costliest first: the title names each found, the advice says what helps it.
-    amd = any(is_amd(v.trace) for v in views)
+    parts = _parts(n, evidence, total_steps, any(is_amd(v.trace) for v in views))
+    title = "Memory traffic and synchronisation: " + (
+        ", ".join(p[1] for p in parts) if parts else "none found"
+    )
+    advice = " ".join(p[2] for p in parts) or SYNC_ADVICE
+    return Estimate(cost, evidence, tally.top(), title, advice)
+
+
+def _count_syncs_and_allocs(v: RankView, split: GapSplit, tally: Tally, n: _Counts) -> None:
+    """The rank's blocking syncs (each charged the sync gaps it holds the start of) and
+    allocator calls, into tally and n."""
+    trace = v.trace
+    # The sync call holding each sync gap's start: the last one to start before it.
+    sync_rows = split.sync_rows
+    if len(sync_rows):
+        sts = trace.column("events", "ts")[sync_rows]
+        order = np.argsort(sts, kind="stable")
+        hit = split.memory_sync > 0
+        k = np.searchsorted(sts[order], v.gaps.starts[hit], side="right") - 1
+        ok = k >= 0
+        tally.add(v, sync_rows[order][k[ok]], split.memory_sync[hit][ok])
+    tally.add(v, split.alloc_rows, np.maximum(trace.column("events", "dur")[split.alloc_rows], 0))
+    n.syncs += len(sync_rows)
+    is_copy = name_flags(trace, COPY_NAMES)[
+        np.maximum(trace.column("events", "name")[sync_rows], 0)
+    ]
+    n.blocking_copies += int(np.count_nonzero(is_copy))
+    n.blocking.update(names_of(trace, np.unique(sync_rows[is_copy])[:20]))
+    n.allocs += len(split.alloc_rows)
+    n.alloc_time += float(np.maximum(trace.column("events", "dur")[split.alloc_rows], 0).sum())
+    # Steady state: after the first analysed step, the caching allocator should be warm.
+    if v.n_steps > 1:
+        alloc_ts = trace.column("events", "ts")[split.alloc_rows]
+        n.allocs_later += int(np.count_nonzero(alloc_ts >= v.step_start(1)))
+    n.sync_idle += float(split.memory_sync.sum())
+    n.alloc_idle += float(split.allocator.sum())
+
+
+def _count_exposed_copies(v: RankView, tally: Tally, n: _Counts) -> np.ndarray:
+    """The rank's host-device copy time not hidden behind compute kernels, into tally and
+    n; returns it per step."""
+    trace, w = v.trace, v.work
+    names = trace.column("events", "name")[w.rows]
+    kind = trace.column("events", "kind")[w.rows]
+    safe = np.maximum(names, 0)
+    comp = w.kclass == KernelClass.COMP
+    comp_u = ops.union(w.starts[comp], w.ends[comp])
+    copy = v.selected & (kind == EventKind.memcpy) & name_flags(trace, HOST_DEVICE_COPY)[safe]
+    dur = w.ends - w.starts
+    exposed = dur[copy] - covered_length(comp_u.starts, comp_u.ends, w.starts[copy], w.ends[copy])
+    # Copies running at once (both directions, several streams) are exposed once.
+    if exposed.sum() > 0:
+        union_exposed = ops.difference(w.starts[copy], w.ends[copy], comp_u.starts, comp_u.ends)
+        exposed = exposed * min(
+            1.0, float((union_exposed.ends - union_exposed.starts).sum()) / float(exposed.sum())
+        )
+    tally.add(v, w.rows[copy], exposed)
+    n.copies += int(np.count_nonzero(copy))
+    n.pageable += int(np.count_nonzero(copy & name_flags(trace, PAGEABLE)[safe]))
+    n.copy_exposed += float(exposed.sum())
+    b = kernel_arg(trace, w.rows[copy], "bytes")
+    n.copy_bytes += float(b[b > 0].sum())
+    return per_step(v, v.work_step_index[copy], exposed)
+
+
+def _count_fp32_gemms(
+    v: RankView, th: Thresholds, tally: Tally, n: _Counts
+) -> Optional[np.ndarray]:
+    """The time the rank's FP32 GEMMs on the CUDA cores would save on tensor cores, into
+    tally and n; returns it per step (None on a device without tensor cores). Sets
+    n.gemm_kind."""
+    trace, w = v.trace, v.work
+    cc = compute_capability(trace)
+    n.gemm_kind = _gemm_kind(trace, cc)
+    if not (cc is None or cc >= 7):
+        return None
+    safe = np.maximum(trace.column("events", "name")[w.rows], 0)
+    kind = trace.column("events", "kind")[w.rows]
+    fp32 = (
+        v.selected
+        & (w.kclass == KernelClass.COMP)
+        & (kind == EventKind.kernel)
+        & name_flags(trace, FP32_GEMM)[safe]
+        & ~name_flags(trace, TENSOR_CORE)[safe]
+    )
+    waste = (w.ends - w.starts)[fp32] * (1.0 - 1.0 / th.fp32_gemm_speedup)
+    tally.add(v, w.rows[fp32], waste)
+    n.fp32_waste += float(waste.sum())
+    return per_step(v, v.work_step_index[fp32], waste)
+
+
+def _parts(
+    n: _Counts, evidence: dict[str, float], total_steps: int, amd: bool
+) -> list[tuple[float, str, str]]:
+    """The parts found, costliest first, as (cost, what the title names, the advice that
+    helps it)."""
     parts = []
-    if syncs:
+    if n.syncs:
         parts.append(
             (
-                sync_idle,
-                f"{(syncs - blocking_copies) / total_steps:.1f} host syncs"
+                n.sync_idle,
+                f"{(n.syncs - n.blocking_copies) / total_steps:.1f} host syncs"
                 + (
-                    f", {blocking_copies / total_steps:.1f} blocking copies"
-                    if blocking_copies
+                    f", {n.blocking_copies / total_steps:.1f} blocking copies"
+                    if n.blocking_copies
                     else ""
                 )
                 + " per step",
                 SYNC_ADVICE
-                + (" " + COPY_ADVICE.format(copy=copy_names(blocking)) if blocking_copies else ""),
+                + (
+                    " " + COPY_ADVICE.format(copy=copy_names(n.blocking))
+                    if n.blocking_copies
+                    else ""
+                ),
             )
         )
-    if copies:
+    if n.copies:
         parts.append(
             (
-                copy_exposed,
+                n.copy_exposed,
                 f"{evidence['host_device_copies_per_step']:.1f} host-device copies per step "
                 f"({evidence['pageable_copies_per_step']:.1f} from pageable memory)",
                 COPY_ADVICE.format(copy="a pageable copy"),
             )
         )
-    if allocs:
+    if n.allocs:
         parts.append(
             (
-                alloc_idle,
+                n.alloc_idle,
                 f"{evidence['allocator_calls_per_step']:,.1f} allocator calls per step taking "
-                f"{duration_text(alloc_time / total_steps)}",
+                f"{duration_text(n.alloc_time / total_steps)}",
                 ALLOC_ADVICE.format(
                     alloc="hipMalloc/hipFree" if amd else "cudaMalloc/cudaFree",
                     env="HIP" if amd else "CUDA",
                 ),
             )
         )
-    if fp32_waste:
-        parts.append((fp32_waste, "FP32 GEMMs off the tensor cores", GEMM_ADVICE[gemm_kind]))
+    if n.fp32_waste:
+        parts.append((n.fp32_waste, "FP32 GEMMs off the tensor cores", GEMM_ADVICE[n.gemm_kind]))
     parts.sort(key=lambda p: -p[0])
-    title = "Memory traffic and synchronisation: " + (
-        ", ".join(p[1] for p in parts) if parts else "none found"
-    )
-    advice = " ".join(p[2] for p in parts) or SYNC_ADVICE
-    return Estimate(cost, evidence, tally.top(), title, advice)
+    return parts
 
 
 def copy_names(names: set[str]) -> str:

@@ -265,119 +265,32 @@ def build_graph(
         raise ValueError("graph rows must be increasing")
     carried = np.zeros(len(rows), bool) if carried is None else np.asarray(carried, bool)
     col = trace.column
-    ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
-    if carried.any() and window_start is not None:
-        # The part of a carried event before the window ran in the previous window.
-        end = ts + dur
-        ts = np.where(carried, np.maximum(ts, window_start), ts)
-        dur = np.where(carried, end - ts, dur)
+    ts, dur = _times_in_window(trace, rows, carried, window_start)
     kind = col("events", "kind")
     is_gpu = np.isin(kind[rows], GPU_WORK)
-    pid, tid = col("events", "pid"), col("events", "tid")
-    stream = col("events", "stream")
     partner, parent = col("events", "partner"), col("events", "parent")
-    corr_all = col("events", "correlation")
-
-    n_trace = len(kind)
-    local_of: Optional[np.ndarray] = None
-    if 4 * len(rows) >= n_trace:  # most of the trace (a chain): a table beats a search
-        local_of = np.full(n_trace + 1, -1, np.int64)  # the last entry answers row -1
-        local_of[rows] = np.arange(len(rows))
-
-    def to_local(target: np.ndarray) -> np.ndarray:
-        if local_of is not None:
-            return local_of[np.where(target >= 0, target, n_trace)]
-        # rows is sorted: a binary search maps trace rows to graph events without an array
-        # as long as the whole trace (a step's graph costs its own size, not the trace's).
-        pos = np.minimum(np.searchsorted(rows, target), max(len(rows) - 1, 0))
-        return np.where((target >= 0) & (rows[pos] == target), pos, -1).astype(np.int64)
-
-    # Lanes: one per (pid, tid) thread and one per (pid, stream); the flag keeps kinds apart.
-    pid_code = _dense_codes(pid[rows])
-    sub_code = _dense_codes(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]))
-    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code) * (
-        sub_code.max(initial=0) + 1
-    ) + sub_code
-    if thread_part is not None:
-        part = np.where(is_gpu, 0, np.asarray(thread_part, np.int64))
-        key = key * (int(part.max(initial=0)) + 1) + part
-    lane = _dense_codes(key)
-    # One event per GPU lane names its (pid, stream).
-    gpu_at = np.full(int(lane.max(initial=-1)) + 1, -1, np.int64)
-    gpu_at[lane[is_gpu]] = rows[is_gpu]
-    lane_of_stream = {
-        (int(pid[r]), int(stream[r])): int(ln) for ln, r in enumerate(gpu_at.tolist()) if r >= 0
-    }
+    to_local = _to_local(rows, len(kind))
+    pid_code, lane, lane_of_stream = _lanes(trace, rows, is_gpu, thread_part)
 
     par = _holding_parents(np.where(is_gpu, -1, to_local(parent[rows])), ts + dur)
     launch = np.where(is_gpu & ~carried, to_local(partner[rows]), -1)
-    corr = corr_all[rows].astype(np.int64)
+    corr = col("events", "correlation")[rows].astype(np.int64)
 
     # Sync calls: the kind from the name, what they wait on from their cuda_sync partner row.
-    names = col("events", "name")[rows]
-    uniq = np.unique(names)
-    kind_of = sync_calls.sync_kind_of_names(trace.names_at(uniq))
-    name_at = np.searchsorted(uniq, names)
-    sync_kind = np.where(is_gpu, 0, kind_of[name_at]).astype(np.uint8)
-    is_copy = kind[rows] == EventKind.memcpy
-    _mark_pageable_copies(trace, names, is_copy, launch, ts, dur, sync_kind)
+    sync_kind, name_at, uniq = _sync_kinds(trace, rows, is_gpu, launch, ts, dur)
     asked = sync_kind.copy()  # what each call does, before its row is looked for
-    wait_lane = np.full(len(rows), -1, np.int64)
-    wait_corr = np.full(len(rows), -1, np.int64)
-    target_lane = np.full(len(rows), -1, np.int64)
     calls = np.flatnonzero(sync_kind)
-    unknown_stream: list[int] = []
-    arg_stream, arg_corr = _sync_args(trace, partner[rows[calls]]) if len(calls) else ({}, {})
-    for i in calls:
-        r = rows[i]
-        k = int(sync_kind[i])
-        s = int(partner[r])  # the cuda_sync row that records what this call waited on
-        # Streams belong to the device's pid (the cuda_sync row's), not the calling thread's.
-        p = int(pid[s]) if s >= 0 else int(pid[r])
-        a_stream, a_corr = arg_stream.get(s, -1), arg_corr.get(s, -1)
-        if k == sync_calls.STREAM:
-            lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
-            if lane_id is None:
-                sync_kind[i] = sync_calls.DEVICE  # which stream is unknown: inferred below
-                unknown_stream.append(int(i))
-            else:
-                wait_lane[i] = lane_id
-        elif k == sync_calls.EVENT:
-            lane_id = lane_of_stream.get((p, a_stream))
-            if lane_id is None or a_corr < 0:
-                sync_kind[i] = sync_calls.DEVICE
-            else:
-                wait_lane[i], wait_corr[i] = lane_id, a_corr
-        elif k == sync_calls.STREAM_WAIT:
-            src = lane_of_stream.get((p, a_stream))
-            dst = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
-            if src is None or dst is None or a_corr < 0:
-                sync_kind[i] = sync_calls.NONE
-            else:
-                wait_lane[i], wait_corr[i], target_lane[i] = src, a_corr, dst
-
-    # A sync call without a correlation id waits for what was launched before it started.
-    blind = np.flatnonzero((asked != 0) & (corr < 0))
-    if len(blind):
-        launched = np.flatnonzero(~is_gpu & (corr >= 0))
-        order = launched[np.argsort(ts[launched], kind="stable")]
-        running_max = np.maximum.accumulate(corr[order]) if len(order) else order
-        k = np.searchsorted(ts[order], ts[blind], side="right")
-        corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
+    wait_lane, wait_corr, target_lane, unknown_stream = _sync_targets_from_rows(
+        trace, rows, calls, sync_kind, lane_of_stream
+    )
+    _correlate_blind_syncs(asked, corr, is_gpu, ts)
 
     waits = runtime_waits.waits_without_rows(
         trace, rows, calls, asked, name_at, uniq, ts, dur, lane, is_gpu, launch, corr
     )
-    if waits is not None:
-        w_lane, w_corr, target, summary = waits
-        got = w_lane >= 0
-        on = calls[got]
-        sync_kind[on] = asked[on]
-        wait_lane[on], wait_corr[on], target_lane[on] = w_lane[got], w_corr[got], target[got]
-    else:
-        summary = runtime_waits.WaitCalls(
-            calls=len(calls), stream_waits=int(np.count_nonzero(asked == sync_calls.STREAM_WAIT))
-        )
+    summary = _take_runtime_waits(
+        waits, calls, asked, sync_kind, (wait_lane, wait_corr, target_lane)
+    )
 
     if unknown_stream:
         _infer_synced_streams(
@@ -388,24 +301,11 @@ def build_graph(
         trace, to_local, is_gpu, ts, dur, lane, corr, (sync_kind, asked), wait_lane, wait_corr
     )
 
-    # The end of each GPU event's launching call, read off the trace (a carried event's
-    # launch is outside the graph but still says when it was ready).
-    launched_by = np.where(is_gpu, partner[rows], -1)
-    call_end = np.full(len(rows), -1, np.int64)
-    by = launched_by >= 0
-    call_end[by] = col("events", "ts")[launched_by[by]] + np.maximum(
-        col("events", "dur")[launched_by[by]], 0
-    )
-    # Stream waits and event syncs whose cuda_sync row named what they waited on.
-    read = int(
-        np.count_nonzero(
-            np.isin(asked[calls], (sync_calls.STREAM_WAIT, sync_calls.EVENT))
-            & (wait_lane[calls] >= 0)
-            & (partner[rows[calls]] >= 0)
-        )
-    )
+    read = _waits_read_from_rows(asked[calls], wait_lane[calls], partner[rows[calls]])
     summary = dataclasses.replace(summary, read=read)
-    held = held_waits.held_by(ts, dur, lane, pid_code, is_gpu, call_end)
+    held = held_waits.held_by(
+        ts, dur, lane, pid_code, is_gpu, _launch_call_ends(trace, rows, is_gpu)
+    )
     if (held >= 0).any():
         waits_on = np.flatnonzero(asked == sync_calls.STREAM_WAIT)
         summary = dataclasses.replace(
@@ -439,3 +339,191 @@ def build_graph(
     return DependencyGraph(
         core, rows, start, weight, binding, n_sync, carried, summary, asked, lane
     )
+
+
+def _times_in_window(
+    trace: Trace, rows: np.ndarray, carried: np.ndarray, window_start: Optional[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ts, dur) of the rows, durations at least 0; a carried event starts no earlier than
+    window_start, with what was left of it."""
+    col = trace.column
+    ts, dur = col("events", "ts")[rows], np.maximum(col("events", "dur")[rows], 0)
+    if carried.any() and window_start is not None:
+        # The part of a carried event before the window ran in the previous window.
+        end = ts + dur
+        ts = np.where(carried, np.maximum(ts, window_start), ts)
+        dur = np.where(carried, end - ts, dur)
+    return ts, dur
+
+
+def _to_local(rows: np.ndarray, n_trace: int) -> Callable[[np.ndarray], np.ndarray]:
+    """A map from trace rows to graph events (-1: not in the graph, or no row)."""
+    local_of: Optional[np.ndarray] = None
+    if 4 * len(rows) >= n_trace:  # most of the trace (a chain): a table beats a search
+        local_of = np.full(n_trace + 1, -1, np.int64)  # the last entry answers row -1
+        local_of[rows] = np.arange(len(rows))
+
+    def to_local(target: np.ndarray) -> np.ndarray:
+        if local_of is not None:
+            return local_of[np.where(target >= 0, target, n_trace)]
+        # rows is sorted: a binary search maps trace rows to graph events without an array
+        # as long as the whole trace (a step's graph costs its own size, not the trace's).
+        pos = np.minimum(np.searchsorted(rows, target), max(len(rows) - 1, 0))
+        return np.where((target >= 0) & (rows[pos] == target), pos, -1).astype(np.int64)
+
+    return to_local
+
+
+def _lanes(
+    trace: Trace, rows: np.ndarray, is_gpu: np.ndarray, thread_part: Optional[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, int], int]]:
+    """Per event, its pid code and lane: one per (pid, tid) thread (and thread part) and one
+    per (pid, stream); and the lane of each GPU (pid, stream)."""
+    col = trace.column
+    pid, tid, stream = col("events", "pid"), col("events", "tid"), col("events", "stream")
+    # The flag keeps kinds apart.
+    pid_code = _dense_codes(pid[rows])
+    sub_code = _dense_codes(np.where(is_gpu, stream[rows].astype(np.int64), tid[rows]))
+    key = (is_gpu.astype(np.int64) * (pid_code.max(initial=0) + 1) + pid_code) * (
+        sub_code.max(initial=0) + 1
+    ) + sub_code
+    if thread_part is not None:
+        part = np.where(is_gpu, 0, np.asarray(thread_part, np.int64))
+        key = key * (int(part.max(initial=0)) + 1) + part
+    lane = _dense_codes(key)
+    # One event per GPU lane names its (pid, stream).
+    gpu_at = np.full(int(lane.max(initial=-1)) + 1, -1, np.int64)
+    gpu_at[lane[is_gpu]] = rows[is_gpu]
+    lane_of_stream = {
+        (int(pid[r]), int(stream[r])): int(ln) for ln, r in enumerate(gpu_at.tolist()) if r >= 0
+    }
+    return pid_code, lane, lane_of_stream
+
+
+def _sync_kinds(
+    trace: Trace,
+    rows: np.ndarray,
+    is_gpu: np.ndarray,
+    launch: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per event, the SyncKind its call has by its name (pageable copies included): (sync
+    kind, the index of each event's name among the distinct names, those names' ids)."""
+    col = trace.column
+    names = col("events", "name")[rows]
+    uniq = np.unique(names)
+    kind_of = sync_calls.sync_kind_of_names(trace.names_at(uniq))
+    name_at = np.searchsorted(uniq, names)
+    sync_kind = np.where(is_gpu, 0, kind_of[name_at]).astype(np.uint8)
+    is_copy = col("events", "kind")[rows] == EventKind.memcpy
+    _mark_pageable_copies(trace, names, is_copy, launch, ts, dur, sync_kind)
+    return sync_kind, name_at, uniq
+
+
+def _sync_targets_from_rows(
+    trace: Trace,
+    rows: np.ndarray,
+    calls: np.ndarray,
+    sync_kind: np.ndarray,
+    lane_of_stream: dict[tuple[int, int], int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """What each sync call waits on, from its cuda_sync partner row: (wait_lane, wait_corr,
+    target_lane, the calls whose stream is unknown). A call whose target cannot be read
+    becomes a device sync (a stream wait: no wait) in sync_kind, in place."""
+    col = trace.column
+    pid, stream, partner = col("events", "pid"), col("events", "stream"), col("events", "partner")
+    wait_lane = np.full(len(rows), -1, np.int64)
+    wait_corr = np.full(len(rows), -1, np.int64)
+    target_lane = np.full(len(rows), -1, np.int64)
+    unknown_stream: list[int] = []
+    arg_stream, arg_corr = _sync_args(trace, partner[rows[calls]]) if len(calls) else ({}, {})
+    for i in calls:
+        r = rows[i]
+        k = int(sync_kind[i])
+        s = int(partner[r])  # the cuda_sync row that records what this call waited on
+        # Streams belong to the device's pid (the cuda_sync row's), not the calling thread's.
+        p = int(pid[s]) if s >= 0 else int(pid[r])
+        a_stream, a_corr = arg_stream.get(s, -1), arg_corr.get(s, -1)
+        if k == sync_calls.STREAM:
+            lane_id = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
+            if lane_id is None:
+                sync_kind[i] = sync_calls.DEVICE  # which stream is unknown: inferred below
+                unknown_stream.append(int(i))
+            else:
+                wait_lane[i] = lane_id
+        elif k == sync_calls.EVENT:
+            lane_id = lane_of_stream.get((p, a_stream))
+            if lane_id is None or a_corr < 0:
+                sync_kind[i] = sync_calls.DEVICE
+            else:
+                wait_lane[i], wait_corr[i] = lane_id, a_corr
+        elif k == sync_calls.STREAM_WAIT:
+            src = lane_of_stream.get((p, a_stream))
+            dst = lane_of_stream.get((p, int(stream[s]))) if s >= 0 else None
+            if src is None or dst is None or a_corr < 0:
+                sync_kind[i] = sync_calls.NONE
+            else:
+                wait_lane[i], wait_corr[i], target_lane[i] = src, a_corr, dst
+    return wait_lane, wait_corr, target_lane, unknown_stream
+
+
+def _correlate_blind_syncs(
+    asked: np.ndarray, corr: np.ndarray, is_gpu: np.ndarray, ts: np.ndarray
+) -> None:
+    """A sync call without a correlation id waits for what was launched before it started:
+    its corr becomes one past the largest launched before it (in place)."""
+    blind = np.flatnonzero((asked != 0) & (corr < 0))
+    if len(blind):
+        launched = np.flatnonzero(~is_gpu & (corr >= 0))
+        order = launched[np.argsort(ts[launched], kind="stable")]
+        running_max = np.maximum.accumulate(corr[order]) if len(order) else order
+        k = np.searchsorted(ts[order], ts[blind], side="right")
+        corr[blind] = np.where(k > 0, running_max[np.maximum(k - 1, 0)] + 1, 0) if len(order) else 0
+
+
+def _take_runtime_waits(
+    waits: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, runtime_waits.WaitCalls]],
+    calls: np.ndarray,
+    asked: np.ndarray,
+    sync_kind: np.ndarray,
+    targets: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> runtime_waits.WaitCalls:
+    """Writes what runtime_waits found for the calls without a cuda_sync row into sync_kind
+    and targets (wait_lane, wait_corr, target_lane), in place; returns the calls' summary."""
+    if waits is None:
+        return runtime_waits.WaitCalls(
+            calls=len(calls), stream_waits=int(np.count_nonzero(asked == sync_calls.STREAM_WAIT))
+        )
+    wait_lane, wait_corr, target_lane = targets
+    w_lane, w_corr, target, summary = waits
+    got = w_lane >= 0
+    on = calls[got]
+    sync_kind[on] = asked[on]
+    wait_lane[on], wait_corr[on], target_lane[on] = w_lane[got], w_corr[got], target[got]
+    return summary
+
+
+def _waits_read_from_rows(asked: np.ndarray, wait_lane: np.ndarray, sync_row: np.ndarray) -> int:
+    """How many stream waits and event syncs (of these calls) had a cuda_sync row that named
+    what they waited on."""
+    return int(
+        np.count_nonzero(
+            np.isin(asked, (sync_calls.STREAM_WAIT, sync_calls.EVENT))
+            & (wait_lane >= 0)
+            & (sync_row >= 0)
+        )
+    )
+
+
+def _launch_call_ends(trace: Trace, rows: np.ndarray, is_gpu: np.ndarray) -> np.ndarray:
+    """The end of each GPU event's launching call, read off the trace (a carried event's
+    launch is outside the graph but still says when it was ready); -1 where none."""
+    col = trace.column
+    launched_by = np.where(is_gpu, col("events", "partner")[rows], -1)
+    call_end = np.full(len(rows), -1, np.int64)
+    by = launched_by >= 0
+    call_end[by] = col("events", "ts")[launched_by[by]] + np.maximum(
+        col("events", "dur")[launched_by[by]], 0
+    )
+    return call_end

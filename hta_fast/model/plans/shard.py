@@ -351,32 +351,9 @@ def shard(
     if spec.ranks is not None and spec.ranks != n:
         notes.append(f"{spec.source} names {spec.ranks} ranks; the traces hold {n}: using {n}")
     if plans is None:
-        plans = {}
-        if spec.recorded is not None:
-            plans[RECORDED] = spec.recorded
-        else:
-            notes.append(f"{spec.source} places no table ('rank' keys): no recorded plan")
-        plans.update(alternatives(spec, n, cost=cost, family=family))
-    if isinstance(topology, str):
-        topology = load_topology(topology)
-    if topology is None:
-        machine = recorded_machine(ts)
-        topology = machine.topology
-        notes.append(f"all-to-all on the {machine.how} (collective model: predicted)")
-    else:
-        notes.append(f"all-to-all on {topology.name} (collective model: predicted)")
-    matched = match_collectives(ts) if n > 1 else None
-    pooled = np.zeros(0, np.int64)
-    factor_base = None
-    if matched is not None and matched.result.table.num_rows:
-        pooled, how = _pooled_all_to_alls(ts, matched, lookups)
-        notes.append(f"pooled all-to-alls: {how}")
-        factor_base = np.ones(matched.result.table.num_rows)
-    data_time = (
-        np.asarray(as_numpy(matched.result.table["data_time"]), np.float64)
-        if matched is not None and matched.result.table.num_rows
-        else np.zeros(0)
-    )
+        plans = _default_plans(spec, n, cost, family, notes)
+    topology = _topology_of(ts, topology, notes)
+    matched, pooled, factor_base, data_time = _pooled_collectives(ts, n, lookups, notes)
     offset, measured_step, measured_rank, measured_lookup = _measured(ts, lookups)
     # per pooled all-to-all, as a2a_predicted is (a step has the forward and the backward)
     a2a_measured = float(data_time[pooled].mean()) if len(pooled) else None
@@ -386,44 +363,15 @@ def shard(
         ev = evaluate_plan(spec.tables, plan, n, cost=cost, family=family)
         et = ev.table
         planned = np.asarray(as_numpy(et["lookup_ns"]), np.float64)
-        send = np.asarray(as_numpy(et["a2a_send_bytes"]), np.float64)
-        recv = np.asarray(as_numpy(et["a2a_recv_bytes"]), np.float64)
-        buffers = np.maximum(send, recv) * n / max(n - 1, 1)
-        per_rank_a2a = np.array([_a2a_ns(topology, b, n) for b in buffers])
+        buffers, per_rank_a2a = _a2a_per_rank(et, topology, n)
         a2a_ns = float(per_rank_a2a.max())
-        changes, _, _ = lookup_changes(ts, lookups, planned)
-        factor = None
-        if factor_base is not None and len(pooled):
-            factor = factor_base.copy()
-            ok = data_time[pooled] > 0
-            factor[pooled[ok]] = a2a_ns / data_time[pooled[ok]]
-        replayed = replay_plan(ts, changes, factor, matched)
-        step_of: dict[tuple[int, Any], float] = {}
-        for row in replayed:
-            key = (row["rank"], row["step"])
-            step_of[key] = float(row["predicted"] - offset.get(key, 0))
-        per_step: dict[Any, float] = {}
-        for (_, s), v in step_of.items():
-            per_step[s] = max(per_step.get(s, 0.0), v)
-        step_pred = float(np.mean(list(per_step.values())))
+        factor = _a2a_factor(factor_base, pooled, data_time, a2a_ns)
+        step_of = _replayed_steps(ts, lookups, planned, factor, matched, offset)
+        step_pred = _mean_slowest_step(step_of)
         is_recorded = label == RECORDED
         step_meas = float(np.mean(list(measured_step.values()))) if is_recorded else None
-        memory = np.zeros(n)
-        names = [t.name for t in spec.tables]
-        for t in names:
-            memory[plan[t]] += spec.memory[t]
-        rows_plans.append(
-            {
-                "plan": label,
-                "step_predicted": step_pred,
-                "step_measured": step_meas,
-                "error_pct": 100.0 * (step_pred / step_meas - 1) if step_meas else None,
-                "max_lookup_predicted": float(planned.max()),
-                "a2a_predicted": a2a_ns,
-                "a2a_bytes": float(buffers.max()),
-                "max_memory_bytes": float(memory.max()),
-            }
-        )
+        memory = _memory_per_rank(spec, plan, n)
+        rows_plans.append(_plan_row(label, step_pred, step_meas, planned, a2a_ns, buffers, memory))
         for i, rank in enumerate(ts.ranks):
             steps = [v for (r, _), v in step_of.items() if r == rank]
             rows_ranks.append(
@@ -444,29 +392,9 @@ def shard(
             )
         if is_recorded:
             notes += _recorded_check(spec, plan, lookups, ts)
-    # fastest step first; where steps tie (the embeddings off the critical path), the
-    # shorter slowest lookup plus all-to-all
-    order = sorted(
-        range(len(rows_plans)),
-        key=lambda i: (
-            round(rows_plans[i]["step_predicted"]),
-            rows_plans[i]["max_lookup_predicted"] + rows_plans[i]["a2a_predicted"],
-        ),
-    )
-    plans_table = _table(
-        [{"order": k + 1, **rows_plans[i]} for k, i in enumerate(order)], PLANS_SCHEMA
-    )
+    plans_table = _plans_by_speed(rows_plans)
     rank_table = _table(rows_ranks, RANKS_SCHEMA)
-    steps = [r["step_predicted"] for r in rows_plans]
-    if len(steps) > 1 and max(steps) - min(steps) < 0.001 * max(steps):
-        lookup_a2a = max(r["max_lookup_predicted"] + r["a2a_predicted"] for r in rows_plans)
-        notes.append(
-            f"the plans tie on the step (within 0.1 %): the slowest rank's lookups and "
-            f"all-to-all, at most {lookup_a2a / 1e3:.1f} us, are "
-            f"{100 * lookup_a2a / max(steps):.2f} % of a {max(steps) / 1e6:.2f} ms step and "
-            f"off its critical path, so the sharding does not set this step; the order "
-            f"is by lookup plus all-to-all"
-        )
+    notes.extend(_tie_note(rows_plans))
     notes.append(
         "measured: the trace (step_measured: its slowest rank's device-aware step; "
         "lookup_measured: the lookup kernels; a2a_measured: a pooled all-to-all's time "
@@ -479,6 +407,162 @@ def shard(
         notes=notes,
         params={"plans": {k: dict(v) for k, v in plans.items()}, "family": family},
     )
+
+
+def _default_plans(
+    spec: ShardTables, n: int, cost: LookupCostModel, family: str, notes: list[str]
+) -> dict[str, Mapping[str, int]]:
+    """The recorded plan (where spec places the tables; else a note) and alternatives()."""
+    plans: dict[str, Mapping[str, int]] = {}
+    if spec.recorded is not None:
+        plans[RECORDED] = spec.recorded
+    else:
+        notes.append(f"{spec.source} places no table ('rank' keys): no recorded plan")
+    plans.update(alternatives(spec, n, cost=cost, family=family))
+    return plans
+
+
+def _topology_of(ts: TraceSet, topology: Union[str, Topology, None], notes: list[str]) -> Topology:
+    """The topology the all-to-all runs on (a file or shipped name; None: the recorded
+    machine's), with a note saying which."""
+    if isinstance(topology, str):
+        topology = load_topology(topology)
+    if topology is None:
+        machine = recorded_machine(ts)
+        topology = machine.topology
+        notes.append(f"all-to-all on the {machine.how} (collective model: predicted)")
+    else:
+        notes.append(f"all-to-all on {topology.name} (collective model: predicted)")
+    return topology
+
+
+def _pooled_collectives(
+    ts: TraceSet, n: int, lookups: pa.Table, notes: list[str]
+) -> tuple[Optional[MatchedCollectives], np.ndarray, Optional[np.ndarray], np.ndarray]:
+    """The collectives matched across ranks (None on one rank), the pooled all-to-alls among
+    them (with a note saying how they were found), a factor of 1 per matched collective
+    (None without any) and each one's data time (ns)."""
+    matched = match_collectives(ts) if n > 1 else None
+    pooled = np.zeros(0, np.int64)
+    factor_base = None
+    if matched is not None and matched.result.table.num_rows:
+        pooled, how = _pooled_all_to_alls(ts, matched, lookups)
+        notes.append(f"pooled all-to-alls: {how}")
+        factor_base = np.ones(matched.result.table.num_rows)
+    data_time = (
+        np.asarray(as_numpy(matched.result.table["data_time"]), np.float64)
+        if matched is not None and matched.result.table.num_rows
+        else np.zeros(0)
+    )
+    return matched, pooled, factor_base, data_time
+
+
+def _a2a_per_rank(et: pa.Table, topology: Topology, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank of an evaluated plan: its all-to-all buffer (nccl-tests' size, bytes) and
+    the all-to-all's predicted time at it (ns)."""
+    send = np.asarray(as_numpy(et["a2a_send_bytes"]), np.float64)
+    recv = np.asarray(as_numpy(et["a2a_recv_bytes"]), np.float64)
+    buffers = np.maximum(send, recv) * n / max(n - 1, 1)
+    return buffers, np.array([_a2a_ns(topology, b, n) for b in buffers])
+
+
+def _a2a_factor(
+    factor_base: Optional[np.ndarray], pooled: np.ndarray, data_time: np.ndarray, a2a_ns: float
+) -> Optional[np.ndarray]:
+    """Per matched collective, the factor its time is scaled by in the replay: the pooled
+    all-to-alls take a2a_ns, the others keep theirs (None: no pooled all-to-all)."""
+    factor = None
+    if factor_base is not None and len(pooled):
+        factor = factor_base.copy()
+        ok = data_time[pooled] > 0
+        factor[pooled[ok]] = a2a_ns / data_time[pooled[ok]]
+    return factor
+
+
+def _replayed_steps(
+    ts: TraceSet,
+    lookups: pa.Table,
+    planned: np.ndarray,
+    factor: Optional[np.ndarray],
+    matched: Optional[MatchedCollectives],
+    offset: Mapping[tuple[int, Any], int],
+) -> dict[tuple[int, Any], float]:
+    """Each (rank, step)'s predicted device-aware step with the planned lookups and the
+    scaled all-to-alls, ns."""
+    changes, _, _ = lookup_changes(ts, lookups, planned)
+    replayed = replay_plan(ts, changes, factor, matched)
+    step_of: dict[tuple[int, Any], float] = {}
+    for row in replayed:
+        key = (row["rank"], row["step"])
+        step_of[key] = float(row["predicted"] - offset.get(key, 0))
+    return step_of
+
+
+def _mean_slowest_step(step_of: dict[tuple[int, Any], float]) -> float:
+    """The slowest rank's step, mean over steps."""
+    per_step: dict[Any, float] = {}
+    for (_, s), v in step_of.items():
+        per_step[s] = max(per_step.get(s, 0.0), v)
+    return float(np.mean(list(per_step.values())))
+
+
+def _memory_per_rank(spec: ShardTables, plan: Mapping[str, int], n: int) -> np.ndarray:
+    """The bytes of the tables the plan places on each rank."""
+    memory = np.zeros(n)
+    names = [t.name for t in spec.tables]
+    for t in names:
+        memory[plan[t]] += spec.memory[t]
+    return memory
+
+
+def _plan_row(
+    label: str,
+    step_pred: float,
+    step_meas: Optional[float],
+    planned: np.ndarray,
+    a2a_ns: float,
+    buffers: np.ndarray,
+    memory: np.ndarray,
+) -> dict[str, Any]:
+    """A plan's row of the main table (without its order)."""
+    return {
+        "plan": label,
+        "step_predicted": step_pred,
+        "step_measured": step_meas,
+        "error_pct": 100.0 * (step_pred / step_meas - 1) if step_meas else None,
+        "max_lookup_predicted": float(planned.max()),
+        "a2a_predicted": a2a_ns,
+        "a2a_bytes": float(buffers.max()),
+        "max_memory_bytes": float(memory.max()),
+    }
+
+
+def _plans_by_speed(rows_plans: list[dict[str, Any]]) -> pa.Table:
+    """The main table: the plans fastest step first, numbered; where steps tie (the
+    embeddings off the critical path), the shorter slowest lookup plus all-to-all first."""
+    order = sorted(
+        range(len(rows_plans)),
+        key=lambda i: (
+            round(rows_plans[i]["step_predicted"]),
+            rows_plans[i]["max_lookup_predicted"] + rows_plans[i]["a2a_predicted"],
+        ),
+    )
+    return _table([{"order": k + 1, **rows_plans[i]} for k, i in enumerate(order)], PLANS_SCHEMA)
+
+
+def _tie_note(rows_plans: list[dict[str, Any]]) -> list[str]:
+    """A note when the plans tie on the step (within 0.1 %), else none."""
+    steps = [r["step_predicted"] for r in rows_plans]
+    if len(steps) > 1 and max(steps) - min(steps) < 0.001 * max(steps):
+        lookup_a2a = max(r["max_lookup_predicted"] + r["a2a_predicted"] for r in rows_plans)
+        return [
+            f"the plans tie on the step (within 0.1 %): the slowest rank's lookups and "
+            f"all-to-all, at most {lookup_a2a / 1e3:.1f} us, are "
+            f"{100 * lookup_a2a / max(steps):.2f} % of a {max(steps) / 1e6:.2f} ms step and "
+            f"off its critical path, so the sharding does not set this step; the order "
+            f"is by lookup plus all-to-all"
+        ]
+    return []
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:

@@ -238,25 +238,9 @@ def world_size_factors(
     scaled = known & (group == w0) & (model_kind != "send_recv")
     group_after = np.where(scaled, n_new, group)
     notes = [rec.how]
-    if topology is None:
-        before, how = _calibrated(rec.topology, matched, group, known)
-        after = before
-        notes.append(f"the recorded machine's figures {how}; the same machine at {n_new} ranks")
-    else:
-        before = rec.topology
-        target = as_topology(topology)
-        after = dataclasses.replace(target, nodes=math.ceil(n_new / target.gpus_per_node))
-        notes.append(
-            f"target: {after.name}, {n_new} ranks on {after.nodes} node(s) of "
-            f"{after.gpus_per_node} GPUs; both ends of the ratio from vendor figures "
-            f"(the recorded file uncalibrated, the target as given)"
-        )
+    before, after = _machines(rec.topology, topology, matched, group, known, n_new, notes)
     data = matched.data_time.astype(np.float64)
-    sizes = as_numpy(table["bytes"]).astype(np.float64) if m else np.zeros(0)
-    inferred = known & np.isnan(sizes)
-    for kind, n in {(model_kind[i], int(group[i])) for i in np.flatnonzero(inferred)}:
-        rows = inferred & (model_kind == kind) & (group == n)
-        sizes[rows] = _infer_sizes(kind, data[rows] / 1e3, before, n)
+    sizes, inferred = _sizes(table, model_kind, known, group, data, before)
     rows = np.flatnonzero(known)
     p0 = _predict(model_kind, sizes, group, before, rows)
     p1 = _predict(model_kind, sizes, group_after, after, rows)
@@ -312,6 +296,50 @@ def world_size_factors(
         predicted, wait,
     )  # fmt: skip
     return WorldSizeEdit(factor, out, notes, before, after)
+
+
+def _machines(
+    recorded: Topology,
+    topology: Union[str, Topology, None],
+    matched: MatchedCollectives,
+    group: np.ndarray,
+    known: np.ndarray,
+    n_new: int,
+    notes: list[str],
+) -> tuple[Topology, Topology]:
+    """The machines at both ends of the ratio, with a note saying which: the recorded one
+    calibrated on the matched collectives, twice (topology None); else the recorded one
+    uncalibrated and the target at n_new ranks."""
+    if topology is None:
+        before, how = _calibrated(recorded, matched, group, known)
+        notes.append(f"the recorded machine's figures {how}; the same machine at {n_new} ranks")
+        return before, before
+    target = as_topology(topology)
+    after = dataclasses.replace(target, nodes=math.ceil(n_new / target.gpus_per_node))
+    notes.append(
+        f"target: {after.name}, {n_new} ranks on {after.nodes} node(s) of "
+        f"{after.gpus_per_node} GPUs; both ends of the ratio from vendor figures "
+        f"(the recorded file uncalibrated, the target as given)"
+    )
+    return recorded, after
+
+
+def _sizes(
+    table: pa.Table,
+    model_kind: np.ndarray,
+    known: np.ndarray,
+    group: np.ndarray,
+    data: np.ndarray,
+    before: Topology,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per matched collective, its size in bytes (NaN: not modelled) and whether it was
+    inferred from its recorded time on the `before` machine (no size recorded)."""
+    sizes = as_numpy(table["bytes"]).astype(np.float64) if table.num_rows else np.zeros(0)
+    inferred = known & np.isnan(sizes)
+    for kind, n in {(model_kind[i], int(group[i])) for i in np.flatnonzero(inferred)}:
+        rows = inferred & (model_kind == kind) & (group == n)
+        sizes[rows] = _infer_sizes(kind, data[rows] / 1e3, before, n)
+    return sizes, inferred
 
 
 def _notes(
