@@ -19,8 +19,170 @@ void read_dim3(Value& v, ArgValues& a, int32_t (&field)[3]) {
   std::copy(dims, dims + 3, field);
 }
 
+// An argument of a kernel, a memcpy or a memset (group kKernel). read_arg calls it with
+// those keys only.
 template <class Value>
-void read_arg(ArgKey key, Value& v, ArgValues& a) {
+void read_kernel_arg(ArgKey key, Value& v, ArgValues& a) {
+  // grid and block join the group only when they are kernel dimensions (read_dim3).
+  if (key == ArgKey::kGrid) return read_dim3(v, a, a.grid);
+  if (key == ArgKey::kBlock) return read_dim3(v, a, a.block);
+  a.touch(ArgValues::kKernel);
+  switch (key) {
+    case ArgKey::kQueued:
+      a.queued = v.int32();
+      return;
+    case ArgKey::kContext:
+      a.context = v.int32();
+      return;
+    case ArgKey::kRegisters:
+      a.registers = v.int32();
+      return;
+    case ArgKey::kSharedMemory:
+      a.shared_memory = v.int32();
+      return;
+    case ArgKey::kBlocksPerSm:
+      a.blocks_per_sm = float(v.float64());
+      return;
+    case ArgKey::kWarpsPerSm:
+      a.warps_per_sm = float(v.float64());
+      return;
+    case ArgKey::kOccupancy:
+      a.occupancy = float(v.float64());
+      return;
+    case ArgKey::kBytes:
+      a.bytes = v.int64();
+      return;
+    case ArgKey::kBandwidth:
+      a.bandwidth = v.float64();
+      return;
+    case ArgKey::kHsaQueue:
+      a.hsa_queue = v.int64();
+      return;
+    case ArgKey::kLaunchedKernel:
+      a.launched_kernel = v.string();
+      return;
+    default:
+      return;
+  }
+}
+
+// An argument of a CPU operator (group kOp). read_arg calls it with those keys only.
+template <class Value>
+void read_op_arg(ArgKey key, Value& v, ArgValues& a) {
+  a.touch(ArgValues::kOp);
+  switch (key) {
+    case ArgKey::kRecordFunctionId:
+      a.record_function_id = v.int64();
+      return;
+    case ArgKey::kSequenceNumber:
+      a.sequence_number = v.int64();
+      return;
+    case ArgKey::kFwdThreadId:
+      a.fwd_thread_id = v.int64();
+      return;
+    case ArgKey::kEvIdx:
+      a.ev_idx = v.int64();
+      return;
+    case ArgKey::kInputDims:
+      a.input_dims = v.raw_json();
+      return;
+    case ArgKey::kInputType:
+      a.input_type = v.raw_json();
+      return;
+    case ArgKey::kInputStrides:
+      a.input_strides = v.raw_json();
+      return;
+    case ArgKey::kConcreteInputs:
+      a.concrete_inputs = v.raw_json();
+      return;
+    default:
+      return;
+  }
+}
+
+// An argument of a collective (group kComm). read_arg calls it with those keys only.
+template <class Value>
+void read_comm_arg(ArgKey key, Value& v, ArgValues& a) {
+  a.touch(ArgValues::kComm);
+  switch (key) {
+    case ArgKey::kCollectiveName:
+      a.collective_name = v.string();
+      return;
+    case ArgKey::kInMsgNelems:
+      a.in_nelems = v.int64();
+      return;
+    case ArgKey::kOutMsgNelems:
+      a.out_nelems = v.int64();
+      return;
+    case ArgKey::kDtype:
+      a.dtype = v.raw_json();
+      return;
+    case ArgKey::kGroupSize:
+      a.group_size = v.int32();
+      return;
+    case ArgKey::kPgName:
+      a.pg_name = v.raw_json();
+      return;
+    case ArgKey::kPgDesc:
+      a.pg_desc = v.raw_json();
+      return;
+    case ArgKey::kPgRanks:
+      a.pg_ranks = v.raw_json();
+      return;
+    case ArgKey::kInSplitSize:
+      a.in_split = v.raw_json();
+      return;
+    case ArgKey::kOutSplitSize:
+      a.out_split = v.raw_json();
+      return;
+    case ArgKey::kRank:
+      a.rank = v.int32();
+      return;
+    case ArgKey::kSeq:
+      a.seq = v.int64();
+      return;
+    case ArgKey::kCommsId:  // a uint64 hash, kept as its text: compared, never computed on
+      a.comms_id = v.raw_json();
+      return;
+    default:
+      return;
+  }
+}
+
+// An argument of an allocator instant (group kMemory). read_arg calls it with those keys
+// only.
+template <class Value>
+void read_memory_arg(ArgKey key, Value& v, ArgValues& a) {
+  a.touch(ArgValues::kMemory);
+  switch (key) {
+    case ArgKey::kMemBytes:
+      a.mem_bytes = v.int64();
+      return;
+    case ArgKey::kMemTotalAllocated:
+      a.total_allocated = v.int64();
+      return;
+    case ArgKey::kMemTotalReserved:
+      a.total_reserved = v.int64();
+      return;
+    case ArgKey::kMemAddr:
+      a.addr = v.int64();
+      return;
+    case ArgKey::kMemDeviceType:
+      a.device_type = v.int32();
+      return;
+    case ArgKey::kMemDeviceId:
+      a.device_id = v.int32();
+      return;
+    default:
+      return;
+  }
+}
+
+// Reads one argument into its field: the fields of every GPU event here, the groups of
+// many keys in a function each. Out of line: inlined into the readers' member loops, it made
+// them run more instructions per argument.
+template <class Value>
+[[gnu::noinline]] void read_arg(ArgKey key, Value& v, ArgValues& a) {
   using G = ArgValues;
   switch (key) {
     case ArgKey::kUnknown:
@@ -38,137 +200,42 @@ void read_arg(ArgKey key, Value& v, ArgValues& a) {
       a.stream = v.stream();
       return;
     case ArgKey::kQueued:
-      a.touch(G::kKernel);
-      a.queued = v.int32();
-      return;
     case ArgKey::kContext:
-      a.touch(G::kKernel);
-      a.context = v.int32();
-      return;
     case ArgKey::kGrid:
-      return read_dim3(v, a, a.grid);
     case ArgKey::kBlock:
-      return read_dim3(v, a, a.block);
     case ArgKey::kRegisters:
-      a.touch(G::kKernel);
-      a.registers = v.int32();
-      return;
     case ArgKey::kSharedMemory:
-      a.touch(G::kKernel);
-      a.shared_memory = v.int32();
-      return;
     case ArgKey::kBlocksPerSm:
-      a.touch(G::kKernel);
-      a.blocks_per_sm = float(v.float64());
-      return;
     case ArgKey::kWarpsPerSm:
-      a.touch(G::kKernel);
-      a.warps_per_sm = float(v.float64());
-      return;
     case ArgKey::kOccupancy:
-      a.touch(G::kKernel);
-      a.occupancy = float(v.float64());
-      return;
     case ArgKey::kBytes:
-      a.touch(G::kKernel);
-      a.bytes = v.int64();
-      return;
     case ArgKey::kBandwidth:
-      a.touch(G::kKernel);
-      a.bandwidth = v.float64();
-      return;
-    case ArgKey::kHsaQueue:
-      a.touch(G::kKernel);
-      a.hsa_queue = v.int64();
-      return;
     case ArgKey::kLaunchedKernel:
-      a.touch(G::kKernel);
-      a.launched_kernel = v.string();
-      return;
+    case ArgKey::kHsaQueue:
+      return read_kernel_arg(key, v, a);
     case ArgKey::kRecordFunctionId:
-      a.touch(G::kOp);
-      a.record_function_id = v.int64();
-      return;
     case ArgKey::kSequenceNumber:
-      a.touch(G::kOp);
-      a.sequence_number = v.int64();
-      return;
     case ArgKey::kFwdThreadId:
-      a.touch(G::kOp);
-      a.fwd_thread_id = v.int64();
-      return;
     case ArgKey::kEvIdx:
-      a.touch(G::kOp);
-      a.ev_idx = v.int64();
-      return;
     case ArgKey::kInputDims:
-      a.touch(G::kOp);
-      a.input_dims = v.raw_json();
-      return;
     case ArgKey::kInputType:
-      a.touch(G::kOp);
-      a.input_type = v.raw_json();
-      return;
     case ArgKey::kInputStrides:
-      a.touch(G::kOp);
-      a.input_strides = v.raw_json();
-      return;
     case ArgKey::kConcreteInputs:
-      a.touch(G::kOp);
-      a.concrete_inputs = v.raw_json();
-      return;
+      return read_op_arg(key, v, a);
     case ArgKey::kCollectiveName:
-      a.touch(G::kComm);
-      a.collective_name = v.string();
-      return;
     case ArgKey::kInMsgNelems:
-      a.touch(G::kComm);
-      a.in_nelems = v.int64();
-      return;
     case ArgKey::kOutMsgNelems:
-      a.touch(G::kComm);
-      a.out_nelems = v.int64();
-      return;
     case ArgKey::kDtype:
-      a.touch(G::kComm);
-      a.dtype = v.raw_json();
-      return;
     case ArgKey::kGroupSize:
-      a.touch(G::kComm);
-      a.group_size = v.int32();
-      return;
     case ArgKey::kPgName:
-      a.touch(G::kComm);
-      a.pg_name = v.raw_json();
-      return;
     case ArgKey::kPgDesc:
-      a.touch(G::kComm);
-      a.pg_desc = v.raw_json();
-      return;
     case ArgKey::kPgRanks:
-      a.touch(G::kComm);
-      a.pg_ranks = v.raw_json();
-      return;
     case ArgKey::kInSplitSize:
-      a.touch(G::kComm);
-      a.in_split = v.raw_json();
-      return;
     case ArgKey::kOutSplitSize:
-      a.touch(G::kComm);
-      a.out_split = v.raw_json();
-      return;
     case ArgKey::kRank:
-      a.touch(G::kComm);
-      a.rank = v.int32();
-      return;
     case ArgKey::kSeq:
-      a.touch(G::kComm);
-      a.seq = v.int64();
-      return;
-    case ArgKey::kCommsId:  // a uint64 hash, kept as its text: compared, never computed on
-      a.touch(G::kComm);
-      a.comms_id = v.raw_json();
-      return;
+    case ArgKey::kCommsId:
+      return read_comm_arg(key, v, a);
     case ArgKey::kCbid:
       a.touch(G::kCall);
       a.cbid = v.int64();
@@ -191,29 +258,12 @@ void read_arg(ArgKey key, Value& v, ArgValues& a) {
       a.sort_index = v.int64();
       return;
     case ArgKey::kMemBytes:
-      a.touch(G::kMemory);
-      a.mem_bytes = v.int64();
-      return;
     case ArgKey::kMemTotalAllocated:
-      a.touch(G::kMemory);
-      a.total_allocated = v.int64();
-      return;
     case ArgKey::kMemTotalReserved:
-      a.touch(G::kMemory);
-      a.total_reserved = v.int64();
-      return;
     case ArgKey::kMemAddr:
-      a.touch(G::kMemory);
-      a.addr = v.int64();
-      return;
     case ArgKey::kMemDeviceType:
-      a.touch(G::kMemory);
-      a.device_type = v.int32();
-      return;
     case ArgKey::kMemDeviceId:
-      a.touch(G::kMemory);
-      a.device_id = v.int32();
-      return;
+      return read_memory_arg(key, v, a);
   }
 }
 

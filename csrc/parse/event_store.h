@@ -81,6 +81,17 @@ class EventStore {
   // The name of a call that carries a cbid: the one Kineto writes since 2026 where the
   // event says INVALID or unknown and the cbid names one (cbid_names.h), else its own.
   int32_t call_name(const RawEvent& ev);
+  // One per phase: M, X, s/f/t, C, i/I.
+  void store_meta(RawEvent& ev);
+  void store_complete(RawEvent& ev, uint64_t offset, const char* where, EventEnd& end);
+  void store_flow(const RawEvent& ev);
+  void store_counter(const RawEvent& ev);
+  void store_instant(RawEvent& ev);
+  // The rows of a complete event's argument groups, which name its row in the events table.
+  void store_kernel_args(EventRow row, const ArgValues& a);
+  void store_op_args(EventRow row, const ArgValues& a);
+  void store_comm_args(EventRow row, const ArgValues& a);
+  void store_sync_args(EventRow row, const ArgValues& a);
 
   TraceColumns& out_;
   RowsAhead<EventTable> events_;

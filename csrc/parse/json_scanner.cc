@@ -80,25 +80,11 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
   for (size_t i = 0; i < n; ++i) {
     const char c = p[i];
     if (in_string_) {
-      const bool keeps_key = phase_ == Phase::kHeader && depth_ == 1 && expect_key_;
-      if (!escape_ && !keeps_key && c != '"' && c != '\\') {
+      if (!escape_ && !reading_header_key() && c != '"' && c != '\\') {
         i = next_quote_or_backslash(p, i + 1, n) - 1;  // the loop's ++i lands on it
         continue;
       }
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-        if (phase_ == Phase::kEvents && open_.empty()) after_event_ = true;
-        if (phase_ == Phase::kHeader && depth_ == 1 && expect_key_) {
-          key_is_events_ = key_ == "traceEvents";
-          expect_key_ = false;
-        }
-      } else if (phase_ == Phase::kHeader && depth_ == 1 && expect_key_ && key_.size() < 32) {
-        key_.push_back(c);
-      }
+      string_byte(c);
       continue;
     }
     if (is_ws(c)) {
@@ -107,129 +93,19 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
     }
     switch (phase_) {
       case Phase::kStart:
-        if (c == '{') {
-          phase_ = Phase::kHeader;
-          depth_ = 1;
-          expect_key_ = true;
-        } else if (c == '[') {
-          // The JSON Array Format: the file is the events array itself.
-          phase_ = Phase::kEvents;
-          events_depth_ = depth_ = 1;
-          stop = Stop::kEventsBegin;
-          return i + 1;
-        } else {
-          fail(base + i, "not a JSON trace: expected '{' or '[' but found " + describe_byte(c),
-               ErrorCode::kNotJson);
-        }
-        break;
+        if (!start_byte(c, base + i)) break;
+        stop = Stop::kEventsBegin;
+        return i + 1;
       case Phase::kHeader:
-        if (after_events_key_) {
-          after_events_key_ = false;
-          if (c != '[') {
-            throw FormatError(ErrorCode::kBadField, base + i, "traceEvents is not an array",
-                              "traceEvents");
-          }
-          phase_ = Phase::kEvents;
-          depth_ = events_depth_ = 2;
-          stop = Stop::kEventsBegin;
-          return i + 1;
-        }
-        switch (c) {
-          case '"':
-            in_string_ = true;
-            if (depth_ == 1 && expect_key_) key_.clear();
-            break;
-          case ':':
-            if (depth_ == 1 && key_is_events_) after_events_key_ = true;
-            key_is_events_ = false;
-            break;
-          case ',':
-            if (depth_ == 1) expect_key_ = true;
-            break;
-          case '{':
-          case '[':
-            ++depth_;
-            break;
-          case '}':
-          case ']':
-            if (--depth_ == 0) phase_ = Phase::kDone;
-            break;
-          default:
-            break;
-        }
-        break;
+        if (!header_byte(c, base + i)) break;
+        stop = Stop::kEventsBegin;
+        return i + 1;
       case Phase::kEvents:
-        if (open_.empty()) {
-          // Between events: after one, only ',' or the closing ']' may come.
-          if (c == ',') {
-            if (!after_event_) fail(base + i, "two commas in a row in traceEvents");
-            after_event_ = in_scalar_ = false;
-            last_boundary_ = i + 1;
-            break;
-          }
-          if (c == ']') {
-            --depth_;
-            phase_ = depth_ == 0 ? Phase::kDone : Phase::kSuffix;
-            stop = Stop::kEventsEnd;
-            return i + 1;
-          }
-          if (in_scalar_ && c != '"' && c != '{' && c != '[' && c != '}') break;
-          in_scalar_ = false;
-          if (after_event_) {
-            fail(base + i,
-                 "expected ',' or ']' after an event in traceEvents, found " + describe_byte(c));
-          }
-          if (c == '}') fail(base + i, "unbalanced '}' in traceEvents");
-          if (c != '"' && c != '{' && c != '[') {
-            // A bare number or literal as an entry (counted later as not an event).
-            in_scalar_ = true;
-            after_event_ = true;
-            break;
-          }
-        }
-        switch (c) {
-          case '"':
-            in_string_ = true;
-            break;
-          case '{':
-          case '[':
-            ++depth_;
-            open_.push_back(c);
-            break;
-          case '}':
-          case ']':
-            if ((c == '}') != (open_.back() == '{')) {
-              fail(base + i,
-                   std::string("'") + open_.back() + "' closed by '" + c + "' in traceEvents");
-            }
-            --depth_;
-            open_.pop_back();
-            if (open_.empty()) {
-              after_event_ = true;
-              last_complete_end_ = i + 1;
-            }
-            break;
-          default:
-            break;
-        }
-        break;
+        if (!events_byte(c, i, base)) break;
+        stop = Stop::kEventsEnd;
+        return i + 1;
       case Phase::kSuffix:
-        switch (c) {
-          case '"':
-            in_string_ = true;
-            break;
-          case '{':
-          case '[':
-            ++depth_;
-            break;
-          case '}':
-          case ']':
-            if (--depth_ == 0) phase_ = Phase::kDone;
-            if (depth_ < 0) fail(base + i, "unbalanced '" + std::string(1, c) + "'");
-            break;
-          default:
-            break;
-        }
+        suffix_byte(c, base + i);
         break;
       case Phase::kDone:
         fail(base + i,
@@ -237,6 +113,158 @@ size_t JsonScanner::scan(const char* p, size_t n, uint64_t base, Stop& stop) {
     }
   }
   return n;
+}
+
+inline void JsonScanner::string_byte(char c) {
+  if (escape_) {
+    escape_ = false;
+  } else if (c == '\\') {
+    escape_ = true;
+  } else if (c == '"') {
+    in_string_ = false;
+    if (phase_ == Phase::kEvents && open_.empty()) after_event_ = true;
+    if (reading_header_key()) {
+      key_is_events_ = key_ == "traceEvents";
+      expect_key_ = false;
+    }
+  } else if (reading_header_key() && key_.size() < 32) {
+    key_.push_back(c);
+  }
+}
+
+inline bool JsonScanner::start_byte(char c, uint64_t offset) {
+  if (c == '{') {
+    phase_ = Phase::kHeader;
+    depth_ = 1;
+    expect_key_ = true;
+  } else if (c == '[') {
+    // The JSON Array Format: the file is the events array itself.
+    phase_ = Phase::kEvents;
+    events_depth_ = depth_ = 1;
+    return true;
+  } else {
+    fail(offset, "not a JSON trace: expected '{' or '[' but found " + describe_byte(c),
+         ErrorCode::kNotJson);
+  }
+  return false;
+}
+
+inline bool JsonScanner::header_byte(char c, uint64_t offset) {
+  if (after_events_key_) {
+    after_events_key_ = false;
+    if (c != '[') {
+      throw FormatError(ErrorCode::kBadField, offset, "traceEvents is not an array", "traceEvents");
+    }
+    phase_ = Phase::kEvents;
+    depth_ = events_depth_ = 2;
+    return true;
+  }
+  switch (c) {
+    case '"':
+      in_string_ = true;
+      if (depth_ == 1 && expect_key_) key_.clear();
+      break;
+    case ':':
+      if (depth_ == 1 && key_is_events_) after_events_key_ = true;
+      key_is_events_ = false;
+      break;
+    case ',':
+      if (depth_ == 1) expect_key_ = true;
+      break;
+    case '{':
+    case '[':
+      ++depth_;
+      break;
+    case '}':
+    case ']':
+      if (--depth_ == 0) phase_ = Phase::kDone;
+      break;
+    default:
+      break;
+  }
+  return false;
+}
+
+inline bool JsonScanner::events_byte(char c, size_t i, uint64_t base) {
+  if (open_.empty()) {
+    if (c == ']') {
+      --depth_;
+      phase_ = depth_ == 0 ? Phase::kDone : Phase::kSuffix;
+      return true;
+    }
+    if (between_events_byte(c, i, base)) return false;
+  }
+  event_byte(c, i, base);
+  return false;
+}
+
+inline bool JsonScanner::between_events_byte(char c, size_t i, uint64_t base) {
+  // After an event, only ',' or the closing ']' (events_byte) may come.
+  if (c == ',') {
+    if (!after_event_) fail(base + i, "two commas in a row in traceEvents");
+    after_event_ = in_scalar_ = false;
+    last_boundary_ = i + 1;
+    return true;
+  }
+  if (in_scalar_ && c != '"' && c != '{' && c != '[' && c != '}') return true;
+  in_scalar_ = false;
+  if (after_event_) {
+    fail(base + i, "expected ',' or ']' after an event in traceEvents, found " + describe_byte(c));
+  }
+  if (c == '}') fail(base + i, "unbalanced '}' in traceEvents");
+  if (c != '"' && c != '{' && c != '[') {
+    // A bare number or literal as an entry (counted later as not an event).
+    in_scalar_ = true;
+    after_event_ = true;
+    return true;
+  }
+  return false;
+}
+
+inline void JsonScanner::event_byte(char c, size_t i, uint64_t base) {
+  switch (c) {
+    case '"':
+      in_string_ = true;
+      break;
+    case '{':
+    case '[':
+      ++depth_;
+      open_.push_back(c);
+      break;
+    case '}':
+    case ']':
+      if ((c == '}') != (open_.back() == '{')) {
+        fail(base + i, std::string("'") + open_.back() + "' closed by '" + c + "' in traceEvents");
+      }
+      --depth_;
+      open_.pop_back();
+      if (open_.empty()) {
+        after_event_ = true;
+        last_complete_end_ = i + 1;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+inline void JsonScanner::suffix_byte(char c, uint64_t offset) {
+  switch (c) {
+    case '"':
+      in_string_ = true;
+      break;
+    case '{':
+    case '[':
+      ++depth_;
+      break;
+    case '}':
+    case ']':
+      if (--depth_ == 0) phase_ = Phase::kDone;
+      if (depth_ < 0) fail(offset, "unbalanced '" + std::string(1, c) + "'");
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace hta

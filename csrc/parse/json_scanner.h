@@ -47,6 +47,23 @@ class JsonScanner {
  private:
   [[noreturn]] void fail(uint64_t offset, const std::string& what,
                          ErrorCode code = ErrorCode::kBadJson) const;
+  // In the header's top-level object, reading a key (kept to find traceEvents).
+  bool reading_header_key() const { return phase_ == Phase::kHeader && depth_ == 1 && expect_key_; }
+  // A byte inside a string that can change the state: a quote, an escape or a header key's.
+  void string_byte(char c);
+  // A byte outside strings and whitespace, one function per phase; `offset` is the byte's
+  // in the file, `i` its index in the scanned buffer. start_byte and header_byte return true
+  // on the '[' that opens traceEvents, events_byte on the ']' that closes it: scan stops
+  // there.
+  bool start_byte(char c, uint64_t offset);
+  bool header_byte(char c, uint64_t offset);
+  bool events_byte(char c, size_t i, uint64_t base);
+  void suffix_byte(char c, uint64_t offset);
+  // Within traceEvents, between events: checks the ',' and bare scalars; false when c starts
+  // an event that event_byte reads.
+  bool between_events_byte(char c, size_t i, uint64_t base);
+  // Within an event: its strings and brackets.
+  void event_byte(char c, size_t i, uint64_t base);
 
   Phase phase_ = Phase::kStart;
   int depth_ = 0;
