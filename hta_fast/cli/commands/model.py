@@ -23,6 +23,15 @@ if TYPE_CHECKING:
     from ...model.whatif.edits import Edits
 
 
+# replay's and whatif's --windows (critical-path's walks windows, with its own help)
+replay_windows_option = click.option(
+    "--windows",
+    is_flag=True,
+    help="Replay each profiler step's window alone (default: a rank's consecutive "
+    "steps as one chain, each starting where the one before it ends).",
+)
+
+
 @cli.command("critical-path")
 @table_command
 @click.option(
@@ -152,12 +161,7 @@ def owners_command(
     help="Replay all ranks of a step together (a collective ends when the last rank "
     "has reached it), with the no-cross-rank ablation.",
 )
-@click.option(
-    "--windows",
-    is_flag=True,
-    help="Replay each profiler step's window alone (default: a rank's consecutive "
-    "steps as one chain, each starting where the one before it ends).",
-)
+@replay_windows_option
 @click.pass_obj
 def replay_command(
     opts: Options,
@@ -288,12 +292,7 @@ def _tables(result: Result) -> dict[str, pa.Table]:
     is_flag=True,
     help="Replay each rank alone (default: the ranks of a step together).",
 )
-@click.option(
-    "--windows",
-    is_flag=True,
-    help="Replay each profiler step's window alone (default: a rank's consecutive "
-    "steps as one chain, each starting where the one before it ends).",
-)
+@replay_windows_option
 @click.pass_obj
 def whatif_command(
     opts: Options,
