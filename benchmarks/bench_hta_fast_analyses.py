@@ -30,13 +30,13 @@ def main() -> None:
         kernel_breakdown,
         launch_stats,
         memory_bw,
-        op_kernels,
         overlap,
         queue_length,
         steps,
         stragglers,
         temporal,
     )
+    from hta_fast.analysis.ops import op_kernels
     from hta_fast.compat import TraceAnalysis
 
     t0 = time.perf_counter()

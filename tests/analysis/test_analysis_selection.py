@@ -13,13 +13,13 @@ from hta_fast.analysis import (
     kernel_breakdown,
     launch_stats,
     memory_bw,
-    op_kernels,
     overlap,
     queue_length,
     steps,
     stragglers,
     temporal,
 )
+from hta_fast.analysis.ops import op_kernels
 from hta_fast.analysis.tensorboard import (
     achieved_occupancy,
     gpu_utilization,
